@@ -1,0 +1,130 @@
+// Package jobrun starts and stops the workflows behind job rows.
+//
+// Jobs are rows first: the API writes a job as QUEUED in the same transaction
+// as its input, then calls Launch after the commit. When that start is lost
+// (Temporal down, the process killed between commit and start) the
+// Reconciler starts the job later. Starting is idempotent: the workflow id is
+// "job-<id>" and a duplicate start is refused by Temporal and treated as done.
+package jobrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"iam/activities"
+	"iam/models"
+	"iam/workflows"
+)
+
+// Launcher starts and cancels job workflows.
+type Launcher struct {
+	Client client.Client
+	Store  *models.Store
+	Log    *slog.Logger
+}
+
+// Launch starts the workflow of a committed QUEUED job. A job already started
+// is not an error. On failure the job stays QUEUED for the Reconciler.
+func (l *Launcher) Launch(ctx context.Context, job *models.Job) error {
+	opts := client.StartWorkflowOptions{
+		ID:                       job.WorkflowID(),
+		TaskQueue:                workflows.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		StaticSummary:            fmt.Sprintf("%s job %d (%s)", job.ActionName, job.ID, job.Module),
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			workflows.AttrJobID.ValueSet(models.FormatID(job.ID)),
+			workflows.AttrOrgID.ValueSet(models.FormatID(job.OrgID)),
+			workflows.AttrModule.ValueSet(job.Module),
+			workflows.AttrAction.ValueSet(job.ActionName),
+			workflows.AttrStatus.ValueSet(string(models.JobQueued)),
+		),
+	}
+	in := workflows.JobInput{Job: activities.JobRef{JobID: job.ID, OrgID: job.OrgID}}
+	startCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := l.Client.ExecuteWorkflow(startCtx, opts, job.Kind, in)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("start workflow of job %d: %w", job.ID, err)
+	}
+	return nil
+}
+
+// LaunchOrQueue calls Launch and, when it fails, logs and leaves the job to
+// the Reconciler: the job is accepted either way.
+func (l *Launcher) LaunchOrQueue(ctx context.Context, job *models.Job) {
+	if err := l.Launch(ctx, job); err != nil {
+		l.Log.Warn("job start deferred to the reconciler", "job_id", job.ID, "error", err)
+	}
+}
+
+// Cancel asks the workflow of a job to stop. A workflow that does not exist
+// or has ended is not an error.
+func (l *Launcher) Cancel(ctx context.Context, jobID int64) error {
+	err := l.Client.CancelWorkflow(ctx, models.JobWorkflowID(jobID), "")
+	var notFound *serviceerror.NotFound
+	if err == nil || errors.As(err, &notFound) {
+		return nil
+	}
+	return fmt.Errorf("cancel workflow of job %d: %w", jobID, err)
+}
+
+// Reconciler starts QUEUED jobs whose start was lost. Several may run at once
+// (one per API process): starts are idempotent.
+type Reconciler struct {
+	Launcher *Launcher
+	// Interval between passes; Grace is how long a job may stay QUEUED before
+	// the reconciler considers its start lost.
+	Interval, Grace time.Duration
+}
+
+// Run reconciles every Interval until ctx ends.
+func (r *Reconciler) Run(ctx context.Context) {
+	t := time.NewTicker(r.Interval)
+	defer t.Stop()
+	for {
+		if _, err := r.Pass(ctx); err != nil && ctx.Err() == nil {
+			r.Launcher.Log.Warn("job reconciler pass failed", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Pass tries to start every stale QUEUED job once and returns how many it
+// started (or found started already, their workflow not having run yet).
+func (r *Reconciler) Pass(ctx context.Context) (int, error) {
+	const page = 100
+	started, after := 0, int64(0)
+	for {
+		jobs, err := r.Launcher.Store.Jobs.Stale(ctx, time.Now().Add(-r.Grace), after, page)
+		if err != nil {
+			return started, err
+		}
+		for i := range jobs {
+			if err := r.Launcher.Launch(ctx, &jobs[i]); err != nil {
+				return started, err // Temporal is likely down: try on the next pass
+			}
+			started++
+			after = jobs[i].ID
+		}
+		if len(jobs) < page {
+			return started, nil
+		}
+	}
+}

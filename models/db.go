@@ -1,0 +1,125 @@
+package models
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	"github.com/uptrace/bun/schema"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Open connects to the database named by dsn and checks that it answers.
+//
+// A dsn that starts with postgres:// or postgresql:// opens PostgreSQL through
+// pgx; one that starts with sqlite: or file: opens a SQLite file through the
+// pure-Go driver (sqlite:./data/iam.db). The SQLite file's folder is created
+// when missing. Open returns EINVALID for any other form.
+func Open(ctx context.Context, dsn string) (*bun.DB, error) {
+	var db *bun.DB
+	switch {
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		sqldb, err := sql.Open("pgx", dsn)
+		if err != nil {
+			return nil, Errorf(EINVALID, "database url: %v", err)
+		}
+		sqldb.SetMaxOpenConns(32)
+		sqldb.SetMaxIdleConns(32)
+		sqldb.SetConnMaxIdleTime(5 * time.Minute)
+		db = bun.NewDB(sqldb, pgdialect.New())
+	case strings.HasPrefix(dsn, "sqlite:"), strings.HasPrefix(dsn, "file:"):
+		path, err := sqliteDSN(dsn)
+		if err != nil {
+			return nil, err
+		}
+		sqldb, err := sql.Open("sqlite", path)
+		if err != nil {
+			return nil, Errorf(EINVALID, "database url: %v", err)
+		}
+		// One writer at a time is SQLite's model; a small pool lets readers run
+		// beside it in WAL mode while busy_timeout queues the writers.
+		sqldb.SetMaxOpenConns(4)
+		db = bun.NewDB(sqldb, sqlitedialect.New())
+	default:
+		return nil, Errorf(EINVALID, "database url must start with postgres://, postgresql://, sqlite: or file:")
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pingCtx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return db, nil
+}
+
+// sqliteDSN turns sqlite:PATH[?query] into the driver's file: form with the
+// pragmas the service relies on: WAL, a busy timeout, foreign keys, and
+// immediate write transactions (a deferred one that upgrades to a write can
+// fail at once with SQLITE_BUSY instead of waiting).
+func sqliteDSN(dsn string) (string, error) {
+	rest := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite:"), "file:")
+	path, rawQuery, _ := strings.Cut(rest, "?")
+	if path == "" {
+		return "", Errorf(EINVALID, "sqlite database url needs a file path")
+	}
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return "", Errorf(EINVALID, "sqlite database url: %v", err)
+	}
+	if path != ":memory:" && !strings.HasPrefix(path, ":memory:") {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return "", fmt.Errorf("create database folder: %w", err)
+		}
+	}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	q.Set("_time_format", "sqlite")
+	return "file:" + path + "?" + q.Encode(), nil
+}
+
+// IsPostgres reports whether db speaks PostgreSQL.
+func IsPostgres(db bun.IDB) bool {
+	return db.Dialect().Name().String() == "pg"
+}
+
+// isUniqueViolation reports whether err is a unique-constraint violation on
+// either dialect.
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "23505"
+	}
+	var sqliteErr *sqlite.Error
+	if errors.As(err, &sqliteErr) {
+		code := sqliteErr.Code()
+		return code == sqlite3.SQLITE_CONSTRAINT_UNIQUE || code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	}
+	return false
+}
+
+// inTx runs fn in a transaction on db, or inside the caller's transaction when
+// db already is one.
+func inTx(ctx context.Context, db bun.IDB, fn func(ctx context.Context, tx bun.Tx) error) error {
+	if tx, ok := db.(bun.Tx); ok {
+		return fn(ctx, tx)
+	}
+	return db.RunInTx(ctx, nil, fn)
+}
+
+var _ = stdlib.GetDefaultDriver // registers the "pgx" driver
+var _ schema.Dialect = pgdialect.New()

@@ -1,0 +1,310 @@
+package models
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// JobStatus is the state of a job (spec 2.17). A job is written QUEUED with
+// its input, turns RUNNING when its workflow picks it up, and ends COMPLETED
+// (every entity succeeded), WARNING (some failed) or ERROR (nothing could be
+// processed, or the job itself failed).
+type JobStatus string
+
+// The job states.
+const (
+	JobQueued    JobStatus = "QUEUED"
+	JobRunning   JobStatus = "RUNNING"
+	JobCompleted JobStatus = "COMPLETED"
+	JobWarning   JobStatus = "WARNING"
+	JobError     JobStatus = "ERROR"
+)
+
+// Finished reports whether s is a final state.
+func (s JobStatus) Finished() bool {
+	return s == JobCompleted || s == JobWarning || s == JobError
+}
+
+// OutcomeStatus is the final state of a job whose entities gave the counts.
+func OutcomeStatus(success, failed int64) JobStatus {
+	switch {
+	case failed == 0:
+		return JobCompleted
+	case success > 0:
+		return JobWarning
+	default:
+		return JobError
+	}
+}
+
+// Job is the record of a background operation. The row is the truth for
+// /jobs; its workflow (id "job-<id>") updates it through activities.
+type Job struct {
+	bun.BaseModel `bun:"table:jobs"`
+
+	ID           int64           `bun:"id,pk"`
+	OrgID        int64           `bun:"org_id"`
+	Kind         string          `bun:"kind"` // the workflow type that runs it
+	Module       string          `bun:"module"`
+	ActionName   string          `bun:"action_name"`
+	Entity       string          `bun:"entity"`
+	Status       JobStatus       `bun:"status"`
+	Message      string          `bun:"message"`
+	Input        json.RawMessage `bun:"input,type:json"`
+	Processed    int64           `bun:"processed"`
+	Total        int64           `bun:"total"`
+	SuccessCount int64           `bun:"success_count"`
+	ErrorCount   int64           `bun:"error_count"`
+	CreatedBy    int64           `bun:"created_by"`
+	CreatedAt    time.Time       `bun:"created_at"`
+	StartTime    time.Time       `bun:"start_time"`
+	EndTime      *time.Time      `bun:"end_time"`
+	UpdatedAt    time.Time       `bun:"updated_at"`
+}
+
+// WorkflowID is the id of the workflow that runs the job.
+func (j *Job) WorkflowID() string { return JobWorkflowID(j.ID) }
+
+// JobWorkflowID is the workflow id of job id: "job-<id>".
+func JobWorkflowID(id int64) string { return "job-" + FormatID(id) }
+
+// JobResult is the outcome for one entity of a job: a row of an upload, a
+// user of a selection. Seq is its position (the row number for files).
+type JobResult struct {
+	bun.BaseModel `bun:"table:job_results"`
+
+	JobID    int64  `bun:"job_id,pk" json:"-"`
+	Seq      int64  `bun:"seq,pk" json:"row"`
+	EntityID string `bun:"entity_id" json:"id"`
+	Status   string `bun:"status" json:"status"`
+	Message  string `bun:"message" json:"message"`
+}
+
+// Per-entity result states.
+const (
+	ResultSuccess = "SUCCESS"
+	ResultError   = "ERROR"
+)
+
+// JobProgress is a job's absolute progress. Writers always send the whole
+// figure, never an increment, so a retried write changes nothing.
+type JobProgress struct {
+	Processed int64 `json:"processed"`
+	Total     int64 `json:"total"`
+	Success   int64 `json:"success_count"`
+	Failed    int64 `json:"error_count"`
+}
+
+// Progress returns the job's progress as stored.
+func (j *Job) Progress() JobProgress {
+	return JobProgress{Processed: j.Processed, Total: j.Total, Success: j.SuccessCount, Failed: j.ErrorCount}
+}
+
+// JobStore reads and writes jobs and their results.
+type JobStore struct{ db bun.IDB }
+
+// ErrJobNotFound is the answer for a job that does not exist in the
+// caller's organization, or was deleted.
+var ErrJobNotFound = NotFound("Job", "the job does not exist or was deleted")
+
+// Create writes job as QUEUED, filling its id and times, inside db, which may
+// be the caller's transaction holding the job's input too. EINVALID when kind,
+// module or action name is missing.
+func (s *JobStore) Create(ctx context.Context, db bun.IDB, job *Job) error {
+	switch {
+	case job.OrgID == 0:
+		return Invalid("org_id", "is required")
+	case job.Kind == "":
+		return Invalid("kind", "is required")
+	case job.Module == "":
+		return Invalid("module", "is required")
+	case job.ActionName == "":
+		return Invalid("action_name", "is required")
+	}
+	if db == nil {
+		db = s.db
+	}
+	now := time.Now().UTC()
+	if job.ID == 0 {
+		job.ID = NewID()
+	}
+	job.Status = JobQueued
+	job.CreatedAt, job.StartTime, job.UpdatedAt = now, now, now
+	job.EndTime = nil
+	if _, err := db.NewInsert().Model(job).Exec(ctx); err != nil {
+		return fmt.Errorf("insert job: %w", err)
+	}
+	return nil
+}
+
+// Get returns one job of the organization. ENOTFOUND when missing.
+func (s *JobStore) Get(ctx context.Context, orgID, id int64) (*Job, error) {
+	job := new(Job)
+	err := s.db.NewSelect().Model(job).Where("org_id = ? AND id = ?", orgID, id).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrJobNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("select job: %w", err)
+	}
+	return job, nil
+}
+
+// Delete removes a job and its results. ENOTFOUND when missing.
+func (s *JobStore) Delete(ctx context.Context, orgID, id int64) error {
+	res, err := s.db.NewDelete().Model((*Job)(nil)).Where("org_id = ? AND id = ?", orgID, id).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("delete job: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrJobNotFound
+	}
+	return nil
+}
+
+// Start marks a QUEUED job RUNNING and returns it; a job already RUNNING is
+// returned as it is, so a retried start changes nothing. ENOTFOUND when the
+// job was deleted; ECONFLICT when it has already finished.
+func (s *JobStore) Start(ctx context.Context, orgID, id int64) (*Job, error) {
+	var job *Job
+	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		_, err := tx.NewUpdate().Model((*Job)(nil)).
+			Set("status = ?", JobRunning).
+			Set("updated_at = ?", time.Now().UTC()).
+			Where("org_id = ? AND id = ? AND status = ?", orgID, id, JobQueued).
+			Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("start job: %w", err)
+		}
+		job = new(Job)
+		err = tx.NewSelect().Model(job).Where("org_id = ? AND id = ?", orgID, id).Scan(ctx)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrJobNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if job.Status.Finished() {
+		return job, Errorf(ECONFLICT, "the job has already finished")
+	}
+	return job, nil
+}
+
+// RecordChunk stores the results of one chunk of a RUNNING job and its new
+// absolute progress, in one transaction. Results are upserted by (job, seq),
+// so recording the same chunk twice leaves the same rows. ENOTFOUND when the
+// job was deleted; ECONFLICT when it is no longer running.
+func (s *JobStore) RecordChunk(ctx context.Context, orgID, id int64, results []JobResult, p JobProgress) error {
+	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewUpdate().Model((*Job)(nil)).
+			Set("processed = ?", p.Processed).
+			Set("total = ?", p.Total).
+			Set("success_count = ?", p.Success).
+			Set("error_count = ?", p.Failed).
+			Set("updated_at = ?", time.Now().UTC()).
+			Where("org_id = ? AND id = ? AND status = ?", orgID, id, JobRunning).
+			Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("record job progress: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return s.whyNotRunning(ctx, tx, orgID, id)
+		}
+		if len(results) == 0 {
+			return nil
+		}
+		for i := range results {
+			results[i].JobID = id
+		}
+		_, err = tx.NewInsert().Model(&results).
+			On("CONFLICT (job_id, seq) DO UPDATE").
+			Set("entity_id = EXCLUDED.entity_id").
+			Set("status = EXCLUDED.status").
+			Set("message = EXCLUDED.message").
+			Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("record job results: %w", err)
+		}
+		return nil
+	})
+}
+
+// Finish ends a job in status with a message and its final progress. Finishing
+// a finished job again changes nothing. ENOTFOUND when the job was deleted.
+func (s *JobStore) Finish(ctx context.Context, orgID, id int64, status JobStatus, message string, p JobProgress) error {
+	if !status.Finished() {
+		return Invalid("status", "%s is not a final job state", status)
+	}
+	now := time.Now().UTC()
+	res, err := s.db.NewUpdate().Model((*Job)(nil)).
+		Set("status = ?", status).
+		Set("message = ?", message).
+		Set("processed = ?", p.Processed).
+		Set("total = ?", p.Total).
+		Set("success_count = ?", p.Success).
+		Set("error_count = ?", p.Failed).
+		Set("end_time = ?", now).
+		Set("updated_at = ?", now).
+		Where("org_id = ? AND id = ? AND status IN (?)", orgID, id, bun.In([]JobStatus{JobQueued, JobRunning})).
+		Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("finish job: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		if err := s.whyNotRunning(ctx, s.db, orgID, id); ErrorCode(err) == ENOTFOUND {
+			return err
+		}
+	}
+	return nil
+}
+
+// whyNotRunning explains why an update of a running job touched no row.
+func (s *JobStore) whyNotRunning(ctx context.Context, db bun.IDB, orgID, id int64) error {
+	var status JobStatus
+	err := db.NewSelect().Model((*Job)(nil)).Column("status").
+		Where("org_id = ? AND id = ?", orgID, id).Scan(ctx, &status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrJobNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("read job status: %w", err)
+	}
+	return Errorf(ECONFLICT, "the job is %s, not RUNNING", status)
+}
+
+// Results returns up to limit results of a job from offset, in row order,
+// optionally only those with status. The caller has checked the job's
+// organization.
+func (s *JobStore) Results(ctx context.Context, jobID int64, status string, offset, limit int) ([]JobResult, error) {
+	var results []JobResult
+	q := s.db.NewSelect().Model(&results).Where("job_id = ?", jobID)
+	if status != "" {
+		q = q.Where("status = ?", status)
+	}
+	if err := q.Order("seq").Offset(int64(offset)).Limit(int64(limit)).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("select job results: %w", err)
+	}
+	return results, nil
+}
+
+// Stale returns, in id order, up to limit QUEUED jobs of any organization
+// created before the given time and with an id above afterID: jobs whose
+// workflow start may have been lost.
+func (s *JobStore) Stale(ctx context.Context, before time.Time, afterID int64, limit int) ([]Job, error) {
+	var jobs []Job
+	err := s.db.NewSelect().Model(&jobs).
+		Where("status = ? AND created_at < ? AND id > ?", JobQueued, before.UTC(), afterID).
+		Order("id").Limit(int64(limit)).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("select queued jobs: %w", err)
+	}
+	return jobs, nil
+}

@@ -1,0 +1,24 @@
+package models
+
+import (
+	"github.com/uptrace/bun"
+)
+
+// Store gives access to every area of the database. Each area's methods take
+// the caller's organization id.
+type Store struct {
+	DB    *bun.DB
+	Orgs  *OrgStore
+	Jobs  *JobStore
+	Blobs BlobStore
+}
+
+// NewStore wires the stores of every area over db.
+func NewStore(db *bun.DB) *Store {
+	return &Store{
+		DB:    db,
+		Orgs:  &OrgStore{db: db},
+		Jobs:  &JobStore{db: db},
+		Blobs: &DBBlobStore{db: db},
+	}
+}

@@ -1,0 +1,70 @@
+// Package worker builds and runs the Temporal workers of the service: it
+// registers every workflow and activity on the task queue, and makes sure
+// the namespace has the search attributes the workflows set.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"iam/activities"
+	"iam/models"
+	"iam/workflows"
+)
+
+// Deps are what the activities need.
+type Deps struct {
+	Store *models.Store
+}
+
+// New returns a worker on workflows.TaskQueue with every workflow and
+// activity registered. Start it with Run or Start.
+func New(c client.Client, deps Deps) sdkworker.Worker {
+	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{})
+	Register(w, deps)
+	return w
+}
+
+// Register adds every workflow and activity to r (a worker, or a test
+// environment).
+func Register(r sdkworker.Registry, deps Deps) {
+	r.RegisterWorkflowWithOptions(workflows.Diagnostic, workflow.RegisterOptions{Name: workflows.DiagnosticWorkflowName})
+	r.RegisterActivity(&activities.Jobs{Store: deps.Store})
+	r.RegisterActivity(&activities.Diagnostics{Store: deps.Store})
+}
+
+// EnsureSearchAttributes registers the workflows' custom search attributes
+// in namespace, leaving those that exist alone.
+func EnsureSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
+	want := workflows.SearchAttributes()
+	have, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		return fmt.Errorf("list search attributes: %w", err)
+	}
+	for name := range have.GetCustomAttributes() {
+		delete(want, name)
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		Namespace:        namespace,
+		SearchAttributes: want,
+	})
+	var exists *serviceerror.AlreadyExists
+	if errors.As(err, &exists) || (err != nil && strings.Contains(err.Error(), "already exists")) {
+		return nil // another process registered them first
+	}
+	if err != nil {
+		return fmt.Errorf("add search attributes: %w", err)
+	}
+	return nil
+}
