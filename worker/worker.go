@@ -28,7 +28,12 @@ type Deps struct {
 // New returns a worker on workflows.TaskQueue with every workflow and
 // activity registered. Start it with Run or Start.
 func New(c client.Client, deps Deps) sdkworker.Worker {
-	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{})
+	return NewOn(c, workflows.TaskQueue, deps)
+}
+
+// NewOn is New on another task queue (tests give each environment its own).
+func NewOn(c client.Client, taskQueue string, deps Deps) sdkworker.Worker {
+	w := sdkworker.New(c, taskQueue, sdkworker.Options{})
 	Register(w, deps)
 	return w
 }

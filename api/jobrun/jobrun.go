@@ -8,6 +8,7 @@
 package jobrun
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +30,9 @@ type Launcher struct {
 	Client client.Client
 	Store  *models.Store
 	Log    *slog.Logger
+	// TaskQueue is where job workflows run; workflows.TaskQueue when empty.
+	// Tests give each environment its own.
+	TaskQueue string
 }
 
 // Launch starts the workflow of a committed QUEUED job. A job already started
@@ -36,7 +40,7 @@ type Launcher struct {
 func (l *Launcher) Launch(ctx context.Context, job *models.Job) error {
 	opts := client.StartWorkflowOptions{
 		ID:                       job.WorkflowID(),
-		TaskQueue:                workflows.TaskQueue,
+		TaskQueue:                cmp.Or(l.TaskQueue, workflows.TaskQueue),
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		StaticSummary:            fmt.Sprintf("%s job %d (%s)", job.ActionName, job.ID, job.Module),

@@ -1,0 +1,280 @@
+// Package apitest runs the API for tests: a real database, a real in-process
+// Temporal server with a worker when asked, a test-only token source, and a
+// client that checks every response against the OpenAPI document.
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/server/temporaltest"
+
+	"iam/api"
+	"iam/api/jobrun"
+	"iam/models"
+	"iam/worker"
+	"iam/workflows"
+)
+
+// Options choose what an Env runs.
+type Options struct {
+	// Temporal starts a worker on the shared in-process Temporal server.
+	Temporal bool
+	// Tokens replaces the test-only token source (the real OAuth server's
+	// validator, say).
+	Tokens api.TokenValidator
+	// OAuth is mounted under /oauth/v2 when set.
+	OAuth http.Handler
+	// MaxBodyBytes overrides the API's default body limit.
+	MaxBodyBytes int64
+}
+
+// Env is a running API for one test.
+type Env struct {
+	t        testing.TB
+	Store    *models.Store
+	Temporal client.Client // nil without Options.Temporal
+	Jobs     *jobrun.Launcher
+	Server   *api.Server
+	URL      string
+	Tokens   *Tokens
+	// Org is an organization made for the test; more with NewOrg.
+	Org *models.Organization
+}
+
+var shared struct {
+	once   sync.Once
+	server *temporaltest.TestServer
+	client client.Client
+	err    error
+}
+
+// sharedTemporal returns a client of the one in-process Temporal server of
+// this test process, with the service's search attributes registered.
+func sharedTemporal(t testing.TB) client.Client {
+	shared.once.Do(func() {
+		shared.server = temporaltest.NewServer()
+		shared.client = shared.server.GetDefaultClient()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		shared.err = worker.EnsureSearchAttributes(ctx, shared.client, shared.server.GetDefaultNamespace())
+	})
+	if shared.err != nil {
+		t.Fatalf("temporal test server: %v", shared.err)
+	}
+	return shared.client
+}
+
+// TemporalAddress returns the host:port of the shared Temporal server and
+// its namespace (for subprocesses).
+func TemporalAddress(t testing.TB) (hostPort, namespace string) {
+	sharedTemporal(t)
+	return shared.server.GetFrontendHostPort(), shared.server.GetDefaultNamespace()
+}
+
+// New starts the API over db (already migrated) for the test.
+func New(t testing.TB, db *bun.DB, opts Options) *Env {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	e := &Env{t: t, Store: models.NewStore(db), Tokens: &Tokens{}}
+	e.Jobs = &jobrun.Launcher{Store: e.Store, Log: log}
+	if opts.Temporal {
+		e.Temporal = sharedTemporal(t)
+		e.Jobs.Client = e.Temporal
+		e.Jobs.TaskQueue = fmt.Sprintf("test-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), models.NewID())
+		w := worker.NewOn(e.Temporal, e.Jobs.TaskQueue, worker.Deps{Store: e.Store})
+		if err := w.Start(); err != nil {
+			t.Fatalf("start worker: %v", err)
+		}
+		t.Cleanup(w.Stop)
+	}
+	var tokens api.TokenValidator = e.Tokens
+	if opts.Tokens != nil {
+		tokens = opts.Tokens
+	}
+	e.Server = api.New(api.Config{MaxBodyBytes: opts.MaxBodyBytes}, api.Deps{
+		Store:    e.Store,
+		Temporal: e.Temporal,
+		Jobs:     e.Jobs,
+		Tokens:   tokens,
+		Log:      log,
+		OAuth:    opts.OAuth,
+	})
+	srv := httptest.NewServer(e.Server.Handler())
+	t.Cleanup(srv.Close)
+	e.URL = srv.URL
+	e.Org = e.NewOrg("Test organization")
+	return e
+}
+
+// NewOrg creates an organization.
+func (e *Env) NewOrg(name string) *models.Organization {
+	e.t.Helper()
+	org := &models.Organization{Name: name}
+	if err := e.Store.Orgs.Create(context.Background(), org); err != nil {
+		e.t.Fatalf("create organization: %v", err)
+	}
+	return org
+}
+
+// Token mints a test token for a user of org holding scopes.
+func (e *Env) Token(org *models.Organization, scopes ...string) string {
+	return e.Tokens.Mint(api.Principal{UserID: models.NewID(), OrgID: org.ID, Scopes: scopes})
+}
+
+// Response is a finished request.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into v, failing the test on error.
+func (r *Response) JSON(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+}
+
+// ErrorBody decodes an error response.
+func (r *Response) ErrorBody(t testing.TB) api.ErrorDetail {
+	t.Helper()
+	var body api.ErrorBody
+	r.JSON(t, &body)
+	return body.Error
+}
+
+// Request is what Do sends. Token is sent as "Service-oauthtoken <Token>"
+// unless Header sets Authorization itself.
+type Request struct {
+	Method string
+	Path   string // with query string
+	Token  string
+	Body   any // a []byte or string is sent as it is; anything else as JSON
+	Header http.Header
+}
+
+// Do sends the request and checks the response against the OpenAPI document.
+func (e *Env) Do(req Request) *Response {
+	e.t.Helper()
+	var body io.Reader
+	contentType := ""
+	switch b := req.Body.(type) {
+	case nil:
+	case []byte:
+		body = bytes.NewReader(b)
+	case string:
+		body = strings.NewReader(b)
+	case io.Reader:
+		body = b
+	default:
+		buf, err := json.Marshal(b)
+		if err != nil {
+			e.t.Fatalf("encode body: %v", err)
+		}
+		body, contentType = bytes.NewReader(buf), "application/json"
+	}
+	hr, err := http.NewRequest(req.Method, e.URL+req.Path, body)
+	if err != nil {
+		e.t.Fatalf("new request: %v", err)
+	}
+	if contentType != "" {
+		hr.Header.Set("Content-Type", contentType)
+	}
+	hr.Header.Set("Accept", "application/json")
+	if req.Token != "" {
+		hr.Header.Set("Authorization", api.AuthScheme+" "+req.Token)
+	}
+	for k, vs := range req.Header {
+		hr.Header[k] = vs
+	}
+	resp, err := http.DefaultClient.Do(hr)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", req.Method, req.Path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatalf("read response: %v", err)
+	}
+	CheckResponse(e.t, hr, resp, data)
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: data}
+}
+
+// Get is Do for a GET.
+func (e *Env) Get(path, token string) *Response {
+	e.t.Helper()
+	return e.Do(Request{Method: http.MethodGet, Path: path, Token: token})
+}
+
+// StartDiagnostic creates a diagnostic job in org and launches it.
+func (e *Env) StartDiagnostic(org *models.Organization, params any) *models.Job {
+	e.t.Helper()
+	job := e.CreateDiagnostic(org, params)
+	if err := e.Jobs.Launch(context.Background(), job); err != nil {
+		e.t.Fatalf("launch job: %v", err)
+	}
+	return job
+}
+
+// CreateDiagnostic writes a QUEUED diagnostic job without starting it.
+func (e *Env) CreateDiagnostic(org *models.Organization, params any) *models.Job {
+	e.t.Helper()
+	input, err := json.Marshal(params)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	job := &models.Job{
+		OrgID:      org.ID,
+		Kind:       workflows.DiagnosticWorkflowName,
+		Module:     workflows.DiagnosticModule,
+		ActionName: workflows.DiagnosticAction,
+		Input:      input,
+	}
+	if err := e.Store.Jobs.Create(context.Background(), nil, job); err != nil {
+		e.t.Fatalf("create job: %v", err)
+	}
+	return job
+}
+
+// WaitJob polls the job until done reports true, failing after timeout.
+func (e *Env) WaitJob(org *models.Organization, id int64, timeout time.Duration, done func(*models.Job) bool) *models.Job {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		job, err := e.Store.Jobs.Get(context.Background(), org.ID, id)
+		if err != nil {
+			e.t.Fatalf("get job: %v", err)
+		}
+		if done(job) {
+			return job
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("job %d still %s (%d/%d) after %s", id, job.Status, job.Processed, job.Total, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

@@ -1,0 +1,160 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"iam/models"
+	"iam/models/listing"
+)
+
+// resultsInJob is how many per-entity results GET /jobs/{id} carries; the
+// rest are paged through GET /jobs/{id}/results.
+const resultsInJob = 100
+
+// jobView is a job as the API shows it (spec 2.17). Progress is the
+// service's addition; the list leaves out details.
+type jobView struct {
+	ID         string       `json:"id"`
+	StartTime  time.Time    `json:"start_time"`
+	EndTime    *time.Time   `json:"end_time"`
+	ActionName string       `json:"action_name"`
+	Status     string       `json:"status"`
+	Module     string       `json:"module"`
+	Message    string       `json:"message"`
+	Progress   progressView `json:"progress"`
+	Details    *jobDetails  `json:"details,omitempty"`
+}
+
+type progressView struct {
+	Processed int64 `json:"processed"`
+	Total     int64 `json:"total"`
+}
+
+// jobDetails holds the first results of a job and the counts of all of them.
+type jobDetails struct {
+	Entity       string             `json:"entity"`
+	Result       []models.JobResult `json:"result"`
+	SuccessCount int64              `json:"success_count"`
+	ErrorCount   int64              `json:"error_count"`
+	ResultCount  int64              `json:"result_count"`
+	ResultsHref  string             `json:"results_href"`
+}
+
+func newJobView(j *models.Job) jobView {
+	return jobView{
+		ID:         models.FormatID(j.ID),
+		StartTime:  j.StartTime.UTC(),
+		EndTime:    utcPtr(j.EndTime),
+		ActionName: j.ActionName,
+		Status:     string(j.Status),
+		Module:     j.Module,
+		Message:    j.Message,
+		Progress:   progressView{Processed: j.Processed, Total: j.Total},
+	}
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// listJobs: GET /jobs (offset paging; filter on module, status, action_name,
+// start_time, end_time).
+func (s *Server) listJobs(c *gin.Context) {
+	params, err := listing.Parse(c.Request.URL.Query(), models.JobListing)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	jobs, meta, err := s.store.Jobs.List(c, principal(c).OrgID, params)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	views := make([]jobView, len(jobs))
+	for i := range jobs {
+		views[i] = newJobView(&jobs[i])
+	}
+	c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, params.Fields), "meta": meta})
+}
+
+// getJob: GET /jobs/{job_id}, the job at top level with its first results.
+func (s *Server) getJob(c *gin.Context) {
+	org := principal(c).OrgID
+	id, err := pathID(c, "job_id", models.ErrJobNotFound)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	job, err := s.store.Jobs.Get(c, org, id)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	results, err := s.store.Jobs.Results(c, job.ID, "", 0, resultsInJob)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	if results == nil {
+		results = []models.JobResult{}
+	}
+	view := newJobView(job)
+	view.Details = &jobDetails{
+		Entity:       job.Entity,
+		Result:       results,
+		SuccessCount: job.SuccessCount,
+		ErrorCount:   job.ErrorCount,
+		ResultCount:  job.SuccessCount + job.ErrorCount,
+		ResultsHref:  "/api/v1/jobs/" + view.ID + "/results",
+	}
+	c.JSON(http.StatusOK, view)
+}
+
+// listJobResults: GET /jobs/{job_id}/results, every per-entity result in row
+// order (offset paging; filter on row, id and status).
+func (s *Server) listJobResults(c *gin.Context) {
+	org := principal(c).OrgID
+	id, err := pathID(c, "job_id", models.ErrJobNotFound)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	params, err := listing.Parse(c.Request.URL.Query(), models.JobResultListing)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	results, meta, err := s.store.Jobs.ListResults(c, org, id, params)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"data": listing.Project(results, params.Fields), "meta": meta})
+}
+
+// deleteJob: DELETE /jobs/{job_id}. The row goes first, so the job is gone
+// for every reader at once; then its workflow is cancelled (a workflow that
+// misses the cancel stops at its next write, finding its job gone).
+func (s *Server) deleteJob(c *gin.Context) {
+	org := principal(c).OrgID
+	id, err := pathID(c, "job_id", models.ErrJobNotFound)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	if err := s.store.Jobs.Delete(c, org, id); err != nil {
+		abortWithError(c, err)
+		return
+	}
+	if err := s.deps.Jobs.Cancel(c, id); err != nil {
+		logger(c).Warn("job deleted; its workflow will stop at its next write", "job_id", id, "error", err)
+	}
+	c.Status(http.StatusNoContent)
+}

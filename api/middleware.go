@@ -1,0 +1,134 @@
+package api
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Context keys set by the middleware.
+const (
+	ctxLogger    = "iam.logger"
+	ctxPrincipal = "iam.principal"
+)
+
+// RequestIDHeader carries the request id, in and out.
+const RequestIDHeader = "X-Request-Id"
+
+var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// requestID takes a sane incoming X-Request-Id or makes one, sends it back,
+// and gives the request a logger that carries it.
+func requestID(log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id := c.GetHeader(RequestIDHeader)
+		if !validRequestID.MatchString(id) {
+			var b [12]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		c.Header(RequestIDHeader, id)
+		c.Set(ctxLogger, log.With("request_id", id))
+		c.Next()
+	}
+}
+
+// accessLog writes one structured line per request.
+func accessLog() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		status := c.Writer.Status()
+		level := slog.LevelInfo
+		if status >= 500 {
+			level = slog.LevelError
+		}
+		logger(c).Log(c.Request.Context(), level, "request",
+			"method", c.Request.Method,
+			"route", c.FullPath(),
+			"path", c.Request.URL.Path,
+			"status", status,
+			"duration_ms", time.Since(start).Milliseconds(),
+			"bytes", c.Writer.Size(),
+		)
+	}
+}
+
+// recoverer turns a panic into the 500 error body and logs the stack.
+func recoverer() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				logger(c).Error("panic", "panic", p, "stack", string(debug.Stack()))
+				if !c.Writer.Written() {
+					abortWithError(c, errPanic)
+				}
+				c.Abort()
+			}
+		}()
+		c.Next()
+	}
+}
+
+var errPanic = newAPIError(http.StatusInternalServerError, CodeInternal, "Internal Server Error", "unexpected internal error, retry later")
+
+// limitBody caps the request body at limit bytes: a declared length over it
+// is refused at once, and a longer body fails on read.
+func limitBody(limit int64) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if c.Request.ContentLength > limit {
+			abortWithError(c, &http.MaxBytesError{Limit: limit})
+			return
+		}
+		if c.Request.Body != nil {
+			c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, limit)
+		}
+		c.Next()
+	}
+}
+
+// httpMetrics are the request counters and latencies served on /metrics.
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "iam_http_requests_total",
+			Help: "HTTP requests by method, route and status.",
+		}, []string{"method", "route", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "iam_http_request_duration_seconds",
+			Help:    "HTTP request latency by method and route.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"method", "route"}),
+	}
+	reg.MustRegister(m.requests, m.duration)
+	return m
+}
+
+func (m *httpMetrics) middleware() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		route := c.FullPath()
+		if route == "" {
+			route = "unmatched"
+		}
+		m.requests.WithLabelValues(c.Request.Method, route, strconv.Itoa(c.Writer.Status())).Inc()
+		m.duration.WithLabelValues(c.Request.Method, route).Observe(time.Since(start).Seconds())
+	}
+}

@@ -1,0 +1,28 @@
+package api
+
+import (
+	"github.com/gin-gonic/gin"
+)
+
+// Route is one /api/v1 route: its method and path (relative to /api/v1), the
+// scopes of which the token must hold any one, and its handler. MaxBody
+// overrides the default body limit (uploads).
+type Route struct {
+	Method  string
+	Path    string
+	Scopes  []string
+	Handler gin.HandlerFunc
+	MaxBody int64
+}
+
+// Routes lists the whole /api/v1 surface. Every route sits behind one
+// authentication middleware and its own scope check (server.go).
+func (s *Server) Routes() []Route {
+	return []Route{
+		// Jobs (spec 4.6).
+		{Method: "GET", Path: "/jobs", Scopes: Scopes("job", "READ", "ALL"), Handler: s.listJobs},
+		{Method: "GET", Path: "/jobs/:job_id", Scopes: Scopes("job", "READ", "ALL"), Handler: s.getJob},
+		{Method: "GET", Path: "/jobs/:job_id/results", Scopes: Scopes("job", "READ", "ALL"), Handler: s.listJobResults},
+		{Method: "DELETE", Path: "/jobs/:job_id", Scopes: Scopes("job", "DELETE", "ALL"), Handler: s.deleteJob},
+	}
+}

@@ -1,0 +1,126 @@
+// Package api is the service's HTTP surface: the /api/v1 REST routes, their
+// authentication and scope checks, the error model, the list conventions'
+// HTTP side, health, metrics and the OpenAPI document. routes.go lists the
+// whole surface.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.temporal.io/sdk/client"
+
+	"iam/api/jobrun"
+	"iam/models"
+)
+
+// Config holds the API's tunables.
+type Config struct {
+	// MaxBodyBytes caps JSON request bodies (413 beyond it).
+	MaxBodyBytes int64
+}
+
+// Deps are the API's collaborators.
+type Deps struct {
+	Store    *models.Store
+	Temporal client.Client
+	Jobs     *jobrun.Launcher
+	Tokens   TokenValidator
+	Log      *slog.Logger
+	// OAuth serves /oauth/v2/... and the authorization server metadata;
+	// nil leaves them unrouted.
+	OAuth http.Handler
+}
+
+// Server is the HTTP API.
+type Server struct {
+	cfg     Config
+	deps    Deps
+	store   *models.Store
+	log     *slog.Logger
+	metrics *prometheus.Registry
+	engine  *gin.Engine
+}
+
+// New builds the API's handler with every route of routes.go.
+func New(cfg Config, deps Deps) *Server {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if deps.Log == nil {
+		deps.Log = slog.Default()
+	}
+	s := &Server{cfg: cfg, deps: deps, store: deps.Store, log: deps.Log, metrics: prometheus.NewRegistry()}
+	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.engine = s.newEngine()
+	return s
+}
+
+// Handler returns the http.Handler to serve.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+func (s *Server) newEngine() *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	r.ContextWithFallback = true
+	r.Use(requestID(s.log), recoverer(), accessLog(), newHTTPMetrics(s.metrics).middleware())
+	r.NoRoute(func(c *gin.Context) {
+		abortWithError(c, newAPIError(http.StatusNotFound, CodeRouteNotFound, "Route Not Found", "no route "+c.Request.Method+" "+c.Request.URL.Path))
+	})
+	r.NoMethod(func(c *gin.Context) {
+		abortWithError(c, newAPIError(http.StatusMethodNotAllowed, CodeRouteNotFound, "Method Not Allowed", "the route does not accept "+c.Request.Method))
+	})
+
+	r.GET("/healthz", s.healthz)
+	r.GET("/readyz", s.readyz)
+	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{})))
+	r.GET("/api/v1/openapi.json", s.openAPI)
+	if s.deps.OAuth != nil {
+		r.Any("/oauth/v2/*path", gin.WrapH(s.deps.OAuth))
+		r.GET("/.well-known/oauth-authorization-server", gin.WrapH(s.deps.OAuth))
+	}
+
+	v1 := r.Group("/api/v1", authenticate(s.deps.Tokens))
+	for _, rt := range s.Routes() {
+		limit := rt.MaxBody
+		if limit == 0 {
+			limit = s.cfg.MaxBodyBytes
+		}
+		v1.Handle(rt.Method, rt.Path, limitBody(limit), requireScopes(rt.Scopes), rt.Handler)
+	}
+	return r
+}
+
+// healthz answers 200 while the process runs.
+func (s *Server) healthz(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"status": "ok"})
+}
+
+// readyz answers 200 when the database and Temporal answer, 503 otherwise,
+// naming what failed.
+func (s *Server) readyz(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
+	defer cancel()
+	checks := gin.H{"database": "ok", "temporal": "ok"}
+	ready := true
+	if err := s.store.DB.PingContext(ctx); err != nil {
+		checks["database"], ready = err.Error(), false
+	}
+	if s.deps.Temporal == nil {
+		checks["temporal"], ready = "not configured", false
+	} else if _, err := s.deps.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+		checks["temporal"], ready = err.Error(), false
+	}
+	status := http.StatusOK
+	if !ready {
+		status = http.StatusServiceUnavailable
+	}
+	c.JSON(status, gin.H{"ready": ready, "checks": checks})
+}
