@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/uptrace/bun"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"iam/api"
+	"iam/api/jobrun"
+	"iam/models"
+)
+
+// The pieces every command assembles from: logger, store, Temporal client,
+// HTTP server. Each command builds the ones it needs.
+
+func newLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// openStore opens the database, and with migrate set brings its schema up to
+// date; without, it refuses a schema that is behind.
+func openStore(ctx context.Context, dsn string, migrate bool, log *slog.Logger) (*models.Store, error) {
+	db, err := models.Open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	if migrate {
+		applied, err := models.MigrateUp(ctx, db)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		if len(applied) > 0 {
+			log.Info("database migrated", "applied", applied)
+		}
+	} else if err := checkSchema(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return models.NewStore(db), nil
+}
+
+// checkSchema fails when migrations are pending.
+func checkSchema(ctx context.Context, db *bun.DB) error {
+	m, err := models.Migrator(db)
+	if err != nil {
+		return err
+	}
+	if err := m.Init(ctx); err != nil {
+		return fmt.Errorf("read migration state: %w", err)
+	}
+	missing, err := m.MissingMigrations(ctx)
+	if err != nil {
+		return fmt.Errorf("read migration state: %w", err)
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the database schema is behind by %d migration(s): run `iam migrate up` first", len(missing))
+	}
+	return nil
+}
+
+// temporalOptions are the client options for cfg.
+func temporalOptions(cfg TemporalConfig, log *slog.Logger) (client.Options, error) {
+	tlsCfg, err := cfg.tlsConfig()
+	if err != nil {
+		return client.Options{}, err
+	}
+	return client.Options{
+		HostPort:          cfg.Address,
+		Namespace:         cfg.Namespace,
+		Logger:            sdklog.NewStructuredLogger(log.With("component", "temporal")),
+		ConnectionOptions: client.ConnectionOptions{TLS: tlsCfg},
+	}, nil
+}
+
+// dialTemporal connects to Temporal, retrying until it answers or ctx ends.
+func dialTemporal(ctx context.Context, opts client.Options, log *slog.Logger) (client.Client, error) {
+	delay := 500 * time.Millisecond
+	for {
+		c, err := client.DialContext(ctx, opts)
+		if err == nil {
+			return c, nil
+		}
+		log.Warn("Temporal is not reachable yet; retrying", "address", opts.HostPort, "error", err)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("connect to Temporal at %s: %w", opts.HostPort, err)
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 10*time.Second)
+	}
+}
+
+// apiServer builds the API with its launcher.
+func apiServer(cfg Config, store *models.Store, tc client.Client, tokens api.TokenValidator, log *slog.Logger) (*api.Server, *jobrun.Launcher) {
+	launcher := &jobrun.Launcher{Client: tc, Store: store, Log: log}
+	srv := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes}, api.Deps{
+		Store:    store,
+		Temporal: tc,
+		Jobs:     launcher,
+		Tokens:   tokens,
+		Log:      log,
+	})
+	return srv, launcher
+}
+
+// serveHTTP serves h on addr until ctx ends, then shuts down gracefully
+// within timeout. ready, when not nil, receives the bound address.
+func serveHTTP(ctx context.Context, addr string, h http.Handler, timeout time.Duration, ready func(net.Addr)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("http shutdown: %w", err)
+	}
+	return nil
+}
+
+// ensureOrganization creates the first organization on a fresh database.
+func ensureOrganization(ctx context.Context, store *models.Store, log *slog.Logger) (*models.Organization, error) {
+	org, err := store.Orgs.First(ctx)
+	if models.ErrorCode(err) != models.ENOTFOUND {
+		return org, err
+	}
+	org = &models.Organization{Name: "Default organization"}
+	if err := store.Orgs.Create(ctx, org); err != nil {
+		return nil, err
+	}
+	log.Info("created the first organization", "org_id", org.ID)
+	return org, nil
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Config is the whole configuration: environment variables only, each with a
+// documented default (README "Configuration"). Flags of `iam dev` override
+// the few they name.
+type Config struct {
+	// HTTPAddr is where the API listens; empty means 127.0.0.1:8080 for dev
+	// and :8080 for serve.
+	HTTPAddr string `env:"IAM_HTTP_ADDR"`
+	// DatabaseURL is the app database: postgres://… for serve, worker and
+	// migrate. dev uses sqlite:<data dir>/iam.db unless it is set.
+	DatabaseURL  string     `env:"IAM_DATABASE_URL"`
+	LogLevel     slog.Level `env:"IAM_LOG_LEVEL" envDefault:"info"`
+	MaxBodyBytes int64      `env:"IAM_MAX_BODY_BYTES" envDefault:"1048576"`
+	// ShutdownTimeout bounds a graceful stop.
+	ShutdownTimeout time.Duration `env:"IAM_SHUTDOWN_TIMEOUT" envDefault:"20s"`
+	// ReconcileInterval is how often the API looks for QUEUED jobs whose
+	// start was lost; ReconcileGrace is how old such a job must be.
+	ReconcileInterval time.Duration `env:"IAM_RECONCILE_INTERVAL" envDefault:"10s"`
+	ReconcileGrace    time.Duration `env:"IAM_RECONCILE_GRACE" envDefault:"15s"`
+
+	Temporal TemporalConfig
+	Dev      DevConfig
+}
+
+// TemporalConfig points serve and worker at a Temporal frontend.
+type TemporalConfig struct {
+	Address   string `env:"IAM_TEMPORAL_ADDRESS" envDefault:"127.0.0.1:7233"`
+	Namespace string `env:"IAM_TEMPORAL_NAMESPACE" envDefault:"default"`
+	// TLS turns on TLS; the files are optional (system roots, no client
+	// certificate when empty).
+	TLS           bool   `env:"IAM_TEMPORAL_TLS" envDefault:"false"`
+	TLSCAFile     string `env:"IAM_TEMPORAL_TLS_CA_FILE"`
+	TLSCertFile   string `env:"IAM_TEMPORAL_TLS_CERT_FILE"`
+	TLSKeyFile    string `env:"IAM_TEMPORAL_TLS_KEY_FILE"`
+	TLSServerName string `env:"IAM_TEMPORAL_TLS_SERVER_NAME"`
+}
+
+// DevConfig is read by `iam dev` only.
+type DevConfig struct {
+	DataDir      string `env:"IAM_DATA_DIR" envDefault:"./data"`
+	TemporalPort int    `env:"IAM_DEV_TEMPORAL_PORT" envDefault:"7233"`
+	UIPort       int    `env:"IAM_DEV_UI_PORT" envDefault:"8233"`
+}
+
+// loadConfig reads the configuration from environ (KEY=VALUE strings).
+func loadConfig(environ []string) (Config, error) {
+	vars := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	var cfg Config
+	if err := env.ParseWithOptions(&cfg, env.Options{Environment: vars}); err != nil {
+		return cfg, configError(err)
+	}
+	return cfg, cfg.check()
+}
+
+// configError rewrites the env library's aggregate error into one line per
+// variable.
+func configError(err error) error {
+	var agg env.AggregateError
+	if errors.As(err, &agg) {
+		msgs := make([]string, 0, len(agg.Errors))
+		for _, e := range agg.Errors {
+			msgs = append(msgs, e.Error())
+		}
+		return fmt.Errorf("invalid configuration: %s", strings.Join(msgs, "; "))
+	}
+	return fmt.Errorf("invalid configuration: %w", err)
+}
+
+// check validates what the types alone do not.
+func (c Config) check() error {
+	var problems []string
+	if c.HTTPAddr != "" {
+		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+			problems = append(problems, fmt.Sprintf("IAM_HTTP_ADDR %q is not host:port", c.HTTPAddr))
+		}
+	}
+	if _, _, err := net.SplitHostPort(c.Temporal.Address); err != nil {
+		problems = append(problems, fmt.Sprintf("IAM_TEMPORAL_ADDRESS %q is not host:port", c.Temporal.Address))
+	}
+	if c.Temporal.Namespace == "" {
+		problems = append(problems, "IAM_TEMPORAL_NAMESPACE must not be empty")
+	}
+	if c.MaxBodyBytes < 1024 {
+		problems = append(problems, "IAM_MAX_BODY_BYTES must be at least 1024")
+	}
+	if c.ShutdownTimeout <= 0 || c.ReconcileInterval <= 0 || c.ReconcileGrace < 0 {
+		problems = append(problems, "IAM_SHUTDOWN_TIMEOUT and IAM_RECONCILE_INTERVAL must be positive, IAM_RECONCILE_GRACE not negative")
+	}
+	if (c.Temporal.TLSCertFile == "") != (c.Temporal.TLSKeyFile == "") {
+		problems = append(problems, "IAM_TEMPORAL_TLS_CERT_FILE and IAM_TEMPORAL_TLS_KEY_FILE go together")
+	}
+	for _, p := range []struct {
+		port int
+		name string
+	}{{c.Dev.TemporalPort, "IAM_DEV_TEMPORAL_PORT"}, {c.Dev.UIPort, "IAM_DEV_UI_PORT"}} {
+		if p.port < 0 || p.port > 65535 {
+			problems = append(problems, p.name+" must be a port number (0 picks a free one)")
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("invalid configuration: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// requireDatabase checks that a production command has a PostgreSQL URL.
+func (c Config) requireDatabase() error {
+	if c.DatabaseURL == "" {
+		return errors.New("invalid configuration: IAM_DATABASE_URL is required (postgres://user:pass@host:5432/db)")
+	}
+	return nil
+}
+
+// tlsConfig builds the Temporal client's TLS settings, or nil without TLS.
+func (t TemporalConfig) tlsConfig() (*tls.Config, error) {
+	if !t.TLS {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.TLSServerName}
+	if t.TLSCAFile != "" {
+		pem, err := os.ReadFile(t.TLSCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("invalid configuration: IAM_TEMPORAL_TLS_CA_FILE: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, errors.New("invalid configuration: IAM_TEMPORAL_TLS_CA_FILE holds no PEM certificate")
+		}
+		cfg.RootCAs = pool
+	}
+	if t.TLSCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.TLSCertFile, t.TLSKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("invalid configuration: Temporal client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+// configVariables lists every environment variable the binary reads.
+func configVariables() ([]string, error) {
+	params, err := env.GetFieldParams(&Config{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(params))
+	for _, p := range params {
+		out = append(out, p.Key)
+	}
+	return out, nil
+}

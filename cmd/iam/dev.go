@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"iam/api/jobrun"
+	"iam/deploy/devserver"
+	"iam/worker"
+	"iam/workflows"
+)
+
+// devRetention is how long the embedded Temporal keeps closed workflows.
+const devRetention = 7 * 24 * time.Hour
+
+func devCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
+	var dataDir string
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run everything in one process on embedded defaults",
+		Long: "dev runs the API, an in-process Temporal server with its Web UI, and a " +
+			"worker, with the app database and Temporal's in SQLite files under the " +
+			"data directory. It needs no outside service. A restart finds its data " +
+			"and unfinished workflows carry on.",
+		Args: cobra.NoArgs,
+		RunE: configured(environ, func(cmd *cobra.Command, cfg Config) error {
+			if cmd.Flags().Changed("data-dir") {
+				cfg.Dev.DataDir = dataDir
+			}
+			return runDev(cmd.Context(), cfg, stdout, newLogger(stderr, cfg.LogLevel))
+		}),
+	}
+	cmd.Flags().StringVar(&dataDir, "data-dir", "./data", "folder of the SQLite files (env IAM_DATA_DIR)")
+	return cmd
+}
+
+func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger) error {
+	started := time.Now()
+	dataDir, err := filepath.Abs(cfg.Dev.DataDir)
+	if err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	dsn := cfg.DatabaseURL
+	if dsn == "" {
+		dsn = "sqlite:" + filepath.Join(dataDir, "iam.db")
+	}
+	store, err := openStore(ctx, dsn, true, log)
+	if err != nil {
+		return err
+	}
+	defer store.DB.Close()
+	if _, err := ensureOrganization(ctx, store, log); err != nil {
+		return err
+	}
+
+	ts, err := devserver.Start(ctx, devserver.Config{
+		DataDir:          dataDir,
+		IP:               "127.0.0.1",
+		FrontendPort:     cfg.Dev.TemporalPort,
+		UIPort:           cfg.Dev.UIPort,
+		Namespace:        cfg.Temporal.Namespace,
+		Retention:        devRetention,
+		SearchAttributes: workflows.SearchAttributes(),
+		Logger:           log.With("component", "temporal-server"),
+	})
+	if err != nil {
+		return fmt.Errorf("start the embedded Temporal server: %w", err)
+	}
+	defer ts.Stop()
+
+	cfg.Temporal.Address = ts.FrontendAddress()
+	opts, err := temporalOptions(cfg.Temporal, log)
+	if err != nil {
+		return err
+	}
+	tc, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("connect to the embedded Temporal server: %w", err)
+	}
+	defer tc.Close()
+	w := worker.New(tc, worker.Deps{Store: store})
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	defer w.Stop()
+
+	srv, launcher := apiServer(cfg, store, tc, nil, log)
+	rec := &jobrun.Reconciler{Launcher: launcher, Interval: cfg.ReconcileInterval, Grace: cfg.ReconcileGrace}
+	go rec.Run(ctx)
+
+	addr := cfg.HTTPAddr
+	if addr == "" {
+		addr = "127.0.0.1:8080"
+	}
+	return serveHTTP(ctx, addr, srv.Handler(), cfg.ShutdownTimeout, func(a net.Addr) {
+		fmt.Fprintf(stdout, "iam dev is ready in %s\n", time.Since(started).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "  API:              http://%s/api/v1  (OpenAPI: /api/v1/openapi.json)\n", a)
+		fmt.Fprintf(stdout, "  OAuth:            http://%s/oauth/v2\n", a)
+		fmt.Fprintf(stdout, "  Health:           http://%s/readyz  Metrics: /metrics\n", a)
+		fmt.Fprintf(stdout, "  Temporal Web UI:  http://%s\n", ts.UIAddress())
+		fmt.Fprintf(stdout, "  Temporal gRPC:    %s  (namespace %s)\n", ts.FrontendAddress(), cfg.Temporal.Namespace)
+		fmt.Fprintf(stdout, "  Data directory:   %s\n", dataDir)
+		fmt.Fprintf(stdout, "Press Ctrl-C to stop.\n")
+	})
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"iam/models"
+)
+
+func migrateCommand(environ []string, stdout io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply, roll back or list the database migrations (IAM_DATABASE_URL)",
+	}
+	step := func(use, short string, body func(ctx context.Context, cfg Config) error) *cobra.Command {
+		return &cobra.Command{
+			Use:   use,
+			Short: short,
+			Args:  cobra.NoArgs,
+			RunE: configured(environ, func(cmd *cobra.Command, cfg Config) error {
+				if err := cfg.requireDatabase(); err != nil {
+					return err
+				}
+				return body(cmd.Context(), cfg)
+			}),
+		}
+	}
+	cmd.AddCommand(
+		step("up", "Apply every pending migration", func(ctx context.Context, cfg Config) error {
+			db, err := models.Open(ctx, cfg.DatabaseURL)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			applied, err := models.MigrateUp(ctx, db)
+			if err != nil {
+				return err
+			}
+			if len(applied) == 0 {
+				fmt.Fprintln(stdout, "nothing to migrate: the schema is up to date")
+			}
+			for _, name := range applied {
+				fmt.Fprintln(stdout, "applied", name)
+			}
+			return nil
+		}),
+		step("down", "Roll back the last group of migrations", func(ctx context.Context, cfg Config) error {
+			db, err := models.Open(ctx, cfg.DatabaseURL)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			rolledBack, err := models.MigrateDown(ctx, db)
+			if err != nil {
+				return err
+			}
+			if len(rolledBack) == 0 {
+				fmt.Fprintln(stdout, "nothing to roll back")
+			}
+			for _, name := range rolledBack {
+				fmt.Fprintln(stdout, "rolled back", name)
+			}
+			return nil
+		}),
+		step("status", "List the migrations and whether each is applied", func(ctx context.Context, cfg Config) error {
+			db, err := models.Open(ctx, cfg.DatabaseURL)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			return models.WriteMigrationStatus(ctx, db, stdout)
+		}),
+	)
+	return cmd
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"iam/api/jobrun"
+)
+
+func serveCommand(environ []string, stderr io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve",
+		Short: "Run the API against PostgreSQL and a Temporal cluster",
+		Long: "serve runs the REST API and the OAuth server. It needs IAM_DATABASE_URL " +
+			"(PostgreSQL, migrated with `iam migrate up`) and a Temporal frontend " +
+			"(IAM_TEMPORAL_ADDRESS). Several may run at once.",
+		Args: cobra.NoArgs,
+		RunE: configured(environ, func(cmd *cobra.Command, cfg Config) error {
+			if err := cfg.requireDatabase(); err != nil {
+				return err
+			}
+			return runServe(cmd.Context(), cfg, newLogger(stderr, cfg.LogLevel))
+		}),
+	}
+}
+
+func runServe(ctx context.Context, cfg Config, log *slog.Logger) error {
+	store, err := openStore(ctx, cfg.DatabaseURL, false, log)
+	if err != nil {
+		return err
+	}
+	defer store.DB.Close()
+	if _, err := ensureOrganization(ctx, store, log); err != nil {
+		return err
+	}
+	opts, err := temporalOptions(cfg.Temporal, log)
+	if err != nil {
+		return err
+	}
+	// A lazy client lets the API start, and accept jobs as QUEUED, while
+	// Temporal is down; the reconciler starts them once it is back.
+	tc, err := client.NewLazyClient(opts)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+
+	srv, launcher := apiServer(cfg, store, tc, nil, log)
+	rec := &jobrun.Reconciler{Launcher: launcher, Interval: cfg.ReconcileInterval, Grace: cfg.ReconcileGrace}
+	go rec.Run(ctx)
+
+	addr := cfg.HTTPAddr
+	if addr == "" {
+		addr = ":8080"
+	}
+	return serveHTTP(ctx, addr, srv.Handler(), cfg.ShutdownTimeout, func(a net.Addr) {
+		log.Info("API listening", "address", a.String(), "temporal", cfg.Temporal.Address, "namespace", cfg.Temporal.Namespace)
+	})
+}
