@@ -1,0 +1,73 @@
+package jobrun_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"iam/activities"
+	"iam/api/apitest"
+	"iam/api/jobrun"
+	"iam/models"
+	"iam/models/dbtest"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+// A job accepted while Temporal is unreachable stays QUEUED, and the
+// reconciler starts it once Temporal answers; a second pass starts nothing
+// twice.
+func TestReconciler_StartsJobsWhoseStartWasLost(t *testing.T) {
+	env := apitest.New(t, dbtest.SQLite(t), apitest.Options{Temporal: true})
+	ctx := context.Background()
+
+	down, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1", Namespace: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer down.Close()
+	offline := &jobrun.Launcher{Client: down, Store: env.Store, Log: slog.New(slog.DiscardHandler), TaskQueue: env.Jobs.TaskQueue}
+
+	jobs := make([]*models.Job, 3)
+	for i := range jobs {
+		jobs[i] = env.CreateDiagnostic(env.Org, activities.DiagnosticParams{Items: 5})
+		shortCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		if err := offline.Launch(shortCtx, jobs[i]); err == nil {
+			t.Fatal("launching against an unreachable Temporal must fail")
+		}
+		cancel()
+	}
+	offlineRec := &jobrun.Reconciler{Launcher: offline, Interval: time.Second}
+	shortCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	if n, err := offlineRec.Pass(shortCtx); err == nil || n != 0 {
+		t.Errorf("a pass with Temporal down: %d started, err %v; want an error", n, err)
+	}
+	cancel()
+	time.Sleep(500 * time.Millisecond)
+	for _, j := range jobs {
+		if got, _ := env.Store.Jobs.Get(ctx, env.Org.ID, j.ID); got.Status != models.JobQueued {
+			t.Fatalf("job %d is %s while Temporal is down, want QUEUED", j.ID, got.Status)
+		}
+	}
+
+	rec := &jobrun.Reconciler{Launcher: env.Jobs, Interval: 100 * time.Millisecond, Grace: 0}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go rec.Run(runCtx)
+	for _, j := range jobs {
+		got := env.WaitJob(env.Org, j.ID, 60*time.Second, func(j *models.Job) bool { return j.Status.Finished() })
+		if got.Status != models.JobCompleted || got.Processed != 5 {
+			t.Errorf("job %d ended %s at %d/5", j.ID, got.Status, got.Processed)
+		}
+	}
+	// Launching a started job again is not an error and runs nothing twice.
+	if err := env.Jobs.Launch(ctx, jobs[0]); err != nil {
+		t.Errorf("relaunch: %v", err)
+	}
+	if n, err := rec.Pass(ctx); err != nil || n != 0 {
+		t.Errorf("a pass with nothing queued started %d (%v)", n, err)
+	}
+}

@@ -1,0 +1,183 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+)
+
+// staticTokens accepts "good" with every job scope.
+type staticTokens struct{}
+
+func (staticTokens) ValidateAccessToken(_ context.Context, tok string) (*Principal, error) {
+	if tok == "good" {
+		return &Principal{UserID: 1, OrgID: 1, Scopes: []string{"svc.job.ALL"}}, nil
+	}
+	return nil, errors.New("unknown token")
+}
+
+type echoBody struct {
+	Name  string `json:"name" validate:"required,max=5"`
+	Count int    `json:"count" validate:"min=0"`
+}
+
+// newPlumbingServer is the real engine with two extra routes that exercise
+// the body helpers and the panic guard.
+func newPlumbingServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	s := New(Config{MaxBodyBytes: 1024}, Deps{Tokens: staticTokens{}, Log: slog.New(slog.DiscardHandler)})
+	g := s.engine.Group("/api/v1/test", authenticate(s.deps.Tokens), limitBody(1024))
+	g.POST("/echo", func(c *gin.Context) {
+		var body echoBody
+		if err := decodeJSON(c, &body); err != nil {
+			abortWithError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, body)
+	})
+	g.GET("/panic", func(c *gin.Context) { panic("boom: secret internals") })
+	g.GET("/internal", func(c *gin.Context) { abortWithError(c, errors.New("pq: password authentication failed")) })
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func call(t *testing.T, srv *httptest.Server, method, path, contentType, body string, header map[string]string) (int, http.Header, ErrorDetail, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	req.Header.Set("Authorization", "Service-oauthtoken good")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var eb ErrorBody
+	_ = json.Unmarshal(raw, &eb)
+	return resp.StatusCode, resp.Header, eb.Error, string(raw)
+}
+
+func TestPlumbing_ErrorsUseTheErrorBody(t *testing.T) {
+	srv := newPlumbingServer(t)
+	cases := []struct {
+		name, method, path, ct, body string
+		status                       int
+		code, inDetail               string
+	}{
+		{"malformed JSON", "POST", "/api/v1/test/echo", "application/json", `{"name": "x",`, 400, CodeInvalidBody, "not complete JSON"},
+		{"syntax error", "POST", "/api/v1/test/echo", "application/json", `{"name" "x"}`, 400, CodeInvalidBody, "malformed JSON"},
+		{"empty body", "POST", "/api/v1/test/echo", "application/json", ``, 400, CodeInvalidBody, "empty"},
+		{"two values", "POST", "/api/v1/test/echo", "application/json", `{"name":"a"} {}`, 400, CodeInvalidBody, "more than one"},
+		{"wrong type", "POST", "/api/v1/test/echo", "application/json", `{"name": 5}`, 400, CodeInvalidField, "name: must be of type string"},
+		{"unknown field", "POST", "/api/v1/test/echo", "application/json", `{"name":"a","nope":1}`, 400, CodeInvalidField, "nope"},
+		{"rule broken", "POST", "/api/v1/test/echo", "application/json", `{"name":"toolong"}`, 400, CodeInvalidField, "name: must be at most 5 characters"},
+		{"required", "POST", "/api/v1/test/echo", "application/json", `{"count": 1}`, 400, CodeInvalidField, "name: is required"},
+		{"not JSON", "POST", "/api/v1/test/echo", "text/plain", `name=x`, 415, CodeMediaType, "application/json"},
+		{"oversize declared", "POST", "/api/v1/test/echo", "application/json", `{"name":"` + strings.Repeat("a", 2000) + `"}`, 413, CodeTooLarge, "1024 bytes"},
+		{"unknown route", "GET", "/api/v1/nowhere", "", "", 404, CodeRouteNotFound, "/api/v1/nowhere"},
+		{"wrong method", "PUT", "/api/v1/jobs", "", "", 405, CodeRouteNotFound, "PUT"},
+		{"panic", "GET", "/api/v1/test/panic", "", "", 500, CodeInternal, "retry later"},
+		{"internal error", "GET", "/api/v1/test/internal", "", "", 500, CodeInternal, "retry later"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status, _, e, raw := call(t, srv, tc.method, tc.path, tc.ct, tc.body, nil)
+			if status != tc.status || e.Code != tc.code || !strings.Contains(e.Detail, tc.inDetail) || e.Title == "" {
+				t.Errorf("got %d %s, want %d code %s with %q in detail", status, raw, tc.status, tc.code, tc.inDetail)
+			}
+			for _, leak := range []string{"goroutine", "secret internals", "pq:", ".go:"} {
+				if strings.Contains(raw, leak) {
+					t.Errorf("the body leaks %q: %s", leak, raw)
+				}
+			}
+		})
+	}
+}
+
+func TestPlumbing_ChunkedOversizeBodyIs413(t *testing.T) {
+	srv := newPlumbingServer(t)
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write([]byte(`{"name":"`))
+		for i := 0; i < 100; i++ {
+			pw.Write([]byte(strings.Repeat("a", 100)))
+		}
+		pw.Write([]byte(`"}`))
+		pw.Close()
+	}()
+	req, _ := http.NewRequest("POST", srv.URL+"/api/v1/test/echo", pr)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Service-oauthtoken good")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var eb ErrorBody
+	_ = json.NewDecoder(resp.Body).Decode(&eb)
+	if resp.StatusCode != 413 || eb.Error.Code != CodeTooLarge {
+		t.Errorf("streamed oversize body: %d %+v", resp.StatusCode, eb)
+	}
+}
+
+func TestPlumbing_ValidBodyPassesAndRequestIDRoundTrips(t *testing.T) {
+	srv := newPlumbingServer(t)
+	status, h, _, raw := call(t, srv, "POST", "/api/v1/test/echo", "application/json; charset=utf-8", `{"name":"ok","count":2}`,
+		map[string]string{RequestIDHeader: "abc-123"})
+	if status != 200 || raw != `{"name":"ok","count":2}` {
+		t.Errorf("got %d %s", status, raw)
+	}
+	if h.Get(RequestIDHeader) != "abc-123" {
+		t.Errorf("request id %q, want the caller's", h.Get(RequestIDHeader))
+	}
+	_, h, _, _ = call(t, srv, "GET", "/healthz", "", "", map[string]string{RequestIDHeader: "bad id with spaces"})
+	if id := h.Get(RequestIDHeader); id == "" || strings.Contains(id, " ") {
+		t.Errorf("an unusable incoming id must be replaced, got %q", id)
+	}
+}
+
+func TestPlumbing_MetricsCountRequests(t *testing.T) {
+	srv := newPlumbingServer(t)
+	call(t, srv, "GET", "/healthz", "", "", nil)
+	_, _, _, raw := call(t, srv, "GET", "/metrics", "", "", nil)
+	if !strings.Contains(raw, `iam_http_requests_total{method="GET",route="/healthz",status="200"} 1`) {
+		t.Errorf("metrics do not count the request:\n%s", raw)
+	}
+}
+
+func TestScopes_Allows(t *testing.T) {
+	cases := []struct {
+		granted, required []string
+		want              bool
+	}{
+		{[]string{"svc.job.READ"}, Scopes("job", "READ", "ALL"), true},
+		{[]string{"svc.job.read"}, Scopes("job", "READ", "ALL"), true},
+		{[]string{"svc.job.all"}, Scopes("job", "DELETE"), true},
+		{[]string{"svc.job.ALL"}, Scopes("user", "READ"), false},
+		{[]string{"svc.job.READ"}, Scopes("job", "DELETE", "ALL"), false},
+		{[]string{"svc.Job.READ"}, Scopes("job", "READ"), false}, // resource is exact
+		{[]string{"svcpod.job.READ"}, Scopes("job", "READ"), false},
+		{[]string{"svc.job"}, Scopes("job", "READ"), false},
+		{nil, Scopes("job", "READ"), false},
+		{[]string{"svc.device.write"}, Scopes("device", "WRITE", "ALL"), true},
+	}
+	for _, tc := range cases {
+		if got := Allows(tc.granted, tc.required); got != tc.want {
+			t.Errorf("Allows(%v, %v) = %v, want %v", tc.granted, tc.required, got, tc.want)
+		}
+	}
+}
