@@ -41,7 +41,18 @@ func NewOn(c client.Client, taskQueue string, deps Deps) sdkworker.Worker {
 // Register adds every workflow and activity to r (a worker, or a test
 // environment).
 func Register(r sdkworker.Registry, deps Deps) {
+	RegisterWorkflows(r)
+	RegisterActivities(r, deps)
+}
+
+// RegisterWorkflows adds every workflow, under its stable name, to r (a
+// worker or a replayer).
+func RegisterWorkflows(r sdkworker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.Diagnostic, workflow.RegisterOptions{Name: workflows.DiagnosticWorkflowName})
+}
+
+// RegisterActivities adds every activity to r.
+func RegisterActivities(r sdkworker.ActivityRegistry, deps Deps) {
 	r.RegisterActivity(&activities.Jobs{Store: deps.Store})
 	r.RegisterActivity(&activities.Diagnostics{Store: deps.Store})
 }
