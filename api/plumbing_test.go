@@ -181,3 +181,49 @@ func TestScopes_Allows(t *testing.T) {
 		}
 	}
 }
+
+func TestOpenAPI_ServedAsJSONWithoutAToken(t *testing.T) {
+	srv := newPlumbingServer(t)
+	resp, err := http.Get(srv.URL + "/api/v1/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		OpenAPI string         `json:"openapi"`
+		Paths   map[string]any `json:"paths"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET openapi.json: %d %v", resp.StatusCode, err)
+	}
+	if doc.OpenAPI == "" || doc.Paths["/api/v1/jobs"] == nil {
+		t.Errorf("the served document lacks the jobs routes: %v", doc.OpenAPI)
+	}
+}
+
+// Every route of the route table is in the OpenAPI document.
+func TestOpenAPI_DocumentsEveryRoute(t *testing.T) {
+	doc, err := LoadOpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{}, Deps{Log: slog.New(slog.DiscardHandler)})
+	for _, rt := range s.Routes() {
+		path := "/api/v1" + ginPathToOpenAPI(rt.Path)
+		item := doc.Paths.Find(path)
+		if item == nil || item.GetOperation(rt.Method) == nil {
+			t.Errorf("%s %s is not in api/openapi.yaml", rt.Method, path)
+		}
+	}
+}
+
+// ginPathToOpenAPI turns /jobs/:job_id into /jobs/{job_id}.
+func ginPathToOpenAPI(p string) string {
+	parts := strings.Split(p, "/")
+	for i, part := range parts {
+		if strings.HasPrefix(part, ":") {
+			parts[i] = "{" + part[1:] + "}"
+		}
+	}
+	return strings.Join(parts, "/")
+}
