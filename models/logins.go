@@ -1,0 +1,142 @@
+package models
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// BlockedForever is the BlockedUntil of an account blocked until an
+// administrator lifts the block.
+var BlockedForever = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
+// ErrBadCredentials is the answer to an unknown email or a wrong password;
+// the two are not told apart.
+var ErrBadCredentials = &Error{Code: EUNAUTHORIZED, Title: "Sign-in Failed", Detail: "the email or password is wrong"}
+
+// ErrUserInactive is the answer to the right password of an inactive user.
+var ErrUserInactive = &Error{Code: EFORBIDDEN, Title: "Account Inactive", Detail: "the account is inactive"}
+
+// AccountBlockedError is the answer to a sign-in on a blocked account. Until
+// is BlockedForever for a block an administrator must lift.
+type AccountBlockedError struct{ Until time.Time }
+
+func (e *AccountBlockedError) Error() string {
+	if e.Forever() {
+		return "the account is blocked until an administrator unblocks it"
+	}
+	return "the account is blocked until " + e.Until.UTC().Format(time.RFC3339)
+}
+
+// Forever reports whether only an administrator can lift the block.
+func (e *AccountBlockedError) Forever() bool { return !e.Until.Before(BlockedForever) }
+
+// Authenticate signs a user of the organization in with email and password
+// at time now, applying the account blocking policy (AccountBlockingSettings)
+// to failures. It returns the user, or ErrBadCredentials, an
+// *AccountBlockedError (the account is blocked, the password was not
+// checked, or this failure blocked it), or ErrUserInactive.
+func (s *UserStore) Authenticate(ctx context.Context, orgID int64, email, password string, policy AccountBlockingSettings, now time.Time) (*User, error) {
+	now = now.UTC()
+	user, err := s.GetByEmail(ctx, orgID, email)
+	if ErrorCode(err) == ENOTFOUND {
+		VerifyPassword(dummyPasswordHash, password) // the same cost as a wrong password
+		return nil, ErrBadCredentials
+	}
+	if err != nil {
+		return nil, err
+	}
+	if user.BlockedUntil != nil && now.Before(*user.BlockedUntil) {
+		return nil, &AccountBlockedError{Until: *user.BlockedUntil}
+	}
+	if !VerifyPassword(user.PasswordHash, password) {
+		return nil, s.recordFailure(ctx, user.ID, policy, now)
+	}
+	if user.Status != UserActive {
+		return nil, ErrUserInactive
+	}
+	if err := s.recordSuccess(ctx, user, policy, now); err != nil {
+		return nil, err
+	}
+	return user, nil
+}
+
+// recordFailure counts a failed sign-in and blocks the account when the
+// count reaches the threshold. It returns the error to answer with.
+func (s *UserStore) recordFailure(ctx context.Context, userID int64, policy AccountBlockingSettings, now time.Time) error {
+	var answer error = ErrBadCredentials
+	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		user := new(User)
+		q := tx.NewSelect().Model(user).Column("failed_logins", "first_failed_login_at", "blocked_until").Where("id = ?", userID)
+		if IsPostgres(tx) {
+			q = q.For("UPDATE")
+		}
+		if err := q.Scan(ctx); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil // deleted meanwhile: nothing to count
+			}
+			return fmt.Errorf("read failed sign-ins: %w", err)
+		}
+		if user.BlockedUntil != nil && now.Before(*user.BlockedUntil) {
+			answer = &AccountBlockedError{Until: *user.BlockedUntil} // blocked by a concurrent failure
+			return nil
+		}
+		window := time.Duration(policy.FailedAttemptsResetInterval) * time.Minute
+		if user.FirstFailedLoginAt == nil || !now.Before(user.FirstFailedLoginAt.Add(window)) {
+			user.FailedLogins, user.FirstFailedLoginAt = 1, &now
+		} else {
+			user.FailedLogins++
+		}
+		user.BlockedUntil = nil
+		if user.FailedLogins >= policy.FailedAttemptsThreshold {
+			until := BlockedForever
+			if !policy.IsBlockForever {
+				until = now.Add(time.Duration(policy.BlockingDuration) * time.Minute)
+			}
+			user.BlockedUntil = &until
+			user.FailedLogins, user.FirstFailedLoginAt = 0, nil
+			answer = &AccountBlockedError{Until: until}
+		}
+		_, err := tx.NewUpdate().Model((*User)(nil)).
+			Set("failed_logins = ?", user.FailedLogins).
+			Set("first_failed_login_at = ?", user.FirstFailedLoginAt).
+			Set("blocked_until = ?", user.BlockedUntil).
+			Set("updated_at = ?", now).
+			Where("id = ?", userID).
+			Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("record failed sign-in: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return answer
+}
+
+// recordSuccess clears an expired block and, when the policy says so, the
+// failure count. It writes only when there is something to clear.
+func (s *UserStore) recordSuccess(ctx context.Context, user *User, policy AccountBlockingSettings, now time.Time) error {
+	clearCount := policy.ResetFailureAttemptsOnSuccess && (user.FailedLogins != 0 || user.FirstFailedLoginAt != nil)
+	if !clearCount && user.BlockedUntil == nil {
+		return nil
+	}
+	q := s.db.NewUpdate().Model((*User)(nil)).
+		Set("blocked_until = NULL").
+		Set("updated_at = ?", now).
+		Where("id = ?", user.ID)
+	if clearCount {
+		q = q.Set("failed_logins = 0").Set("first_failed_login_at = NULL")
+		user.FailedLogins, user.FirstFailedLoginAt = 0, nil
+	}
+	if _, err := q.Exec(ctx); err != nil {
+		return fmt.Errorf("record sign-in: %w", err)
+	}
+	user.BlockedUntil = nil
+	return nil
+}

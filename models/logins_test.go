@@ -1,0 +1,170 @@
+package models_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"iam/models"
+	"iam/models/dbtest"
+)
+
+const rightPassword = "correct horse battery"
+
+// signIns drives UserStore.Authenticate with a clock of its own.
+type signIns struct {
+	t      *testing.T
+	users  *models.UserStore
+	orgID  int64
+	email  string
+	policy models.AccountBlockingSettings
+	now    time.Time
+}
+
+func newSignIns(t *testing.T, db *bun.DB, policy models.AccountBlockingSettings) *signIns {
+	t.Helper()
+	org := &models.Organization{Name: "Org"}
+	if err := models.NewStore(db).Orgs.Create(t.Context(), org); err != nil {
+		t.Fatal(err)
+	}
+	u := newUser(t, db, org.ID, "user@example.com", models.RoleUser)
+	return &signIns{t: t, users: models.NewUserStore(db), orgID: org.ID, email: u.Email, policy: policy,
+		now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+}
+
+func (s *signIns) try(password string) error {
+	s.t.Helper()
+	_, err := s.users.Authenticate(s.t.Context(), s.orgID, s.email, password, s.policy, s.now)
+	return err
+}
+
+func (s *signIns) wantOK(password string) {
+	s.t.Helper()
+	if err := s.try(password); err != nil {
+		s.t.Fatalf("at %s: sign-in = %v, want success", s.now.Format(time.TimeOnly), err)
+	}
+}
+
+func (s *signIns) wantBadCredentials(password string) {
+	s.t.Helper()
+	if err := s.try(password); !errors.Is(err, models.ErrBadCredentials) {
+		s.t.Fatalf("at %s: sign-in = %v, want bad credentials", s.now.Format(time.TimeOnly), err)
+	}
+}
+
+func (s *signIns) wantBlocked(password string, until time.Time) {
+	s.t.Helper()
+	var blocked *models.AccountBlockedError
+	if err := s.try(password); !errors.As(err, &blocked) || !blocked.Until.Equal(until) {
+		s.t.Fatalf("at %s: sign-in = %v, want blocked until %s", s.now.Format(time.TimeOnly), err, until)
+	}
+}
+
+func policy(threshold, interval, duration int, forever, resetOnSuccess bool) models.AccountBlockingSettings {
+	return models.AccountBlockingSettings{
+		FailedAttemptsThreshold:       threshold,
+		FailedAttemptsResetInterval:   interval,
+		BlockingDuration:              duration,
+		IsBlockForever:                forever,
+		ResetFailureAttemptsOnSuccess: resetOnSuccess,
+	}
+}
+
+func TestUserStore_Authenticate(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		t.Run("blocks for the duration after the threshold", func(t *testing.T) {
+			s := newSignIns(t, db, policy(3, 10, 5, false, true))
+			s.wantOK(rightPassword)
+			s.wantBadCredentials("wrong")
+			s.now = s.now.Add(time.Minute)
+			s.wantBadCredentials("wrong")
+			s.now = s.now.Add(time.Minute)
+			until := s.now.Add(5 * time.Minute)
+			s.wantBlocked("wrong", until)
+			// While blocked even the right password is refused, unchecked.
+			s.now = s.now.Add(4 * time.Minute)
+			s.wantBlocked(rightPassword, until)
+			s.now = until
+			s.wantOK(rightPassword)
+			// The block cleared the count: two more failures do not block.
+			s.wantBadCredentials("wrong")
+			s.wantBadCredentials("wrong")
+		})
+		t.Run("failures outside the interval start a new count", func(t *testing.T) {
+			s := newSignIns(t, db, policy(3, 10, 5, false, true))
+			s.wantBadCredentials("wrong")
+			s.wantBadCredentials("wrong")
+			s.now = s.now.Add(10 * time.Minute)
+			s.wantBadCredentials("wrong")
+			s.wantBadCredentials("wrong")
+			s.wantBlocked("wrong", s.now.Add(5*time.Minute))
+		})
+		t.Run("success resets the count when the setting says so", func(t *testing.T) {
+			s := newSignIns(t, db, policy(3, 10, 5, false, true))
+			s.wantBadCredentials("wrong")
+			s.wantBadCredentials("wrong")
+			s.wantOK(rightPassword)
+			s.wantBadCredentials("wrong")
+			s.wantBadCredentials("wrong")
+		})
+		t.Run("success keeps the count otherwise", func(t *testing.T) {
+			s := newSignIns(t, db, policy(3, 10, 5, false, false))
+			s.wantBadCredentials("wrong")
+			s.wantBadCredentials("wrong")
+			s.wantOK(rightPassword)
+			s.wantBlocked("wrong", s.now.Add(5*time.Minute))
+		})
+		t.Run("blocks forever", func(t *testing.T) {
+			s := newSignIns(t, db, policy(2, 10, 0, true, true))
+			s.wantBadCredentials("wrong")
+			s.wantBlocked("wrong", models.BlockedForever)
+			s.now = s.now.AddDate(5, 0, 0)
+			s.wantBlocked(rightPassword, models.BlockedForever)
+		})
+		t.Run("unknown email and inactive user", func(t *testing.T) {
+			s := newSignIns(t, db, policy(3, 10, 5, false, true))
+			s.email = "nobody@example.com"
+			s.wantBadCredentials(rightPassword)
+
+			inactive := &models.User{OrgID: s.orgID, Email: "gone@example.com", Status: models.UserInactive}
+			if err := s.users.Create(t.Context(), inactive, rightPassword); err != nil {
+				t.Fatal(err)
+			}
+			s.email = inactive.Email
+			if err := s.try(rightPassword); !errors.Is(err, models.ErrUserInactive) {
+				t.Errorf("inactive user with the right password = %v, want ErrUserInactive", err)
+			}
+			s.wantBadCredentials("wrong")
+		})
+	})
+}
+
+func TestPasswords(t *testing.T) {
+	h1, err := models.HashPassword(rightPassword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, _ := models.HashPassword(rightPassword)
+	if h1 == h2 {
+		t.Error("two hashes of one password are equal: no salt")
+	}
+	if !models.VerifyPassword(h1, rightPassword) || !models.VerifyPassword(h2, rightPassword) {
+		t.Error("the right password does not verify")
+	}
+	for _, bad := range []struct{ hash, password string }{
+		{h1, "wrong"},
+		{h1, rightPassword + " "},
+		{"", rightPassword},
+		{"$argon2id$v=19$m=99999999,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA", rightPassword},
+		{"plain text", "plain text"},
+	} {
+		if models.VerifyPassword(bad.hash, bad.password) {
+			t.Errorf("VerifyPassword(%q, %q) = true", bad.hash, bad.password)
+		}
+	}
+	if _, err := models.HashPassword("short"); models.ErrorCode(err) != models.EINVALID {
+		t.Errorf("HashPassword(short) = %v, want EINVALID", err)
+	}
+}

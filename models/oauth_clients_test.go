@@ -1,0 +1,118 @@
+package models_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/uptrace/bun"
+
+	"iam/models"
+	"iam/models/dbtest"
+)
+
+func TestClientStore_Create(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		org := &models.Organization{Name: "Org"}
+		if err := models.NewStore(db).Orgs.Create(ctx, org); err != nil {
+			t.Fatal(err)
+		}
+		clients := models.NewClientStore(db)
+
+		server := &models.OAuthClient{OrgID: org.ID, Name: " Portal ", HomepageURL: "https://portal.example.com",
+			Type: models.ClientServer, RedirectURIs: []string{"https://portal.example.com/cb", "http://127.0.0.1:9000/cb"}}
+		secret, err := clients.Create(ctx, server)
+		if err != nil {
+			t.Fatalf("create server client: %v", err)
+		}
+		if len(secret) < 40 || server.ID == "" || server.Name != "Portal" {
+			t.Fatalf("secret %q, id %q, name %q", secret, server.ID, server.Name)
+		}
+		got, err := clients.Get(ctx, server.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.SecretHash == "" || strings.Contains(got.SecretHash, secret) {
+			t.Errorf("the stored secret hash %q is empty or holds the secret", got.SecretHash)
+		}
+		if !models.ClientSecretMatches(got.SecretHash, secret) || models.ClientSecretMatches(got.SecretHash, secret+"x") {
+			t.Errorf("the stored hash does not match exactly the secret")
+		}
+		if len(got.RedirectURIs) != 2 || got.RedirectURIs[1] != "http://127.0.0.1:9000/cb" || got.OrgID != org.ID {
+			t.Errorf("stored client = %+v", got)
+		}
+
+		mobile := &models.OAuthClient{OrgID: org.ID, Name: "App", Type: models.ClientMobile, RedirectURIs: []string{"com.example.app:/oauth"}}
+		secret, err = clients.Create(ctx, mobile)
+		if err != nil || secret != "" || !mobile.IsPublic() {
+			t.Errorf("mobile client: secret %q, public %v, err %v; want a public client without secret", secret, mobile.IsPublic(), err)
+		}
+		self := &models.OAuthClient{OrgID: org.ID, Name: "Scripts", Type: models.ClientSelf}
+		if secret, err := clients.Create(ctx, self); err != nil || secret == "" || self.IsPublic() {
+			t.Errorf("self client: secret %q, err %v", secret, err)
+		}
+
+		list, err := clients.List(ctx, org.ID)
+		if err != nil || len(list) != 3 {
+			t.Fatalf("List = %d clients, %v", len(list), err)
+		}
+		if first, err := clients.FirstOfType(ctx, org.ID, models.ClientSelf); err != nil || first.ID != self.ID {
+			t.Errorf("FirstOfType(self) = %v, %v", first, err)
+		}
+		if err := clients.Delete(ctx, org.ID+1, server.ID); models.ErrorCode(err) != models.ENOTFOUND {
+			t.Errorf("delete from another organization = %v, want ENOTFOUND", err)
+		}
+		if err := clients.Delete(ctx, org.ID, server.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := clients.Get(ctx, server.ID); models.ErrorCode(err) != models.ENOTFOUND {
+			t.Errorf("get after delete = %v, want ENOTFOUND", err)
+		}
+	})
+}
+
+func TestClientStore_CreateRefusesBadRegistrations(t *testing.T) {
+	db := dbtest.SQLite(t)
+	ctx := t.Context()
+	org := &models.Organization{Name: "Org"}
+	if err := models.NewStore(db).Orgs.Create(ctx, org); err != nil {
+		t.Fatal(err)
+	}
+	clients := models.NewClientStore(db)
+	ok := models.OAuthClient{OrgID: org.ID, Name: "App", HomepageURL: "https://app.example.com", Type: models.ClientServer,
+		RedirectURIs: []string{"https://app.example.com/cb"}}
+	cases := []struct {
+		name  string
+		edit  func(c *models.OAuthClient)
+		field string
+	}{
+		{"no name", func(c *models.OAuthClient) { c.Name = "  " }, "name"},
+		{"unknown type", func(c *models.OAuthClient) { c.Type = "desktop" }, "type"},
+		{"server without homepage", func(c *models.OAuthClient) { c.HomepageURL = "" }, "homepage_url"},
+		{"homepage not http", func(c *models.OAuthClient) { c.HomepageURL = "ftp://x" }, "homepage_url"},
+		{"no redirect URI", func(c *models.OAuthClient) { c.RedirectURIs = nil }, "redirect_uris"},
+		{"relative redirect URI", func(c *models.OAuthClient) { c.RedirectURIs = []string{"/cb"} }, "redirect_uris"},
+		{"fragment", func(c *models.OAuthClient) { c.RedirectURIs = []string{"https://app.example.com/cb#x"} }, "redirect_uris"},
+		{"plain http", func(c *models.OAuthClient) { c.RedirectURIs = []string{"http://app.example.com/cb"} }, "redirect_uris"},
+		{"private scheme on a server client", func(c *models.OAuthClient) { c.RedirectURIs = []string{"com.example:/cb"} }, "redirect_uris"},
+		{"self client with redirect URI", func(c *models.OAuthClient) { c.Type = models.ClientSelf }, "redirect_uris"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ok
+			c.RedirectURIs = append([]string(nil), ok.RedirectURIs...)
+			tc.edit(&c)
+			_, err := clients.Create(ctx, &c)
+			var me *models.Error
+			if models.ErrorCode(err) != models.EINVALID || !asError(err, &me) || me.Field != tc.field {
+				t.Errorf("Create = %v, want EINVALID on %s", err, tc.field)
+			}
+		})
+	}
+}
+
+func asError(err error, target **models.Error) bool {
+	e, ok := err.(*models.Error)
+	*target = e
+	return ok
+}
