@@ -3,10 +3,13 @@ package models
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/migrate"
 )
@@ -49,17 +52,15 @@ func Migrator(db *bun.DB) (*migrate.Migrator, error) {
 }
 
 // MigrateUp applies every migration not applied yet. Several processes may
-// call it at once: the migrator's lock lets one through at a time.
+// call it at once: the migrator's lock lets one through at a time while the
+// others wait for it.
 func MigrateUp(ctx context.Context, db *bun.DB) (applied []string, err error) {
 	m, err := Migrator(db)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.Init(ctx); err != nil {
-		return nil, fmt.Errorf("init migrations: %w", err)
-	}
-	if err := m.Lock(ctx); err != nil {
-		return nil, fmt.Errorf("lock migrations: %w", err)
+	if err := initAndLock(ctx, m); err != nil {
+		return nil, err
 	}
 	defer m.Unlock(context.WithoutCancel(ctx)) //nolint:errcheck
 	group, err := m.Migrate(ctx)
@@ -72,17 +73,56 @@ func MigrateUp(ctx context.Context, db *bun.DB) (applied []string, err error) {
 	return applied, nil
 }
 
+// lockWait bounds how long initAndLock waits for another process's lock.
+const lockWait = 2 * time.Minute
+
+// initAndLock creates the migrator's tables and takes its lock, waiting while
+// another process holds it. The migrator's Lock fails at once when the lock is
+// taken, and two processes creating the tables at once can collide on
+// PostgreSQL: both are retried. A lock left by a crashed process is never
+// released; after lockWait the error says so.
+func initAndLock(ctx context.Context, m *migrate.Migrator) error {
+	deadline := time.Now().Add(lockWait)
+	for {
+		err := m.Init(ctx)
+		if err != nil && !isUniqueViolation(err) && !isAlreadyExists(err) {
+			return fmt.Errorf("init migrations: %w", err)
+		}
+		if err == nil {
+			if err = m.Lock(ctx); err == nil {
+				return nil
+			}
+			if !isUniqueViolation(err) {
+				return fmt.Errorf("lock migrations: %w", err)
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("lock migrations: waited %v: %w (if no migration is running, a crashed one left its lock: delete it from bun_migration_locks)", lockWait, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("lock migrations: %w (%w)", ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// isAlreadyExists reports whether err is PostgreSQL's "relation (or type)
+// already exists", which CREATE TABLE IF NOT EXISTS still returns to the loser
+// of a race.
+func isAlreadyExists(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "42P07" || pgErr.Code == "42710")
+}
+
 // MigrateDown rolls back the last group of applied migrations.
 func MigrateDown(ctx context.Context, db *bun.DB) (rolledBack []string, err error) {
 	m, err := Migrator(db)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.Init(ctx); err != nil {
-		return nil, fmt.Errorf("init migrations: %w", err)
-	}
-	if err := m.Lock(ctx); err != nil {
-		return nil, fmt.Errorf("lock migrations: %w", err)
+	if err := initAndLock(ctx, m); err != nil {
+		return nil, err
 	}
 	defer m.Unlock(context.WithoutCancel(ctx)) //nolint:errcheck
 	group, err := m.Rollback(ctx)
