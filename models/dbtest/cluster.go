@@ -1,0 +1,344 @@
+package dbtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// errNoServer means there is no PostgreSQL to test against at all; the
+// PostgreSQL tests are then skipped.
+var errNoServer = errors.New("no PostgreSQL server available")
+
+// clusterConfig is appended to the throwaway cluster's postgresql.conf:
+// reachable on 127.0.0.1 only, no durability (the data is thrown away), small
+// memory and little WAL kept (the folder may be in /dev/shm), room for many
+// parallel tests, and dynamic shared memory in the data folder, so that not
+// even a killed server leaves files outside it.
+const clusterConfig = `
+# Added by iam/models/dbtest for a throwaway test cluster.
+listen_addresses = '127.0.0.1'
+unix_socket_directories = ''
+max_connections = 200
+shared_buffers = 16MB
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+wal_level = minimal
+max_wal_senders = 0
+max_wal_size = 96MB
+min_wal_size = 32MB
+autovacuum = off
+dynamic_shared_memory_type = mmap
+log_min_messages = warning
+log_checkpoints = off
+`
+
+// cluster is a throwaway PostgreSQL cluster run by this process from the
+// installed server binaries.
+type cluster struct {
+	bin      pgBin
+	owner    *osUser // the user the server runs as; nil: this process's user
+	env      []string
+	dir      string // temporary folder holding data/ and postgres.log
+	data     string
+	logFile  string
+	port     int
+	startDur time.Duration
+	watchdog *watchdog
+}
+
+// startCluster creates and starts a cluster in a new temporary folder and
+// waits until it accepts connections. On failure it leaves nothing behind.
+func startCluster(ctx context.Context) (_ *cluster, err error) {
+	begin := time.Now()
+	bin, err := findBinaries()
+	if err != nil {
+		return nil, err
+	}
+	owner, err := serverUser()
+	if err != nil {
+		return nil, err
+	}
+	c := &cluster{bin: bin, owner: owner, env: serverEnv()}
+	c.dir, err = os.MkdirTemp(tempRoot(), "iam-dbtest-pg-")
+	if err != nil {
+		return nil, fmt.Errorf("create cluster folder: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			if stopErr := c.stop(); stopErr != nil {
+				err = fmt.Errorf("%w\nthen cleaning up: %v", err, stopErr)
+			}
+		}
+	}()
+	if owner != nil {
+		if err := os.Chown(c.dir, owner.uid, owner.gid); err != nil {
+			return nil, fmt.Errorf("give cluster folder to user %s: %w", owner.name, err)
+		}
+	}
+	c.data = filepath.Join(c.dir, "data")
+	c.logFile = filepath.Join(c.dir, "postgres.log")
+
+	// Started first, so that even a crash during initdb leaves nothing.
+	if c.watchdog, err = startWatchdog(c); err != nil {
+		return nil, fmt.Errorf("start cluster watchdog: %w", err)
+	}
+
+	out, err := c.command(ctx, "initdb", "-D", c.data, "-U", "postgres", "-A", "trust",
+		"-E", "UTF8", "--no-locale", "--no-sync").CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("initdb (%s) failed: %v\n%s", c.bin.dir, err, out)
+	}
+	if err := appendFile(filepath.Join(c.data, "postgresql.conf"), clusterConfig); err != nil {
+		return nil, fmt.Errorf("configure cluster: %w", err)
+	}
+
+	// The free port may be taken by someone else before the server binds
+	// it (test processes of other packages start clusters too): retry.
+	for attempt := 1; ; attempt++ {
+		c.port, err = freePort()
+		if err != nil {
+			return nil, err
+		}
+		out, err = c.command(ctx, "pg_ctl", "-D", c.data, "-l", c.logFile, "-w", "-t", "60",
+			"-o", "-p "+strconv.Itoa(c.port), "start").CombinedOutput()
+		if err == nil {
+			break
+		}
+		if attempt < 5 && strings.Contains(c.readLog(), "could not bind") {
+			continue
+		}
+		return nil, fmt.Errorf("pg_ctl start (%s) failed: %v\n%s\n%s", c.bin.dir, err, out, c.logTail())
+	}
+	c.startDur = time.Since(begin)
+	return c, nil
+}
+
+// stop stops the server at once (no checkpoint: the data is thrown away),
+// killing it should pg_ctl fail, and removes its folder.
+func (c *cluster) stop() error {
+	var errs []error
+	if pid := c.postmasterPID(); pid > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := c.command(ctx, "pg_ctl", "-D", c.data, "-m", "immediate", "-w", "-t", "30", "stop").CombinedOutput()
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pg_ctl stop failed (killing server process %d instead): %v\n%s", pid, err, out))
+			killServer(pid)
+		}
+	}
+	if c.watchdog != nil {
+		if err := c.watchdog.release(30 * time.Second); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := os.RemoveAll(c.dir); err != nil {
+		errs = append(errs, fmt.Errorf("remove cluster folder: %w", err))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("stop PostgreSQL cluster in %s: %w", c.dir, errors.Join(errs...))
+	}
+	return nil
+}
+
+// command prepares one of the server programs, run as the server's user in
+// the cluster's folder.
+func (c *cluster) command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.bin.dir, name), args...)
+	cmd.Dir = c.dir
+	cmd.Env = c.env
+	cmd.SysProcAttr = procAttr(c.owner, false)
+	return cmd
+}
+
+// postmasterPID reads the server's process id from its lock file; 0 when it
+// is not running.
+func (c *cluster) postmasterPID() int {
+	if c.data == "" {
+		return 0
+	}
+	b, err := os.ReadFile(filepath.Join(c.data, "postmaster.pid"))
+	if err != nil {
+		return 0
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil {
+		return 0
+	}
+	return pid
+}
+
+// url is the superuser URL of the cluster's maintenance database.
+func (c *cluster) url() *url.URL {
+	return &url.URL{
+		Scheme:   "postgres",
+		User:     url.User("postgres"),
+		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(c.port)),
+		Path:     "/postgres",
+		RawQuery: "sslmode=disable",
+	}
+}
+
+func (c *cluster) describe() string {
+	as := ""
+	if c.owner != nil {
+		as = " as user " + c.owner.name
+	}
+	return fmt.Sprintf("from %s on 127.0.0.1:%d%s, folder %s, cluster up in %v",
+		c.bin.dir, c.port, as, c.dir, c.startDur.Round(time.Millisecond))
+}
+
+func (c *cluster) readLog() string {
+	b, _ := os.ReadFile(c.logFile)
+	return string(b)
+}
+
+// logTail returns the end of the server's log, for error messages.
+func (c *cluster) logTail() string {
+	const max = 8 << 10
+	f, err := os.Open(c.logFile)
+	if err != nil {
+		return "(no server log: " + err.Error() + ")"
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > max {
+		f.Seek(-max, io.SeekEnd) //nolint:errcheck
+	}
+	b, _ := io.ReadAll(f)
+	return "server log:\n" + strings.TrimRight(string(b), "\n")
+}
+
+// pgBin is a folder holding the server programs of one PostgreSQL version.
+type pgBin struct {
+	dir          string
+	version      string
+	major, minor int
+}
+
+var versionRE = regexp.MustCompile(`\(PostgreSQL\) (\d+)(?:\.(\d+))?`)
+
+// findBinaries looks for initdb, pg_ctl and postgres in the folders of
+// initdb and pg_ctl on PATH and in /usr/lib/postgresql/*/bin, and picks the
+// newest version. It returns errNoServer only when there are none at all.
+func findBinaries() (pgBin, error) {
+	var dirs []string
+	for _, prog := range []string{"pg_ctl", "initdb"} {
+		if p, err := exec.LookPath(prog); err == nil {
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				p = real
+			}
+			dirs = append(dirs, filepath.Dir(p))
+		}
+	}
+	globbed, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	dirs = append(dirs, globbed...)
+
+	var best pgBin
+	var problems []string
+	seen := map[string]bool{}
+	for _, dir := range dirs {
+		if seen[dir] {
+			continue
+		}
+		seen[dir] = true
+		var missing []string
+		for _, prog := range []string{"initdb", "pg_ctl", "postgres"} {
+			if fi, err := os.Stat(filepath.Join(dir, prog)); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+				missing = append(missing, prog)
+			}
+		}
+		if len(missing) > 0 {
+			if len(missing) < 3 {
+				problems = append(problems, fmt.Sprintf("%s lacks %s", dir, strings.Join(missing, ", ")))
+			}
+			continue
+		}
+		out, err := exec.Command(filepath.Join(dir, "pg_ctl"), "--version").Output()
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s/pg_ctl --version: %v", dir, err))
+			continue
+		}
+		m := versionRE.FindStringSubmatch(string(out))
+		if m == nil {
+			problems = append(problems, fmt.Sprintf("%s/pg_ctl --version: unexpected output %q", dir, out))
+			continue
+		}
+		b := pgBin{dir: dir, version: strings.TrimSpace(string(out))}
+		b.major, _ = strconv.Atoi(m[1])
+		b.minor, _ = strconv.Atoi(m[2])
+		if best.dir == "" || b.major > best.major || (b.major == best.major && b.minor > best.minor) {
+			best = b
+		}
+	}
+	switch {
+	case best.dir != "":
+		return best, nil
+	case len(problems) > 0:
+		return pgBin{}, fmt.Errorf("PostgreSQL server binaries are installed but unusable: %s", strings.Join(problems, "; "))
+	default:
+		return pgBin{}, fmt.Errorf("%w: no PostgreSQL server binaries (initdb, pg_ctl, postgres) on PATH or under /usr/lib/postgresql/*/bin; install the PostgreSQL server or set %s to a superuser URL", errNoServer, EnvDatabaseURL)
+	}
+}
+
+// serverEnv is this process's environment without what would redirect the
+// server programs (PG* variables) or trip them (locale).
+func serverEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "PG") || strings.HasPrefix(name, "LC_") || name == "LANG" || name == "LANGUAGE" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "LC_ALL=C")
+}
+
+// tempRoot is where the cluster's folder goes: /dev/shm when there is one,
+// as copying the template on a memory file system is several times faster
+// than on disk; otherwise the default temporary folder.
+func tempRoot() string {
+	const shm = "/dev/shm"
+	if fi, err := os.Stat(shm); err == nil && fi.IsDir() {
+		if f, err := os.CreateTemp(shm, "iam-dbtest-probe-"); err == nil {
+			f.Close()
+			os.Remove(f.Name())
+			return shm
+		}
+	}
+	return ""
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
