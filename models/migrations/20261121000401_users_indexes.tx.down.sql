@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS users_org_department_status;
