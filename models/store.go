@@ -11,14 +11,19 @@ type Store struct {
 	Orgs  *OrgStore
 	Jobs  *JobStore
 	Blobs BlobStore
+	// Templates are notification templates; Notifications their schedules,
+	// runs and deliveries.
+	Templates *TemplateStore
 }
 
 // NewStore wires the stores of every area over db.
 func NewStore(db *bun.DB) *Store {
-	return &Store{
+	s := &Store{
 		DB:    db,
 		Orgs:  &OrgStore{db: db},
 		Jobs:  &JobStore{db: db},
 		Blobs: &DBBlobStore{db: db},
 	}
+	s.Templates = &TemplateStore{db: db, blobs: s.Blobs}
+	return s
 }
