@@ -23,6 +23,9 @@ import (
 // Deps are what the activities need.
 type Deps struct {
 	Store *models.Store
+	// Secrets seals enrollment secrets (IAM_ENCRYPTION_KEY); nil leaves the
+	// rows that carry one failing.
+	Secrets *models.SecretBox
 }
 
 // New returns a worker on workflows.TaskQueue with every workflow and
@@ -49,12 +52,15 @@ func Register(r sdkworker.Registry, deps Deps) {
 // worker or a replayer).
 func RegisterWorkflows(r sdkworker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.Diagnostic, workflow.RegisterOptions{Name: workflows.DiagnosticWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.EnrollCSV, workflow.RegisterOptions{Name: workflows.EnrollCSVWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.EnrollSmartCards, workflow.RegisterOptions{Name: workflows.EnrollSmartCardsWorkflowName})
 }
 
 // RegisterActivities adds every activity to r.
 func RegisterActivities(r sdkworker.ActivityRegistry, deps Deps) {
 	r.RegisterActivity(&activities.Jobs{Store: deps.Store})
 	r.RegisterActivity(&activities.Diagnostics{Store: deps.Store})
+	r.RegisterActivity(&activities.Enrollment{Store: deps.Store, Secrets: deps.Secrets})
 }
 
 // EnsureSearchAttributes registers the workflows' custom search attributes

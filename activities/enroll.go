@@ -1,0 +1,121 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"iam/models"
+)
+
+// Enrollment holds the quick-enrollment activities: CSV files and smart-card
+// archives read chunk by chunk from the blob store into enrollment data.
+type Enrollment struct {
+	Store *models.Store
+	// Secrets seals TOTP secrets before they are stored. Without it, rows
+	// that carry a secret fail and nothing secret is written.
+	Secrets *models.SecretBox
+}
+
+// EnrollChunkResult is what a chunk activity reports: the job's progress
+// after it, the first row after it, and whether the file has no more rows.
+type EnrollChunkResult struct {
+	Progress Progress `json:"progress"`
+	Next     int64    `json:"next"`
+	Done     bool     `json:"done"`
+}
+
+// heartbeat records progress for Temporal when ctx is an activity's; a
+// worker that dies is noticed within the heartbeat timeout.
+func heartbeat(ctx context.Context, details any) {
+	if activity.IsActivity(ctx) {
+		activity.RecordHeartbeat(ctx, details)
+	}
+}
+
+// invalidInput is the non-retryable error of a job input that breaks a rule.
+func invalidInput(format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), ErrInvalid, nil)
+}
+
+// factorPlan is what a chunk needs to know of the chosen factor configs.
+type factorPlan struct {
+	configs []models.FactorConfig
+	names   map[int64]string
+}
+
+func (a *Enrollment) plan(ctx context.Context, orgID int64, ids []int64) (*factorPlan, error) {
+	configs, err := models.NewFactorStore(a.Store.DB).Resolve(ctx, orgID, ids)
+	if err != nil {
+		if models.ErrorCode(err) == models.EINVALID {
+			return nil, invalidInput("the job's factor configs no longer exist: %v", err)
+		}
+		return nil, err
+	}
+	p := &factorPlan{configs: configs, names: map[int64]string{}}
+	for _, c := range configs {
+		p.names[c.ID] = c.DisplayName
+	}
+	return p, nil
+}
+
+// pendingRow is a row on its way to ApplyChunk: its user key, and its
+// enrollment data before the user is known. A TOTP secret waits in secret
+// until it is sealed for its user.
+type pendingRow struct {
+	row    int64
+	key    string
+	errs   []string
+	data   []models.Enrollment
+	secret map[int64]string // factor config id -> normalized secret
+}
+
+func (p *pendingRow) fail(format string, args ...any) {
+	p.errs = append(p.errs, fmt.Sprintf(format, args...))
+}
+
+// finish matches the rows' users and seals their secrets, and returns the
+// rows ApplyChunk writes.
+func (a *Enrollment) finish(ctx context.Context, orgID int64, key models.UserKey, rows []pendingRow) ([]models.ChunkRow, error) {
+	keys := make([]string, 0, len(rows))
+	for _, r := range rows {
+		if len(r.errs) == 0 {
+			keys = append(keys, r.key)
+		}
+	}
+	users, err := models.NewEnrollmentStore(a.Store.DB).MatchUsers(ctx, orgID, key, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]models.ChunkRow, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		out[i].Row = r.row
+		if len(r.errs) == 0 {
+			out[i].UserID = users[r.key]
+			if out[i].UserID == 0 {
+				r.fail("no user of the organization has %s %q", key, r.key)
+			}
+		}
+		if len(r.errs) == 0 {
+			for _, e := range r.data {
+				if s, ok := r.secret[e.FactorConfigID]; ok {
+					if a.Secrets == nil {
+						r.fail("the service has no encryption key (IAM_ENCRYPTION_KEY), so TOTP secrets cannot be stored")
+						break
+					}
+					e.Secret = a.Secrets.Seal([]byte(s), models.EnrollmentSecretAAD(orgID, out[i].UserID, e.FactorConfigID))
+				}
+				out[i].Enrollments = append(out[i].Enrollments, e)
+			}
+		}
+		if len(r.errs) > 0 {
+			out[i].Error = strings.Join(r.errs, "; ")
+			out[i].Enrollments = nil
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,227 @@
+// Package safezip reads ZIP archives that may be hostile. It refuses, before
+// reading any entry, an archive that is not a ZIP, has too many entries, or
+// declares too much uncompressed data; and it reports for each entry what
+// makes it unsafe to read (an unsafe name, a nested archive, an extreme
+// compression ratio, encryption, a size over the limit) instead of reading
+// it. Reading an entry never produces more than the limit, whatever its
+// headers claim.
+package safezip
+
+import (
+	"archive/zip"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"unicode/utf8"
+)
+
+// Limits bound what an archive may hold.
+type Limits struct {
+	MaxEntries           int   // entries in the central directory
+	MaxTotalUncompressed int64 // sum of the declared uncompressed sizes
+	MaxEntrySize         int64 // uncompressed bytes of one entry
+	MaxRatio             int64 // uncompressed / compressed of one entry (beyond 64 KiB)
+}
+
+// DefaultLimits suit an archive of certificates.
+var DefaultLimits = Limits{
+	MaxEntries:           10000,
+	MaxTotalUncompressed: 256 << 20,
+	MaxEntrySize:         256 << 10,
+	MaxRatio:             100,
+}
+
+// Error is a refusal of the whole archive.
+type Error struct{ Reason string }
+
+func (e *Error) Error() string { return e.Reason }
+
+// Entry is one file of the archive (directories and operating-system
+// metadata such as __MACOSX/ and .DS_Store are left out). Problem, when
+// set, says why the entry must not be read.
+type Entry struct {
+	Index   int // position among the entries, from 0
+	Name    string
+	Size    int64 // declared uncompressed size
+	Problem string
+	file    *zip.File
+}
+
+// Archive is an opened, checked archive.
+type Archive struct {
+	Entries []Entry
+	limits  Limits
+}
+
+// Open checks and opens the archive of size bytes behind r.
+func Open(r io.ReaderAt, size int64, lim Limits) (*Archive, error) {
+	n, err := countEntries(r, size)
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(lim.MaxEntries) {
+		return nil, &Error{fmt.Sprintf("the archive holds %d entries; at most %d are accepted", n, lim.MaxEntries)}
+	}
+	zr, err := zip.NewReader(r, size)
+	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
+		return nil, &Error{"the file is not a readable ZIP archive"}
+	}
+	if len(zr.File) > lim.MaxEntries {
+		return nil, &Error{fmt.Sprintf("the archive holds %d entries; at most %d are accepted", len(zr.File), lim.MaxEntries)}
+	}
+	a := &Archive{limits: lim}
+	var total uint64
+	for _, f := range zr.File {
+		total += f.UncompressedSize64
+		if total > uint64(lim.MaxTotalUncompressed) {
+			return nil, &Error{fmt.Sprintf("the archive unpacks to more than %d bytes", lim.MaxTotalUncompressed)}
+		}
+		if skip(f) {
+			continue
+		}
+		e := Entry{Index: len(a.Entries), Name: f.Name, Size: int64(min(f.UncompressedSize64, 1<<62)), file: f}
+		e.Problem = problem(f, lim)
+		a.Entries = append(a.Entries, e)
+	}
+	return a, nil
+}
+
+// skip tells the entries that are not files of their own: directories and
+// the metadata archivers add.
+func skip(f *zip.File) bool {
+	name := strings.ReplaceAll(f.Name, "\\", "/")
+	base := path.Base(name)
+	return strings.HasSuffix(name, "/") || f.FileInfo().IsDir() ||
+		strings.HasPrefix(name, "__MACOSX/") || base == ".DS_Store" || base == "Thumbs.db"
+}
+
+// nestedArchives are extensions of archives and compressed files.
+var nestedArchives = []string{".zip", ".jar", ".war", ".ear", ".apk", ".7z", ".rar", ".gz", ".tgz", ".bz2", ".xz", ".zst", ".tar", ".cab", ".iso", ".lz", ".lzma", ".z"}
+
+// problem says why an entry must not be read, or "".
+func problem(f *zip.File, lim Limits) string {
+	if msg := UnsafeName(f.Name); msg != "" {
+		return msg
+	}
+	lower := strings.ToLower(f.Name)
+	for _, ext := range nestedArchives {
+		if strings.HasSuffix(lower, ext) {
+			return "nested archives are not read"
+		}
+	}
+	if f.Flags&0x1 != 0 {
+		return "encrypted entries are not read"
+	}
+	if f.Method != zip.Store && f.Method != zip.Deflate {
+		return "the entry's compression method is not supported"
+	}
+	if f.UncompressedSize64 > uint64(lim.MaxEntrySize) {
+		return fmt.Sprintf("the file is larger than %d bytes", lim.MaxEntrySize)
+	}
+	if f.UncompressedSize64 > 64<<10 && (f.CompressedSize64 == 0 || f.UncompressedSize64/max(f.CompressedSize64, 1) > uint64(lim.MaxRatio)) {
+		return "the file's compression ratio is suspiciously high"
+	}
+	return ""
+}
+
+// UnsafeName says why an entry name is unsafe to use as a path, or "":
+// absolute paths, drive letters, parent references, control characters,
+// invalid UTF-8.
+func UnsafeName(name string) string {
+	n := strings.ReplaceAll(name, "\\", "/")
+	switch {
+	case name == "":
+		return "the entry has no name"
+	case !utf8.ValidString(name):
+		return "the entry name is not valid UTF-8"
+	case strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return "the entry name holds control characters"
+	case strings.HasPrefix(n, "/") || (len(n) >= 2 && n[1] == ':'):
+		return "the entry name is an absolute path"
+	}
+	for _, part := range strings.Split(n, "/") {
+		if part == ".." {
+			return "the entry name climbs out of the archive (path traversal)"
+		}
+	}
+	return ""
+}
+
+// Read returns the bytes of an entry without a Problem. It never reads
+// more than the limit: an entry that unpacks to more than it declared, or
+// to more than MaxEntrySize, is an error, as is a content that is itself an
+// archive.
+func (a *Archive) Read(e Entry) ([]byte, error) {
+	if e.Problem != "" {
+		return nil, errors.New(e.Problem)
+	}
+	rc, err := e.file.Open()
+	if err != nil {
+		return nil, errors.New("the entry cannot be read")
+	}
+	defer rc.Close()
+	limit := min(int64(e.file.UncompressedSize64), a.limits.MaxEntrySize)
+	data, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	if int64(len(data)) > limit {
+		return nil, errors.New("the entry unpacks to more than it declares")
+	}
+	if err != nil {
+		return nil, errors.New("the entry is damaged (bad data or checksum)")
+	}
+	if isArchive(data) {
+		return nil, errors.New("nested archives are not read")
+	}
+	return data, nil
+}
+
+// isArchive recognizes the magic numbers of common archives.
+func isArchive(b []byte) bool {
+	for _, magic := range [][]byte{{'P', 'K', 3, 4}, {'P', 'K', 5, 6}, {0x1f, 0x8b}, {'7', 'z', 0xbc, 0xaf}, []byte("Rar!"), {'B', 'Z', 'h'}, {0xfd, '7', 'z', 'X', 'Z'}} {
+		if bytes.HasPrefix(b, magic) {
+			return true
+		}
+	}
+	return false
+}
+
+// countEntries reads the entry count from the end-of-central-directory
+// record (ZIP64 aware) without reading the directory itself.
+func countEntries(r io.ReaderAt, size int64) (uint64, error) {
+	notZip := &Error{"the file is not a readable ZIP archive"}
+	const eocdLen, maxComment = 22, 65535
+	if size < eocdLen {
+		return 0, notZip
+	}
+	tailLen := min(size, eocdLen+maxComment)
+	tail := make([]byte, tailLen)
+	if _, err := r.ReadAt(tail, size-tailLen); err != nil && !errors.Is(err, io.EOF) {
+		return 0, notZip
+	}
+	i := bytes.LastIndex(tail, []byte("PK\x05\x06"))
+	if i < 0 || len(tail)-i < eocdLen {
+		return 0, notZip
+	}
+	n := uint64(binary.LittleEndian.Uint16(tail[i+10:]))
+	if n != 0xffff || i < 20 {
+		return n, nil
+	}
+	// ZIP64: the locator sits just before the record and points at the
+	// ZIP64 end-of-central-directory record.
+	loc := tail[i-20 : i]
+	if !bytes.HasPrefix(loc, []byte("PK\x06\x07")) {
+		return n, nil
+	}
+	off := int64(binary.LittleEndian.Uint64(loc[8:]))
+	if off < 0 || off+56 > size {
+		return 0, notZip
+	}
+	rec := make([]byte, 56)
+	if _, err := r.ReadAt(rec, off); err != nil || !bytes.HasPrefix(rec, []byte("PK\x06\x06")) {
+		return 0, notZip
+	}
+	return binary.LittleEndian.Uint64(rec[32:]), nil
+}
