@@ -24,5 +24,14 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Path: "/jobs/:job_id", Scopes: Scopes("job", "READ", "ALL"), Handler: s.getJob},
 		{Method: "GET", Path: "/jobs/:job_id/results", Scopes: Scopes("job", "READ", "ALL"), Handler: s.listJobResults},
 		{Method: "DELETE", Path: "/jobs/:job_id", Scopes: Scopes("job", "DELETE", "ALL"), Handler: s.deleteJob},
+
+		// Authentication factor configs and quick enrollment (spec 4.3, 4.4).
+		{Method: "GET", Path: "/protection/authnfactor-configs", Scopes: append(Scopes("auth", "READ", "ALL"), Scopes("quick_enrollment", "READ", "ALL")...), Handler: s.listFactorConfigs},
+		{Method: "GET", Path: "/protection/quick-enrollment/sample-csv", Scopes: Scopes("quick_enrollment", "ALL", "READ"), Handler: s.sampleCSV},
+		{Method: "POST", Path: "/protection/quick-enrollment/upload-csv", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "CREATE"), Handler: s.uploadCSV, MaxBody: s.cfg.UploadMaxBytes},
+		{Method: "POST", Path: "/protection/quick-enrollment/upload-smartcards", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "CREATE"), Handler: s.uploadSmartCards, MaxBody: s.cfg.UploadMaxBytes},
+		{Method: "GET", Path: "/protection/quick-enrollment/logon-script-config", Scopes: Scopes("quick_enrollment", "ALL", "READ"), Handler: s.getLogonScript},
+		{Method: "PUT", Path: "/protection/quick-enrollment/logon-script-config", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "UPDATE"), Handler: s.putLogonScript},
+		{Method: "PATCH", Path: "/protection/quick-enrollment/logon-script-config", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "UPDATE"), Handler: s.patchLogonScript},
 	}
 }

@@ -24,7 +24,13 @@ import (
 type Config struct {
 	// MaxBodyBytes caps JSON request bodies (413 beyond it).
 	MaxBodyBytes int64
+	// UploadMaxBytes caps file uploads (the whole multipart body, and the
+	// file kept); 256 MiB when zero.
+	UploadMaxBytes int64
 }
+
+// DefaultUploadMaxBytes is the upload limit when Config sets none.
+const DefaultUploadMaxBytes = 256 << 20
 
 // Deps are the API's collaborators.
 type Deps struct {
@@ -52,6 +58,9 @@ type Server struct {
 func New(cfg Config, deps Deps) *Server {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.UploadMaxBytes <= 0 {
+		cfg.UploadMaxBytes = DefaultUploadMaxBytes
 	}
 	if deps.Log == nil {
 		deps.Log = slog.Default()

@@ -55,6 +55,21 @@ func Migrator(db *bun.DB) (*migrate.Migrator, error) {
 // call it at once: the migrator's lock lets one through at a time while the
 // others wait for it.
 func MigrateUp(ctx context.Context, db *bun.DB) (applied []string, err error) {
+	return runLocked(ctx, db, "migrate", func(m *migrate.Migrator) (*migrate.MigrationGroup, error) {
+		return m.Migrate(ctx)
+	})
+}
+
+// MigrateDown rolls back the last group of applied migrations.
+func MigrateDown(ctx context.Context, db *bun.DB) (rolledBack []string, err error) {
+	return runLocked(ctx, db, "roll back", func(m *migrate.Migrator) (*migrate.MigrationGroup, error) {
+		return m.Rollback(ctx)
+	})
+}
+
+// runLocked runs step under the migrator's lock and names the migrations it
+// touched.
+func runLocked(ctx context.Context, db *bun.DB, what string, step func(*migrate.Migrator) (*migrate.MigrationGroup, error)) ([]string, error) {
 	m, err := Migrator(db)
 	if err != nil {
 		return nil, err
@@ -63,14 +78,15 @@ func MigrateUp(ctx context.Context, db *bun.DB) (applied []string, err error) {
 		return nil, err
 	}
 	defer m.Unlock(context.WithoutCancel(ctx)) //nolint:errcheck
-	group, err := m.Migrate(ctx)
+	group, err := step(m)
 	if err != nil {
-		return nil, fmt.Errorf("migrate: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
+	names := make([]string, 0, len(group.Migrations))
 	for _, mig := range group.Migrations {
-		applied = append(applied, mig.String())
+		names = append(names, mig.String())
 	}
-	return applied, nil
+	return names, nil
 }
 
 // lockWait bounds how long initAndLock waits for another process's lock.
@@ -113,26 +129,6 @@ func initAndLock(ctx context.Context, m *migrate.Migrator) error {
 func isAlreadyExists(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && (pgErr.Code == "42P07" || pgErr.Code == "42710")
-}
-
-// MigrateDown rolls back the last group of applied migrations.
-func MigrateDown(ctx context.Context, db *bun.DB) (rolledBack []string, err error) {
-	m, err := Migrator(db)
-	if err != nil {
-		return nil, err
-	}
-	if err := initAndLock(ctx, m); err != nil {
-		return nil, err
-	}
-	defer m.Unlock(context.WithoutCancel(ctx)) //nolint:errcheck
-	group, err := m.Rollback(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("roll back: %w", err)
-	}
-	for _, mig := range group.Migrations {
-		rolledBack = append(rolledBack, mig.String())
-	}
-	return rolledBack, nil
 }
 
 // WriteMigrationStatus prints each migration with applied or pending.
