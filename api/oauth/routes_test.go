@@ -1,0 +1,188 @@
+package oauth_test
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"iam/activities"
+	"iam/api"
+	"iam/api/apitest"
+	"iam/api/oauth"
+	"iam/models"
+	"iam/models/dbtest"
+)
+
+// fixtures make, for a path parameter, a resource of org and return its
+// id. parents holds the ids already made for the parameters before it in the
+// path; a fixture of a nested resource uses its parent's id from there, or
+// makes a parent of its own when there is none. Every path parameter of
+// every route needs one: TestRoutes_Security fails for a route whose
+// parameter has none.
+var fixtures = map[string]func(t *testing.T, env *apitest.Env, org *models.Organization, parents map[string]string) string{
+	"job_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
+		return models.FormatID(env.CreateDiagnostic(org, activities.DiagnosticParams{Items: 1}).ID)
+	},
+}
+
+var pathParam = regexp.MustCompile(`[:*]([A-Za-z0-9_]+)`)
+
+// pathFor fills route's path parameters with fresh resources of org.
+func pathFor(t *testing.T, env *apitest.Env, rt api.Route, org *models.Organization) (string, bool) {
+	t.Helper()
+	ids := map[string]string{}
+	missing := false
+	path := pathParam.ReplaceAllStringFunc(rt.Path, func(m string) string {
+		name := m[1:]
+		make, ok := fixtures[name]
+		if !ok {
+			t.Errorf("%s %s: no fixture for path parameter %q: add one to fixtures in api/oauth/routes_test.go", rt.Method, rt.Path, name)
+			missing = true
+			return m
+		}
+		ids[name] = make(t, env, org, ids)
+		return ids[name]
+	})
+	return "/api/v1" + path, !missing
+}
+
+// TestRoutes_Security runs every route of (*api.Server).Routes() with real
+// tokens of the real authorization server: no token, a token in the query
+// string, another scheme, an expired, a revoked and a wrong-scope token are
+// refused (401, 401, 401, 401, 401, 403); each listed scope is let through;
+// another organization's id answers 404; a list never shows another
+// organization's rows.
+func TestRoutes_Security(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		f := newFixture(t, db, true, nil)
+		// An expired token comes from a server whose tokens live a second;
+		// it is made first so that the wait overlaps the setup.
+		short := f.cfg
+		short.AccessTokenLifespan = time.Second
+		selfA, _ := f.client(f.env.Org, models.ClientSelf)
+		allScopes := oauth.SupportedScopes()
+		expired := f.issue(f.newServer(short), selfA, f.admin, false, allScopes...).AccessToken
+		expiredAt := time.Now().Add(1600 * time.Millisecond)
+
+		orgB := f.env.NewOrg("Other organization")
+		adminB := f.newUser(orgB, "admin-b@example.com", models.RoleAdmin)
+		selfB, _ := f.client(orgB, models.ClientSelf)
+		tokenB := f.issue(f.srv, selfB, adminB, false, allScopes...).AccessToken
+
+		// One resource of every kind in the other organization, which no
+		// list of this one may show.
+		var hiddenIDs []string
+		for _, make := range fixtures {
+			hiddenIDs = append(hiddenIDs, make(t, f.env, orgB, map[string]string{}))
+		}
+
+		valid := f.issue(f.srv, selfA, f.admin, false, allScopes...).AccessToken
+		revoked := f.issue(f.srv, selfA, f.admin, true, allScopes...)
+		if r := f.tokenCall("/oauth/v2/token/revoke", nil, url.Values{"token": {revoked.RefreshToken}}); r.status != http.StatusOK {
+			t.Fatalf("revoke: %d %s", r.status, r.body)
+		}
+		time.Sleep(time.Until(expiredAt))
+
+		routes := f.env.Server.Routes()
+		if len(routes) == 0 {
+			t.Fatal("no routes")
+		}
+		for _, rt := range routes {
+			t.Run(rt.Method+" "+rt.Path, func(t *testing.T) {
+				path, ok := pathFor(t, f.env, rt, f.env.Org)
+				if !ok {
+					return
+				}
+				refused := []struct {
+					name   string
+					req    apitest.Request
+					status int
+				}{
+					{"no token", apitest.Request{}, http.StatusUnauthorized},
+					{"token in the query string", apitest.Request{Path: withQuery(path, "access_token", valid)}, http.StatusUnauthorized},
+					{"token as the token parameter", apitest.Request{Path: withQuery(path, "token", valid)}, http.StatusUnauthorized},
+					{"Bearer scheme", apitest.Request{Header: http.Header{"Authorization": {"Bearer " + valid}}}, http.StatusUnauthorized},
+					{"lower-case scheme", apitest.Request{Header: http.Header{"Authorization": {"service-oauthtoken " + valid}}}, http.StatusUnauthorized},
+					{"expired token", apitest.Request{Token: expired}, http.StatusUnauthorized},
+					{"revoked token", apitest.Request{Token: revoked.AccessToken}, http.StatusUnauthorized},
+					{"refresh token", apitest.Request{Token: revoked.RefreshToken}, http.StatusUnauthorized},
+					{"wrong scope", apitest.Request{Token: f.issue(f.srv, selfA, f.admin, false, wrongScopes(t, rt.Scopes)...).AccessToken}, http.StatusForbidden},
+				}
+				for _, tc := range refused {
+					req := tc.req
+					req.Method = rt.Method
+					if req.Path == "" {
+						req.Path = path
+					}
+					resp := f.env.Do(req)
+					if resp.Status != tc.status {
+						t.Errorf("%s: %d %s, want %d", tc.name, resp.Status, resp.Body, tc.status)
+						continue
+					}
+					wantCode := api.CodeUnauthorized
+					if tc.status == http.StatusForbidden {
+						wantCode = api.CodeAccessDenied
+					}
+					if e := resp.ErrorBody(t); e.Code != wantCode {
+						t.Errorf("%s: error code %s, want %s", tc.name, e.Code, wantCode)
+					}
+				}
+
+				for _, scope := range rt.Scopes {
+					tok := f.issue(f.srv, selfA, f.admin, false, scope).AccessToken
+					own, _ := pathFor(t, f.env, rt, f.env.Org)
+					resp := f.env.Do(apitest.Request{Method: rt.Method, Path: own, Token: tok})
+					switch resp.Status {
+					case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
+						t.Errorf("right scope %s: %d %s", scope, resp.Status, resp.Body)
+					}
+					if resp.Status >= 500 {
+						t.Errorf("right scope %s: %d %s", scope, resp.Status, resp.Body)
+					}
+				}
+
+				if strings.ContainsAny(rt.Path, ":*") {
+					other, _ := pathFor(t, f.env, rt, orgB)
+					resp := f.env.Do(apitest.Request{Method: rt.Method, Path: other, Token: valid})
+					if resp.Status != http.StatusNotFound {
+						t.Errorf("another organization's id: %d %s, want 404", resp.Status, resp.Body)
+					}
+					if resp := f.env.Do(apitest.Request{Method: rt.Method, Path: other, Token: tokenB}); resp.Status == http.StatusNotFound {
+						t.Errorf("the fixture's own organization cannot see it: 404 %s", resp.Body)
+					}
+				} else if rt.Method == http.MethodGet {
+					resp := f.env.Do(apitest.Request{Method: rt.Method, Path: path, Token: valid})
+					for _, id := range hiddenIDs {
+						if strings.Contains(string(resp.Body), id) {
+							t.Errorf("the list shows another organization's row %s", id)
+						}
+					}
+				}
+			})
+		}
+	})
+}
+
+func withQuery(path, key, value string) string {
+	return path + "?" + url.Values{key: {value}}.Encode()
+}
+
+// wrongScopes returns every known scope that does not satisfy required.
+func wrongScopes(t *testing.T, required []string) []string {
+	t.Helper()
+	var out []string
+	for _, s := range oauth.SupportedScopes() {
+		if !api.Allows([]string{s}, required) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("every scope satisfies %v", required)
+	}
+	return out
+}

@@ -1,0 +1,170 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/ory/fosite"
+	"github.com/ory/fosite/handler/oauth2"
+
+	"iam/models"
+)
+
+// The endpoints (spec 5) and the metadata document (RFC 8414).
+const (
+	authPath     = "/oauth/v2/auth"
+	loginPath    = "/oauth/v2/login"
+	consentPath  = "/oauth/v2/consent"
+	tokenPath    = "/oauth/v2/token"
+	revokePath   = "/oauth/v2/token/revoke"
+	metadataPath = "/.well-known/oauth-authorization-server"
+)
+
+// formLimit bounds the body of every form post, in bytes.
+const formLimit = 64 << 10
+
+// Deps are the Server's collaborators.
+type Deps struct {
+	Store *models.Store
+	Log   *slog.Logger
+}
+
+// Server is the authorization server. It is safe for concurrent use.
+type Server struct {
+	cfg      Config
+	keys     keys
+	log      *slog.Logger
+	provider *fosite.Fosite
+	strategy oauth2.CoreStrategy
+	tokens   *models.OAuthStore
+	clients  *models.ClientStore
+	users    *models.UserStore
+	settings *models.SettingsStore
+	pages    pages
+	tokenLim *limiter
+	loginLim *limiter
+	mux      *http.ServeMux
+}
+
+// New builds the authorization server. It fails on an invalid Config.
+func New(cfg Config, deps Deps) (*Server, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if deps.Store == nil {
+		return nil, fmt.Errorf("oauth: a store is required")
+	}
+	if deps.Log == nil {
+		deps.Log = slog.Default()
+	}
+	k, err := deriveKeys(cfg.Secret)
+	if err != nil {
+		return nil, err
+	}
+	pg, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	db := deps.Store.DB
+	s := &Server{
+		cfg:      cfg,
+		keys:     k,
+		log:      deps.Log.With("component", "oauth"),
+		tokens:   models.NewOAuthStore(db),
+		clients:  models.NewClientStore(db),
+		users:    models.NewUserStore(db),
+		settings: models.NewSettingsStore(db),
+		pages:    pg,
+		tokenLim: newLimiter(cfg.TokenRate),
+		loginLim: newLimiter(cfg.LoginRate),
+	}
+	s.provider, s.strategy = newProvider(cfg, k, s.tokens, s.users)
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("GET "+authPath, s.authorize)
+	s.mux.HandleFunc("POST "+loginPath, s.login)
+	s.mux.HandleFunc("POST "+consentPath, s.consent)
+	s.mux.HandleFunc("POST "+tokenPath, s.token)
+	s.mux.HandleFunc("POST "+revokePath, s.revoke)
+	s.mux.HandleFunc("GET "+metadataPath, s.metadata)
+	s.mux.HandleFunc("/", s.notFound)
+	return s, nil
+}
+
+// Handler serves /oauth/v2/... and the metadata document.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Issuer is the server's public base URL.
+func (s *Server) Issuer() string { return s.cfg.Issuer }
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusNotFound, oauthError{Error: "not_found", Description: "no OAuth endpoint " + r.Method + " " + r.URL.Path})
+}
+
+// oauthError is RFC 6749's error body (section 5.2).
+type oauthError struct {
+	Error       string `json:"error"`
+	Description string `json:"error_description,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Pragma", "no-cache")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// limited answers 429 with Retry-After and returns true when the client of
+// r is over lim. html chooses the page over the JSON error body.
+func (s *Server) limited(w http.ResponseWriter, r *http.Request, lim *limiter, html bool) bool {
+	wait := lim.wait(clientKey(r, s.cfg.TrustedProxies), s.cfg.Now())
+	if wait == 0 {
+		return false
+	}
+	w.Header().Set("Retry-After", retryAfter(wait))
+	msg := fmt.Sprintf("Too many requests from your address; retry after %s seconds.", retryAfter(wait))
+	if html {
+		s.renderError(w, http.StatusTooManyRequests, "Too many attempts", msg)
+	} else {
+		writeJSON(w, http.StatusTooManyRequests, oauthError{Error: "slow_down", Description: msg})
+	}
+	return true
+}
+
+// logRFCError logs the server errors among OAuth errors, with their debug
+// text; client mistakes are not logged.
+func (s *Server) logRFCError(ctx context.Context, msg string, err error) {
+	rfc := fosite.ErrorToRFC6749Error(err)
+	if rfc.CodeField >= 500 {
+		s.log.ErrorContext(ctx, msg, "error", rfc.ErrorField, "debug", rfc.DebugField, "cause", fmt.Sprint(rfc.Cause()))
+	}
+}
+
+// PurgeExpired deletes codes and access tokens that expired more than a day
+// ago (a used code is kept that long to catch its reuse). It returns how many.
+func (s *Server) PurgeExpired(ctx context.Context) (int64, error) {
+	return s.tokens.PurgeExpired(ctx, s.cfg.Now().Add(-24*time.Hour))
+}
+
+// RunJanitor calls PurgeExpired every interval until ctx ends.
+func (s *Server) RunJanitor(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := s.PurgeExpired(ctx); err != nil {
+				s.log.Warn("purge expired OAuth tokens", "error", err)
+			} else if n > 0 {
+				s.log.Info("purged expired OAuth tokens", "count", n)
+			}
+		}
+	}
+}

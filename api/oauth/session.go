@@ -1,0 +1,63 @@
+package oauth
+
+import (
+	"maps"
+	"time"
+
+	"github.com/ory/fosite"
+
+	"iam/models"
+)
+
+// Session is what a code or token carries beside its request: the user and
+// organization it acts for, and when each of its tokens expires. It is stored
+// as JSON with the request.
+type Session struct {
+	UserID    int64                          `json:"user_id,string"`
+	OrgID     int64                          `json:"org_id,string"`
+	ExpiresAt map[fosite.TokenType]time.Time `json:"expires_at"`
+}
+
+var _ fosite.Session = (*Session)(nil)
+
+func newSession(user *models.User) *Session {
+	return &Session{UserID: user.ID, OrgID: user.OrgID}
+}
+
+// SetExpiresAt implements fosite.Session.
+func (s *Session) SetExpiresAt(key fosite.TokenType, exp time.Time) {
+	if s.ExpiresAt == nil {
+		s.ExpiresAt = make(map[fosite.TokenType]time.Time)
+	}
+	s.ExpiresAt[key] = exp
+}
+
+// GetExpiresAt implements fosite.Session; zero means never.
+func (s *Session) GetExpiresAt(key fosite.TokenType) time.Time {
+	if s == nil {
+		return time.Time{}
+	}
+	return s.ExpiresAt[key]
+}
+
+// GetUsername implements fosite.Session.
+func (s *Session) GetUsername() string { return "" }
+
+// GetSubject implements fosite.Session: the user id, which the store keys
+// the refresh token cap on.
+func (s *Session) GetSubject() string {
+	if s == nil {
+		return ""
+	}
+	return models.FormatID(s.UserID)
+}
+
+// Clone implements fosite.Session.
+func (s *Session) Clone() fosite.Session {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	c.ExpiresAt = maps.Clone(s.ExpiresAt)
+	return &c
+}

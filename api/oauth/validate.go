@@ -1,0 +1,71 @@
+package oauth
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+
+	"github.com/ory/fosite"
+
+	"iam/api"
+)
+
+// errInvalidToken is every refusal of ValidateAccessToken; the API answers
+// it with 401 Unauthorized whatever the reason.
+var errInvalidToken = errors.New("the access token is missing, malformed, expired or revoked")
+
+var _ api.TokenValidator = (*Server)(nil)
+
+// ValidateAccessToken implements api.TokenValidator by introspecting the
+// HMAC access token: its signature must be right, its row present (not
+// revoked) and its expiry ahead. A refresh token is refused. The principal
+// carries the token's user, organization, client and scopes.
+func (s *Server) ValidateAccessToken(ctx context.Context, token string) (*api.Principal, error) {
+	use, ar, err := s.provider.IntrospectToken(ctx, token, fosite.AccessToken, new(Session))
+	if err != nil {
+		if !expectedRefusal(err) {
+			s.log.ErrorContext(ctx, "validate access token", "error", err, "cause", fmtCause(err))
+		}
+		return nil, errInvalidToken
+	}
+	if use != fosite.AccessToken {
+		return nil, errInvalidToken
+	}
+	sess, ok := ar.GetSession().(*Session)
+	if !ok || sess.UserID == 0 || sess.OrgID == 0 {
+		return nil, errInvalidToken
+	}
+	return &api.Principal{
+		UserID:   sess.UserID,
+		OrgID:    sess.OrgID,
+		ClientID: ar.GetClient().GetID(),
+		Scopes:   withoutOffline(ar.GetGrantedScopes()),
+	}, nil
+}
+
+// expectedRefusal reports whether err is one of the ordinary reasons to
+// refuse a token, as opposed to a failure of the store.
+func expectedRefusal(err error) bool {
+	for _, e := range []error{fosite.ErrNotFound, fosite.ErrTokenExpired, fosite.ErrTokenSignatureMismatch, fosite.ErrInvalidTokenFormat, fosite.ErrInactiveToken} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var corrupt base64.CorruptInputError
+	if errors.As(err, &corrupt) {
+		return true // a token that is not base64
+	}
+	var rfc *fosite.RFC6749Error
+	if errors.As(err, &rfc) && rfc.Cause() != nil {
+		return expectedRefusal(rfc.Cause())
+	}
+	return false
+}
+
+func fmtCause(err error) string {
+	var rfc *fosite.RFC6749Error
+	if errors.As(err, &rfc) && rfc.Cause() != nil {
+		return rfc.Cause().Error()
+	}
+	return ""
+}
