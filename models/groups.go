@@ -126,3 +126,131 @@ func checkGroupFields(g *Group) error {
 
 // errGroupNameTaken is the answer to a name already used in the organization.
 var errGroupNameTaken = &Error{Code: ECONFLICT, Field: "name", Detail: "a group with this name already exists in the organization"}
+
+// checkMemberCount dedupes member ids and checks how many a request holds.
+func checkMemberCount(ids []int64) ([]int64, error) {
+	if len(ids) > MaxMembersPerRequest {
+		return nil, Invalid("members", "must hold at most %d user ids", MaxMembersPerRequest)
+	}
+	seen := make(map[int64]bool, len(ids))
+	out := make([]int64, 0, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// addMembers adds users ids (deduped) to a static group inside tx and
+// returns how many were not members yet. EINVALID naming the first id that
+// is not a user of the group's organization; nothing is written then.
+func addMembers(ctx context.Context, tx bun.Tx, g *Group, ids []int64) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	var found []int64
+	err := tx.NewSelect().Model((*User)(nil)).Column("id").
+		Where("org_id = ? AND id IN (?)", g.OrgID, bun.In(ids)).Scan(ctx, &found)
+	if err != nil {
+		return 0, fmt.Errorf("select users: %w", err)
+	}
+	if len(found) != len(ids) {
+		have := make(map[int64]bool, len(found))
+		for _, id := range found {
+			have[id] = true
+		}
+		for _, id := range ids {
+			if !have[id] {
+				return 0, Invalid("members", "%s is not a user of the organization", FormatID(id))
+			}
+		}
+	}
+	rows := make([]GroupMember, len(ids))
+	for i, id := range ids {
+		rows[i] = GroupMember{GroupID: g.ID, UserID: id, OrgID: g.OrgID}
+	}
+	res, err := tx.NewInsert().Model(&rows).On("CONFLICT DO NOTHING").Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("insert members: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}
+
+// errDynamicMembers is the answer to posting or removing members of a
+// dynamic group.
+var errDynamicMembers = Invalid("members", "a dynamic group's members are computed from its membership_rule and cannot be added or removed")
+
+// AddMembers adds users ids of the organization to a static group, in one
+// transaction, and returns the group. Users already members are left as
+// they are. ENOTFOUND when the group is missing; EINVALID when it is
+// dynamic, there are too many ids, or one is not a user of the
+// organization (nothing is added then).
+func (s *GroupStore) AddMembers(ctx context.Context, orgID, groupID int64, ids []int64) (*Group, error) {
+	ids, err := checkMemberCount(ids)
+	if err != nil {
+		return nil, err
+	}
+	err = inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		g, err := getGroup(ctx, tx, orgID, groupID, false)
+		if err != nil {
+			return err
+		}
+		if g.IsDynamic {
+			return errDynamicMembers
+		}
+		_, err = addMembers(ctx, tx, g, ids)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.Get(ctx, orgID, groupID)
+}
+
+// RemoveMembers removes users ids from a static group of the organization
+// and returns the group; ids that are not members are ignored. ENOTFOUND
+// when the group is missing; EINVALID when it is dynamic or there are too
+// many ids.
+func (s *GroupStore) RemoveMembers(ctx context.Context, orgID, groupID int64, ids []int64) (*Group, error) {
+	ids, err := checkMemberCount(ids)
+	if err != nil {
+		return nil, err
+	}
+	err = inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		g, err := getGroup(ctx, tx, orgID, groupID, false)
+		if err != nil {
+			return err
+		}
+		if g.IsDynamic {
+			return errDynamicMembers
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		_, err = tx.NewDelete().Model((*GroupMember)(nil)).
+			Where("group_id = ? AND user_id IN (?)", g.ID, bun.In(ids)).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("delete members: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.Get(ctx, orgID, groupID)
+}
+
+// MemberIDs returns up to limit member ids of a group, ascending. The
+// caller has checked the group's organization.
+func (s *GroupStore) MemberIDs(ctx context.Context, groupID int64, limit int) ([]int64, error) {
+	ids := []int64{}
+	err := s.db.NewSelect().Model((*GroupMember)(nil)).Column("user_id").
+		Where("group_id = ?", groupID).OrderExpr("user_id").Limit(int64(limit)).Scan(ctx, &ids)
+	if err != nil {
+		return nil, fmt.Errorf("select members: %w", err)
+	}
+	return ids, nil
+}

@@ -28,19 +28,47 @@ const (
 	UserActive   = 1
 )
 
-// User is an identity user: the fields sign-in needs. The users table holds
-// the profile of spec 2.1 too; the users API adds the fields it serves.
+// User is an identity user (spec 2.1): the profile, the sign-in state and
+// the role. Columns are snake_case; the API shows the fields camelCase.
 type User struct {
 	bun.BaseModel `bun:"table:users"`
 
-	ID          int64  `bun:"id,pk"`
-	OrgID       int64  `bun:"org_id"`
-	FirstName   string `bun:"first_name"`
-	LastName    string `bun:"last_name"`
-	DisplayName string `bun:"display_name"`
-	Email       string `bun:"email"`
-	Status      int    `bun:"status"`
-	Role        Role   `bun:"role"`
+	ID              int64  `bun:"id,pk"`
+	OrgID           int64  `bun:"org_id"`
+	FirstName       string `bun:"first_name"`
+	LastName        string `bun:"last_name"`
+	DisplayName     string `bun:"display_name"`
+	Email           string `bun:"email"`
+	EmployeeID      string `bun:"employee_id"`
+	Title           string `bun:"title"`
+	Department      string `bun:"department"`
+	Company         string `bun:"company"`
+	Description     string `bun:"description"`
+	ManagerID       *int64 `bun:"manager_id"`
+	City            string `bun:"city"`
+	StateProvince   string `bun:"state_province"`
+	Street          string `bun:"street"`
+	ZipPostal       string `bun:"zip_postal"`
+	PostOfficeBox   string `bun:"post_office_box"`
+	WorkLocation    string `bun:"work_location"`
+	SeatingLocation string `bun:"seating_location"`
+	Country         string `bun:"country"`
+	MobileNumber    string `bun:"mobile_number"`
+	HomePhone       string `bun:"home_phone"`
+	TelephoneNumber string `bun:"telephone_number"`
+	Fax             string `bun:"fax"`
+	Gender          string `bun:"gender"`
+	Language        string `bun:"language"`
+	// IsDomainVerified is set by the system, never by a request.
+	IsDomainVerified bool `bun:"is_domain_verified"`
+	Status           int  `bun:"status"`
+	// IsLicensed tells whether the user holds a license (the licensing
+	// parameter of GET /users).
+	IsLicensed bool `bun:"is_licensed"`
+	// PrimarySource is where the record comes from when a directory
+	// provides it; nil for users made in this service.
+	PrimarySource *PrimarySource `bun:"primary_source,type:json"`
+	Role          Role           `bun:"role"`
 	// PasswordHash is the argon2id hash of the password (HashPassword); empty
 	// when the user has none and cannot sign in.
 	PasswordHash string `bun:"password_hash"`
@@ -53,6 +81,24 @@ type User struct {
 	BlockedUntil *time.Time `bun:"blocked_until"`
 	CreatedAt    time.Time  `bun:"created_at"`
 	UpdatedAt    time.Time  `bun:"updated_at"`
+}
+
+// PrimarySource is the directory a user record comes from (spec 2.1).
+type PrimarySource struct {
+	ID                 string             `json:"id"`
+	ApplicationName    string             `json:"applicationName"`
+	ApplicationService ApplicationService `json:"applicationService"`
+	IsEnabled          bool               `json:"isEnabled"`
+	CreationTime       time.Time          `json:"creationTime"`
+	ModifiedTime       time.Time          `json:"modifiedTime"`
+}
+
+// ApplicationService names the application behind a PrimarySource.
+type ApplicationService struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	ServiceName string `json:"serviceName"`
+	Logo        string `json:"logo"`
 }
 
 // IsAdmin reports whether the user holds the admin role.
@@ -69,25 +115,21 @@ func NewUserStore(db bun.IDB) *UserStore { return &UserStore{db: db} }
 var ErrUserNotFound = NotFound("User", "the user does not exist")
 
 // Create inserts user with password (hashed with argon2id; empty for a user
-// without one), filling its id and times. EINVALID when the organization,
-// email, role or status is missing or wrong, or the password breaks its
-// length rule; ECONFLICT when the email is taken in the organization.
+// without one), filling its id and times, and puts the user in every dynamic
+// group of the organization whose rule it matches, in one transaction.
+// EINVALID when the organization, email, role, status or another field
+// breaks its rule (checkUser), the manager is not a user of the
+// organization, or the password breaks its length rule; ECONFLICT when the
+// email or employee id is taken in the organization.
 func (s *UserStore) Create(ctx context.Context, user *User, password string) error {
 	if user.OrgID == 0 {
 		return Invalid("org_id", "is required")
 	}
-	if err := checkEmail(user.Email); err != nil {
-		return err
-	}
-	switch user.Role {
-	case "":
+	if user.Role == "" {
 		user.Role = RoleUser
-	case RoleAdmin, RoleUser:
-	default:
-		return Invalid("role", "must be admin or user")
 	}
-	if user.Status != UserActive && user.Status != UserInactive {
-		return Invalid("status", "must be 1 (active) or 0 (inactive)")
+	if err := checkUser(user); err != nil {
+		return err
 	}
 	user.PasswordHash = ""
 	if password != "" {
@@ -100,13 +142,27 @@ func (s *UserStore) Create(ctx context.Context, user *User, password string) err
 	now := time.Now().UTC()
 	user.ID = NewID()
 	user.CreatedAt, user.UpdatedAt = now, now
-	if _, err := s.db.NewInsert().Model(user).Exec(ctx); err != nil {
-		if isUniqueViolation(err) {
-			return &Error{Code: ECONFLICT, Field: "email", Detail: "a user with this email already exists in the organization"}
+	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		if err := checkManager(ctx, tx, user); err != nil {
+			return err
 		}
-		return fmt.Errorf("insert user: %w", err)
+		if _, err := tx.NewInsert().Model(user).Exec(ctx); err != nil {
+			return userWriteError(err, "insert user")
+		}
+		return syncMembership(ctx, tx, user.OrgID, []int64{user.ID})
+	})
+}
+
+// userWriteError explains a failed insert or update of a user: a taken
+// email or employee id is ECONFLICT naming the field.
+func userWriteError(err error, what string) error {
+	if !isUniqueViolation(err) {
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	return nil
+	if strings.Contains(err.Error(), "employee") {
+		return &Error{Code: ECONFLICT, Field: "employeeID", Detail: "a user with this employee id already exists in the organization"}
+	}
+	return &Error{Code: ECONFLICT, Field: "email", Detail: "a user with this email already exists in the organization"}
 }
 
 // checkEmail accepts a bare address (name@domain), nothing more.

@@ -1,0 +1,89 @@
+package models
+
+import (
+	"context"
+
+	"iam/models/listing"
+)
+
+// UserListing is the allow-list of GET /users and the attributes membership
+// rules of dynamic groups may test: cursor paging, id order by default.
+// Every text attribute can be filtered on; the sortable ones are NOT NULL
+// columns. primarySource may only be picked by fields.
+var UserListing = listing.MustSchema(listing.Schema{
+	Name:   "users",
+	Paging: listing.CursorPaging,
+	Attributes: []listing.Attribute{
+		{Name: "id", Column: "id", Type: listing.TypeID, Filter: true, Sort: true},
+		{Name: "firstName", Column: "first_name", Type: listing.TypeString, Filter: true, Sort: true},
+		{Name: "lastName", Column: "last_name", Type: listing.TypeString, Filter: true, Sort: true},
+		{Name: "displayName", Column: "display_name", Type: listing.TypeString, Filter: true, Sort: true},
+		{Name: "email", Column: "email", Type: listing.TypeString, Filter: true, Sort: true},
+		{Name: "employeeID", Column: "employee_id", Type: listing.TypeString, Filter: true, Sort: true},
+		{Name: "title", Column: "title", Type: listing.TypeString, Filter: true, Sort: true},
+		{Name: "department", Column: "department", Type: listing.TypeString, Filter: true, Sort: true},
+		{Name: "company", Column: "company", Type: listing.TypeString, Filter: true, Sort: true},
+		{Name: "description", Column: "description", Type: listing.TypeString, Filter: true},
+		{Name: "manager", Column: "manager_id", Type: listing.TypeID, Filter: true},
+		{Name: "city", Column: "city", Type: listing.TypeString, Filter: true, Sort: true},
+		{Name: "stateProvince", Column: "state_province", Type: listing.TypeString, Filter: true, Sort: true},
+		{Name: "street", Column: "street", Type: listing.TypeString, Filter: true},
+		{Name: "zipPostal", Column: "zip_postal", Type: listing.TypeString, Filter: true},
+		{Name: "postOfficeBox", Column: "post_office_box", Type: listing.TypeString, Filter: true},
+		{Name: "workLocation", Column: "work_location", Type: listing.TypeString, Filter: true, Sort: true},
+		{Name: "seatingLocation", Column: "seating_location", Type: listing.TypeString, Filter: true},
+		{Name: "country", Column: "country", Type: listing.TypeString, Filter: true, Sort: true},
+		{Name: "mobileNumber", Column: "mobile_number", Type: listing.TypeString, Filter: true},
+		{Name: "homePhone", Column: "home_phone", Type: listing.TypeString, Filter: true},
+		{Name: "telephoneNumber", Column: "telephone_number", Type: listing.TypeString, Filter: true},
+		{Name: "fax", Column: "fax", Type: listing.TypeString, Filter: true},
+		{Name: "gender", Column: "gender", Type: listing.TypeString, Filter: true, Sort: true},
+		{Name: "language", Column: "language", Type: listing.TypeString, Filter: true, Sort: true},
+		{Name: "isDomainVerified", Column: "is_domain_verified", Type: listing.TypeBoolean, Filter: true, Sort: true},
+		{Name: "status", Column: "status", Type: listing.TypeInteger, Filter: true, Sort: true},
+		{Name: "isLicensed", Column: "is_licensed", Type: listing.TypeBoolean, Filter: true, Sort: true},
+		{Name: "primarySource"},
+	},
+})
+
+// Licensing selects users by license for GET /users.
+type Licensing string
+
+// The licensing choices; LicensingBoth (or empty) selects every user.
+const (
+	Licensed      Licensing = "licensed"
+	Unlicensed    Licensing = "unlicensed"
+	LicensingBoth Licensing = "both"
+)
+
+// List returns a page of the organization's users chosen by licensing and
+// p. Bad parameters give a *listing.ParamError.
+func (s *UserStore) List(ctx context.Context, orgID int64, licensing Licensing, p listing.Params) ([]User, listing.Meta, error) {
+	users := []User{}
+	q := s.db.NewSelect().Model(&users).Where("org_id = ?", orgID)
+	switch licensing {
+	case Licensed:
+		q = q.Where("is_licensed = ?", true)
+	case Unlicensed:
+		q = q.Where("is_licensed = ?", false)
+	case LicensingBoth, "":
+	default:
+		return nil, nil, &listing.ParamError{Param: "licensing", Detail: "must be licensed, unlicensed or both"}
+	}
+	meta, err := listing.Fetch(ctx, q, &users, UserListing, p)
+	return users, meta, err
+}
+
+// ListGroupMembers returns a page of the users who are members of a group
+// of the organization, with the parameters of GET /users. ENOTFOUND when
+// the group is not the organization's.
+func (s *UserStore) ListGroupMembers(ctx context.Context, orgID, groupID int64, p listing.Params) ([]User, listing.Meta, error) {
+	if _, err := getGroup(ctx, s.db, orgID, groupID, false); err != nil {
+		return nil, nil, err
+	}
+	users := []User{}
+	q := s.db.NewSelect().Model(&users).Where("org_id = ?", orgID).
+		Where("id IN (SELECT user_id FROM group_members WHERE group_id = ?)", groupID)
+	meta, err := listing.Fetch(ctx, q, &users, UserListing, p)
+	return users, meta, err
+}

@@ -1,0 +1,161 @@
+package models_test
+
+import (
+	"net/url"
+	"testing"
+
+	"github.com/uptrace/bun"
+
+	"iam/models"
+	"iam/models/dbtest"
+	"iam/models/listing"
+)
+
+// mkUser creates a user of org through the store, failing the test on error.
+func mkUser(t *testing.T, users *models.UserStore, orgID int64, u models.User) *models.User {
+	t.Helper()
+	u.OrgID = orgID
+	if u.Status == 0 {
+		u.Status = models.UserActive
+	}
+	if err := users.Create(t.Context(), &u, ""); err != nil {
+		t.Fatalf("create %s: %v", u.Email, err)
+	}
+	return &u
+}
+
+func wantInvalid(t *testing.T, err error, field string) {
+	t.Helper()
+	var me *models.Error
+	if !asError(err, &me) || me.Code != models.EINVALID || me.Field != field {
+		t.Errorf("err = %v, want EINVALID on %s", err, field)
+	}
+}
+
+func TestUserStore_CreateRules(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		store := models.NewStore(db)
+		org, other := newOrg(t, store), newOrg(t, store)
+		users := models.NewUserStore(db)
+		boss := mkUser(t, users, org.ID, models.User{Email: "boss@example.com", FirstName: "Ada", LastName: "Boss", EmployeeID: "E1", Country: "de", Language: "EN_us", Gender: "F"})
+		if boss.DisplayName != "Ada Boss" || boss.Country != "DE" || boss.Language != "en-US" {
+			t.Errorf("normalized = %q %q %q", boss.DisplayName, boss.Country, boss.Language)
+		}
+		stranger := mkUser(t, users, other.ID, models.User{Email: "x@example.com"})
+
+		for _, c := range []struct {
+			name  string
+			user  models.User
+			field string
+		}{
+			{"gender", models.User{Email: "a@example.com", Gender: "X"}, "gender"},
+			{"country", models.User{Email: "a@example.com", Country: "XX"}, "country"},
+			{"language", models.User{Email: "a@example.com", Language: "english"}, "language"},
+			{"language country", models.User{Email: "a@example.com", Language: "en-ZZ"}, "language"},
+			{"status", models.User{Email: "a@example.com", Status: 3}, "status"},
+			{"email", models.User{Email: "a@"}, "email"},
+			{"length", models.User{Email: "a@example.com", City: string(make([]byte, 300))}, "city"},
+			{"manager elsewhere", models.User{Email: "a@example.com", ManagerID: &stranger.ID}, "manager"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				u := c.user
+				u.OrgID = org.ID
+				if u.Status == 0 {
+					u.Status = models.UserActive
+				}
+				wantInvalid(t, users.Create(ctx, &u, ""), c.field)
+			})
+		}
+		dup := models.User{OrgID: org.ID, Email: "other@example.com", EmployeeID: "E1", Status: 1}
+		var me *models.Error
+		if err := users.Create(ctx, &dup, ""); !asError(err, &me) || me.Code != models.ECONFLICT || me.Field != "employeeID" {
+			t.Errorf("duplicate employee id = %v, want ECONFLICT on employeeID", err)
+		}
+		if n, _ := users.CountUsers(ctx, org.ID); n != 1 {
+			t.Errorf("%d users after refused creates, want 1 (nothing half-written)", n)
+		}
+	})
+}
+
+func TestUserStore_UpdateManager(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		org := newOrg(t, models.NewStore(db))
+		users := models.NewUserStore(db)
+		a := mkUser(t, users, org.ID, models.User{Email: "a@example.com"})
+		b := mkUser(t, users, org.ID, models.User{Email: "b@example.com", ManagerID: &a.ID})
+		c := mkUser(t, users, org.ID, models.User{Email: "c@example.com", ManagerID: &b.ID})
+
+		setManager := func(id int64) models.UserChange {
+			return func(u *models.User) error { u.ManagerID = &id; return nil }
+		}
+		_, err := users.Update(ctx, org.ID, a.ID, setManager(c.ID), nil)
+		wantInvalid(t, err, "manager")
+		_, err = users.Update(ctx, org.ID, a.ID, setManager(a.ID), nil)
+		wantInvalid(t, err, "manager")
+		_, err = users.Update(ctx, org.ID, a.ID, setManager(123), nil)
+		wantInvalid(t, err, "manager")
+		// Moving c under a is no cycle.
+		if _, err := users.Update(ctx, org.ID, c.ID, setManager(a.ID), nil); err != nil {
+			t.Fatalf("valid manager change: %v", err)
+		}
+		pw := "a new long password"
+		got, err := users.Update(ctx, org.ID, c.ID, func(u *models.User) error { u.Title = "Chief"; return nil }, &pw)
+		if err != nil || got.Title != "Chief" || !models.VerifyPassword(got.PasswordHash, pw) {
+			t.Errorf("update title and password = %+v, %v", got, err)
+		}
+		if _, err := users.Update(ctx, newOrg(t, models.NewStore(db)).ID, c.ID, setManager(a.ID), nil); models.ErrorCode(err) != models.ENOTFOUND {
+			t.Errorf("update from another organization = %v, want ENOTFOUND", err)
+		}
+
+		// Deleting a leaves b and c without a manager.
+		deleted, err := users.DeleteMany(ctx, org.ID, []int64{a.ID, 999})
+		if err != nil || len(deleted) != 1 || deleted[0] != a.ID {
+			t.Fatalf("DeleteMany = %v, %v", deleted, err)
+		}
+		for _, id := range []int64{b.ID, c.ID} {
+			u, err := users.Get(ctx, org.ID, id)
+			if err != nil || u.ManagerID != nil {
+				t.Errorf("report %d after its manager was deleted: %+v, %v", id, u, err)
+			}
+		}
+		if err := users.Delete(ctx, org.ID, a.ID); models.ErrorCode(err) != models.ENOTFOUND {
+			t.Errorf("second delete = %v, want ENOTFOUND", err)
+		}
+	})
+}
+
+func TestUserStore_List(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		store := models.NewStore(db)
+		org, other := newOrg(t, store), newOrg(t, store)
+		users := models.NewUserStore(db)
+		mkUser(t, users, org.ID, models.User{Email: "a@example.com", Department: "Sales", IsLicensed: true})
+		mkUser(t, users, org.ID, models.User{Email: "b@example.com", Department: "Sales"})
+		mkUser(t, users, org.ID, models.User{Email: "c@example.com", Department: "IT", IsLicensed: true})
+		mkUser(t, users, other.ID, models.User{Email: "a@example.com", Department: "Sales", IsLicensed: true})
+
+		for _, c := range []struct {
+			licensing models.Licensing
+			filter    string
+			want      int
+		}{
+			{"", "", 3}, {models.Licensed, "", 2}, {models.Unlicensed, "", 1},
+			{models.LicensingBoth, `department eq "Sales"`, 2}, {models.Licensed, `department eq "Sales"`, 1},
+		} {
+			p, err := listing.Parse(url.Values{"filter": {c.filter}}, models.UserListing)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, meta, err := users.List(ctx, org.ID, c.licensing, p)
+			if err != nil || len(got) != c.want || meta.(*listing.CursorMeta).Total != int64(c.want) {
+				t.Errorf("List(%q, %q) = %d users, %+v, %v; want %d", c.licensing, c.filter, len(got), meta, err, c.want)
+			}
+		}
+		if _, _, err := users.List(ctx, org.ID, "some", listing.Params{}); err == nil {
+			t.Error("a bad licensing value was accepted")
+		}
+	})
+}
