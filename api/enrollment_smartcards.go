@@ -1,0 +1,129 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/gin-gonic/gin"
+	"github.com/uptrace/bun"
+
+	"iam/models"
+	"iam/models/safezip"
+	"iam/workflows"
+)
+
+// uploadSmartCards: POST /protection/quick-enrollment/upload-smartcards. The
+// ZIP is spooled to a temporary file (never held in memory), its directory
+// is checked (a ZIP, not too many entries, not too much to unpack), then it
+// is copied into the blob store in the same transaction as the job row.
+// Entries that are unsafe or not certificates become per-row errors of the
+// job.
+func (s *Server) uploadSmartCards(c *gin.Context) {
+	if err := s.doUploadSmartCards(c); err != nil {
+		abortWithError(c, err)
+	}
+}
+
+func (s *Server) doUploadSmartCards(c *gin.Context) error {
+	p := principal(c)
+	form, err := readUploadForm(c)
+	if err != nil {
+		return err
+	}
+	configs, err := s.smartCardConfigs(c, form)
+	if err != nil {
+		return err
+	}
+	pattern, ok := models.ParseUserKey(form.value("certificate_filename_pattern"))
+	if !ok {
+		return models.Invalid("certificate_filename_pattern", "must be one of: Primary Email, Employee ID, Mobile Number")
+	}
+	overwrite, err := form.bool("overwrite_enrollment_data")
+	if err != nil {
+		return err
+	}
+	chunkRows, err := form.chunkRows(500)
+	if err != nil {
+		return err
+	}
+
+	tmp, err := os.CreateTemp("", "iam-smartcards-*.zip")
+	if err != nil {
+		return fmt.Errorf("spool upload: %w", err)
+	}
+	defer func() { tmp.Close(); os.Remove(tmp.Name()) }()
+	size, err := io.Copy(tmp, io.LimitReader(form.file, s.cfg.UploadMaxBytes+1))
+	if err != nil {
+		return uploadWriteError(c, err)
+	}
+	if size > s.cfg.UploadMaxBytes {
+		return &models.Error{Code: models.ETOOLARGE, Field: "file", Detail: fmt.Sprintf("the file is larger than %d bytes", s.cfg.UploadMaxBytes)}
+	}
+	archive, err := safezip.Open(tmp, size, safezip.DefaultLimits)
+	if err != nil {
+		return models.Invalid("file", "%v", err)
+	}
+	if len(archive.Entries) == 0 {
+		return models.Invalid("file", "the archive holds no files")
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("rewind upload: %w", err)
+	}
+
+	input := models.EnrollSmartCardsInput{
+		FileName: form.fileName, Overwrite: overwrite, FilenamePattern: pattern,
+		Entries: int64(len(archive.Entries)), ChunkRows: chunkRows,
+	}
+	for _, cfg := range configs {
+		input.FactorConfigIDs = append(input.FactorConfigIDs, cfg.ID)
+	}
+	job := &models.Job{
+		OrgID: p.OrgID, Kind: workflows.EnrollSmartCardsWorkflowName, Module: models.EnrollmentModule,
+		ActionName: models.EnrollSmartCardsAction, Entity: models.EnrollmentEntity, CreatedBy: p.UserID,
+	}
+	err = s.store.DB.RunInTx(c, nil, func(ctx context.Context, tx bun.Tx) error {
+		blob, err := s.store.Blobs.Put(ctx, tx, p.OrgID, form.fileName, "application/zip", tmp, s.cfg.UploadMaxBytes)
+		if err != nil {
+			return err
+		}
+		input.BlobID = blob.ID
+		if job.Input, err = json.Marshal(input); err != nil {
+			return err
+		}
+		return s.store.Jobs.Create(ctx, tx, job)
+	})
+	if err != nil {
+		return uploadWriteError(c, err)
+	}
+	s.acceptJob(c, job, "the archive")
+	return nil
+}
+
+// smartCardConfigs resolves factor_configs for a smart-card upload: smart
+// card configs only; the organization's smart card config when omitted.
+func (s *Server) smartCardConfigs(c *gin.Context, f *uploadForm) ([]models.FactorConfig, error) {
+	if len(f.fields["factor_configs"]) == 0 {
+		all, err := models.NewFactorStore(s.store.DB).List(c, principal(c).OrgID)
+		if err != nil {
+			return nil, err
+		}
+		for _, cfg := range all {
+			if cfg.Type == models.FactorSmartCard {
+				return []models.FactorConfig{cfg}, nil
+			}
+		}
+	}
+	configs, err := s.factorConfigs(c, f)
+	if err != nil {
+		return nil, err
+	}
+	for _, cfg := range configs {
+		if cfg.Type != models.FactorSmartCard {
+			return nil, models.Invalid("factor_configs", "%s is not a smart card config; a smart-card upload enrolls smart cards only", cfg.DisplayName)
+		}
+	}
+	return configs, nil
+}
