@@ -11,6 +11,9 @@ type Store struct {
 	Orgs  *OrgStore
 	Jobs  *JobStore
 	Blobs BlobStore
+	// Users are identity users; Groups their static and dynamic groups.
+	Users  *UserStore
+	Groups *GroupStore
 	// Templates are notification templates; Notifications their schedules,
 	// runs and deliveries.
 	Templates *TemplateStore
@@ -19,10 +22,12 @@ type Store struct {
 // NewStore wires the stores of every area over db.
 func NewStore(db *bun.DB) *Store {
 	s := &Store{
-		DB:    db,
-		Orgs:  &OrgStore{db: db},
-		Jobs:  &JobStore{db: db},
-		Blobs: &DBBlobStore{db: db},
+		DB:     db,
+		Orgs:   &OrgStore{db: db},
+		Jobs:   &JobStore{db: db},
+		Blobs:  &DBBlobStore{db: db},
+		Users:  &UserStore{db: db},
+		Groups: &GroupStore{db: db},
 	}
 	s.Templates = &TemplateStore{db: db, blobs: s.Blobs}
 	return s
