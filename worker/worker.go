@@ -52,6 +52,7 @@ func Register(r sdkworker.Registry, deps Deps) {
 // worker or a replayer).
 func RegisterWorkflows(r sdkworker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.Diagnostic, workflow.RegisterOptions{Name: workflows.DiagnosticWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.GroupRecompute, workflow.RegisterOptions{Name: workflows.GroupRecomputeWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.EnrollCSV, workflow.RegisterOptions{Name: workflows.EnrollCSVWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.EnrollSmartCards, workflow.RegisterOptions{Name: workflows.EnrollSmartCardsWorkflowName})
 }
@@ -60,6 +61,7 @@ func RegisterWorkflows(r sdkworker.WorkflowRegistry) {
 func RegisterActivities(r sdkworker.ActivityRegistry, deps Deps) {
 	r.RegisterActivity(&activities.Jobs{Store: deps.Store})
 	r.RegisterActivity(&activities.Diagnostics{Store: deps.Store})
+	r.RegisterActivity(&activities.Groups{Store: deps.Store})
 	r.RegisterActivity(&activities.Enrollment{Store: deps.Store, Secrets: deps.Secrets})
 }
 
