@@ -33,5 +33,14 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Path: "/protection/quick-enrollment/logon-script-config", Scopes: Scopes("quick_enrollment", "ALL", "READ"), Handler: s.getLogonScript},
 		{Method: "PUT", Path: "/protection/quick-enrollment/logon-script-config", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "UPDATE"), Handler: s.putLogonScript},
 		{Method: "PATCH", Path: "/protection/quick-enrollment/logon-script-config", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "UPDATE"), Handler: s.patchLogonScript},
+
+		// Notification templates and their metadata (spec 4.7).
+		{Method: "GET", Path: "/templates/notification", Scopes: Scopes("notification_template", "read", "all"), Handler: s.listTemplates},
+		{Method: "POST", Path: "/templates/notification", Scopes: Scopes("notification_template", "create", "write", "all"), Handler: s.createTemplate, MaxBody: templateMaxBody},
+		{Method: "GET", Path: "/templates/notification/:template_id", Scopes: Scopes("notification_template", "read", "all"), Handler: s.getTemplate},
+		{Method: "PATCH", Path: "/templates/notification/:template_id", Scopes: Scopes("notification_template", "update", "write", "all"), Handler: s.updateTemplate, MaxBody: templateMaxBody},
+		{Method: "DELETE", Path: "/templates/notification/:template_id", Scopes: Scopes("notification_template", "delete", "write", "all"), Handler: s.deleteTemplate},
+		{Method: "GET", Path: "/meta/templates/notification/default_configs", Scopes: Scopes("meta", "READ"), Handler: s.templateDefaultConfigs},
+		{Method: "GET", Path: "/meta/templates/notification/module_configs", Scopes: Scopes("meta", "READ"), Handler: s.templateModuleConfigs},
 	}
 }

@@ -1,0 +1,33 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"iam/models"
+	"iam/models/listing"
+)
+
+// templateDefaultConfigs: GET /meta/templates/notification/default_configs.
+// The limits served are the ones template writes are checked against
+// (models.TemplateLimits).
+func (s *Server) templateDefaultConfigs(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"data": models.TemplateDefaults()})
+}
+
+// templateModuleConfigs: GET /meta/templates/notification/module_configs,
+// for the module named by query module (any case), Reports when absent.
+func (s *Server) templateModuleConfigs(c *gin.Context) {
+	module := c.Query("module")
+	if module == "" {
+		module = models.ModuleReports
+	}
+	cfg, ok := models.TemplateModuleConfigs(module)
+	if !ok {
+		abortWithError(c, &listing.ParamError{Param: "module", Detail: "must be one of: " + strings.Join(models.TemplateModuleNames(), ", ")})
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"data": cfg})
+}
