@@ -103,7 +103,7 @@ func dialTemporal(ctx context.Context, opts client.Options, log *slog.Logger) (c
 // apiServer builds the API with its launcher.
 func apiServer(cfg Config, store *models.Store, tc client.Client, tokens api.TokenValidator, log *slog.Logger) (*api.Server, *jobrun.Launcher) {
 	launcher := &jobrun.Launcher{Client: tc, Store: store, Log: log}
-	srv := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes}, api.Deps{
+	srv := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, UploadMaxBytes: cfg.UploadMaxBytes}, api.Deps{
 		Store:    store,
 		Temporal: tc,
 		Jobs:     launcher,

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"iam/models"
 )
 
 // Config is the whole configuration: environment variables only, each with a
@@ -26,6 +28,11 @@ type Config struct {
 	DatabaseURL  string     `env:"IAM_DATABASE_URL"`
 	LogLevel     slog.Level `env:"IAM_LOG_LEVEL" envDefault:"info"`
 	MaxBodyBytes int64      `env:"IAM_MAX_BODY_BYTES" envDefault:"1048576"`
+	// UploadMaxBytes caps file uploads (quick enrollment CSV and ZIP files).
+	UploadMaxBytes int64 `env:"IAM_UPLOAD_MAX_BYTES" envDefault:"268435456"`
+	// EncryptionKey seals enrollment secrets at rest (AES-256-GCM): 32 bytes
+	// as 64 hex digits or base64. dev generates one into its data directory.
+	EncryptionKey string `env:"IAM_ENCRYPTION_KEY"`
 	// ShutdownTimeout bounds a graceful stop.
 	ShutdownTimeout time.Duration `env:"IAM_SHUTDOWN_TIMEOUT" envDefault:"20s"`
 	// ReconcileInterval is how often the API looks for QUEUED jobs whose
@@ -102,6 +109,14 @@ func (c Config) check() error {
 	}
 	if c.MaxBodyBytes < 1024 {
 		problems = append(problems, "IAM_MAX_BODY_BYTES must be at least 1024")
+	}
+	if c.UploadMaxBytes < 1024 {
+		problems = append(problems, "IAM_UPLOAD_MAX_BYTES must be at least 1024")
+	}
+	if c.EncryptionKey != "" {
+		if _, err := models.ParseEncryptionKey(c.EncryptionKey); err != nil {
+			problems = append(problems, "IAM_ENCRYPTION_KEY: "+err.Error())
+		}
 	}
 	if c.ShutdownTimeout <= 0 || c.ReconcileInterval <= 0 || c.ReconcileGrace < 0 {
 		problems = append(problems, "IAM_SHUTDOWN_TIMEOUT and IAM_RECONCILE_INTERVAL must be positive, IAM_RECONCILE_GRACE not negative")

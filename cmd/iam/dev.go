@@ -86,7 +86,11 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 		return fmt.Errorf("connect to the embedded Temporal server: %w", err)
 	}
 	defer tc.Close()
-	w := worker.New(tc, worker.Deps{Store: store})
+	secrets, err := enrollmentSecrets(cfg, dataDir, log)
+	if err != nil {
+		return err
+	}
+	w := worker.New(tc, worker.Deps{Store: store, Secrets: secrets})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}

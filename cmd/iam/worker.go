@@ -46,7 +46,11 @@ func runWorker(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := worker.EnsureSearchAttributes(ctx, tc, cfg.Temporal.Namespace); err != nil {
 		return err
 	}
-	w := worker.New(tc, worker.Deps{Store: store})
+	secrets, err := enrollmentSecrets(cfg, "", log)
+	if err != nil {
+		return err
+	}
+	w := worker.New(tc, worker.Deps{Store: store, Secrets: secrets})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}

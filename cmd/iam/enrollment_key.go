@@ -1,0 +1,67 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"iam/models"
+)
+
+// devKeyFile is where `iam dev` keeps the key it generated, in its data
+// directory.
+const devKeyFile = "encryption.key"
+
+// enrollmentSecrets returns the box that seals enrollment secrets, from
+// IAM_ENCRYPTION_KEY. Without it, dev (dataDir set) generates a key once
+// and keeps it in its data directory; a worker runs without one, and the
+// rows that carry a secret fail, saying so.
+func enrollmentSecrets(cfg Config, dataDir string, log *slog.Logger) (*models.SecretBox, error) {
+	text := cfg.EncryptionKey
+	if text == "" && dataDir != "" {
+		var err error
+		if text, err = devKey(filepath.Join(dataDir, devKeyFile)); err != nil {
+			return nil, err
+		}
+	}
+	if text == "" {
+		log.Warn("IAM_ENCRYPTION_KEY is not set: enrollment rows that carry a secret (TOTP) will fail")
+		return nil, nil
+	}
+	key, err := models.ParseEncryptionKey(text)
+	if err != nil {
+		return nil, fmt.Errorf("invalid configuration: IAM_ENCRYPTION_KEY: %w", err)
+	}
+	return models.NewSecretBox(key)
+}
+
+// devKey reads the key file at path, creating it (mode 0600) on first use.
+func devKey(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("read the encryption key: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", fmt.Errorf("create the data directory: %w", err)
+	}
+	key := models.NewEncryptionKey()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) { // another process made it first
+		return devKey(path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("write the encryption key: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(key + "\n"); err != nil {
+		return "", fmt.Errorf("write the encryption key: %w", err)
+	}
+	return key, nil
+}
