@@ -33,7 +33,7 @@ func (s *Server) parseAuthorize(ctx context.Context, rawQuery string) (*authRequ
 	}
 	// Scopes come comma-separated (spec 5) or space-separated (RFC 6749);
 	// fosite reads spaces. access_type=offline asks for a refresh token.
-	scopes := parseScopeParam(query.Get("scope"))
+	scopes := ParseScopes(query.Get("scope"))
 	offline := query.Get("access_type") == "offline" || slices.Contains(scopes, offlineScope)
 	if offline && !slices.Contains(scopes, offlineScope) {
 		scopes = append(scopes, offlineScope)

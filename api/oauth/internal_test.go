@@ -15,8 +15,8 @@ func TestParseScopeParam(t *testing.T) {
 		" svc.user.READ , svc.user.READ ,,": {"svc.user.READ"},
 		"":                                  {},
 	} {
-		if got := parseScopeParam(raw); !slices.Equal(got, want) {
-			t.Errorf("parseScopeParam(%q) = %q, want %q", raw, got, want)
+		if got := ParseScopes(raw); !slices.Equal(got, want) {
+			t.Errorf("ParseScopes(%q) = %q, want %q", raw, got, want)
 		}
 	}
 }

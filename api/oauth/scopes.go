@@ -73,10 +73,10 @@ func scopeStrategy(_ []string, scope string) bool {
 	return scope == offlineScope || knownScope(scope)
 }
 
-// parseScopeParam splits a scope parameter: comma-separated as the interface
+// ParseScopes splits a scope parameter: comma-separated as the interface
 // writes it, space-separated as RFC 6749 does, or both. Duplicates and
 // empty items are dropped; the order is kept.
-func parseScopeParam(raw string) []string {
+func ParseScopes(raw string) []string {
 	fields := strings.FieldsFunc(raw, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r' })
 	out := make([]string, 0, len(fields))
 	for _, f := range fields {
