@@ -135,7 +135,11 @@ func (s *Server) acceptJob(c *gin.Context, job *models.Job, what string) {
 	id := models.FormatID(job.ID)
 	resp := enrollJobAccepted{Data: enrollJobData{ID: id, Status: string(models.JobRunning),
 		Message: fmt.Sprintf("%s accepted; follow the job at /jobs/%s", what, id)}}
-	if err := s.deps.Jobs.Launch(context.WithoutCancel(c.Request.Context()), job); err != nil {
+	// The job is committed: start it even if the client goes away, and do
+	// not keep the client waiting long when Temporal is unreachable.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
+	defer cancel()
+	if err := s.deps.Jobs.Launch(ctx, job); err != nil {
 		logger(c).Warn("job start deferred to the reconciler", "job_id", job.ID, "error", err)
 		resp.Data.Status = string(models.JobQueued)
 		resp.Data.Message = fmt.Sprintf("%s accepted; the job starts as soon as the workflow engine is reachable (/jobs/%s)", what, id)

@@ -97,7 +97,7 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 		e.Temporal = sharedTemporal(t)
 		e.Jobs.Client = e.Temporal
 		e.Jobs.TaskQueue = fmt.Sprintf("test-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), models.NewID())
-		w := worker.NewOn(e.Temporal, e.Jobs.TaskQueue, worker.Deps{Store: e.Store})
+		w := worker.NewOn(e.Temporal, e.Jobs.TaskQueue, worker.Deps{Store: e.Store, Secrets: Secrets})
 		if err := w.Start(); err != nil {
 			t.Fatalf("start worker: %v", err)
 		}
