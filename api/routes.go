@@ -25,6 +25,24 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Path: "/jobs/:job_id/results", Scopes: Scopes("job", "READ", "ALL"), Handler: s.listJobResults},
 		{Method: "DELETE", Path: "/jobs/:job_id", Scopes: Scopes("job", "DELETE", "ALL"), Handler: s.deleteJob},
 
+		// Users and groups (spec 4.1). WRITE covers creating, updating and
+		// deleting; group members change under UPDATE.
+		{Method: "GET", Path: "/users", Scopes: Scopes("user", "READ", "ALL"), Handler: s.listUsers},
+		{Method: "POST", Path: "/users", Scopes: Scopes("user", "CREATE", "WRITE", "ALL"), Handler: s.createUser},
+		{Method: "DELETE", Path: "/users", Scopes: Scopes("user", "DELETE", "WRITE", "ALL"), Handler: s.deleteUsers},
+		{Method: "GET", Path: "/users/:user_id", Scopes: Scopes("user", "READ", "ALL"), Handler: s.getUser},
+		{Method: "PATCH", Path: "/users/:user_id", Scopes: Scopes("user", "UPDATE", "WRITE", "ALL"), Handler: s.updateUser},
+		{Method: "DELETE", Path: "/users/:user_id", Scopes: Scopes("user", "DELETE", "WRITE", "ALL"), Handler: s.deleteUser},
+		{Method: "GET", Path: "/groups", Scopes: Scopes("group", "READ", "ALL"), Handler: s.listGroups},
+		{Method: "POST", Path: "/groups", Scopes: Scopes("group", "CREATE", "WRITE", "ALL"), Handler: s.createGroup},
+		{Method: "DELETE", Path: "/groups", Scopes: Scopes("group", "DELETE", "WRITE", "ALL"), Handler: s.deleteGroups},
+		{Method: "GET", Path: "/groups/:group_id", Scopes: Scopes("group", "READ", "ALL"), Handler: s.getGroup},
+		{Method: "PATCH", Path: "/groups/:group_id", Scopes: Scopes("group", "UPDATE", "WRITE", "ALL"), Handler: s.updateGroup},
+		{Method: "DELETE", Path: "/groups/:group_id", Scopes: Scopes("group", "DELETE", "WRITE", "ALL"), Handler: s.deleteGroup},
+		{Method: "GET", Path: "/groups/:group_id/members", Scopes: Scopes("group", "READ", "ALL"), Handler: s.groupMembers},
+		{Method: "POST", Path: "/groups/:group_id/members", Scopes: Scopes("group", "UPDATE", "WRITE", "ALL"), Handler: s.addGroupMembers},
+		{Method: "DELETE", Path: "/groups/:group_id/members", Scopes: Scopes("group", "UPDATE", "WRITE", "ALL"), Handler: s.removeGroupMembers},
+
 		// Authentication factor configs and quick enrollment (spec 4.3, 4.4).
 		{Method: "GET", Path: "/protection/authnfactor-configs", Scopes: append(Scopes("auth", "READ", "ALL"), Scopes("quick_enrollment", "READ", "ALL")...), Handler: s.listFactorConfigs},
 		{Method: "GET", Path: "/protection/quick-enrollment/sample-csv", Scopes: Scopes("quick_enrollment", "ALL", "READ"), Handler: s.sampleCSV},

@@ -1,0 +1,353 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"iam/models"
+	"iam/models/listing"
+	"iam/workflows"
+)
+
+// membersInGroup is how many member ids GET /groups/{id} carries; the
+// members themselves page through GET /groups/{id}/members.
+const membersInGroup = 1000
+
+// groupView is a group as the API shows it (spec 2.2, snake_case).
+// membership_rule and membership_job_id are the service's additions for
+// dynamic groups. Members appear only in GET /groups/{id}.
+type groupView struct {
+	ID              string          `json:"id"`
+	Name            string          `json:"name"`
+	Description     string          `json:"description"`
+	MembersCount    int64           `json:"members_count"`
+	WhenCreated     time.Time       `json:"when_created"`
+	IsDynamic       bool            `json:"is_dynamic"`
+	MembershipRule  string          `json:"membership_rule"`
+	MembershipJobID *string         `json:"membership_job_id"`
+	PrimarySource   groupSourceView `json:"primary_source"`
+	Members         *[]string       `json:"members,omitempty"`
+}
+
+// groupSourceView is spec 2.2's primary_source.
+type groupSourceView struct {
+	ID                 string          `json:"id"`
+	Name               string          `json:"name"`
+	ApplicationService groupAppService `json:"application_service"`
+}
+
+type groupAppService struct {
+	ID          string `json:"id"`
+	DisplayName string `json:"display_name"`
+	Name        string `json:"name"`
+	Logo        string `json:"logo"`
+}
+
+func newGroupView(g *models.Group) groupView {
+	v := groupView{
+		ID: models.FormatID(g.ID), Name: g.Name, Description: g.Description, MembersCount: g.MembersCount,
+		WhenCreated: g.WhenCreated.UTC(), IsDynamic: g.IsDynamic, MembershipRule: g.MembershipRule,
+		PrimarySource: groupSourceView{ID: localSource.ID, Name: "IAM", ApplicationService: groupAppService{
+			ID: localSource.ID, DisplayName: localSource.ServiceName, Name: localSource.Name, Logo: localSource.Logo}},
+	}
+	if g.MembershipJobID != nil {
+		id := models.FormatID(*g.MembershipJobID)
+		v.MembershipJobID = &id
+	}
+	return v
+}
+
+// groupDetail allows fields on GET /groups/{id}: the list's attributes and
+// members.
+var groupDetail = listing.MustSchema(listing.Schema{
+	Name:       "group",
+	Paging:     listing.CursorPaging,
+	Attributes: append(append([]listing.Attribute{}, models.GroupListing.Attributes...), listing.Attribute{Name: "members"}),
+})
+
+// recomputeJob is the job row a membership recompute starts from.
+func recomputeJob(c *gin.Context) *models.Job {
+	return &models.Job{
+		Kind:       workflows.GroupRecomputeWorkflowName,
+		Module:     workflows.IdentityModule,
+		ActionName: workflows.GroupRecomputeAction,
+		CreatedBy:  principal(c).UserID,
+	}
+}
+
+// launch starts a committed recompute job; when the workflow engine cannot
+// be reached the job stays QUEUED and the reconciler starts it later.
+func (s *Server) launch(c *gin.Context, job *models.Job) {
+	if job == nil || job.ID == 0 {
+		return
+	}
+	if s.deps.Jobs == nil || s.deps.Jobs.Client == nil {
+		logger(c).Warn("no workflow engine: the job waits for the reconciler", "job_id", job.ID)
+		return
+	}
+	s.deps.Jobs.LaunchOrQueue(context.WithoutCancel(c.Request.Context()), job)
+}
+
+// listGroups: GET /groups (cursor paging).
+func (s *Server) listGroups(c *gin.Context) {
+	params, err := listing.Parse(c.Request.URL.Query(), models.GroupListing)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	groups, meta, err := s.store.Groups.List(c, principal(c).OrgID, params)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	views := make([]groupView, len(groups))
+	for i := range groups {
+		views[i] = newGroupView(&groups[i])
+	}
+	c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, params.Fields), "meta": meta})
+}
+
+// getGroup: GET /groups/{group_id}, {data: Group} with up to the first
+// membersInGroup member ids; fields picks attributes.
+func (s *Server) getGroup(c *gin.Context) {
+	params, err := listing.Parse(url.Values{"fields": c.Request.URL.Query()["fields"]}, groupDetail)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	id, err := pathID(c, "group_id", models.ErrGroupNotFound)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	g, err := s.store.Groups.Get(c, principal(c).OrgID, id)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	view := newGroupView(g)
+	ids, err := s.store.Groups.MemberIDs(c, g.ID, membersInGroup)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	members := make([]string, len(ids))
+	for i, m := range ids {
+		members[i] = models.FormatID(m)
+	}
+	view.Members = &members
+	data := listing.Project([]groupView{view}, params.Fields)
+	if len(params.Fields) == 0 {
+		c.JSON(http.StatusOK, gin.H{"data": view})
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"data": projectedOne{data}})
+}
+
+// groupMembers: GET /groups/{group_id}/members, the member users with the
+// parameters of GET /users.
+func (s *Server) groupMembers(c *gin.Context) {
+	id, err := pathID(c, "group_id", models.ErrGroupNotFound)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	params, err := listing.Parse(c.Request.URL.Query(), models.UserListing)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	users, meta, err := s.store.Users.ListGroupMembers(c, principal(c).OrgID, id, params)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"data": listing.Project(userViews(users), params.Fields), "meta": meta})
+}
+
+// groupCreateRequest is the body of POST /groups: name is required;
+// is_dynamic defaults to false; members (user ids) are for static groups,
+// membership_rule is required for dynamic ones.
+type groupCreateRequest struct {
+	Name           string   `json:"name" validate:"required"`
+	Description    string   `json:"description"`
+	IsDynamic      bool     `json:"is_dynamic"`
+	Members        []string `json:"members"`
+	MembershipRule string   `json:"membership_rule"`
+}
+
+// createGroup: POST /groups, 201 {data: Group without members}. A dynamic
+// group's members are computed by a job (membership_job_id).
+func (s *Server) createGroup(c *gin.Context) {
+	var req groupCreateRequest
+	if err := decodeJSON(c, &req); err != nil {
+		abortWithError(c, err)
+		return
+	}
+	members, err := parseMemberIDs("members", req.Members)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	g := &models.Group{OrgID: principal(c).OrgID, Name: req.Name, Description: req.Description,
+		IsDynamic: req.IsDynamic, MembershipRule: req.MembershipRule}
+	var job *models.Job
+	if g.IsDynamic {
+		job = recomputeJob(c)
+	}
+	if err := s.store.Groups.Create(c, g, members, job); err != nil {
+		abortWithError(c, err)
+		return
+	}
+	s.launch(c, job)
+	c.JSON(http.StatusCreated, gin.H{"data": newGroupView(g)})
+}
+
+// groupPatchRequest is the body of PATCH /groups/{id}. is_dynamic cannot
+// change; members change through /groups/{id}/members.
+type groupPatchRequest struct {
+	Name           *string `json:"name"`
+	Description    *string `json:"description"`
+	MembershipRule *string `json:"membership_rule"`
+}
+
+// updateGroup: PATCH /groups/{group_id}, {data: Group without members}. A
+// changed membership_rule starts a recompute job.
+func (s *Server) updateGroup(c *gin.Context) {
+	id, err := pathID(c, "group_id", models.ErrGroupNotFound)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	var req groupPatchRequest
+	if err := decodeJSON(c, &req); err != nil {
+		abortWithError(c, err)
+		return
+	}
+	job := recomputeJob(c)
+	g, err := s.store.Groups.Update(c, principal(c).OrgID, id,
+		models.GroupChange{Name: req.Name, Description: req.Description, MembershipRule: req.MembershipRule}, job)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	s.launch(c, job)
+	c.JSON(http.StatusOK, gin.H{"data": newGroupView(g)})
+}
+
+// deleteGroup: DELETE /groups/{group_id}, 204.
+func (s *Server) deleteGroup(c *gin.Context) {
+	id, err := pathID(c, "group_id", models.ErrGroupNotFound)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	if err := s.store.Groups.Delete(c, principal(c).OrgID, id); err != nil {
+		abortWithError(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+// deleteGroups: DELETE /groups?ids=…, the bulk delete of spec 4.0 item 6.
+func (s *Server) deleteGroups(c *gin.Context) {
+	s.bulkDelete(c, models.ErrGroupNotFound, s.store.Groups.DeleteMany)
+}
+
+// membersRequest is the body of POST /groups/{id}/members.
+type membersRequest struct {
+	Members []string `json:"members" validate:"required,min=1"`
+}
+
+// addGroupMembers: POST /groups/{group_id}/members, {data: Group}. Static
+// groups only; every id must be a user of the organization or nothing is
+// added.
+func (s *Server) addGroupMembers(c *gin.Context) {
+	id, err := pathID(c, "group_id", models.ErrGroupNotFound)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	var req membersRequest
+	if err := decodeJSON(c, &req); err != nil {
+		abortWithError(c, err)
+		return
+	}
+	ids, err := parseMemberIDs("members", req.Members)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	g, err := s.store.Groups.AddMembers(c, principal(c).OrgID, id, ids)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"data": newGroupView(g)})
+}
+
+// removeGroupMembers: DELETE /groups/{group_id}/members?ids=…, {data:
+// Group}. Static groups only; ids that are not members are ignored.
+func (s *Server) removeGroupMembers(c *gin.Context) {
+	id, err := pathID(c, "group_id", models.ErrGroupNotFound)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	raw, err := bulkIDs(c)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	ids, err := parseMemberIDs("ids", raw)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	g, err := s.store.Groups.RemoveMembers(c, principal(c).OrgID, id, ids)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"data": newGroupView(g)})
+}
+
+// parseMemberIDs reads user ids written as digit strings.
+func parseMemberIDs(field string, raw []string) ([]int64, error) {
+	ids := make([]int64, 0, len(raw))
+	for _, r := range raw {
+		id, err := models.ParseID(field, r)
+		if err != nil {
+			if field == "ids" {
+				return nil, &listing.ParamError{Param: "ids", Detail: r + " is not a user id"}
+			}
+			return nil, models.Invalid(field, "%q is not a user id", r)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// projectedOne writes the one item of a listing.Project result as an
+// object rather than an array.
+type projectedOne struct{ items any }
+
+// MarshalJSON writes the item.
+func (p projectedOne) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(p.items)
+	if err != nil {
+		return nil, err
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
+		return nil, fmt.Errorf("projection is not an array: %.20s", b)
+	}
+	return b[1 : len(b)-1], nil
+}

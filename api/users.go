@@ -1,0 +1,192 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"iam/models"
+	"iam/models/listing"
+)
+
+// userView is a user as the API shows it (spec 2.1, camelCase). The
+// password is never shown. isLicensed is the service's addition (the
+// licensing parameter of GET /users selects on it).
+type userView struct {
+	ID               string            `json:"id"`
+	FirstName        string            `json:"firstName"`
+	LastName         string            `json:"lastName"`
+	DisplayName      string            `json:"displayName"`
+	Email            string            `json:"email"`
+	EmployeeID       string            `json:"employeeID"`
+	Title            string            `json:"title"`
+	Department       string            `json:"department"`
+	Company          string            `json:"company"`
+	Description      string            `json:"description"`
+	Manager          *string           `json:"manager"`
+	City             string            `json:"city"`
+	StateProvince    string            `json:"stateProvince"`
+	Street           string            `json:"street"`
+	ZipPostal        string            `json:"zipPostal"`
+	PostOfficeBox    string            `json:"postOfficeBox"`
+	WorkLocation     string            `json:"workLocation"`
+	SeatingLocation  string            `json:"seatingLocation"`
+	Country          string            `json:"country"`
+	MobileNumber     string            `json:"mobileNumber"`
+	HomePhone        string            `json:"homePhone"`
+	TelephoneNumber  string            `json:"telephoneNumber"`
+	Fax              string            `json:"fax"`
+	Gender           string            `json:"gender"`
+	Language         string            `json:"language"`
+	IsDomainVerified bool              `json:"isDomainVerified"`
+	Status           int               `json:"status"`
+	IsLicensed       bool              `json:"isLicensed"`
+	PrimarySource    *primarySourceOut `json:"primarySource"`
+}
+
+// primarySourceOut is spec 2.1's primarySource with times in UTC.
+type primarySourceOut struct {
+	ApplicationName    string                    `json:"applicationName"`
+	ApplicationService models.ApplicationService `json:"applicationService"`
+	CreationTime       time.Time                 `json:"creationTime"`
+	IsEnabled          bool                      `json:"isEnabled"`
+	ID                 string                    `json:"id"`
+	ModifiedTime       time.Time                 `json:"modifiedTime"`
+}
+
+// localSource names this service as the source of records made through it.
+var localSource = models.ApplicationService{ID: "iam", Name: "iam", ServiceName: "Identity and Access Management", Logo: ""}
+
+func newUserView(u *models.User) userView {
+	src := &primarySourceOut{
+		ApplicationName: "IAM", ApplicationService: localSource, IsEnabled: true,
+		ID: models.FormatID(u.ID), CreationTime: u.CreatedAt.UTC(), ModifiedTime: u.UpdatedAt.UTC(),
+	}
+	if p := u.PrimarySource; p != nil {
+		src = &primarySourceOut{ApplicationName: p.ApplicationName, ApplicationService: p.ApplicationService,
+			CreationTime: p.CreationTime.UTC(), IsEnabled: p.IsEnabled, ID: p.ID, ModifiedTime: p.ModifiedTime.UTC()}
+	}
+	var manager *string
+	if u.ManagerID != nil {
+		m := models.FormatID(*u.ManagerID)
+		manager = &m
+	}
+	return userView{
+		ID: models.FormatID(u.ID), FirstName: u.FirstName, LastName: u.LastName, DisplayName: u.DisplayName,
+		Email: u.Email, EmployeeID: u.EmployeeID, Title: u.Title, Department: u.Department, Company: u.Company,
+		Description: u.Description, Manager: manager, City: u.City, StateProvince: u.StateProvince,
+		Street: u.Street, ZipPostal: u.ZipPostal, PostOfficeBox: u.PostOfficeBox, WorkLocation: u.WorkLocation,
+		SeatingLocation: u.SeatingLocation, Country: u.Country, MobileNumber: u.MobileNumber,
+		HomePhone: u.HomePhone, TelephoneNumber: u.TelephoneNumber, Fax: u.Fax, Gender: u.Gender,
+		Language: u.Language, IsDomainVerified: u.IsDomainVerified, Status: u.Status,
+		IsLicensed: u.IsLicensed, PrimarySource: src,
+	}
+}
+
+func userViews(users []models.User) []userView {
+	views := make([]userView, len(users))
+	for i := range users {
+		views[i] = newUserView(&users[i])
+	}
+	return views
+}
+
+// listUsers: GET /users (cursor paging; licensing licensed, unlicensed or
+// both, the default).
+func (s *Server) listUsers(c *gin.Context) {
+	query := c.Request.URL.Query()
+	params, err := listing.Parse(query, models.UserListing)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	licensing := models.LicensingBoth
+	switch vs := query["licensing"]; {
+	case len(vs) > 1:
+		abortWithError(c, &listing.ParamError{Param: "licensing", Detail: "is given more than once"})
+		return
+	case len(vs) == 1 && vs[0] != "":
+		licensing = models.Licensing(vs[0])
+	}
+	users, meta, err := s.store.Users.List(c, principal(c).OrgID, licensing, params)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"data": listing.Project(userViews(users), params.Fields), "meta": meta})
+}
+
+// getUser: GET /users/{user_id}, {data: User}.
+func (s *Server) getUser(c *gin.Context) {
+	id, err := pathID(c, "user_id", models.ErrUserNotFound)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	user, err := s.store.Users.Get(c, principal(c).OrgID, id)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"data": newUserView(user)})
+}
+
+// createUser: POST /users, 201 {data: User}.
+func (s *Server) createUser(c *gin.Context) {
+	var req userCreateRequest
+	if err := decodeJSON(c, &req); err != nil {
+		abortWithError(c, err)
+		return
+	}
+	user, err := req.user(principal(c).OrgID)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	if err := s.store.Users.Create(c, user, *req.Password); err != nil {
+		abortWithError(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, gin.H{"data": newUserView(user)})
+}
+
+// updateUser: PATCH /users/{user_id}, {data: User}. Only the fields sent
+// change; manager null removes the manager.
+func (s *Server) updateUser(c *gin.Context) {
+	id, err := pathID(c, "user_id", models.ErrUserNotFound)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	var req userPatchRequest
+	if err := decodeJSON(c, &req); err != nil {
+		abortWithError(c, err)
+		return
+	}
+	user, err := s.store.Users.Update(c, principal(c).OrgID, id, req.apply, req.Password)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"data": newUserView(user)})
+}
+
+// deleteUser: DELETE /users/{user_id}, 204.
+func (s *Server) deleteUser(c *gin.Context) {
+	id, err := pathID(c, "user_id", models.ErrUserNotFound)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	if err := s.store.Users.Delete(c, principal(c).OrgID, id); err != nil {
+		abortWithError(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+// deleteUsers: DELETE /users?ids=…, the bulk delete of spec 4.0 item 6.
+func (s *Server) deleteUsers(c *gin.Context) {
+	s.bulkDelete(c, models.ErrUserNotFound, s.store.Users.DeleteMany)
+}
