@@ -16,6 +16,7 @@ import (
 
 	"iam/api"
 	"iam/api/jobrun"
+	"iam/api/oauth"
 	"iam/models"
 )
 
@@ -100,14 +101,16 @@ func dialTemporal(ctx context.Context, opts client.Options, log *slog.Logger) (c
 	}
 }
 
-// apiServer builds the API with its launcher.
-func apiServer(cfg Config, store *models.Store, tc client.Client, tokens api.TokenValidator, log *slog.Logger) (*api.Server, *jobrun.Launcher) {
+// apiServer builds the API with its launcher, behind the authorization
+// server auth (which validates the API's tokens and serves /oauth/v2).
+func apiServer(cfg Config, store *models.Store, tc client.Client, auth *oauth.Server, log *slog.Logger) (*api.Server, *jobrun.Launcher) {
 	launcher := &jobrun.Launcher{Client: tc, Store: store, Log: log}
 	srv := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, UploadMaxBytes: cfg.UploadMaxBytes}, api.Deps{
 		Store:    store,
 		Temporal: tc,
 		Jobs:     launcher,
-		Tokens:   tokens,
+		Tokens:   auth,
+		OAuth:    auth.Handler(),
 		Log:      log,
 	})
 	return srv, launcher

@@ -42,6 +42,7 @@ type Config struct {
 
 	Temporal TemporalConfig
 	Dev      DevConfig
+	OAuth    OAuthConfig // cmd/iam/oauth.go
 }
 
 // TemporalConfig points serve and worker at a Temporal frontend.

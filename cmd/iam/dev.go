@@ -57,9 +57,26 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 		return err
 	}
 	defer store.DB.Close()
-	if _, err := ensureOrganization(ctx, store, log); err != nil {
+	org, err := ensureOrganization(ctx, store, log)
+	if err != nil {
 		return err
 	}
+	if err := ensureAdmin(ctx, store, org, cfg.OAuth, stdout, log); err != nil {
+		return err
+	}
+	secret, err := oauthSecret(cfg.OAuth, dataDir, true)
+	if err != nil {
+		return err
+	}
+	addr := cfg.HTTPAddr
+	if addr == "" {
+		addr = "127.0.0.1:8080"
+	}
+	auth, err := newOAuthServer(cfg.OAuth, store, secret, publicURL(cfg.OAuth, addr), log)
+	if err != nil {
+		return err
+	}
+	go auth.RunJanitor(ctx, time.Hour)
 
 	ts, err := devserver.Start(ctx, devserver.Config{
 		DataDir:          dataDir,
@@ -96,18 +113,14 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 	}
 	defer w.Stop()
 
-	srv, launcher := apiServer(cfg, store, tc, nil, log)
+	srv, launcher := apiServer(cfg, store, tc, auth, log)
 	rec := &jobrun.Reconciler{Launcher: launcher, Interval: cfg.ReconcileInterval, Grace: cfg.ReconcileGrace}
 	go rec.Run(ctx)
 
-	addr := cfg.HTTPAddr
-	if addr == "" {
-		addr = "127.0.0.1:8080"
-	}
 	return serveHTTP(ctx, addr, srv.Handler(), cfg.ShutdownTimeout, func(a net.Addr) {
 		fmt.Fprintf(stdout, "iam dev is ready in %s\n", time.Since(started).Round(time.Millisecond))
 		fmt.Fprintf(stdout, "  API:              http://%s/api/v1  (OpenAPI: /api/v1/openapi.json)\n", a)
-		fmt.Fprintf(stdout, "  OAuth:            http://%s/oauth/v2\n", a)
+		fmt.Fprintf(stdout, "  OAuth:            http://%s/oauth/v2  (metadata: /.well-known/oauth-authorization-server)\n", a)
 		fmt.Fprintf(stdout, "  Health:           http://%s/readyz  Metrics: /metrics\n", a)
 		fmt.Fprintf(stdout, "  Temporal Web UI:  http://%s\n", ts.UIAddress())
 		fmt.Fprintf(stdout, "  Temporal gRPC:    %s  (namespace %s)\n", ts.FrontendAddress(), cfg.Temporal.Namespace)

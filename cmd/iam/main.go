@@ -43,9 +43,11 @@ func rootCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	root.AddCommand(
 		devCommand(environ, stdout, stderr),
-		serveCommand(environ, stderr),
+		serveCommand(environ, stdout, stderr),
 		workerCommand(environ, stderr),
 		migrateCommand(environ, stdout),
+		clientsCommand(environ, stdout, stderr),
+		tokenCommand(environ, stdout, stderr),
 	)
 	return root
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -12,7 +13,7 @@ import (
 	"iam/api/jobrun"
 )
 
-func serveCommand(environ []string, stderr io.Writer) *cobra.Command {
+func serveCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "serve",
 		Short: "Run the API against PostgreSQL and a Temporal cluster",
@@ -24,20 +25,37 @@ func serveCommand(environ []string, stderr io.Writer) *cobra.Command {
 			if err := cfg.requireDatabase(); err != nil {
 				return err
 			}
-			return runServe(cmd.Context(), cfg, newLogger(stderr, cfg.LogLevel))
+			return runServe(cmd.Context(), cfg, stdout, newLogger(stderr, cfg.LogLevel))
 		}),
 	}
 }
 
-func runServe(ctx context.Context, cfg Config, log *slog.Logger) error {
+func runServe(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger) error {
 	store, err := openStore(ctx, cfg.DatabaseURL, false, log)
 	if err != nil {
 		return err
 	}
 	defer store.DB.Close()
-	if _, err := ensureOrganization(ctx, store, log); err != nil {
+	org, err := ensureOrganization(ctx, store, log)
+	if err != nil {
 		return err
 	}
+	secret, err := oauthSecret(cfg.OAuth, "", false)
+	if err != nil {
+		return err
+	}
+	if err := ensureAdmin(ctx, store, org, cfg.OAuth, stdout, log); err != nil {
+		return err
+	}
+	addr := cfg.HTTPAddr
+	if addr == "" {
+		addr = ":8080"
+	}
+	auth, err := newOAuthServer(cfg.OAuth, store, secret, publicURL(cfg.OAuth, addr), log)
+	if err != nil {
+		return err
+	}
+	go auth.RunJanitor(ctx, time.Hour)
 	opts, err := temporalOptions(cfg.Temporal, log)
 	if err != nil {
 		return err
@@ -50,14 +68,10 @@ func runServe(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer tc.Close()
 
-	srv, launcher := apiServer(cfg, store, tc, nil, log)
+	srv, launcher := apiServer(cfg, store, tc, auth, log)
 	rec := &jobrun.Reconciler{Launcher: launcher, Interval: cfg.ReconcileInterval, Grace: cfg.ReconcileGrace}
 	go rec.Run(ctx)
 
-	addr := cfg.HTTPAddr
-	if addr == "" {
-		addr = ":8080"
-	}
 	return serveHTTP(ctx, addr, srv.Handler(), cfg.ShutdownTimeout, func(a net.Addr) {
 		log.Info("API listening", "address", a.String(), "temporal", cfg.Temporal.Address, "namespace", cfg.Temporal.Namespace)
 	})

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"iam/models"
+)
+
+// clientsCommand manages the OAuth clients of an organization: `iam clients
+// create|list|delete`, on IAM_DATABASE_URL or dev's data directory.
+func clientsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
+	var dataDir string
+	var orgID int64
+	cmd := &cobra.Command{
+		Use:   "clients",
+		Short: "Register, list and delete OAuth clients (applications)",
+		Long: "clients manages the applications registered with the authorization server. " +
+			"It works on IAM_DATABASE_URL, or on the SQLite file of `iam dev` under --data-dir. " +
+			"Types: server (server-based: a web application with a back end; gets a secret), " +
+			"browser (client-based: runs in the browser only), mobile (mobile-based), " +
+			"non-browser-mobile (a device application), self (self client: back-end tasks " +
+			"and scripts of the organization, tokens from `iam token`). browser and the mobile " +
+			"types are public: they get no secret and must use PKCE with S256.",
+	}
+	cmd.PersistentFlags().StringVar(&dataDir, "data-dir", "./data", "data directory of `iam dev` when IAM_DATABASE_URL is not set (env IAM_DATA_DIR)")
+	cmd.PersistentFlags().Int64Var(&orgID, "org", 0, "organization id (default: the first organization)")
+
+	// run opens the store and organization, then calls body.
+	run := func(body func(cmd *cobra.Command, env *adminEnv) error) func(*cobra.Command, []string) error {
+		return configured(environ, func(cmd *cobra.Command, cfg Config) error {
+			if cmd.Flags().Changed("data-dir") {
+				cfg.Dev.DataDir = dataDir
+			}
+			log := newLogger(stderr, cfg.LogLevel)
+			store, _, err := openAdminStore(cmd.Context(), cfg, log)
+			if err != nil {
+				return err
+			}
+			defer store.DB.Close()
+			org, err := adminOrg(cmd.Context(), store, orgID, log)
+			if err != nil {
+				return err
+			}
+			return body(cmd, &adminEnv{clients: models.NewClientStore(store.DB), org: org})
+		})
+	}
+
+	var create struct {
+		name, homepage, typ string
+		redirects           []string
+	}
+	createCmd := &cobra.Command{
+		Use:   "create --name NAME --type TYPE [--homepage URL] [--redirect-uri URI]...",
+		Short: "Register a client; prints its id and, once, its secret",
+		Args:  cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, env *adminEnv) error {
+			c := &models.OAuthClient{OrgID: env.org.ID, Name: create.name, HomepageURL: create.homepage,
+				Type: clientTypeFromFlag(create.typ), RedirectURIs: create.redirects}
+			secret, err := env.clients.Create(cmd.Context(), c)
+			if err != nil {
+				return err
+			}
+			out := struct {
+				*models.OAuthClient
+				Secret string `json:"client_secret,omitempty"`
+			}{c, secret}
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(out); err != nil {
+				return err
+			}
+			if secret != "" {
+				fmt.Fprintln(stderr, "Keep the client secret now: it is stored hashed and shown only this once.")
+			} else if c.Type.Public() {
+				fmt.Fprintln(stderr, "A public client has no secret: it must send code_challenge with code_challenge_method=S256 (PKCE).")
+			}
+			return nil
+		}),
+	}
+	createCmd.Flags().StringVar(&create.name, "name", "", "client name shown on the consent page (required)")
+	createCmd.Flags().StringVar(&create.typ, "type", "server", "server, browser, mobile, non-browser-mobile or self")
+	createCmd.Flags().StringVar(&create.homepage, "homepage", "", "homepage URL (required for server)")
+	createCmd.Flags().StringArrayVar(&create.redirects, "redirect-uri", nil, "authorized redirect URI, exactly as the client will send it (repeat for more)")
+
+	listCmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the organization's clients",
+		Args:  cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, env *adminEnv) error {
+			clients, err := env.clients.List(cmd.Context(), env.org.ID)
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "CLIENT ID\tTYPE\tNAME\tREDIRECT URIS\tCREATED")
+			for _, c := range clients {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", c.ID, c.Type, c.Name, strings.Join(c.RedirectURIs, " "), c.CreatedAt.UTC().Format(time.RFC3339))
+			}
+			return w.Flush()
+		}),
+	}
+
+	deleteCmd := &cobra.Command{
+		Use:   "delete CLIENT_ID",
+		Short: "Delete a client and every code and token it holds",
+		Args:  cobra.ExactArgs(1),
+		RunE: run(func(cmd *cobra.Command, env *adminEnv) error {
+			id := cmd.Flags().Arg(0)
+			if err := env.clients.Delete(cmd.Context(), env.org.ID, id); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "deleted client %s\n", id)
+			return nil
+		}),
+	}
+	cmd.AddCommand(createCmd, listCmd, deleteCmd)
+	return cmd
+}
+
+// adminEnv is what a clients subcommand works with.
+type adminEnv struct {
+	clients *models.ClientStore
+	org     *models.Organization
+}
+
+// clientTypeFromFlag accepts the type names and the interface's words for
+// them (client-based, server-based, mobile-based, self-client).
+func clientTypeFromFlag(s string) models.ClientType {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "client-based":
+		return models.ClientBrowser
+	case "server-based":
+		return models.ClientServer
+	case "mobile-based":
+		return models.ClientMobile
+	case "self-client":
+		return models.ClientSelf
+	}
+	return models.ClientType(strings.ToLower(strings.TrimSpace(s)))
+}
