@@ -16,7 +16,8 @@ type Store struct {
 	Groups *GroupStore
 	// Templates are notification templates; Notifications their schedules,
 	// runs and deliveries.
-	Templates *TemplateStore
+	Templates     *TemplateStore
+	Notifications *NotificationStore
 }
 
 // NewStore wires the stores of every area over db.
@@ -30,5 +31,6 @@ func NewStore(db *bun.DB) *Store {
 		Groups: &GroupStore{db: db},
 	}
 	s.Templates = &TemplateStore{db: db, blobs: s.Blobs}
+	s.Notifications = &NotificationStore{db: db, Groups: s.Groups, Templates: s.Templates}
 	return s
 }
