@@ -30,7 +30,7 @@ type ScheduleSettings struct {
 // ScheduleTime is ScheduleSettings read as numbers; a field the interval
 // does not use is -1.
 type ScheduleTime struct {
-	Interval                               string
+	Interval                                   string
 	Hour, Minute, DayOfWeek, DayOfMonth, Month int
 }
 

@@ -117,7 +117,9 @@ func (f *notifyFixture) schedule(t *testing.T) *models.NotificationSchedule {
 	return sc
 }
 
-func noSync(context.Context, *models.NotificationSchedule, *models.NotificationSchedule) error { return nil }
+func noSync(context.Context, *models.NotificationSchedule, *models.NotificationSchedule) error {
+	return nil
+}
 
 func TestNotificationStore_Schedules(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
