@@ -65,10 +65,9 @@ func (s *GroupStore) Create(ctx context.Context, g *Group, members []int64, job 
 			}
 			return fmt.Errorf("insert group: %w", err)
 		}
-		if _, err := addMembers(ctx, tx, g, members); err != nil {
-			return err
-		}
-		return nil
+		n, err := addMembers(ctx, tx, g, members)
+		g.MembersCount = n
+		return err
 	})
 }
 
