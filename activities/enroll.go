@@ -82,9 +82,7 @@ func (p *pendingRow) fail(format string, args ...any) {
 func (a *Enrollment) finish(ctx context.Context, orgID int64, key models.UserKey, rows []pendingRow) ([]models.ChunkRow, error) {
 	keys := make([]string, 0, len(rows))
 	for _, r := range rows {
-		if len(r.errs) == 0 {
-			keys = append(keys, r.key)
-		}
+		keys = append(keys, r.key)
 	}
 	users, err := models.NewEnrollmentStore(a.Store.DB).MatchUsers(ctx, orgID, key, keys)
 	if err != nil {
@@ -94,11 +92,9 @@ func (a *Enrollment) finish(ctx context.Context, orgID int64, key models.UserKey
 	for i := range rows {
 		r := &rows[i]
 		out[i].Row = r.row
-		if len(r.errs) == 0 {
-			out[i].UserID = users[r.key]
-			if out[i].UserID == 0 {
-				r.fail("no user of the organization has %s %q", key, r.key)
-			}
+		out[i].UserID = users[r.key] // named in the result even when the row fails
+		if out[i].UserID == 0 && r.key != "" {
+			r.fail("no user of the organization has %s %q", key, r.key)
 		}
 		if len(r.errs) == 0 {
 			for _, e := range r.data {
