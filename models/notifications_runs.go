@@ -54,12 +54,11 @@ type RunTemplate struct {
 }
 
 // PrepareRunInput names a run: a schedule and the time it was scheduled
-// for. Manual runs (run now) are not deduplicated by local time.
+// for (the trigger time of a run now).
 type PrepareRunInput struct {
 	OrgID       int64
 	ScheduleID  int64
 	ScheduledAt time.Time
-	Manual      bool
 }
 
 // ErrScheduleGone answers PrepareRun for a schedule deleted since its
@@ -74,8 +73,9 @@ const SlotLayout = "2006-01-02T15:04"
 // channel, or returns the run that exists for it (a retried step). The
 // recipients are the active members of the schedule's groups who have not
 // enrolled; each gets mail when the template has a mail part and they an
-// address, SMS likewise. A scheduled run whose local wall-clock minute
-// another run of the schedule already had is written SKIPPED with no
+// address, SMS likewise. A run whose local wall-clock minute another run
+// of the schedule already had (the hour daylight saving time repeats, or a
+// run now in the minute of another run) is written SKIPPED with no
 // deliveries. ErrScheduleGone when the schedule no longer exists.
 func (s *NotificationStore) PrepareRun(ctx context.Context, in PrepareRunInput) (*NotificationRun, error) {
 	if run, err := s.findRun(ctx, s.db, in.ScheduleID, in.ScheduledAt); err == nil || ErrorCode(err) != ENOTFOUND {
@@ -118,9 +118,7 @@ func (s *NotificationStore) PrepareRun(ctx context.Context, in PrepareRunInput) 
 		Template: RunTemplate{ID: tpl.ID, Name: tpl.Name, Module: tpl.Module, Mail: tpl.Mail, SMS: tpl.SMS, OrgName: org.Name, TimeZone: loc.String()},
 		Status:   RunRunning, CreatedAt: now,
 	}
-	if !in.Manual {
-		run.Slot = in.ScheduledAt.In(loc).Format(SlotLayout)
-	}
+	run.Slot = in.ScheduledAt.In(loc).Format(SlotLayout)
 	deliveries := plannedDeliveries(run, users, now)
 	run.Total = int64(len(deliveries))
 	err = inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {

@@ -214,9 +214,9 @@ func TestNotificationStore_PrepareRun(t *testing.T) {
 		if err != nil || repeat.Status != models.RunSkipped || repeat.Total != 0 {
 			t.Errorf("the repeated 01:30 gave %+v, %v; want SKIPPED", repeat, err)
 		}
-		manual, err := ns.PrepareRun(ctx, models.PrepareRunInput{OrgID: f.org.ID, ScheduleID: sc.ID, ScheduledAt: first.Add(time.Minute), Manual: true})
-		if err != nil || manual.Status != models.RunRunning || manual.Total != 6 {
-			t.Errorf("a manual run gave %+v, %v", manual, err)
+		later, err := ns.PrepareRun(ctx, models.PrepareRunInput{OrgID: f.org.ID, ScheduleID: sc.ID, ScheduledAt: first.Add(time.Hour + time.Minute)})
+		if err != nil || later.Status != models.RunRunning || later.Total != 6 || later.Slot != "2026-11-01T01:31" {
+			t.Errorf("a run a minute later gave %+v, %v", later, err)
 		}
 		if err := ns.DeleteSchedule(ctx, f.org.ID, sc.ID, noSync); err != nil {
 			t.Fatal(err)

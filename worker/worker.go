@@ -55,6 +55,7 @@ func RegisterWorkflows(r sdkworker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.GroupRecompute, workflow.RegisterOptions{Name: workflows.GroupRecomputeWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.EnrollCSV, workflow.RegisterOptions{Name: workflows.EnrollCSVWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.EnrollSmartCards, workflow.RegisterOptions{Name: workflows.EnrollSmartCardsWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.NotificationRun, workflow.RegisterOptions{Name: workflows.NotifyWorkflowName})
 }
 
 // RegisterActivities adds every activity to r.
@@ -63,6 +64,9 @@ func RegisterActivities(r sdkworker.ActivityRegistry, deps Deps) {
 	r.RegisterActivity(&activities.Diagnostics{Store: deps.Store})
 	r.RegisterActivity(&activities.Groups{Store: deps.Store})
 	r.RegisterActivity(&activities.Enrollment{Store: deps.Store, Secrets: deps.Secrets})
+	// Prepare and finish of notification runs; their send step runs on the
+	// notify worker (NewNotify).
+	r.RegisterActivity(&activities.Notifications{Store: deps.Store})
 }
 
 // EnsureSearchAttributes registers the workflows' custom search attributes

@@ -1,0 +1,274 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"iam/models"
+	"iam/notify"
+)
+
+// SendNotificationChunk sends the open deliveries of a run with seq in
+// [From, To). It never sends a delivery twice, whatever fails and whenever:
+//
+//  1. A delivery is claimed (pending → sending, under this attempt's
+//     claim) in the same transaction that records the outcomes of the
+//     previous few; only then is it sent.
+//  2. After the send the outcome is recorded: sent, failed, uncertain, or
+//     pending again for a temporary failure (nothing was delivered).
+//  3. A retried step (this activity retried after a crash, a worker killed
+//     mid-run) first marks uncertain every delivery still sending under
+//     another claim: the dead attempt may have sent it between the SMTP
+//     server's acceptance and the database write, and a second send could
+//     deliver it twice. Such deliveries are never retried; the delivery
+//     log says so. The window is at most Concurrency × ClaimBatch
+//     deliveries per chunk, and the messages carry a stable Message-ID
+//     (reference for SMS) derived from the delivery's key.
+//
+// The step heartbeats after every batch, so a dead worker is noticed within
+// the heartbeat timeout and the chunk retried elsewhere.
+func (a *Notifications) SendNotificationChunk(ctx context.Context, in ChunkInput) (ChunkResult, error) {
+	// Heartbeat on a clock, not per message: a live worker facing a slow
+	// server must not look dead, or its claimed deliveries would turn
+	// uncertain.
+	var done atomic.Int64
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		t := time.NewTicker(heartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx, done.Load())
+			}
+		}
+	}()
+	return DeliverChunk(ctx, a, in, func(n int64) { done.Store(n) })
+}
+
+// heartbeatEvery is how often the send step heartbeats.
+const heartbeatEvery = 2 * time.Second
+
+// DeliverChunk is the send step of a without Temporal (benchmarks): progress
+// receives the number of deliveries handled so far. It is a function, not a
+// method, so that registering Notifications does not take it for an
+// activity.
+func DeliverChunk(ctx context.Context, a *Notifications, in ChunkInput, progress func(done int64)) (ChunkResult, error) {
+	var res ChunkResult
+	ns := a.Store.Notifications
+	run, err := ns.GetRun(ctx, in.Run.RunID)
+	if err != nil {
+		return res, temporalError(err)
+	}
+	if run.Status != models.RunRunning {
+		return res, nil
+	}
+	open, err := ns.OpenDeliveries(ctx, run.ID, in.From, in.To)
+	if err != nil {
+		return res, err
+	}
+	claim := models.NewID()
+	var stale []models.Delivery
+	var pending []int64
+	var userIDs []int64
+	for _, d := range open {
+		if d.State == models.DeliverySending {
+			stale = append(stale, d)
+		} else {
+			pending = append(pending, d.Seq)
+			userIDs = append(userIDs, d.UserID)
+		}
+	}
+	if err := ns.AbandonClaims(ctx, run.ID, claim, stale); err != nil {
+		return res, err
+	}
+	res.Uncertain += int64(len(stale))
+	if len(pending) == 0 {
+		return res, nil
+	}
+	msg, err := newMessage(ctx, a.Store, run)
+	if err != nil {
+		return res, err
+	}
+	users, err := ns.Recipients(ctx, run.OrgID, userIDs)
+	if err != nil {
+		return res, err
+	}
+	byID := make(map[int64]*models.Recipient, len(users))
+	for i := range users {
+		byID[users[i].ID] = &users[i]
+	}
+
+	queue := make(chan int64, len(pending))
+	for _, seq := range pending {
+		queue <- seq
+	}
+	close(queue)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+		done     atomic.Int64
+	)
+	concurrency := a.Concurrency
+	if concurrency <= 0 {
+		concurrency = 4
+	}
+	for range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := a.sender(ctx, run, claim, msg, byID, queue, func(n int) { progress(done.Add(int64(n))) })
+			mu.Lock()
+			defer mu.Unlock()
+			res = res.Add(r)
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return res, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// sender claims deliveries from queue a few at a time, sends them and
+// records what came of them, until the queue is empty or ctx ends.
+func (a *Notifications) sender(ctx context.Context, run *models.NotificationRun, claim int64, msg *message,
+	users map[int64]*models.Recipient, queue <-chan int64, progress func(int)) (ChunkResult, error) {
+	var res ChunkResult
+	var outcomes []models.DeliveryOutcome
+	batch := a.ClaimBatch
+	if batch <= 0 {
+		batch = 4
+	}
+	for {
+		var next []int64
+		if ctx.Err() == nil {
+			next = take(queue, batch)
+		}
+		// Pace before claiming, so that a claimed delivery is sent at once.
+		if a.Limiter != nil && len(next) > 0 && a.wait(ctx, len(next)) != nil {
+			next = nil // left pending for the next attempt
+		}
+		// Recording must happen even when ctx ended mid-batch: the
+		// messages were sent.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		claimed, err := a.Store.Notifications.Step(wctx, run.ID, claim, outcomes, next)
+		cancel()
+		if err != nil {
+			return res, err
+		}
+		if len(outcomes) > 0 {
+			progress(len(outcomes))
+		}
+		outcomes = outcomes[:0]
+		if len(next) == 0 {
+			return res, nil
+		}
+		for i := range claimed {
+			d := &claimed[i]
+			o := a.deliver(ctx, msg, d, users[d.UserID])
+			switch o.Outcome {
+			case models.DeliverySent:
+				res.Sent++
+			case models.DeliveryFailed:
+				res.Failed++
+			case models.DeliveryUncertain:
+				res.Uncertain++
+			case models.DeliveryTemporary:
+				if d.Attempts >= models.MaxDeliveryAttempts {
+					res.Failed++
+				} else {
+					res.Pending++
+				}
+			}
+			outcomes = append(outcomes, o)
+		}
+	}
+}
+
+// take returns up to n values from queue without waiting, at least one
+// unless it is drained.
+func take(queue <-chan int64, n int) []int64 {
+	var out []int64
+	for len(out) < n {
+		seq, ok := <-queue
+		if !ok {
+			break
+		}
+		out = append(out, seq)
+	}
+	return out
+}
+
+// deliver sends one delivery and says what came of it.
+func (a *Notifications) deliver(ctx context.Context, msg *message, d *models.Delivery, u *models.Recipient) models.DeliveryOutcome {
+	out := models.DeliveryOutcome{Delivery: d}
+	if u == nil {
+		out.Outcome, out.Detail = models.DeliveryFailed, "the user no longer exists"
+		return out
+	}
+	var err error
+	switch d.Channel {
+	case models.ChannelMail:
+		if a.Mail == nil || msg.run.Template.Mail == nil {
+			out.Outcome, out.Detail = models.DeliveryFailed, "no mail server is configured"
+			return out
+		}
+		err = a.Mail.Send(ctx, msg.mail(d, u))
+	case models.ChannelSMS:
+		if a.SMS == nil || msg.run.Template.SMS == nil {
+			out.Outcome, out.Detail = models.DeliveryFailed, "no SMS gateway is configured"
+			return out
+		}
+		err = a.SMS.SendSMS(ctx, msg.text(d, u))
+	default:
+		out.Outcome, out.Detail = models.DeliveryFailed, fmt.Sprintf("unknown channel %q", d.Channel)
+		return out
+	}
+	switch notify.Classify(err) {
+	case 0:
+		out.Outcome = models.DeliverySent
+	case notify.Permanent:
+		out.Outcome, out.Detail = models.DeliveryFailed, errText(err)
+	case notify.Uncertain:
+		out.Outcome, out.Detail = models.DeliveryUncertain, errText(err)
+	default:
+		out.Outcome, out.Detail = models.DeliveryTemporary, errText(err)
+	}
+	return out
+}
+
+// wait takes n tokens from the limiter, one at a time (n may exceed its
+// burst).
+func (a *Notifications) wait(ctx context.Context, n int) error {
+	for range n {
+		if err := a.Limiter.Wait(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errText bounds an error's text for the log.
+func errText(err error) string {
+	s := err.Error()
+	if len(s) > 500 {
+		s = s[:500] + "…"
+	}
+	return s
+}
