@@ -29,6 +29,20 @@ var fixtures = map[string]func(t *testing.T, env *apitest.Env, org *models.Organ
 	"job_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
 		return models.FormatID(env.CreateDiagnostic(org, activities.DiagnosticParams{Items: 1}).ID)
 	},
+	"user_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
+		u := &models.User{OrgID: org.ID, Email: "fixture-" + models.FormatID(models.NewID()) + "@example.com", Status: models.UserActive}
+		if err := env.Store.Users.Create(context.Background(), u, ""); err != nil {
+			t.Fatalf("user fixture: %v", err)
+		}
+		return models.FormatID(u.ID)
+	},
+	"group_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
+		g := &models.Group{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID())}
+		if err := env.Store.Groups.Create(context.Background(), g, nil, nil); err != nil {
+			t.Fatalf("group fixture: %v", err)
+		}
+		return models.FormatID(g.ID)
+	},
 	"template_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
 		tpl := &models.Template{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID()), Module: "reports",
 			Mail: &models.MailTemplate{To: []string{"ops@example.com"}, Subject: "Hello", Content: "<p>Hi</p>", Severity: "high"}}
@@ -37,6 +51,32 @@ var fixtures = map[string]func(t *testing.T, env *apitest.Env, org *models.Organ
 		}
 		return models.FormatID(tpl.ID)
 	},
+}
+
+// inputs give a valid query and body to routes that check them before their
+// path ids, so that the id cases reach the id. Keyed by "METHOD path"; org is
+// the caller's organization. Other routes get an empty JSON object as body
+// when their method takes one.
+var inputs = map[string]func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any){
+	"POST /groups/:group_id/members": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {
+		return nil, map[string]any{"members": []string{fixtures["user_id"](t, env, org, nil)}}
+	},
+	"DELETE /groups/:group_id/members": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {
+		return url.Values{"ids": {fixtures["user_id"](t, env, org, nil)}}, nil
+	},
+}
+
+// request is a call of rt on path by the caller of org with token.
+func request(t *testing.T, env *apitest.Env, rt api.Route, org *models.Organization, path, token string) apitest.Request {
+	req := apitest.Request{Method: rt.Method, Path: path, Token: token, Body: bodyFor(rt.Method)}
+	if input, ok := inputs[rt.Method+" "+rt.Path]; ok {
+		query, body := input(t, env, org)
+		req.Body = body
+		if len(query) > 0 {
+			req.Path += "?" + query.Encode()
+		}
+	}
+	return req
 }
 
 var pathParam = regexp.MustCompile(`[:*]([A-Za-z0-9_]+)`)
@@ -145,7 +185,7 @@ func TestRoutes_Security(t *testing.T) {
 				for _, scope := range rt.Scopes {
 					tok := f.issue(f.srv, selfA, f.admin, false, scope).AccessToken
 					own, _ := pathFor(t, f.env, rt, f.env.Org)
-					resp := f.env.Do(apitest.Request{Method: rt.Method, Path: own, Token: tok, Body: bodyFor(rt.Method)})
+					resp := f.env.Do(request(t, f.env, rt, f.env.Org, own, tok))
 					switch resp.Status {
 					case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
 						t.Errorf("right scope %s: %d %s", scope, resp.Status, resp.Body)
@@ -157,11 +197,11 @@ func TestRoutes_Security(t *testing.T) {
 
 				if strings.ContainsAny(rt.Path, ":*") {
 					other, _ := pathFor(t, f.env, rt, orgB)
-					resp := f.env.Do(apitest.Request{Method: rt.Method, Path: other, Token: valid, Body: bodyFor(rt.Method)})
+					resp := f.env.Do(request(t, f.env, rt, f.env.Org, other, valid))
 					if resp.Status != http.StatusNotFound {
 						t.Errorf("another organization's id: %d %s, want 404", resp.Status, resp.Body)
 					}
-					if resp := f.env.Do(apitest.Request{Method: rt.Method, Path: other, Token: tokenB, Body: bodyFor(rt.Method)}); resp.Status == http.StatusNotFound {
+					if resp := f.env.Do(request(t, f.env, rt, orgB, other, tokenB)); resp.Status == http.StatusNotFound {
 						t.Errorf("the fixture's own organization cannot see it: 404 %s", resp.Body)
 					}
 				} else if rt.Method == http.MethodGet {
