@@ -59,12 +59,14 @@ func checkSchema(ctx context.Context, db *bun.DB) error {
 	if err := m.Init(ctx); err != nil {
 		return fmt.Errorf("read migration state: %w", err)
 	}
-	missing, err := m.MissingMigrations(ctx)
+	// Not MissingMigrations: that lists applied migrations the binary no
+	// longer knows, not the ones it knows that are not applied.
+	ms, err := m.MigrationsWithStatus(ctx)
 	if err != nil {
 		return fmt.Errorf("read migration state: %w", err)
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("the database schema is behind by %d migration(s): run `iam migrate up` first", len(missing))
+	if pending := ms.Unapplied(); len(pending) > 0 {
+		return fmt.Errorf("the database schema is behind by %d migration(s): run `iam migrate up` first", len(pending))
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -87,11 +88,33 @@ func configError(err error) error {
 	if errors.As(err, &agg) {
 		msgs := make([]string, 0, len(agg.Errors))
 		for _, e := range agg.Errors {
+			var parse env.ParseError
+			if errors.As(e, &parse) {
+				// The library names the Go field; the user set a variable.
+				msgs = append(msgs, fmt.Sprintf("%s: %v", envKey(reflect.TypeFor[Config](), parse.Name), parse.Err))
+				continue
+			}
 			msgs = append(msgs, e.Error())
 		}
 		return fmt.Errorf("invalid configuration: %s", strings.Join(msgs, "; "))
 	}
 	return fmt.Errorf("invalid configuration: %w", err)
+}
+
+// envKey returns the environment variable of the field named field in the
+// struct type t or the structs it holds, or the field's name when it has none.
+func envKey(t reflect.Type, field string) string {
+	for f := range t.Fields() {
+		if key, _, _ := strings.Cut(f.Tag.Get("env"), ","); f.Name == field && key != "" {
+			return key
+		}
+		if f.Type.Kind() == reflect.Struct {
+			if key := envKey(f.Type, field); key != field {
+				return key
+			}
+		}
+	}
+	return field
 }
 
 // check validates what the types alone do not.
