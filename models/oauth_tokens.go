@@ -50,6 +50,9 @@ type oauthToken struct {
 	GrantedScopes   string          `bun:"granted_scopes"`
 	Form            string          `bun:"form"`
 	Session         json.RawMessage `bun:"session,type:json"`
+
+	// Client is loaded with the row, in the same query.
+	Client *OAuthClient `bun:"rel:belongs-to,join:client_id=id"`
 }
 
 // OAuthStore keeps the authorization server's state for fosite: clients (read
@@ -211,16 +214,16 @@ func newTokenRow(kind, signature string, tokenType fosite.TokenType, req fosite.
 // into session. fosite.ErrNotFound when missing.
 func (s *OAuthStore) get(ctx context.Context, kind, signature string, session fosite.Session) (*fosite.Request, bool, error) {
 	row := new(oauthToken)
-	err := s.conn(ctx).NewSelect().Model(row).Where("kind = ? AND signature = ?", kind, signature).Scan(ctx)
+	err := s.conn(ctx).NewSelect().Model(row).Relation("Client").
+		Where("oauth_token.kind = ? AND oauth_token.signature = ?", kind, signature).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, fosite.ErrNotFound
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("read %s: %w", kind, err)
 	}
-	client, err := s.GetClient(ctx, row.ClientID)
-	if err != nil {
-		return nil, false, err
+	if row.Client == nil || row.Client.ID == "" {
+		return nil, false, fosite.ErrNotFound // its client was deleted
 	}
 	form, err := url.ParseQuery(row.Form)
 	if err != nil {
@@ -234,7 +237,7 @@ func (s *OAuthStore) get(ctx context.Context, kind, signature string, session fo
 	req := &fosite.Request{
 		ID:                row.RequestID,
 		RequestedAt:       row.RequestedAt.UTC(),
-		Client:            client,
+		Client:            row.Client,
 		RequestedScope:    splitScopes(row.RequestedScopes),
 		GrantedScope:      splitScopes(row.GrantedScopes),
 		Form:              form,
