@@ -34,7 +34,7 @@ const (
 // PKCE challenge: the request it was issued for, keyed by the HMAC signature
 // of the token. The token itself is never stored.
 type oauthToken struct {
-	bun.BaseModel `bun:"table:oauth_tokens"`
+	bun.BaseModel `bun:"table:oauth_tokens,alias:oauth_token"`
 
 	Kind            string          `bun:"kind,pk"`
 	Signature       string          `bun:"signature,pk"`
