@@ -2,8 +2,8 @@ package api
 
 import (
 	"context"
-	"errors"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -139,7 +139,7 @@ func (s *Server) acceptJob(c *gin.Context, job *models.Job, what string) {
 	// not keep the client waiting long when Temporal is unreachable.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
 	defer cancel()
-	if err := s.deps.Jobs.Launch(ctx, job); err != nil {
+	if err := s.startEnrollmentJob(ctx, job); err != nil {
 		logger(c).Warn("job start deferred to the reconciler", "job_id", job.ID, "error", err)
 		resp.Data.Status = string(models.JobQueued)
 		resp.Data.Message = fmt.Sprintf("%s accepted; the job starts as soon as the workflow engine is reachable (/jobs/%s)", what, id)
@@ -157,4 +157,13 @@ func asParamError(err error) error {
 		return newAPIError(http.StatusBadRequest, CodeInvalidParameter, "Invalid Parameter", me.Field+": "+me.Detail)
 	}
 	return err
+}
+
+// startEnrollmentJob starts a job's workflow; without a workflow engine configured the
+// job stays QUEUED for the reconciler.
+func (s *Server) startEnrollmentJob(ctx context.Context, job *models.Job) error {
+	if s.deps.Jobs == nil || s.deps.Jobs.Client == nil {
+		return errors.New("no workflow engine is configured")
+	}
+	return s.deps.Jobs.Launch(ctx, job)
 }
