@@ -1,0 +1,294 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"iam/models"
+)
+
+const (
+	adminEmail = "bench-admin@example.com"
+	secretKey  = "enrollbench-secret-key-0123456789abcdef-0123456789"
+)
+
+func command(name string, args ...string) *exec.Cmd { return exec.Command(name, args...) }
+
+// writeCSV writes the benchmark file: one user per row, SMS OTP numbers.
+func writeCSV(path string, rows int) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	w.WriteString("Primary Email,Mobile Number\n")
+	for i := 1; i <= rows; i++ {
+		fmt.Fprintf(w, "user%d@example.com,+1415%07d\n", i, i)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// measure runs one mode: dsn "" is the embedded default (SQLite).
+func measure(ctx context.Context, bin, work, csvPath string, rows int, dsn string, pg *pgCluster) (result, error) {
+	r := result{mode: "PostgreSQL (iam dev)", loadKind: "COPY"}
+	dataDir := filepath.Join(work, "data-pg")
+	if dsn == "" {
+		r.mode, r.loadKind = "SQLite (iam dev, default)", "prepared INSERT in one transaction"
+		dataDir = filepath.Join(work, "data-sqlite")
+	}
+	env := []string{"IAM_DATA_DIR=" + dataDir, "IAM_SECRET_KEY=" + secretKey, "IAM_LOG_LEVEL=warn",
+		"IAM_ENCRYPTION_KEY=" + models.NewEncryptionKey(), "IAM_DEV_TEMPORAL_PORT=0", "IAM_DEV_UI_PORT=0"}
+	storeURL := dsn
+	if dsn != "" {
+		env = append(env, "IAM_DATABASE_URL="+dsn)
+	} else {
+		storeURL = "sqlite:" + filepath.Join(dataDir, "iam.db")
+	}
+	fmt.Printf("[%s] migrating and seeding %d users ...\n", r.mode, rows)
+	if out, err := runIAM(bin, env, "migrate", "up"); err != nil {
+		return r, fmt.Errorf("migrate: %v\n%s", err, out)
+	}
+	db, err := models.Open(ctx, storeURL)
+	if err != nil {
+		return r, err
+	}
+	defer db.Close()
+	store := models.NewStore(db)
+	org := &models.Organization{Name: "Bench"}
+	if err := store.Orgs.Create(ctx, org); err != nil {
+		return r, err
+	}
+	admin := &models.User{OrgID: org.ID, Email: adminEmail, Role: models.RoleAdmin, Status: models.UserActive}
+	if err := models.NewUserStore(db).Create(ctx, admin, ""); err != nil {
+		return r, err
+	}
+	if err := seedUsers(ctx, db, org.ID, rows); err != nil {
+		return r, fmt.Errorf("seed users: %w", err)
+	}
+
+	port, err := freePort()
+	if err != nil {
+		return r, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	server := exec.Command(bin, "dev")
+	server.Env = append(os.Environ(), append(env, "IAM_HTTP_ADDR="+addr)...)
+	logf, _ := os.Create(filepath.Join(work, "server-"+strconv.Itoa(port)+".log"))
+	server.Stdout, server.Stderr = logf, logf
+	server.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := server.Start(); err != nil {
+		return r, err
+	}
+	defer func() { _ = server.Process.Signal(syscall.SIGTERM); _ = server.Wait(); logf.Close() }()
+	base := "http://" + addr
+	if err := waitHealthy(base, 2*time.Minute); err != nil {
+		return r, err
+	}
+	out, err := runIAM(bin, env, "token", "--user", adminEmail, "--scopes", "svc.quick_enrollment.ALL,svc.job.READ")
+	if err != nil {
+		return r, fmt.Errorf("iam token: %v\n%s", err, out)
+	}
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.Unmarshal([]byte(lastLine(out)), &tok); err != nil || tok.AccessToken == "" {
+		return r, fmt.Errorf("iam token printed %q", out)
+	}
+	cfgID, err := smsConfig(base, tok.AccessToken)
+	if err != nil {
+		return r, err
+	}
+
+	fmt.Printf("[%s] uploading %s ...\n", r.mode, csvPath)
+	began := time.Now()
+	jobID, err := uploadFile(base, tok.AccessToken, cfgID, csvPath)
+	if err != nil {
+		return r, err
+	}
+	r.upload = time.Since(began)
+	r.peakKB = vmHWM(server.Process.Pid)
+	var last string
+	for {
+		status, processed, err := jobStatus(base, tok.AccessToken, jobID)
+		if err != nil {
+			return r, err
+		}
+		if p := fmt.Sprintf("%s %d/%d", status, processed, rows); p != last {
+			last = p
+			fmt.Printf("[%s] %5.1f s  %s\n", r.mode, time.Since(began).Seconds(), p)
+		}
+		if status == "COMPLETED" || status == "WARNING" || status == "ERROR" {
+			r.job = time.Since(began)
+			if status != "COMPLETED" {
+				return r, fmt.Errorf("the job ended %s", status)
+			}
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	r.endKB = vmHWM(server.Process.Pid)
+	fmt.Printf("[%s] job COMPLETED in %.1f s; timing the bulk load ...\n", r.mode, r.job.Seconds())
+	r.load, err = bulkLoad(ctx, db, org.ID, cfgID, rows)
+	return r, err
+}
+
+func runIAM(bin string, env []string, args ...string) (string, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(strings.TrimSpace(lines[i]), "{") && strings.Contains(lines[i], "access_token") {
+			return lines[i]
+		}
+	}
+	return strings.TrimSpace(s)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func waitHealthy(base string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(base + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("the server at %s did not become ready", base)
+}
+
+func authed(method, url, token string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Service-oauthtoken "+token)
+	return http.DefaultClient.Do(req)
+}
+
+func smsConfig(base, token string) (string, error) {
+	resp, err := authed("GET", base+"/api/v1/protection/authnfactor-configs", token, nil)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var raw struct {
+		Data []map[string]any `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&raw); err != nil {
+		return "", err
+	}
+	for _, c := range raw.Data {
+		if c["factor_type"] == "SMS_OTP" {
+			return fmt.Sprint(c["id"]), nil
+		}
+	}
+	return "", fmt.Errorf("no SMS OTP config (status %d)", resp.StatusCode)
+}
+
+// uploadFile streams the CSV as a multipart form: fields first, the file last.
+func uploadFile(base, token, cfgID, path string) (string, error) {
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		f, err := os.Open(path)
+		if err != nil {
+			pw.CloseWithError(err)
+			return
+		}
+		defer f.Close()
+		mw.WriteField("factor_configs", cfgID)
+		mw.WriteField("file_encoding", "UTF-8")
+		fw, _ := mw.CreateFormFile("file", filepath.Base(path))
+		if _, err := io.Copy(fw, f); err != nil {
+			pw.CloseWithError(err)
+			return
+		}
+		pw.CloseWithError(mw.Close())
+	}()
+	req, _ := http.NewRequest("POST", base+"/api/v1/protection/quick-enrollment/upload-csv", pr)
+	req.Header.Set("Authorization", "Service-oauthtoken "+token)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusAccepted {
+		return "", fmt.Errorf("upload: %d %s", resp.StatusCode, body)
+	}
+	var acc struct {
+		Data struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &acc); err != nil {
+		return "", err
+	}
+	return acc.Data.ID, nil
+}
+
+func jobStatus(base, token, id string) (string, int64, error) {
+	resp, err := authed("GET", base+"/api/v1/jobs/"+id+"?fields=status", token, nil)
+	if err != nil {
+		return "", 0, err
+	}
+	defer resp.Body.Close()
+	var j struct {
+		Status   string `json:"status"`
+		Progress struct {
+			Processed int64 `json:"processed"`
+		} `json:"progress"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&j); err != nil {
+		return "", 0, err
+	}
+	return j.Status, j.Progress.Processed, nil
+}
+
+// vmHWM reads a process's peak resident set size in KiB.
+func vmHWM(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			kb, _ := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
+			return kb
+		}
+	}
+	return 0
+}
