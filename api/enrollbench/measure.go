@@ -61,7 +61,7 @@ func measure(ctx context.Context, bin, work, csvPath string, rows int, dsn strin
 		storeURL = "sqlite:" + filepath.Join(dataDir, "iam.db")
 	}
 	fmt.Printf("[%s] migrating and seeding %d users ...\n", r.mode, rows)
-	if out, err := runIAM(bin, env, "migrate", "up"); err != nil {
+	if out, err := runIAM(bin, append(env, "IAM_DATABASE_URL="+storeURL), "migrate", "up"); err != nil {
 		return r, fmt.Errorf("migrate: %v\n%s", err, out)
 	}
 	db, err := models.Open(ctx, storeURL)
@@ -155,14 +155,13 @@ func runIAM(bin string, env []string, args ...string) (string, error) {
 	return string(out), err
 }
 
+// lastLine returns the JSON object in the command's output.
 func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if strings.HasPrefix(strings.TrimSpace(lines[i]), "{") && strings.Contains(lines[i], "access_token") {
-			return lines[i]
-		}
+	i, j := strings.Index(s, "{"), strings.LastIndex(s, "}")
+	if i < 0 || j < i {
+		return s
 	}
-	return strings.TrimSpace(s)
+	return s[i : j+1]
 }
 
 func freePort() (int, error) {
