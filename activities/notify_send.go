@@ -35,7 +35,8 @@ import (
 func (a *Notifications) SendNotificationChunk(ctx context.Context, in ChunkInput) (ChunkResult, error) {
 	// Heartbeat on a clock, not per message: a live worker facing a slow
 	// server must not look dead, or its claimed deliveries would turn
-	// uncertain.
+	// uncertain. Once the context ends (the worker stops) it falls silent,
+	// so that Temporal hands the chunk to another worker.
 	var done atomic.Int64
 	stop := make(chan struct{})
 	defer close(stop)
@@ -45,6 +46,8 @@ func (a *Notifications) SendNotificationChunk(ctx context.Context, in ChunkInput
 		for {
 			select {
 			case <-stop:
+				return
+			case <-ctx.Done(): // cancelled or the worker stops: stay silent
 				return
 			case <-t.C:
 				activity.RecordHeartbeat(ctx, done.Load())

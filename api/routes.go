@@ -60,5 +60,16 @@ func (s *Server) Routes() []Route {
 		{Method: "DELETE", Path: "/templates/notification/:template_id", Scopes: Scopes("notification_template", "delete", "write", "all"), Handler: s.deleteTemplate},
 		{Method: "GET", Path: "/meta/templates/notification/default_configs", Scopes: Scopes("meta", "READ"), Handler: s.templateDefaultConfigs},
 		{Method: "GET", Path: "/meta/templates/notification/module_configs", Scopes: Scopes("meta", "READ"), Handler: s.templateModuleConfigs},
+
+		// Notification auto-schedules (spec 4.4, 2.15), with update, delete,
+		// pause, resume and run-now.
+		{Method: "GET", Path: schedulesPath, Scopes: Scopes("quick_enrollment", "ALL", "READ"), Handler: s.listSchedules},
+		{Method: "POST", Path: schedulesPath, Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "CREATE"), Handler: s.createSchedule},
+		{Method: "GET", Path: schedulesPath + "/:schedule_id", Scopes: Scopes("quick_enrollment", "ALL", "READ"), Handler: s.getSchedule},
+		{Method: "PATCH", Path: schedulesPath + "/:schedule_id", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "UPDATE"), Handler: s.updateSchedule},
+		{Method: "DELETE", Path: schedulesPath + "/:schedule_id", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "DELETE"), Handler: s.deleteSchedule},
+		{Method: "POST", Path: schedulesPath + "/:schedule_id/pause", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "UPDATE"), Handler: s.pauseSchedule},
+		{Method: "POST", Path: schedulesPath + "/:schedule_id/resume", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "UPDATE"), Handler: s.resumeSchedule},
+		{Method: "POST", Path: schedulesPath + "/:schedule_id/run-now", Scopes: Scopes("quick_enrollment", "ALL", "WRITE"), Handler: s.runSchedule},
 	}
 }

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -286,8 +284,8 @@ func (s *Server) updateTemplate(c *gin.Context) {
 		abortWithError(c, err)
 		return
 	}
-	var patch map[string]any
-	if err := decodeJSON(c, &patch); err != nil {
+	patch, err := decodePatch(c)
+	if err != nil {
 		abortWithError(c, err)
 		return
 	}
@@ -309,58 +307,21 @@ func (s *Server) updateTemplate(c *gin.Context) {
 // result as a create request. A mail patch naming attachment_ids without
 // attachments replaces the attachments by those ids.
 func mergeTemplate(cur *models.Template, patch map[string]any) (*templateRequest, error) {
-	raw, err := json.Marshal(newTemplateView(cur))
-	if err != nil {
-		return nil, err
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, err
-	}
-	delete(doc, "id")
-	if mp, ok := patch["mail"].(map[string]any); ok {
-		if cm, ok := doc["mail"].(map[string]any); ok {
-			if _, ids := mp["attachment_ids"]; ids {
-				if _, atts := mp["attachments"]; !atts {
-					delete(cm, "attachments")
-				}
+	var req templateRequest
+	err := mergeRequest(newTemplateView(cur), patch, func(doc map[string]any) {
+		delete(doc, "id")
+		mp, _ := patch["mail"].(map[string]any)
+		cm, _ := doc["mail"].(map[string]any)
+		if _, ids := mp["attachment_ids"]; ids && cm != nil {
+			if _, atts := mp["attachments"]; !atts {
+				delete(cm, "attachments")
 			}
 		}
-	}
-	merged, err := json.Marshal(mergePatch(doc, patch))
+	}, &req)
 	if err != nil {
-		return nil, err
-	}
-	var req templateRequest
-	dec := json.NewDecoder(bytes.NewReader(merged))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return nil, jsonError(err)
-	}
-	if err := validateStruct(&req); err != nil {
 		return nil, err
 	}
 	return &req, nil
-}
-
-// mergePatch applies an RFC 7396 merge patch to target.
-func mergePatch(target any, patch any) any {
-	p, ok := patch.(map[string]any)
-	if !ok {
-		return patch
-	}
-	t, ok := target.(map[string]any)
-	if !ok {
-		t = map[string]any{}
-	}
-	for k, v := range p {
-		if v == nil {
-			delete(t, k)
-			continue
-		}
-		t[k] = mergePatch(t[k], v)
-	}
-	return t
 }
 
 // deleteTemplate: DELETE /templates/notification/{template_id}, 204; 409

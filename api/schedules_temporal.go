@@ -1,0 +1,203 @@
+package api
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"iam/models"
+	"iam/workflows"
+)
+
+// scheduleCatchup is how late a run may still start after the time it was
+// due (the workflow engine or every worker down at that time).
+const scheduleCatchup = 6 * time.Hour
+
+// scheduleMirror keeps a notification schedule's Temporal Schedule in step
+// with its row.
+type scheduleMirror struct {
+	c     client.Client
+	queue string // the task queue of the run workflows
+	store *models.Store
+	log   *slog.Logger
+}
+
+// scheduleMirror returns the mirror, or nil without Temporal.
+func (s *Server) scheduleMirror() *scheduleMirror {
+	if s.deps.Temporal == nil {
+		return nil
+	}
+	queue := workflows.TaskQueue
+	if s.deps.Jobs != nil {
+		queue = cmp.Or(s.deps.Jobs.TaskQueue, queue)
+	}
+	return &scheduleMirror{c: s.deps.Temporal, queue: queue, store: s.store, log: s.log}
+}
+
+// errEngineDown answers a schedule write the workflow engine refused.
+var errEngineDown = &models.Error{Code: models.EUNAVAILABLE, Title: "Service Unavailable",
+	Detail: "the workflow engine did not accept the schedule; nothing was changed, try again later"}
+
+// write runs a store write with the mirror as its SyncFunc. The Temporal
+// change happens inside the write's transaction; when the write fails after
+// it (the commit), the change is undone, so that nothing is half-written.
+func (m *scheduleMirror) write(ctx context.Context, write func(models.SyncFunc) error) error {
+	var done bool
+	var prev, next *models.NotificationSchedule
+	err := write(func(ctx context.Context, p, n *models.NotificationSchedule) error {
+		if err := m.apply(ctx, p, n); err != nil {
+			m.log.Warn("notification schedule not mirrored in Temporal", "error", err)
+			return errEngineDown
+		}
+		done, prev, next = true, p, n
+		return nil
+	})
+	if err != nil && done {
+		if uerr := m.apply(context.WithoutCancel(ctx), next, prev); uerr != nil {
+			m.log.Error("notification schedule write failed and its Temporal change could not be undone", "error", uerr, "write_error", err)
+		}
+	}
+	return err
+}
+
+// apply makes Temporal match next: create (prev nil), delete (next nil) or
+// update.
+func (m *scheduleMirror) apply(ctx context.Context, prev, next *models.NotificationSchedule) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var notFound *serviceerror.NotFound
+	if next == nil {
+		err := m.c.ScheduleClient().GetHandle(ctx, models.NotificationScheduleID(prev.ID)).Delete(ctx)
+		if errors.As(err, &notFound) {
+			return nil
+		}
+		return err
+	}
+	opts, err := m.options(ctx, next)
+	if err != nil {
+		return err
+	}
+	if prev != nil {
+		err := m.c.ScheduleClient().GetHandle(ctx, opts.ID).Update(ctx, client.ScheduleUpdateOptions{
+			DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+				sched := in.Description.Schedule
+				sched.Spec, sched.Action = &opts.Spec, opts.Action
+				if sched.State == nil {
+					sched.State = &client.ScheduleState{}
+				}
+				sched.State.Paused, sched.State.Note = opts.Paused, opts.Note
+				return &client.ScheduleUpdate{Schedule: &sched}, nil
+			},
+		})
+		if !errors.As(err, &notFound) {
+			return err
+		}
+		// The Temporal Schedule is gone (a wiped dev server): make it again.
+	}
+	_, err = m.c.ScheduleClient().Create(ctx, opts)
+	return err
+}
+
+// options are the Temporal Schedule of sc.
+func (m *scheduleMirror) options(ctx context.Context, sc *models.NotificationSchedule) (client.ScheduleOptions, error) {
+	org, err := m.store.Orgs.Get(ctx, sc.OrgID)
+	if err != nil {
+		return client.ScheduleOptions{}, err
+	}
+	settings := sc.Settings
+	t, err := settings.Check("schedule_settings")
+	if err != nil {
+		return client.ScheduleOptions{}, err
+	}
+	note := "paused"
+	if sc.IsEnabled {
+		note = "enabled"
+	}
+	return client.ScheduleOptions{
+		ID:   models.NotificationScheduleID(sc.ID),
+		Spec: scheduleSpec(t, org.TimeZone),
+		Action: &client.ScheduleWorkflowAction{
+			ID:        "notify-" + models.FormatID(sc.ID),
+			Workflow:  workflows.NotifyWorkflowName,
+			Args:      []any{workflows.NotifyInput{OrgID: sc.OrgID, ScheduleID: sc.ID}},
+			TaskQueue: m.queue,
+			TypedSearchAttributes: temporal.NewSearchAttributes(
+				workflows.AttrOrgID.ValueSet(models.FormatID(sc.OrgID)),
+			),
+			StaticSummary: fmt.Sprintf("Notification schedule %d", sc.ID),
+		},
+		Overlap:       enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE,
+		CatchupWindow: scheduleCatchup,
+		Paused:        !sc.IsEnabled,
+		Note:          note,
+	}, nil
+}
+
+// trigger starts a run now (run-now): it waits for a run in progress.
+func (m *scheduleMirror) trigger(ctx context.Context, id int64) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := m.c.ScheduleClient().GetHandle(ctx, models.NotificationScheduleID(id)).
+		Trigger(ctx, client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE})
+	if err != nil {
+		m.log.Warn("notification schedule not triggered", "schedule_id", id, "error", err)
+		return errEngineDown
+	}
+	return nil
+}
+
+// runTimes are a schedule's last and next run as Temporal knows them.
+type runTimes struct {
+	last, next *time.Time
+}
+
+// times describes the Temporal Schedules of ids, a few at a time. A
+// schedule Temporal cannot describe gets no times.
+func (m *scheduleMirror) times(ctx context.Context, ids []int64) map[int64]runTimes {
+	out := make(map[int64]runTimes, len(ids))
+	if m == nil {
+		return out
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			d, err := m.c.ScheduleClient().GetHandle(dctx, models.NotificationScheduleID(id)).Describe(dctx)
+			if err != nil {
+				m.log.Warn("notification schedule not described", "schedule_id", id, "error", err)
+				return
+			}
+			var rt runTimes
+			for _, a := range d.Info.RecentActions {
+				if t := a.ActualTime.UTC(); rt.last == nil || t.After(*rt.last) {
+					rt.last = &t
+				}
+			}
+			paused := d.Schedule.State != nil && d.Schedule.State.Paused
+			if len(d.Info.NextActionTimes) > 0 && !paused {
+				t := d.Info.NextActionTimes[0].UTC()
+				rt.next = &t
+			}
+			mu.Lock()
+			out[id] = rt
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
