@@ -33,10 +33,10 @@ func TestEnrollment_CSVEndToEnd(t *testing.T) {
 		for i := 1; i <= 25; i++ {
 			fmt.Fprintf(&b, "USER%d@example.com,otp%d@example.com,+1 (415) 555-%04d,%s\n", i, i, i, totpSecret)
 		}
-		b.WriteString("nobody@example.com,otp@example.com,+14155550000," + totpSecret + "\n") // row 26: unknown user
-		b.WriteString("user26@example.com,not-an-email,+14155550026," + totpSecret + "\n")   // row 27
-		b.WriteString("user27@example.com,otp27@example.com,0415,\n")                         // row 28: bad number, empty secret
-		b.WriteString("user28@example.com,otp28@example.com,+14155550028,not*base32\n")       // row 29
+		b.WriteString("nobody@example.com,otp@example.com,+14155550000," + totpSecret + "\n")  // row 26: unknown user
+		b.WriteString("user26@example.com,not-an-email,+14155550026," + totpSecret + "\n")     // row 27
+		b.WriteString("user27@example.com,otp27@example.com,0415,\n")                          // row 28: bad number, empty secret
+		b.WriteString("user28@example.com,otp28@example.com,+14155550028,not*base32\n")        // row 29
 		b.WriteString("user1@example.com,again@example.com,+14155550001," + totpSecret + "\n") // row 30: duplicate of row 1
 		b.WriteString("user29@example.com,too,few\n")                                          // row 31
 		b.WriteString("\n   \n")                                                               // blank: skipped
