@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-func TestParseScopeParam(t *testing.T) {
+func TestParseScopes(t *testing.T) {
 	for raw, want := range map[string][]string{
 		"svc.user.READ,svc.group.READ":      {"svc.user.READ", "svc.group.READ"},
 		"svc.user.READ svc.group.READ":      {"svc.user.READ", "svc.group.READ"},
