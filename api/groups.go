@@ -169,7 +169,7 @@ func (s *Server) groupMembers(c *gin.Context) {
 		abortWithError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"data": listing.Project(userViews(users), params.Fields), "meta": meta})
+	writeUserPage(c, userViews(users), params.Fields, meta)
 }
 
 // groupCreateRequest is the body of POST /groups: name is required;

@@ -114,7 +114,7 @@ func (s *Server) listUsers(c *gin.Context) {
 		abortWithError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"data": listing.Project(userViews(users), params.Fields), "meta": meta})
+	writeUserPage(c, userViews(users), params.Fields, meta)
 }
 
 // getUser: GET /users/{user_id}, {data: User}.

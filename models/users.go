@@ -143,6 +143,11 @@ func (s *UserStore) Create(ctx context.Context, user *User, password string) err
 	user.ID = NewID()
 	user.CreatedAt, user.UpdatedAt = now, now
 	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		// Every user write locks the dynamic groups first, then (through
+		// triggers) the organization's user count: one order, no deadlock.
+		if _, err := lockDynamicGroups(ctx, tx, user.OrgID); err != nil {
+			return err
+		}
 		if err := checkManager(ctx, tx, user); err != nil {
 			return err
 		}

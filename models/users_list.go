@@ -2,6 +2,9 @@ package models
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"fmt"
 
 	"iam/models/listing"
 )
@@ -46,6 +49,10 @@ var UserListing = listing.MustSchema(listing.Schema{
 	},
 })
 
+// signInColumns are the columns of sign-in state and role, which lists
+// leave out: users read from a list have them zero.
+var signInColumns = []string{"role", "password_hash", "failed_logins", "first_failed_login_at", "blocked_until"}
+
 // Licensing selects users by license for GET /users.
 type Licensing string
 
@@ -60,7 +67,7 @@ const (
 // p. Bad parameters give a *listing.ParamError.
 func (s *UserStore) List(ctx context.Context, orgID int64, licensing Licensing, p listing.Params) ([]User, listing.Meta, error) {
 	users := []User{}
-	q := s.db.NewSelect().Model(&users).Where("org_id = ?", orgID)
+	q := s.db.NewSelect().Model(&users).ExcludeColumn(signInColumns...).Where("org_id = ?", orgID)
 	switch licensing {
 	case Licensed:
 		q = q.Where("is_licensed = ?", true)
@@ -70,8 +77,33 @@ func (s *UserStore) List(ctx context.Context, orgID int64, licensing Licensing, 
 	default:
 		return nil, nil, &listing.ParamError{Param: "licensing", Detail: "must be licensed, unlicensed or both"}
 	}
-	meta, err := listing.Fetch(ctx, q, &users, UserListing, p)
+	var count func(context.Context) (int64, error)
+	if p.Filter == nil {
+		count = func(ctx context.Context) (int64, error) { return s.countByLicensing(ctx, orgID, licensing) }
+	}
+	meta, err := listing.FetchCounted(ctx, q, &users, UserListing, p, count)
 	return users, meta, err
+}
+
+// countByLicensing reads the organization's user count, or its licensed or
+// unlicensed part, from user_counts: a row per organization that triggers
+// keep in step with every insert, delete and licensing change of users, in
+// the writing transaction. A list without a filter takes its total from it
+// rather than counting up to millions of rows per page.
+func (s *UserStore) countByLicensing(ctx context.Context, orgID int64, licensing Licensing) (int64, error) {
+	var users, licensed int64
+	err := s.db.NewSelect().Table("user_counts").Column("users", "licensed").
+		Where("org_id = ?", orgID).Scan(ctx, &users, &licensed)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("read user count: %w", err)
+	}
+	switch licensing {
+	case Licensed:
+		return licensed, nil
+	case Unlicensed:
+		return users - licensed, nil
+	}
+	return users, nil
 }
 
 // ListGroupMembers returns a page of the users who are members of a group
@@ -82,7 +114,7 @@ func (s *UserStore) ListGroupMembers(ctx context.Context, orgID, groupID int64, 
 		return nil, nil, err
 	}
 	users := []User{}
-	q := s.db.NewSelect().Model(&users).Where("org_id = ?", orgID).
+	q := s.db.NewSelect().Model(&users).ExcludeColumn(signInColumns...).Where("org_id = ?", orgID).
 		Where("id IN (SELECT user_id FROM group_members WHERE group_id = ?)", groupID)
 	meta, err := listing.Fetch(ctx, q, &users, UserListing, p)
 	return users, meta, err

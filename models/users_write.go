@@ -30,6 +30,9 @@ func (s *UserStore) Update(ctx context.Context, orgID, id int64, change UserChan
 	}
 	var user *User
 	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := lockDynamicGroups(ctx, tx, orgID); err != nil {
+			return err
+		}
 		u := new(User)
 		q := tx.NewSelect().Model(u).Where("org_id = ? AND id = ?", orgID, id)
 		if IsPostgres(tx) {

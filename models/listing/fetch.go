@@ -23,6 +23,14 @@ import (
 // Params) give a *ParamError before any query runs; database failures are
 // returned wrapped.
 func Fetch[T any](ctx context.Context, q *bun.SelectQuery, dest *[]T, s *Schema, p Params) (Meta, error) {
+	return FetchCounted(ctx, q, dest, s, p, nil)
+}
+
+// FetchCounted is Fetch for a list that keeps its total elsewhere: when
+// count is not nil, it gives total_no_of_objects instead of a COUNT of the
+// matching rows (a counter kept with the rows, say, for a page without a
+// filter). The caller makes sure count counts what the page selects.
+func FetchCounted[T any](ctx context.Context, q *bun.SelectQuery, dest *[]T, s *Schema, p Params, count func(context.Context) (int64, error)) (Meta, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
@@ -50,7 +58,10 @@ func Fetch[T any](ctx context.Context, q *bun.SelectQuery, dest *[]T, s *Schema,
 		}
 		q = q.Where(where, args...)
 	}
-	total, err := q.Count(ctx)
+	if count == nil {
+		count = q.Count
+	}
+	total, err := count(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("count %s: %w", s.Name, err)
 	}

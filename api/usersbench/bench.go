@@ -1,0 +1,356 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"regexp"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"iam/api"
+	"iam/models"
+	"iam/models/listing"
+)
+
+// bench holds one run: the database, the organization of the seeded users
+// and the API serving them.
+type bench struct {
+	cfg    config
+	out    io.Writer
+	db     *bun.DB
+	store  *models.Store
+	org    *models.Organization
+	srv    *httptest.Server
+	client *http.Client
+	hook   *captureHook
+}
+
+// token is the one access token the benchmark's API accepts.
+const token = "usersbench"
+
+type benchTokens struct{ orgID int64 }
+
+// ValidateAccessToken accepts the benchmark token for the seeded organization.
+func (t benchTokens) ValidateAccessToken(_ context.Context, tok string) (*api.Principal, error) {
+	if tok != token {
+		return nil, errors.New("unknown token")
+	}
+	return &api.Principal{UserID: 1, OrgID: t.orgID, Scopes: []string{"svc.user.READ"}}, nil
+}
+
+func newBench(ctx context.Context, dsn string, cfg config, out io.Writer) (*bench, error) {
+	db, err := models.Open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	if !models.IsPostgres(db) {
+		db.Close()
+		return nil, errors.New("the benchmark needs PostgreSQL")
+	}
+	db.DB.SetMaxOpenConns(cfg.concurrency + 8)
+	db.DB.SetMaxIdleConns(cfg.concurrency + 8)
+	if _, err := models.MigrateUp(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	b := &bench{cfg: cfg, out: out, db: db, store: models.NewStore(db), hook: &captureHook{}}
+	db.AddQueryHook(b.hook)
+	b.org = &models.Organization{Name: "usersbench"}
+	if err := b.store.Orgs.Create(ctx, b.org); err != nil {
+		db.Close()
+		return nil, err
+	}
+	server := api.New(api.Config{}, api.Deps{Store: b.store, Tokens: benchTokens{orgID: b.org.ID},
+		Log: slog.New(slog.DiscardHandler)})
+	b.srv = httptest.NewServer(server.Handler())
+	b.client = &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}}
+	return b, nil
+}
+
+func (b *bench) close() {
+	b.srv.Close()
+	b.db.Close()
+}
+
+func (b *bench) seed(ctx context.Context) error {
+	t0 := time.Now()
+	if err := seedUsers(ctx, b.db.DB, b.org.ID, b.cfg.users); err != nil {
+		return err
+	}
+	fmt.Fprintf(b.out, "seeded %d users with COPY (+ VACUUM ANALYZE) in %s\n\n", b.cfg.users, time.Since(t0).Round(time.Millisecond))
+	return nil
+}
+
+// apiPage is an op that pages GET /users with query through next_cursor,
+// starting over after the last page.
+func (b *bench) apiPage(query url.Values) op {
+	return func(ctx context.Context, cursor *string) error {
+		q := url.Values{}
+		for k, v := range query {
+			q[k] = v
+		}
+		if *cursor != "" {
+			q.Set("cursor", *cursor)
+		}
+		req, err := http.NewRequestWithContext(ctx, "GET", b.srv.URL+"/api/v1/users?"+q.Encode(), nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", api.AuthScheme+" "+token)
+		resp, err := b.client.Do(req)
+		if err != nil {
+			return err
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d: %.200s", resp.StatusCode, body)
+		}
+		*cursor = nextCursor(body)
+		return nil
+	}
+}
+
+// nextCursor finds meta.next_cursor in a list body without decoding the
+// whole page (the client's cost is not the API's).
+func nextCursor(body []byte) string {
+	const key = `"next_cursor":"`
+	i := bytes.LastIndex(body, []byte(key))
+	if i < 0 {
+		return ""
+	}
+	rest := body[i+len(key):]
+	return string(rest[:bytes.IndexByte(rest, '"')])
+}
+
+// directPage is an op that runs the statements the API ran for a page
+// (captured from it) directly on the database: the count, then the keyset
+// page after the last id seen, scanning every column.
+func (b *bench) directPage(stmts []string) (op, error) {
+	if len(stmts) != 2 {
+		return nil, fmt.Errorf("expected a count and a page statement, captured %d", len(stmts))
+	}
+	countSQL, pageSQL := stmts[0], stmts[1]
+	m := keysetID.FindStringIndex(pageSQL)
+	if m == nil {
+		return nil, fmt.Errorf("no keyset condition in %s", pageSQL)
+	}
+	before, after := pageSQL[:m[0]], pageSQL[m[1]:]
+	first := before + "TRUE" + after
+	return func(ctx context.Context, cursor *string) error {
+		if err := drain(b.db.DB.QueryContext(ctx, countSQL)); err != nil {
+			return err
+		}
+		query := first
+		if *cursor != "" {
+			query = before + `("id" > ` + *cursor + ")" + after
+		}
+		rows, err := b.db.DB.QueryContext(ctx, query)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		cols, _ := rows.Columns()
+		vals := make([]any, len(cols))
+		raw := make([]sql.RawBytes, len(cols))
+		for i := range raw {
+			vals[i] = &raw[i]
+		}
+		var last string
+		for i := 0; rows.Next(); i++ {
+			if err := rows.Scan(vals...); err != nil {
+				return err
+			}
+			if i < 100 {
+				last = string(raw[0])
+			}
+		}
+		*cursor = last
+		return rows.Err()
+	}, nil
+}
+
+// keysetID finds the keyset condition of a page in id order.
+var keysetID = regexp.MustCompile(`\("id" > [0-9]+\)`)
+
+func (b *bench) listThroughput(ctx context.Context) error {
+	fmt.Fprintf(b.out, "(a) GET /users?limit=100, paging through next_cursor, %d clients, %s each\n", b.cfg.concurrency, b.cfg.duration)
+	stmts, err := b.showStatements(ctx, url.Values{"limit": {"100"}})
+	if err != nil {
+		return err
+	}
+	direct, err := b.directPage(stmts)
+	if err != nil {
+		return err
+	}
+	stopProfile, err := b.startProfile()
+	if err != nil {
+		return err
+	}
+	apiStats := load(ctx, b.cfg.concurrency, b.cfg.duration, b.apiPage(url.Values{"limit": {"100"}}))
+	stopProfile()
+	sqlStats := load(ctx, b.cfg.concurrency, b.cfg.duration, direct)
+	storeStats := load(ctx, b.cfg.concurrency, b.cfg.duration, b.storePage(url.Values{"limit": {"100"}}))
+	fmt.Fprintf(b.out, "    API        %s\n    direct SQL %s\n    store only %s\n    API / direct SQL throughput: %.0f%%\n\n",
+		apiStats, sqlStats, storeStats, 100*apiStats.throughput()/sqlStats.throughput())
+	return nil
+}
+
+func (b *bench) filteredList(ctx context.Context) error {
+	filter := `department eq "Dept-07" and status eq 1`
+	fmt.Fprintf(b.out, "(b) GET /users?limit=100&filter=%s, paging, %d clients, %s each\n", filter, b.cfg.concurrency, b.cfg.duration)
+	query := url.Values{"limit": {"100"}, "filter": {filter}}
+	stmts, err := b.showStatements(ctx, query)
+	if err != nil {
+		return err
+	}
+	direct, err := b.directPage(stmts)
+	if err != nil {
+		return err
+	}
+	apiStats := load(ctx, b.cfg.concurrency, b.cfg.duration, b.apiPage(query))
+	sqlStats := load(ctx, b.cfg.concurrency, b.cfg.duration, direct)
+	one := load(ctx, 1, b.cfg.duration/3, b.apiPage(query))
+	fmt.Fprintf(b.out, "    API        %s\n    direct SQL %s\n    API, 1 client %s\n\n", apiStats, sqlStats, one)
+	return nil
+}
+
+// showStatements runs a second page of the list through the API, capturing
+// its SQL, and prints each statement with its EXPLAIN ANALYZE.
+func (b *bench) showStatements(ctx context.Context, query url.Values) ([]string, error) {
+	cursor := ""
+	page := b.apiPage(query)
+	if err := page(ctx, &cursor); err != nil {
+		return nil, err
+	}
+	b.hook.start()
+	err := page(ctx, &cursor)
+	stmts := b.hook.stop()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range stmts {
+		fmt.Fprintf(b.out, "    SQL: %s\n", shorten(s))
+		rows, err := b.db.DB.QueryContext(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+s)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			fmt.Fprintf(b.out, "      | %s\n", line)
+		}
+		rows.Close()
+	}
+	return stmts, nil
+}
+
+// shorten writes a SELECT's column list as "…" to keep the report readable.
+func shorten(s string) string {
+	if i, j := strings.Index(s, "SELECT "), strings.Index(s, " FROM "); i == 0 && j > 60 {
+		return "SELECT " + s[7:40] + "… (every column)" + s[j:]
+	}
+	return s
+}
+
+// captureHook records the statements bun runs while capturing.
+type captureHook struct {
+	mu    sync.Mutex
+	on    bool
+	stmts []string
+}
+
+func (h *captureHook) start() { h.mu.Lock(); h.on, h.stmts = true, nil; h.mu.Unlock() }
+
+func (h *captureHook) stop() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.on = false
+	return h.stmts
+}
+
+// BeforeQuery implements bun.QueryHook.
+func (h *captureHook) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+
+// AfterQuery implements bun.QueryHook.
+func (h *captureHook) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.on {
+		h.stmts = append(h.stmts, e.Query)
+	}
+}
+
+// startProfile starts the CPU profile asked for, if any, and returns what
+// stops it.
+func (b *bench) startProfile() (func(), error) {
+	if b.cfg.cpuProfile == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(b.cfg.cpuProfile)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// drain reads every row of a result.
+func drain(rows *sql.Rows, err error) error {
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+	}
+	return rows.Err()
+}
+
+// storePage is an op that pages through UserStore.List, as the API does
+// but without HTTP and JSON: the same SQL, scanned into models.User by bun.
+func (b *bench) storePage(query url.Values) op {
+	return func(ctx context.Context, cursor *string) error {
+		q := url.Values{}
+		for k, v := range query {
+			q[k] = v
+		}
+		if *cursor != "" {
+			q.Set("cursor", *cursor)
+		}
+		p, err := listing.Parse(q, models.UserListing)
+		if err != nil {
+			return err
+		}
+		_, meta, err := b.store.Users.List(ctx, b.org.ID, models.LicensingBoth, p)
+		if err != nil {
+			return err
+		}
+		*cursor = ""
+		if m, ok := meta.(*listing.CursorMeta); ok && m.NextCursor != nil {
+			*cursor = *m.NextCursor
+		}
+		return nil
+	}
+}
