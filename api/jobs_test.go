@@ -159,15 +159,15 @@ func TestJobs_BadListParametersAre400NamingTheParameter(t *testing.T) {
 	env := apitest.New(t, dbtest.SQLite(t), apitest.Options{})
 	tok := env.Token(env.Org, "svc.job.READ")
 	for query, param := range map[string]string{
-		"filter=" + q(`status eq`):               "filter",
-		"filter=" + q(`password eq "x"`):         "filter", // outside the allow-list
-		"filter=" + q(`start_time gt "monday"`):  "filter",
-		"sort=nope":                              "sort",
-		"fields=secret":                          "fields",
-		"limit=0":                                "limit",
-		"limit=abc":                              "limit",
-		"from=-1":                                "from",
-		"from=x":                                 "from",
+		"filter=" + q(`status eq`):              "filter",
+		"filter=" + q(`password eq "x"`):        "filter", // outside the allow-list
+		"filter=" + q(`start_time gt "monday"`): "filter",
+		"sort=nope":                             "sort",
+		"fields=secret":                         "fields",
+		"limit=0":                               "limit",
+		"limit=abc":                             "limit",
+		"from=-1":                               "from",
+		"from=x":                                "from",
 	} {
 		resp := env.Get("/api/v1/jobs?"+query, tok)
 		e := resp.ErrorBody(t)

@@ -23,6 +23,10 @@ type contract struct {
 }
 
 var loadContract = sync.OnceValues(func() (*contract, error) {
+	// The OAuth pages answer HTML; CSV downloads answer text. Check their
+	// status and content type, and their bodies as plain text.
+	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
+	openapi3filter.RegisterBodyDecoder("text/csv", openapi3filter.PlainBodyDecoder)
 	doc, err := api.LoadOpenAPI()
 	if err != nil {
 		return nil, err

@@ -13,9 +13,13 @@ type recorder struct {
 	failures []string
 }
 
-func (r *recorder) Errorf(format string, args ...any) { r.failures = append(r.failures, fmt.Sprintf(format, args...)) }
-func (r *recorder) Fatalf(format string, args ...any) { r.failures = append(r.failures, fmt.Sprintf(format, args...)) }
-func (r *recorder) Helper()                           {}
+func (r *recorder) Errorf(format string, args ...any) {
+	r.failures = append(r.failures, fmt.Sprintf(format, args...))
+}
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.failures = append(r.failures, fmt.Sprintf(format, args...))
+}
+func (r *recorder) Helper() {}
 
 func TestCheckResponse_RefusesWhatTheDocumentDoesNotAllow(t *testing.T) {
 	cases := []struct {

@@ -7,16 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/getkin/kin-openapi/openapi3filter"
-
 	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
 )
-
-// The pages are text/html, which the contract checker reads as text once it
-// is told to.
-func init() { openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder) }
 
 // TestContract: the authorization server's answers are the ones
 // api/openapi.yaml documents.

@@ -54,6 +54,9 @@ func TestCompose_PassesOnlyVariablesTheBinaryReads(t *testing.T) {
 			t.Errorf("%s needs IAM_DATABASE_URL", name)
 		}
 	}
+	if _, ok := project.Services["iam-serve"].Environment["IAM_SECRET_KEY"]; !ok {
+		t.Error("iam-serve needs IAM_SECRET_KEY: serve refuses to start without it")
+	}
 	if w := project.Services["iam-worker"]; w.Deploy == nil || w.Deploy.Replicas == nil || *w.Deploy.Replicas < 2 {
 		t.Error("iam-worker should run two replicas")
 	}

@@ -31,16 +31,17 @@ func serveCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 }
 
 func runServe(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger) error {
+	// Configuration first: a missing secret must not leave a half-bootstrapped database.
+	secret, err := oauthSecret(cfg.OAuth, "", false)
+	if err != nil {
+		return err
+	}
 	store, err := openStore(ctx, cfg.DatabaseURL, false, log)
 	if err != nil {
 		return err
 	}
 	defer store.DB.Close()
 	org, err := ensureOrganization(ctx, store, log)
-	if err != nil {
-		return err
-	}
-	secret, err := oauthSecret(cfg.OAuth, "", false)
 	if err != nil {
 		return err
 	}
