@@ -43,7 +43,8 @@ type Config struct {
 
 	Temporal TemporalConfig
 	Dev      DevConfig
-	OAuth    OAuthConfig // cmd/iam/oauth.go
+	OAuth    OAuthConfig  // cmd/iam/oauth.go
+	Notify   NotifyConfig // cmd/iam/notify.go
 }
 
 // TemporalConfig points serve and worker at a Temporal frontend.
@@ -156,6 +157,7 @@ func (c Config) check() error {
 			problems = append(problems, p.name+" must be a port number (0 picks a free one)")
 		}
 	}
+	problems = append(problems, c.Notify.problems()...)
 	if len(problems) > 0 {
 		return fmt.Errorf("invalid configuration: %s", strings.Join(problems, "; "))
 	}

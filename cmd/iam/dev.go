@@ -112,6 +112,12 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 		return fmt.Errorf("start worker: %w", err)
 	}
 	defer w.Stop()
+	outbox := filepath.Join(dataDir, "outbox")
+	stopNotify, err := startNotifyWorker(tc, store, cfg.Notify, outbox, log)
+	if err != nil {
+		return err
+	}
+	defer stopNotify()
 
 	srv, launcher := apiServer(cfg, store, tc, auth, log)
 	rec := &jobrun.Reconciler{Launcher: launcher, Interval: cfg.ReconcileInterval, Grace: cfg.ReconcileGrace}
@@ -125,6 +131,7 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 		fmt.Fprintf(stdout, "  Temporal Web UI:  http://%s\n", ts.UIAddress())
 		fmt.Fprintf(stdout, "  Temporal gRPC:    %s  (namespace %s)\n", ts.FrontendAddress(), cfg.Temporal.Namespace)
 		fmt.Fprintf(stdout, "  Data directory:   %s\n", dataDir)
+		fmt.Fprintf(stdout, "  Notifications:    %s\n", cfg.Notify.summary(outbox))
 		fmt.Fprintf(stdout, "Press Ctrl-C to stop.\n")
 	})
 }

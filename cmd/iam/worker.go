@@ -54,6 +54,12 @@ func runWorker(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
+	stopNotify, err := startNotifyWorker(tc, store, cfg.Notify, "", log)
+	if err != nil {
+		w.Stop()
+		return err
+	}
+	defer stopNotify()
 	log.Info("worker polling", "temporal", cfg.Temporal.Address, "namespace", cfg.Temporal.Namespace)
 	<-ctx.Done()
 	w.Stop()
