@@ -115,6 +115,7 @@ func DeliverChunk(ctx context.Context, a *Notifications, in ChunkInput, progress
 		queue <- seq
 	}
 	close(queue)
+	led := newLedger(ctx, ns, run.ID, claim)
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -129,7 +130,7 @@ func DeliverChunk(ctx context.Context, a *Notifications, in ChunkInput, progress
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := a.sender(ctx, run, claim, msg, byID, queue, func(n int) { progress(done.Add(int64(n))) })
+			r, err := a.sender(ctx, led, msg, byID, queue, func(n int) { progress(done.Add(int64(n))) })
 			mu.Lock()
 			defer mu.Unlock()
 			res = res.Add(r)
@@ -139,6 +140,7 @@ func DeliverChunk(ctx context.Context, a *Notifications, in ChunkInput, progress
 		}()
 	}
 	wg.Wait()
+	led.close()
 	if firstErr != nil {
 		return res, firstErr
 	}
@@ -150,7 +152,7 @@ func DeliverChunk(ctx context.Context, a *Notifications, in ChunkInput, progress
 
 // sender claims deliveries from queue a few at a time, sends them and
 // records what came of them, until the queue is empty or ctx ends.
-func (a *Notifications) sender(ctx context.Context, run *models.NotificationRun, claim int64, msg *message,
+func (a *Notifications) sender(ctx context.Context, led *ledger, msg *message,
 	users map[int64]*models.Recipient, queue <-chan int64, progress func(int)) (ChunkResult, error) {
 	var res ChunkResult
 	var outcomes []models.DeliveryOutcome
@@ -167,18 +169,16 @@ func (a *Notifications) sender(ctx context.Context, run *models.NotificationRun,
 		if a.Limiter != nil && len(next) > 0 && a.wait(ctx, len(next)) != nil {
 			next = nil // left pending for the next attempt
 		}
-		// Recording must happen even when ctx ended mid-batch: the
-		// messages were sent.
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		claimed, err := a.Store.Notifications.Step(wctx, run.ID, claim, outcomes, next)
-		cancel()
+		// Recorded even when ctx ended mid-batch (the ledger's writes
+		// outlive it): the messages were sent.
+		claimed, err := led.step(outcomes, next)
 		if err != nil {
 			return res, err
 		}
 		if len(outcomes) > 0 {
 			progress(len(outcomes))
 		}
-		outcomes = outcomes[:0]
+		outcomes = nil
 		if len(next) == 0 {
 			return res, nil
 		}

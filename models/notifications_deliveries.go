@@ -1,8 +1,12 @@
 package models
 
 import (
+	"cmp"
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -125,6 +129,12 @@ func (s *NotificationStore) AbandonClaims(ctx context.Context, runID, claim int6
 // took over stays as that attempt left it.
 func (s *NotificationStore) Step(ctx context.Context, runID, claim int64, outcomes []DeliveryOutcome, next []int64) ([]Delivery, error) {
 	var claimed []Delivery
+	if !IsPostgres(s.db) {
+		// SQLite has one writer: queue here rather than in its busy
+		// handler, which sleeps for milliseconds between tries.
+		s.sqliteWrites.Lock()
+		defer s.sqliteWrites.Unlock()
+	}
 	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		now := time.Now().UTC()
 		if err := recordOutcomes(ctx, tx, runID, claim, outcomes, now); err != nil {
@@ -133,18 +143,14 @@ func (s *NotificationStore) Step(ctx context.Context, runID, claim int64, outcom
 		if len(next) == 0 {
 			return nil
 		}
-		_, err := tx.NewUpdate().Model((*Delivery)(nil)).
+		err := tx.NewUpdate().Model((*Delivery)(nil)).
 			Set("state = ?, claim = ?, attempts = attempts + 1, updated_at = ?", DeliverySending, claim, now).
-			Where("run_id = ? AND seq IN (?) AND state = ?", runID, bun.In(next), DeliveryPending).Exec(ctx)
-		if err != nil {
+			Where("run_id = ? AND seq IN (?) AND state = ?", runID, bun.In(next), DeliveryPending).
+			Returning("*").Scan(ctx, &claimed)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("claim deliveries: %w", err)
 		}
-		err = tx.NewSelect().Model(&claimed).
-			Where("run_id = ? AND seq IN (?) AND state = ? AND claim = ?", runID, bun.In(next), DeliverySending, claim).
-			OrderExpr("seq").Scan(ctx)
-		if err != nil {
-			return fmt.Errorf("select claimed deliveries: %w", err)
-		}
+		slices.SortFunc(claimed, func(a, b Delivery) int { return cmp.Compare(a.Seq, b.Seq) })
 		return nil
 	})
 	return claimed, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -63,6 +64,8 @@ type NotificationStore struct {
 	Groups GroupMembers
 	// Templates reads the templates runs send.
 	Templates *TemplateStore
+	// sqliteWrites queues the delivery ledger's writes on SQLite.
+	sqliteWrites sync.Mutex
 }
 
 // SyncFunc mirrors a schedule write elsewhere (its Temporal Schedule) from

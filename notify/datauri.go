@@ -69,6 +69,9 @@ var imgDataSrc = regexp.MustCompile(`(?i)(\ssrc\s*=\s*)(?:"(data:[^"]*)"|'(data:
 // URIs still show them. Identical images become one part. A data: URI that
 // cannot be read is left as it is.
 func InlineDataImages(html string) (string, []File) {
+	if !strings.Contains(html, "ata:") && !strings.Contains(html, "ATA:") { // no data: URI: skip the regexp
+		return html, nil
+	}
 	var files []File
 	seen := map[string]string{}
 	out := imgDataSrc.ReplaceAllStringFunc(html, func(m string) string {

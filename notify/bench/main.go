@@ -1,0 +1,303 @@
+// Command bench measures the notification mail path against a plain go-mail
+// loop, in one run, on an in-process SMTP server (github.com/emersion/go-smtp
+// on 127.0.0.1):
+//
+//   - plain loop: go-mail renders and builds the messages, then sends them
+//     one after the other over one connection, with its defaults;
+//   - notify path: notify.SMTPMailer renders each recipient's message from
+//     the template and sends it over its connection pool;
+//   - delivery path: the notification send step (activities.DeliverChunk)
+//     with its delivery ledger in a SQLite database: claim, render, send,
+//     record, for every recipient, in parallel chunks as a run sends them.
+//
+// Usage: go run ./notify/bench [-n 10000] [-rounds 3] [-conns 4]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	gomail "github.com/wneessen/go-mail"
+
+	"iam/activities"
+	"iam/models"
+	"iam/notify"
+	"iam/notify/smtptest"
+)
+
+const (
+	subject = "Please enrol, %first_name%"
+	content = `<p>Hello %display_name%,</p><p>Your organization asks you to enrol an authentication factor ` +
+		`before the end of the week. It takes two minutes: open the enrollment page, choose a factor and follow the steps.</p>` +
+		`<p>Thank you,<br>The IT team of %org_name%</p>`
+	from = "IAM <iam@example.com>"
+)
+
+func main() {
+	if err := run(os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(out io.Writer) error {
+	n := flag.Int("n", 10000, "recipients")
+	rounds := flag.Int("rounds", 3, "runs of each path; the median is reported")
+	conns := flag.Int("conns", 4, "SMTP connections (and messages in flight) of the notify and delivery paths")
+	flag.Parse()
+
+	srv, err := smtptest.Start(smtptest.Options{Discard: true})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	people := recipients(*n)
+
+	ledger, err := newLedger(*n)
+	if err != nil {
+		return fmt.Errorf("delivery path setup: %w", err)
+	}
+	defer ledger.close()
+	// Rounds interleave the paths, so that a busy machine slows them alike.
+	var plains, paths, deliveries []float64
+	for range *rounds {
+		for _, p := range []struct {
+			rates *[]float64
+			run   func() error
+		}{
+			{&plains, func() error { return plainLoop(srv, people) }},
+			{&paths, func() error { return notifyPath(srv, people, *conns) }},
+			{&deliveries, func() error { return ledger.deliver(srv, *conns) }},
+		} {
+			start := time.Now()
+			if err := p.run(); err != nil {
+				return err
+			}
+			*p.rates = append(*p.rates, float64(*n)/time.Since(start).Seconds())
+		}
+	}
+	plain, path, delivery := median(plains), median(paths), median(deliveries)
+
+	fmt.Fprintf(out, "%d recipients, one message each, to an in-process SMTP server on 127.0.0.1; median of %d rounds\n", *n, *rounds)
+	fmt.Fprintf(out, "  go-mail plain loop (render, build, send in turn; 1 connection): %8.0f msg/s\n", plain)
+	fmt.Fprintf(out, "  notify SMTP path (render, build, pooled send; %d connections):   %8.0f msg/s = %5.1f%% of the plain loop\n", *conns, path, 100*path/plain)
+	fmt.Fprintf(out, "  delivery path (SMTP path + SQLite delivery ledger and log):     %8.0f msg/s = %5.1f%% of the plain loop\n", delivery, 100*delivery/plain)
+	return nil
+}
+
+// median returns the middle of rates.
+func median(rates []float64) float64 {
+	slices.Sort(rates)
+	return rates[len(rates)/2]
+}
+
+type person struct{ first, display, email string }
+
+func recipients(n int) []person {
+	out := make([]person, n)
+	for i := range out {
+		out[i] = person{first: fmt.Sprintf("User%05d", i), display: fmt.Sprintf("User%05d Example", i), email: fmt.Sprintf("user%05d@example.com", i)}
+	}
+	return out
+}
+
+func values(p person) map[string]string {
+	return map[string]string{"first_name": p.first, "display_name": p.display, "org_name": "Acme"}
+}
+
+// plainLoop is go-mail as its documentation shows it: the messages built,
+// one connection, Send for each.
+func plainLoop(srv *smtptest.Server, people []person) error {
+	msgs := make([]*gomail.Msg, len(people))
+	for i, p := range people {
+		m := gomail.NewMsg()
+		if err := m.From(from); err != nil {
+			return err
+		}
+		if err := m.To(p.email); err != nil {
+			return err
+		}
+		html := notify.Render(content, values(p), true)
+		m.Subject(notify.Render(subject, values(p), false))
+		m.SetBodyString(gomail.TypeTextPlain, notify.HTMLToText(html))
+		m.AddAlternativeString(gomail.TypeTextHTML, html)
+		msgs[i] = m
+	}
+	c, err := gomail.NewClient(srv.Host, gomail.WithPort(srv.Port), gomail.WithTLSPolicy(gomail.NoTLS))
+	if err != nil {
+		return err
+	}
+	before := srv.Count()
+	if err := c.DialWithContext(context.Background()); err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		if err := c.Send(m); err != nil {
+			return err
+		}
+	}
+	if err := c.Close(); err != nil {
+		return err
+	}
+	return accepted(srv, before, len(people))
+}
+
+// notifyPath renders and sends every message through notify.SMTPMailer.
+func notifyPath(srv *smtptest.Server, people []person, conns int) error {
+	m, err := notify.NewSMTPMailer(notify.SMTPConfig{Host: srv.Host, Port: srv.Port, TLS: notify.TLSNone, From: from, MaxConns: conns})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	subj, html := notify.Compile(subject), notify.Compile(content)
+	before := srv.Count()
+	work := make(chan person)
+	errs := make(chan error, conns)
+	var wg sync.WaitGroup
+	for range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range work {
+				v := values(p)
+				err := m.Send(context.Background(), &notify.Message{To: []string{p.email}, Subject: subj.Render(v, false), HTML: html.Render(v, true)})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for _, p := range people {
+		work <- p
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	return accepted(srv, before, len(people))
+}
+
+func accepted(srv *smtptest.Server, before, n int) error {
+	if got := srv.Count() - before; got != n {
+		return fmt.Errorf("the server accepted %d messages, want %d", got, n)
+	}
+	return nil
+}
+
+// ledger is a SQLite database with an organization of n users in a group,
+// a template and a schedule; each round prepares a new run.
+type ledger struct {
+	dir   string
+	store *models.Store
+	org   *models.Organization
+	sc    *models.NotificationSchedule
+	round int
+}
+
+func newLedger(n int) (*ledger, error) {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "iam-notify-bench-")
+	if err != nil {
+		return nil, err
+	}
+	l := &ledger{dir: dir}
+	db, err := models.Open(ctx, "sqlite:"+filepath.Join(dir, "bench.db"))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := models.MigrateUp(ctx, db); err != nil {
+		return nil, err
+	}
+	l.store = models.NewStore(db)
+	l.org = &models.Organization{Name: "Acme"}
+	if err := l.store.Orgs.Create(ctx, l.org); err != nil {
+		return nil, err
+	}
+	var ids []int64
+	for i, p := range recipients(n) {
+		u := &models.User{OrgID: l.org.ID, FirstName: p.first, LastName: "Example", DisplayName: p.display, Email: p.email, Status: models.UserActive}
+		if err := l.store.Users.Create(ctx, u, ""); err != nil {
+			return nil, fmt.Errorf("user %d: %w", i, err)
+		}
+		ids = append(ids, u.ID)
+	}
+	var groups []int64
+	for start := 0; start < len(ids); start += models.MaxMembersPerRequest {
+		g := &models.Group{OrgID: l.org.ID, Name: fmt.Sprintf("Not enrolled %d", start)}
+		if err := l.store.Groups.Create(ctx, g, ids[start:min(start+models.MaxMembersPerRequest, len(ids))], nil); err != nil {
+			return nil, err
+		}
+		groups = append(groups, g.ID)
+	}
+	tpl := &models.Template{OrgID: l.org.ID, Name: "Reminder", Module: models.ModuleReports, Mail: &models.MailTemplate{Subject: subject, Content: content}}
+	if err := l.store.Templates.Create(ctx, tpl, nil); err != nil {
+		return nil, err
+	}
+	l.sc = &models.NotificationSchedule{OrgID: l.org.ID, Name: "Daily", TemplateID: tpl.ID, GroupIDs: groups, IsEnabled: true,
+		Settings: models.ScheduleSettings{SchedulerInterval: models.IntervalDaily, Hours: "9", Minutes: "0"}}
+	noSync := func(context.Context, *models.NotificationSchedule, *models.NotificationSchedule) error { return nil }
+	if err := l.store.Notifications.CreateSchedule(ctx, l.sc, 0, noSync); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// deliver prepares a run (not timed apart: a run prepares once) and sends
+// it the way a run does: chunks of 500, four in flight.
+func (l *ledger) deliver(srv *smtptest.Server, conns int) error {
+	ctx := context.Background()
+	l.round++
+	run, err := l.store.Notifications.PrepareRun(ctx, models.PrepareRunInput{OrgID: l.org.ID, ScheduleID: l.sc.ID,
+		ScheduledAt: time.Date(2026, 1, 1, 9, l.round, 0, 0, time.UTC)})
+	if err != nil {
+		return err
+	}
+	m, err := notify.NewSMTPMailer(notify.SMTPConfig{Host: srv.Host, Port: srv.Port, TLS: notify.TLSNone, From: from, MaxConns: conns})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	a := &activities.Notifications{Store: l.store, Mail: m, Concurrency: conns}
+	before := srv.Count()
+	chunks := make(chan int64)
+	errs := make(chan error, 4)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for from := range chunks {
+				in := activities.ChunkInput{Run: activities.RunRef{OrgID: l.org.ID, RunID: run.ID}, From: from, To: from + 500}
+				if _, err := activities.DeliverChunk(ctx, a, in, func(int64) {}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for from := int64(1); from <= run.Total; from += 500 {
+		chunks <- from
+	}
+	close(chunks)
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	return accepted(srv, before, int(run.Total))
+}
+
+func (l *ledger) close() {
+	l.store.DB.Close()
+	os.RemoveAll(l.dir)
+}
