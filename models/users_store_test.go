@@ -157,5 +157,24 @@ func TestUserStore_List(t *testing.T) {
 		if _, _, err := users.List(ctx, org.ID, "some", listing.Params{}); err == nil {
 			t.Error("a bad licensing value was accepted")
 		}
+
+		// The unfiltered totals come from the kept count: it follows
+		// licensing changes and deletes.
+		page, _, _ := users.List(ctx, org.ID, models.Licensed, listing.Params{})
+		if _, err := users.Update(ctx, org.ID, page[0].ID, func(u *models.User) error { u.IsLicensed = false; return nil }, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := users.DeleteMany(ctx, org.ID, []int64{page[1].ID}); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			licensing models.Licensing
+			want      int64
+		}{{models.LicensingBoth, 2}, {models.Licensed, 0}, {models.Unlicensed, 2}} {
+			_, meta, err := users.List(ctx, org.ID, c.licensing, listing.Params{})
+			if err != nil || meta.(*listing.CursorMeta).Total != c.want {
+				t.Errorf("after changes, %q total = %+v, %v; want %d", c.licensing, meta, err, c.want)
+			}
+		}
 	})
 }

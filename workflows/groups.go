@@ -16,10 +16,10 @@ const (
 )
 
 // Recompute sizing: users per batch (one transaction each) and batches per
-// activity (one heartbeat per batch). 1,000,000 users take 20 activities.
+// activity (one heartbeat per batch). 1,000,000 users take 10 activities.
 const (
-	RecomputeBatchSize       = 5000
-	RecomputeBatchesPerChunk = 10
+	RecomputeBatchSize       = 20000
+	RecomputeBatchesPerChunk = 5
 )
 
 var groupActivities *activities.Groups

@@ -47,9 +47,11 @@ func fakeUsers(n int64, calls *int, stopAt int) func(context.Context, activities
 }
 
 func TestGroupRecompute_RunsChunksToTheEnd(t *testing.T) {
+	perChunk := int64(RecomputeBatchSize * RecomputeBatchesPerChunk)
+	users := 2*perChunk + 1 // three chunks
 	env := newRecomputeEnv(t)
 	calls := 0
-	env.OnActivity(groupActivities.RecomputeGroupChunk, mock.Anything, mock.Anything).Return(fakeUsers(120_000, &calls, 0))
+	env.OnActivity(groupActivities.RecomputeGroupChunk, mock.Anything, mock.Anything).Return(fakeUsers(users, &calls, 0))
 	var finished activities.FinishInput
 	env.OnActivity(jobActivities.FinishJob, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.FinishInput) (models.JobStatus, error) {
@@ -61,9 +63,9 @@ func TestGroupRecompute_RunsChunksToTheEnd(t *testing.T) {
 		t.Fatalf("workflow: %v", env.GetWorkflowError())
 	}
 	if calls != 3 {
-		t.Errorf("%d chunks for 120,000 users, want 3", calls)
+		t.Errorf("%d chunks for %d users, want 3", calls, users)
 	}
-	if finished.Failure != "" || finished.Progress.Processed != 120_000 {
+	if finished.Failure != "" || finished.Progress.Processed != users {
 		t.Errorf("finished with %+v", finished)
 	}
 }
