@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -26,8 +27,9 @@ func writeUserPage(c *gin.Context, views []userView, fields []string, meta listi
 		abortWithError(c, err)
 		return
 	}
-	b := make([]byte, 0, 64+len(views)*1024+len(metaJSON))
-	b = append(b, `{"data":[`...)
+	buf := pageBuffers.Get().(*[]byte)
+	defer pageBuffers.Put(buf)
+	b := append((*buf)[:0], `{"data":[`...)
 	for i := range views {
 		if i > 0 {
 			b = append(b, ',')
@@ -38,7 +40,12 @@ func writeUserPage(c *gin.Context, views []userView, fields []string, meta listi
 	b = append(b, metaJSON...)
 	b = append(b, '}')
 	c.Data(http.StatusOK, "application/json; charset=utf-8", b)
+	*buf = b
 }
+
+// pageBuffers recycles the buffers of list pages (100 users make about
+// 90 KB), sparing the allocator and the collector.
+var pageBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 128<<10); return &b }}
 
 // appendJSON appends the user as encoding/json writes it.
 func (v *userView) appendJSON(b []byte) []byte {
