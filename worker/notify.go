@@ -36,6 +36,11 @@ func NewNotify(c client.Client, jobsQueue string, store *models.Store, n NotifyD
 	w := sdkworker.New(c, workflows.NotifyTaskQueueFor(jobsQueue), sdkworker.Options{
 		DisableWorkflowWorker:        true,
 		TaskQueueActivitiesPerSecond: n.ActivitiesPerSecond,
+		// One send step at a time per process, its Concurrency senders
+		// matching the SMTP connections: no claimed delivery waits for a
+		// connection, which keeps a crash's uncertain deliveries few. More
+		// workers send more chunks at once.
+		MaxConcurrentActivityExecutionSize: 1,
 	})
 	a := &activities.Notifications{Store: store, Mail: n.Mail, SMS: n.SMS, Concurrency: n.Concurrency, Log: n.Log}
 	if n.MessagesPerSecond > 0 {

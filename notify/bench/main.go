@@ -30,6 +30,7 @@ import (
 	"iam/models"
 	"iam/notify"
 	"iam/notify/smtptest"
+	"iam/workflows"
 )
 
 const (
@@ -252,8 +253,8 @@ func newLedger(n int) (*ledger, error) {
 	return l, nil
 }
 
-// deliver prepares a run (not timed apart: a run prepares once) and sends
-// it the way a run does: chunks of 500, four in flight.
+// deliver prepares a run and sends it the way one notify worker does: one
+// chunk of 500 after the other, conns messages in flight.
 func (l *ledger) deliver(srv *smtptest.Server, conns int) error {
 	ctx := context.Background()
 	l.round++
@@ -269,30 +270,11 @@ func (l *ledger) deliver(srv *smtptest.Server, conns int) error {
 	defer m.Close()
 	a := &activities.Notifications{Store: l.store, Mail: m, Concurrency: conns}
 	before := srv.Count()
-	chunks := make(chan int64)
-	errs := make(chan error, 4)
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for from := range chunks {
-				in := activities.ChunkInput{Run: activities.RunRef{OrgID: l.org.ID, RunID: run.ID}, From: from, To: from + 500}
-				if _, err := activities.DeliverChunk(ctx, a, in, func(int64) {}); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	for from := int64(1); from <= run.Total; from += 500 {
-		chunks <- from
-	}
-	close(chunks)
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return err
+	for from := int64(1); from <= run.Total; from += workflows.NotifyChunkSize {
+		in := activities.ChunkInput{Run: activities.RunRef{OrgID: l.org.ID, RunID: run.ID}, From: from, To: from + workflows.NotifyChunkSize}
+		if _, err := activities.DeliverChunk(ctx, a, in, func(int64) {}); err != nil {
+			return err
+		}
 	}
 	return accepted(srv, before, int(run.Total))
 }
