@@ -193,21 +193,10 @@ func (s *GroupStore) AddMembers(ctx context.Context, orgID, groupID int64, ids [
 	if err != nil {
 		return nil, err
 	}
-	err = inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		g, err := getGroup(ctx, tx, orgID, groupID, false)
-		if err != nil {
-			return err
-		}
-		if g.IsDynamic {
-			return errDynamicMembers
-		}
-		_, err = addMembers(ctx, tx, g, ids)
+	return s.changeMembers(ctx, orgID, groupID, func(ctx context.Context, tx bun.Tx, g *Group) error {
+		_, err := addMembers(ctx, tx, g, ids)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return s.Get(ctx, orgID, groupID)
 }
 
 // RemoveMembers removes users ids from a static group of the organization
@@ -219,7 +208,24 @@ func (s *GroupStore) RemoveMembers(ctx context.Context, orgID, groupID int64, id
 	if err != nil {
 		return nil, err
 	}
-	err = inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return s.changeMembers(ctx, orgID, groupID, func(ctx context.Context, tx bun.Tx, g *Group) error {
+		if len(ids) == 0 {
+			return nil
+		}
+		_, err := tx.NewDelete().Model((*GroupMember)(nil)).
+			Where("group_id = ? AND user_id IN (?)", g.ID, bun.In(ids)).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("delete members: %w", err)
+		}
+		return nil
+	})
+}
+
+// changeMembers runs change on a static group of the organization in a
+// transaction and returns the group as it is after. ENOTFOUND when the group
+// is missing; EINVALID when it is dynamic.
+func (s *GroupStore) changeMembers(ctx context.Context, orgID, groupID int64, change func(context.Context, bun.Tx, *Group) error) (*Group, error) {
+	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		g, err := getGroup(ctx, tx, orgID, groupID, false)
 		if err != nil {
 			return err
@@ -227,15 +233,7 @@ func (s *GroupStore) RemoveMembers(ctx context.Context, orgID, groupID int64, id
 		if g.IsDynamic {
 			return errDynamicMembers
 		}
-		if len(ids) == 0 {
-			return nil
-		}
-		_, err = tx.NewDelete().Model((*GroupMember)(nil)).
-			Where("group_id = ? AND user_id IN (?)", g.ID, bun.In(ids)).Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("delete members: %w", err)
-		}
-		return nil
+		return change(ctx, tx, g)
 	})
 	if err != nil {
 		return nil, err
