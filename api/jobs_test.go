@@ -87,7 +87,11 @@ func TestJobs_DiagnosticJobRunsToCompletion(t *testing.T) {
 			t.Errorf("results page: %d rows from %v, meta %+v", len(page.Data), page.Data, page.Meta)
 		}
 
-		// The workflow is visible in Temporal under job-<id>, closed.
+		// The workflow is visible in Temporal under job-<id>, closed. The job
+		// row is final a moment before the workflow closes: wait for it.
+		if err := env.Temporal.GetWorkflow(context.Background(), job.WorkflowID(), "").Get(context.Background(), nil); err != nil {
+			t.Fatalf("workflow: %v", err)
+		}
 		desc, err := env.Temporal.DescribeWorkflowExecution(context.Background(), job.WorkflowID(), "")
 		if err != nil {
 			t.Fatal(err)
