@@ -291,7 +291,7 @@ func (s *Server) runSchedule(c *gin.Context) {
 		abortWithError(c, errEngineDown)
 		return
 	}
-	if err := m.trigger(context.WithoutCancel(c), sc.ID); err != nil {
+	if err := m.trigger(context.WithoutCancel(c), sc); err != nil {
 		abortWithError(c, err)
 		return
 	}

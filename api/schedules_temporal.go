@@ -142,14 +142,23 @@ func (m *scheduleMirror) options(ctx context.Context, sc *models.NotificationSch
 	}, nil
 }
 
-// trigger starts a run now (run-now): it waits for a run in progress.
-func (m *scheduleMirror) trigger(ctx context.Context, id int64) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+// trigger starts a run of sc now (run-now): it waits for a run in
+// progress. A Temporal Schedule found missing (a wiped dev server) is made
+// again from the row first.
+func (m *scheduleMirror) trigger(ctx context.Context, sc *models.NotificationSchedule) error {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	err := m.c.ScheduleClient().GetHandle(ctx, models.NotificationScheduleID(id)).
-		Trigger(ctx, client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE})
+	h := m.c.ScheduleClient().GetHandle(ctx, models.NotificationScheduleID(sc.ID))
+	opts := client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE}
+	err := h.Trigger(ctx, opts)
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		if err = m.apply(ctx, nil, sc); err == nil {
+			err = h.Trigger(ctx, opts)
+		}
+	}
 	if err != nil {
-		m.log.Warn("notification schedule not triggered", "schedule_id", id, "error", err)
+		m.log.Warn("notification schedule not triggered", "schedule_id", sc.ID, "error", err)
 		return errEngineDown
 	}
 	return nil

@@ -24,6 +24,7 @@ const (
 	Uncertain
 )
 
+// String names the class.
 func (c Class) String() string {
 	switch c {
 	case Temporary:
@@ -44,6 +45,7 @@ type Error struct {
 	Err  error
 }
 
+// Error implements error.
 func (e *Error) Error() string {
 	if e.Code != 0 {
 		return fmt.Sprintf("%s failure (%d): %v", e.Class, e.Code, e.Err)
@@ -51,6 +53,7 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s failure: %v", e.Class, e.Err)
 }
 
+// Unwrap returns the underlying error.
 func (e *Error) Unwrap() error { return e.Err }
 
 // Classify returns the class of a send's error: Temporary for an error that

@@ -170,6 +170,7 @@ type session struct {
 	msg    Message
 }
 
+// AuthMechanisms implements smtp.AuthSession: PLAIN when credentials are set.
 func (ss *session) AuthMechanisms() []string {
 	if ss.srv.opts.Username == "" {
 		return nil
@@ -177,6 +178,7 @@ func (ss *session) AuthMechanisms() []string {
 	return []string{sasl.Plain}
 }
 
+// Auth checks the credentials of Options.
 func (ss *session) Auth(mech string) (sasl.Server, error) {
 	return sasl.NewPlainServer(func(identity, username, password string) error {
 		if username != ss.srv.opts.Username || password != ss.srv.opts.Password {
@@ -187,6 +189,7 @@ func (ss *session) Auth(mech string) (sasl.Server, error) {
 	}), nil
 }
 
+// Mail starts a message; it needs authentication when credentials are set.
 func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
 	if !ss.authed {
 		return smtp.ErrAuthRequired
@@ -195,11 +198,13 @@ func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
 	return nil
 }
 
+// Rcpt adds a recipient.
 func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	ss.msg.To = append(ss.msg.To, to)
 	return nil
 }
 
+// Data reads the message, runs Options.OnData and accepts it.
 func (ss *session) Data(r io.Reader) error {
 	var buf bytes.Buffer
 	if ss.srv.opts.Discard {
@@ -220,7 +225,10 @@ func (ss *session) Data(r io.Reader) error {
 	return nil
 }
 
-func (ss *session) Reset()        { ss.msg = Message{} }
+// Reset drops the message in progress.
+func (ss *session) Reset() { ss.msg = Message{} }
+
+// Logout ends the session.
 func (ss *session) Logout() error { return nil }
 
 // selfSigned makes a certificate for 127.0.0.1 and localhost.
