@@ -26,7 +26,11 @@ type NotifyDeps struct {
 	MessagesPerSecond float64
 	// Concurrency is how many messages one send step has in flight.
 	Concurrency int
-	Log         *slog.Logger
+	// ClaimBatch is how many deliveries a sender claims per ledger write:
+	// more is faster, and leaves more deliveries uncertain after a crash
+	// (at most Concurrency × ClaimBatch).
+	ClaimBatch int
+	Log        *slog.Logger
 }
 
 // NewNotify returns the worker of the notification send step: the queue
@@ -42,7 +46,7 @@ func NewNotify(c client.Client, jobsQueue string, store *models.Store, n NotifyD
 		// workers send more chunks at once.
 		MaxConcurrentActivityExecutionSize: 1,
 	})
-	a := &activities.Notifications{Store: store, Mail: n.Mail, SMS: n.SMS, Concurrency: n.Concurrency, Log: n.Log}
+	a := &activities.Notifications{Store: store, Mail: n.Mail, SMS: n.SMS, Concurrency: n.Concurrency, ClaimBatch: n.ClaimBatch, Log: n.Log}
 	if n.MessagesPerSecond > 0 {
 		a.Limiter = rate.NewLimiter(rate.Limit(n.MessagesPerSecond), max(1, int(n.MessagesPerSecond)))
 	}

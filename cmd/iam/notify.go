@@ -57,6 +57,9 @@ type NotifyConfig struct {
 	MessagesPerSecond float64 `env:"IAM_NOTIFY_MESSAGES_PER_SECOND" envDefault:"0"`
 	// Concurrency is the messages one send step has in flight.
 	Concurrency int `env:"IAM_NOTIFY_CONCURRENCY" envDefault:"4"`
+	// ClaimBatch is the deliveries a sender claims per ledger write: a crash
+	// leaves at most Concurrency × ClaimBatch of them uncertain.
+	ClaimBatch int `env:"IAM_NOTIFY_CLAIM_BATCH" envDefault:"4"`
 }
 
 // problems lists what is wrong with the notification settings.
@@ -88,8 +91,8 @@ func (n NotifyConfig) problems() []string {
 	if n.ActivitiesPerSecond < 0 || n.MessagesPerSecond < 0 {
 		out = append(out, "IAM_NOTIFY_ACTIVITIES_PER_SECOND and IAM_NOTIFY_MESSAGES_PER_SECOND must not be negative")
 	}
-	if n.Concurrency < 1 || n.SMTPMaxConns < 1 || n.SMSAttempts < 1 {
-		out = append(out, "IAM_NOTIFY_CONCURRENCY, IAM_SMTP_MAX_CONNS and IAM_SMS_ATTEMPTS must be positive")
+	if n.Concurrency < 1 || n.ClaimBatch < 1 || n.SMTPMaxConns < 1 || n.SMSAttempts < 1 {
+		out = append(out, "IAM_NOTIFY_CONCURRENCY, IAM_NOTIFY_CLAIM_BATCH, IAM_SMTP_MAX_CONNS and IAM_SMS_ATTEMPTS must be positive")
 	}
 	return out
 }
@@ -134,7 +137,7 @@ func (n NotifyConfig) twilioConfig() notify.TwilioConfig {
 // deliveries. close releases the SMTP connections.
 func (n NotifyConfig) notifyDeps(outboxDefault string, log *slog.Logger) (deps worker.NotifyDeps, close func(), err error) {
 	deps = worker.NotifyDeps{ActivitiesPerSecond: n.ActivitiesPerSecond, MessagesPerSecond: n.MessagesPerSecond,
-		Concurrency: n.Concurrency, Log: log}
+		Concurrency: n.Concurrency, ClaimBatch: n.ClaimBatch, Log: log}
 	close = func() {}
 	outboxDir := n.OutboxDir
 	if outboxDir == "" {

@@ -7,10 +7,11 @@
 //   - notify path: notify.SMTPMailer renders each recipient's message from
 //     the template and sends it over its connection pool;
 //   - delivery path: the notification send step (activities.DeliverChunk)
-//     with its delivery ledger in a SQLite database: claim, render, send,
-//     record, for every recipient, in parallel chunks as a run sends them.
+//     with its delivery ledger and log in a database (a temporary SQLite
+//     file, or -db postgres://…): prepare the run, then claim, render, send
+//     and record every recipient, chunk after chunk as one worker does.
 //
-// Usage: go run ./notify/bench [-n 10000] [-rounds 3] [-conns 4]
+// Usage: go run ./notify/bench [-n 10000] [-rounds 3] [-conns 4] [-db postgres://…]
 package main
 
 import (
@@ -52,6 +53,8 @@ func run(out io.Writer) error {
 	n := flag.Int("n", 10000, "recipients")
 	rounds := flag.Int("rounds", 3, "runs of each path; the median is reported")
 	conns := flag.Int("conns", 4, "SMTP connections (and messages in flight) of the notify and delivery paths")
+	claim := flag.Int("claim", 4, "deliveries a sender claims per ledger write (IAM_NOTIFY_CLAIM_BATCH)")
+	dsn := flag.String("db", "", "database of the delivery path: an empty postgres://… database (migrated here), or empty for a temporary SQLite file")
 	flag.Parse()
 
 	srv, err := smtptest.Start(smtptest.Options{Discard: true})
@@ -61,7 +64,7 @@ func run(out io.Writer) error {
 	defer srv.Close()
 	people := recipients(*n)
 
-	ledger, err := newLedger(*n)
+	ledger, err := newLedger(*n, *dsn)
 	if err != nil {
 		return fmt.Errorf("delivery path setup: %w", err)
 	}
@@ -75,7 +78,7 @@ func run(out io.Writer) error {
 		}{
 			{&plains, func() error { return plainLoop(srv, people) }},
 			{&paths, func() error { return notifyPath(srv, people, *conns) }},
-			{&deliveries, func() error { return ledger.deliver(srv, *conns) }},
+			{&deliveries, func() error { return ledger.deliver(srv, *conns, *claim) }},
 		} {
 			start := time.Now()
 			if err := p.run(); err != nil {
@@ -89,7 +92,7 @@ func run(out io.Writer) error {
 	fmt.Fprintf(out, "%d recipients, one message each, to an in-process SMTP server on 127.0.0.1; median of %d rounds\n", *n, *rounds)
 	fmt.Fprintf(out, "  go-mail plain loop (render, build, send in turn; 1 connection): %8.0f msg/s\n", plain)
 	fmt.Fprintf(out, "  notify SMTP path (render, build, pooled send; %d connections):   %8.0f msg/s = %5.1f%% of the plain loop\n", *conns, path, 100*path/plain)
-	fmt.Fprintf(out, "  delivery path (SMTP path + SQLite delivery ledger and log):     %8.0f msg/s = %5.1f%% of the plain loop\n", delivery, 100*delivery/plain)
+	fmt.Fprintf(out, "  delivery path (SMTP path + %s delivery ledger and log, claims of %d): %8.0f msg/s = %5.1f%% of the plain loop\n", ledger.dialect, *claim, delivery, 100*delivery/plain)
 	return nil
 }
 
@@ -198,23 +201,30 @@ func accepted(srv *smtptest.Server, before, n int) error {
 // ledger is a SQLite database with an organization of n users in a group,
 // a template and a schedule; each round prepares a new run.
 type ledger struct {
-	dir   string
-	store *models.Store
-	org   *models.Organization
-	sc    *models.NotificationSchedule
-	round int
+	dialect string
+	dir     string
+	store   *models.Store
+	org     *models.Organization
+	sc      *models.NotificationSchedule
+	round   int
 }
 
-func newLedger(n int) (*ledger, error) {
+func newLedger(n int, dsn string) (*ledger, error) {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "iam-notify-bench-")
 	if err != nil {
 		return nil, err
 	}
-	l := &ledger{dir: dir}
-	db, err := models.Open(ctx, "sqlite:"+filepath.Join(dir, "bench.db"))
+	l := &ledger{dir: dir, dialect: "SQLite"}
+	if dsn == "" {
+		dsn = "sqlite:" + filepath.Join(dir, "bench.db")
+	}
+	db, err := models.Open(ctx, dsn)
 	if err != nil {
 		return nil, err
+	}
+	if models.IsPostgres(db) {
+		l.dialect = "PostgreSQL"
 	}
 	if _, err := models.MigrateUp(ctx, db); err != nil {
 		return nil, err
@@ -255,7 +265,7 @@ func newLedger(n int) (*ledger, error) {
 
 // deliver prepares a run and sends it the way one notify worker does: one
 // chunk of 500 after the other, conns messages in flight.
-func (l *ledger) deliver(srv *smtptest.Server, conns int) error {
+func (l *ledger) deliver(srv *smtptest.Server, conns, claim int) error {
 	ctx := context.Background()
 	l.round++
 	run, err := l.store.Notifications.PrepareRun(ctx, models.PrepareRunInput{OrgID: l.org.ID, ScheduleID: l.sc.ID,
@@ -268,7 +278,7 @@ func (l *ledger) deliver(srv *smtptest.Server, conns int) error {
 		return err
 	}
 	defer m.Close()
-	a := &activities.Notifications{Store: l.store, Mail: m, Concurrency: conns}
+	a := &activities.Notifications{Store: l.store, Mail: m, Concurrency: conns, ClaimBatch: claim}
 	before := srv.Count()
 	for from := int64(1); from <= run.Total; from += workflows.NotifyChunkSize {
 		in := activities.ChunkInput{Run: activities.RunRef{OrgID: l.org.ID, RunID: run.ID}, From: from, To: from + workflows.NotifyChunkSize}
