@@ -475,9 +475,14 @@ func TestBadConfiguration_ExitsWithOneLine(t *testing.T) {
 	// A database nobody listens on: the configuration must be refused before
 	// anything is dialled.
 	const nowhere = "IAM_DATABASE_URL=postgres://iam@127.0.0.1:1/iam"
+	// serve checks its secret before anything else: the other cases carry one.
+	secret := "IAM_SECRET_KEY=" + strings.Repeat("s", 40)
 	none := func(*testing.T) []string { return nil }
 	set := func(vars ...string) func(*testing.T) []string {
 		return func(*testing.T) []string { return vars }
+	}
+	withSecret := func(env func(*testing.T) []string) func(*testing.T) []string {
+		return func(t *testing.T) []string { return append(env(t), secret) }
 	}
 	cases := []struct {
 		name   string
@@ -489,14 +494,13 @@ func TestBadConfiguration_ExitsWithOneLine(t *testing.T) {
 	}{
 		{name: "no database URL", env: none, args: []string{"serve"}, naming: []string{"IAM_DATABASE_URL"}},
 		{name: "worker without database URL", env: none, args: []string{"worker"}, naming: []string{"IAM_DATABASE_URL"}},
-		{name: "unknown log level", env: set(nowhere, "IAM_LOG_LEVEL=loud"), args: []string{"serve"}, naming: []string{"IAM_LOG_LEVEL", "loud"}},
-		{name: "HTTP address not host:port", env: set(nowhere, "IAM_HTTP_ADDR=nonsense"), args: []string{"serve"}, naming: []string{"IAM_HTTP_ADDR", "nonsense"}},
-		{name: "not a database URL", env: set("IAM_DATABASE_URL=mysql://iam@localhost/iam"), args: []string{"serve"}, naming: []string{"database url"}},
-		{name: "schema not migrated", env: e2eUnmigratedDatabase, args: []string{"serve"}, naming: []string{"schema", "iam migrate up"}},
+		{name: "unknown log level", env: set(nowhere, secret, "IAM_LOG_LEVEL=loud"), args: []string{"serve"}, naming: []string{"IAM_LOG_LEVEL", "loud"}},
+		{name: "HTTP address not host:port", env: set(nowhere, secret, "IAM_HTTP_ADDR=nonsense"), args: []string{"serve"}, naming: []string{"IAM_HTTP_ADDR", "nonsense"}},
+		{name: "not a database URL", env: set("IAM_DATABASE_URL=mysql://iam@localhost/iam", secret), args: []string{"serve"}, naming: []string{"database url"}},
+		{name: "schema not migrated", env: withSecret(e2eUnmigratedDatabase), args: []string{"serve"}, naming: []string{"schema", "iam migrate up"}},
 		{name: "worker on a schema not migrated", env: e2eUnmigratedDatabase, args: []string{"worker"}, naming: []string{"schema", "iam migrate up"}},
-		// serve reads the secret after it has opened the database (and
-		// logged its first organization).
-		{name: "no secret key", env: e2eMigratedDatabase, args: []string{"serve"}, naming: []string{"IAM_SECRET_KEY"}, logsFirst: true},
+		// The secret is checked before the database is dialled.
+		{name: "no secret key", env: set(nowhere), args: []string{"serve"}, naming: []string{"IAM_SECRET_KEY"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -520,12 +524,3 @@ func e2eUnmigratedDatabase(t *testing.T) []string {
 	return []string{"IAM_DATABASE_URL=" + dsn}
 }
 
-// e2eMigratedDatabase returns the configuration of a PostgreSQL database
-// migrated by the binary.
-func e2eMigratedDatabase(t *testing.T) []string {
-	env := []string{"IAM_DATABASE_URL=" + dbtest.PostgresURL(t)}
-	if code, _, errOut := e2eRun(t, "migrate-up", env, "migrate", "up"); code != 0 {
-		t.Fatalf("iam migrate up exited %d: %s", code, errOut)
-	}
-	return env
-}
