@@ -523,4 +523,3 @@ func e2eUnmigratedDatabase(t *testing.T) []string {
 	e2eEmptySchema(t, dsn)
 	return []string{"IAM_DATABASE_URL=" + dsn}
 }
-
