@@ -157,3 +157,30 @@ func ensureOrganization(ctx context.Context, store *models.Store, log *slog.Logg
 	log.Info("created the first organization", "org_id", org.ID)
 	return org, nil
 }
+
+// bootstrapAuth makes the first organization and its admin on a fresh
+// database, and the authorization server with its token janitor.
+func bootstrapAuth(ctx context.Context, cfg Config, store *models.Store, secret []byte, addr string, stdout io.Writer, log *slog.Logger) (*oauth.Server, error) {
+	org, err := ensureOrganization(ctx, store, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureAdmin(ctx, store, org, cfg.OAuth, stdout, log); err != nil {
+		return nil, err
+	}
+	auth, err := newOAuthServer(cfg.OAuth, store, secret, publicURL(cfg.OAuth, addr), log)
+	if err != nil {
+		return nil, err
+	}
+	go auth.RunJanitor(ctx, time.Hour)
+	return auth, nil
+}
+
+// runAPI serves the API on addr, with the reconciler of lost job starts,
+// until ctx ends.
+func runAPI(ctx context.Context, cfg Config, addr string, store *models.Store, tc client.Client, auth *oauth.Server, log *slog.Logger, ready func(net.Addr)) error {
+	srv, launcher := apiServer(cfg, store, tc, auth, log)
+	rec := &jobrun.Reconciler{Launcher: launcher, Interval: cfg.ReconcileInterval, Grace: cfg.ReconcileGrace}
+	go rec.Run(ctx)
+	return serveHTTP(ctx, addr, srv.Handler(), cfg.ShutdownTimeout, ready)
+}

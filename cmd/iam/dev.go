@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"iam/api/jobrun"
 	"iam/deploy/devserver"
 	"iam/worker"
 	"iam/workflows"
@@ -57,13 +56,6 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 		return err
 	}
 	defer store.DB.Close()
-	org, err := ensureOrganization(ctx, store, log)
-	if err != nil {
-		return err
-	}
-	if err := ensureAdmin(ctx, store, org, cfg.OAuth, stdout, log); err != nil {
-		return err
-	}
 	secret, err := oauthSecret(cfg.OAuth, dataDir, true)
 	if err != nil {
 		return err
@@ -72,11 +64,10 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 	if addr == "" {
 		addr = "127.0.0.1:8080"
 	}
-	auth, err := newOAuthServer(cfg.OAuth, store, secret, publicURL(cfg.OAuth, addr), log)
+	auth, err := bootstrapAuth(ctx, cfg, store, secret, addr, stdout, log)
 	if err != nil {
 		return err
 	}
-	go auth.RunJanitor(ctx, time.Hour)
 
 	ts, err := devserver.Start(ctx, devserver.Config{
 		DataDir:          dataDir,
@@ -119,11 +110,7 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 	}
 	defer stopNotify()
 
-	srv, launcher := apiServer(cfg, store, tc, auth, log)
-	rec := &jobrun.Reconciler{Launcher: launcher, Interval: cfg.ReconcileInterval, Grace: cfg.ReconcileGrace}
-	go rec.Run(ctx)
-
-	return serveHTTP(ctx, addr, srv.Handler(), cfg.ShutdownTimeout, func(a net.Addr) {
+	return runAPI(ctx, cfg, addr, store, tc, auth, log, func(a net.Addr) {
 		fmt.Fprintf(stdout, "iam dev is ready in %s\n", time.Since(started).Round(time.Millisecond))
 		fmt.Fprintf(stdout, "  API:              http://%s/api/v1  (OpenAPI: /api/v1/openapi.json)\n", a)
 		fmt.Fprintf(stdout, "  OAuth:            http://%s/oauth/v2  (metadata: /.well-known/oauth-authorization-server)\n", a)

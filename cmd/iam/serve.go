@@ -5,12 +5,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
-
-	"iam/api/jobrun"
 )
 
 func serveCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
@@ -41,22 +38,14 @@ func runServe(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logge
 		return err
 	}
 	defer store.DB.Close()
-	org, err := ensureOrganization(ctx, store, log)
-	if err != nil {
-		return err
-	}
-	if err := ensureAdmin(ctx, store, org, cfg.OAuth, stdout, log); err != nil {
-		return err
-	}
 	addr := cfg.HTTPAddr
 	if addr == "" {
 		addr = ":8080"
 	}
-	auth, err := newOAuthServer(cfg.OAuth, store, secret, publicURL(cfg.OAuth, addr), log)
+	auth, err := bootstrapAuth(ctx, cfg, store, secret, addr, stdout, log)
 	if err != nil {
 		return err
 	}
-	go auth.RunJanitor(ctx, time.Hour)
 	opts, err := temporalOptions(cfg.Temporal, log)
 	if err != nil {
 		return err
@@ -69,11 +58,7 @@ func runServe(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logge
 	}
 	defer tc.Close()
 
-	srv, launcher := apiServer(cfg, store, tc, auth, log)
-	rec := &jobrun.Reconciler{Launcher: launcher, Interval: cfg.ReconcileInterval, Grace: cfg.ReconcileGrace}
-	go rec.Run(ctx)
-
-	return serveHTTP(ctx, addr, srv.Handler(), cfg.ShutdownTimeout, func(a net.Addr) {
+	return runAPI(ctx, cfg, addr, store, tc, auth, log, func(a net.Addr) {
 		log.Info("API listening", "address", a.String(), "temporal", cfg.Temporal.Address, "namespace", cfg.Temporal.Namespace)
 	})
 }
