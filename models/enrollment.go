@@ -71,7 +71,8 @@ func (k UserKey) NormalizeKey(v string) string {
 
 // MatchUsers returns the ids of the organization's users whose key
 // attribute has one of values, keyed by the normalized value. Values
-// should be normalized with NormalizeKey; empty ones never match.
+// should be normalized with NormalizeKey; empty ones never match. A value
+// that several users share (a mobile number) matches the oldest of them.
 func (s *EnrollmentStore) MatchUsers(ctx context.Context, orgID int64, key UserKey, values []string) (map[string]int64, error) {
 	out := make(map[string]int64, len(values))
 	want := make([]string, 0, len(values))
@@ -82,6 +83,11 @@ func (s *EnrollmentStore) MatchUsers(ctx context.Context, orgID int64, key UserK
 	}
 	if len(want) == 0 {
 		return out, nil
+	}
+	if IsPostgres(s.db) {
+		if q := rawSQL(s.db); q != nil {
+			return matchUsersPG(ctx, q, orgID, key, want)
+		}
 	}
 	var column, where string
 	switch key {
@@ -109,7 +115,9 @@ func (s *EnrollmentStore) MatchUsers(ctx context.Context, orgID int64, key UserK
 				rows.Close()
 				return nil, fmt.Errorf("match users: %w", err)
 			}
-			out[k] = id
+			if prev, seen := out[k]; !seen || id < prev {
+				out[k] = id
+			}
 		}
 		err = rows.Err()
 		rows.Close()

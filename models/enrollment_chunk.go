@@ -52,23 +52,20 @@ type enrollmentKey struct{ user, config int64 }
 // an error for the later row; data written by anything else is replaced
 // only with Overwrite. ENOTFOUND when the job was deleted; ECONFLICT when it
 // is not running.
+//
+// On PostgreSQL (outside a caller's transaction) the chunk travels as
+// arrays and COPY in pgx's binary protocol; SQLite takes bun's statements.
 func (s *EnrollmentStore) ApplyChunk(ctx context.Context, c *EnrollChunk) (JobProgress, error) {
+	if pool := pgxPool(s.db); pool != nil {
+		return s.applyChunkPG(ctx, pool, c)
+	}
 	var p JobProgress
 	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		results, err := s.writeChunk(ctx, tx, c)
 		if err != nil {
 			return err
 		}
-		p = c.Before
-		for _, r := range results {
-			if r.Status == ResultSuccess {
-				p.Success++
-			} else {
-				p.Failed++
-			}
-		}
-		p.Processed = c.NextRow - 1
-		p.Total = max(p.Total, p.Processed)
+		p = c.progressAfter(results)
 		jobs := &JobStore{db: tx}
 		if err := jobs.RecordChunk(ctx, c.OrgID, c.JobID, results, p); err != nil {
 			return err
@@ -81,12 +78,28 @@ func (s *EnrollmentStore) ApplyChunk(ctx context.Context, c *EnrollChunk) (JobPr
 	return p, err
 }
 
-// writeChunk upserts the chunk's enrollments and returns every row's result.
-func (s *EnrollmentStore) writeChunk(ctx context.Context, tx bun.Tx, c *EnrollChunk) ([]JobResult, error) {
+// progressAfter is the job's absolute progress once results are recorded.
+func (c *EnrollChunk) progressAfter(results []JobResult) JobProgress {
+	p := c.Before
+	for _, r := range results {
+		if r.Status == ResultSuccess {
+			p.Success++
+		} else {
+			p.Failed++
+		}
+	}
+	p.Processed = c.NextRow - 1
+	p.Total = max(p.Total, p.Processed)
+	return p
+}
+
+// plan returns every row's result as if all its writes land, and the
+// enrollments to write: rows that failed write nothing, and a user named
+// twice in the chunk is written by its first row only.
+func (c *EnrollChunk) plan(now time.Time) ([]JobResult, []Enrollment) {
 	results := make([]JobResult, len(c.Rows))
-	firstRow := map[int64]int64{} // user -> first row of this chunk naming it
-	var writes []Enrollment
-	now := time.Now().UTC()
+	firstRow := make(map[int64]int64, len(c.Rows)) // user -> first row of this chunk naming it
+	writes := make([]Enrollment, 0, len(c.Rows))
 	for i := range c.Rows {
 		row := &c.Rows[i]
 		results[i] = JobResult{Seq: row.Row, Status: ResultError, Message: row.Error}
@@ -107,8 +120,18 @@ func (s *EnrollmentStore) writeChunk(ctx context.Context, tx bun.Tx, c *EnrollCh
 		}
 		results[i].Status = ResultSuccess
 	}
+	return results, writes
+}
+
+// writeChunk upserts the chunk's enrollments and returns every row's result.
+func (s *EnrollmentStore) writeChunk(ctx context.Context, tx bun.Tx, c *EnrollChunk) ([]JobResult, error) {
+	results, writes := c.plan(time.Now().UTC())
 	written := map[enrollmentKey]bool{}
-	if len(writes) > 0 {
+	if !IsPostgres(tx) {
+		if err := upsertEnrollmentsSQLite(ctx, tx, c.Overwrite, writes, written); err != nil {
+			return nil, err
+		}
+	} else if len(writes) > 0 {
 		var landed []struct {
 			UserID         int64 `bun:"user_id"`
 			FactorConfigID int64 `bun:"factor_config_id"`
@@ -136,13 +159,59 @@ func (s *EnrollmentStore) writeChunk(ctx context.Context, tx bun.Tx, c *EnrollCh
 	if len(written) == len(writes) {
 		return results, nil
 	}
-	return results, s.explainKept(ctx, tx, c, results, written)
+	users := c.keptUsers(results, written)
+	var existing []Enrollment
+	err := tx.NewSelect().Model(&existing).Column("user_id", "factor_config_id", "job_id", "source_row").
+		Where("org_id = ? AND user_id IN (?)", c.OrgID, bun.In(users)).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("select kept enrollments: %w", err)
+	}
+	c.explainKept(results, written, existing)
+	return results, nil
 }
 
-// explainKept turns the results of rows whose writes did not all land into
-// what happened: the user is in an earlier row of the same file (an error),
-// or the user's existing data was kept (an error when nothing was written).
-func (s *EnrollmentStore) explainKept(ctx context.Context, tx bun.Tx, c *EnrollChunk, results []JobResult, written map[enrollmentKey]bool) error {
+// upsertEnrollmentsSQLite upserts writes one prepared statement execution
+// each, and marks in written those that landed.
+func upsertEnrollmentsSQLite(ctx context.Context, tx bun.Tx, overwrite bool, writes []Enrollment, written map[enrollmentKey]bool) error {
+	if len(writes) == 0 {
+		return nil
+	}
+	stmt, err := tx.Tx.PrepareContext(ctx, `INSERT INTO enrollments AS e
+		(org_id, user_id, factor_config_id, factor_type, value, secret, thumbprint, expires_at, job_id, source_row, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (user_id, factor_config_id) DO UPDATE SET
+			factor_type = excluded.factor_type, value = excluded.value, secret = excluded.secret,
+			thumbprint = excluded.thumbprint, expires_at = excluded.expires_at, job_id = excluded.job_id,
+			source_row = excluded.source_row, updated_at = excluded.updated_at
+		WHERE (e.job_id = excluded.job_id AND e.source_row = excluded.source_row) OR (e.job_id <> excluded.job_id AND ?)`)
+	if err != nil {
+		return fmt.Errorf("upsert enrollments: %w", err)
+	}
+	defer stmt.Close()
+	for i := range writes {
+		w := &writes[i]
+		var secret, expires any // NULL unless set
+		if len(w.Secret) > 0 {
+			secret = w.Secret
+		}
+		if w.ExpiresAt != nil {
+			expires = w.ExpiresAt.UTC()
+		}
+		res, err := stmt.ExecContext(ctx, w.OrgID, w.UserID, w.FactorConfigID, string(w.FactorType), w.Value, secret,
+			w.Thumbprint, expires, w.JobID, w.SourceRow, w.UpdatedAt, overwrite)
+		if err != nil {
+			return fmt.Errorf("upsert enrollments: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n > 0 {
+			written[enrollmentKey{w.UserID, w.FactorConfigID}] = true
+		}
+	}
+	return nil
+}
+
+// keptUsers lists the users of rows that succeeded so far but whose writes
+// did not all land.
+func (c *EnrollChunk) keptUsers(results []JobResult, written map[enrollmentKey]bool) []int64 {
 	var users []int64
 	for i, row := range c.Rows {
 		if results[i].Status != ResultSuccess {
@@ -155,12 +224,14 @@ func (s *EnrollmentStore) explainKept(ctx context.Context, tx bun.Tx, c *EnrollC
 			}
 		}
 	}
-	var existing []Enrollment
-	err := tx.NewSelect().Model(&existing).Column("user_id", "factor_config_id", "job_id", "source_row").
-		Where("org_id = ? AND user_id IN (?)", c.OrgID, bun.In(users)).Scan(ctx)
-	if err != nil {
-		return fmt.Errorf("select kept enrollments: %w", err)
-	}
+	return users
+}
+
+// explainKept turns the results of rows whose writes did not all land into
+// what happened, given the enrollments the kept users have now: the user is
+// in an earlier row of the same file (an error), or the user's existing data
+// was kept (an error when nothing was written).
+func (c *EnrollChunk) explainKept(results []JobResult, written map[enrollmentKey]bool, existing []Enrollment) {
 	byKey := make(map[enrollmentKey]Enrollment, len(existing))
 	for _, e := range existing {
 		byKey[enrollmentKey{e.UserID, e.FactorConfigID}] = e
@@ -193,7 +264,6 @@ func (s *EnrollmentStore) explainKept(ctx context.Context, tx bun.Tx, c *EnrollC
 			results[i].Message = "kept the existing data of " + joinSorted(kept) + " (overwrite_enrollment_data is false)"
 		}
 	}
-	return nil
 }
 
 func joinSorted(names []string) string {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 )
 
@@ -202,7 +203,16 @@ func (s *JobStore) Start(ctx context.Context, orgID, id int64) (*Job, error) {
 // absolute progress, in one transaction. Results are upserted by (job, seq),
 // so recording the same chunk twice leaves the same rows. ENOTFOUND when the
 // job was deleted; ECONFLICT when it is no longer running.
+//
+// On PostgreSQL, outside a caller's transaction, the results go in by COPY
+// after the rows of their seqs are deleted, which leaves the same rows; on
+// SQLite through one prepared upsert run once per result.
 func (s *JobStore) RecordChunk(ctx context.Context, orgID, id int64, results []JobResult, p JobProgress) error {
+	if pool := pgxPool(s.db); pool != nil {
+		return withPgxTx(ctx, pool, func(tx pgx.Tx) error {
+			return recordChunkPG(ctx, tx, orgID, id, results, p)
+		})
+	}
 	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewUpdate().Model((*Job)(nil)).
 			Set("processed = ?", p.Processed).
@@ -224,6 +234,9 @@ func (s *JobStore) RecordChunk(ctx context.Context, orgID, id int64, results []J
 		for i := range results {
 			results[i].JobID = id
 		}
+		if !IsPostgres(tx) {
+			return upsertResultsSQLite(ctx, tx, results)
+		}
 		_, err = tx.NewInsert().Model(&results).
 			On("CONFLICT (job_id, seq) DO UPDATE").
 			Set("entity_id = EXCLUDED.entity_id").
@@ -235,6 +248,25 @@ func (s *JobStore) RecordChunk(ctx context.Context, orgID, id int64, results []J
 		}
 		return nil
 	})
+}
+
+// upsertResultsSQLite upserts results one prepared statement execution
+// each: on SQLite, in process, that is cheaper than building and parsing
+// one statement naming every value.
+func upsertResultsSQLite(ctx context.Context, tx bun.Tx, results []JobResult) error {
+	stmt, err := tx.Tx.PrepareContext(ctx, `INSERT INTO job_results (job_id, seq, entity_id, status, message) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (job_id, seq) DO UPDATE SET entity_id = excluded.entity_id, status = excluded.status, message = excluded.message`)
+	if err != nil {
+		return fmt.Errorf("record job results: %w", err)
+	}
+	defer stmt.Close()
+	for i := range results {
+		r := &results[i]
+		if _, err := stmt.ExecContext(ctx, r.JobID, r.Seq, r.EntityID, r.Status, r.Message); err != nil {
+			return fmt.Errorf("record job results: %w", err)
+		}
+	}
+	return nil
 }
 
 // Finish ends a job in status with a message and its final progress. Finishing
