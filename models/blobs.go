@@ -65,6 +65,12 @@ func (s *DBBlobStore) Put(ctx context.Context, db bun.IDB, orgID int64, name, co
 		if _, err := tx.NewInsert().Model(blob).Exec(ctx); err != nil {
 			return fmt.Errorf("insert blob: %w", err)
 		}
+		// The chunk travels as a bound parameter (binary with pgx), not
+		// formatted into the statement's text as bun would.
+		insertChunk := "INSERT INTO blob_chunks (blob_id, seq, data) VALUES (?, ?, ?)"
+		if IsPostgres(tx) {
+			insertChunk = "INSERT INTO blob_chunks (blob_id, seq, data) VALUES ($1, $2, $3)"
+		}
 		hash := sha256.New()
 		buf := make([]byte, blobChunkSize)
 		for seq := int64(0); ; seq++ {
@@ -75,8 +81,7 @@ func (s *DBBlobStore) Put(ctx context.Context, db bun.IDB, orgID int64, name, co
 					return &Error{Code: ETOOLARGE, Field: "file", Detail: fmt.Sprintf("the file is larger than %d bytes", maxSize)}
 				}
 				hash.Write(buf[:n])
-				chunk := &blobChunk{BlobID: blob.ID, Seq: seq, Data: buf[:n]}
-				if _, err := tx.NewInsert().Model(chunk).Exec(ctx); err != nil {
+				if _, err := tx.Tx.ExecContext(ctx, insertChunk, blob.ID, seq, buf[:n]); err != nil {
 					return fmt.Errorf("insert blob chunk: %w", err)
 				}
 			}
