@@ -1,13 +1,17 @@
 // Command enrollbench measures quick enrollment end to end: it uploads a
-// generated CSV of N rows (1,000,000 by default) through the HTTP API of an
-// `iam dev` subprocess and waits for the job to complete, then times a bulk
-// load (PostgreSQL COPY; on SQLite one prepared insert in one transaction)
-// of the same rows into the enrollment table, and prints wall seconds, rows
-// per second, their ratio and the server's peak RSS (VmHWM) during the
-// upload. It runs twice: on a throwaway PostgreSQL cluster and on the
-// embedded default (SQLite).
+// generated CSV of N rows (1,000,000 by default) through the HTTP API and
+// waits for the job to complete, then times a bulk load (PostgreSQL COPY; on
+// SQLite one prepared insert in one transaction) of the same rows into the
+// emptied enrollment table, and prints wall seconds, rows per second, their
+// ratio and the API's peak RSS (VmHWM) during the upload.
 //
-//	go run ./api/enrollbench [-rows 1000000] [-only postgres|sqlite]
+// It runs twice: on a throwaway PostgreSQL cluster in the production shape
+// (`iam serve` and `iam worker` processes, a Temporal server in this
+// process), and on the embedded default (`iam dev` on SQLite, one process
+// holding the API, a worker and the Temporal server, so its RSS covers all
+// three).
+//
+//	go run ./api/enrollbench [-rows 1000000] [-only postgres|sqlite] [-chunk-rows N]
 package main
 
 import (
@@ -22,14 +26,15 @@ import (
 func main() {
 	rows := flag.Int("rows", 1_000_000, "rows of the generated CSV")
 	only := flag.String("only", "", "run one mode only: postgres or sqlite")
+	chunkRows := flag.Int("chunk-rows", 0, "chunk_rows of the upload (0: the service's default)")
 	flag.Parse()
-	if err := run(context.Background(), *rows, *only); err != nil {
+	if err := run(context.Background(), *rows, *chunkRows, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "enrollbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, rows int, only string) error {
+func run(ctx context.Context, rows, chunkRows int, only string) error {
 	work, err := os.MkdirTemp("", "iam-enrollbench-")
 	if err != nil {
 		return err
@@ -53,7 +58,7 @@ func run(ctx context.Context, rows int, only string) error {
 		if err != nil {
 			return err
 		}
-		r, err := measure(ctx, bin, work, csvPath, rows, pg.url("bench"), pg)
+		r, err := measure(ctx, bin, work, csvPath, rows, chunkRows, pg.url("bench"), pg)
 		pg.stop()
 		if err != nil {
 			return fmt.Errorf("postgres: %w", err)
@@ -61,24 +66,33 @@ func run(ctx context.Context, rows int, only string) error {
 		results = append(results, r)
 	}
 	if only == "" || only == "sqlite" {
-		r, err := measure(ctx, bin, work, csvPath, rows, "", nil)
+		r, err := measure(ctx, bin, work, csvPath, rows, chunkRows, "", nil)
 		if err != nil {
 			return fmt.Errorf("sqlite: %w", err)
 		}
 		results = append(results, r)
 	}
-	fmt.Printf("\n%-26s %10s %12s %12s %12s %8s %14s\n", "database", "rows", "job s", "job rows/s", "bulk load s", "ratio", "peak RSS MiB")
+	fmt.Printf("\n%-28s %10s %10s %12s %12s %8s %14s\n", "database", "rows", "job s", "job rows/s", "bulk load s", "ratio", "API peak MiB")
 	for _, r := range results {
-		fmt.Printf("%-26s %10d %12.1f %12.0f %12.1f %8.2f %14.1f\n", r.mode, rows, r.job.Seconds(), float64(rows)/r.job.Seconds(),
+		fmt.Printf("%-28s %10d %10.1f %12.0f %12.1f %8.2f %14.1f\n", r.mode, rows, r.job.Seconds(), float64(rows)/r.job.Seconds(),
 			r.load.Seconds(), r.job.Seconds()/r.load.Seconds(), float64(r.peakKB)/1024)
-		fmt.Printf("  upload %.1f s; bulk load %.0f rows/s (%s); server peak RSS after the upload %.1f MiB, at the end %.1f MiB\n",
-			r.upload.Seconds(), float64(rows)/r.load.Seconds(), r.loadKind, float64(r.peakKB)/1024, float64(r.endKB)/1024)
+		fmt.Printf("  upload %.1f s; bulk load %.0f rows/s (%s)\n", r.upload.Seconds(), float64(rows)/r.load.Seconds(), r.loadKind)
+		if r.workerKB == 0 {
+			fmt.Printf("  iam dev (API, worker and Temporal server in one process): peak RSS %.1f MiB after the upload, %.1f MiB at the end; CPU %.1f s\n",
+				float64(r.peakKB)/1024, float64(r.endKB)/1024, r.apiCPU.Seconds())
+		} else {
+			fmt.Printf("  iam serve: peak RSS %.1f MiB after the upload, %.1f MiB at the end, CPU %.1f s; iam worker: peak RSS %.1f MiB, CPU %.1f s\n",
+				float64(r.peakKB)/1024, float64(r.endKB)/1024, r.apiCPU.Seconds(), float64(r.workerKB)/1024, r.workerCPU.Seconds())
+		}
+		fmt.Printf("  API memory before the upload: %s\n  API memory at the end: %s\n", r.idle, r.end)
 	}
 	return nil
 }
 
 type result struct {
-	mode, loadKind    string
-	upload, job, load time.Duration
-	peakKB, endKB     int64
+	mode, loadKind          string
+	upload, job, load       time.Duration
+	peakKB, endKB, workerKB int64
+	apiCPU, workerCPU       time.Duration
+	idle, end               string // the API's memory before the upload and at the end
 }

@@ -17,7 +17,9 @@ import (
 	"syscall"
 	"time"
 
+	"iam/deploy/devserver"
 	"iam/models"
+	"iam/workflows"
 )
 
 const (
@@ -44,9 +46,13 @@ func writeCSV(path string, rows int) error {
 	return f.Close()
 }
 
-// measure runs one mode: dsn "" is the embedded default (SQLite).
-func measure(ctx context.Context, bin, work, csvPath string, rows int, dsn string, pg *pgCluster) (result, error) {
-	r := result{mode: "PostgreSQL (iam dev)", loadKind: "COPY"}
+// measure runs one mode: dsn "" is the embedded default (SQLite), one
+// `iam dev` process holding the API, a worker and the Temporal server. On
+// PostgreSQL the production shape runs instead: `iam serve` and `iam worker`
+// as processes of their own against a Temporal server in this process, so
+// that the API's memory is measured alone.
+func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int, dsn string, pg *pgCluster) (result, error) {
+	r := result{mode: "PostgreSQL (serve + worker)", loadKind: "COPY"}
 	dataDir := filepath.Join(work, "data-pg")
 	if dsn == "" {
 		r.mode, r.loadKind = "SQLite (iam dev, default)", "prepared INSERT in one transaction"
@@ -87,15 +93,28 @@ func measure(ctx context.Context, bin, work, csvPath string, rows int, dsn strin
 		return r, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	server := exec.Command(bin, "dev")
-	server.Env = append(os.Environ(), append(env, "IAM_HTTP_ADDR="+addr)...)
-	logf, _ := os.Create(filepath.Join(work, "server-"+strconv.Itoa(port)+".log"))
-	server.Stdout, server.Stderr = logf, logf
-	server.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := server.Start(); err != nil {
-		return r, err
+	var api, worker *process
+	if dsn == "" {
+		if api, err = startIAM(bin, work, "dev", append(env, "IAM_HTTP_ADDR="+addr)); err != nil {
+			return r, err
+		}
+	} else {
+		ts, err := devserver.Start(ctx, devserver.Config{DataDir: filepath.Join(work, "temporal-pg"), DisableUI: true,
+			SearchAttributes: workflows.SearchAttributes()})
+		if err != nil {
+			return r, fmt.Errorf("temporal: %w", err)
+		}
+		defer ts.Stop()
+		env = append(env, "IAM_TEMPORAL_ADDRESS="+ts.FrontendAddress(), "IAM_TEMPORAL_NAMESPACE="+ts.Namespace())
+		if worker, err = startIAM(bin, work, "worker", env); err != nil {
+			return r, err
+		}
+		defer worker.stop()
+		if api, err = startIAM(bin, work, "serve", append(env, "IAM_HTTP_ADDR="+addr)); err != nil {
+			return r, err
+		}
 	}
-	defer func() { _ = server.Process.Signal(syscall.SIGTERM); _ = server.Wait(); logf.Close() }()
+	defer api.stop()
 	base := "http://" + addr
 	if err := waitHealthy(base, 2*time.Minute); err != nil {
 		return r, err
@@ -115,14 +134,15 @@ func measure(ctx context.Context, bin, work, csvPath string, rows int, dsn strin
 		return r, err
 	}
 
+	r.idle = memStatus(api.cmd.Process.Pid)
 	fmt.Printf("[%s] uploading %s ...\n", r.mode, csvPath)
 	began := time.Now()
-	jobID, err := uploadFile(base, tok.AccessToken, cfgID, csvPath)
+	jobID, err := uploadFile(base, tok.AccessToken, cfgID, csvPath, chunkRows)
 	if err != nil {
 		return r, err
 	}
 	r.upload = time.Since(began)
-	r.peakKB = vmHWM(server.Process.Pid)
+	r.peakKB = vmHWM(api.cmd.Process.Pid)
 	var last string
 	for {
 		status, processed, err := jobStatus(base, tok.AccessToken, jobID)
@@ -142,10 +162,43 @@ func measure(ctx context.Context, bin, work, csvPath string, rows int, dsn strin
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	r.endKB = vmHWM(server.Process.Pid)
+	r.endKB = vmHWM(api.cmd.Process.Pid)
+	r.end = memStatus(api.cmd.Process.Pid)
+	r.apiCPU = cpuTime(api.cmd.Process.Pid)
+	if worker != nil {
+		r.workerKB, r.workerCPU = vmHWM(worker.cmd.Process.Pid), cpuTime(worker.cmd.Process.Pid)
+	}
 	fmt.Printf("[%s] job COMPLETED in %.1f s; timing the bulk load ...\n", r.mode, r.job.Seconds())
 	r.load, err = bulkLoad(ctx, db, org.ID, cfgID, rows)
 	return r, err
+}
+
+// process is an iam subprocess whose output goes to a log file in work.
+type process struct {
+	cmd *exec.Cmd
+	log *os.File
+}
+
+func startIAM(bin, work, sub string, env []string) (*process, error) {
+	cmd := exec.Command(bin, sub)
+	cmd.Env = append(os.Environ(), env...)
+	logf, err := os.CreateTemp(work, sub+"-*.log")
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start iam %s: %w", sub, err)
+	}
+	return &process{cmd: cmd, log: logf}, nil
+}
+
+func (p *process) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.cmd.Wait()
+	p.log.Close()
 }
 
 func runIAM(bin string, env []string, args ...string) (string, error) {
@@ -217,7 +270,7 @@ func smsConfig(base, token string) (string, error) {
 }
 
 // uploadFile streams the CSV as a multipart form: fields first, the file last.
-func uploadFile(base, token, cfgID, path string) (string, error) {
+func uploadFile(base, token, cfgID, path string, chunkRows int) (string, error) {
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	go func() {
@@ -229,6 +282,9 @@ func uploadFile(base, token, cfgID, path string) (string, error) {
 		defer f.Close()
 		mw.WriteField("factor_configs", cfgID)
 		mw.WriteField("file_encoding", "UTF-8")
+		if chunkRows > 0 {
+			mw.WriteField("chunk_rows", strconv.Itoa(chunkRows))
+		}
 		fw, _ := mw.CreateFormFile("file", filepath.Base(path))
 		if _, err := io.Copy(fw, f); err != nil {
 			pw.CloseWithError(err)
@@ -277,6 +333,25 @@ func jobStatus(base, token, id string) (string, int64, error) {
 	return j.Status, j.Progress.Processed, nil
 }
 
+// memStatus reads a process's memory figures (VmRSS, RssAnon, RssFile,
+// VmHWM) as one line.
+func memStatus(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "?"
+	}
+	var parts []string
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, k := range []string{"VmHWM:", "VmRSS:", "RssAnon:", "RssFile:"} {
+			if strings.HasPrefix(line, k) {
+				kb, _ := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
+				parts = append(parts, fmt.Sprintf("%s %.1f MiB", strings.TrimSuffix(k, ":"), float64(kb)/1024))
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 // vmHWM reads a process's peak resident set size in KiB.
 func vmHWM(pid int) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -290,4 +365,20 @@ func vmHWM(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// cpuTime reads the CPU time (user and system) a process has used so far.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
 }
