@@ -1,0 +1,162 @@
+package activities_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"iam/activities"
+	"iam/api/apitest"
+	"iam/models"
+)
+
+// TestEnrollCSVProfile runs the CSV enrollment activities directly (no
+// Temporal) on the database IAM_ENROLL_PROFILE_DSN names, for profiling:
+// IAM_ENROLL_PROFILE_ROWS rows (100,000 by default) in chunks of
+// IAM_ENROLL_PROFILE_CHUNK rows. Skipped unless the DSN is set.
+func TestEnrollCSVProfile(t *testing.T) {
+	dsn := os.Getenv("IAM_ENROLL_PROFILE_DSN")
+	if dsn == "" {
+		t.Skip("set IAM_ENROLL_PROFILE_DSN to profile CSV enrollment")
+	}
+	rows := envInt("IAM_ENROLL_PROFILE_ROWS", 100_000)
+	chunk := envInt("IAM_ENROLL_PROFILE_CHUNK", models.DefaultEnrollChunkRows)
+	ctx := context.Background()
+	db, err := models.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := models.MigrateUp(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	store := models.NewStore(db)
+	org := &models.Organization{Name: "Profile"}
+	if err := store.Orgs.Create(ctx, org); err != nil {
+		t.Fatal(err)
+	}
+	configs, err := models.NewFactorStore(db).List(ctx, org.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sms int64
+	for _, c := range configs {
+		if c.Type == models.FactorSMSOTP {
+			sms = c.ID
+		}
+	}
+	began := time.Now()
+	now := time.Now().UTC()
+	if models.IsPostgres(db) {
+		conn, err := db.DB.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = conn.Raw(func(dc any) error {
+			i := 0
+			_, err := dc.(*stdlib.Conn).Conn().CopyFrom(ctx, pgx.Identifier{"users"}, []string{"id", "org_id", "email", "created_at", "updated_at"},
+				pgx.CopyFromFunc(func() ([]any, error) {
+					if i == rows {
+						return nil, nil
+					}
+					i++
+					return []any{models.NewID(), org.ID, "user" + strconv.Itoa(i) + "@example.com", now, now}, nil
+				}))
+			return err
+		})
+		conn.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stmt, err := tx.PrepareContext(ctx, "INSERT INTO users (id, org_id, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i <= rows; i++ {
+			if _, err := stmt.ExecContext(ctx, models.NewID(), org.ID, "user"+strconv.Itoa(i)+"@example.com", now, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.ExecContext(ctx, "ANALYZE users"); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("seeded %d users in %v", rows, time.Since(began).Round(time.Millisecond))
+
+	var b bytes.Buffer
+	b.WriteString("Primary Email,Mobile Number\n")
+	for i := 1; i <= rows; i++ {
+		fmt.Fprintf(&b, "user%d@example.com,+1415%07d\n", i, i)
+	}
+	header := len("Primary Email,Mobile Number\n")
+	blob, err := store.Blobs.Put(ctx, nil, org.ID, "users.csv", "text/csv", &b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := models.EnrollCSVInput{BlobID: blob.ID, FileName: "users.csv", Encoding: "UTF-8", FactorConfigIDs: []int64{sms},
+		Header: []string{"Primary Email", "Mobile Number"}, UserColumn: "Primary Email", DataOffset: int64(header), ChunkRows: chunk}
+	job := &models.Job{OrgID: org.ID, Kind: "QuickEnrollmentCSV", Module: models.EnrollmentModule, ActionName: models.EnrollCSVAction}
+	if job.Input, err = jsonOf(input); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Jobs.Create(ctx, nil, job); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Jobs.Start(ctx, org.ID, job.ID); err != nil {
+		t.Fatal(err)
+	}
+	a := &activities.Enrollment{Store: store, Secrets: apitest.Secrets}
+	ref := activities.JobRef{JobID: job.ID, OrgID: org.ID}
+
+	began = time.Now()
+	p, err := a.CountEnrollCSVRows(ctx, activities.EnrollCSVJob{Job: ref, Params: input})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("count: %d rows in %v", p.Total, time.Since(began).Round(time.Millisecond))
+	steps := map[string]time.Duration{}
+	activities.SetChunkSteps(func(step string, d time.Duration) { steps[step] += d })
+	defer activities.SetChunkSteps(nil)
+	began = time.Now()
+	from := int64(1)
+	for {
+		res, err := a.EnrollCSVRows(ctx, activities.EnrollCSVChunk{Job: ref, Params: input, From: from, Before: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, from = res.Progress, res.Next
+		if res.Done {
+			break
+		}
+	}
+	el := time.Since(began)
+	t.Logf("chunks: %d rows in %v (%.0f rows/s): %+v", p.Processed, el.Round(time.Millisecond), float64(p.Processed)/el.Seconds(), p)
+	for k, v := range steps {
+		t.Logf("  %-10s %v", k, v.Round(time.Millisecond))
+	}
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func jsonOf(v any) (json.RawMessage, error) { return json.Marshal(v) }
