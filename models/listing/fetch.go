@@ -31,6 +31,30 @@ func Fetch[T any](ctx context.Context, q *bun.SelectQuery, dest *[]T, s *Schema,
 // matching rows (a counter kept with the rows, say, for a page without a
 // filter). The caller makes sure count counts what the page selects.
 func FetchCounted[T any](ctx context.Context, q *bun.SelectQuery, dest *[]T, s *Schema, p Params, count func(context.Context) (int64, error)) (Meta, error) {
+	return FetchScanned(ctx, q, dest, s, p, count, scanPage[T])
+}
+
+// ScanFunc runs the page query q that FetchScanned built and appends the
+// rows it reads to dest, in the order they come. q selects the columns the
+// caller's query chose, in that order, so the caller can scan them without
+// bun's mapping of columns to fields (SelectQuery.Rows runs q with the
+// query hooks).
+type ScanFunc[T any] func(ctx context.Context, q *bun.SelectQuery, dest *[]T) error
+
+// scanPage is the ScanFunc of Fetch: bun scans the rows into dest.
+func scanPage[T any](ctx context.Context, q *bun.SelectQuery, dest *[]T) error {
+	return q.Scan(ctx, dest)
+}
+
+// FetchScanned is FetchCounted with the caller reading the rows: it builds
+// and counts the page as FetchCounted does, then lets scan run the page
+// query and append its rows to dest (empty or nil when called), and makes
+// the meta from what scan appended. Everything else is FetchCounted's: the
+// parameters are checked before any query runs, the query reads limit+1
+// rows and dest keeps limit of them, and the next cursor comes from the
+// sort keys of the page's last row, read through bun's mapping of columns to
+// fields of T (which scan must fill).
+func FetchScanned[T any](ctx context.Context, q *bun.SelectQuery, dest *[]T, s *Schema, p Params, count func(context.Context) (int64, error), scan ScanFunc[T]) (Meta, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
@@ -73,7 +97,7 @@ func FetchCounted[T any](ctx context.Context, q *bun.SelectQuery, dest *[]T, s *
 	q = q.OrderExpr(orderBy(cols))
 
 	if s.Paging == OffsetPaging {
-		if err := q.Offset(int64(p.From)).Limit(int64(limit)).Scan(ctx, dest); err != nil {
+		if err := scan(ctx, q.Offset(int64(p.From)).Limit(int64(limit)), dest); err != nil {
 			return nil, fmt.Errorf("list %s: %w", s.Name, err)
 		}
 		return &OffsetMeta{
@@ -89,7 +113,7 @@ func FetchCounted[T any](ctx context.Context, q *bun.SelectQuery, dest *[]T, s *
 		q = q.Where(where, args...)
 		meta.Cursor = &p.Cursor
 	}
-	if err := q.Limit(int64(limit+1)).Scan(ctx, dest); err != nil {
+	if err := scan(ctx, q.Limit(int64(limit+1)), dest); err != nil {
 		return nil, fmt.Errorf("list %s: %w", s.Name, err)
 	}
 	if len(*dest) > limit {
