@@ -18,6 +18,8 @@ type Enrollment struct {
 	// Secrets seals TOTP secrets before they are stored. Without it, rows
 	// that carry a secret fail and nothing secret is written.
 	Secrets *models.SecretBox
+
+	ahead lookahead // CSV chunks prepared ahead of their activity
 }
 
 // EnrollChunkResult is what a chunk activity reports: the job's progress

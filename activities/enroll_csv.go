@@ -71,75 +71,123 @@ func (a *Enrollment) CountEnrollCSVRows(ctx context.Context, in EnrollCSVJob) (P
 // byte offset the previous chunk recorded, validates each row's data,
 // matches the users in one query, and writes enrollments, per-row results,
 // progress and the next offset in one transaction (ApplyChunk).
+//
+// While the chunk is written, the next one is read, validated and matched
+// in the background (a.ahead): the next activity of the job finds it ready
+// when this worker runs it. Preparing a chunk only reads, and the writes
+// keep their order, so this changes nothing but the time it takes.
 func (a *Enrollment) EnrollCSVRows(ctx context.Context, in EnrollCSVChunk) (EnrollChunkResult, error) {
-	p := in.Params
 	clock := newStepClock()
-	enc, ok := csvimport.Lookup(p.Encoding)
-	if !ok {
-		return EnrollChunkResult{}, invalidInput("unknown file encoding %q", p.Encoding)
-	}
-	plan, err := a.plan(ctx, in.Job.OrgID, p.FactorConfigIDs)
+	rd, err := a.csvReading(ctx, in.Job.OrgID, in.Params)
 	if err != nil {
-		return EnrollChunkResult{}, temporalError(err)
+		return EnrollChunkResult{}, err
 	}
-	cols, problems := csvimport.CheckHeader(p.Header, models.UserColumns, needs(plan.configs))
-	if len(problems) > 0 {
-		return EnrollChunkResult{}, invalidInput("the file's header does not fit the factor configs: %s", problems[0].Detail)
-	}
-	userKey, _ := models.ParseUserKey(cols.UserColumn)
 	store := models.NewEnrollmentStore(a.Store.DB)
 	offset, err := store.Cursor(ctx, in.Job.JobID, in.From)
 	if err != nil {
 		return EnrollChunkResult{}, temporalError(err)
 	}
-	rc, _, err := a.Store.Blobs.Open(ctx, in.Job.OrgID, p.BlobID, offset)
-	if err != nil {
-		return EnrollChunkResult{}, temporalError(err)
-	}
-	defer rc.Close()
-
-	size := p.ChunkRows
-	if size <= 0 {
-		size = models.DefaultEnrollChunkRows
-	}
-	r := csvimport.NewReader(rc, enc, offset, in.From)
-	rows := make([]pendingRow, 0, size)
-	end, done := offset, false
-	for len(rows) < size {
-		rec, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			done = true
-			break
-		}
-		if err != nil {
+	here := aheadKey{job: in.Job.JobID, row: in.From, offset: offset}
+	chunk, err := a.ahead.take(ctx, here)
+	if chunk == nil || err != nil {
+		if chunk, err = a.prepareCSVChunk(ctx, in.Job.OrgID, rd, here); err != nil {
 			return EnrollChunkResult{}, err
 		}
-		rows = append(rows, parseCSVRow(rec, enc.Name, len(p.Header), cols, userKey, plan))
-		end = rec.End
-		if len(rows)%500 == 0 {
-			heartbeat(ctx, rec.Row)
-			if err := ctx.Err(); err != nil {
-				return EnrollChunkResult{}, err
-			}
-		}
 	}
-	clock.lap("read+parse")
-	chunk, err := a.finish(ctx, in.Job.OrgID, userKey, rows)
-	if err != nil {
-		return EnrollChunkResult{}, err
+	clock.lap("prepare")
+	next := in.From + int64(len(chunk.rows))
+	if !chunk.done {
+		there := aheadKey{job: in.Job.JobID, row: next, offset: chunk.end}
+		a.ahead.start(there, func(ctx context.Context) (*csvChunk, error) {
+			return a.prepareCSVChunk(ctx, in.Job.OrgID, rd, there)
+		})
 	}
-	clock.lap("match+seal")
-	next := in.From + int64(len(rows))
 	heartbeat(ctx, next)
 	progress, err := store.ApplyChunk(ctx, &models.EnrollChunk{
-		OrgID: in.Job.OrgID, JobID: in.Job.JobID, Overwrite: p.Overwrite,
-		Rows: chunk, Before: in.Before, NextRow: next, NextOffset: end, Names: plan.names,
+		OrgID: in.Job.OrgID, JobID: in.Job.JobID, Overwrite: in.Params.Overwrite,
+		Rows: chunk.rows, Before: in.Before, NextRow: next, NextOffset: chunk.end, Names: rd.plan.names,
 	})
 	if err != nil {
 		return EnrollChunkResult{}, temporalError(err)
 	}
 	clock.lap("apply")
-	return EnrollChunkResult{Progress: progress, Next: next, Done: done}, nil
+	return EnrollChunkResult{Progress: progress, Next: next, Done: chunk.done}, nil
+}
+
+// csvReading is what reading a job's rows needs: the file's encoding and
+// columns, the user key and the factor configs.
+type csvReading struct {
+	params  models.EnrollCSVInput
+	enc     csvimport.Encoding
+	plan    *factorPlan
+	cols    csvimport.Columns
+	userKey models.UserKey
+	size    int
+}
+
+func (a *Enrollment) csvReading(ctx context.Context, orgID int64, p models.EnrollCSVInput) (*csvReading, error) {
+	enc, ok := csvimport.Lookup(p.Encoding)
+	if !ok {
+		return nil, invalidInput("unknown file encoding %q", p.Encoding)
+	}
+	plan, err := a.plan(ctx, orgID, p.FactorConfigIDs)
+	if err != nil {
+		return nil, temporalError(err)
+	}
+	cols, problems := csvimport.CheckHeader(p.Header, models.UserColumns, needs(plan.configs))
+	if len(problems) > 0 {
+		return nil, invalidInput("the file's header does not fit the factor configs: %s", problems[0].Detail)
+	}
+	userKey, _ := models.ParseUserKey(cols.UserColumn)
+	size := p.ChunkRows
+	if size <= 0 {
+		size = models.DefaultEnrollChunkRows
+	}
+	return &csvReading{params: p, enc: enc, plan: plan, cols: cols, userKey: userKey, size: size}, nil
+}
+
+// csvChunk is a chunk read, validated and matched: the rows ApplyChunk
+// writes, the byte offset after the last of them, and whether the file
+// has no rows after them.
+type csvChunk struct {
+	rows []models.ChunkRow
+	end  int64
+	done bool
+}
+
+// prepareCSVChunk reads the chunk of rows starting at at, validates them,
+// matches their users and seals their secrets.
+func (a *Enrollment) prepareCSVChunk(ctx context.Context, orgID int64, rd *csvReading, at aheadKey) (*csvChunk, error) {
+	rc, _, err := a.Store.Blobs.Open(ctx, orgID, rd.params.BlobID, at.offset)
+	if err != nil {
+		return nil, temporalError(err)
+	}
+	defer rc.Close()
+	r := csvimport.NewReader(rc, rd.enc, at.offset, at.row)
+	rows := make([]pendingRow, 0, rd.size)
+	out := &csvChunk{end: at.offset}
+	for len(rows) < rd.size {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			out.done = true
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, parseCSVRow(rec, rd.enc.Name, len(rd.params.Header), rd.cols, rd.userKey, rd.plan))
+		out.end = rec.End
+		if len(rows)%500 == 0 {
+			heartbeat(ctx, rec.Row)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if out.rows, err = a.finish(ctx, orgID, rd.userKey, rows); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // needs lists the CSV columns of the chosen factor configs.
