@@ -11,7 +11,7 @@
 // holding the API, a worker and the Temporal server, so its RSS covers all
 // three).
 //
-//	go run ./api/enrollbench [-rows 1000000] [-only postgres|sqlite] [-chunk-rows N]
+//	go run ./api/enrollbench [-rows 1000000] [-only postgres|sqlite] [-chunk-rows N] [-keep]
 package main
 
 import (
@@ -27,19 +27,24 @@ func main() {
 	rows := flag.Int("rows", 1_000_000, "rows of the generated CSV")
 	only := flag.String("only", "", "run one mode only: postgres or sqlite")
 	chunkRows := flag.Int("chunk-rows", 0, "chunk_rows of the upload (0: the service's default)")
+	keep := flag.Bool("keep", false, "keep the work folder (the processes' logs) and say where it is")
 	flag.Parse()
-	if err := run(context.Background(), *rows, *chunkRows, *only); err != nil {
+	if err := run(context.Background(), *rows, *chunkRows, *only, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "enrollbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, rows, chunkRows int, only string) error {
+func run(ctx context.Context, rows, chunkRows int, only string, keep bool) error {
 	work, err := os.MkdirTemp("", "iam-enrollbench-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
+	if keep {
+		defer fmt.Printf("work folder kept: %s\n", work)
+	} else {
+		defer os.RemoveAll(work)
+	}
 	if err := os.Chmod(work, 0o755); err != nil { // the PostgreSQL user must reach its folder
 		return err
 	}
