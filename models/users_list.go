@@ -66,8 +66,18 @@ const (
 // List returns a page of the organization's users chosen by licensing and
 // p. Bad parameters give a *listing.ParamError.
 func (s *UserStore) List(ctx context.Context, orgID int64, licensing Licensing, p listing.Params) ([]User, listing.Meta, error) {
-	users := []User{}
-	q := s.db.NewSelect().Model(&users).ExcludeColumn(signInColumns...).Where("org_id = ?", orgID)
+	return s.ListInto(ctx, nil, orgID, licensing, p)
+}
+
+// ListInto is List reading the page into the array of buf (whose length
+// it ignores) when that is large enough, so that the caller can recycle
+// the slices of pages.
+func (s *UserStore) ListInto(ctx context.Context, buf []User, orgID int64, licensing Licensing, p listing.Params) ([]User, listing.Meta, error) {
+	users := buf[:0]
+	if rows := userPageRows(p); cap(users) < rows {
+		users = make([]User, 0, rows)
+	}
+	q := selectUserList(s.db, orgID)
 	switch licensing {
 	case Licensed:
 		q = q.Where("is_licensed = ?", true)
@@ -81,7 +91,7 @@ func (s *UserStore) List(ctx context.Context, orgID int64, licensing Licensing, 
 	if p.Filter == nil {
 		count = func(ctx context.Context) (int64, error) { return s.countByLicensing(ctx, orgID, licensing) }
 	}
-	meta, err := listing.FetchCounted(ctx, q, &users, UserListing, p, count)
+	meta, err := listing.FetchScanned(ctx, q, &users, UserListing, p, count, scanUserRows)
 	return users, meta, err
 }
 
@@ -113,9 +123,8 @@ func (s *UserStore) ListGroupMembers(ctx context.Context, orgID, groupID int64, 
 	if _, err := getGroup(ctx, s.db, orgID, groupID, false); err != nil {
 		return nil, nil, err
 	}
-	users := []User{}
-	q := s.db.NewSelect().Model(&users).ExcludeColumn(signInColumns...).Where("org_id = ?", orgID).
-		Where("id IN (SELECT user_id FROM group_members WHERE group_id = ?)", groupID)
-	meta, err := listing.Fetch(ctx, q, &users, UserListing, p)
+	users := make([]User, 0, userPageRows(p))
+	q := selectUserList(s.db, orgID).Where("id IN (SELECT user_id FROM group_members WHERE group_id = ?)", groupID)
+	meta, err := listing.FetchScanned(ctx, q, &users, UserListing, p, nil, scanUserRows)
 	return users, meta, err
 }
