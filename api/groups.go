@@ -169,7 +169,7 @@ func (s *Server) groupMembers(c *gin.Context) {
 		abortWithError(c, err)
 		return
 	}
-	writeUserPage(c, userViews(users), params.Fields, meta)
+	writeUserPage(c, users, params.Fields, meta)
 }
 
 // groupCreateRequest is the body of POST /groups: name is required;

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -58,9 +59,12 @@ type primarySourceOut struct {
 // localSource names this service as the source of records made through it.
 var localSource = models.ApplicationService{ID: "iam", Name: "iam", ServiceName: "Identity and Access Management", Logo: ""}
 
+// localSourceName is the applicationName of records made through this service.
+const localSourceName = "IAM"
+
 func newUserView(u *models.User) userView {
 	src := &primarySourceOut{
-		ApplicationName: "IAM", ApplicationService: localSource, IsEnabled: true,
+		ApplicationName: localSourceName, ApplicationService: localSource, IsEnabled: true,
 		ID: models.FormatID(u.ID), CreationTime: u.CreatedAt.UTC(), ModifiedTime: u.UpdatedAt.UTC(),
 	}
 	if p := u.PrimarySource; p != nil {
@@ -109,13 +113,22 @@ func (s *Server) listUsers(c *gin.Context) {
 	case len(vs) == 1 && vs[0] != "":
 		licensing = models.Licensing(vs[0])
 	}
-	users, meta, err := s.store.Users.List(c, principal(c).OrgID, licensing, params)
-	if err != nil {
+	buf := userPages.Get().(*[]models.User)
+	users, meta, err := s.store.Users.ListInto(c, *buf, principal(c).OrgID, licensing, params)
+	if err == nil {
+		writeUserPage(c, users, params.Fields, meta)
+		*buf = users
+	} else {
 		abortWithError(c, err)
-		return
 	}
-	writeUserPage(c, userViews(users), params.Fields, meta)
+	clear((*buf)[:cap(*buf)]) // a pooled slice holds no user
+	*buf = (*buf)[:0]
+	userPages.Put(buf)
 }
+
+// userPages recycles the slices pages of users are read into (a page of
+// 100 users takes 55 KB), sparing the allocator and the collector.
+var userPages = sync.Pool{New: func() any { return new([]models.User) }}
 
 // getUser: GET /users/{user_id}, {data: User}.
 func (s *Server) getUser(c *gin.Context) {

@@ -10,16 +10,18 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"iam/models"
 	"iam/models/listing"
 )
 
-// writeUserPage answers a list of users with {data, meta}. Without fields
-// the users are written by appendJSON, not encoding/json: a page of users
-// is the bulk of the response, and encoding/json's reflection and its
-// check of what a MarshalJSON returns cost several times more.
-func writeUserPage(c *gin.Context, views []userView, fields []string, meta listing.Meta) {
+// writeUserPage answers a page of users with {data, meta}. Without fields
+// the users are written by appendUserJSON, straight from the models, not by
+// encoding/json from views: a page of users is the bulk of the response,
+// and encoding/json's reflection, its check of what a MarshalJSON returns
+// and the views' allocations cost several times more.
+func writeUserPage(c *gin.Context, users []models.User, fields []string, meta listing.Meta) {
 	if len(fields) > 0 {
-		c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, fields), "meta": meta})
+		c.JSON(http.StatusOK, gin.H{"data": listing.Project(userViews(users), fields), "meta": meta})
 		return
 	}
 	metaJSON, err := json.Marshal(meta)
@@ -30,11 +32,11 @@ func writeUserPage(c *gin.Context, views []userView, fields []string, meta listi
 	buf := pageBuffers.Get().(*[]byte)
 	defer pageBuffers.Put(buf)
 	b := append((*buf)[:0], `{"data":[`...)
-	for i := range views {
+	for i := range users {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = views[i].appendJSON(b)
+		b = appendUserJSON(b, &users[i])
 	}
 	b = append(b, `],"meta":`...)
 	b = append(b, metaJSON...)
@@ -47,71 +49,67 @@ func writeUserPage(c *gin.Context, views []userView, fields []string, meta listi
 // 90 KB), sparing the allocator and the collector.
 var pageBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 128<<10); return &b }}
 
-// appendJSON appends the user as encoding/json writes it.
-func (v *userView) appendJSON(b []byte) []byte {
-	str := func(key, val string) {
-		b = append(b, ',', '"')
-		b = append(b, key...)
-		b = append(b, '"', ':')
-		b = appendJSONString(b, val)
-	}
-	b = append(b, `{"id":`...)
-	b = appendJSONString(b, v.ID)
-	str("firstName", v.FirstName)
-	str("lastName", v.LastName)
-	str("displayName", v.DisplayName)
-	str("email", v.Email)
-	str("employeeID", v.EmployeeID)
-	str("title", v.Title)
-	str("department", v.Department)
-	str("company", v.Company)
-	str("description", v.Description)
-	if v.Manager == nil {
+// appendUserJSON appends the user as encoding/json writes its view
+// (newUserView), without making the view.
+func appendUserJSON(b []byte, u *models.User) []byte {
+	b = appendJSONID(append(b, `{"id":`...), u.ID)
+	b = appendJSONString(append(b, `,"firstName":`...), u.FirstName)
+	b = appendJSONString(append(b, `,"lastName":`...), u.LastName)
+	b = appendJSONString(append(b, `,"displayName":`...), u.DisplayName)
+	b = appendJSONString(append(b, `,"email":`...), u.Email)
+	b = appendJSONString(append(b, `,"employeeID":`...), u.EmployeeID)
+	b = appendJSONString(append(b, `,"title":`...), u.Title)
+	b = appendJSONString(append(b, `,"department":`...), u.Department)
+	b = appendJSONString(append(b, `,"company":`...), u.Company)
+	b = appendJSONString(append(b, `,"description":`...), u.Description)
+	if u.ManagerID == nil {
 		b = append(b, `,"manager":null`...)
 	} else {
-		str("manager", *v.Manager)
+		b = appendJSONID(append(b, `,"manager":`...), *u.ManagerID)
 	}
-	str("city", v.City)
-	str("stateProvince", v.StateProvince)
-	str("street", v.Street)
-	str("zipPostal", v.ZipPostal)
-	str("postOfficeBox", v.PostOfficeBox)
-	str("workLocation", v.WorkLocation)
-	str("seatingLocation", v.SeatingLocation)
-	str("country", v.Country)
-	str("mobileNumber", v.MobileNumber)
-	str("homePhone", v.HomePhone)
-	str("telephoneNumber", v.TelephoneNumber)
-	str("fax", v.Fax)
-	str("gender", v.Gender)
-	str("language", v.Language)
-	b = append(b, `,"isDomainVerified":`...)
-	b = strconv.AppendBool(b, v.IsDomainVerified)
-	b = append(b, `,"status":`...)
-	b = strconv.AppendInt(b, int64(v.Status), 10)
-	b = append(b, `,"isLicensed":`...)
-	b = strconv.AppendBool(b, v.IsLicensed)
-	b = append(b, `,"primarySource":`...)
-	if p := v.PrimarySource; p == nil {
-		b = append(b, "null"...)
+	b = appendJSONString(append(b, `,"city":`...), u.City)
+	b = appendJSONString(append(b, `,"stateProvince":`...), u.StateProvince)
+	b = appendJSONString(append(b, `,"street":`...), u.Street)
+	b = appendJSONString(append(b, `,"zipPostal":`...), u.ZipPostal)
+	b = appendJSONString(append(b, `,"postOfficeBox":`...), u.PostOfficeBox)
+	b = appendJSONString(append(b, `,"workLocation":`...), u.WorkLocation)
+	b = appendJSONString(append(b, `,"seatingLocation":`...), u.SeatingLocation)
+	b = appendJSONString(append(b, `,"country":`...), u.Country)
+	b = appendJSONString(append(b, `,"mobileNumber":`...), u.MobileNumber)
+	b = appendJSONString(append(b, `,"homePhone":`...), u.HomePhone)
+	b = appendJSONString(append(b, `,"telephoneNumber":`...), u.TelephoneNumber)
+	b = appendJSONString(append(b, `,"fax":`...), u.Fax)
+	b = appendJSONString(append(b, `,"gender":`...), u.Gender)
+	b = appendJSONString(append(b, `,"language":`...), u.Language)
+	b = strconv.AppendBool(append(b, `,"isDomainVerified":`...), u.IsDomainVerified)
+	b = strconv.AppendInt(append(b, `,"status":`...), int64(u.Status), 10)
+	b = strconv.AppendBool(append(b, `,"isLicensed":`...), u.IsLicensed)
+	p := u.PrimarySource
+	if p == nil { // this service: see newUserView
+		p = &models.PrimarySource{ApplicationName: localSourceName, ApplicationService: localSource,
+			IsEnabled: true, CreationTime: u.CreatedAt, ModifiedTime: u.UpdatedAt}
+	}
+	b = appendJSONString(append(b, `,"primarySource":{"applicationName":`...), p.ApplicationName)
+	b = appendJSONString(append(b, `,"applicationService":{"id":`...), p.ApplicationService.ID)
+	b = appendJSONString(append(b, `,"name":`...), p.ApplicationService.Name)
+	b = appendJSONString(append(b, `,"serviceName":`...), p.ApplicationService.ServiceName)
+	b = appendJSONString(append(b, `,"logo":`...), p.ApplicationService.Logo)
+	b = appendJSONTime(append(b, `},"creationTime":`...), p.CreationTime.UTC())
+	b = strconv.AppendBool(append(b, `,"isEnabled":`...), p.IsEnabled)
+	if u.PrimarySource == nil {
+		b = appendJSONID(append(b, `,"id":`...), u.ID)
 	} else {
-		b = append(b, `{"applicationName":`...)
-		b = appendJSONString(b, p.ApplicationName)
-		b = append(b, `,"applicationService":{"id":`...)
-		b = appendJSONString(b, p.ApplicationService.ID)
-		str("name", p.ApplicationService.Name)
-		str("serviceName", p.ApplicationService.ServiceName)
-		str("logo", p.ApplicationService.Logo)
-		b = append(b, `},"creationTime":`...)
-		b = appendJSONTime(b, p.CreationTime)
-		b = append(b, `,"isEnabled":`...)
-		b = strconv.AppendBool(b, p.IsEnabled)
-		str("id", p.ID)
-		b = append(b, `,"modifiedTime":`...)
-		b = appendJSONTime(b, p.ModifiedTime)
-		b = append(b, '}')
+		b = appendJSONString(append(b, `,"id":`...), p.ID)
 	}
-	return append(b, '}')
+	b = appendJSONTime(append(b, `,"modifiedTime":`...), p.ModifiedTime.UTC())
+	return append(b, '}', '}')
+}
+
+// appendJSONID writes an id as models.FormatID does, as a JSON string.
+func appendJSONID(b []byte, id int64) []byte {
+	b = append(b, '"')
+	b = strconv.AppendInt(b, id, 10)
+	return append(b, '"')
 }
 
 // appendJSONTime writes t as encoding/json does (RFC 3339 with nanoseconds).
@@ -123,6 +121,15 @@ func appendJSONTime(b []byte, t time.Time) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// jsonSafe tells which bytes appendJSONString copies as they are: printable
+// ASCII but for the quote, the backslash and the HTML characters.
+var jsonSafe = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendJSONString writes s as a JSON string the way encoding/json does:
 // control characters, quotes, backslashes, <, >, &, U+2028 and U+2029
 // escaped, invalid UTF-8 replaced by U+FFFD.
@@ -131,11 +138,11 @@ func appendJSONString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if jsonSafe[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':
@@ -146,6 +153,10 @@ func appendJSONString(b []byte, s string) []byte {
 				b = append(b, '\\', 'r')
 			case '\t':
 				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
 			default:
 				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 			}
