@@ -114,11 +114,15 @@ func (b *bench) apiPage(query url.Values) op {
 		if err != nil {
 			return err
 		}
-		body, err := io.ReadAll(resp.Body)
+		buf := bodyBuffers.Get().(*bytes.Buffer)
+		defer bodyBuffers.Put(buf)
+		buf.Reset()
+		_, err = buf.ReadFrom(resp.Body)
 		resp.Body.Close()
 		if err != nil {
 			return err
 		}
+		body := buf.Bytes()
 		if resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("status %d: %.200s", resp.StatusCode, body)
 		}
@@ -126,6 +130,11 @@ func (b *bench) apiPage(query url.Values) op {
 		return nil
 	}
 }
+
+// bodyBuffers recycles the buffers the clients read pages into, as a load
+// generator does: the client's allocations are not the API's cost, but
+// they run on the same cores.
+var bodyBuffers = sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 128<<10)) }}
 
 // nextCursor finds meta.next_cursor in a list body without decoding the
 // whole page (the client's cost is not the API's).
@@ -190,7 +199,8 @@ func (b *bench) directPage(stmts []string) (op, error) {
 var keysetID = regexp.MustCompile(`\("id" > [0-9]+\)`)
 
 func (b *bench) listThroughput(ctx context.Context) error {
-	fmt.Fprintf(b.out, "(a) GET /users?limit=100, paging through next_cursor, %d clients, %s each\n", b.cfg.concurrency, b.cfg.duration)
+	fmt.Fprintf(b.out, "(a) GET /users?limit=100, paging through next_cursor, %d clients, %s each in %d alternating turns\n",
+		b.cfg.concurrency, b.cfg.duration, b.cfg.turns)
 	stmts, err := b.showStatements(ctx, url.Values{"limit": {"100"}})
 	if err != nil {
 		return err
@@ -199,14 +209,22 @@ func (b *bench) listThroughput(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	stopProfile, err := b.startProfile()
-	if err != nil {
-		return err
+	var profErr error
+	profiled := func(i, turn int, run func()) {
+		stop, err := b.startProfile(fmt.Sprintf("%s.%d", []string{"", ".sql", ".store"}[i], turn))
+		if err != nil {
+			profErr = err
+		} else {
+			defer stop()
+		}
+		run()
 	}
-	apiStats := load(ctx, b.cfg.concurrency, b.cfg.duration, b.apiPage(url.Values{"limit": {"100"}}))
-	stopProfile()
-	sqlStats := load(ctx, b.cfg.concurrency, b.cfg.duration, direct)
-	storeStats := load(ctx, b.cfg.concurrency, b.cfg.duration, b.storePage(url.Values{"limit": {"100"}}))
+	all := interleave(ctx, b.cfg.turns, b.cfg.concurrency, b.cfg.duration, profiled,
+		b.apiPage(url.Values{"limit": {"100"}}), direct, b.storePage(url.Values{"limit": {"100"}}))
+	if profErr != nil {
+		return profErr
+	}
+	apiStats, sqlStats, storeStats := all[0], all[1], all[2]
 	fmt.Fprintf(b.out, "    API        %s\n    direct SQL %s\n    store only %s\n    API / direct SQL throughput: %.0f%%\n\n",
 		apiStats, sqlStats, storeStats, 100*apiStats.throughput()/sqlStats.throughput())
 	return nil
@@ -214,7 +232,8 @@ func (b *bench) listThroughput(ctx context.Context) error {
 
 func (b *bench) filteredList(ctx context.Context) error {
 	filter := `department eq "Dept-07" and status eq 1`
-	fmt.Fprintf(b.out, "(b) GET /users?limit=100&filter=%s, paging, %d clients, %s each\n", filter, b.cfg.concurrency, b.cfg.duration)
+	fmt.Fprintf(b.out, "(b) GET /users?limit=100&filter=%s, paging, %d clients, %s each in %d alternating turns\n",
+		filter, b.cfg.concurrency, b.cfg.duration, b.cfg.turns)
 	query := url.Values{"limit": {"100"}, "filter": {filter}}
 	stmts, err := b.showStatements(ctx, query)
 	if err != nil {
@@ -224,8 +243,8 @@ func (b *bench) filteredList(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	apiStats := load(ctx, b.cfg.concurrency, b.cfg.duration, b.apiPage(query))
-	sqlStats := load(ctx, b.cfg.concurrency, b.cfg.duration, direct)
+	all := interleave(ctx, b.cfg.turns, b.cfg.concurrency, b.cfg.duration, nil, b.apiPage(query), direct)
+	apiStats, sqlStats := all[0], all[1]
 	one := load(ctx, 1, b.cfg.duration/3, b.apiPage(query))
 	fmt.Fprintf(b.out, "    API        %s\n    direct SQL %s\n    API, 1 client %s\n\n", apiStats, sqlStats, one)
 	return nil
@@ -300,13 +319,13 @@ func (h *captureHook) AfterQuery(_ context.Context, e *bun.QueryEvent) {
 	}
 }
 
-// startProfile starts the CPU profile asked for, if any, and returns what
-// stops it.
-func (b *bench) startProfile() (func(), error) {
+// startProfile starts the CPU profile asked for, if any, into its file
+// name with suffix, and returns what stops it.
+func (b *bench) startProfile(suffix string) (func(), error) {
 	if b.cfg.cpuProfile == "" {
 		return func() {}, nil
 	}
-	f, err := os.Create(b.cfg.cpuProfile)
+	f, err := os.Create(b.cfg.cpuProfile + suffix)
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +348,7 @@ func drain(rows *sql.Rows, err error) error {
 }
 
 // storePage is an op that pages through UserStore.List, as the API does
-// but without HTTP and JSON: the same SQL, scanned into models.User by bun.
+// but without HTTP and JSON: the same SQL, scanned into models.User.
 func (b *bench) storePage(query url.Values) op {
 	return func(ctx context.Context, cursor *string) error {
 		q := url.Values{}
