@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -84,46 +85,49 @@ func (s *EnrollmentStore) MatchUsers(ctx context.Context, orgID int64, key UserK
 	if len(want) == 0 {
 		return out, nil
 	}
-	if IsPostgres(s.db) {
-		if q := rawSQL(s.db); q != nil {
-			return matchUsersPG(ctx, q, orgID, key, want)
-		}
+	q := rawSQL(s.db)
+	if q == nil {
+		return nil, fmt.Errorf("match users: no database/sql handle under %T", s.db)
 	}
-	var column, where string
+	if IsPostgres(s.db) {
+		return matchUsersPG(ctx, q, orgID, key, want)
+	}
+	// SQLite: the values as one JSON array, each looked up through the
+	// organization's index on the key; an IN list of thousands of literals
+	// costs more to parse than to run.
+	var probe string
 	switch key {
 	case KeyPrimaryEmail:
-		column, where = "lower(email)", "email <> '' AND lower(email) IN (?)"
+		probe = "u.email <> '' AND lower(u.email) = v.value"
 	case KeyEmployeeID:
-		column, where = "employee_id", "employee_id <> '' AND employee_id IN (?)"
+		probe = "u.employee_id <> '' AND u.employee_id = v.value"
 	case KeyMobileNumber:
-		column, where = "mobile_number", "mobile_number <> '' AND mobile_number IN (?)"
+		probe = "u.mobile_number <> '' AND u.mobile_number = v.value"
 	default:
 		return nil, Invalid("user_key", "unknown user key %q", key)
 	}
-	const batch = 5000
-	for start := 0; start < len(want); start += batch {
-		part := want[start:min(start+batch, len(want))]
-		rows, err := s.db.NewSelect().Table("users").ColumnExpr("id").ColumnExpr(column+" AS k").
-			Where("org_id = ?", orgID).Where(where, bun.In(part)).Rows(ctx)
-		if err != nil {
+	list, err := json.Marshal(want)
+	if err != nil {
+		return nil, fmt.Errorf("match users: %w", err)
+	}
+	rows, err := q.QueryContext(ctx, `SELECT v.value, u.id FROM json_each(?) AS v
+		JOIN users AS u ON u.org_id = ? AND `+probe, string(list), orgID)
+	if err != nil {
+		return nil, fmt.Errorf("match users: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var k string
+		var id int64
+		if err := rows.Scan(&k, &id); err != nil {
 			return nil, fmt.Errorf("match users: %w", err)
 		}
-		for rows.Next() {
-			var id int64
-			var k string
-			if err := rows.Scan(&id, &k); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("match users: %w", err)
-			}
-			if prev, seen := out[k]; !seen || id < prev {
-				out[k] = id
-			}
+		if prev, seen := out[k]; !seen || id < prev {
+			out[k] = id
 		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, fmt.Errorf("match users: %w", err)
-		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("match users: %w", err)
 	}
 	return out, nil
 }
