@@ -8,8 +8,9 @@
 -- organization's deletion reaches its enrollments through its users, factor
 -- configs are only deleted with their organization, and every writer takes
 -- both ids from the job it runs. Their checks lock the same organization and
--- config row for every row written, which made them two thirds of the cost
--- of writing an enrollment (and a point where concurrent writers meet).
+-- config row for every row written, about half the cost of writing an
+-- enrollment (COPY of 200,000 rows: 3.4 s with them, 1.6 s without) and a
+-- point where concurrent writers meet.
 --
 -- job_results.job_id goes too, for the same reason: it locked the job's row
 -- once per result. A trigger keeps the cascade when jobs are deleted, and
