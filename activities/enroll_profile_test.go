@@ -94,9 +94,8 @@ func TestEnrollCSVProfile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := db.ExecContext(ctx, "ANALYZE users"); err != nil {
-		t.Fatal(err)
-	}
+	// No ANALYZE: a job may start right after its users were loaded,
+	// before the database has statistics of them.
 	t.Logf("seeded %d users in %v", rows, time.Since(began).Round(time.Millisecond))
 
 	var b bytes.Buffer
