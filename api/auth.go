@@ -32,22 +32,22 @@ func authenticate(tokens TokenValidator) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		q := c.Request.URL.Query()
 		if q.Has("access_token") || q.Has("token") {
-			abortWithError(c, errUnauthorized)
+			abortWithError(c, errUnauthorized())
 			return
 		}
 		scheme, token, ok := strings.Cut(c.GetHeader("Authorization"), " ")
 		token = strings.TrimSpace(token)
 		if !ok || scheme != AuthScheme || token == "" {
-			abortWithError(c, errUnauthorized)
+			abortWithError(c, errUnauthorized())
 			return
 		}
 		if tokens == nil { // no token source configured: nothing is valid
-			abortWithError(c, errUnauthorized)
+			abortWithError(c, errUnauthorized())
 			return
 		}
 		p, err := tokens.ValidateAccessToken(c.Request.Context(), token)
 		if err != nil || p == nil {
-			abortWithError(c, errUnauthorized)
+			abortWithError(c, errUnauthorized())
 			return
 		}
 		c.Set(ctxPrincipal, p)

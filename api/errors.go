@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -46,7 +47,10 @@ type ErrorDetail struct {
 	Causes []models.Cause `json:"causes,omitempty"`
 }
 
-// apiError is an error that already knows its HTTP status and body.
+// apiError is an error that already knows its HTTP status and body. Values
+// are made fresh by constructors for each answer and never shared between
+// requests: no package-level *apiError exists, and toAPIError hands out a
+// copy, so that a handler adding causes cannot reach another answer.
 type apiError struct {
 	Status int
 	Body   ErrorDetail
@@ -61,7 +65,15 @@ func newAPIError(status int, code, title, detail string) *apiError {
 }
 
 // errUnauthorized is the answer to a missing, malformed, expired or revoked token.
-var errUnauthorized = newAPIError(http.StatusUnauthorized, CodeUnauthorized, "Unauthorized", "the OAuth token is invalid")
+func errUnauthorized() *apiError {
+	return newAPIError(http.StatusUnauthorized, CodeUnauthorized, "Unauthorized", "the OAuth token is invalid")
+}
+
+// errInternal is the answer to an unexpected failure; its cause is logged,
+// never sent.
+func errInternal() *apiError {
+	return newAPIError(http.StatusInternalServerError, CodeInternal, "Internal Server Error", "unexpected internal error, retry later")
+}
 
 func errAccessDenied(detail string) *apiError {
 	return newAPIError(http.StatusForbidden, CodeAccessDenied, "Access Denied", detail)
@@ -71,11 +83,15 @@ func errInvalidBody(format string, args ...any) *apiError {
 	return newAPIError(http.StatusBadRequest, CodeInvalidBody, "Invalid Request Body", fmt.Sprintf(format, args...))
 }
 
-// toAPIError maps any error to its status and body, in one place.
+// toAPIError maps any error to its status and body, in one place. The
+// result is the caller's own: a fresh value, never one shared with another
+// request.
 func toAPIError(err error) *apiError {
 	var ae *apiError
 	if errors.As(err, &ae) {
-		return ae
+		out := *ae
+		out.Body.Causes = slices.Clone(ae.Body.Causes)
+		return &out
 	}
 	var pe *listing.ParamError
 	if errors.As(err, &pe) {
@@ -90,7 +106,7 @@ func toAPIError(err error) *apiError {
 		return newAPIError(http.StatusRequestEntityTooLarge, CodeTooLarge, "Request Too Large",
 			fmt.Sprintf("the request body is larger than %d bytes", tooLarge.Limit))
 	}
-	return newAPIError(http.StatusInternalServerError, CodeInternal, "Internal Server Error", "unexpected internal error, retry later")
+	return errInternal()
 }
 
 func fromModelsError(e *models.Error) *apiError {
@@ -113,7 +129,7 @@ func fromModelsError(e *models.Error) *apiError {
 	case models.ECONFLICT:
 		out = newAPIError(http.StatusConflict, CodeConflict, title("Conflict"), detail)
 	case models.EUNAUTHORIZED:
-		out = errUnauthorized
+		out = errUnauthorized()
 	case models.EFORBIDDEN:
 		out = errAccessDenied(detail)
 	case models.ETOOLARGE:
@@ -123,7 +139,7 @@ func fromModelsError(e *models.Error) *apiError {
 	default:
 		return toAPIError(errors.New(e.Detail))
 	}
-	out.Body.Causes = e.Causes
+	out.Body.Causes = slices.Clone(e.Causes)
 	return out
 }
 

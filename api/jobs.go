@@ -153,7 +153,9 @@ func (s *Server) deleteJob(c *gin.Context) {
 		abortWithError(c, err)
 		return
 	}
-	if err := s.deps.Jobs.Cancel(c, id); err != nil {
+	if s.deps.Jobs == nil || s.deps.Jobs.Client == nil {
+		logger(c).Warn("no workflow engine: the deleted job's workflow stops at its next write", "job_id", id)
+	} else if err := s.deps.Jobs.Cancel(c, id); err != nil {
 		logger(c).Warn("job deleted; its workflow will stop at its next write", "job_id", id, "error", err)
 	}
 	c.Status(http.StatusNoContent)

@@ -199,6 +199,21 @@ func TestJobs_GetAndDeleteAnswerNotFound(t *testing.T) {
 	}
 }
 
+// TestJobs_DeleteWithoutWorkflowEngine: an API without a Temporal client
+// deletes the job (204) instead of panicking after the row is gone.
+func TestJobs_DeleteWithoutWorkflowEngine(t *testing.T) {
+	env := apitest.New(t, dbtest.SQLite(t), apitest.Options{})
+	tok := env.Token(env.Org, "svc.job.ALL")
+	job := env.CreateDiagnostic(env.Org, activities.DiagnosticParams{Items: 1})
+	resp := env.Do(apitest.Request{Method: http.MethodDelete, Path: fmt.Sprintf("/api/v1/jobs/%d", job.ID), Token: tok})
+	if resp.Status != http.StatusNoContent {
+		t.Fatalf("DELETE without a workflow engine: %d %s, want 204", resp.Status, resp.Body)
+	}
+	if resp := env.Get(fmt.Sprintf("/api/v1/jobs/%d", job.ID), tok); resp.Status != http.StatusNotFound {
+		t.Errorf("GET after DELETE: %d, want 404", resp.Status)
+	}
+}
+
 func TestJobs_DeleteCancelsTheRunningWorkflow(t *testing.T) {
 	env := apitest.New(t, dbtest.SQLite(t), apitest.Options{Temporal: true})
 	tok := env.Token(env.Org, "svc.job.ALL")

@@ -72,7 +72,7 @@ func recoverer() gin.HandlerFunc {
 				}
 				logger(c).Error("panic", "panic", p, "stack", string(debug.Stack()))
 				if !c.Writer.Written() {
-					abortWithError(c, errPanic)
+					abortWithError(c, errInternal())
 				}
 				c.Abort()
 			}
@@ -80,8 +80,6 @@ func recoverer() gin.HandlerFunc {
 		c.Next()
 	}
 }
-
-var errPanic = newAPIError(http.StatusInternalServerError, CodeInternal, "Internal Server Error", "unexpected internal error, retry later")
 
 // limitBody caps the request body at limit bytes: a declared length over it
 // is refused at once, and a longer body fails on read.

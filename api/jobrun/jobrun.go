@@ -77,6 +77,9 @@ func (l *Launcher) LaunchOrQueue(ctx context.Context, job *models.Job) {
 // Cancel asks the workflow of a job to stop. A workflow that does not exist
 // or has ended is not an error.
 func (l *Launcher) Cancel(ctx context.Context, jobID int64) error {
+	if l.Client == nil {
+		return fmt.Errorf("cancel workflow of job %d: no workflow engine is configured", jobID)
+	}
 	err := l.Client.CancelWorkflow(ctx, models.JobWorkflowID(jobID), "")
 	var notFound *serviceerror.NotFound
 	if err == nil || errors.As(err, &notFound) {
