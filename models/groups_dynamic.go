@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 
 	"iam/models/listing"
+	"iam/models/lru"
 )
 
 // A dynamic group's membership rule is a filter in the list filter language
@@ -38,11 +38,16 @@ func ParseMembershipRule(rule string) (string, error) {
 	return expr.String(), nil
 }
 
-var ruleCache sync.Map // canonical or given rule text -> listing.Expr
+// ruleCacheSize bounds the per-process cache of parsed rules: rule text
+// comes from requests, so the cache must not grow with it. A rule dropped
+// from the cache is parsed again when next used.
+const ruleCacheSize = 1024
+
+var ruleCache = lru.New[string, listing.Expr](ruleCacheSize) // canonical or given rule text -> parsed rule
 
 func parseRule(rule string) (listing.Expr, error) {
-	if e, ok := ruleCache.Load(rule); ok {
-		return e.(listing.Expr), nil
+	if e, ok := ruleCache.Get(rule); ok {
+		return e, nil
 	}
 	if strings.TrimSpace(rule) == "" {
 		return nil, Invalid("membership_rule", "is required for a dynamic group")
@@ -54,7 +59,7 @@ func parseRule(rule string) (listing.Expr, error) {
 	if err != nil {
 		return nil, Invalid("membership_rule", "%v", err)
 	}
-	ruleCache.Store(rule, expr)
+	ruleCache.Put(rule, expr)
 	return expr, nil
 }
 
