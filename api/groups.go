@@ -152,11 +152,18 @@ func (s *Server) getGroup(c *gin.Context) {
 }
 
 // groupMembers: GET /groups/{group_id}/members, the member users with the
-// parameters of GET /users.
+// parameters of GET /users when the token may also read users; otherwise
+// each member as id, displayName and email only (memberSummary), filtered
+// and sorted on those alone (models.MemberListing).
 func (s *Server) groupMembers(c *gin.Context) {
 	id, err := pathID(c, "group_id", models.ErrGroupNotFound)
 	if err != nil {
 		abortWithError(c, err)
+		return
+	}
+	p := principal(c)
+	if !Allows(p.Scopes, userReadScopes) {
+		s.groupMemberSummaries(c, p.OrgID, id)
 		return
 	}
 	params, err := listing.Parse(c.Request.URL.Query(), models.UserListing)
@@ -164,12 +171,41 @@ func (s *Server) groupMembers(c *gin.Context) {
 		abortWithError(c, err)
 		return
 	}
-	users, meta, err := s.store.Users.ListGroupMembers(c, principal(c).OrgID, id, params)
+	users, meta, err := s.store.Users.ListGroupMembers(c, p.OrgID, id, params)
 	if err != nil {
 		abortWithError(c, err)
 		return
 	}
 	writeUserPage(c, users, params.Fields, meta)
+}
+
+// userReadScopes are the scopes that let a caller see whole user records.
+var userReadScopes = Scopes("user", "READ", "ALL")
+
+// memberSummary is a group member as a caller without a user read scope
+// sees it.
+type memberSummary struct {
+	ID          string `json:"id"`
+	DisplayName string `json:"displayName"`
+	Email       string `json:"email"`
+}
+
+func (s *Server) groupMemberSummaries(c *gin.Context, orgID, groupID int64) {
+	params, err := listing.Parse(c.Request.URL.Query(), models.MemberListing)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	users, meta, err := s.store.Users.ListGroupMemberSummaries(c, orgID, groupID, params)
+	if err != nil {
+		abortWithError(c, err)
+		return
+	}
+	views := make([]memberSummary, len(users))
+	for i := range users {
+		views[i] = memberSummary{ID: models.FormatID(users[i].ID), DisplayName: users[i].DisplayName, Email: users[i].Email}
+	}
+	c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, params.Fields), "meta": meta})
 }
 
 // groupCreateRequest is the body of POST /groups: name is required;

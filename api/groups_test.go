@@ -186,3 +186,58 @@ func TestGroups_Dynamic(t *testing.T) {
 		}
 	})
 }
+
+// TestGroups_MembersWithoutUserReadShowIDNameEmailOnly: a token with only
+// svc.group.READ sees each member as id, displayName and email, and may
+// filter and sort on those alone; svc.user.READ (or ALL) beside it sees
+// whole user records. Another organization's group is not found either way.
+func TestGroups_MembersWithoutUserReadShowIDNameEmailOnly(t *testing.T) {
+	env := apitest.New(t, dbtest.SQLite(t), apitest.Options{})
+	utok := env.Token(env.Org, "svc.user.ALL")
+	a := createUser(t, env, utok, map[string]any{"firstName": "A", "displayName": "Ann", "email": "a@example.com", "department": "Secret", "mobileNumber": "+491701234567"})
+	b := createUser(t, env, utok, map[string]any{"firstName": "B", "displayName": "Bob", "email": "b@example.com", "department": "Open"})
+	g := groupReq(t, env, "POST", "/api/v1/groups", env.Token(env.Org, "svc.group.ALL"), map[string]any{"name": "Staff", "members": []string{a.ID, b.ID}}, 201)
+	path := "/api/v1/groups/" + g.ID + "/members"
+
+	narrow := env.Token(env.Org, "svc.group.READ")
+	var page userList
+	resp := env.Get(path, narrow)
+	if resp.Status != http.StatusOK {
+		t.Fatalf("GET members with svc.group.READ: %d %s", resp.Status, resp.Body)
+	}
+	resp.JSON(t, &page)
+	if len(page.Data) != 2 {
+		t.Fatalf("members %+v", page.Data)
+	}
+	for _, m := range page.Data {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		if !slices.Equal(keys, []string{"displayName", "email", "id"}) {
+			t.Errorf("a member shown to svc.group.READ has %v, want id, displayName, email only", keys)
+		}
+	}
+	if page.Data[0]["displayName"] != "Ann" || page.Data[0]["email"] != "a@example.com" {
+		t.Errorf("first member %v", page.Data[0])
+	}
+	for _, q := range []string{"filter=" + url.QueryEscape(`department eq "Secret"`), "fields=mobileNumber", "sort=department", "filter=" + url.QueryEscape(`mobileNumber pr`)} {
+		wantError(t, env.Get(path+"?"+q, narrow), 400, "00000107", "")
+	}
+	env.Get(path+"?filter="+url.QueryEscape(`email eq "b@example.com"`)+"&sort=-displayName", narrow).JSON(t, &page)
+	if len(page.Data) != 1 || page.Data[0]["id"] != b.ID {
+		t.Errorf("filter on email: %+v", page.Data)
+	}
+
+	for _, scopes := range [][]string{{"svc.group.READ", "svc.user.READ"}, {"svc.group.ALL", "svc.user.ALL"}} {
+		env.Get(path+"?filter="+url.QueryEscape(`department eq "Secret"`), env.Token(env.Org, scopes...)).JSON(t, &page)
+		if len(page.Data) != 1 || page.Data[0]["department"] != "Secret" || page.Data[0]["mobileNumber"] != "+491701234567" {
+			t.Errorf("%v: whole records expected, got %+v", scopes, page.Data)
+		}
+	}
+	other := env.NewOrg("Other")
+	for _, tok := range []string{env.Token(other, "svc.group.READ"), env.Token(other, "svc.group.READ", "svc.user.READ")} {
+		wantError(t, env.Get(path, tok), 404, "00000103", "")
+	}
+}

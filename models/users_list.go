@@ -49,6 +49,20 @@ var UserListing = listing.MustSchema(listing.Schema{
 	},
 })
 
+// MemberListing is the allow-list of GET /groups/{id}/members for a caller
+// that may read groups but not users: a member is shown by id, displayName
+// and email only, and only those can be filtered and sorted on (otherwise a
+// filter would reveal any attribute, one guess at a time).
+var MemberListing = listing.MustSchema(listing.Schema{
+	Name:   "group members",
+	Paging: listing.CursorPaging,
+	Attributes: []listing.Attribute{
+		{Name: "id", Column: "id", Type: listing.TypeID, Filter: true, Sort: true},
+		{Name: "displayName", Column: "display_name", Type: listing.TypeString, Filter: true, Sort: true},
+		{Name: "email", Column: "email", Type: listing.TypeString, Filter: true, Sort: true},
+	},
+})
+
 // signInColumns are the columns of sign-in state and role, which lists
 // leave out: users read from a list have them zero.
 var signInColumns = []string{"role", "password_hash", "failed_logins", "first_failed_login_at", "blocked_until"}
@@ -120,11 +134,22 @@ func (s *UserStore) countByLicensing(ctx context.Context, orgID int64, licensing
 // of the organization, with the parameters of GET /users. ENOTFOUND when
 // the group is not the organization's.
 func (s *UserStore) ListGroupMembers(ctx context.Context, orgID, groupID int64, p listing.Params) ([]User, listing.Meta, error) {
+	return s.listGroupMembers(ctx, orgID, groupID, UserListing, p)
+}
+
+// ListGroupMemberSummaries is ListGroupMembers with p checked against
+// MemberListing: the caller shows only the members' id, displayName and
+// email.
+func (s *UserStore) ListGroupMemberSummaries(ctx context.Context, orgID, groupID int64, p listing.Params) ([]User, listing.Meta, error) {
+	return s.listGroupMembers(ctx, orgID, groupID, MemberListing, p)
+}
+
+func (s *UserStore) listGroupMembers(ctx context.Context, orgID, groupID int64, schema *listing.Schema, p listing.Params) ([]User, listing.Meta, error) {
 	if _, err := getGroup(ctx, s.db, orgID, groupID, false); err != nil {
 		return nil, nil, err
 	}
 	users := make([]User, 0, userPageRows(p))
 	q := selectUserList(s.db, orgID).Where("id IN (SELECT user_id FROM group_members WHERE group_id = ?)", groupID)
-	meta, err := listing.FetchScanned(ctx, q, &users, UserListing, p, nil, scanUserRows)
+	meta, err := listing.FetchScanned(ctx, q, &users, schema, p, nil, scanUserRows)
 	return users, meta, err
 }
