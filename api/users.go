@@ -164,8 +164,18 @@ func (s *Server) createUser(c *gin.Context) {
 	c.JSON(http.StatusCreated, gin.H{"data": newUserView(user)})
 }
 
+// errAdminPassword refuses setting an administrator's password through the
+// API: a token allowed to update users must not be able to sign in as an
+// administrator, who may grant every scope.
+func errAdminPassword() error {
+	return &models.Error{Code: models.EFORBIDDEN, Field: "password", Detail: "the password of an administrator cannot be set through the API"}
+}
+
 // updateUser: PATCH /users/{user_id}, {data: User}. Only the fields sent
-// change; manager null removes the manager.
+// change; manager null removes the manager. Setting (or removing) the
+// password of an administrator is refused (403), whatever the token's
+// scopes; any password change ends the user's tokens and sign-ins
+// (models.UserStore.Update).
 func (s *Server) updateUser(c *gin.Context) {
 	id, err := pathID(c, "user_id", models.ErrUserNotFound)
 	if err != nil {
@@ -177,7 +187,16 @@ func (s *Server) updateUser(c *gin.Context) {
 		abortWithError(c, err)
 		return
 	}
-	user, err := s.store.Users.Update(c, principal(c).OrgID, id, req.apply, req.Password)
+	change := req.apply
+	if req.Password != nil {
+		change = func(u *models.User) error {
+			if u.IsAdmin() {
+				return errAdminPassword()
+			}
+			return req.apply(u)
+		}
+	}
+	user, err := s.store.Users.Update(c, principal(c).OrgID, id, change, req.Password)
 	if err != nil {
 		abortWithError(c, err)
 		return

@@ -79,8 +79,12 @@ type User struct {
 	// BlockedUntil is the end of a block; BlockedForever for one an
 	// administrator must lift.
 	BlockedUntil *time.Time `bun:"blocked_until"`
-	CreatedAt    time.Time  `bun:"created_at"`
-	UpdatedAt    time.Time  `bun:"updated_at"`
+	// TokensValidAfter ends every token and sign-in of the user issued
+	// before it: a password change, deactivation or demotion sets it (and
+	// deletes the user's tokens). Nil when never set.
+	TokensValidAfter *time.Time `bun:"tokens_valid_after"`
+	CreatedAt        time.Time  `bun:"created_at"`
+	UpdatedAt        time.Time  `bun:"updated_at"`
 }
 
 // PrimarySource is the directory a user record comes from (spec 2.1).

@@ -65,7 +65,7 @@ var MemberListing = listing.MustSchema(listing.Schema{
 
 // signInColumns are the columns of sign-in state and role, which lists
 // leave out: users read from a list have them zero.
-var signInColumns = []string{"role", "password_hash", "failed_logins", "first_failed_login_at", "blocked_until"}
+var signInColumns = []string{"role", "password_hash", "failed_logins", "first_failed_login_at", "blocked_until", "tokens_valid_after"}
 
 // Licensing selects users by license for GET /users.
 type Licensing string

@@ -18,7 +18,8 @@ type UserChange func(u *User) error
 // its dynamic group memberships re-evaluated, in one transaction; the user
 // is locked while it changes. A non-nil password replaces the password
 // (empty removes it). It returns the saved user. ENOTFOUND when missing;
-// EINVALID and ECONFLICT as for Create.
+// EINVALID and ECONFLICT as for Create. A password change, deactivation or
+// demotion ends the user's tokens and sign-ins (users_tokens.go).
 func (s *UserStore) Update(ctx context.Context, orgID, id int64, change UserChange, password *string) (*User, error) {
 	var hash string
 	if password != nil && *password != "" {
@@ -44,6 +45,7 @@ func (s *UserStore) Update(ctx context.Context, orgID, id int64, change UserChan
 			return fmt.Errorf("select user: %w", err)
 		}
 		oldManager := u.ManagerID
+		before := *u
 		if err := change(u); err != nil {
 			return err
 		}
@@ -60,8 +62,18 @@ func (s *UserStore) Update(ctx context.Context, orgID, id int64, change UserChan
 			u.PasswordHash = hash
 		}
 		u.UpdatedAt = time.Now().UTC()
+		revoke := revokesTokens(&before, u, password != nil)
+		if revoke {
+			now := u.UpdatedAt.Truncate(time.Microsecond) // as PostgreSQL keeps it
+			u.TokensValidAfter = &now
+		}
 		if _, err := tx.NewUpdate().Model(u).WherePK().Exec(ctx); err != nil {
 			return userWriteError(err, "update user")
+		}
+		if revoke {
+			if err := revokeUserTokens(ctx, tx, id); err != nil {
+				return err
+			}
 		}
 		user = u
 		return syncMembership(ctx, tx, orgID, []int64{id})

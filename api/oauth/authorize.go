@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ory/fosite"
 
@@ -125,13 +126,14 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 }
 
 // signedInUser returns the user the browser signed in as, when still there.
-// A sign-in of a user gone, inactive or blocked is forgotten.
+// A sign-in of a user gone, inactive or blocked, or made before the user's
+// tokens were revoked (a password change, say), is forgotten.
 func (s *Server) signedInUser(w http.ResponseWriter, r *http.Request, orgID int64) (*models.User, bool) {
-	id, ok := s.signedIn(r, orgID)
+	in, ok := s.signedIn(r, orgID)
 	if !ok {
 		return nil, false
 	}
-	user, err := s.users.Get(r.Context(), orgID, id)
+	user, err := s.users.Get(r.Context(), orgID, in.UserID)
 	if err != nil {
 		if models.ErrorCode(err) != models.ENOTFOUND {
 			s.log.ErrorContext(r.Context(), "read signed-in user", "error", err)
@@ -139,7 +141,8 @@ func (s *Server) signedInUser(w http.ResponseWriter, r *http.Request, orgID int6
 		s.clearSignIn(w)
 		return nil, false
 	}
-	if user.Status != models.UserActive || (user.BlockedUntil != nil && s.cfg.Now().Before(*user.BlockedUntil)) {
+	if user.Status != models.UserActive || (user.BlockedUntil != nil && s.cfg.Now().Before(*user.BlockedUntil)) ||
+		(user.TokensValidAfter != nil && time.UnixMilli(in.Issued).Before(*user.TokensValidAfter)) {
 		s.clearSignIn(w)
 		return nil, false
 	}

@@ -50,6 +50,12 @@ type Config struct {
 	// address for the rate limits. Without them the peer address counts.
 	TrustedProxies []netip.Prefix
 
+	// UserStateTTL is how long a process trusts the state of a token's
+	// user it read (userstate.go): a block, deactivation or demotion made
+	// elsewhere reaches this process's token checks within it. Zero means
+	// DefaultUserStateTTL; negative turns the cache off.
+	UserStateTTL time.Duration
+
 	// Now is the clock of sign-in, blocking and cookies; nil means time.Now.
 	// (fosite checks token expiry against the wall clock: tests shorten the
 	// lifespans instead.)
@@ -95,6 +101,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.LoginLifespan == 0 {
 		c.LoginLifespan = DefaultLoginLifespan
+	}
+	if c.UserStateTTL == 0 {
+		c.UserStateTTL = DefaultUserStateTTL
 	}
 	for _, r := range []RateLimit{c.TokenRate, c.LoginRate} {
 		if r.PerMinute < 0 || r.Burst < 0 {

@@ -66,11 +66,14 @@ type signIn struct {
 	UserID  int64 `json:"u,string"`
 	OrgID   int64 `json:"o,string"`
 	Expires int64 `json:"e"` // Unix seconds
+	// Issued is when the user signed in, in Unix milliseconds of the wall
+	// clock: a sign-in from before the user's TokensValidAfter is over.
+	Issued int64 `json:"i"`
 }
 
 // setSignIn remembers that the user signed in to the organization.
 func (s *Server) setSignIn(w http.ResponseWriter, userID, orgID int64) {
-	payload, _ := json.Marshal(signIn{UserID: userID, OrgID: orgID, Expires: s.cfg.Now().Add(s.cfg.LoginLifespan).Unix()})
+	payload, _ := json.Marshal(signIn{UserID: userID, OrgID: orgID, Expires: s.cfg.Now().Add(s.cfg.LoginLifespan).Unix(), Issued: time.Now().UnixMilli()})
 	value := b64.EncodeToString(payload) + "." + b64.EncodeToString(s.sign(payload))
 	s.setCookie(w, loginCookie, value, int(s.cfg.LoginLifespan/time.Second))
 }
@@ -78,30 +81,30 @@ func (s *Server) setSignIn(w http.ResponseWriter, userID, orgID int64) {
 // clearSignIn forgets the sign-in.
 func (s *Server) clearSignIn(w http.ResponseWriter) { s.setCookie(w, loginCookie, "", -1) }
 
-// signedIn returns the user signed in to the organization, if any and not
+// signedIn returns the sign-in to the organization, if any and not
 // expired.
-func (s *Server) signedIn(r *http.Request, orgID int64) (int64, bool) {
+func (s *Server) signedIn(r *http.Request, orgID int64) (signIn, bool) {
+	var in signIn
 	c, err := r.Cookie(loginCookie)
 	if err != nil {
-		return 0, false
+		return in, false
 	}
 	data, sig, ok := strings.Cut(c.Value, ".")
 	if !ok {
-		return 0, false
+		return in, false
 	}
 	payload, err1 := b64.DecodeString(data)
 	mac, err2 := b64.DecodeString(sig)
 	if err1 != nil || err2 != nil || !hmac.Equal(mac, s.sign(payload)) {
-		return 0, false
+		return in, false
 	}
-	var in signIn
 	if err := json.Unmarshal(payload, &in); err != nil {
-		return 0, false
+		return in, false
 	}
 	if in.OrgID != orgID || s.cfg.Now().Unix() >= in.Expires || in.UserID <= 0 {
-		return 0, false
+		return in, false
 	}
-	return in.UserID, true
+	return in, true
 }
 
 func (s *Server) sign(payload []byte) []byte {

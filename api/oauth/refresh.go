@@ -77,6 +77,9 @@ func (h *refreshHandler) HandleTokenEndpointRequest(ctx context.Context, req fos
 	if refusal := grantRefusal(user, orig.GetGrantedScopes(), time.Now()); refusal != nil {
 		return fosite.ErrInvalidGrant.WithHint(refusal.HintField)
 	}
+	if user.TokensValidAfter != nil && sess.AuthTime.Before(*user.TokensValidAfter) {
+		return fosite.ErrInvalidGrant.WithHint("The refresh token was revoked.")
+	}
 
 	req.SetID(orig.GetID())
 	req.SetSession(sess.Clone())

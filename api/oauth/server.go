@@ -44,10 +44,12 @@ type Server struct {
 	clients  *models.ClientStore
 	users    *models.UserStore
 	settings *models.SettingsStore
-	pages    pages
-	tokenLim *limiter
-	loginLim *limiter
-	mux      *http.ServeMux
+	// userStates caches the state of tokens' users (userstate.go).
+	userStates *userStates
+	pages      pages
+	tokenLim   *limiter
+	loginLim   *limiter
+	mux        *http.ServeMux
 }
 
 // New builds the authorization server. It fails on an invalid Config.
@@ -83,6 +85,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		tokenLim: newLimiter(cfg.TokenRate),
 		loginLim: newLimiter(cfg.LoginRate),
 	}
+	s.userStates = newUserStates(cfg.UserStateTTL, s.users)
 	s.provider, s.strategy = newProvider(cfg, k, s.tokens, s.users)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET "+authPath, s.authorize)

@@ -16,12 +16,18 @@ type Session struct {
 	UserID    int64                          `json:"user_id,string"`
 	OrgID     int64                          `json:"org_id,string"`
 	ExpiresAt map[fosite.TokenType]time.Time `json:"expires_at"`
+	// AuthTime is when the user's grant was made (the consent, or the
+	// issue without the browser). Every token of the grant carries it, the
+	// access tokens made from a refresh token too: a token whose AuthTime
+	// is before the user's TokensValidAfter is refused. Zero in sessions
+	// stored before it existed, which a revocation then ends as well.
+	AuthTime time.Time `json:"auth_time,omitzero"`
 }
 
 var _ fosite.Session = (*Session)(nil)
 
 func newSession(user *models.User) *Session {
-	return &Session{UserID: user.ID, OrgID: user.OrgID}
+	return &Session{UserID: user.ID, OrgID: user.OrgID, AuthTime: time.Now().UTC()}
 }
 
 // SetExpiresAt implements fosite.Session.

@@ -18,7 +18,8 @@ var _ api.TokenValidator = (*Server)(nil)
 
 // ValidateAccessToken implements api.TokenValidator by introspecting the
 // HMAC access token: its signature must be right, its row present (not
-// revoked) and its expiry ahead. A refresh token is refused. The principal
+// revoked) and its expiry ahead, and its user may still use it
+// (checkTokenUser). A refresh token is refused. The principal
 // carries the token's user, organization, client and scopes.
 func (s *Server) ValidateAccessToken(ctx context.Context, token string) (*api.Principal, error) {
 	use, ar, err := s.provider.IntrospectToken(ctx, token, fosite.AccessToken, new(Session))
@@ -33,6 +34,12 @@ func (s *Server) ValidateAccessToken(ctx context.Context, token string) (*api.Pr
 	}
 	sess, ok := ar.GetSession().(*Session)
 	if !ok || sess.UserID == 0 || sess.OrgID == 0 {
+		return nil, errInvalidToken
+	}
+	if err := s.checkTokenUser(ctx, sess, ar.GetGrantedScopes()); err != nil {
+		if !errors.Is(err, errTokenUserRefused) {
+			s.log.ErrorContext(ctx, "check the token's user", "error", err)
+		}
 		return nil, errInvalidToken
 	}
 	return &api.Principal{

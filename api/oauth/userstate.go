@@ -1,0 +1,85 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"iam/models"
+	"iam/models/lru"
+)
+
+// A token is only as good as its user: every use of an access token (and
+// every refresh) checks the user's current state, not the state when the
+// token was issued (models.TokenRefusal: active, not blocked, still an
+// admin, tokens not revoked since). The state is read by primary key and
+// cached per process for Config.UserStateTTL (DefaultUserStateTTL), in an
+// LRU of userStateCacheSize users: a change made by any process reaches every
+// other within that bound. (Password changes, deactivations and demotions
+// also delete the user's tokens, which ends them at once everywhere.)
+
+// DefaultUserStateTTL is how long a process trusts the user state it read.
+const DefaultUserStateTTL = 2 * time.Second
+
+// userStateCacheSize bounds the users whose state a process caches.
+const userStateCacheSize = 10000
+
+// errTokenUserRefused is the refusal of a token whose user may no longer
+// use it; the API answers it like any invalid token (401).
+var errTokenUserRefused = errors.New("the token's user may no longer use it")
+
+type cachedUserState struct {
+	user    *models.User // nil: the user does not exist
+	fetched time.Time
+}
+
+// userStates reads users' token state through a bounded, short-lived cache.
+type userStates struct {
+	ttl   time.Duration
+	now   func() time.Time
+	cache *lru.Cache[int64, cachedUserState]
+	fetch func(ctx context.Context, orgID, userID int64) (*models.User, error)
+}
+
+func newUserStates(ttl time.Duration, users *models.UserStore) *userStates {
+	return &userStates{ttl: ttl, now: time.Now, cache: lru.New[int64, cachedUserState](userStateCacheSize), fetch: users.TokenState}
+}
+
+// get returns the user's token state, or nil when the user does not exist
+// in the organization.
+func (u *userStates) get(ctx context.Context, orgID, userID int64) (*models.User, error) {
+	now := u.now()
+	if c, ok := u.cache.Get(userID); ok && now.Sub(c.fetched) < u.ttl && now.Sub(c.fetched) >= 0 {
+		if c.user == nil || c.user.OrgID != orgID {
+			return nil, nil
+		}
+		return c.user, nil
+	}
+	user, err := u.fetch(ctx, orgID, userID)
+	if models.ErrorCode(err) == models.ENOTFOUND {
+		user, err = nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if u.ttl > 0 {
+		u.cache.Put(userID, cachedUserState{user: user, fetched: now})
+	}
+	return user, nil
+}
+
+// checkTokenUser refuses a token of sess holding scopes when its user may no
+// longer use it (errTokenUserRefused), or returns the store's error.
+func (s *Server) checkTokenUser(ctx context.Context, sess *Session, scopes []string) error {
+	user, err := s.userStates.get(ctx, sess.OrgID, sess.UserID)
+	if err != nil {
+		return err
+	}
+	if user == nil {
+		return errTokenUserRefused
+	}
+	if models.TokenRefusal(user, len(withoutOffline(scopes)) > 0, sess.AuthTime, s.cfg.Now()) != "" {
+		return errTokenUserRefused
+	}
+	return nil
+}
