@@ -38,8 +38,10 @@ func (e *AccountBlockedError) Forever() bool { return !e.Until.Before(BlockedFor
 // Authenticate signs a user of the organization in with email and password
 // at time now, applying the account blocking policy (AccountBlockingSettings)
 // to failures. It returns the user, or ErrBadCredentials, an
-// *AccountBlockedError (the account is blocked, the password was not
-// checked, or this failure blocked it), or ErrUserInactive.
+// *AccountBlockedError (the account is blocked: the password decided
+// nothing; or this failure blocked it), or ErrUserInactive. The errors tell
+// the reason for logs; a sign-in page must answer them all alike (no
+// account enumeration, no password oracle).
 func (s *UserStore) Authenticate(ctx context.Context, orgID int64, email, password string, policy AccountBlockingSettings, now time.Time) (*User, error) {
 	now = now.UTC()
 	user, err := s.GetByEmail(ctx, orgID, email)
@@ -51,6 +53,9 @@ func (s *UserStore) Authenticate(ctx context.Context, orgID int64, email, passwo
 		return nil, err
 	}
 	if user.BlockedUntil != nil && now.Before(*user.BlockedUntil) {
+		// The password is checked all the same, for the same cost as any
+		// other answer; it decides nothing and is not counted.
+		VerifyPassword(user.PasswordHash, password)
 		return nil, &AccountBlockedError{Until: *user.BlockedUntil}
 	}
 	if !VerifyPassword(user.PasswordHash, password) {

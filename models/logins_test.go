@@ -83,7 +83,8 @@ func TestUserStore_Authenticate(t *testing.T) {
 			s.now = s.now.Add(time.Minute)
 			until := s.now.Add(5 * time.Minute)
 			s.wantBlocked("wrong", until)
-			// While blocked even the right password is refused, unchecked.
+			// While blocked even the right password is refused (checked for
+			// the cost only, deciding nothing).
 			s.now = s.now.Add(4 * time.Minute)
 			s.wantBlocked(rightPassword, until)
 			s.now = until

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 
 	"iam/models"
 )
@@ -38,6 +37,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		status, msg := loginFailure(err)
 		if status >= 500 {
 			s.log.ErrorContext(r.Context(), "sign-in failed", "org_id", org, "error", err)
+		} else {
+			s.log.InfoContext(r.Context(), "sign-in refused", "org_id", org, "reason", err.Error())
 		}
 		s.renderLogin(w, r, req, status, email, msg)
 		return
@@ -46,21 +47,23 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, authPath+"?"+req.raw, http.StatusSeeOther)
 }
 
+// signInRefused is the sign-in page's one answer to every refused sign-in:
+// an unknown email, a wrong password, a blocked account (whatever the
+// password) and an inactive one (even with the right password) look alike,
+// so that the page tells neither whether an account exists nor whether a
+// password is right. The reason is logged.
+const signInRefused = "The email or password is wrong, or this account cannot sign in right now. " +
+	"After repeated failures an account is blocked for a while; ask an administrator if this goes on."
+
 // loginFailure is the status and message the sign-in page shows for an
-// Authenticate error. It never says whether the email exists, except that a
-// blocked account says so.
+// Authenticate error: signInRefused for every refusal.
 func loginFailure(err error) (int, string) {
 	var blocked *models.AccountBlockedError
 	switch {
-	case errors.As(err, &blocked) && blocked.Forever():
-		return http.StatusForbidden, "Too many failed sign-ins: this account is blocked until an administrator unblocks it."
-	case errors.As(err, &blocked):
-		return http.StatusForbidden, "Too many failed sign-ins: this account is blocked until " +
-			blocked.Until.UTC().Format(time.RFC1123) + ". Try again then."
-	case models.ErrorCode(err) == models.EUNAUTHORIZED:
-		return http.StatusUnauthorized, "The email or password is wrong."
-	case models.ErrorCode(err) == models.EFORBIDDEN:
-		return http.StatusForbidden, "This account is inactive. Ask an administrator to activate it."
+	case errors.As(err, &blocked),
+		models.ErrorCode(err) == models.EUNAUTHORIZED,
+		models.ErrorCode(err) == models.EFORBIDDEN:
+		return http.StatusUnauthorized, signInRefused
 	}
 	return http.StatusInternalServerError, "Sign-in is not available right now; try again later."
 }

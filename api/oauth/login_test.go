@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -30,24 +31,36 @@ func TestLogin_AccountBlocking(t *testing.T) {
 		b := f.browser()
 
 		r := b.signIn(authURL, f.admin.Email, "wrong password")
-		if r.status != http.StatusUnauthorized || !strings.Contains(r.body, "The email or password is wrong.") {
+		want := loginAnswer(t, r)
+		if r.status != http.StatusUnauthorized || !strings.Contains(want, "The email or password is wrong") {
 			t.Errorf("wrong password: %d, want 401 with the message:\n%s", r.status, r.body)
 		}
 		if !strings.Contains(r.body, `value="admin@example.com"`) {
 			t.Error("the sign-in page forgot the email")
 		}
-		r = b.signIn(authURL, "nobody@example.com", adminPassword)
-		if r.status != http.StatusUnauthorized || !strings.Contains(r.body, "The email or password is wrong.") {
-			t.Errorf("unknown email: %d, want the same answer as a wrong password", r.status)
+		// Every refusal answers alike: an unknown email, the failure that
+		// blocks, the right password while blocked, an inactive account with
+		// the right password.
+		same := func(what string, r *response) {
+			t.Helper()
+			if got := loginAnswer(t, r); r.status != http.StatusUnauthorized || got != want {
+				t.Errorf("%s: %d %q, want 401 %q as for a wrong password", what, r.status, got, want)
+			}
 		}
-		r = b.signIn(authURL, f.admin.Email, "wrong again")
-		if r.status != http.StatusForbidden || !strings.Contains(r.body, "blocked until") {
-			t.Errorf("second failure: %d, want 403 blocked:\n%s", r.status, r.body)
+		same("unknown email", b.signIn(authURL, "nobody@example.com", adminPassword))
+		same("the failure that blocks", b.signIn(authURL, f.admin.Email, "wrong again"))
+		same("right password while blocked", b.signIn(authURL, f.admin.Email, adminPassword))
+		same("wrong password while blocked", b.signIn(authURL, f.admin.Email, "wrong once more"))
+		blocked, err := f.users.Get(context.Background(), f.env.Org.ID, f.admin.ID)
+		if err != nil || blocked.BlockedUntil == nil {
+			t.Fatalf("the admin should be blocked after two failures: %+v %v", blocked, err)
 		}
-		r = b.signIn(authURL, f.admin.Email, adminPassword)
-		if r.status != http.StatusForbidden || !strings.Contains(r.body, "blocked until") {
-			t.Errorf("right password while blocked: %d, want 403 blocked", r.status)
+		inactive := f.newUser(f.env.Org, "inactive@example.com", models.RoleAdmin)
+		if _, err := f.users.Update(context.Background(), f.env.Org.ID, inactive.ID, func(u *models.User) error { u.Status = models.UserInactive; return nil }, nil); err != nil {
+			t.Fatal(err)
 		}
+		same("inactive account, right password", f.browser().signIn(authURL, inactive.Email, adminPassword))
+		same("inactive account, wrong password", f.browser().signIn(authURL, inactive.Email, "wrong"))
 		// Another organization's client does not know the user at all.
 		orgB := f.env.NewOrg("B")
 		clientB, _ := f.client(orgB, models.ClientServer, callback)
@@ -241,3 +254,15 @@ func TestMetadata(t *testing.T) {
 		t.Errorf("unknown OAuth path: %d", r.status)
 	}
 }
+
+// loginAnswer is the message of a sign-in page.
+func loginAnswer(t *testing.T, r *response) string {
+	t.Helper()
+	m := loginError.FindStringSubmatch(r.body)
+	if m == nil {
+		t.Fatalf("no message on the sign-in page (%d):\n%s", r.status, r.body)
+	}
+	return m[1]
+}
+
+var loginError = regexp.MustCompile(`<p class="error" role="alert">([^<]*)</p>`)
