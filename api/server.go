@@ -27,6 +27,9 @@ type Config struct {
 	// UploadMaxBytes caps file uploads (the whole multipart body, and the
 	// file kept); 256 MiB when zero.
 	UploadMaxBytes int64
+	// SeparateMetrics leaves /metrics off Handler: the caller serves
+	// MetricsHandler on an internal address of its own (IAM_METRICS_ADDR).
+	SeparateMetrics bool
 }
 
 // DefaultUploadMaxBytes is the upload limit when Config sets none.
@@ -74,6 +77,12 @@ func New(cfg Config, deps Deps) *Server {
 // Handler returns the http.Handler to serve.
 func (s *Server) Handler() http.Handler { return s.engine }
 
+// MetricsHandler serves the Prometheus metrics, for an internal address
+// (Config.SeparateMetrics).
+func (s *Server) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{})
+}
+
 func (s *Server) newEngine() *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
@@ -89,7 +98,9 @@ func (s *Server) newEngine() *gin.Engine {
 
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
-	r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{})))
+	if !s.cfg.SeparateMetrics {
+		r.GET("/metrics", gin.WrapH(s.MetricsHandler()))
+	}
 	r.GET("/api/v1/openapi.json", s.openAPI)
 	if s.deps.OAuth != nil {
 		r.Any("/oauth/v2/*path", gin.WrapH(s.deps.OAuth))
@@ -113,19 +124,22 @@ func (s *Server) healthz(c *gin.Context) {
 }
 
 // readyz answers 200 when the database and Temporal answer, 503 otherwise,
-// naming what failed.
+// naming what failed in one word ("unavailable"); the error itself (which
+// may name hosts, users or files) goes to the log only.
 func (s *Server) readyz(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 3*time.Second)
 	defer cancel()
 	checks := gin.H{"database": "ok", "temporal": "ok"}
 	ready := true
 	if err := s.store.DB.PingContext(ctx); err != nil {
-		checks["database"], ready = err.Error(), false
+		logger(c).Warn("readiness: the database does not answer", "error", err)
+		checks["database"], ready = "unavailable", false
 	}
 	if s.deps.Temporal == nil {
 		checks["temporal"], ready = "not configured", false
 	} else if _, err := s.deps.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
-		checks["temporal"], ready = err.Error(), false
+		logger(c).Warn("readiness: Temporal does not answer", "error", err)
+		checks["temporal"], ready = "unavailable", false
 	}
 	status := http.StatusOK
 	if !ready {

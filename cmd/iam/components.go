@@ -107,7 +107,7 @@ func dialTemporal(ctx context.Context, opts client.Options, log *slog.Logger) (c
 // server auth (which validates the API's tokens and serves /oauth/v2).
 func apiServer(cfg Config, store *models.Store, tc client.Client, auth *oauth.Server, log *slog.Logger) (*api.Server, *jobrun.Launcher) {
 	launcher := &jobrun.Launcher{Client: tc, Store: store, Log: log}
-	srv := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, UploadMaxBytes: cfg.UploadMaxBytes}, api.Deps{
+	srv := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, UploadMaxBytes: cfg.UploadMaxBytes, SeparateMetrics: cfg.MetricsAddr != ""}, api.Deps{
 		Store:    store,
 		Temporal: tc,
 		Jobs:     launcher,
@@ -182,5 +182,24 @@ func runAPI(ctx context.Context, cfg Config, addr string, store *models.Store, t
 	srv, launcher := apiServer(cfg, store, tc, auth, log)
 	rec := &jobrun.Reconciler{Launcher: launcher, Interval: cfg.ReconcileInterval, Grace: cfg.ReconcileGrace}
 	go rec.Run(ctx)
-	return serveHTTP(ctx, addr, srv.Handler(), cfg.ShutdownTimeout, ready)
+	if cfg.MetricsAddr == "" {
+		return serveHTTP(ctx, addr, srv.Handler(), cfg.ShutdownTimeout, ready)
+	}
+	// /metrics on its own internal listener; either server failing stops both.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	metricsErr := make(chan error, 1)
+	go func() {
+		err := serveHTTP(ctx, cfg.MetricsAddr, srv.MetricsHandler(), cfg.ShutdownTimeout, func(a net.Addr) {
+			log.Info("metrics listening", "address", a.String())
+		})
+		if err != nil {
+			err = fmt.Errorf("metrics: %w", err)
+		}
+		cancel()
+		metricsErr <- err
+	}()
+	err := serveHTTP(ctx, addr, srv.Handler(), cfg.ShutdownTimeout, ready)
+	cancel()
+	return errors.Join(err, <-metricsErr)
 }

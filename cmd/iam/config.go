@@ -24,6 +24,9 @@ type Config struct {
 	// HTTPAddr is where the API listens; empty means 127.0.0.1:8080 for dev
 	// and :8080 for serve.
 	HTTPAddr string `env:"IAM_HTTP_ADDR"`
+	// MetricsAddr, when set, is the internal address that alone serves
+	// /metrics (not the API's listener); empty serves /metrics beside the API.
+	MetricsAddr string `env:"IAM_METRICS_ADDR"`
 	// DatabaseURL is the app database: postgres://… for serve, worker and
 	// migrate. dev uses sqlite:<data dir>/iam.db unless it is set.
 	DatabaseURL  string     `env:"IAM_DATABASE_URL"`
@@ -124,6 +127,11 @@ func (c Config) check() error {
 	if c.HTTPAddr != "" {
 		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 			problems = append(problems, fmt.Sprintf("IAM_HTTP_ADDR %q is not host:port", c.HTTPAddr))
+		}
+	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			problems = append(problems, fmt.Sprintf("IAM_METRICS_ADDR %q is not host:port", c.MetricsAddr))
 		}
 	}
 	if _, _, err := net.SplitHostPort(c.Temporal.Address); err != nil {
