@@ -1,6 +1,11 @@
 package models
 
 import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
 	"github.com/uptrace/bun"
 )
 
@@ -18,6 +23,33 @@ type Store struct {
 	// runs and deliveries.
 	Templates     *TemplateStore
 	Notifications *NotificationStore
+
+	// idLease is the process's id node lease, when LeaseIDs took one.
+	idLease *IDLease
+}
+
+// LeaseIDs leases this process's id node (LeaseIDNode) for the store's
+// life: a process that makes ids calls it once at start, after migrating.
+func (s *Store) LeaseIDs(ctx context.Context, log *slog.Logger) error {
+	l, err := LeaseIDNode(ctx, s.DB, log)
+	if err != nil {
+		return err
+	}
+	s.idLease = l
+	return nil
+}
+
+// Close releases the id node lease, if any, then closes the database. Call
+// it once nothing makes ids any more (the servers have stopped).
+func (s *Store) Close() error {
+	var errs []error
+	if s.idLease != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		errs = append(errs, s.idLease.Release(ctx))
+		cancel()
+	}
+	errs = append(errs, s.DB.Close())
+	return errors.Join(errs...)
 }
 
 // NewStore wires the stores of every area over db.

@@ -43,7 +43,7 @@ func clientsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer store.DB.Close()
+			defer store.Close()
 			org, err := adminOrg(cmd.Context(), store, orgID, log)
 			if err != nil {
 				return err

@@ -47,7 +47,15 @@ func openStore(ctx context.Context, dsn string, migrate bool, log *slog.Logger) 
 		db.Close()
 		return nil, err
 	}
-	return models.NewStore(db), nil
+	// Every command that opens the store may make ids: it leases its id
+	// node first (models/ids_lease.go). Close the store with Close, after
+	// the servers stopped, to release it.
+	store := models.NewStore(db)
+	if err := store.LeaseIDs(ctx, log); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return store, nil
 }
 
 // checkSchema fails when migrations are pending.

@@ -55,7 +55,7 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 	if err != nil {
 		return err
 	}
-	defer store.DB.Close()
+	defer store.Close()
 	secret, err := oauthSecret(cfg.OAuth, dataDir, true)
 	if err != nil {
 		return err

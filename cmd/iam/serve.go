@@ -37,7 +37,7 @@ func runServe(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logge
 	if err != nil {
 		return err
 	}
-	defer store.DB.Close()
+	defer store.Close()
 	addr := cfg.HTTPAddr
 	if addr == "" {
 		addr = ":8080"

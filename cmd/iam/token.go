@@ -42,7 +42,7 @@ func tokenCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer store.DB.Close()
+			defer store.Close()
 			// The tokens must verify on the server: its secret, or dev's file.
 			absDataDir, err := filepath.Abs(cfg.Dev.DataDir)
 			if err != nil {

@@ -33,7 +33,7 @@ func runWorker(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	defer store.DB.Close()
+	defer store.Close()
 	opts, err := temporalOptions(cfg.Temporal, log)
 	if err != nil {
 		return err

@@ -1,0 +1,205 @@
+package models_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"iam/models"
+	"iam/models/dbtest"
+)
+
+// TestIDLease_ManyProcessesAtOnce: 64 generators (standing for 64
+// processes) lease nodes at the same time and get 64 distinct nodes; then
+// all make ids at once, many in the same milliseconds, and no two ids are
+// equal.
+func TestIDLease_ManyProcessesAtOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := context.Background()
+		const procs, each = 64, 2000
+		gens := make([]*models.IDGen, procs)
+		leases := make([]*models.IDLease, procs)
+		var wg sync.WaitGroup
+		errs := make(chan error, procs)
+		for i := range procs {
+			gens[i] = models.NewIDGen()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l, err := models.LeaseNodeFor(ctx, db, gens[i], 30*time.Second)
+				if err != nil {
+					errs <- err
+					return
+				}
+				leases[i] = l
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			for _, l := range leases {
+				_ = l.Release(context.Background())
+			}
+		})
+		nodes := map[int64]bool{}
+		for _, l := range leases {
+			if nodes[l.Node()] {
+				t.Fatalf("node %d leased twice", l.Node())
+			}
+			nodes[l.Node()] = true
+		}
+
+		out := make([][]int64, procs)
+		start := make(chan struct{})
+		for i := range procs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				for range each {
+					id, err := gens[i].TryNext()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					out[i] = append(out[i], id)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		seen := make(map[int64]bool, procs*each)
+		perMillis := map[int64]map[int64]bool{} // millisecond -> nodes that used it
+		for i, list := range out {
+			for _, id := range list {
+				if seen[id] {
+					t.Fatalf("id %d made twice", id)
+				}
+				seen[id] = true
+				if models.IDNode(id) != leases[i].Node() {
+					t.Fatalf("id %d has node %d, want the leased %d", id, models.IDNode(id), leases[i].Node())
+				}
+				ms := models.IDMillis(id)
+				if perMillis[ms] == nil {
+					perMillis[ms] = map[int64]bool{}
+				}
+				perMillis[ms][models.IDNode(id)] = true
+			}
+		}
+		shared := 0
+		for _, n := range perMillis {
+			if len(n) > 1 {
+				shared++
+			}
+		}
+		if shared == 0 {
+			t.Error("no millisecond was used by two generators: the test does not test collisions")
+		}
+	})
+}
+
+// TestIDLease_RenewalTakeoverAndRelease: a renewed lease keeps making ids
+// past its first expiry; a lease left unrenewed stops making ids before it
+// expires, cannot be taken over until it expired, and then is; the new
+// holder's ids come after every id of the old one. A released node is free
+// at once.
+func TestIDLease_RenewalTakeoverAndRelease(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := context.Background()
+		const ttl = 600 * time.Millisecond
+
+		renewed := models.NewIDGen()
+		lr, err := models.LeaseNodeFor(ctx, db, renewed, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lr.Release(ctx)
+		for end := time.Now().Add(3 * ttl); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			if _, err := renewed.TryNext(); err != nil {
+				t.Fatalf("a renewed lease stopped making ids: %v", err)
+			}
+		}
+
+		old := models.NewIDGen()
+		la, err := models.LeaseNodeFor(ctx, db, old, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		la.StopRenewing()
+		taken := time.Now()
+		var last int64
+		for {
+			id, err := old.TryNext()
+			if err != nil {
+				break
+			}
+			last = id
+			if time.Since(taken) > ttl {
+				t.Fatal("an unrenewed lease still makes ids after its life")
+			}
+		}
+		if time.Since(taken) > ttl {
+			t.Fatalf("the unrenewed lease stopped after %v, not before it expired (%v)", time.Since(taken), ttl)
+		}
+
+		newer := models.NewIDGen()
+		lb, err := models.LeaseNodeFor(ctx, db, newer, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lb.Release(ctx)
+		if lb.Node() == la.Node() {
+			t.Fatalf("a live lease's node %d was leased again", la.Node())
+		}
+		if ok, err := lb.Claim(ctx, la.Node()); err != nil || ok {
+			t.Fatalf("claiming a node whose lease has not expired: %v %v", ok, err)
+		}
+		time.Sleep(time.Until(taken.Add(ttl + 100*time.Millisecond)))
+		if ok, err := lb.Claim(ctx, la.Node()); err != nil || !ok {
+			t.Fatalf("taking over an expired node: %v %v", ok, err)
+		}
+		first, err := newer.TryNext()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if models.IDNode(first) != la.Node() || first <= last || models.IDMillis(first) <= models.IDMillis(last) {
+			t.Errorf("after the takeover: id %d (node %d, ms %d), the old holder's last %d (ms %d)",
+				first, models.IDNode(first), models.IDMillis(first), last, models.IDMillis(last))
+		}
+		if _, err := old.TryNext(); err == nil {
+			t.Error("the old holder makes ids again")
+		}
+
+		// Release frees the node at once.
+		rel := models.NewIDGen()
+		lc, err := models.LeaseNodeFor(ctx, db, rel, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		relLast, _ := rel.TryNext()
+		if err := lc.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if id, err := rel.TryNext(); err != nil || id <= relLast {
+			t.Errorf("a released generator makes ids as without a lease: %d %v", id, err)
+		}
+		next := models.NewIDGen()
+		ld, err := models.LeaseNodeFor(ctx, db, next, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ld.Release(ctx)
+		if ok, err := ld.Claim(ctx, lc.Node()); err != nil || !ok {
+			t.Fatalf("claiming a released node: %v %v", ok, err)
+		}
+		if id, _ := next.TryNext(); id <= relLast {
+			t.Errorf("after a release the next holder's id %d is not after %d", id, relLast)
+		}
+	})
+}
