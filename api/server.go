@@ -27,7 +27,14 @@ type Config struct {
 	// UploadMaxBytes caps file uploads (the whole multipart body, and the
 	// file kept); 256 MiB when zero.
 	UploadMaxBytes int64
+	// UploadIdleTimeout cuts an upload whose body brings no data for this
+	// long (each read extends the deadline, so a slow but steady upload goes
+	// on); DefaultUploadIdleTimeout when zero, none when negative.
+	UploadIdleTimeout time.Duration
 }
+
+// DefaultUploadIdleTimeout is the upload idle limit when Config sets none.
+const DefaultUploadIdleTimeout = 30 * time.Second
 
 // DefaultUploadMaxBytes is the upload limit when Config sets none.
 const DefaultUploadMaxBytes = 256 << 20
@@ -61,6 +68,9 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	if cfg.UploadMaxBytes <= 0 {
 		cfg.UploadMaxBytes = DefaultUploadMaxBytes
+	}
+	if cfg.UploadIdleTimeout == 0 {
+		cfg.UploadIdleTimeout = DefaultUploadIdleTimeout
 	}
 	if deps.Log == nil {
 		deps.Log = slog.Default()
