@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"iam/models/safezip/ziptest"
 )
 
 type file struct {
@@ -164,61 +166,13 @@ func FuzzOpen(f *testing.F) {
 	})
 }
 
-// lyingArchive is a central directory of n headers (no file data is
-// needed to make archive/zip parse them) whose end record declares only
-// n mod 65536 entries, as a 16-bit count does, optionally through a ZIP64
-// end record declaring the same.
-func lyingArchive(n int, zip64 bool) []byte {
-	var b bytes.Buffer
-	head := make([]byte, 46)
-	binary.LittleEndian.PutUint32(head, 0x02014b50)
-	binary.LittleEndian.PutUint16(head[4:], 20)
-	binary.LittleEndian.PutUint16(head[6:], 20)
-	binary.LittleEndian.PutUint16(head[28:], 5) // name length
-	for i := 0; i < n; i++ {
-		b.Write(head)
-		b.WriteString("a.cer")
-	}
-	dirSize := b.Len()
-	declared := uint16(n)
-	if zip64 {
-		rec := make([]byte, 56)
-		binary.LittleEndian.PutUint32(rec, 0x06064b50)
-		binary.LittleEndian.PutUint64(rec[4:], 44)
-		binary.LittleEndian.PutUint64(rec[24:], uint64(declared))
-		binary.LittleEndian.PutUint64(rec[32:], uint64(declared))
-		binary.LittleEndian.PutUint64(rec[40:], uint64(dirSize))
-		binary.LittleEndian.PutUint64(rec[48:], 0)
-		recAt := b.Len()
-		b.Write(rec)
-		loc := make([]byte, 20)
-		binary.LittleEndian.PutUint32(loc, 0x07064b50)
-		binary.LittleEndian.PutUint64(loc[8:], uint64(recAt))
-		binary.LittleEndian.PutUint32(loc[16:], 1)
-		b.Write(loc)
-	}
-	end := make([]byte, 22)
-	binary.LittleEndian.PutUint32(end, 0x06054b50)
-	binary.LittleEndian.PutUint16(end[8:], declared)
-	binary.LittleEndian.PutUint16(end[10:], declared)
-	binary.LittleEndian.PutUint32(end[12:], uint32(dirSize))
-	if zip64 {
-		binary.LittleEndian.PutUint16(end[8:], 0xffff)
-		binary.LittleEndian.PutUint16(end[10:], 0xffff)
-		binary.LittleEndian.PutUint32(end[12:], 0xffffffff)
-		binary.LittleEndian.PutUint32(end[16:], 0xffffffff)
-	}
-	b.Write(end)
-	return b.Bytes()
-}
-
 // An archive whose end record declares 5 entries while its directory holds
 // 196,613 is refused before archive/zip parses the directory: what Open
 // allocates stays small, whatever the directory holds.
 func TestOpen_LyingEntryCount(t *testing.T) {
 	const n = 3<<16 + 5
 	for _, zip64 := range []bool{false, true} {
-		b := lyingArchive(n, zip64)
+		b := ziptest.LyingArchive(n, zip64)
 		if zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b))); err != nil || len(zr.File) != n {
 			t.Fatalf("zip64 %v: the archive does not parse as the lie intends (%v)", zip64, err)
 		}
@@ -235,11 +189,11 @@ func TestOpen_LyingEntryCount(t *testing.T) {
 		}
 	}
 	// The directory's bytes are bounded too: few entries with long names.
-	if _, err := open(t, lyingArchive(30000, false), Limits{MaxEntries: 100000, MaxDirectoryBytes: 1 << 20, MaxTotalUncompressed: 1 << 30, MaxEntrySize: 1 << 20, MaxRatio: 100}); err == nil || !strings.Contains(err.Error(), "directory is larger") {
+	if _, err := open(t, ziptest.LyingArchive(30000, false), Limits{MaxEntries: 100000, MaxDirectoryBytes: 1 << 20, MaxTotalUncompressed: 1 << 30, MaxEntrySize: 1 << 20, MaxRatio: 100}); err == nil || !strings.Contains(err.Error(), "directory is larger") {
 		t.Errorf("a directory over MaxDirectoryBytes: %v", err)
 	}
 	// An honest archive of many entries still opens.
-	if _, err := open(t, lyingArchive(9000, false), DefaultLimits); err != nil {
+	if _, err := open(t, ziptest.LyingArchive(9000, false), DefaultLimits); err != nil {
 		t.Errorf("9000 entries: %v", err)
 	}
 }
