@@ -53,4 +53,3 @@ func LyingArchive(n int, zip64 bool) []byte {
 	b.Write(end)
 	return b.Bytes()
 }
-
