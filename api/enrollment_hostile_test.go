@@ -96,7 +96,8 @@ func postStream(t *testing.T, env *apitest.Env, path, tok string, write func(w *
 	req.Header.Set("Authorization", "Service-oauthtoken "+tok)
 	resp, err := http.DefaultClient.Do(req)
 	pr.CloseWithError(io.ErrClosedPipe) // stop the writer if the server answered early
-	if err != nil {                     // Errorf, not Fatalf: uploads run on goroutines of their own
+	if err != nil {
+		// Errorf, not Fatalf: uploads run on goroutines of their own.
 		t.Errorf("POST %s: %v", path, err)
 		return &apitest.Response{}
 	}
