@@ -7,65 +7,163 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"iam/models"
 )
 
-// maxFormField bounds one text field of an upload form.
-const maxFormField = 64 << 10
+// Bounds of an upload form's text: one field, the number of parts (text
+// fields and the file), and all the text together.
+const (
+	maxFormField     = 64 << 10
+	maxFormParts     = 64
+	maxFormTextBytes = 256 << 10
+)
 
-// uploadForm is the multipart form of an upload route, read as a stream:
-// the text fields, then the file part, which must come last (it is never
-// held whole: the handler streams it on).
+// uploadForm is the multipart form of an upload route, read whole before
+// anything is checked, so its parts may come in any order: the text fields,
+// and the file part spooled to a temporary file (never held in memory, and
+// no database work while the client sends). Close removes the spool.
 type uploadForm struct {
 	fields   map[string][]string
-	file     *multipart.Part
+	file     *os.File
 	fileName string
+	fileSize int64
 }
 
-// readUploadForm reads the form's text fields up to its "file" part. A
-// body that is not multipart/form-data is 415; a form without a file part,
-// or with fields after it, is 400.
-func readUploadForm(c *gin.Context) (*uploadForm, error) {
+// Close removes the spooled file.
+func (f *uploadForm) Close() {
+	if f.file != nil {
+		f.file.Close()
+		os.Remove(f.file.Name())
+		f.file = nil
+	}
+}
+
+// readUploadForm reads the whole form: at most maxFormParts parts, the text
+// fields within maxFormField each and maxFormTextBytes together, one "file"
+// part of at most maxFile bytes, spooled. A body that is not
+// multipart/form-data is 415; a form without a file part, with two, or
+// over a bound is 400 (413 for a file over maxFile). Every read of the body
+// must bring data within idle, or the upload is cut (400).
+func readUploadForm(c *gin.Context, maxFile int64, idle time.Duration) (*uploadForm, error) {
 	mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
 	if err != nil || mt != "multipart/form-data" {
 		return nil, newAPIError(http.StatusUnsupportedMediaType, CodeMediaType, "Unsupported Media Type", "the request body must be multipart/form-data")
+	}
+	if c.Request.Body != nil && idle > 0 {
+		c.Request.Body = &idleBody{ReadCloser: c.Request.Body, rc: http.NewResponseController(c.Writer), idle: idle}
 	}
 	mr, err := c.Request.MultipartReader()
 	if err != nil {
 		return nil, errInvalidBody("the multipart body cannot be read: %v", err)
 	}
 	f := &uploadForm{fields: map[string][]string{}}
+	if err := f.read(mr, maxFile); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func (f *uploadForm) read(mr *multipart.Reader, maxFile int64) error {
+	parts, text := 0, 0
 	for {
 		part, err := mr.NextPart()
 		if errors.Is(err, io.EOF) {
-			return nil, models.Invalid("file", "is required (the last part of the form)")
+			break
 		}
 		if err != nil {
-			return nil, uploadReadError(err)
+			return uploadReadError(err)
+		}
+		if parts++; parts > maxFormParts {
+			return errInvalidBody("the form has more than %d parts", maxFormParts)
 		}
 		name := part.FormName()
 		if name == "file" {
-			f.file, f.fileName = part, part.FileName()
-			return f, nil
+			if f.file != nil {
+				return models.Invalid("file", "is given twice; send one file")
+			}
+			if err := f.spool(part, maxFile); err != nil {
+				return err
+			}
+			continue
 		}
 		value, err := io.ReadAll(io.LimitReader(part, maxFormField+1))
 		if err != nil {
-			return nil, uploadReadError(err)
+			return uploadReadError(err)
 		}
 		if len(value) > maxFormField {
-			return nil, models.Invalid(name, "is longer than %d bytes", maxFormField)
+			return models.Invalid(name, "is longer than %d bytes", maxFormField)
+		}
+		if text += len(name) + len(value); text > maxFormTextBytes {
+			return errInvalidBody("the form's text fields hold more than %d bytes", maxFormTextBytes)
 		}
 		f.fields[name] = append(f.fields[name], string(value))
 	}
+	if f.file == nil {
+		return models.Invalid("file", "is required")
+	}
+	return nil
+}
+
+// spool copies the file part to a temporary file.
+func (f *uploadForm) spool(part *multipart.Part, maxFile int64) error {
+	tmp, err := os.CreateTemp("", "iam-upload-*")
+	if err != nil {
+		return fmt.Errorf("spool upload: %w", err)
+	}
+	f.file, f.fileName = tmp, part.FileName()
+	n, err := io.Copy(tmp, io.LimitReader(part, maxFile+1))
+	if err != nil {
+		var pathErr *os.PathError
+		if errors.As(err, &pathErr) {
+			return fmt.Errorf("spool upload: %w", err)
+		}
+		return uploadReadError(err)
+	}
+	if n > maxFile {
+		return &models.Error{Code: models.ETOOLARGE, Field: "file", Detail: fmt.Sprintf("the file is larger than %d bytes", maxFile)}
+	}
+	f.fileSize = n
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("rewind upload: %w", err)
+	}
+	return nil
+}
+
+// idleBody cuts a request body that brings no data for idle: each read
+// extends the connection's read deadline, so a slow but steady upload goes
+// on while a stalled one ends.
+type idleBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	idle time.Duration
+}
+
+// errUploadStalled is the error of a body read that timed out.
+type errUploadStalled struct{ idle time.Duration }
+
+func (e errUploadStalled) Error() string {
+	return fmt.Sprintf("no data was received for %s", e.idle)
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	_ = b.rc.SetReadDeadline(time.Now().Add(b.idle)) // not supported: no idle cut
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		return n, errUploadStalled{b.idle}
+	}
+	return n, err
 }
 
 // uploadReadError explains a failure to read the request body: over the
-// limit (413), or cut short by the client.
+// limit (413), stalled, or cut short by the client.
 func uploadReadError(err error) error {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
@@ -75,7 +173,11 @@ func uploadReadError(err error) error {
 	if errors.As(err, &me) {
 		return err
 	}
-	return errInvalidBody("the upload ended before the whole form was received")
+	var stalled errUploadStalled
+	if errors.As(err, &stalled) {
+		return errInvalidBody("the upload stalled (%v); nothing was kept", stalled)
+	}
+	return errInvalidBody("the upload ended before the whole form was received; nothing was kept")
 }
 
 // value returns the last value of a text field, trimmed, or "".
@@ -120,7 +222,7 @@ func (s *Server) factorConfigs(c *gin.Context, f *uploadForm) ([]models.FactorCo
 		return nil, err
 	}
 	if len(ids) == 0 {
-		return nil, models.Invalid("factor_configs", "is required (factor config ids, before the file part)")
+		return nil, models.Invalid("factor_configs", "is required (factor config ids)")
 	}
 	return models.NewFactorStore(s.store.DB).Resolve(c, principal(c).OrgID, ids)
 }

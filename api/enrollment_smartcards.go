@@ -1,26 +1,21 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
-	"io"
-	"os"
 
 	"github.com/gin-gonic/gin"
-	"github.com/uptrace/bun"
 
 	"iam/models"
 	"iam/models/safezip"
 	"iam/workflows"
 )
 
-// uploadSmartCards: POST /protection/quick-enrollment/upload-smartcards. The
-// ZIP is spooled to a temporary file (never held in memory), its directory
-// is checked (a ZIP, not too many entries, not too much to unpack), then it
-// is copied into the blob store in the same transaction as the job row.
-// Entries that are unsafe or not certificates become per-row errors of the
-// job.
+// uploadSmartCards: POST /protection/quick-enrollment/upload-smartcards.
+// The whole form is read first, its parts in any order, the ZIP spooled to
+// a temporary file (never held in memory); its directory is checked (a ZIP,
+// not too many entries, not too much to unpack), then the archive and its
+// job are stored as a CSV's are (models.Store.CreateUploadJob). Entries that
+// are unsafe or not certificates become per-row errors of the job.
 func (s *Server) uploadSmartCards(c *gin.Context) {
 	if err := s.doUploadSmartCards(c); err != nil {
 		abortWithError(c, err)
@@ -29,10 +24,11 @@ func (s *Server) uploadSmartCards(c *gin.Context) {
 
 func (s *Server) doUploadSmartCards(c *gin.Context) error {
 	p := principal(c)
-	form, err := readUploadForm(c)
+	form, err := readUploadForm(c, s.cfg.UploadMaxBytes, s.cfg.UploadIdleTimeout)
 	if err != nil {
 		return err
 	}
+	defer form.Close()
 	configs, err := s.smartCardConfigs(c, form)
 	if err != nil {
 		return err
@@ -50,27 +46,12 @@ func (s *Server) doUploadSmartCards(c *gin.Context) error {
 		return err
 	}
 
-	tmp, err := os.CreateTemp("", "iam-smartcards-*.zip")
-	if err != nil {
-		return fmt.Errorf("spool upload: %w", err)
-	}
-	defer func() { tmp.Close(); os.Remove(tmp.Name()) }()
-	size, err := io.Copy(tmp, io.LimitReader(form.file, s.cfg.UploadMaxBytes+1))
-	if err != nil {
-		return uploadWriteError(c, err)
-	}
-	if size > s.cfg.UploadMaxBytes {
-		return &models.Error{Code: models.ETOOLARGE, Field: "file", Detail: fmt.Sprintf("the file is larger than %d bytes", s.cfg.UploadMaxBytes)}
-	}
-	archive, err := safezip.Open(tmp, size, safezip.DefaultLimits)
+	archive, err := safezip.Open(form.file, form.fileSize, safezip.DefaultLimits)
 	if err != nil {
 		return models.Invalid("file", "%v", err)
 	}
 	if len(archive.Entries) == 0 {
 		return models.Invalid("file", "the archive holds no files")
-	}
-	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("rewind upload: %w", err)
 	}
 
 	input := models.EnrollSmartCardsInput{
@@ -84,16 +65,10 @@ func (s *Server) doUploadSmartCards(c *gin.Context) error {
 		OrgID: p.OrgID, Kind: workflows.EnrollSmartCardsWorkflowName, Module: models.EnrollmentModule,
 		ActionName: models.EnrollSmartCardsAction, Entity: models.EnrollmentEntity, CreatedBy: p.UserID,
 	}
-	err = s.store.DB.RunInTx(c, nil, func(ctx context.Context, tx bun.Tx) error {
-		blob, err := s.store.Blobs.Put(ctx, tx, p.OrgID, form.fileName, "application/zip", tmp, s.cfg.UploadMaxBytes)
-		if err != nil {
-			return err
-		}
+	file := models.FileUpload{Name: form.fileName, ContentType: "application/zip", Body: form.file, MaxSize: s.cfg.UploadMaxBytes}
+	err = s.store.CreateUploadJob(c, job, file, func(blob *models.Blob) (json.RawMessage, error) {
 		input.BlobID = blob.ID
-		if job.Input, err = json.Marshal(input); err != nil {
-			return err
-		}
-		return s.store.Jobs.Create(ctx, tx, job)
+		return json.Marshal(input)
 	})
 	if err != nil {
 		return uploadWriteError(c, err)

@@ -1,28 +1,25 @@
 package api
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
+	"fmt"
 	"strings"
 
 	"github.com/gin-gonic/gin"
-	"github.com/uptrace/bun"
 
 	"iam/models"
 	"iam/models/csvimport"
 	"iam/workflows"
 )
 
-// uploadCSV: POST /protection/quick-enrollment/upload-csv. The form's text
-// fields come first, then the file, which is streamed into the blob store:
-// the header is checked on the first bytes before anything is written, and
-// the blob, the job row and its input are written in one transaction, so an
-// upload cut short leaves nothing behind. The workflow is started after the
-// commit (202, or QUEUED when Temporal is unreachable).
+// uploadCSV: POST /protection/quick-enrollment/upload-csv. The whole form
+// is read first, its parts in any order, the file spooled to a temporary
+// file; then the fields and the file's header are checked, and the file and
+// its job are stored (models.Store.CreateUploadJob: the file in short
+// transactions, the job in one). No transaction is open while the client
+// sends, and an upload cut short leaves nothing behind. The workflow is
+// started after the commit (202, or QUEUED when Temporal is unreachable).
 func (s *Server) uploadCSV(c *gin.Context) {
 	if err := s.doUploadCSV(c); err != nil {
 		abortWithError(c, err)
@@ -31,10 +28,11 @@ func (s *Server) uploadCSV(c *gin.Context) {
 
 func (s *Server) doUploadCSV(c *gin.Context) error {
 	p := principal(c)
-	form, err := readUploadForm(c)
+	form, err := readUploadForm(c, s.cfg.UploadMaxBytes, s.cfg.UploadIdleTimeout)
 	if err != nil {
 		return err
 	}
+	defer form.Close()
 	configs, err := s.factorConfigs(c, form)
 	if err != nil {
 		return err
@@ -56,13 +54,11 @@ func (s *Server) doUploadCSV(c *gin.Context) error {
 		return err
 	}
 
-	br := bufio.NewReaderSize(form.file, csvimport.SampleSize)
-	sample, err := br.Peek(csvimport.SampleSize)
-	atEOF := errors.Is(err, io.EOF)
-	if err != nil && !atEOF && !errors.Is(err, bufio.ErrBufferFull) {
-		return uploadReadError(err)
+	sample := make([]byte, min(form.fileSize, csvimport.SampleSize))
+	if _, err := form.file.ReadAt(sample, 0); err != nil {
+		return fmt.Errorf("read spooled upload: %w", err)
 	}
-	ins, problems := csvimport.Inspect(sample, atEOF, enc)
+	ins, problems := csvimport.Inspect(sample, form.fileSize <= csvimport.SampleSize, enc)
 	var userColumn string
 	if len(problems) == 0 {
 		var cols csvimport.Columns
@@ -93,16 +89,10 @@ func (s *Server) doUploadCSV(c *gin.Context) error {
 		OrgID: p.OrgID, Kind: workflows.EnrollCSVWorkflowName, Module: models.EnrollmentModule,
 		ActionName: models.EnrollCSVAction, Entity: models.EnrollmentEntity, CreatedBy: p.UserID,
 	}
-	err = s.store.DB.RunInTx(c, nil, func(ctx context.Context, tx bun.Tx) error {
-		blob, err := s.store.Blobs.Put(ctx, tx, p.OrgID, form.fileName, "text/csv", br, s.cfg.UploadMaxBytes)
-		if err != nil {
-			return err
-		}
+	file := models.FileUpload{Name: form.fileName, ContentType: "text/csv", Body: form.file, MaxSize: s.cfg.UploadMaxBytes}
+	err = s.store.CreateUploadJob(c, job, file, func(blob *models.Blob) (json.RawMessage, error) {
 		input.BlobID = blob.ID
-		if job.Input, err = json.Marshal(input); err != nil {
-			return err
-		}
-		return s.store.Jobs.Create(ctx, tx, job)
+		return json.Marshal(input)
 	})
 	if err != nil {
 		return uploadWriteError(c, err)
@@ -111,17 +101,16 @@ func (s *Server) doUploadCSV(c *gin.Context) error {
 	return nil
 }
 
-// uploadWriteError classifies a failed upload transaction: over the limit
-// (413), the client went away or cut the body short (400), or internal.
+// uploadWriteError classifies a failure to store an upload: a rule broken
+// (as it is), the client went away meanwhile (400), or internal.
 func uploadWriteError(c *gin.Context, err error) error {
-	var tooLarge *http.MaxBytesError
 	var me *models.Error
 	switch {
-	case errors.As(err, &tooLarge), errors.As(err, &me):
+	case errors.As(err, &me):
 		return err
-	case c.Request.Context().Err() != nil, errors.Is(err, io.ErrUnexpectedEOF):
-		logger(c).Warn("upload cut short; nothing was kept", "error", err)
-		return errInvalidBody("the upload ended before the whole file was received; nothing was kept")
+	case c.Request.Context().Err() != nil:
+		logger(c).Warn("upload abandoned by the client; nothing was kept", "error", err)
+		return errInvalidBody("the client went away before the upload was stored; nothing was kept")
 	}
 	return err
 }

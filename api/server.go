@@ -30,7 +30,14 @@ type Config struct {
 	// SeparateMetrics leaves /metrics off Handler: the caller serves
 	// MetricsHandler on an internal address of its own (IAM_METRICS_ADDR).
 	SeparateMetrics bool
+	// UploadIdleTimeout cuts an upload whose body brings no data for this
+	// long (each read extends the deadline, so a slow but steady upload goes
+	// on); DefaultUploadIdleTimeout when zero, none when negative.
+	UploadIdleTimeout time.Duration
 }
+
+// DefaultUploadIdleTimeout is the upload idle limit when Config sets none.
+const DefaultUploadIdleTimeout = 30 * time.Second
 
 // DefaultUploadMaxBytes is the upload limit when Config sets none.
 const DefaultUploadMaxBytes = 256 << 20
@@ -64,6 +71,9 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	if cfg.UploadMaxBytes <= 0 {
 		cfg.UploadMaxBytes = DefaultUploadMaxBytes
+	}
+	if cfg.UploadIdleTimeout == 0 {
+		cfg.UploadIdleTimeout = DefaultUploadIdleTimeout
 	}
 	if deps.Log == nil {
 		deps.Log = slog.Default()

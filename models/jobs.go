@@ -157,16 +157,19 @@ func (s *JobStore) Get(ctx context.Context, orgID, id int64) (*Job, error) {
 	return job, nil
 }
 
-// Delete removes a job and its results. ENOTFOUND when missing.
+// Delete removes a job, its results and its uploaded file. ENOTFOUND when
+// missing.
 func (s *JobStore) Delete(ctx context.Context, orgID, id int64) error {
-	res, err := s.db.NewDelete().Model((*Job)(nil)).Where("org_id = ? AND id = ?", orgID, id).Exec(ctx)
-	if err != nil {
-		return fmt.Errorf("delete job: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrJobNotFound
-	}
-	return nil
+	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewDelete().Model((*Job)(nil)).Where("org_id = ? AND id = ?", orgID, id).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("delete job: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrJobNotFound
+		}
+		return deleteJobBlobs(ctx, tx, id)
+	})
 }
 
 // Start marks a QUEUED job RUNNING and returns it; a job already RUNNING is
@@ -270,32 +273,37 @@ func upsertResultsSQLite(ctx context.Context, tx bun.Tx, results []JobResult) er
 }
 
 // Finish ends a job in status with a message and its final progress. Finishing
-// a finished job again changes nothing. ENOTFOUND when the job was deleted.
+// a finished job again changes nothing. The job's uploaded file is deleted
+// with the same transaction. ENOTFOUND when the job was deleted.
 func (s *JobStore) Finish(ctx context.Context, orgID, id int64, status JobStatus, message string, p JobProgress) error {
 	if !status.Finished() {
 		return Invalid("status", "%s is not a final job state", status)
 	}
 	now := time.Now().UTC()
-	res, err := s.db.NewUpdate().Model((*Job)(nil)).
-		Set("status = ?", status).
-		Set("message = ?", message).
-		Set("processed = ?", p.Processed).
-		Set("total = ?", p.Total).
-		Set("success_count = ?", p.Success).
-		Set("error_count = ?", p.Failed).
-		Set("end_time = ?", now).
-		Set("updated_at = ?", now).
-		Where("org_id = ? AND id = ? AND status IN (?)", orgID, id, bun.In([]JobStatus{JobQueued, JobRunning})).
-		Exec(ctx)
-	if err != nil {
-		return fmt.Errorf("finish job: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		if err := s.whyNotRunning(ctx, s.db, orgID, id); ErrorCode(err) == ENOTFOUND {
-			return err
+	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		res, err := tx.NewUpdate().Model((*Job)(nil)).
+			Set("status = ?", status).
+			Set("message = ?", message).
+			Set("processed = ?", p.Processed).
+			Set("total = ?", p.Total).
+			Set("success_count = ?", p.Success).
+			Set("error_count = ?", p.Failed).
+			Set("end_time = ?", now).
+			Set("updated_at = ?", now).
+			Where("org_id = ? AND id = ? AND status IN (?)", orgID, id, bun.In([]JobStatus{JobQueued, JobRunning})).
+			Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("finish job: %w", err)
 		}
-	}
-	return nil
+		if n, _ := res.RowsAffected(); n == 0 {
+			if err := s.whyNotRunning(ctx, tx, orgID, id); ErrorCode(err) == ENOTFOUND {
+				return err
+			}
+		}
+		// The uploaded file is no longer needed: the results hold what the
+		// job's rows said.
+		return deleteJobBlobs(ctx, tx, id)
+	})
 }
 
 // whyNotRunning explains why an update of a running job touched no row.

@@ -66,3 +66,12 @@ func NewStore(db *bun.DB) *Store {
 	s.Notifications = &NotificationStore{db: db, Groups: s.Groups, Templates: s.Templates}
 	return s
 }
+
+// SealBlobs makes the blob store seal what it writes with box and open what
+// it reads with it. The commands that run the service call it with the key
+// of IAM_ENCRYPTION_KEY before using the store.
+func (s *Store) SealBlobs(box *SecretBox) *Store {
+	s.Blobs = &DBBlobStore{db: s.DB, box: box}
+	s.Templates.blobs = s.Blobs
+	return s
+}

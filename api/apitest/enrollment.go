@@ -6,8 +6,8 @@ import (
 	"iam/models"
 )
 
-// Secrets is the box the test workers seal enrollment secrets with: one
-// random key per test process.
+// Secrets is the box the test API and workers seal uploaded files and
+// enrollment secrets with: one random key per test process.
 var Secrets = func() *models.SecretBox {
 	key := make([]byte, models.EncryptionKeySize)
 	_, _ = rand.Read(key)

@@ -39,6 +39,9 @@ type Options struct {
 	OAuth http.Handler
 	// MaxBodyBytes overrides the API's default body limit.
 	MaxBodyBytes int64
+	// UploadMaxBytes and UploadIdleTimeout override the API's upload limits.
+	UploadMaxBytes    int64
+	UploadIdleTimeout time.Duration
 }
 
 // Env is a running API for one test.
@@ -91,7 +94,7 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	e := &Env{t: t, Store: models.NewStore(db), Tokens: &Tokens{}}
+	e := &Env{t: t, Store: models.NewStore(db).SealBlobs(Secrets), Tokens: &Tokens{}}
 	e.Jobs = &jobrun.Launcher{Store: e.Store, Log: log}
 	if opts.Temporal {
 		e.Temporal = sharedTemporal(t)
@@ -107,7 +110,7 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 	if opts.Tokens != nil {
 		tokens = opts.Tokens
 	}
-	e.Server = api.New(api.Config{MaxBodyBytes: opts.MaxBodyBytes}, api.Deps{
+	e.Server = api.New(api.Config{MaxBodyBytes: opts.MaxBodyBytes, UploadMaxBytes: opts.UploadMaxBytes, UploadIdleTimeout: opts.UploadIdleTimeout}, api.Deps{
 		Store:    e.Store,
 		Temporal: e.Temporal,
 		Jobs:     e.Jobs,

@@ -88,22 +88,32 @@ func (l *Launcher) Cancel(ctx context.Context, jobID int64) error {
 	return fmt.Errorf("cancel workflow of job %d: %w", jobID, err)
 }
 
-// Reconciler starts QUEUED jobs whose start was lost. Several may run at once
-// (one per API process): starts are idempotent.
+// Reconciler starts QUEUED jobs whose start was lost, and sweeps the
+// uploaded files no job needs any more. Several may run at once (one per API
+// process): starts are idempotent, and so are deletes.
 type Reconciler struct {
 	Launcher *Launcher
 	// Interval between passes; Grace is how long a job may stay QUEUED before
 	// the reconciler considers its start lost.
 	Interval, Grace time.Duration
+	// UploadGrace is how old an upload that never completed must be before
+	// the sweep removes it; DefaultUploadGrace when zero.
+	UploadGrace time.Duration
 }
 
-// Run reconciles every Interval until ctx ends.
+// DefaultUploadGrace is the Reconciler's UploadGrace when it sets none.
+const DefaultUploadGrace = time.Hour
+
+// Run reconciles and sweeps every Interval until ctx ends.
 func (r *Reconciler) Run(ctx context.Context) {
 	t := time.NewTicker(r.Interval)
 	defer t.Stop()
 	for {
 		if _, err := r.Pass(ctx); err != nil && ctx.Err() == nil {
 			r.Launcher.Log.Warn("job reconciler pass failed", "error", err)
+		}
+		if _, err := r.Sweep(ctx); err != nil && ctx.Err() == nil {
+			r.Launcher.Log.Warn("upload sweep failed", "error", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -132,6 +142,21 @@ func (r *Reconciler) Pass(ctx context.Context) (int, error) {
 		}
 		if len(jobs) < page {
 			return started, nil
+		}
+	}
+}
+
+// Sweep removes the uploaded files no job needs: those of jobs that ended or
+// were deleted, and uploads that never completed, older than UploadGrace. It
+// returns how many it removed.
+func (r *Reconciler) Sweep(ctx context.Context) (int, error) {
+	grace := cmp.Or(r.UploadGrace, DefaultUploadGrace)
+	total := 0
+	for {
+		n, err := r.Launcher.Store.Blobs.Sweep(ctx, time.Now().Add(-grace))
+		total += n
+		if err != nil || n == 0 {
+			return total, err
 		}
 	}
 }

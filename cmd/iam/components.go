@@ -115,7 +115,7 @@ func dialTemporal(ctx context.Context, opts client.Options, log *slog.Logger) (c
 // server auth (which validates the API's tokens and serves /oauth/v2).
 func apiServer(cfg Config, store *models.Store, tc client.Client, auth *oauth.Server, log *slog.Logger) (*api.Server, *jobrun.Launcher) {
 	launcher := &jobrun.Launcher{Client: tc, Store: store, Log: log}
-	srv := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, UploadMaxBytes: cfg.UploadMaxBytes, SeparateMetrics: cfg.MetricsAddr != ""}, api.Deps{
+	srv := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, UploadMaxBytes: cfg.UploadMaxBytes, UploadIdleTimeout: cfg.UploadIdleTimeout, SeparateMetrics: cfg.MetricsAddr != ""}, api.Deps{
 		Store:    store,
 		Temporal: tc,
 		Jobs:     launcher,
@@ -184,11 +184,11 @@ func bootstrapAuth(ctx context.Context, cfg Config, store *models.Store, secret 
 	return auth, nil
 }
 
-// runAPI serves the API on addr, with the reconciler of lost job starts,
-// until ctx ends.
+// runAPI serves the API on addr, with the reconciler of lost job starts and
+// orphaned uploads, until ctx ends.
 func runAPI(ctx context.Context, cfg Config, addr string, store *models.Store, tc client.Client, auth *oauth.Server, log *slog.Logger, ready func(net.Addr)) error {
 	srv, launcher := apiServer(cfg, store, tc, auth, log)
-	rec := &jobrun.Reconciler{Launcher: launcher, Interval: cfg.ReconcileInterval, Grace: cfg.ReconcileGrace}
+	rec := &jobrun.Reconciler{Launcher: launcher, Interval: cfg.ReconcileInterval, Grace: cfg.ReconcileGrace, UploadGrace: cfg.UploadSweepGrace}
 	go rec.Run(ctx)
 	if cfg.MetricsAddr == "" {
 		return serveHTTP(ctx, addr, srv.Handler(), cfg.ShutdownTimeout, ready)

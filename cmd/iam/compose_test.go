@@ -57,6 +57,11 @@ func TestCompose_PassesOnlyVariablesTheBinaryReads(t *testing.T) {
 	if _, ok := project.Services["iam-serve"].Environment["IAM_SECRET_KEY"]; !ok {
 		t.Error("iam-serve needs IAM_SECRET_KEY: serve refuses to start without it")
 	}
+	for _, name := range []string{"iam-serve", "iam-worker"} {
+		if _, ok := project.Services[name].Environment["IAM_ENCRYPTION_KEY"]; !ok {
+			t.Errorf("%s needs IAM_ENCRYPTION_KEY: serve and worker refuse to start without it", name)
+		}
+	}
 	if w := project.Services["iam-worker"]; w.Deploy == nil || w.Deploy.Replicas == nil || *w.Deploy.Replicas < 2 {
 		t.Error("iam-worker should run two replicas")
 	}

@@ -34,8 +34,14 @@ type Config struct {
 	MaxBodyBytes int64      `env:"IAM_MAX_BODY_BYTES" envDefault:"1048576"`
 	// UploadMaxBytes caps file uploads (quick enrollment CSV and ZIP files).
 	UploadMaxBytes int64 `env:"IAM_UPLOAD_MAX_BYTES" envDefault:"268435456"`
-	// EncryptionKey seals enrollment secrets at rest (AES-256-GCM): 32 bytes
-	// as 64 hex digits or base64. dev generates one into its data directory.
+	// UploadIdleTimeout cuts an upload that sends nothing for this long.
+	UploadIdleTimeout time.Duration `env:"IAM_UPLOAD_IDLE_TIMEOUT" envDefault:"30s"`
+	// UploadSweepGrace is how old an upload that never completed must be
+	// before the sweep removes what it stored.
+	UploadSweepGrace time.Duration `env:"IAM_UPLOAD_SWEEP_GRACE" envDefault:"1h"`
+	// EncryptionKey seals uploaded files and enrollment secrets at rest
+	// (AES-256-GCM): 32 bytes as 64 hex digits or base64. Required by serve
+	// and worker; dev generates one into its data directory.
 	EncryptionKey string `env:"IAM_ENCRYPTION_KEY"`
 	// ShutdownTimeout bounds a graceful stop.
 	ShutdownTimeout time.Duration `env:"IAM_SHUTDOWN_TIMEOUT" envDefault:"20s"`
@@ -145,6 +151,9 @@ func (c Config) check() error {
 	}
 	if c.UploadMaxBytes < 1024 {
 		problems = append(problems, "IAM_UPLOAD_MAX_BYTES must be at least 1024")
+	}
+	if c.UploadIdleTimeout <= 0 || c.UploadSweepGrace <= 0 {
+		problems = append(problems, "IAM_UPLOAD_IDLE_TIMEOUT and IAM_UPLOAD_SWEEP_GRACE must be positive")
 	}
 	if c.EncryptionKey != "" {
 		if _, err := models.ParseEncryptionKey(c.EncryptionKey); err != nil {

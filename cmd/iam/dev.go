@@ -51,11 +51,16 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 	if dsn == "" {
 		dsn = "sqlite:" + filepath.Join(dataDir, "iam.db")
 	}
+	secrets, err := enrollmentSecrets(cfg, dataDir)
+	if err != nil {
+		return err
+	}
 	store, err := openStore(ctx, dsn, true, log)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	store.SealBlobs(secrets)
 	secret, err := oauthSecret(cfg.OAuth, dataDir, true)
 	if err != nil {
 		return err
@@ -94,10 +99,6 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 		return fmt.Errorf("connect to the embedded Temporal server: %w", err)
 	}
 	defer tc.Close()
-	secrets, err := enrollmentSecrets(cfg, dataDir, log)
-	if err != nil {
-		return err
-	}
 	w := worker.New(tc, worker.Deps{Store: store, Secrets: secrets})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)

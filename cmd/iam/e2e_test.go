@@ -48,8 +48,12 @@ const (
 	e2eJobReadScope  = "svc.job.READ"
 )
 
-// e2eSecretKey is IAM_SECRET_KEY of the production shape.
-const e2eSecretKey = "e2e-secret-key-0123456789abcdef-0123456789abcdef"
+// e2eSecretKey is IAM_SECRET_KEY of the production shape; e2eEncryptionKey
+// its IAM_ENCRYPTION_KEY (32 bytes as 64 hex digits).
+const (
+	e2eSecretKey     = "e2e-secret-key-0123456789abcdef-0123456789abcdef"
+	e2eEncryptionKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+)
 
 // e2eAdminEnv names the first admin.
 func e2eAdminEnv() []string {
@@ -274,6 +278,7 @@ func TestProduction_ServeAndTwoWorkers(t *testing.T) {
 	temporalAddr, namespace := apitest.TemporalAddress(t)
 	env := append(append(e2eAdminEnv(), dbEnv...),
 		"IAM_SECRET_KEY="+e2eSecretKey,
+		"IAM_ENCRYPTION_KEY="+e2eEncryptionKey,
 		"IAM_TEMPORAL_ADDRESS="+temporalAddr,
 		"IAM_TEMPORAL_NAMESPACE="+namespace,
 		"IAM_HTTP_ADDR=127.0.0.1:0",
@@ -475,14 +480,18 @@ func TestBadConfiguration_ExitsWithOneLine(t *testing.T) {
 	// A database nobody listens on: the configuration must be refused before
 	// anything is dialled.
 	const nowhere = "IAM_DATABASE_URL=postgres://iam@127.0.0.1:1/iam"
-	// serve checks its secret before anything else: the other cases carry one.
+	// serve checks its secrets before anything else: the other cases carry them.
 	secret := "IAM_SECRET_KEY=" + strings.Repeat("s", 40)
+	key := "IAM_ENCRYPTION_KEY=" + e2eEncryptionKey
 	none := func(*testing.T) []string { return nil }
 	set := func(vars ...string) func(*testing.T) []string {
 		return func(*testing.T) []string { return vars }
 	}
 	withSecret := func(env func(*testing.T) []string) func(*testing.T) []string {
-		return func(t *testing.T) []string { return append(env(t), secret) }
+		return func(t *testing.T) []string { return append(env(t), secret, key) }
+	}
+	withKey := func(env func(*testing.T) []string) func(*testing.T) []string {
+		return func(t *testing.T) []string { return append(env(t), key) }
 	}
 	cases := []struct {
 		name   string
@@ -494,13 +503,16 @@ func TestBadConfiguration_ExitsWithOneLine(t *testing.T) {
 	}{
 		{name: "no database URL", env: none, args: []string{"serve"}, naming: []string{"IAM_DATABASE_URL"}},
 		{name: "worker without database URL", env: none, args: []string{"worker"}, naming: []string{"IAM_DATABASE_URL"}},
-		{name: "unknown log level", env: set(nowhere, secret, "IAM_LOG_LEVEL=loud"), args: []string{"serve"}, naming: []string{"IAM_LOG_LEVEL", "loud"}},
-		{name: "HTTP address not host:port", env: set(nowhere, secret, "IAM_HTTP_ADDR=nonsense"), args: []string{"serve"}, naming: []string{"IAM_HTTP_ADDR", "nonsense"}},
-		{name: "not a database URL", env: set("IAM_DATABASE_URL=mysql://iam@localhost/iam", secret), args: []string{"serve"}, naming: []string{"database url"}},
+		{name: "unknown log level", env: set(nowhere, secret, key, "IAM_LOG_LEVEL=loud"), args: []string{"serve"}, naming: []string{"IAM_LOG_LEVEL", "loud"}},
+		{name: "HTTP address not host:port", env: set(nowhere, secret, key, "IAM_HTTP_ADDR=nonsense"), args: []string{"serve"}, naming: []string{"IAM_HTTP_ADDR", "nonsense"}},
+		{name: "not a database URL", env: set("IAM_DATABASE_URL=mysql://iam@localhost/iam", secret, key), args: []string{"serve"}, naming: []string{"database url"}},
 		{name: "schema not migrated", env: withSecret(e2eUnmigratedDatabase), args: []string{"serve"}, naming: []string{"schema", "iam migrate up"}},
-		{name: "worker on a schema not migrated", env: e2eUnmigratedDatabase, args: []string{"worker"}, naming: []string{"schema", "iam migrate up"}},
+		{name: "worker on a schema not migrated", env: withKey(e2eUnmigratedDatabase), args: []string{"worker"}, naming: []string{"schema", "iam migrate up"}},
 		// The secret is checked before the database is dialled.
-		{name: "no secret key", env: set(nowhere), args: []string{"serve"}, naming: []string{"IAM_SECRET_KEY"}},
+		{name: "no secret key", env: set(nowhere, key), args: []string{"serve"}, naming: []string{"IAM_SECRET_KEY"}},
+		// So is the encryption key, which serve and worker both need.
+		{name: "no encryption key", env: set(nowhere, secret), args: []string{"serve"}, naming: []string{"IAM_ENCRYPTION_KEY"}},
+		{name: "worker without encryption key", env: set(nowhere), args: []string{"worker"}, naming: []string{"IAM_ENCRYPTION_KEY"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,11 +15,12 @@ import (
 // directory.
 const devKeyFile = "encryption.key"
 
-// enrollmentSecrets returns the box that seals enrollment secrets, from
-// IAM_ENCRYPTION_KEY. Without it, dev (dataDir set) generates a key once
-// and keeps it in its data directory; a worker runs without one, and the
-// rows that carry a secret fail, saying so.
-func enrollmentSecrets(cfg Config, dataDir string, log *slog.Logger) (*models.SecretBox, error) {
+// enrollmentSecrets returns the box that seals uploaded files and
+// enrollment secrets at rest, from IAM_ENCRYPTION_KEY. Without it, dev
+// (dataDir set) generates a key once and keeps it in its data directory;
+// serve and worker refuse to start (the API seals the files it keeps, the
+// worker opens them).
+func enrollmentSecrets(cfg Config, dataDir string) (*models.SecretBox, error) {
 	text := cfg.EncryptionKey
 	if text == "" && dataDir != "" {
 		var err error
@@ -29,8 +29,8 @@ func enrollmentSecrets(cfg Config, dataDir string, log *slog.Logger) (*models.Se
 		}
 	}
 	if text == "" {
-		log.Warn("IAM_ENCRYPTION_KEY is not set: enrollment rows that carry a secret (TOTP) will fail")
-		return nil, nil
+		return nil, errors.New("invalid configuration: IAM_ENCRYPTION_KEY is required: it seals uploaded files and enrollment secrets at rest " +
+			"(32 random bytes as base64 or 64 hex digits, the same on every serve and worker; for example `openssl rand -base64 32`)")
 	}
 	key, err := models.ParseEncryptionKey(text)
 	if err != nil {

@@ -33,11 +33,16 @@ func runServe(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logge
 	if err != nil {
 		return err
 	}
+	box, err := enrollmentSecrets(cfg, "")
+	if err != nil {
+		return err
+	}
 	store, err := openStore(ctx, cfg.DatabaseURL, false, log)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	store.SealBlobs(box)
 	addr := cfg.HTTPAddr
 	if addr == "" {
 		addr = ":8080"

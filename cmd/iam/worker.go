@@ -29,11 +29,16 @@ func workerCommand(environ []string, stderr io.Writer) *cobra.Command {
 }
 
 func runWorker(ctx context.Context, cfg Config, log *slog.Logger) error {
+	secrets, err := enrollmentSecrets(cfg, "")
+	if err != nil {
+		return err
+	}
 	store, err := openStore(ctx, cfg.DatabaseURL, false, log)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	store.SealBlobs(secrets)
 	opts, err := temporalOptions(cfg.Temporal, log)
 	if err != nil {
 		return err
@@ -44,10 +49,6 @@ func runWorker(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer tc.Close()
 	if err := worker.EnsureSearchAttributes(ctx, tc, cfg.Temporal.Namespace); err != nil {
-		return err
-	}
-	secrets, err := enrollmentSecrets(cfg, "", log)
-	if err != nil {
 		return err
 	}
 	w := worker.New(tc, worker.Deps{Store: store, Secrets: secrets})

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/charmap"
@@ -239,5 +241,94 @@ func TestLookup(t *testing.T) {
 	}
 	if _, ok := Lookup("EBCDIC"); ok {
 		t.Error("EBCDIC accepted")
+	}
+}
+
+// quotedNewlines streams a record whose quoted field holds n line feeds,
+// between a row before and a row after it, without holding it in memory.
+func quotedNewlines(n int64) io.Reader {
+	return io.MultiReader(
+		strings.NewReader("a@b.c,first\nx@y.z,\""),
+		io.LimitReader(repeatByte('\n'), n),
+		strings.NewReader("\"\nd@e.f,after\n"),
+	)
+}
+
+type repeatByte byte
+
+func (r repeatByte) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(r)
+	}
+	return len(p), nil
+}
+
+// A record over the bounds fails its row alone, whatever its size, without
+// the reader growing: a quoted field of 1 GiB of line feeds (64 MiB with
+// -short), streamed; too many lines; too many fields. The rows after it are
+// read, and a reader started after it reads on.
+func TestReader_RecordBounds(t *testing.T) {
+	enc, _ := Lookup("UTF-8")
+	size := int64(1 << 30)
+	if testing.Short() {
+		size = 64 << 20
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	began := time.Now()
+	r := NewReader(quotedNewlines(size), enc, 0, 1)
+	var recs []Record
+	var peak uint64
+	for {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+		runtime.ReadMemStats(&after)
+		peak = max(peak, after.HeapInuse)
+	}
+	t.Logf("%d MiB of line feeds in quotes read in %v", size>>20, time.Since(began))
+	if len(recs) != 3 || recs[0].Err != nil || !errors.Is(recs[1].Err, ErrRecordTooLong) || recs[1].Row != 2 ||
+		recs[2].Err != nil || recs[2].Fields[0] != "d@e.f" || recs[2].Row != 3 {
+		t.Fatalf("records %+v", recs)
+	}
+	if want := int64(len("a@b.c,first\nx@y.z,\"")) + size + 2; recs[1].End != want {
+		t.Errorf("the long record ends at %d, want %d", recs[1].End, want)
+	}
+	if peak > before.HeapInuse+32<<20 {
+		t.Errorf("the heap grew to %d MiB reading one long record", peak>>20)
+	}
+	// Reading again from the row after it (what a chunk activity does).
+	again := NewReader(strings.NewReader("d@e.f,after\n"), enc, recs[1].End, 3)
+	if rec, err := again.Read(); err != nil || rec.Row != 3 || rec.Fields[1] != "after" {
+		t.Errorf("resume: %+v %v", rec, err)
+	}
+
+	lines := "h1,h2\n\"" + strings.Repeat("x\n", MaxRecordLines+1) + "\",y\nlast,row\n"
+	recs = readAll(t, []byte(lines), enc, 0, 0)
+	if len(recs) != 3 || !errors.Is(recs[1].Err, ErrRecordTooLong) || recs[2].Fields[0] != "last" {
+		t.Errorf("too many lines: %+v", recs)
+	}
+	fields := "h1,h2\n" + strings.Repeat("f,", MaxFields) + "f\nlast,row\n"
+	recs = readAll(t, []byte(fields), enc, 0, 0)
+	if len(recs) != 3 || !errors.Is(recs[1].Err, ErrTooManyFields) || recs[2].Fields[0] != "last" {
+		t.Errorf("too many fields: %d records, %v", len(recs), recs[1].Err)
+	}
+	// Blank lines between rows are no record's lines.
+	blank := "h1,h2\n" + strings.Repeat("\n", MaxRecordLines+5) + "a,b\n"
+	recs = readAll(t, []byte(blank), enc, 0, 0)
+	if len(recs) != 2 || recs[1].Err != nil || recs[1].Fields[0] != "a" {
+		t.Errorf("blank lines: %+v", recs)
+	}
+	// A quote that never closes: the rest of the file is that one row.
+	open := "h1,h2\n\"" + strings.Repeat("x,\"\"y\n", 300000)
+	recs = readAll(t, []byte(open), enc, 0, 0)
+	if len(recs) != 2 || !errors.Is(recs[1].Err, ErrRecordTooLong) || recs[1].End != int64(len(open)) {
+		t.Errorf("unclosed quote: %d records", len(recs))
 	}
 }

@@ -9,6 +9,7 @@ package safezip
 
 import (
 	"archive/zip"
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -22,6 +23,7 @@ import (
 // Limits bound what an archive may hold.
 type Limits struct {
 	MaxEntries           int   // entries in the central directory
+	MaxDirectoryBytes    int64 // bytes of the central directory's headers
 	MaxTotalUncompressed int64 // sum of the declared uncompressed sizes
 	MaxEntrySize         int64 // uncompressed bytes of one entry
 	MaxRatio             int64 // uncompressed / compressed of one entry (beyond 64 KiB)
@@ -30,6 +32,7 @@ type Limits struct {
 // DefaultLimits suit an archive of certificates.
 var DefaultLimits = Limits{
 	MaxEntries:           10000,
+	MaxDirectoryBytes:    16 << 20,
 	MaxTotalUncompressed: 256 << 20,
 	MaxEntrySize:         256 << 10,
 	MaxRatio:             100,
@@ -57,14 +60,12 @@ type Archive struct {
 	limits  Limits
 }
 
-// Open checks and opens the archive of size bytes behind r.
+// Open checks and opens the archive of size bytes behind r. The central
+// directory is walked first, header by header up to the limits, before
+// archive/zip parses it (and allocates for every header it finds).
 func Open(r io.ReaderAt, size int64, lim Limits) (*Archive, error) {
-	n, err := countEntries(r, size)
-	if err != nil {
+	if _, err := countEntries(r, size, lim.MaxEntries, lim.MaxDirectoryBytes); err != nil {
 		return nil, err
-	}
-	if n > uint64(lim.MaxEntries) {
-		return nil, &Error{fmt.Sprintf("the archive holds %d entries; at most %d are accepted", n, lim.MaxEntries)}
 	}
 	zr, err := zip.NewReader(r, size)
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
@@ -188,40 +189,129 @@ func isArchive(b []byte) bool {
 	return false
 }
 
-// countEntries reads the entry count from the end-of-central-directory
-// record (ZIP64 aware) without reading the directory itself.
-func countEntries(r io.ReaderAt, size int64) (uint64, error) {
+// zipEnd is what the end of an archive says of its central directory: where
+// its end record lies, the directory's declared size and offset.
+type zipEnd struct {
+	endOffset int64 // of the end record (the ZIP64 one when there is one)
+	dirSize   uint64
+	dirOffset uint64
+}
+
+// readEnd finds the end-of-central-directory record as archive/zip does
+// (the last signature in the last 1 KiB, else 65 KiB, whose comment fits),
+// following the ZIP64 locator when a field says to.
+func readEnd(r io.ReaderAt, size int64) (*zipEnd, error) {
 	notZip := &Error{"the file is not a readable ZIP archive"}
-	const eocdLen, maxComment = 22, 65535
-	if size < eocdLen {
-		return 0, notZip
+	const eocdLen = 22
+	var buf []byte
+	var at int64 = -1
+	for i, bLen := range []int64{1024, 65 * 1024} {
+		bLen = min(bLen, size)
+		buf = make([]byte, bLen)
+		if _, err := r.ReadAt(buf, size-bLen); err != nil && !errors.Is(err, io.EOF) {
+			return nil, notZip
+		}
+		for p := len(buf) - eocdLen; p >= 0; p-- {
+			if bytes.HasPrefix(buf[p:], []byte("PK\x05\x06")) {
+				n := int(binary.LittleEndian.Uint16(buf[p+eocdLen-2:]))
+				if n+eocdLen+p <= len(buf) {
+					buf, at = buf[p:], size-bLen+int64(p)
+					break
+				}
+			}
+		}
+		if at >= 0 {
+			break
+		}
+		if i == 1 || bLen == size {
+			return nil, notZip
+		}
 	}
-	tailLen := min(size, eocdLen+maxComment)
-	tail := make([]byte, tailLen)
-	if _, err := r.ReadAt(tail, size-tailLen); err != nil && !errors.Is(err, io.EOF) {
-		return 0, notZip
+	end := &zipEnd{
+		endOffset: at,
+		dirSize:   uint64(binary.LittleEndian.Uint32(buf[12:])),
+		dirOffset: uint64(binary.LittleEndian.Uint32(buf[16:])),
 	}
-	i := bytes.LastIndex(tail, []byte("PK\x05\x06"))
-	if i < 0 || len(tail)-i < eocdLen {
-		return 0, notZip
-	}
-	n := uint64(binary.LittleEndian.Uint16(tail[i+10:]))
-	if n != 0xffff || i < 20 {
-		return n, nil
+	records := binary.LittleEndian.Uint16(buf[10:])
+	if records != 0xffff && end.dirSize != 0xffff && end.dirOffset != 0xffffffff {
+		return end, nil
 	}
 	// ZIP64: the locator sits just before the record and points at the
 	// ZIP64 end-of-central-directory record.
-	loc := tail[i-20 : i]
-	if !bytes.HasPrefix(loc, []byte("PK\x06\x07")) {
-		return n, nil
+	if at < 20 {
+		return end, nil
 	}
-	off := int64(binary.LittleEndian.Uint64(loc[8:]))
-	if off < 0 || off+56 > size {
-		return 0, notZip
+	loc := make([]byte, 20)
+	if _, err := r.ReadAt(loc, at-20); err != nil || !bytes.HasPrefix(loc, []byte("PK\x06\x07")) {
+		return end, nil
+	}
+	off := binary.LittleEndian.Uint64(loc[8:])
+	if off > uint64(size) || int64(off)+56 > size {
+		return nil, notZip
 	}
 	rec := make([]byte, 56)
-	if _, err := r.ReadAt(rec, off); err != nil || !bytes.HasPrefix(rec, []byte("PK\x06\x06")) {
+	if _, err := r.ReadAt(rec, int64(off)); err != nil || !bytes.HasPrefix(rec, []byte("PK\x06\x06")) {
+		return nil, notZip
+	}
+	end.endOffset = int64(off)
+	end.dirSize = binary.LittleEndian.Uint64(rec[40:])
+	end.dirOffset = binary.LittleEndian.Uint64(rec[48:])
+	return end, nil
+}
+
+// countEntries counts the central-directory headers archive/zip would parse,
+// reading them one by one and stopping after limit+1: archive/zip reads
+// headers from the directory's start until one does not parse, whatever
+// count the end record declares, so a count read from the end record alone
+// can lie. Both places archive/zip may take as the directory's start are
+// walked. The headers' bytes are bounded by maxBytes.
+func countEntries(r io.ReaderAt, size int64, limit int, maxBytes int64) (int, error) {
+	notZip := &Error{"the file is not a readable ZIP archive"}
+	end, err := readEnd(r, size)
+	if err != nil {
+		return 0, err
+	}
+	const maxInt64 = 1<<63 - 1
+	if end.dirSize > maxInt64 || end.dirOffset > maxInt64 {
 		return 0, notZip
 	}
-	return binary.LittleEndian.Uint64(rec[32:]), nil
+	base := end.endOffset - int64(end.dirSize) - int64(end.dirOffset)
+	starts := []int64{int64(end.dirOffset)}
+	if base != 0 {
+		starts = append(starts, base+int64(end.dirOffset))
+	}
+	most := 0
+	for _, start := range starts {
+		if start < 0 || start >= size {
+			continue
+		}
+		n, err := walkDirectory(r, start, size, limit, maxBytes)
+		if err != nil {
+			return 0, err
+		}
+		most = max(most, n)
+	}
+	return most, nil
+}
+
+// walkDirectory counts the central-directory headers from start on.
+func walkDirectory(r io.ReaderAt, start, size int64, limit int, maxBytes int64) (int, error) {
+	br := bufio.NewReaderSize(io.NewSectionReader(r, start, size-start), 64<<10)
+	head := make([]byte, 46)
+	var read int64
+	for n := 0; ; n++ {
+		if _, err := io.ReadFull(br, head); err != nil || binary.LittleEndian.Uint32(head) != 0x02014b50 {
+			return n, nil
+		}
+		if n >= limit {
+			return 0, &Error{fmt.Sprintf("the archive holds more than %d entries; at most %d are accepted", limit, limit)}
+		}
+		rest := int64(binary.LittleEndian.Uint16(head[28:])) + int64(binary.LittleEndian.Uint16(head[30:])) + int64(binary.LittleEndian.Uint16(head[32:]))
+		if read += 46 + rest; read > maxBytes {
+			return 0, &Error{fmt.Sprintf("the archive's directory is larger than %d bytes", maxBytes)}
+		}
+		if _, err := br.Discard(int(rest)); err != nil {
+			return n + 1, nil
+		}
+	}
 }

@@ -4,8 +4,11 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/binary"
+	"runtime"
 	"strings"
 	"testing"
+
+	"iam/models/safezip/ziptest"
 )
 
 type file struct {
@@ -112,7 +115,7 @@ func TestOpen_RefusesArchives(t *testing.T) {
 	}
 	lim := DefaultLimits
 	lim.MaxEntries = 10
-	if _, err := open(t, build(t, many...), lim); err == nil || !strings.Contains(err.Error(), "11 entries") {
+	if _, err := open(t, build(t, many...), lim); err == nil || !strings.Contains(err.Error(), "more than 10 entries") {
 		t.Errorf("too many entries: %v", err)
 	}
 	lim = DefaultLimits
@@ -161,4 +164,36 @@ func FuzzOpen(f *testing.F) {
 			_, _ = a.Read(e)
 		}
 	})
+}
+
+// An archive whose end record declares 5 entries while its directory holds
+// 196,613 is refused before archive/zip parses the directory: what Open
+// allocates stays small, whatever the directory holds.
+func TestOpen_LyingEntryCount(t *testing.T) {
+	const n = 3<<16 + 5
+	for _, zip64 := range []bool{false, true} {
+		b := ziptest.LyingArchive(n, zip64)
+		if zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b))); err != nil || len(zr.File) != n {
+			t.Fatalf("zip64 %v: the archive does not parse as the lie intends (%v)", zip64, err)
+		}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := open(t, b, DefaultLimits)
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), "more than 10000 entries") {
+			t.Errorf("zip64 %v: %v, want a refusal of more than 10000 entries", zip64, err)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 2<<20 {
+			t.Errorf("zip64 %v: Open allocated %d bytes for a refused directory", zip64, alloc)
+		}
+	}
+	// The directory's bytes are bounded too: few entries with long names.
+	if _, err := open(t, ziptest.LyingArchive(30000, false), Limits{MaxEntries: 100000, MaxDirectoryBytes: 1 << 20, MaxTotalUncompressed: 1 << 30, MaxEntrySize: 1 << 20, MaxRatio: 100}); err == nil || !strings.Contains(err.Error(), "directory is larger") {
+		t.Errorf("a directory over MaxDirectoryBytes: %v", err)
+	}
+	// An honest archive of many entries still opens.
+	if _, err := open(t, ziptest.LyingArchive(9000, false), DefaultLimits); err != nil {
+		t.Errorf("9000 entries: %v", err)
+	}
 }

@@ -1,0 +1,111 @@
+package models_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/uptrace/bun"
+
+	"iam/models"
+	"iam/models/dbtest"
+)
+
+func testBox(t *testing.T) *models.SecretBox {
+	t.Helper()
+	key := make([]byte, models.EncryptionKeySize)
+	rand.Read(key)
+	box, err := models.NewSecretBox(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return box
+}
+
+// A sealed blob's chunks hold no plaintext, read back whole from any
+// offset, and refuse to open when moved, swapped, cut or read with another
+// key; a staged blob stays unreadable until its job completes it.
+func TestBlobs_SealedAtRest(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := context.Background()
+		box := testBox(t)
+		store := models.NewStore(db).SealBlobs(box)
+		org := newOrg(t, store)
+		line := "user@example.com,JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP\n"
+		data := []byte(strings.Repeat(line, (3<<20)/len(line)+10)) // four chunks
+		blob, err := store.Blobs.Put(ctx, nil, org.ID, "users.csv", "text/csv", bytes.NewReader(data), 10<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var chunks [][]byte
+		if err := db.NewSelect().Table("blob_chunks").Column("data").Where("blob_id = ?", blob.ID).Order("seq").Scan(ctx, &chunks); err != nil {
+			t.Fatal(err)
+		}
+		if len(chunks) != 4 {
+			t.Fatalf("%d chunks, want 4", len(chunks))
+		}
+		for i, c := range chunks {
+			if bytes.Contains(c, []byte("JBSWY3DP")) || bytes.Contains(c, []byte("example.com")) {
+				t.Errorf("chunk %d holds plaintext", i)
+			}
+		}
+		readAll := func(s *models.Store, offset int64) ([]byte, error) {
+			r, _, err := s.Blobs.Open(ctx, org.ID, blob.ID, offset)
+			if err != nil {
+				return nil, err
+			}
+			defer r.Close()
+			return io.ReadAll(r)
+		}
+		for _, off := range []int64{0, 5, 1 << 20, int64(len(data)) - 1, int64(len(data))} {
+			got, err := readAll(store, off)
+			if err != nil || !bytes.Equal(got, data[off:]) {
+				t.Errorf("read from %d: %d bytes (%v)", off, len(got), err)
+			}
+		}
+		if _, err := readAll(models.NewStore(db).SealBlobs(testBox(t)), 0); err == nil {
+			t.Error("the blob opens with another key")
+		}
+		if _, err := readAll(models.NewStore(db), 0); models.ErrorCode(err) != models.EINVALID {
+			t.Errorf("a process without a key: %v, want EINVALID naming the key", err)
+		}
+		// Swap chunks 0 and 1: neither opens in the other's place.
+		setChunk := func(seq int, data []byte) {
+			t.Helper()
+			if _, err := db.NewUpdate().Table("blob_chunks").Set("data = ?", data).Where("blob_id = ? AND seq = ?", blob.ID, seq).Exec(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setChunk(0, chunks[1])
+		setChunk(1, chunks[0])
+		if _, err := readAll(store, 0); err == nil {
+			t.Error("swapped chunks read without error")
+		}
+		setChunk(0, chunks[0])
+		setChunk(1, chunks[1])
+		if _, err := db.NewDelete().Table("blob_chunks").Where("blob_id = ? AND seq = 3", blob.ID).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readAll(store, 0); err == nil {
+			t.Error("a blob cut short reads without error")
+		}
+
+		staged, err := store.Blobs.Stage(ctx, org.ID, "users.csv", "text/csv", bytes.NewReader(data[:100]), 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := store.Blobs.Open(ctx, org.ID, staged.ID, 0); models.ErrorCode(err) != models.ENOTFOUND {
+			t.Errorf("an incomplete blob opens: %v", err)
+		}
+		if _, err := store.Blobs.Stage(ctx, org.ID, "big", "", bytes.NewReader(data), 1<<20); models.ErrorCode(err) != models.ETOOLARGE {
+			t.Errorf("staging over the limit: %v, want ETOOLARGE", err)
+		}
+		var n int
+		if err := db.NewSelect().Table("blobs").ColumnExpr("count(*)").Where("NOT complete").Scan(ctx, &n); err != nil || n != 1 {
+			t.Errorf("%d incomplete blobs (%v), want only the staged one", n, err)
+		}
+	})
+}

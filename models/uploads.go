@@ -1,0 +1,57 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+
+	"github.com/uptrace/bun"
+)
+
+// FileUpload is a file a job is created for: its name and type, and its
+// bytes (a spooled copy of the request's file part, say).
+type FileUpload struct {
+	Name        string
+	ContentType string
+	Body        io.Reader
+	MaxSize     int64
+}
+
+// CreateUploadJob keeps an uploaded file in the blob store and writes job as
+// QUEUED for it. The file is written first, chunk by chunk in short
+// transactions, as an incomplete blob; then one short transaction completes
+// the blob, ties it to the job and inserts the job, whose input input
+// returns once the blob is known. When anything fails nothing is kept; a
+// process that dies half way leaves an incomplete blob the sweep removes.
+// The blob is deleted when the job ends or is deleted.
+func (s *Store) CreateUploadJob(ctx context.Context, job *Job, file FileUpload, input func(*Blob) (json.RawMessage, error)) error {
+	blob, err := s.Blobs.Stage(ctx, job.OrgID, file.Name, file.ContentType, file.Body, file.MaxSize)
+	if err != nil {
+		return err
+	}
+	dbs, ok := s.Blobs.(*DBBlobStore)
+	if !ok {
+		return errors.New("create upload job: the blob store cannot complete a staged file")
+	}
+	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if job.ID == 0 {
+			job.ID = NewID()
+		}
+		if err := dbs.complete(ctx, tx, blob, job.ID); err != nil {
+			return err
+		}
+		var err error
+		if job.Input, err = input(blob); err != nil {
+			return err
+		}
+		return s.Jobs.Create(ctx, tx, job)
+	})
+	if err != nil {
+		if derr := s.Blobs.Delete(context.WithoutCancel(ctx), nil, job.OrgID, blob.ID); derr != nil {
+			err = errors.Join(err, derr)
+		}
+		return err
+	}
+	return nil
+}
