@@ -90,6 +90,9 @@ func toAPIError(err error) *apiError {
 		return newAPIError(http.StatusRequestEntityTooLarge, CodeTooLarge, "Request Too Large",
 			fmt.Sprintf("the request body is larger than %d bytes", tooLarge.Limit))
 	}
+	if models.IsUnavailable(err) {
+		return errUnavailable("Service Unavailable", unavailableDetail)
+	}
 	return newAPIError(http.StatusInternalServerError, CodeInternal, "Internal Server Error", "unexpected internal error, retry later")
 }
 
@@ -119,7 +122,7 @@ func fromModelsError(e *models.Error) *apiError {
 	case models.ETOOLARGE:
 		out = newAPIError(http.StatusRequestEntityTooLarge, CodeTooLarge, title("Request Too Large"), detail)
 	case models.EUNAVAILABLE:
-		out = newAPIError(http.StatusServiceUnavailable, CodeUnavailable, title("Service Unavailable"), detail)
+		out = errUnavailable(title("Service Unavailable"), detail)
 	default:
 		return toAPIError(errors.New(e.Detail))
 	}
