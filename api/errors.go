@@ -134,7 +134,9 @@ func fromModelsError(e *models.Error) *apiError {
 // are logged with the request id; their text never reaches the client.
 func abortWithError(c *gin.Context, err error) {
 	ae := toAPIError(err)
-	if ae.Status >= 500 {
+	if ae.Status == http.StatusServiceUnavailable {
+		logger(c).Warn("request not served: a dependency is unavailable", "error", err.Error())
+	} else if ae.Status >= 500 {
 		logger(c).Error("request failed", "error", err, "status", ae.Status)
 	}
 	if ae.RetryAfter > 0 {

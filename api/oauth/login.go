@@ -77,7 +77,7 @@ func loginFailure(err error) (int, string) {
 // the store could not be asked: the attempt is neither a success nor a
 // failure (nothing was counted), and the user may simply send it again.
 func (s *Server) loginUnavailable(w http.ResponseWriter, r *http.Request, req *authRequest, email string, err error) {
-	s.log.WarnContext(r.Context(), "sign-in not checked: the store is unavailable", "org_id", req.client.OrgID, "error", err)
+	s.log.WarnContext(r.Context(), "sign-in not checked: the store is unavailable", "org_id", req.client.OrgID, "cause", storeCause(err))
 	setRetryAfter(w)
 	s.renderLogin(w, r, req, http.StatusServiceUnavailable, email, unavailableMessage)
 }

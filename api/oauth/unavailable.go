@@ -31,7 +31,7 @@ func setRetryAfter(w http.ResponseWriter) {
 // Retry-After, whatever fosite made of it.
 func (s *Server) writeAccessError(ctx context.Context, w http.ResponseWriter, ar fosite.AccessRequester, err error) {
 	if models.IsUnavailable(err) {
-		s.log.WarnContext(ctx, "OAuth request not served: the store is unavailable", "error", err, "cause", fmtCause(err))
+		s.log.WarnContext(ctx, "OAuth request not served: the store is unavailable", "cause", storeCause(err))
 		setRetryAfter(w)
 		writeJSON(w, http.StatusServiceUnavailable, oauthError{Error: "temporarily_unavailable",
 			Description: "The authorization server is temporarily unavailable; retry after Retry-After seconds with the same credentials."})
@@ -47,8 +47,17 @@ func (s *Server) unavailablePage(ctx context.Context, w http.ResponseWriter, err
 	if !models.IsUnavailable(err) {
 		return false
 	}
-	s.log.WarnContext(ctx, "OAuth page not served: the store is unavailable", "error", err, "cause", fmtCause(err))
+	s.log.WarnContext(ctx, "OAuth page not served: the store is unavailable", "cause", storeCause(err))
 	setRetryAfter(w)
 	s.renderError(w, http.StatusServiceUnavailable, "Temporarily unavailable", unavailableMessage)
 	return true
+}
+
+// storeCause is the text of the store error behind err, for the logs
+// (fosite's errors would print their stack).
+func storeCause(err error) string {
+	if c := fmtCause(err); c != "" {
+		return c
+	}
+	return err.Error()
 }
