@@ -380,3 +380,52 @@ func outageCheck(t *testing.T, mode string, load *outageLoad, at outageTimes) {
 		t.Errorf("%s: requests failed until %v after the database was back, want at most %v", mode, recovered, outageRecoveryLimit)
 	}
 }
+
+// TestOutage_SignInStatementTimeout_503FormNotWrongPassword: when the
+// client's request can be read but the user cannot (the users table locked
+// past the statement timeout), the sign-in form comes back 503 with
+// Retry-After saying the service is temporarily unavailable, for the right
+// password and a wrong one alike, and no failure is counted.
+func TestOutage_SignInStatementTimeout_503FormNotWrongPassword(t *testing.T) {
+	ctx := context.Background()
+	db, err := models.Open(ctx, dbtest.PostgresURL(t)+"&statement_timeout=300")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	f := newFixture(t, db, false, nil)
+	client, _ := f.client(f.env.Org, models.ClientServer, callback)
+	authURL := f.authURL(authParams(client, "svc.user.READ"))
+	b := f.browser()
+	form := formFields(t, b.get(authURL))
+
+	lock, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if _, err := lock.ExecContext(ctx, "BEGIN; LOCK TABLE users IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	for _, try := range []struct{ email, password string }{{f.user.Email, "wrong"}, {f.user.Email, adminPassword}} {
+		form.Set("email", try.email)
+		form.Set("password", try.password)
+		r := b.post("/oauth/v2/login", form)
+		if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") != fmt.Sprint(api.RetryAfterSeconds) ||
+			!strings.Contains(r.body, "temporarily unavailable") || !strings.Contains(r.body, `action="/oauth/v2/login"`) ||
+			strings.Contains(r.body, "wrong") {
+			t.Errorf("sign-in with %q while the users table is locked: %d Retry-After %q, want 503 with the form saying the service is temporarily unavailable:\n%.2000s",
+				try.password, r.status, r.header.Get("Retry-After"), r.body)
+		}
+	}
+	if _, err := lock.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := f.users.Get(ctx, f.env.Org.ID, f.user.ID); err != nil || u.FailedLogins != 0 {
+		t.Errorf("the user has %v failed sign-ins (%v), want 0", u.FailedLogins, err)
+	}
+	form.Set("password", adminPassword)
+	if r := b.post("/oauth/v2/login", form); r.status != http.StatusSeeOther {
+		t.Errorf("sign-in once the lock is gone: %d, want 303", r.status)
+	}
+}
