@@ -118,6 +118,7 @@ func TestOutage_PostgresStopped_503NotAuthFailure(t *testing.T) {
 		}
 		wg.Go(func() { outageTokenWorker(runCtx, t, f, load, client.ID, secret, refresh) })
 		wg.Go(func() { outageLoginWorker(runCtx, t, f, load, "sign-in", adminB, adminForm, http.StatusSeeOther, nil) })
+		wg.Go(func() { outagePageWorker(runCtx, t, f, load, adminB, authURL) })
 		// The wrong password is tried only while the database is down, so
 		// that any failure counted would show afterwards.
 		down := &outageGate{}
@@ -216,15 +217,21 @@ func outageAPIWorker(ctx context.Context, t *testing.T, f *fixture, load *outage
 	}
 }
 
-// outageTokenWorker refreshes an access token at the token endpoint, over
-// and over (at most 1,000 times).
+// outageTokenWorker refreshes an access token at the token endpoint, and
+// revokes a token unknown to the server (200 by RFC 7009), over and over (at
+// most 1,000 times).
 func outageTokenWorker(ctx context.Context, t *testing.T, f *fixture, load *outageLoad, clientID, secret, refresh string) {
 	hc := &http.Client{Timeout: 20 * time.Second}
 	for n := 0; n < 1000 && ctx.Err() == nil; n++ {
+		op, path := "refresh_token grant", "/oauth/v2/token"
 		form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refresh}, "client_id": {clientID}, "client_secret": {secret}}
-		req, _ := http.NewRequest("POST", f.env.URL+"/oauth/v2/token", strings.NewReader(form.Encode()))
+		if n%2 == 1 {
+			op, path = "revoke", "/oauth/v2/token/revoke"
+			form = url.Values{"token": {"unknown.token"}, "client_id": {clientID}, "client_secret": {secret}}
+		}
+		req, _ := http.NewRequest("POST", f.env.URL+path, strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		c := outageCall{who: "token", op: "refresh_token grant", start: time.Now()}
+		c := outageCall{who: "token", op: op, start: time.Now()}
 		resp, err := hc.Do(req)
 		if err != nil {
 			c.end, c.body = time.Now(), err.Error()
@@ -242,6 +249,28 @@ func outageTokenWorker(ctx context.Context, t *testing.T, f *fixture, load *outa
 		}
 		load.add(c)
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// outagePageWorker opens the authorization page (the consent page of a
+// signed-in browser), over and over (at most 1,000 times).
+func outagePageWorker(ctx context.Context, t *testing.T, f *fixture, load *outageLoad, b *browser, authURL string) {
+	for n := 0; n < 1000 && ctx.Err() == nil; n++ {
+		req, _ := http.NewRequest("GET", authURL, nil)
+		c := outageCall{who: "browser", op: "authorization page", start: time.Now()}
+		resp, err := b.client.Do(req)
+		if err != nil {
+			c.end, c.body = time.Now(), err.Error()
+			load.add(c)
+			continue
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		c.end = time.Now()
+		apitest.CheckResponse(t, req, resp, data)
+		c.status, c.ok, c.retryAfter, c.body = resp.StatusCode, resp.StatusCode == http.StatusOK, resp.Header.Get("Retry-After"), string(data)
+		load.add(c)
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -341,10 +370,10 @@ func outageCheck(t *testing.T, mode string, load *outageLoad, at outageTimes) {
 			if c.retryAfter != fmt.Sprint(api.RetryAfterSeconds) {
 				t.Errorf("%s: 503 with Retry-After %q, want %d", what, c.retryAfter, api.RetryAfterSeconds)
 			}
-			if c.op == "refresh_token grant" && c.oauthError != "temporarily_unavailable" {
+			if (c.op == "refresh_token grant" || c.op == "revoke") && c.oauthError != "temporarily_unavailable" {
 				t.Errorf("%s: 503 with error %q, want temporarily_unavailable: %s", what, c.oauthError, c.body)
 			}
-			if c.op == "sign in" && !strings.Contains(c.body, "temporarily unavailable") {
+			if (c.op == "sign in" || c.op == "authorization page") && !strings.Contains(c.body, "temporarily unavailable") {
 				t.Errorf("%s: the 503 page does not say the service is temporarily unavailable:\n%.600s", what, c.body)
 			}
 		default:
