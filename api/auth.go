@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
+
+	"iam/models"
 )
 
 // Principal is who makes a request: the user and organization behind its
@@ -17,7 +19,10 @@ type Principal struct {
 }
 
 // TokenValidator checks an access token and returns its principal. It returns
-// an error for a token that is unknown, malformed, expired or revoked.
+// an error for a token that is unknown, malformed, expired or revoked, and an
+// EUNAVAILABLE-coded error (models.IsUnavailable) when the token could not be
+// checked: that is answered 503 with Retry-After, never 401, so that clients
+// keep their tokens through an outage.
 type TokenValidator interface {
 	ValidateAccessToken(ctx context.Context, token string) (*Principal, error)
 }
@@ -46,6 +51,10 @@ func authenticate(tokens TokenValidator) gin.HandlerFunc {
 			return
 		}
 		p, err := tokens.ValidateAccessToken(c.Request.Context(), token)
+		if models.IsUnavailable(err) {
+			abortWithError(c, err)
+			return
+		}
 		if err != nil || p == nil {
 			abortWithError(c, errUnauthorized())
 			return

@@ -106,6 +106,9 @@ func toAPIError(err error) *apiError {
 		return newAPIError(http.StatusRequestEntityTooLarge, CodeTooLarge, "Request Too Large",
 			fmt.Sprintf("the request body is larger than %d bytes", tooLarge.Limit))
 	}
+	if models.IsUnavailable(err) {
+		return errUnavailable("Service Unavailable", unavailableDetail)
+	}
 	return errInternal()
 }
 
@@ -135,7 +138,7 @@ func fromModelsError(e *models.Error) *apiError {
 	case models.ETOOLARGE:
 		out = newAPIError(http.StatusRequestEntityTooLarge, CodeTooLarge, title("Request Too Large"), detail)
 	case models.EUNAVAILABLE:
-		out = newAPIError(http.StatusServiceUnavailable, CodeUnavailable, title("Service Unavailable"), detail)
+		out = errUnavailable(title("Service Unavailable"), detail)
 	default:
 		return toAPIError(errors.New(e.Detail))
 	}
@@ -147,7 +150,9 @@ func fromModelsError(e *models.Error) *apiError {
 // are logged with the request id; their text never reaches the client.
 func abortWithError(c *gin.Context, err error) {
 	ae := toAPIError(err)
-	if ae.Status >= 500 {
+	if ae.Status == http.StatusServiceUnavailable {
+		logger(c).Warn("request not served: a dependency is unavailable", "error", err.Error())
+	} else if ae.Status >= 500 {
 		logger(c).Error("request failed", "error", err, "status", ae.Status)
 	}
 	if ae.RetryAfter > 0 {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -141,7 +142,10 @@ func (s *Server) listJobResults(c *gin.Context) {
 
 // deleteJob: DELETE /jobs/{job_id}. The row goes first, so the job is gone
 // for every reader at once; then its workflow is cancelled (a workflow that
-// misses the cancel stops at its next write, finding its job gone).
+// misses the cancel stops at its next write, finding its job gone). So the
+// delete needs only the database: with the workflow engine unreachable it is
+// still 204, after at most jobCancelWait, and the workflow stops once the
+// engine is back.
 func (s *Server) deleteJob(c *gin.Context) {
 	org := principal(c).OrgID
 	id, err := pathID(c, "job_id", models.ErrJobNotFound)
@@ -155,8 +159,17 @@ func (s *Server) deleteJob(c *gin.Context) {
 	}
 	if s.deps.Jobs == nil || s.deps.Jobs.Client == nil {
 		logger(c).Warn("no workflow engine: the deleted job's workflow stops at its next write", "job_id", id)
-	} else if err := s.deps.Jobs.Cancel(c, id); err != nil {
+		c.Status(http.StatusNoContent)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), jobCancelWait)
+	defer cancel()
+	if err := s.deps.Jobs.Cancel(ctx, id); err != nil {
 		logger(c).Warn("job deleted; its workflow will stop at its next write", "job_id", id, "error", err)
 	}
 	c.Status(http.StatusNoContent)
 }
+
+// jobCancelWait bounds how long DELETE /jobs/{id} waits for the workflow
+// engine to take the cancel.
+const jobCancelWait = 5 * time.Second

@@ -48,7 +48,9 @@ func accessLog() gin.HandlerFunc {
 		c.Next()
 		status := c.Writer.Status()
 		level := slog.LevelInfo
-		if status >= 500 {
+		if status == http.StatusServiceUnavailable {
+			level = slog.LevelWarn // an outage, logged once by its cause
+		} else if status >= 500 {
 			level = slog.LevelError
 		}
 		logger(c).Log(c.Request.Context(), level, "request",

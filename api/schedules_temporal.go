@@ -51,6 +51,9 @@ var errEngineDown = &models.Error{Code: models.EUNAVAILABLE, Title: "Service Una
 // change happens inside the write's transaction; when the write fails after
 // it (the commit), the change is undone, so that nothing is half-written.
 func (m *scheduleMirror) write(ctx context.Context, write func(models.SyncFunc) error) error {
+	if err := m.reachable(ctx); err != nil {
+		return err
+	}
 	var done bool
 	var prev, next *models.NotificationSchedule
 	err := write(func(ctx context.Context, p, n *models.NotificationSchedule) error {
@@ -67,6 +70,24 @@ func (m *scheduleMirror) write(ctx context.Context, write func(models.SyncFunc) 
 		}
 	}
 	return err
+}
+
+// engineCheckWait bounds the reachability check of the workflow engine.
+const engineCheckWait = 2 * time.Second
+
+// reachable asks the workflow engine whether it answers, within
+// engineCheckWait, and returns errEngineDown when it does not: a schedule
+// change then answers 503 at once, without holding a database transaction
+// (and its connection) open while the engine's client waits out its own
+// timeout.
+func (m *scheduleMirror) reachable(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, engineCheckWait)
+	defer cancel()
+	if _, err := m.c.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+		m.log.Warn("the workflow engine does not answer", "error", err)
+		return errEngineDown
+	}
+	return nil
 }
 
 // apply makes Temporal match next: create (prev nil), delete (next nil) or
@@ -146,6 +167,9 @@ func (m *scheduleMirror) options(ctx context.Context, sc *models.NotificationSch
 // progress. A Temporal Schedule found missing (a wiped dev server) is made
 // again from the row first.
 func (m *scheduleMirror) trigger(ctx context.Context, sc *models.NotificationSchedule) error {
+	if err := m.reachable(ctx); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	h := m.c.ScheduleClient().GetHandle(ctx, models.NotificationScheduleID(sc.ID))
@@ -173,8 +197,8 @@ type runTimes struct {
 // schedule Temporal cannot describe gets no times.
 func (m *scheduleMirror) times(ctx context.Context, ids []int64) map[int64]runTimes {
 	out := make(map[int64]runTimes, len(ids))
-	if m == nil {
-		return out
+	if m == nil || len(ids) == 0 || m.reachable(ctx) != nil {
+		return out // no times rather than a wait per schedule
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup

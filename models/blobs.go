@@ -155,7 +155,8 @@ func (s *DBBlobStore) Put(ctx context.Context, db bun.IDB, orgID int64, name, co
 		db = s.db
 	}
 	blob := s.newBlob(orgID, name, contentType, true)
-	err := inTx(ctx, db, func(ctx context.Context, tx bun.Tx) error {
+	// Once: the upload is read as it is written.
+	err := inTxOnce(ctx, db, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(blob).Exec(ctx); err != nil {
 			return fmt.Errorf("insert blob: %w", err)
 		}

@@ -117,11 +117,54 @@ func isUniqueViolation(err error) bool {
 
 // inTx runs fn in a transaction on db, or inside the caller's transaction when
 // db already is one.
+//
+// A transaction of its own that fails for a transient reason (see
+// IsUnavailable) was rolled back, and runs again: up to txAttempts in all,
+// while ctx lasts. So fn must do nothing but database work (inTxOnce is for
+// the others) and must set what it hands back afresh on every run. A commit
+// that fails is not run again (it may have happened), unless the database
+// says it rolled back (a serialization failure or deadlock). A transient
+// error that remains is returned as EUNAVAILABLE.
 func inTx(ctx context.Context, db bun.IDB, fn func(ctx context.Context, tx bun.Tx) error) error {
 	if tx, ok := db.(bun.Tx); ok {
 		return fn(ctx, tx)
 	}
-	return db.RunInTx(ctx, nil, fn)
+	for attempt := 1; ; attempt++ {
+		again, err := runTx(ctx, db, fn)
+		if err == nil || !again || attempt >= txAttempts || ctx.Err() != nil || !sleepCtx(ctx, retryWait(attempt)) {
+			return unavailable(err)
+		}
+	}
+}
+
+// inTxOnce is inTx without the retries, for an fn that does more than
+// database work (reads a request body, changes another system): a transient
+// error is returned as EUNAVAILABLE at once.
+func inTxOnce(ctx context.Context, db bun.IDB, fn func(ctx context.Context, tx bun.Tx) error) error {
+	if tx, ok := db.(bun.Tx); ok {
+		return fn(ctx, tx)
+	}
+	_, err := runTx(ctx, db, fn)
+	return unavailable(err)
+}
+
+// runTx runs fn in one transaction. again says that err is transient and the
+// transaction certainly did not commit.
+func runTx(ctx context.Context, db bun.IDB, fn func(ctx context.Context, tx bun.Tx) error) (again bool, err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return isTransient(err), err
+	}
+	if err := fn(ctx, tx); err != nil {
+		_ = tx.Rollback()
+		return isTransient(err), err
+	}
+	if err := tx.Commit(); err != nil {
+		var pgErr *pgconn.PgError
+		rolledBack := errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
+		return rolledBack, err
+	}
+	return false, nil
 }
 
 var _ = stdlib.GetDefaultDriver // registers the "pgx" driver

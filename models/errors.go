@@ -56,8 +56,9 @@ func NotFound(resource, detail string) *Error {
 	return &Error{Code: ENOTFOUND, Title: resource + " Not Found", Detail: detail}
 }
 
-// ErrorCode returns the code of err: its own for an *Error, EINTERNAL for any
-// other non-nil error, and "" for nil.
+// ErrorCode returns the code of err: its own for an *Error, EUNAVAILABLE for
+// a transient store error (IsUnavailable), EINTERNAL for any other non-nil
+// error, and "" for nil.
 func ErrorCode(err error) string {
 	var e *Error
 	if err == nil {
@@ -65,6 +66,9 @@ func ErrorCode(err error) string {
 	}
 	if errors.As(err, &e) {
 		return e.Code
+	}
+	if isTransient(err) {
+		return EUNAVAILABLE
 	}
 	return EINTERNAL
 }

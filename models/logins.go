@@ -75,6 +75,7 @@ func (s *UserStore) Authenticate(ctx context.Context, orgID int64, email, passwo
 func (s *UserStore) recordFailure(ctx context.Context, userID int64, policy AccountBlockingSettings, now time.Time) error {
 	var answer error = ErrBadCredentials
 	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		answer = ErrBadCredentials
 		user := new(User)
 		q := tx.NewSelect().Model(user).Column("failed_logins", "first_failed_login_at", "blocked_until").Where("id = ?", userID)
 		if IsPostgres(tx) {

@@ -121,7 +121,7 @@ func (s *NotificationStore) PrepareRun(ctx context.Context, in PrepareRunInput) 
 	run.Slot = in.ScheduledAt.In(loc).Format(SlotLayout)
 	deliveries := plannedDeliveries(run, users, now)
 	run.Total = int64(len(deliveries))
-	err = inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err = inTxOnce(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		if run.Slot != "" {
 			taken, err := tx.NewSelect().Model((*NotificationRun)(nil)).
 				Where("notification_id = ? AND slot = ?", run.NotificationID, run.Slot).Exists(ctx)

@@ -81,7 +81,7 @@ func (s *NotificationStore) CreateSchedule(ctx context.Context, sc *Notification
 	sc.ID = NewID()
 	now := time.Now().UTC()
 	sc.CreatedAt, sc.UpdatedAt = now, now
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return inTxOnce(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		if err := s.checkSchedule(ctx, tx, sc, userID); err != nil {
 			return err
 		}
@@ -119,7 +119,7 @@ func (s *NotificationStore) getSchedule(ctx context.Context, db bun.IDB, orgID, 
 // inside the transaction. ENOTFOUND, EINVALID, ECONFLICT as CreateSchedule.
 func (s *NotificationStore) UpdateSchedule(ctx context.Context, orgID, id, userID int64, change func(cur NotificationSchedule) (*NotificationSchedule, error), sync SyncFunc) (*NotificationSchedule, error) {
 	var out *NotificationSchedule
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := inTxOnce(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		prev, err := s.getSchedule(ctx, tx, orgID, id, true)
 		if err != nil {
 			return err
@@ -145,7 +145,7 @@ func (s *NotificationStore) UpdateSchedule(ctx context.Context, orgID, id, userI
 // DeleteSchedule removes a schedule, calling sync inside the transaction.
 // Its runs and their delivery log stay. ENOTFOUND when missing.
 func (s *NotificationStore) DeleteSchedule(ctx context.Context, orgID, id int64, sync SyncFunc) error {
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return inTxOnce(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		prev, err := s.getSchedule(ctx, tx, orgID, id, true)
 		if err != nil {
 			return err

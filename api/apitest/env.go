@@ -32,6 +32,9 @@ import (
 type Options struct {
 	// Temporal starts a worker on the shared in-process Temporal server.
 	Temporal bool
+	// TemporalClient, instead, is a client of a Temporal server of the
+	// test's own (one it may stop); no worker is started on it.
+	TemporalClient client.Client
 	// Tokens replaces the test-only token source (the real OAuth server's
 	// validator, say).
 	Tokens api.TokenValidator
@@ -105,6 +108,11 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 			t.Fatalf("start worker: %v", err)
 		}
 		t.Cleanup(w.Stop)
+	}
+	if opts.TemporalClient != nil {
+		e.Temporal = opts.TemporalClient
+		e.Jobs.Client = e.Temporal
+		e.Jobs.TaskQueue = fmt.Sprintf("test-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), models.NewID())
 	}
 	var tokens api.TokenValidator = e.Tokens
 	if opts.Tokens != nil {

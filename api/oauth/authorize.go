@@ -95,6 +95,9 @@ func cloneValues(v url.Values) url.Values {
 // authorizeFailed answers a request that parseAuthorize refused: to the
 // client's redirect URI when it may, with the error page otherwise.
 func (s *Server) authorizeFailed(w http.ResponseWriter, r *http.Request, req *authRequest, err error) {
+	if s.unavailablePage(r.Context(), w, err) {
+		return
+	}
 	s.logRFCError(r.Context(), "authorization request failed", err)
 	if req != nil {
 		s.provider.WriteAuthorizeError(r.Context(), w, req.ar, err)
@@ -113,7 +116,10 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		s.authorizeFailed(w, r, req, err)
 		return
 	}
-	user, ok := s.signedInUser(w, r, req.client.OrgID)
+	user, ok, err := s.signedInUser(w, r, req.client.OrgID)
+	if s.unavailablePage(r.Context(), w, err) {
+		return
+	}
 	if !ok {
 		s.renderLogin(w, r, req, http.StatusOK, "", "")
 		return
@@ -127,26 +133,30 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 
 // signedInUser returns the user the browser signed in as, when still there.
 // A sign-in of a user gone, inactive or blocked, or made before the user's
-// tokens were revoked (a password change, say), is forgotten.
-func (s *Server) signedInUser(w http.ResponseWriter, r *http.Request, orgID int64) (*models.User, bool) {
+// tokens were revoked (a password change, say), is forgotten; one whose user
+// could not be read (an unavailable store) is kept, and the error returned.
+func (s *Server) signedInUser(w http.ResponseWriter, r *http.Request, orgID int64) (*models.User, bool, error) {
 	in, ok := s.signedIn(r, orgID)
 	if !ok {
-		return nil, false
+		return nil, false, nil
 	}
 	user, err := s.users.Get(r.Context(), orgID, in.UserID)
+	if models.IsUnavailable(err) {
+		return nil, false, err
+	}
 	if err != nil {
 		if models.ErrorCode(err) != models.ENOTFOUND {
 			s.log.ErrorContext(r.Context(), "read signed-in user", "error", err)
 		}
 		s.clearSignIn(w)
-		return nil, false
+		return nil, false, nil
 	}
 	if user.Status != models.UserActive || (user.BlockedUntil != nil && s.cfg.Now().Before(*user.BlockedUntil)) ||
 		(user.TokensValidAfter != nil && time.UnixMilli(in.Issued).Before(*user.TokensValidAfter)) {
 		s.clearSignIn(w)
-		return nil, false
+		return nil, false, nil
 	}
-	return user, true
+	return user, true, nil
 }
 
 func (s *Server) renderLogin(w http.ResponseWriter, r *http.Request, req *authRequest, status int, email, msg string) {
@@ -191,7 +201,10 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 		s.authorizeFailed(w, r, req, err)
 		return
 	}
-	user, ok := s.signedInUser(w, r, req.client.OrgID)
+	user, ok, err := s.signedInUser(w, r, req.client.OrgID)
+	if s.unavailablePage(r.Context(), w, err) {
+		return
+	}
 	if !ok {
 		s.renderLogin(w, r, req, http.StatusOK, "", "Your sign-in has expired. Sign in again.")
 		return
@@ -208,6 +221,9 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 		req.ar.GrantScope(scope)
 	}
 	resp, err := s.provider.NewAuthorizeResponse(r.Context(), req.ar, newSession(user))
+	if s.unavailablePage(r.Context(), w, err) {
+		return
+	}
 	if err != nil {
 		s.logRFCError(r.Context(), "issue authorization code", err)
 		s.provider.WriteAuthorizeError(r.Context(), w, req.ar, err)

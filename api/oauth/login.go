@@ -27,12 +27,20 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	org := req.client.OrgID
 	email := strings.TrimSpace(r.PostForm.Get("email"))
 	settings, err := s.settings.Get(r.Context(), org)
+	if models.IsUnavailable(err) {
+		s.loginUnavailable(w, r, req, email, err)
+		return
+	}
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "read account blocking settings", "org_id", org, "error", err)
 		s.renderError(w, http.StatusInternalServerError, "Something went wrong", "Sign-in is not available right now; try again later.")
 		return
 	}
 	user, err := s.users.Authenticate(r.Context(), org, email, r.PostForm.Get("password"), settings.AccountBlocking, s.cfg.Now())
+	if models.IsUnavailable(err) {
+		s.loginUnavailable(w, r, req, email, err)
+		return
+	}
 	if err != nil {
 		status, msg := loginFailure(err)
 		if status >= 500 {
@@ -66,4 +74,13 @@ func loginFailure(err error) (int, string) {
 		return http.StatusUnauthorized, signInRefused
 	}
 	return http.StatusInternalServerError, "Sign-in is not available right now; try again later."
+}
+
+// loginUnavailable shows the sign-in form again, 503 with Retry-After, when
+// the store could not be asked: the attempt is neither a success nor a
+// failure (nothing was counted), and the user may simply send it again.
+func (s *Server) loginUnavailable(w http.ResponseWriter, r *http.Request, req *authRequest, email string, err error) {
+	s.log.WarnContext(r.Context(), "sign-in not checked: the store is unavailable", "org_id", req.client.OrgID, "cause", storeCause(err))
+	setRetryAfter(w)
+	s.renderLogin(w, r, req, http.StatusServiceUnavailable, email, unavailableMessage)
 }

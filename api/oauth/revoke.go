@@ -23,26 +23,26 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	if err := mergeQueryIntoForm(w, r); err != nil {
-		s.provider.WriteAccessError(ctx, w, nil, err)
+		s.writeAccessError(ctx, w, nil, err)
 		return
 	}
 	token := r.PostForm.Get("token")
 	if token == "" {
-		s.provider.WriteAccessError(ctx, w, nil, fosite.ErrInvalidRequest.WithHint("The token parameter is missing."))
+		s.writeAccessError(ctx, w, nil, fosite.ErrInvalidRequest.WithHint("The token parameter is missing."))
 		return
 	}
 	clientID := ""
 	if _, _, basic := r.BasicAuth(); basic || r.PostForm.Get("client_id") != "" {
 		client, err := s.provider.AuthenticateClient(ctx, r, r.PostForm)
 		if err != nil {
-			s.provider.WriteAccessError(ctx, w, nil, fosite.ErrInvalidClient.WithWrap(err))
+			s.writeAccessError(ctx, w, nil, fosite.ErrInvalidClient.WithWrap(err))
 			return
 		}
 		clientID = client.GetID()
 	}
 	if err := s.revokeToken(r, token, clientID); err != nil {
 		s.logRFCError(ctx, "revoke token", err)
-		s.provider.WriteAccessError(ctx, w, nil, err)
+		s.writeAccessError(ctx, w, nil, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")

@@ -44,19 +44,19 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	if err := mergeQueryIntoForm(w, r); err != nil {
-		s.provider.WriteAccessError(ctx, w, nil, err)
+		s.writeAccessError(ctx, w, nil, err)
 		return
 	}
 	ar, err := s.provider.NewAccessRequest(ctx, r, new(Session))
 	if err != nil {
 		s.logRFCError(ctx, "token request failed", err)
-		s.provider.WriteAccessError(ctx, w, ar, err)
+		s.writeAccessError(ctx, w, ar, err)
 		return
 	}
 	resp, err := s.provider.NewAccessResponse(ctx, ar)
 	if err != nil {
 		s.logRFCError(ctx, "token response failed", err)
-		s.provider.WriteAccessError(ctx, w, ar, err)
+		s.writeAccessError(ctx, w, ar, err)
 		return
 	}
 	refresh, _ := resp.GetExtra("refresh_token").(string)

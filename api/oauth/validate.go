@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 
 	"github.com/ory/fosite"
 
 	"iam/api"
+	"iam/models"
 )
 
 // errInvalidToken is every refusal of ValidateAccessToken; the API answers
@@ -15,6 +17,14 @@ import (
 var errInvalidToken = errors.New("the access token is missing, malformed, expired or revoked")
 
 var _ api.TokenValidator = (*Server)(nil)
+
+// tokenUnchecked is the answer when the store could not be asked about a
+// token (the database is down): EUNAVAILABLE, which the API answers with 503
+// and Retry-After. The token may well be valid; the client must keep it.
+func tokenUnchecked(cause error) error {
+	return fmt.Errorf("%w (%w)", &models.Error{Code: models.EUNAVAILABLE, Title: "Service Unavailable",
+		Detail: "the token could not be checked now; retry after the time in Retry-After with the same token"}, cause)
+}
 
 // ValidateAccessToken implements api.TokenValidator by introspecting the
 // HMAC access token: its signature must be right, its row present (not
@@ -24,6 +34,9 @@ var _ api.TokenValidator = (*Server)(nil)
 func (s *Server) ValidateAccessToken(ctx context.Context, token string) (*api.Principal, error) {
 	use, ar, err := s.provider.IntrospectToken(ctx, token, fosite.AccessToken, new(Session))
 	if err != nil {
+		if models.IsUnavailable(err) {
+			return nil, tokenUnchecked(err)
+		}
 		if !expectedRefusal(err) {
 			s.log.ErrorContext(ctx, "validate access token", "error", err, "cause", fmtCause(err))
 		}
