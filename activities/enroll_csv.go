@@ -110,6 +110,7 @@ func (a *Enrollment) EnrollCSVRows(ctx context.Context, in EnrollCSVChunk) (Enro
 	if err != nil {
 		return EnrollChunkResult{}, temporalError(err)
 	}
+	testHookChunkCommitted()
 	clock.lap("apply")
 	return EnrollChunkResult{Progress: progress, Next: next, Done: chunk.done}, nil
 }

@@ -70,6 +70,7 @@ func (a *Enrollment) EnrollSmartCards(ctx context.Context, in EnrollSmartCardChu
 	if err != nil {
 		return EnrollChunkResult{}, temporalError(err)
 	}
+	testHookChunkCommitted()
 	return EnrollChunkResult{Progress: progress, Next: to, Done: to >= int64(len(archive.Entries))}, nil
 }
 

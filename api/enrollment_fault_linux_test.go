@@ -32,7 +32,7 @@ const (
 // subprocess, it is a worker that polls until it is killed.
 func TestEnrollmentWorkerProcess(t *testing.T) {
 	if os.Getenv(envChildWorker) == "" {
-		t.Skip("a worker subprocess of TestEnrollment_WorkerKilledThreeTimes")
+		t.Skip("a worker subprocess of TestEnrollment_WorkerKilledFiveTimes")
 	}
 	ctx := context.Background()
 	db, err := models.Open(ctx, os.Getenv(envChildDSN))
@@ -50,13 +50,19 @@ func TestEnrollmentWorkerProcess(t *testing.T) {
 	select {} // until SIGKILL
 }
 
-// startWorkerProcess runs a worker subprocess; the kernel kills it should
-// this process die first.
-func startWorkerProcess(t *testing.T, dsn, hostPort, ns, queue string) *exec.Cmd {
+// envCrashAfterChunkCommit is the test-only variable that makes a worker
+// SIGKILL itself right after its n-th committed chunk (see
+// activities/testhook_crash.go).
+const envCrashAfterChunkCommit = "IAM_TEST_CRASH_AFTER_CHUNK_COMMIT"
+
+// startWorkerProcess runs a worker subprocess, with extra variables in its
+// environment; the kernel kills it should this process die first.
+func startWorkerProcess(t *testing.T, dsn, hostPort, ns, queue string, extra ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestEnrollmentWorkerProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), envChildWorker+"=1", envChildDSN+"="+dsn, envChildTemporal+"="+hostPort,
 		envChildNS+"="+ns, envChildQueue+"="+queue)
+	cmd.Env = append(cmd.Env, extra...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -65,10 +71,13 @@ func startWorkerProcess(t *testing.T, dsn, hostPort, ns, queue string) *exec.Cmd
 	return cmd
 }
 
-// A 100,000-row job whose worker is SIGKILLed three times mid-chunk still
-// completes, every row processed exactly once, with results identical to an
-// undisturbed run of the same file.
-func TestEnrollment_WorkerKilledThreeTimes(t *testing.T) {
+// A 100,000-row job whose worker is SIGKILLed five times still completes,
+// every row processed exactly once, with results identical to an undisturbed
+// run of the same file. Three kills come from outside while a chunk is in
+// flight (before its commit); two come from the worker itself, through the
+// test-only hook, right after a chunk's commit and before its activity
+// completes, so that Temporal retries a chunk already written.
+func TestEnrollment_WorkerKilledFiveTimes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long fault test")
 	}
@@ -112,14 +121,32 @@ func TestEnrollment_WorkerKilledThreeTimes(t *testing.T) {
 	w := startWorkerProcess(t, dsn, hostPort, ns, env.Jobs.TaskQueue)
 	began := time.Now()
 	jobA := run(disturbed)
-	for _, at := range []int64{15_000, 45_000, 75_000} {
+	// The worker crashes itself after its third committed chunk; the next one
+	// runs until the test kills it.
+	selfKill := func() {
+		t.Helper()
+		w = startWorkerProcess(t, dsn, hostPort, ns, env.Jobs.TaskQueue, envCrashAfterChunkCommit+"=3")
+		_ = w.Wait()
+		ws, ok := w.ProcessState.Sys().(syscall.WaitStatus)
+		if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			t.Fatalf("the worker with %s=3 ended %s, want killed by SIGKILL", envCrashAfterChunkCommit, w.ProcessState)
+		}
+		j := env.WaitJob(disturbed, jobA, time.Second, func(*models.Job) bool { return true })
+		t.Logf("the worker killed itself after a chunk's commit at %d rows processed (%s)", j.Processed, time.Since(began).Round(time.Millisecond))
+		w = startWorkerProcess(t, dsn, hostPort, ns, env.Jobs.TaskQueue)
+	}
+	for i, at := range []int64{15_000, 45_000, 75_000} {
 		env.WaitJob(disturbed, jobA, 3*time.Minute, func(j *models.Job) bool { return j.Processed >= at })
 		if err := w.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		_ = w.Wait()
 		t.Logf("killed the worker at %d rows processed (%s)", at, time.Since(began).Round(time.Millisecond))
-		w = startWorkerProcess(t, dsn, hostPort, ns, env.Jobs.TaskQueue)
+		if i < 2 {
+			selfKill()
+		} else {
+			w = startWorkerProcess(t, dsn, hostPort, ns, env.Jobs.TaskQueue)
+		}
 	}
 	a := env.WaitJob(disturbed, jobA, 5*time.Minute, finished)
 	t.Logf("disturbed job ended %s in %s", a.Status, time.Since(began).Round(time.Millisecond))
@@ -156,9 +183,10 @@ func TestEnrollment_WorkerKilledThreeTimes(t *testing.T) {
 	if err != nil || bad != 0 {
 		t.Errorf("%d enrollments hold another row's data (%v)", bad, err)
 	}
-	// The kills hit chunks in flight: Temporal retried them.
-	if retried := retriedActivities(t, tc, models.JobWorkflowID(jobA)); retried < 1 {
-		t.Errorf("no chunk was retried; the kills missed every chunk in flight")
+	// The kills hit chunks in flight and chunks committed: Temporal retried
+	// them (at least the two whose worker died after their commit).
+	if retried := retriedActivities(t, tc, models.JobWorkflowID(jobA)); retried < 2 {
+		t.Errorf("%d chunks were retried, want at least the two committed before their worker died", retried)
 	} else {
 		t.Logf("%d chunks were retried after a kill", retried)
 	}

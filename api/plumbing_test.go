@@ -9,9 +9,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gin-gonic/gin"
+
+	"iam/api/openapicheck"
 )
 
 // staticTokens accepts "good" with every job scope.
@@ -50,6 +53,31 @@ func newPlumbingServer(t *testing.T) *httptest.Server {
 	return srv
 }
 
+// plumbingContract checks the answers of the plumbing tests against
+// api/openapi.yaml, as api/apitest does for every other test (which this
+// package's own tests cannot import).
+var plumbingContract = sync.OnceValues(func() (*openapicheck.Checker, error) {
+	doc, err := LoadOpenAPI()
+	if err != nil {
+		return nil, err
+	}
+	return openapicheck.New(doc)
+})
+
+// checkContract checks an answer of the plumbing server: fully on a
+// documented route; on an unknown route or one of this file's test routes,
+// an error answer must be the document's Error body.
+func checkContract(t *testing.T, req *http.Request, resp *http.Response, body []byte) {
+	t.Helper()
+	contract, err := plumbingContract()
+	if err != nil {
+		t.Fatalf("openapi: %v", err)
+	}
+	contract.CheckRouteOrError(t, req, resp, body, "Error")
+}
+
+// call sends a request with the token "good" and checks the answer against
+// the OpenAPI document (checkContract).
 func call(t *testing.T, srv *httptest.Server, method, path, contentType, body string, header map[string]string) (int, http.Header, ErrorDetail, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
@@ -65,7 +93,11 @@ func call(t *testing.T, srv *httptest.Server, method, path, contentType, body st
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkContract(t, req, resp, raw)
 	var eb ErrorBody
 	_ = json.Unmarshal(raw, &eb)
 	return resp.StatusCode, resp.Header, eb.Error, string(raw)
@@ -127,8 +159,13 @@ func TestPlumbing_ChunkedOversizeBodyIs413(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkContract(t, req, resp, raw)
 	var eb ErrorBody
-	_ = json.NewDecoder(resp.Body).Decode(&eb)
+	_ = json.Unmarshal(raw, &eb)
 	if resp.StatusCode != 413 || eb.Error.Code != CodeTooLarge {
 		t.Errorf("streamed oversize body: %d %+v", resp.StatusCode, eb)
 	}
@@ -184,17 +221,24 @@ func TestScopes_Allows(t *testing.T) {
 
 func TestOpenAPI_ServedAsJSONWithoutAToken(t *testing.T) {
 	srv := newPlumbingServer(t)
-	resp, err := http.Get(srv.URL + "/api/v1/openapi.json")
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/openapi.json", nil) // no token
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkContract(t, req, resp, raw)
+	status := resp.StatusCode
 	var doc struct {
 		OpenAPI string         `json:"openapi"`
 		Paths   map[string]any `json:"paths"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("GET openapi.json: %d %v", resp.StatusCode, err)
+	if err := json.Unmarshal(raw, &doc); err != nil || status != 200 {
+		t.Fatalf("GET openapi.json: %d %v", status, err)
 	}
 	if doc.OpenAPI == "" || doc.Paths["/api/v1/jobs"] == nil {
 		t.Errorf("the served document lacks the jobs routes: %v", doc.OpenAPI)

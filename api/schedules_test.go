@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
@@ -125,6 +126,18 @@ func describe(t *testing.T, env *apitest.Env, id string) *client.ScheduleDescrip
 	return d
 }
 
+// checkRunPolicy checks what the README promises of every schedule's
+// runs: they never overlap (a run due while one is in progress waits for it,
+// Temporal's BUFFER_ONE), and a run missed while Temporal was down still
+// starts up to 6 hours late (the catch-up window), not later.
+func checkRunPolicy(t *testing.T, d *client.ScheduleDescription) {
+	t.Helper()
+	p := d.Schedule.Policy
+	if p == nil || p.Overlap != enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE || p.CatchupWindow != 6*time.Hour {
+		t.Errorf("Temporal schedule policies %+v, want overlap BUFFER_ONE and a catch-up window of 6h", p)
+	}
+}
+
 func TestSchedules_LifecycleMirrorsTemporal(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		env := apitest.New(t, db, apitest.Options{Temporal: true})
@@ -151,6 +164,7 @@ func TestSchedules_LifecycleMirrorsTemporal(t *testing.T) {
 		if d.Schedule.Spec.TimeZoneName != "Asia/Kolkata" || d.Schedule.State.Paused {
 			t.Errorf("Temporal schedule spec %+v state %+v", d.Schedule.Spec, d.Schedule.State)
 		}
+		checkRunPolicy(t, d)
 		if act, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction); !ok || act.TaskQueue != env.Jobs.TaskQueue {
 			t.Errorf("Temporal schedule action %+v", d.Schedule.Action)
 		}
@@ -166,6 +180,7 @@ func TestSchedules_LifecycleMirrorsTemporal(t *testing.T) {
 		if next := patched.Data.NextRunTime.In(mustLoc(t, "Asia/Kolkata")); next.Weekday() != time.Monday || next.Hour() != 8 || next.Minute() != 5 {
 			t.Errorf("next run after PATCH: %v", next)
 		}
+		checkRunPolicy(t, describe(t, env, sc.ID))
 
 		resp = env.Do(apitest.Request{Method: "POST", Path: schedulesPath + "/" + sc.ID + "/pause", Token: tok})
 		var paused struct{ Data scheduleBody }

@@ -2,10 +2,14 @@ package jobrun_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"iam/activities"
@@ -69,5 +73,58 @@ func TestReconciler_StartsJobsWhoseStartWasLost(t *testing.T) {
 	}
 	if n, err := rec.Pass(ctx); err != nil || n != 0 {
 		t.Errorf("a pass with nothing queued started %d (%v)", n, err)
+	}
+}
+
+// A job has one workflow, "job-<id>": starting it again, while it runs or
+// after it ended, is refused by Temporal and starts no second workflow.
+func TestLaunch_OneWorkflowPerJob(t *testing.T) {
+	env := apitest.New(t, dbtest.SQLite(t), apitest.Options{Temporal: true})
+	ctx := context.Background()
+	job := env.CreateDiagnostic(env.Org, activities.DiagnosticParams{Items: 20, ChunkSize: 2, DelayMillis: 20})
+	for range 3 { // the API's start, then the reconciler's twice
+		if err := env.Jobs.Launch(ctx, job); err != nil {
+			t.Fatalf("launch: %v", err)
+		}
+	}
+	got := env.WaitJob(env.Org, job.ID, 60*time.Second, func(j *models.Job) bool { return j.Status.Finished() })
+	if got.Status != models.JobCompleted || got.Processed != 20 {
+		t.Fatalf("job ended %s at %d/20", got.Status, got.Processed)
+	}
+	if err := env.Jobs.Launch(ctx, job); err != nil {
+		t.Fatalf("launch after the end: %v", err)
+	}
+
+	wid := models.JobWorkflowID(job.ID)
+	if wid != "job-"+models.FormatID(job.ID) {
+		t.Errorf("workflow id %q, want job-<id>", wid)
+	}
+	d, err := env.Temporal.DescribeWorkflowExecution(ctx, wid, "")
+	if err != nil {
+		t.Fatalf("describe %s: %v", wid, err)
+	}
+	if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+		t.Errorf("%s is %s, want completed", wid, st)
+	}
+	// Every execution of the job, whatever its id, carries its job id.
+	query := fmt.Sprintf("IamJobId = %q", models.FormatID(job.ID))
+	var ids []string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ids = ids[:0]
+		resp, err := env.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range resp.GetExecutions() {
+			ids = append(ids, e.GetExecution().GetWorkflowId()+"/"+e.GetExecution().GetRunId())
+		}
+		if len(ids) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(ids) != 1 || !strings.HasPrefix(ids[0], wid+"/") {
+		t.Errorf("the job has executions %v, want one of %s", ids, wid)
 	}
 }

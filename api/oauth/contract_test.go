@@ -7,18 +7,17 @@ import (
 	"strings"
 	"testing"
 
-	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
 )
 
-// TestContract: the authorization server's answers are the ones
-// api/openapi.yaml documents.
+// TestContract: the authorization server answers each case with the status
+// api/openapi.yaml documents for it, in the shape it documents.
 func TestContract(t *testing.T) {
 	f := newFixture(t, dbtest.SQLite(t), false, nil)
 	client, secret := f.client(f.env.Org, models.ClientServer, callback)
 	b := f.browser()
-	check := func(method, path string, form url.Values) *http.Response {
+	check := func(want int, method, path string, form url.Values) *response {
 		t.Helper()
 		var body io.Reader
 		if form != nil {
@@ -28,39 +27,42 @@ func TestContract(t *testing.T) {
 		if form != nil {
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		}
-		resp, err := b.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		resp := b.do(req) // checks the answer against the document
+		if resp.status != want {
+			t.Errorf("%s %s answered %d, want %d: %.300s", method, path, resp.status, want, resp.body)
 		}
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(resp.Body)
-		apitest.CheckResponse(t, req, resp, data)
 		return resp
 	}
 
 	authPath := "/oauth/v2/auth?" + authParams(client, "svc.job.READ").Encode()
-	check("GET", "/.well-known/oauth-authorization-server", nil)
-	check("GET", "/oauth/v2/auth?client_id=nope&response_type=code&scope=svc.job.READ&redirect_uri=x", nil)
-	check("GET", "/oauth/v2/auth?"+authParams(client, "svc.job.READ", "redirect_uri", "https://evil.example.com/").Encode(), nil)
-	check("GET", "/oauth/v2/auth?"+authParams(client, "svc.nothing.READ").Encode(), nil)
-	form := formFields(t, b.get(f.env.URL+authPath))
+	check(http.StatusOK, "GET", "/.well-known/oauth-authorization-server", nil)
+	// No client to redirect to: an error page, not a redirect.
+	check(http.StatusUnauthorized, "GET", "/oauth/v2/auth?client_id=nope&response_type=code&scope=svc.job.READ&redirect_uri=x", nil)
+	check(http.StatusBadRequest, "GET", "/oauth/v2/auth?"+authParams(client, "svc.job.READ", "redirect_uri", "https://evil.example.com/").Encode(), nil)
+	// A known client and redirect URI: the error goes back to the client.
+	if r := check(http.StatusSeeOther, "GET", "/oauth/v2/auth?"+authParams(client, "svc.nothing.READ").Encode(), nil); r.location(t).Query().Get("error") != "invalid_scope" {
+		t.Errorf("an unknown scope redirects to %s, want error=invalid_scope", r.header.Get("Location"))
+	}
+	form := formFields(t, check(http.StatusOK, "GET", authPath, nil))
 	form.Set("email", f.admin.Email)
 	form.Set("password", "wrong")
-	check("POST", "/oauth/v2/login", form)
+	check(http.StatusUnauthorized, "POST", "/oauth/v2/login", form)
 	form.Set("password", adminPassword)
-	check("POST", "/oauth/v2/login", form)
-	consent := formFields(t, b.get(f.env.URL+authPath))
+	check(http.StatusSeeOther, "POST", "/oauth/v2/login", form)
+	consent := formFields(t, check(http.StatusOK, "GET", authPath, nil))
 	consent.Set("decision", "allow")
-	resp := check("POST", "/oauth/v2/consent", consent)
-	loc, _ := url.Parse(resp.Header.Get("Location"))
-	code := loc.Query().Get("code")
+	resp := check(http.StatusSeeOther, "POST", "/oauth/v2/consent", consent)
+	code := resp.location(t).Query().Get("code")
+	if code == "" {
+		t.Fatalf("consent redirects to %s, without a code", resp.header.Get("Location"))
+	}
 
 	exchange := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {callback},
 		"client_id": {client.ID}, "client_secret": {"wrong"}}
-	check("POST", "/oauth/v2/token", exchange)
+	check(http.StatusUnauthorized, "POST", "/oauth/v2/token", exchange)
 	exchange.Set("client_secret", secret)
-	check("POST", "/oauth/v2/token", exchange)
-	check("POST", "/oauth/v2/token", exchange) // used twice
-	check("POST", "/oauth/v2/token/revoke", url.Values{"token": {"x.y"}})
-	check("POST", "/oauth/v2/token/revoke", url.Values{})
+	check(http.StatusOK, "POST", "/oauth/v2/token", exchange)
+	check(http.StatusBadRequest, "POST", "/oauth/v2/token", exchange) // used twice
+	check(http.StatusOK, "POST", "/oauth/v2/token/revoke", url.Values{"token": {"x.y"}})
+	check(http.StatusBadRequest, "POST", "/oauth/v2/token/revoke", url.Values{})
 }

@@ -173,6 +173,8 @@ func (f *fixture) browser() *browser {
 	}}
 }
 
+// do sends req and checks the answer against the OpenAPI document, as every
+// test helper does.
 func (b *browser) do(req *http.Request) *response {
 	b.t.Helper()
 	resp, err := b.client.Do(req)
@@ -180,7 +182,29 @@ func (b *browser) do(req *http.Request) *response {
 		b.t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	apitest.CheckResponse(b.t, req, resp, body)
+	return &response{status: resp.StatusCode, header: resp.Header, body: string(body)}
+}
+
+// unknown GETs a path the OpenAPI document does not have on purpose: its
+// answer must be the document's OAuth error body.
+func (b *browser) unknown(path string) *response {
+	b.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, b.base+path, nil)
+	resp, err := b.client.Do(req)
+	if err != nil {
+		b.t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.t.Fatalf("GET %s: %v", path, err)
+	}
+	apitest.CheckErrorOfUnknownRoute(b.t, req, resp, body, "OAuthError")
 	return &response{status: resp.StatusCode, header: resp.Header, body: string(body)}
 }
 

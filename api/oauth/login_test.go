@@ -250,7 +250,7 @@ func TestMetadata(t *testing.T) {
 	if len(md.ScopesSupported) != 66 || md.ScopesSupported[0] != "svc.auth.READ" {
 		t.Errorf("scopes: %d, first %v", len(md.ScopesSupported), md.ScopesSupported[:1])
 	}
-	if r := f.browser().get("/oauth/v2/nothing"); r.status != http.StatusNotFound {
+	if r := f.browser().unknown("/oauth/v2/nothing"); r.status != http.StatusNotFound {
 		t.Errorf("unknown OAuth path: %d", r.status)
 	}
 }

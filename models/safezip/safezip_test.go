@@ -17,7 +17,7 @@ type file struct {
 	method uint16
 }
 
-func build(t *testing.T, files ...file) []byte {
+func build(t testing.TB, files ...file) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	w := zip.NewWriter(&b)
@@ -155,6 +155,16 @@ func TestRead_LyingSizes(t *testing.T) {
 
 func FuzzOpen(f *testing.F) {
 	f.Add([]byte("PK\x05\x06" + strings.Repeat("\x00", 18)))
+	// Archives the reader opens, so that the fuzzer mutates real entries:
+	// stored and deflated certificates, a folder, a hostile name, a nested
+	// archive.
+	f.Add(build(f, file{name: "a@example.com.cer", data: []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")}))
+	f.Add(build(f,
+		file{name: "dir/", data: nil},
+		file{name: "E100.der", data: bytes.Repeat([]byte{0x30, 0x82}, 64), method: zip.Deflate},
+		file{name: "../up.cer", data: []byte("x")},
+		file{name: "nested.zip", data: build(f, file{name: "in.cer", data: []byte("y")})},
+	))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		a, err := Open(bytes.NewReader(b), int64(len(b)), DefaultLimits)
 		if err != nil {
