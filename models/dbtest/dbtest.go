@@ -43,6 +43,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/models"
+	"iam/models/dbtest/pgcluster"
 )
 
 // Environment variables read by the package.
@@ -160,7 +161,7 @@ func server(t testing.TB) *pgServer {
 		}
 	})
 	switch {
-	case errors.Is(pgErr, errNoServer):
+	case errors.Is(pgErr, pgcluster.ErrNoServer):
 		if os.Getenv(EnvRequirePostgres) != "" {
 			t.Fatalf("dbtest: %v (and %s is set, so PostgreSQL tests may not be skipped)", pgErr, EnvRequirePostgres)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/models"
+	"iam/models/dbtest/pgcluster"
 )
 
 var (
@@ -33,7 +34,7 @@ type pgServer struct {
 	template string   // the migrated template database
 	prefix   string   // prefix of the databases this process creates
 	seq      atomic.Int64
-	cluster  *cluster // nil for an external server
+	cluster  *pgcluster.Cluster // nil for an external server
 	version  string
 	// strategy is the CREATE DATABASE clause that copies the template
 	// fastest. Copying its files (FILE_COPY) costs two checkpoints, cheap
@@ -61,12 +62,15 @@ func startServer() (srv *pgServer, err error) {
 		// Other test processes may share the server: names must not collide.
 		srv.template = "iam_template_" + suffix
 	} else {
-		c, err := startCluster(ctx)
+		c, err := pgcluster.Start(ctx, pgcluster.Options{Prefix: "iam-dbtest-pg-"})
 		if err != nil {
+			if errors.Is(err, pgcluster.ErrNoServer) {
+				err = fmt.Errorf("%w, or set %s to a superuser URL", err, EnvDatabaseURL)
+			}
 			return nil, err
 		}
 		srv.cluster = c
-		srv.base = c.url()
+		srv.base = c.URL("postgres")
 		srv.template = "iam_template"
 	}
 	defer func() {
@@ -75,7 +79,7 @@ func startServer() (srv *pgServer, err error) {
 				srv.admin.Close()
 			}
 			if srv.cluster != nil {
-				if stopErr := srv.cluster.stop(); stopErr != nil {
+				if stopErr := srv.cluster.Stop(); stopErr != nil {
 					err = fmt.Errorf("%w; then stopping it: %v", err, stopErr)
 				}
 			}
@@ -165,7 +169,7 @@ func (s *pgServer) close() error {
 		}
 	}
 	if s.cluster != nil {
-		if err := s.cluster.stop(); err != nil {
+		if err := s.cluster.Stop(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -197,13 +201,13 @@ func (s *pgServer) withLog(err error) error {
 	if s.cluster == nil {
 		return err
 	}
-	return fmt.Errorf("%w\n%s", err, s.cluster.logTail())
+	return fmt.Errorf("%w\n%s", err, s.cluster.LogTail())
 }
 
 func (s *pgServer) describe() string {
 	where := "server from " + EnvDatabaseURL + " " + redact(s.base.String())
 	if s.cluster != nil {
-		where = "throwaway cluster " + s.cluster.describe()
+		where = "throwaway cluster " + s.cluster.Describe()
 	}
 	return fmt.Sprintf("PostgreSQL %s, %s", s.version, where)
 }

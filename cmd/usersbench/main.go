@@ -1,7 +1,7 @@
 // Command usersbench measures the users list and dynamic group recompute on
 // PostgreSQL with 1,000,000 users, in one run:
 //
-//	go run ./api/usersbench [-users 1000000] [-duration 15s] [-concurrency 32] [-turns 5] [-parts abc] [-cpuprofile file]
+//	go run ./cmd/usersbench [-users 1000000] [-duration 15s] [-concurrency 32] [-turns 5] [-parts abc] [-cpuprofile file]
 //
 // It seeds the users with COPY into a throwaway PostgreSQL cluster (the
 // installed server binaries, as the dbtest package finds them) or into the
@@ -30,6 +30,8 @@ import (
 	"os/signal"
 	"strings"
 	"time"
+
+	"iam/models/dbtest/pgcluster"
 )
 
 func main() {
@@ -64,13 +66,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	}
 	dsn := getenv("IAM_BENCH_DATABASE_URL")
 	if dsn == "" {
-		c, err := startCluster(ctx)
+		c, err := pgcluster.Start(ctx, pgcluster.Options{Config: benchPGConfig, Prefix: "iam-usersbench-pg-"})
 		if err != nil {
 			return err
 		}
-		defer c.stop()
-		dsn = c.url()
-		fmt.Fprintf(out, "throwaway PostgreSQL cluster from %s on port %d\n", c.bin, c.port)
+		defer c.Stop()
+		dsn = c.URL("postgres").String()
+		fmt.Fprintf(out, "throwaway PostgreSQL cluster %s\n", c.Describe())
 	}
 	b, err := newBench(ctx, dsn, cfg, out)
 	if err != nil {
@@ -93,3 +95,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	}
 	return nil
 }
+
+// benchPGConfig gives the benchmark's cluster the memory to hold a million
+// users and room for its clients.
+const benchPGConfig = `
+shared_buffers = 1GB
+max_wal_size = 4GB
+`

@@ -11,7 +11,7 @@
 // holding the API, a worker and the Temporal server, so its RSS covers all
 // three).
 //
-//	go run ./api/enrollbench [-rows 1000000] [-only postgres|sqlite] [-chunk-rows N] [-keep]
+//	go run ./cmd/enrollbench [-rows 1000000] [-only postgres|sqlite] [-chunk-rows N] [-keep]
 package main
 
 import (
@@ -20,7 +20,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
+
+	"iam/models/dbtest/pgcluster"
 )
 
 func main() {
@@ -59,19 +62,19 @@ func run(ctx context.Context, rows, chunkRows int, only string, keep bool) error
 	}
 	var results []result
 	if only == "" || only == "postgres" {
-		pg, err := startPostgres(ctx, filepath.Join(work, "pg"))
+		pg, err := startPostgres(ctx)
 		if err != nil {
 			return err
 		}
-		r, err := measure(ctx, bin, work, csvPath, rows, chunkRows, pg.url("bench"), pg)
-		pg.stop()
+		r, err := measure(ctx, bin, work, csvPath, rows, chunkRows, pg.URL("bench").String())
+		pg.Stop()
 		if err != nil {
 			return fmt.Errorf("postgres: %w", err)
 		}
 		results = append(results, r)
 	}
 	if only == "" || only == "sqlite" {
-		r, err := measure(ctx, bin, work, csvPath, rows, chunkRows, "", nil)
+		r, err := measure(ctx, bin, work, csvPath, rows, chunkRows, "")
 		if err != nil {
 			return fmt.Errorf("sqlite: %w", err)
 		}
@@ -100,4 +103,23 @@ type result struct {
 	peakKB, endKB, workerKB int64
 	apiCPU, workerCPU       time.Duration
 	idle, end               string // the API's memory before the upload and at the end
+}
+
+// benchPGConfig gives the benchmark's cluster room for a million-row load.
+const benchPGConfig = `
+shared_buffers = 256MB
+max_wal_size = 1GB
+`
+
+// startPostgres starts a throwaway cluster with a "bench" database.
+func startPostgres(ctx context.Context) (*pgcluster.Cluster, error) {
+	pg, err := pgcluster.Start(ctx, pgcluster.Options{Config: benchPGConfig, Prefix: "iam-enrollbench-pg-"})
+	if err != nil {
+		return nil, err
+	}
+	if out, err := pg.Command(ctx, "createdb", "-h", "127.0.0.1", "-p", strconv.Itoa(pg.Port()), "-U", "postgres", "bench").CombinedOutput(); err != nil {
+		pg.Stop()
+		return nil, fmt.Errorf("createdb: %v\n%s", err, out)
+	}
+	return pg, nil
 }

@@ -1,4 +1,6 @@
-package dbtest
+// Package pgcluster runs throwaway PostgreSQL clusters from the installed
+// server binaries, for tests and benchmark programs.
+package pgcluster
 
 import (
 	"context"
@@ -16,17 +18,17 @@ import (
 	"time"
 )
 
-// errNoServer means there is no PostgreSQL to test against at all; the
-// PostgreSQL tests are then skipped.
-var errNoServer = errors.New("no PostgreSQL server available")
+// ErrNoServer means there are no PostgreSQL server binaries at all. Tests
+// skip their PostgreSQL runs on it; anything else is a failure.
+var ErrNoServer = errors.New("no PostgreSQL server available")
 
-// clusterConfig is appended to the throwaway cluster's postgresql.conf:
-// reachable on 127.0.0.1 only, no durability (the data is thrown away), small
-// memory and little WAL kept (the folder may be in /dev/shm), room for many
-// parallel tests, and dynamic shared memory in the data folder, so that not
-// even a killed server leaves files outside it.
-const clusterConfig = `
-# Added by iam/models/dbtest for a throwaway test cluster.
+// TestConfig is appended to a test cluster's postgresql.conf: reachable on
+// 127.0.0.1 only, no durability (the data is thrown away), small memory and
+// little WAL kept (the folder may be in /dev/shm), room for many parallel
+// tests, and dynamic shared memory in the data folder, so that not even a
+// killed server leaves files outside it.
+const TestConfig = `
+# Added by iam/models/dbtest/pgcluster for a throwaway cluster.
 listen_addresses = '127.0.0.1'
 unix_socket_directories = ''
 max_connections = 200
@@ -44,9 +46,22 @@ log_min_messages = warning
 log_checkpoints = off
 `
 
-// cluster is a throwaway PostgreSQL cluster run by this process from the
-// installed server binaries.
-type cluster struct {
+// Options shape a cluster.
+type Options struct {
+	// Config is appended to postgresql.conf after TestConfig, so its
+	// settings win (a benchmark gives more memory and WAL, for example).
+	Config string
+	// Prefix names the cluster's temporary folder ("iam-pg-" when empty).
+	Prefix string
+}
+
+// Cluster is a throwaway PostgreSQL cluster run by this process from the
+// installed server binaries: its files in a temporary folder (under /dev/shm
+// when there is one), listening on 127.0.0.1 only, run as the "postgres"
+// system user when this process runs as root (which PostgreSQL refuses). A
+// watchdog process stops it and removes its folder should this process end
+// without calling Stop (panic, timeout, kill).
+type Cluster struct {
 	bin      pgBin
 	owner    *osUser // the user the server runs as; nil: this process's user
 	env      []string
@@ -58,9 +73,11 @@ type cluster struct {
 	watchdog *watchdog
 }
 
-// startCluster creates and starts a cluster in a new temporary folder and
-// waits until it accepts connections. On failure it leaves nothing behind.
-func startCluster(ctx context.Context) (_ *cluster, err error) {
+// Start creates and starts a cluster in a new temporary folder and waits
+// until it accepts connections. On failure it leaves nothing behind. It
+// returns an error wrapping ErrNoServer when no server binaries are
+// installed.
+func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	begin := time.Now()
 	bin, err := findBinaries()
 	if err != nil {
@@ -70,14 +87,18 @@ func startCluster(ctx context.Context) (_ *cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &cluster{bin: bin, owner: owner, env: serverEnv()}
-	c.dir, err = os.MkdirTemp(tempRoot(), "iam-dbtest-pg-")
+	c := &Cluster{bin: bin, owner: owner, env: serverEnv()}
+	prefix := opts.Prefix
+	if prefix == "" {
+		prefix = "iam-pg-"
+	}
+	c.dir, err = os.MkdirTemp(tempRoot(), prefix)
 	if err != nil {
 		return nil, fmt.Errorf("create cluster folder: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			if stopErr := c.stop(); stopErr != nil {
+			if stopErr := c.Stop(); stopErr != nil {
 				err = fmt.Errorf("%w\nthen cleaning up: %v", err, stopErr)
 			}
 		}
@@ -95,12 +116,12 @@ func startCluster(ctx context.Context) (_ *cluster, err error) {
 		return nil, fmt.Errorf("start cluster watchdog: %w", err)
 	}
 
-	out, err := c.command(ctx, "initdb", "-D", c.data, "-U", "postgres", "-A", "trust",
+	out, err := c.Command(ctx, "initdb", "-D", c.data, "-U", "postgres", "-A", "trust",
 		"-E", "UTF8", "--no-locale", "--no-sync").CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("initdb (%s) failed: %v\n%s", c.bin.dir, err, out)
 	}
-	if err := appendFile(filepath.Join(c.data, "postgresql.conf"), clusterConfig); err != nil {
+	if err := appendFile(filepath.Join(c.data, "postgresql.conf"), TestConfig+opts.Config); err != nil {
 		return nil, fmt.Errorf("configure cluster: %w", err)
 	}
 
@@ -111,27 +132,48 @@ func startCluster(ctx context.Context) (_ *cluster, err error) {
 		if err != nil {
 			return nil, err
 		}
-		out, err = c.command(ctx, "pg_ctl", "-D", c.data, "-l", c.logFile, "-w", "-t", "60",
-			"-o", "-p "+strconv.Itoa(c.port), "start").CombinedOutput()
+		err = c.StartServer(ctx)
 		if err == nil {
 			break
 		}
 		if attempt < 5 && strings.Contains(c.readLog(), "could not bind") {
 			continue
 		}
-		return nil, fmt.Errorf("pg_ctl start (%s) failed: %v\n%s\n%s", c.bin.dir, err, out, c.logTail())
+		return nil, err
 	}
 	c.startDur = time.Since(begin)
 	return c, nil
 }
 
-// stop stops the server at once (no checkpoint: the data is thrown away),
+// StartServer starts the cluster's server (again, after StopServer) on its
+// port and waits until it accepts connections.
+func (c *Cluster) StartServer(ctx context.Context) error {
+	out, err := c.Command(ctx, "pg_ctl", "-D", c.data, "-l", c.logFile, "-w", "-t", "60",
+		"-o", "-p "+strconv.Itoa(c.port), "start").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("pg_ctl start (%s) failed: %v\n%s\n%s", c.bin.dir, err, out, c.LogTail())
+	}
+	return nil
+}
+
+// StopServer stops the server and keeps its files, for a fault test that
+// starts it again with StartServer. mode is pg_ctl's: "fast" (connections
+// cut, a clean shutdown) or "immediate" (as after a crash).
+func (c *Cluster) StopServer(ctx context.Context, mode string) error {
+	out, err := c.Command(ctx, "pg_ctl", "-D", c.data, "-m", mode, "-w", "-t", "60", "stop").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("pg_ctl stop -m %s failed: %v\n%s", mode, err, out)
+	}
+	return nil
+}
+
+// Stop stops the server at once (no checkpoint: the data is thrown away),
 // killing it should pg_ctl fail, and removes its folder.
-func (c *cluster) stop() error {
+func (c *Cluster) Stop() error {
 	var errs []error
 	if pid := c.postmasterPID(); pid > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		out, err := c.command(ctx, "pg_ctl", "-D", c.data, "-m", "immediate", "-w", "-t", "30", "stop").CombinedOutput()
+		out, err := c.Command(ctx, "pg_ctl", "-D", c.data, "-m", "immediate", "-w", "-t", "30", "stop").CombinedOutput()
 		cancel()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("pg_ctl stop failed (killing server process %d instead): %v\n%s", pid, err, out))
@@ -152,9 +194,9 @@ func (c *cluster) stop() error {
 	return nil
 }
 
-// command prepares one of the server programs, run as the server's user in
-// the cluster's folder.
-func (c *cluster) command(ctx context.Context, name string, args ...string) *exec.Cmd {
+// Command prepares one of the server programs (initdb, pg_ctl, createdb,
+// psql ...), run as the server's user in the cluster's folder.
+func (c *Cluster) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, filepath.Join(c.bin.dir, name), args...)
 	cmd.Dir = c.dir
 	cmd.Env = c.env
@@ -164,7 +206,7 @@ func (c *cluster) command(ctx context.Context, name string, args ...string) *exe
 
 // postmasterPID reads the server's process id from its lock file; 0 when it
 // is not running.
-func (c *cluster) postmasterPID() int {
+func (c *Cluster) postmasterPID() int {
 	if c.data == "" {
 		return 0
 	}
@@ -180,18 +222,26 @@ func (c *cluster) postmasterPID() int {
 	return pid
 }
 
-// url is the superuser URL of the cluster's maintenance database.
-func (c *cluster) url() *url.URL {
+// URL is the superuser URL of database db ("postgres" is the maintenance
+// database).
+func (c *Cluster) URL(db string) *url.URL {
 	return &url.URL{
 		Scheme:   "postgres",
 		User:     url.User("postgres"),
 		Host:     net.JoinHostPort("127.0.0.1", strconv.Itoa(c.port)),
-		Path:     "/postgres",
+		Path:     "/" + db,
 		RawQuery: "sslmode=disable",
 	}
 }
 
-func (c *cluster) describe() string {
+// Port is the TCP port the server listens on (on 127.0.0.1).
+func (c *Cluster) Port() int { return c.port }
+
+// BinDir is the folder of the server programs in use.
+func (c *Cluster) BinDir() string { return c.bin.dir }
+
+// Describe says where the cluster runs, for logs and error messages.
+func (c *Cluster) Describe() string {
 	as := ""
 	if c.owner != nil {
 		as = " as user " + c.owner.name
@@ -200,13 +250,13 @@ func (c *cluster) describe() string {
 		c.bin.dir, c.port, as, c.dir, c.startDur.Round(time.Millisecond))
 }
 
-func (c *cluster) readLog() string {
+func (c *Cluster) readLog() string {
 	b, _ := os.ReadFile(c.logFile)
 	return string(b)
 }
 
-// logTail returns the end of the server's log, for error messages.
-func (c *cluster) logTail() string {
+// LogTail returns the end of the server's log, for error messages.
+func (c *Cluster) LogTail() string {
 	const max = 8 << 10
 	f, err := os.Open(c.logFile)
 	if err != nil {
@@ -288,7 +338,7 @@ func findBinaries() (pgBin, error) {
 	case len(problems) > 0:
 		return pgBin{}, fmt.Errorf("PostgreSQL server binaries are installed but unusable: %s", strings.Join(problems, "; "))
 	default:
-		return pgBin{}, fmt.Errorf("%w: no PostgreSQL server binaries (initdb, pg_ctl, postgres) on PATH or under /usr/lib/postgresql/*/bin; install the PostgreSQL server or set %s to a superuser URL", errNoServer, EnvDatabaseURL)
+		return pgBin{}, fmt.Errorf("%w: no PostgreSQL server binaries (initdb, pg_ctl, postgres) on PATH or under /usr/lib/postgresql/*/bin; install the PostgreSQL server", ErrNoServer)
 	}
 }
 
@@ -312,7 +362,7 @@ func serverEnv() []string {
 func tempRoot() string {
 	const shm = "/dev/shm"
 	if fi, err := os.Stat(shm); err == nil && fi.IsDir() {
-		if f, err := os.CreateTemp(shm, "iam-dbtest-probe-"); err == nil {
+		if f, err := os.CreateTemp(shm, "iam-pg-probe-"); err == nil {
 			f.Close()
 			os.Remove(f.Name())
 			return shm

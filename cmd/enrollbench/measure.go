@@ -51,7 +51,7 @@ func writeCSV(path string, rows int) error {
 // PostgreSQL the production shape runs instead: `iam serve` and `iam worker`
 // as processes of their own against a Temporal server in this process, so
 // that the API's memory is measured alone.
-func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int, dsn string, pg *pgCluster) (result, error) {
+func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int, dsn string) (result, error) {
 	r := result{mode: "PostgreSQL (serve + worker)", loadKind: "COPY"}
 	dataDir := filepath.Join(work, "data-pg")
 	if dsn == "" {

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package dbtest
+package pgcluster
 
 import (
 	"os/exec"
@@ -26,6 +26,6 @@ func killServer(pid int) {
 // watchdog: on this system the cluster is stopped by Main only.
 type watchdog struct{}
 
-func startWatchdog(*cluster) (*watchdog, error) { return nil, nil }
+func startWatchdog(*Cluster) (*watchdog, error) { return nil, nil }
 
 func (*watchdog) release(time.Duration) error { return nil }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package dbtest
+package pgcluster
 
 import (
 	"fmt"
@@ -74,12 +74,12 @@ type watchdog struct {
 	done chan error
 }
 
-func startWatchdog(c *cluster) (*watchdog, error) {
+func startWatchdog(c *Cluster) (*watchdog, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "iam-dbtest-watchdog",
+	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "iam-pg-watchdog",
 		filepath.Join(c.bin.dir, "pg_ctl"), c.data, c.dir)
 	cmd.Stdin = r
 	cmd.Dir = "/"

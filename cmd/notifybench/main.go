@@ -11,7 +11,7 @@
 //     file, or -db postgres://…): prepare the run, then claim, render, send
 //     and record every recipient, chunk after chunk as one worker does.
 //
-// Usage: go run ./notify/bench [-n 10000] [-rounds 3] [-conns 4] [-db postgres://…]
+// Usage: go run ./cmd/notifybench [-n 10000] [-rounds 3] [-conns 4] [-db postgres://…]
 package main
 
 import (
