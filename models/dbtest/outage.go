@@ -3,13 +3,12 @@ package dbtest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
 	"iam/models"
+	"iam/models/dbtest/pgcluster"
 )
 
 // Cluster is a throwaway PostgreSQL cluster of one test's own, holding one
@@ -19,7 +18,7 @@ import (
 // own (about a second on a memory file system).
 type Cluster struct {
 	t   testing.TB
-	c   *cluster
+	c   *pgcluster.Cluster
 	dsn string
 }
 
@@ -32,8 +31,8 @@ func NewCluster(t testing.TB) *Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := startCluster(ctx)
-	if errors.Is(err, errNoServer) {
+	c, err := pgcluster.Start(ctx, pgcluster.Options{Prefix: "iam-dbtest-outage-"})
+	if errors.Is(err, pgcluster.ErrNoServer) {
 		if os.Getenv(EnvRequirePostgres) != "" {
 			t.Fatalf("dbtest: %v (and %s is set, so PostgreSQL tests may not be skipped)", err, EnvRequirePostgres)
 		}
@@ -44,21 +43,19 @@ func NewCluster(t testing.TB) *Cluster {
 	}
 	cl := &Cluster{t: t, c: c}
 	t.Cleanup(func() {
-		if err := c.stop(); err != nil {
+		if err := c.Stop(); err != nil {
 			t.Errorf("dbtest: %v", err)
 		}
 	})
-	admin, err := models.Open(ctx, c.url().String())
+	admin, err := models.Open(ctx, c.URL("postgres").String())
 	if err != nil {
-		t.Fatalf("dbtest: connect to the cluster: %v\n%s", err, c.logTail())
+		t.Fatalf("dbtest: connect to the cluster: %v\n%s", err, c.LogTail())
 	}
 	defer admin.Close()
 	if _, err := admin.ExecContext(ctx, "CREATE DATABASE iam"); err != nil {
 		t.Fatalf("dbtest: create database: %v", err)
 	}
-	u := c.url()
-	u.Path = "/iam"
-	cl.dsn = u.String()
+	cl.dsn = c.URL("iam").String()
 	db, err := models.Open(ctx, cl.dsn)
 	if err != nil {
 		t.Fatalf("dbtest: connect to database iam: %v", err)
@@ -85,8 +82,8 @@ func (cl *Cluster) Stop(immediate bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if out, err := cl.c.command(ctx, "pg_ctl", "-D", cl.c.data, "-m", mode, "-w", "-t", "30", "stop").CombinedOutput(); err != nil {
-		cl.t.Fatalf("dbtest: pg_ctl stop: %v\n%s\n%s", err, out, cl.c.logTail())
+	if err := cl.c.StopServer(ctx, mode); err != nil {
+		cl.t.Fatalf("dbtest: %v\n%s", err, cl.c.LogTail())
 	}
 }
 
@@ -96,12 +93,10 @@ func (cl *Cluster) Start() {
 	cl.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := cl.c.command(ctx, "pg_ctl", "-D", cl.c.data, "-l", cl.c.logFile, "-w", "-t", "60",
-		"-o", "-p "+strconv.Itoa(cl.c.port), "start").CombinedOutput()
-	if err != nil {
-		cl.t.Fatalf("dbtest: pg_ctl start: %v\n%s\n%s", err, out, cl.c.logTail())
+	if err := cl.c.StartServer(ctx); err != nil {
+		cl.t.Fatalf("dbtest: %v", err)
 	}
 }
 
 // String describes the cluster, for logs.
-func (cl *Cluster) String() string { return fmt.Sprintf("PostgreSQL cluster %s", cl.c.describe()) }
+func (cl *Cluster) String() string { return "PostgreSQL cluster " + cl.c.Describe() }
