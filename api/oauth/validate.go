@@ -50,6 +50,9 @@ func (s *Server) ValidateAccessToken(ctx context.Context, token string) (*api.Pr
 		return nil, errInvalidToken
 	}
 	if err := s.checkTokenUser(ctx, sess, ar.GetGrantedScopes()); err != nil {
+		if models.IsUnavailable(err) {
+			return nil, tokenUnchecked(err)
+		}
 		if !errors.Is(err, errTokenUserRefused) {
 			s.log.ErrorContext(ctx, "check the token's user", "error", err)
 		}
