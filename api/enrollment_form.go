@@ -68,6 +68,11 @@ func readUploadForm(c *gin.Context, maxFile int64, idle time.Duration) (*uploadF
 		f.Close()
 		return nil, err
 	}
+	if idle > 0 {
+		// The body is read: storing the file must not be cut by a deadline
+		// meant for the client.
+		_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Time{})
+	}
 	return f, nil
 }
 
