@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"io"
 	"strings"
 	"testing"
@@ -106,6 +107,49 @@ func TestBlobs_SealedAtRest(t *testing.T) {
 		var n int
 		if err := db.NewSelect().Table("blobs").ColumnExpr("count(*)").Where("NOT complete").Scan(ctx, &n); err != nil || n != 1 {
 			t.Errorf("%d incomplete blobs (%v), want only the staged one", n, err)
+		}
+	})
+}
+
+// CreateUploadJob writes the file and its job together: the job names the
+// blob, the blob its job; when the job cannot be written nothing is kept.
+func TestBlobs_CreateUploadJob(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := context.Background()
+		store := models.NewStore(db).SealBlobs(testBox(t))
+		org := newOrg(t, store)
+		file := func() models.FileUpload {
+			return models.FileUpload{Name: "u.csv", ContentType: "text/csv", Body: strings.NewReader("a,b\n1,2\n"), MaxSize: 1 << 20}
+		}
+		job := &models.Job{OrgID: org.ID, Kind: "K", Module: "M", ActionName: "A"}
+		var blobID int64
+		err := store.CreateUploadJob(ctx, job, file(), func(b *models.Blob) (json.RawMessage, error) {
+			blobID = b.ID
+			return json.Marshal(map[string]string{"blob_id": models.FormatID(b.ID)})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var blob models.Blob
+		if err := db.NewSelect().Model(&blob).Where("id = ?", blobID).Scan(ctx); err != nil || !blob.Complete || !blob.Sealed || blob.JobID == nil || *blob.JobID != job.ID || blob.Size != 8 {
+			t.Fatalf("blob %+v (%v)", blob, err)
+		}
+		// A job that breaks a rule: no job, no blob.
+		bad := &models.Job{OrgID: org.ID, Module: "M", ActionName: "A"}
+		err = store.CreateUploadJob(ctx, bad, file(), func(*models.Blob) (json.RawMessage, error) { return json.RawMessage(`{}`), nil })
+		if models.ErrorCode(err) != models.EINVALID {
+			t.Fatalf("a job without kind: %v", err)
+		}
+		var blobs int
+		if err := db.NewSelect().Table("blobs").ColumnExpr("count(*)").Scan(ctx, &blobs); err != nil || blobs != 1 {
+			t.Errorf("%d blobs (%v), want only the first job's", blobs, err)
+		}
+		// Finishing the job deletes its file.
+		if err := store.Jobs.Finish(ctx, org.ID, job.ID, models.JobCompleted, "done", models.JobProgress{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.NewSelect().Table("blob_chunks").ColumnExpr("count(*)").Scan(ctx, &blobs); err != nil || blobs != 0 {
+			t.Errorf("%d chunks after the job ended (%v)", blobs, err)
 		}
 	})
 }
