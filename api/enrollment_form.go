@@ -68,6 +68,11 @@ func readUploadForm(c *gin.Context, maxFile int64, idle time.Duration) (*uploadF
 		f.Close()
 		return nil, err
 	}
+	if idle > 0 {
+		// The body is read: storing the file must not be cut by a deadline
+		// meant for the client.
+		_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Time{})
+	}
 	return f, nil
 }
 
@@ -224,7 +229,7 @@ func (s *Server) factorConfigs(c *gin.Context, f *uploadForm) ([]models.FactorCo
 	if len(ids) == 0 {
 		return nil, models.Invalid("factor_configs", "is required (factor config ids)")
 	}
-	return models.NewFactorStore(s.store.DB).Resolve(c, principal(c).OrgID, ids)
+	return models.NewFactorStore(s.store.DB).Resolve(c.Request.Context(), principal(c).OrgID, ids)
 }
 
 // csvUploadFailed is the 00000114 error of a CSV whose header or encoding

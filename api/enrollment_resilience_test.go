@@ -20,7 +20,7 @@ import (
 )
 
 // A client that goes away in the middle of the file leaves no job and no
-// blob behind: the blob, the job and its input share one transaction.
+// blob behind: nothing is stored before the whole form has arrived.
 func TestEnrollment_DisconnectMidUploadLeavesNothing(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		env := apitest.New(t, db, apitest.Options{})

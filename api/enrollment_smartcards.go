@@ -66,7 +66,7 @@ func (s *Server) doUploadSmartCards(c *gin.Context) error {
 		ActionName: models.EnrollSmartCardsAction, Entity: models.EnrollmentEntity, CreatedBy: p.UserID,
 	}
 	file := models.FileUpload{Name: form.fileName, ContentType: "application/zip", Body: form.file, MaxSize: s.cfg.UploadMaxBytes}
-	err = s.store.CreateUploadJob(c, job, file, func(blob *models.Blob) (json.RawMessage, error) {
+	err = s.store.CreateUploadJob(c.Request.Context(), job, file, func(blob *models.Blob) (json.RawMessage, error) {
 		input.BlobID = blob.ID
 		return json.Marshal(input)
 	})
@@ -81,7 +81,7 @@ func (s *Server) doUploadSmartCards(c *gin.Context) error {
 // card configs only; the organization's smart card config when omitted.
 func (s *Server) smartCardConfigs(c *gin.Context, f *uploadForm) ([]models.FactorConfig, error) {
 	if len(f.fields["factor_configs"]) == 0 {
-		all, err := models.NewFactorStore(s.store.DB).List(c, principal(c).OrgID)
+		all, err := models.NewFactorStore(s.store.DB).List(c.Request.Context(), principal(c).OrgID)
 		if err != nil {
 			return nil, err
 		}

@@ -73,7 +73,9 @@ func (s *Server) listJobs(c *gin.Context) {
 		abortWithError(c, err)
 		return
 	}
-	jobs, meta, err := s.store.Jobs.List(c, principal(c).OrgID, params)
+	// The request's context, not gin's: gin recycles its context after the
+	// request while database/sql may still read it (a data race).
+	jobs, meta, err := s.store.Jobs.List(c.Request.Context(), principal(c).OrgID, params)
 	if err != nil {
 		abortWithError(c, err)
 		return

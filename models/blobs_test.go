@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"io"
+	"os"
 	"strings"
 	"testing"
+	"text/template"
 
 	"github.com/uptrace/bun"
 
@@ -106,6 +109,105 @@ func TestBlobs_SealedAtRest(t *testing.T) {
 		var n int
 		if err := db.NewSelect().Table("blobs").ColumnExpr("count(*)").Where("NOT complete").Scan(ctx, &n); err != nil || n != 1 {
 			t.Errorf("%d incomplete blobs (%v), want only the staged one", n, err)
+		}
+	})
+}
+
+// CreateUploadJob writes the file and its job together: the job names the
+// blob, the blob its job; when the job cannot be written nothing is kept.
+func TestBlobs_CreateUploadJob(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := context.Background()
+		store := models.NewStore(db).SealBlobs(testBox(t))
+		org := newOrg(t, store)
+		file := func() models.FileUpload {
+			return models.FileUpload{Name: "u.csv", ContentType: "text/csv", Body: strings.NewReader("a,b\n1,2\n"), MaxSize: 1 << 20}
+		}
+		job := &models.Job{OrgID: org.ID, Kind: "K", Module: "M", ActionName: "A"}
+		var blobID int64
+		err := store.CreateUploadJob(ctx, job, file(), func(b *models.Blob) (json.RawMessage, error) {
+			blobID = b.ID
+			return json.Marshal(map[string]string{"blob_id": models.FormatID(b.ID)})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var blob models.Blob
+		if err := db.NewSelect().Model(&blob).Where("id = ?", blobID).Scan(ctx); err != nil || !blob.Complete || !blob.Sealed || blob.JobID == nil || *blob.JobID != job.ID || blob.Size != 8 {
+			t.Fatalf("blob %+v (%v)", blob, err)
+		}
+		// A job that breaks a rule: no job, no blob.
+		bad := &models.Job{OrgID: org.ID, Module: "M", ActionName: "A"}
+		err = store.CreateUploadJob(ctx, bad, file(), func(*models.Blob) (json.RawMessage, error) { return json.RawMessage(`{}`), nil })
+		if models.ErrorCode(err) != models.EINVALID {
+			t.Fatalf("a job without kind: %v", err)
+		}
+		var blobs int
+		if err := db.NewSelect().Table("blobs").ColumnExpr("count(*)").Scan(ctx, &blobs); err != nil || blobs != 1 {
+			t.Errorf("%d blobs (%v), want only the first job's", blobs, err)
+		}
+		// Finishing the job deletes its file.
+		if err := store.Jobs.Finish(ctx, org.ID, job.ID, models.JobCompleted, "done", models.JobProgress{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.NewSelect().Table("blob_chunks").ColumnExpr("count(*)").Scan(ctx, &blobs); err != nil || blobs != 0 {
+			t.Errorf("%d chunks after the job ended (%v)", blobs, err)
+		}
+	})
+}
+
+// The migration that brought sealing ties the files of existing upload jobs
+// to their jobs, so that the sweep removes them once their job has ended;
+// the files of templates stay untied.
+func TestBlobs_MigrationTiesOldUploadsToTheirJobs(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := context.Background()
+		store := models.NewStore(db)
+		org := newOrg(t, store)
+		upload, err := store.Blobs.Put(ctx, nil, org.ID, "users.csv", "text/csv", strings.NewReader("a\n1\n"), 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logo, err := store.Blobs.Put(ctx, nil, org.ID, "logo.png", "image/png", strings.NewReader("png"), 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		input, _ := json.Marshal(map[string]string{"blob_id": models.FormatID(upload.ID)})
+		job := &models.Job{OrgID: org.ID, Kind: "QuickEnrollmentCSV", Module: "QuickEnrollment", ActionName: "Upload CSV", Input: input}
+		if err := store.Jobs.Create(ctx, nil, job); err != nil {
+			t.Fatal(err)
+		}
+		// The statement of the migration that fills job_id, as migrate renders it.
+		text, err := os.ReadFile("migrations/20261124000500_blob_lifecycle.tx.up.sql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl := template.Must(template.New("m").Parse(string(text)))
+		var sql strings.Builder
+		if err := tmpl.Execute(&sql, map[string]bool{"Postgres": models.IsPostgres(db)}); err != nil {
+			t.Fatal(err)
+		}
+		stmts := strings.Split(sql.String(), "--bun:split")
+		if _, err := db.ExecContext(ctx, stmts[len(stmts)-1]); err != nil {
+			t.Fatal(err)
+		}
+		var blobs []models.Blob
+		if err := db.NewSelect().Model(&blobs).Scan(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range blobs {
+			switch {
+			case b.ID == upload.ID && (b.JobID == nil || *b.JobID != job.ID):
+				t.Errorf("the upload's blob is tied to %v, want job %d", b.JobID, job.ID)
+			case b.ID == logo.ID && b.JobID != nil:
+				t.Errorf("the template's blob is tied to job %d", *b.JobID)
+			}
+		}
+		if err := store.Jobs.Finish(ctx, org.ID, job.ID, models.JobCompleted, "", models.JobProgress{}); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := db.NewSelect().Table("blobs").Count(ctx); n != 1 {
+			t.Errorf("%d blobs after the job ended, want the template's only", n)
 		}
 	})
 }
