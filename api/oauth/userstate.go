@@ -11,8 +11,8 @@ import (
 
 // A token is only as good as its user: every use of an access token (and
 // every refresh) checks the user's current state, not the state when the
-// token was issued (models.TokenRefusal: active, not blocked, still an
-// admin, tokens not revoked since). The state is read by primary key and
+// token was issued (grantRefusal: active, not blocked, still an admin; and
+// revokedSince: its tokens not revoked since the grant). The state is read by primary key and
 // cached per process for Config.UserStateTTL (DefaultUserStateTTL), in an
 // LRU of userStateCacheSize users: a change made by any process reaches every
 // other within that bound. (Password changes, deactivations and demotions
@@ -78,8 +78,14 @@ func (s *Server) checkTokenUser(ctx context.Context, sess *Session, scopes []str
 	if user == nil {
 		return errTokenUserRefused
 	}
-	if models.TokenRefusal(user, len(withoutOffline(scopes)) > 0, sess.AuthTime, s.cfg.Now()) != "" {
+	if grantRefusal(user, scopes, s.cfg.Now()) != nil || revokedSince(user, sess.AuthTime) {
 		return errTokenUserRefused
 	}
 	return nil
+}
+
+// revokedSince reports whether the user's tokens and sign-ins were revoked
+// after t (a grant's AuthTime, a sign-in's time).
+func revokedSince(user *models.User, t time.Time) bool {
+	return user.TokensValidAfter != nil && t.Before(*user.TokensValidAfter)
 }
