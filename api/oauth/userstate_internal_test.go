@@ -18,7 +18,7 @@ func TestUserStates_CachedBrieflyAndBounded(t *testing.T) {
 	u := &userStates{
 		ttl:   2 * time.Second,
 		now:   func() time.Time { return now },
-		cache: lru.New[int64, cachedUserState](userStateCacheSize),
+		cache: lru.New[userKey, cachedUserState](userStateCacheSize),
 		fetch: func(_ context.Context, orgID, userID int64) (*models.User, error) {
 			fetches[userID]++
 			if orgID != 1 {
@@ -43,6 +43,9 @@ func TestUserStates_CachedBrieflyAndBounded(t *testing.T) {
 	}
 	if got, _ := u.get(ctx, 2, 7); got != nil {
 		t.Error("a cached user was found in another organization")
+	}
+	if got, _ := u.get(ctx, 1, 7); got == nil {
+		t.Error("a miss in another organization hid the user in its own")
 	}
 	for id := int64(100); id < 100+userStateCacheSize*2; id++ {
 		u.get(ctx, 1, id)
