@@ -62,3 +62,22 @@ func TestErrors_OneAnswerDoesNotReachAnother(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// TestErrors_MappingLeavesSharedValuesAlone: what a handler does to the
+// answer mapped from a shared models error (a sentinel, an error with
+// causes) does not write into that error.
+func TestErrors_MappingLeavesSharedValuesAlone(t *testing.T) {
+	src := &models.Error{Code: models.EINVALID, Field: "f", Detail: "d", Causes: []models.Cause{{Title: "a", Detail: "b"}}}
+	for _, e := range []error{models.ErrUserNotFound, src} {
+		before := fmt.Sprintf("%+v", e)
+		ae := toAPIError(e)
+		ae.Body.Detail = "changed"
+		if len(ae.Body.Causes) > 0 {
+			ae.Body.Causes[0].Detail = "changed"
+		}
+		ae.Body.Causes = append(ae.Body.Causes, models.Cause{Title: "x"})
+		if after := fmt.Sprintf("%+v", e); after != before {
+			t.Errorf("mapping wrote into the error: %s, was %s", after, before)
+		}
+	}
+}

@@ -84,8 +84,20 @@ func New(cfg Config, deps Deps) *Server {
 	return s
 }
 
-// Handler returns the http.Handler to serve.
-func (s *Server) Handler() http.Handler { return s.engine }
+// Handler returns the http.Handler to serve. Each request gets a gin
+// context of its own rather than one from gin's pool: handlers hand the gin
+// context to the database as their context.Context, and database/sql may
+// still read it (Done, Err) from a goroutine of its own after the handler
+// returned, when gin would already be resetting a pooled context for the
+// next request (a data race go test -race found). The routes need none of
+// what gin's first ServeHTTP prepares (escaped colons in paths).
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := gin.CreateTestContextOnly(w, s.engine)
+		c.Request = r
+		s.engine.HandleContext(c)
+	})
+}
 
 // MetricsHandler serves the Prometheus metrics, for an internal address
 // (Config.SeparateMetrics).

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/uptrace/bun"
 )
@@ -54,22 +53,4 @@ func (s *UserStore) TokenState(ctx context.Context, orgID, id int64) (*User, err
 		return nil, fmt.Errorf("select user token state: %w", err)
 	}
 	return u, nil
-}
-
-// TokenRefusal says why a token of user, issued at issuedAt with scopes
-// (scoped: at least one API scope), may not be used at now, or returns "".
-// A user who is inactive, blocked, no longer an admin (only admins hold
-// scopes) or whose tokens were ended after issuedAt is refused.
-func TokenRefusal(user *User, scoped bool, issuedAt, now time.Time) string {
-	switch {
-	case user.Status != UserActive:
-		return "the user's account is inactive"
-	case user.BlockedUntil != nil && now.Before(*user.BlockedUntil):
-		return "the user's account is blocked"
-	case scoped && !user.IsAdmin():
-		return "the user is not an administrator"
-	case user.TokensValidAfter != nil && issuedAt.Before(*user.TokensValidAfter):
-		return "the user's tokens were revoked after this one was issued"
-	}
-	return ""
 }

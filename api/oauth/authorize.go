@@ -152,7 +152,7 @@ func (s *Server) signedInUser(w http.ResponseWriter, r *http.Request, orgID int6
 		return nil, false, nil
 	}
 	if user.Status != models.UserActive || (user.BlockedUntil != nil && s.cfg.Now().Before(*user.BlockedUntil)) ||
-		(user.TokensValidAfter != nil && time.UnixMilli(in.Issued).Before(*user.TokensValidAfter)) {
+		revokedSince(user, time.UnixMilli(in.Issued)) {
 		s.clearSignIn(w)
 		return nil, false, nil
 	}

@@ -77,7 +77,7 @@ func (h *refreshHandler) HandleTokenEndpointRequest(ctx context.Context, req fos
 	if refusal := grantRefusal(user, orig.GetGrantedScopes(), time.Now()); refusal != nil {
 		return fosite.ErrInvalidGrant.WithHint(refusal.HintField)
 	}
-	if user.TokensValidAfter != nil && sess.AuthTime.Before(*user.TokensValidAfter) {
+	if revokedSince(user, sess.AuthTime) {
 		return fosite.ErrInvalidGrant.WithHint("The refresh token was revoked.")
 	}
 

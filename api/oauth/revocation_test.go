@@ -209,3 +209,60 @@ func (f *fixture) operatorToken() string {
 	op := f.newUser(f.env.Org, "operator-"+models.FormatID(models.NewID())+"@example.com", models.RoleAdmin)
 	return f.issue(f.srv, client, op, false, "svc.user.ALL").AccessToken
 }
+
+// TestAttack_NarrowAndForeignTokens: what an attacker holding real tokens
+// tries. Another organization's admin token cannot reach (404) or change an
+// admin's password; a token without user scopes cannot PATCH at all (403);
+// a refresh token revoked by a password change does not come back when the
+// admin is reactivated, nor do its access tokens.
+func TestAttack_NarrowAndForeignTokens(t *testing.T) {
+	f := newFixture(t, dbtest.SQLite(t), false, func(c *oauth.Config) { c.UserStateTTL = stateTTL })
+	ctx := context.Background()
+	client, secret := f.client(f.env.Org, models.ClientServer, callback)
+	adminPath := "/api/v1/users/" + models.FormatID(f.admin.ID)
+
+	orgB := f.env.NewOrg("B")
+	clientB, _ := f.client(orgB, models.ClientSelf)
+	foreign := f.issue(f.srv, clientB, f.newUser(orgB, "admin-b@example.com", models.RoleAdmin), false, "svc.user.ALL").AccessToken
+	for _, req := range []apitest.Request{
+		{Method: "PATCH", Path: adminPath, Token: foreign, Body: map[string]any{"password": "taken over by org B"}},
+		{Method: "PATCH", Path: adminPath, Token: foreign, Body: map[string]any{"status": 0}},
+		{Method: "GET", Path: adminPath, Token: foreign},
+		{Method: "DELETE", Path: adminPath, Token: foreign},
+	} {
+		if resp := f.env.Do(req); resp.Status != http.StatusNotFound {
+			t.Errorf("org B's token %s %s: %d %s, want 404", req.Method, req.Path, resp.Status, resp.Body)
+		}
+	}
+	narrow := f.issue(f.srv, client, f.newUser(f.env.Org, "groups-app@example.com", models.RoleAdmin), false, "svc.group.READ").AccessToken
+	if resp := f.env.Do(apitest.Request{Method: "PATCH", Path: adminPath, Token: narrow, Body: map[string]any{"password": "narrow token"}}); resp.Status != http.StatusForbidden {
+		t.Errorf("svc.group.READ PATCH: %d, want 403", resp.Status)
+	}
+	got, err := f.users.Get(ctx, f.admin.OrgID, f.admin.ID)
+	if err != nil || !models.VerifyPassword(got.PasswordHash, adminPassword) || got.Status != models.UserActive {
+		t.Fatalf("the admin changed: %+v %v", got, err)
+	}
+
+	// A stolen refresh token, then the owner's password is reset (by the
+	// operator, outside the API) and the account deactivated and reactivated.
+	stolen := f.issue(f.srv, client, f.admin, true, "svc.user.READ")
+	pw := "reset by the operator"
+	if _, err := f.users.Update(ctx, f.admin.OrgID, f.admin.ID, func(*models.User) error { return nil }, &pw); err != nil {
+		t.Fatal(err)
+	}
+	op := f.operatorToken()
+	for _, status := range []int{0, 1} {
+		if resp := f.env.Do(apitest.Request{Method: "PATCH", Path: adminPath, Token: op, Body: map[string]any{"status": status}}); resp.Status != http.StatusOK {
+			t.Fatalf("PATCH status %d: %d %s", status, resp.Status, resp.Body)
+		}
+	}
+	time.Sleep(stateTTL + 50*time.Millisecond)
+	r := f.tokenCall("/oauth/v2/token", nil, url.Values{"grant_type": {"refresh_token"},
+		"refresh_token": {stolen.RefreshToken}, "client_id": {client.ID}, "client_secret": {secret}})
+	if code, _ := r.oauthError(t); code != "invalid_grant" {
+		t.Errorf("the stolen refresh token after the reset: %d %s", r.status, r.body)
+	}
+	if s := f.apiStatus("/api/v1/users", stolen.AccessToken); s != http.StatusUnauthorized {
+		t.Errorf("the stolen access token after the reset: %d", s)
+	}
+}

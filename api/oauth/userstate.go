@@ -11,11 +11,11 @@ import (
 
 // A token is only as good as its user: every use of an access token (and
 // every refresh) checks the user's current state, not the state when the
-// token was issued (models.TokenRefusal: active, not blocked, still an
-// admin, tokens not revoked since). The state is read by primary key and
-// cached per process for Config.UserStateTTL (DefaultUserStateTTL), in an
-// LRU of userStateCacheSize users: a change made by any process reaches every
-// other within that bound. (Password changes, deactivations and demotions
+// token was issued (grantRefusal: active, not blocked, still an admin;
+// revokedSince: its tokens not revoked since the grant). The state is read by
+// primary key and cached per process for Config.UserStateTTL
+// (DefaultUserStateTTL), in an LRU of userStateCacheSize users: a change made
+// by any process reaches every other within that bound. (Password changes, deactivations and demotions
 // also delete the user's tokens, which ends them at once everywhere.)
 
 // DefaultUserStateTTL is how long a process trusts the user state it read.
@@ -28,6 +28,9 @@ const userStateCacheSize = 10000
 // use it; the API answers it like any invalid token (401).
 var errTokenUserRefused = errors.New("the token's user may no longer use it")
 
+// userKey is an organization and a user of it.
+type userKey struct{ org, user int64 }
+
 type cachedUserState struct {
 	user    *models.User // nil: the user does not exist
 	fetched time.Time
@@ -37,22 +40,20 @@ type cachedUserState struct {
 type userStates struct {
 	ttl   time.Duration
 	now   func() time.Time
-	cache *lru.Cache[int64, cachedUserState]
+	cache *lru.Cache[userKey, cachedUserState]
 	fetch func(ctx context.Context, orgID, userID int64) (*models.User, error)
 }
 
 func newUserStates(ttl time.Duration, users *models.UserStore) *userStates {
-	return &userStates{ttl: ttl, now: time.Now, cache: lru.New[int64, cachedUserState](userStateCacheSize), fetch: users.TokenState}
+	return &userStates{ttl: ttl, now: time.Now, cache: lru.New[userKey, cachedUserState](userStateCacheSize), fetch: users.TokenState}
 }
 
 // get returns the user's token state, or nil when the user does not exist
 // in the organization.
 func (u *userStates) get(ctx context.Context, orgID, userID int64) (*models.User, error) {
 	now := u.now()
-	if c, ok := u.cache.Get(userID); ok && now.Sub(c.fetched) < u.ttl && now.Sub(c.fetched) >= 0 {
-		if c.user == nil || c.user.OrgID != orgID {
-			return nil, nil
-		}
+	key := userKey{orgID, userID}
+	if c, ok := u.cache.Get(key); ok && now.Sub(c.fetched) < u.ttl && now.Sub(c.fetched) >= 0 {
 		return c.user, nil
 	}
 	user, err := u.fetch(ctx, orgID, userID)
@@ -63,7 +64,7 @@ func (u *userStates) get(ctx context.Context, orgID, userID int64) (*models.User
 		return nil, err
 	}
 	if u.ttl > 0 {
-		u.cache.Put(userID, cachedUserState{user: user, fetched: now})
+		u.cache.Put(key, cachedUserState{user: user, fetched: now})
 	}
 	return user, nil
 }
@@ -78,8 +79,14 @@ func (s *Server) checkTokenUser(ctx context.Context, sess *Session, scopes []str
 	if user == nil {
 		return errTokenUserRefused
 	}
-	if models.TokenRefusal(user, len(withoutOffline(scopes)) > 0, sess.AuthTime, s.cfg.Now()) != "" {
+	if grantRefusal(user, scopes, s.cfg.Now()) != nil || revokedSince(user, sess.AuthTime) {
 		return errTokenUserRefused
 	}
 	return nil
+}
+
+// revokedSince reports whether the user's tokens and sign-ins were revoked
+// after t (a grant's AuthTime, a sign-in's time).
+func revokedSince(user *models.User, t time.Time) bool {
+	return user.TokensValidAfter != nil && t.Before(*user.TokensValidAfter)
 }
