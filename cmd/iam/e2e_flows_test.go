@@ -22,6 +22,7 @@ import (
 	"iam/api"
 	"iam/api/apitest"
 	"iam/models"
+	"iam/models/dbtest"
 )
 
 // The flows below drive the three kinds of bulk work through the built
@@ -407,13 +408,14 @@ func e2eOutboxMail(t *testing.T, outbox string) map[string]int {
 	return got
 }
 
-// e2eCheckNotificationRun checks a finished run: every recipient has one
-// delivery, sent or (held by the killed sender) uncertain, at most the
-// senders' claims of one process uncertain, and nobody got two messages;
-// every delivery recorded sent is in the outbox once.
-func e2eCheckNotificationRun(t *testing.T, store *models.Store, run *models.NotificationRun, mail map[string]int) {
+// e2eCheckNotificationRun checks a finished run whose senders were killed
+// in killed processes: every recipient has one delivery, sent or (held by a
+// killed sender) uncertain, at most the senders' claims of the killed
+// processes uncertain, and nobody got two messages; every delivery recorded
+// sent is in the outbox once.
+func e2eCheckNotificationRun(t *testing.T, store *models.Store, run *models.NotificationRun, mail map[string]int, killed int64) {
 	t.Helper()
-	const maxUncertain = 4 * 4 // IAM_NOTIFY_CONCURRENCY × IAM_NOTIFY_CLAIM_BATCH
+	maxUncertain := killed * 4 * 4 // IAM_NOTIFY_CONCURRENCY × IAM_NOTIFY_CLAIM_BATCH each
 	if run.Status != models.RunCompleted || run.Total != e2eFlowRecipients || run.Sent+run.Uncertain != e2eFlowRecipients ||
 		run.Failed != 0 || run.Uncertain > maxUncertain {
 		t.Errorf("run %d: %s (%q), %d of %d sent, %d failed, %d uncertain; want COMPLETED, all sent but at most %d uncertain",
@@ -528,7 +530,7 @@ func TestDev_BulkWorkSurvivesKill9(t *testing.T) {
 		run = e2eNotificationRun(t, store, scheduleID)
 		return run.Status != models.RunRunning, run.Status
 	}, dev.e2eProc)
-	e2eCheckNotificationRun(t, store, run, e2eOutboxMail(t, outbox))
+	e2eCheckNotificationRun(t, store, run, e2eOutboxMail(t, outbox), 1)
 	t.Logf("run %d: %d sent, %d uncertain", run.ID, run.Sent, run.Uncertain)
 
 	// Ctrl-C stops it cleanly.
@@ -541,4 +543,113 @@ func TestDev_BulkWorkSurvivesKill9(t *testing.T) {
 	if code := dev.state.ExitCode(); code != 0 {
 		t.Errorf("iam dev exited with %d after SIGINT, want 0", code)
 	}
+}
+
+// TestProduction_BulkWorkSurvivesWorkerKill9 runs the three kinds of bulk
+// work through the production shape over HTTP: `iam serve` and `iam
+// worker` processes on PostgreSQL and a Temporal server. The worker doing
+// the work is killed in the middle of each: right after an enrollment
+// chunk's commit (the test-only hook), while a recompute's batches run and
+// while a notification run sends. New workers finish the work as an
+// undisturbed run would have left it.
+func TestProduction_BulkWorkSurvivesWorkerKill9(t *testing.T) {
+	t.Parallel()
+	dsn := dbtest.PostgresURL(t)
+	e2eEmptySchema(t, dsn)
+	dbEnv := []string{"IAM_DATABASE_URL=" + dsn}
+	if code, _, errOut := e2eRun(t, "migrate-up", dbEnv, "migrate", "up"); code != 0 {
+		t.Fatalf("iam migrate up exited %d: %s", code, errOut)
+	}
+	outbox := filepath.Join(t.TempDir(), "outbox")
+	temporalAddr, namespace := apitest.TemporalAddress(t)
+	env := append(append(e2eAdminEnv(), dbEnv...),
+		"IAM_SECRET_KEY="+e2eSecretKey,
+		"IAM_TEMPORAL_ADDRESS="+temporalAddr,
+		"IAM_TEMPORAL_NAMESPACE="+namespace,
+		"IAM_HTTP_ADDR=127.0.0.1:0",
+		"IAM_RECONCILE_INTERVAL=300ms",
+		"IAM_RECONCILE_GRACE=0s",
+		"IAM_NOTIFY_OUTBOX_DIR="+outbox,
+		"IAM_NOTIFY_MESSAGES_PER_SECOND=100",
+	)
+	serve := e2eStart(t, "serve", env, "serve")
+	var apiAddr string
+	e2eWaitFor(t, 30*time.Second, 20*time.Millisecond, "iam serve logs where it listens", func() (bool, string) {
+		rec := serve.logLine("API listening")
+		apiAddr, _ = rec["address"].(string)
+		return apiAddr != "", "no \"API listening\" record yet"
+	}, serve)
+	e2eWaitReady(t, serve, apiAddr, 30*time.Second)
+	n := 0
+	startWorkers := func(count int, extra ...string) []*e2eProc {
+		t.Helper()
+		var ws []*e2eProc
+		for range count {
+			n++
+			w := e2eStart(t, fmt.Sprintf("worker-%d", n), append(slices.Clone(env), extra...), "worker")
+			e2eWaitFor(t, 30*time.Second, 20*time.Millisecond, w.name+" polls", func() (bool, string) {
+				return w.logLine("worker polling") != nil, "no \"worker polling\" record yet"
+			}, w, serve)
+			ws = append(ws, w)
+		}
+		return ws
+	}
+	killAll := func(ws []*e2eProc) {
+		for _, w := range ws {
+			w.kill()
+		}
+	}
+
+	store := e2eOpenDB(t, dsn)
+	org := e2eFirstOrg(t, store)
+	users := e2eSeedFlowUsers(t, store, org, e2eFlowUsers)
+	token := e2eIssueToken(t, []string{"IAM_DATABASE_URL=" + dsn, "IAM_SECRET_KEY=" + e2eSecretKey}, e2eFlowScopes, "--user", e2eAdminEmail)
+
+	// Enrollment: the one worker kills itself right after its third chunk's
+	// commit; two others take over.
+	crashing := startWorkers(1, e2eCrashAfterChunkCommit+"=3")
+	enrollJob := e2eStartEnrollment(t, apiAddr, token)
+	e2eCheckKilledBySelf(t, crashing[0], 60*time.Second)
+	killed := e2eGetJob(t, store, org, enrollJob)
+	t.Logf("the worker killed itself after a chunk's commit: enrollment %s at %d/%d", killed.Status, killed.Processed, killed.Total)
+	workers := startWorkers(2)
+	job := e2eWaitJob(t, store, org, enrollJob, 2*time.Minute, e2eFinished, append([]*e2eProc{serve}, workers...)...)
+	e2eCheckEnrollment(t, store, org, job, users)
+
+	// Recompute: the workers are killed once a batch has committed.
+	groupID, recomputeJob := e2eStartRecompute(t, apiAddr, token)
+	e2eWaitFor(t, 2*time.Minute, 5*time.Millisecond, "a recompute batch commits", func() (bool, string) {
+		n := e2eMembersCount(t, store, org, groupID)
+		return n > 0, fmt.Sprintf("%d members", n)
+	}, append([]*e2eProc{serve}, workers...)...)
+	killAll(workers)
+	killed = e2eGetJob(t, store, org, recomputeJob)
+	t.Logf("killed the workers during the recompute: %s, %d members of %d", killed.Status, e2eMembersCount(t, store, org, groupID), e2eFlowUsers/2)
+	if killed.Status.Finished() {
+		t.Fatalf("the recompute finished before the kill: make it longer")
+	}
+	workers = startWorkers(2)
+	job = e2eWaitJob(t, store, org, recomputeJob, 2*time.Minute, e2eFinished, append([]*e2eProc{serve}, workers...)...)
+	e2eCheckRecompute(t, store, org, job, groupID, users)
+
+	// Notification run: the workers are killed once some mail went out.
+	scheduleID := e2eStartNotificationRun(t, apiAddr, token, users)
+	e2eWaitFor(t, 2*time.Minute, 5*time.Millisecond, "the run sends", func() (bool, string) {
+		n := len(e2eOutboxMail(t, outbox))
+		return n >= 50, fmt.Sprintf("%d mails", n)
+	}, append([]*e2eProc{serve}, workers...)...)
+	killAll(workers)
+	run := e2eNotificationRun(t, store, scheduleID)
+	t.Logf("killed the workers during the run: %d mails in the outbox", len(e2eOutboxMail(t, outbox)))
+	if run == nil || run.Status != models.RunRunning {
+		t.Fatalf("the run is %+v at the kill, want RUNNING", run)
+	}
+	workers = startWorkers(2)
+	e2eWaitFor(t, 2*time.Minute, 20*time.Millisecond, "the run finishes", func() (bool, string) {
+		run = e2eNotificationRun(t, store, scheduleID)
+		return run.Status != models.RunRunning, run.Status
+	}, append([]*e2eProc{serve}, workers...)...)
+	// Two processes sent: each may leave its senders' claims uncertain.
+	e2eCheckNotificationRun(t, store, run, e2eOutboxMail(t, outbox), 2)
+	t.Logf("run %d: %d sent, %d uncertain", run.ID, run.Sent, run.Uncertain)
 }
