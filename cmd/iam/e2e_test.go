@@ -34,6 +34,10 @@ import (
 // Jobs are read back both from the database (every result row) and over
 // HTTP (GET /api/v1/jobs and /jobs/{id}, with a token from `iam token` for the
 // bootstrap admin, answers checked against the OpenAPI document).
+//
+// e2e_flows_test.go drives real bulk work (a CSV enrollment, a dynamic
+// group's recompute, a notification run) through both shapes over HTTP,
+// with kills in the middle of each.
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
