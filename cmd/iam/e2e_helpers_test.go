@@ -20,8 +20,6 @@ import (
 	"time"
 
 	"iam/activities"
-	"iam/api"
-	"iam/api/apitest"
 	"iam/models"
 	"iam/workflows"
 )
@@ -499,25 +497,7 @@ func e2eIssueToken(t *testing.T, env []string, scopes string, args ...string) st
 // answer against the OpenAPI document, and returns its status and body.
 func e2eAPIGet(t *testing.T, addr, path, token string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", api.AuthScheme+" "+token)
-	}
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	apitest.CheckResponse(t, req, resp, body)
-	return resp.StatusCode, body
+	return e2eAPIDo(t, addr, http.MethodGet, path, token, "", nil)
 }
 
 // e2eCheckJobOverHTTP checks that the API shows a finished diagnostic job of n

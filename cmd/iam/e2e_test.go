@@ -34,6 +34,10 @@ import (
 // Jobs are read back both from the database (every result row) and over
 // HTTP (GET /api/v1/jobs and /jobs/{id}, with a token from `iam token` for the
 // bootstrap admin, answers checked against the OpenAPI document).
+//
+// e2e_flows_test.go drives real bulk work (a CSV enrollment, a dynamic
+// group's recompute, a notification run) through both shapes over HTTP,
+// with kills in the middle of each.
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
@@ -82,14 +86,20 @@ var (
 // e2eDevProc is a running `iam dev` and where it says things are.
 type e2eDevProc struct {
 	*e2eProc
-	api, ui, namespace string
-	ready              time.Duration // from process start to /readyz 200
+	api, ui, grpc, namespace string
+	ready                    time.Duration // from process start to /readyz 200
 }
 
 // e2eStartDev starts `iam dev` on dataDir and waits until /readyz answers 200.
 func e2eStartDev(t *testing.T, name, dataDir string) *e2eDevProc {
 	t.Helper()
-	p := e2eStart(t, name, e2eDevEnv(), "dev", "--data-dir", dataDir)
+	return e2eStartDevWith(t, name, dataDir, e2eDevEnv())
+}
+
+// e2eStartDevWith is e2eStartDev with the environment env.
+func e2eStartDevWith(t *testing.T, name, dataDir string, env []string) *e2eDevProc {
+	t.Helper()
+	p := e2eStart(t, name, env, "dev", "--data-dir", dataDir)
 	d := &e2eDevProc{e2eProc: p}
 	d.api = p.waitOutput("stdout", e2eDevAPILine, 60*time.Second)[1]
 	e2eWaitReady(t, p, d.api, 60*time.Second)
@@ -100,7 +110,7 @@ func e2eStartDev(t *testing.T, name, dataDir string) *e2eDevProc {
 	if ui == nil || grpc == nil {
 		t.Fatalf("%s does not say where the Temporal UI and server are:\n%s", name, out)
 	}
-	d.ui, d.namespace = ui[1], grpc[2]
+	d.ui, d.grpc, d.namespace = ui[1], grpc[1], grpc[2]
 	reported := ""
 	if m := e2eDevReadyLine.FindStringSubmatch(out); m != nil {
 		reported = m[1]
@@ -122,6 +132,19 @@ func TestDev_JobCompletesAndShowsInTemporalUI(t *testing.T) {
 
 	if status, body := e2eHTTPGet("http://" + dev.ui + "/"); status != http.StatusOK {
 		t.Errorf("Temporal UI at %s answers %d: %.300s", dev.ui, status, body)
+	}
+	// Its namespace keeps closed workflows 7 days (the README's default).
+	nc, err := client.NewNamespaceClient(client.Options{HostPort: dev.grpc, Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := nc.Describe(context.Background(), dev.namespace)
+	nc.Close()
+	if err != nil {
+		t.Fatalf("describe namespace %s: %v", dev.namespace, err)
+	}
+	if got := ns.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration(); got != 7*24*time.Hour {
+		t.Errorf("namespace %s keeps closed workflows %v, want 7 days", dev.namespace, got)
 	}
 	if status, body := e2eAPIGet(t, dev.api, "/api/v1/jobs", ""); status != http.StatusUnauthorized {
 		t.Errorf("GET /api/v1/jobs without a token answers %d, want 401: %.300s", status, body)
