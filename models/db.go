@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
@@ -31,10 +32,11 @@ func Open(ctx context.Context, dsn string) (*bun.DB, error) {
 	var db *bun.DB
 	switch {
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		sqldb, err := sql.Open("pgx", dsn)
+		cfg, err := pgx.ParseConfig(dsn)
 		if err != nil {
 			return nil, Errorf(EINVALID, "database url: %v", err)
 		}
+		sqldb := sql.OpenDB(retryConnector{stdlib.GetConnector(*cfg)})
 		sqldb.SetMaxOpenConns(32)
 		sqldb.SetMaxIdleConns(32)
 		sqldb.SetConnMaxIdleTime(5 * time.Minute)

@@ -137,3 +137,27 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+// connectAttempts is how many times a new database connection is tried when
+// the server refuses it for a transient reason (restarting, failing over,
+// out of connections).
+const connectAttempts = 2
+
+// retryConnector opens PostgreSQL connections, trying again after a moment
+// when the server refuses one for a transient reason: nothing was sent yet,
+// so any statement (a read outside a transaction too) is safe to send on
+// the connection that follows. With database/sql's own retry of a statement
+// whose pooled connection turns out dead before it was sent (driver
+// ErrBadConn), this is the in-process retry of statements outside a
+// transaction; inTx retries transactions.
+type retryConnector struct{ driver.Connector }
+
+// Connect implements driver.Connector.
+func (c retryConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	for attempt := 1; ; attempt++ {
+		conn, err := c.Connector.Connect(ctx)
+		if err == nil || attempt >= connectAttempts || !isTransient(err) || !sleepCtx(ctx, retryWait(attempt)) {
+			return conn, err
+		}
+	}
+}

@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"database/sql/driver"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -26,3 +27,9 @@ func ShortTxBackoff() func() {
 	txBackoff = time.Millisecond
 	return func() { txBackoff = prev }
 }
+
+// RetryConnector exposes the connector of Open to the tests.
+func RetryConnector(c driver.Connector) driver.Connector { return retryConnector{c} }
+
+// ConnectAttempts is how many times RetryConnector tries a connection.
+const ConnectAttempts = connectAttempts

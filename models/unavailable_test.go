@@ -167,3 +167,44 @@ func TestInTx_RetriesRolledBackTransientFailures(t *testing.T) {
 		}
 	})
 }
+
+// stubConnector fails its first connections with err.
+type stubConnector struct {
+	fails, tries int
+	err          error
+}
+
+func (c *stubConnector) Connect(context.Context) (driver.Conn, error) {
+	c.tries++
+	if c.tries <= c.fails {
+		return nil, c.err
+	}
+	return nil, nil
+}
+
+func (c *stubConnector) Driver() driver.Driver { return nil }
+
+// A connection the server refused for a transient reason is tried again,
+// a bounded number of times; one refused for another reason is not.
+func TestRetryConnector_TriesRefusedConnectionsAgain(t *testing.T) {
+	defer models.ShortTxBackoff()()
+	ctx := context.Background()
+	starting := &pgconn.PgError{Code: "57P03", Message: "the database system is starting up"}
+	for _, tc := range []struct {
+		name        string
+		fails       int
+		err         error
+		tries       int
+		wantSuccess bool
+	}{
+		{"starting up once", 1, starting, 2, true},
+		{"refused every time", 100, &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, models.ConnectAttempts, false},
+		{"bad password", 100, &pgconn.PgError{Code: "28P01"}, 1, false},
+	} {
+		stub := &stubConnector{fails: tc.fails, err: tc.err}
+		_, err := models.RetryConnector(stub).Connect(ctx)
+		if stub.tries != tc.tries || (err == nil) != tc.wantSuccess {
+			t.Errorf("%s: %d tries, error %v; want %d tries, success %v", tc.name, stub.tries, err, tc.tries, tc.wantSuccess)
+		}
+	}
+}

@@ -64,7 +64,8 @@ type outageTimes struct {
 // 57P01, then a crash, where the connections just drop). While the database
 // is down every answer is 503 with Retry-After: no 401, no 500, no
 // invalid_client or invalid_grant, no "wrong password", and the sign-ins
-// tried are not counted as failed. Within outageRecoveryLimit of the database
+// tried are not counted as failed; an authorization code exchanged meanwhile
+// is not spent. Within outageRecoveryLimit of the database
 // being back every request succeeds again, with the same tokens.
 func TestOutage_PostgresStopped_503NotAuthFailure(t *testing.T) {
 	cl := dbtest.NewCluster(t)
@@ -126,17 +127,27 @@ func TestOutage_PostgresStopped_503NotAuthFailure(t *testing.T) {
 			outageLoginWorker(runCtx, t, f, load, "wrong-password", userB, userForm, http.StatusUnauthorized, down)
 		})
 
+		code := f.code(authParams(client, "svc.user.READ")).Get("code")
 		time.Sleep(time.Second) // the load runs
 		times.stopping = time.Now()
 		cl.Stop(mode.immediate)
 		times.stopped = time.Now()
 		down.set(true)
+		// A code exchanged while the database is down is not spent: 503,
+		// then it works once the database is back.
+		if r := f.exchange(client, secret, code, callback); r.status != http.StatusServiceUnavailable ||
+			r.header.Get("Retry-After") == "" || !strings.Contains(r.body, `"temporarily_unavailable"`) {
+			t.Errorf("%s: a code exchanged while the database is down: %d %s, want 503 temporarily_unavailable with Retry-After", mode.name, r.status, r.body)
+		}
 		time.Sleep(2500 * time.Millisecond) // the database is down
 		down.set(false)
 		times.starting = time.Now()
 		cl.Start()
 		times.up = time.Now()
 		time.Sleep(outageRecoveryLimit + 1500*time.Millisecond)
+		if r := f.exchange(client, secret, code, callback); r.status != http.StatusOK {
+			t.Errorf("%s: the code tried during the outage, once the database is back: %d %s, want 200", mode.name, r.status, r.body)
+		}
 		stop()
 		wg.Wait()
 		outageCheck(t, mode.name, load, times)

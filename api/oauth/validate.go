@@ -21,9 +21,13 @@ var _ api.TokenValidator = (*Server)(nil)
 // tokenUnchecked is the answer when the store could not be asked about a
 // token (the database is down): EUNAVAILABLE, which the API answers with 503
 // and Retry-After. The token may well be valid; the client must keep it.
-func tokenUnchecked(cause error) error {
+func tokenUnchecked(err error) error {
+	var rfc *fosite.RFC6749Error
+	if errors.As(err, &rfc) && rfc.Cause() != nil {
+		err = rfc.Cause() // the store's error, for the logs
+	}
 	return fmt.Errorf("%w (%w)", &models.Error{Code: models.EUNAVAILABLE, Title: "Service Unavailable",
-		Detail: "the token could not be checked now; retry after the time in Retry-After with the same token"}, cause)
+		Detail: "the token could not be checked now; retry after the time in Retry-After with the same token"}, err)
 }
 
 // ValidateAccessToken implements api.TokenValidator by introspecting the
