@@ -149,7 +149,7 @@ func TestRecomputeGroupChunk_RetryResumesAfterLastCommittedBatch(t *testing.T) {
 // at most the batch in flight (each batch is its own transaction holding the
 // group's row), never for the activity's other batches. (SQLite has one
 // writer at a time and no queue: there a write can wait behind several
-// batches, as the README says.)
+// batches, as docs/users-and-groups.md says.)
 func TestRecomputeGroupChunk_UserWritesWaitForOneBatchAtMost(t *testing.T) {
 	{
 		db := dbtest.Postgres(t)

@@ -8,7 +8,7 @@ import (
 )
 
 // TEST-ONLY HOOK. Nothing in the product sets this variable, the
-// configuration (cmd/iam/config.go) does not read it and the README does not
+// configuration (cmd/iam/config.go) does not read it and docs/configuration.md does not
 // name it: only the fault tests (api/enrollment_fault_linux_test.go,
 // cmd/iam's end-to-end tests) put it in the environment of a process they
 // start, to kill that process at the one moment an outside signal cannot

@@ -126,7 +126,7 @@ func describe(t *testing.T, env *apitest.Env, id string) *client.ScheduleDescrip
 	return d
 }
 
-// checkRunPolicy checks what the README promises of every schedule's
+// checkRunPolicy checks what docs/notifications.md promises of every schedule's
 // runs: they never overlap (a run due while one is in progress waits for it,
 // Temporal's BUFFER_ONE), and a run missed while Temporal was down still
 // starts up to 6 hours late (the catch-up window), not later.

@@ -18,7 +18,7 @@ import (
 )
 
 // Config is the whole configuration: environment variables only, each with a
-// documented default (README "Configuration"). Flags of `iam dev` override
+// documented default (docs/configuration.md). Flags of `iam dev` override
 // the few they name.
 type Config struct {
 	// HTTPAddr is where the API listens; empty means 127.0.0.1:8080 for dev

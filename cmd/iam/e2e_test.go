@@ -133,7 +133,7 @@ func TestDev_JobCompletesAndShowsInTemporalUI(t *testing.T) {
 	if status, body := e2eHTTPGet("http://" + dev.ui + "/"); status != http.StatusOK {
 		t.Errorf("Temporal UI at %s answers %d: %.300s", dev.ui, status, body)
 	}
-	// Its namespace keeps closed workflows 7 days (the README's default).
+	// Its namespace keeps closed workflows 7 days (docs/operations.md).
 	nc, err := client.NewNamespaceClient(client.Options{HostPort: dev.grpc, Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 )
 
 // OAuthConfig configures the authorization server and the first admin
-// (README "Configuration").
+// (docs/configuration.md).
 type OAuthConfig struct {
 	// SecretKey is the global secret token HMACs and sign-in cookies derive
 	// from: at least 32 bytes, the same on every instance. serve requires it;
