@@ -12,6 +12,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"iam/models"
 )
 
 // Context keys set by the middleware.
@@ -64,13 +66,23 @@ func accessLog() gin.HandlerFunc {
 	}
 }
 
-// recoverer turns a panic into the 500 error body and logs the stack.
+// recoverer turns a panic into the 500 error body and logs the stack. A
+// panic with an outage error (models.NewID without a live id lease) is
+// answered as the outage it is: 503 with Retry-After.
 func recoverer() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
 					panic(p)
+				}
+				if err, ok := p.(error); ok && models.IsUnavailable(err) {
+					logger(c).Warn("outage", "error", err)
+					if !c.Writer.Written() {
+						abortWithError(c, err)
+					}
+					c.Abort()
+					return
 				}
 				logger(c).Error("panic", "panic", p, "stack", string(debug.Stack()))
 				if !c.Writer.Written() {

@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"iam/api/openapicheck"
+	"iam/models"
 )
 
 // staticTokens accepts "good" with every job scope.
@@ -47,6 +48,9 @@ func newPlumbingServer(t *testing.T) *httptest.Server {
 		c.JSON(http.StatusOK, body)
 	})
 	g.GET("/panic", func(c *gin.Context) { panic("boom: secret internals") })
+	g.GET("/panic-outage", func(c *gin.Context) {
+		panic(&models.Error{Code: models.EUNAVAILABLE, Detail: "no id can be made safely now"})
+	})
 	g.GET("/internal", func(c *gin.Context) { abortWithError(c, errors.New("pq: password authentication failed")) })
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
@@ -123,13 +127,17 @@ func TestPlumbing_ErrorsUseTheErrorBody(t *testing.T) {
 		{"unknown route", "GET", "/api/v1/nowhere", "", "", 404, CodeRouteNotFound, "/api/v1/nowhere"},
 		{"wrong method", "PUT", "/api/v1/jobs", "", "", 405, CodeRouteNotFound, "PUT"},
 		{"panic", "GET", "/api/v1/test/panic", "", "", 500, CodeInternal, "retry later"},
+		{"panic of an outage", "GET", "/api/v1/test/panic-outage", "", "", 503, CodeUnavailable, "no id"},
 		{"internal error", "GET", "/api/v1/test/internal", "", "", 500, CodeInternal, "retry later"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			status, _, e, raw := call(t, srv, tc.method, tc.path, tc.ct, tc.body, nil)
+			status, header, e, raw := call(t, srv, tc.method, tc.path, tc.ct, tc.body, nil)
 			if status != tc.status || e.Code != tc.code || !strings.Contains(e.Detail, tc.inDetail) || e.Title == "" {
 				t.Errorf("got %d %s, want %d code %s with %q in detail", status, raw, tc.status, tc.code, tc.inDetail)
+			}
+			if status == http.StatusServiceUnavailable && header.Get("Retry-After") == "" {
+				t.Errorf("503 without Retry-After")
 			}
 			for _, leak := range []string{"goroutine", "secret internals", "pq:", ".go:"} {
 				if strings.Contains(raw, leak) {

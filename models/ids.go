@@ -87,8 +87,11 @@ func (g *idGenerator) tryNext() (int64, error) {
 var errLeaseStale = errors.New("the id node lease is not renewed")
 
 // next returns the next id. While the lease is stale (not renewed in time) it
-// waits for a renewal up to idWait, then panics: an id that could collide
-// with another process's must never be made.
+// waits for a renewal up to idWait, then panics with an EUNAVAILABLE *Error
+// (the database has been out of reach for longer than a lease): an id that
+// could collide with another process's must never be made. The API answers
+// that panic like any outage (503 with Retry-After); an activity fails and is
+// retried.
 func (g *idGenerator) next() int64 {
 	id, err := g.tryNext()
 	if err == nil {
@@ -101,7 +104,7 @@ func (g *idGenerator) next() int64 {
 			return id
 		}
 	}
-	panic(fmt.Sprintf("models: no id can be made safely: %v", err))
+	panic(&Error{Code: EUNAVAILABLE, Title: "Service Unavailable", Detail: fmt.Sprintf("no id can be made safely now: %v", err)})
 }
 
 // NewID returns a fresh id.
