@@ -26,6 +26,15 @@
 // int64 is an id (a digit string), *int64 an id or null (written as an id
 // string or null, scanned from a nullable column). A bun type:json column
 // is decoded with encoding/json when not NULL.
+//
+// A new user attribute takes: the field in models.User with its bun and
+// api tags; a migration adding its column (one templated file serves both
+// databases; a NOT NULL DEFAULT column for a sortable one); go generate
+// ./models ./api; the OpenAPI document's user schemas (UserProfile when
+// writable, the shared properties of UserItem and User, and User's
+// required list: TestUserSchemas_FollowUser fails until they follow) and,
+// when sortable, the list of sortable attributes in GET /users'
+// description. A rule beyond length (a format) goes in checkUser.
 package usergen
 
 import (
