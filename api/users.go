@@ -11,43 +11,12 @@ import (
 	"iam/models/listing"
 )
 
-// userView is a user as the API shows it (spec 2.1, camelCase). The
-// password is never shown. isLicensed is the service's addition (the
-// licensing parameter of GET /users selects on it).
-type userView struct {
-	ID               string            `json:"id"`
-	FirstName        string            `json:"firstName"`
-	LastName         string            `json:"lastName"`
-	DisplayName      string            `json:"displayName"`
-	Email            string            `json:"email"`
-	EmployeeID       string            `json:"employeeID"`
-	Title            string            `json:"title"`
-	Department       string            `json:"department"`
-	Company          string            `json:"company"`
-	Description      string            `json:"description"`
-	Manager          *string           `json:"manager"`
-	City             string            `json:"city"`
-	StateProvince    string            `json:"stateProvince"`
-	Street           string            `json:"street"`
-	ZipPostal        string            `json:"zipPostal"`
-	PostOfficeBox    string            `json:"postOfficeBox"`
-	WorkLocation     string            `json:"workLocation"`
-	SeatingLocation  string            `json:"seatingLocation"`
-	Country          string            `json:"country"`
-	MobileNumber     string            `json:"mobileNumber"`
-	HomePhone        string            `json:"homePhone"`
-	TelephoneNumber  string            `json:"telephoneNumber"`
-	Fax              string            `json:"fax"`
-	Gender           string            `json:"gender"`
-	Language         string            `json:"language"`
-	IsDomainVerified bool              `json:"isDomainVerified"`
-	Status           int               `json:"status"`
-	IsLicensed       bool              `json:"isLicensed"`
-	PrimarySource    *primarySourceOut `json:"primarySource"`
-}
+//go:generate go run ../cmd/usergen -part api -src ../models/users.go -out users_gen.go
 
-// primarySourceOut is spec 2.1's primarySource with times in UTC.
-type primarySourceOut struct {
+// primarySourceView is spec 2.1's primarySource with times in UTC, the
+// view of models.User's PrimarySource (tagged custom: the generated view
+// and writer call newPrimarySourceView and appendPrimarySourceJSON).
+type primarySourceView struct {
 	ApplicationName    string                    `json:"applicationName"`
 	ApplicationService models.ApplicationService `json:"applicationService"`
 	CreationTime       time.Time                 `json:"creationTime"`
@@ -62,30 +31,18 @@ var localSource = models.ApplicationService{ID: "iam", Name: "iam", ServiceName:
 // localSourceName is the applicationName of records made through this service.
 const localSourceName = "IAM"
 
-func newUserView(u *models.User) userView {
-	src := &primarySourceOut{
-		ApplicationName: localSourceName, ApplicationService: localSource, IsEnabled: true,
-		ID: models.FormatID(u.ID), CreationTime: u.CreatedAt.UTC(), ModifiedTime: u.UpdatedAt.UTC(),
+// newPrimarySourceView is the view of the user's primary source: this
+// service for a user made through it.
+func newPrimarySourceView(u *models.User) *primarySourceView {
+	p := u.PrimarySource
+	if p == nil {
+		return &primarySourceView{
+			ApplicationName: localSourceName, ApplicationService: localSource, IsEnabled: true,
+			ID: models.FormatID(u.ID), CreationTime: u.CreatedAt.UTC(), ModifiedTime: u.UpdatedAt.UTC(),
+		}
 	}
-	if p := u.PrimarySource; p != nil {
-		src = &primarySourceOut{ApplicationName: p.ApplicationName, ApplicationService: p.ApplicationService,
-			CreationTime: p.CreationTime.UTC(), IsEnabled: p.IsEnabled, ID: p.ID, ModifiedTime: p.ModifiedTime.UTC()}
-	}
-	var manager *string
-	if u.ManagerID != nil {
-		m := models.FormatID(*u.ManagerID)
-		manager = &m
-	}
-	return userView{
-		ID: models.FormatID(u.ID), FirstName: u.FirstName, LastName: u.LastName, DisplayName: u.DisplayName,
-		Email: u.Email, EmployeeID: u.EmployeeID, Title: u.Title, Department: u.Department, Company: u.Company,
-		Description: u.Description, Manager: manager, City: u.City, StateProvince: u.StateProvince,
-		Street: u.Street, ZipPostal: u.ZipPostal, PostOfficeBox: u.PostOfficeBox, WorkLocation: u.WorkLocation,
-		SeatingLocation: u.SeatingLocation, Country: u.Country, MobileNumber: u.MobileNumber,
-		HomePhone: u.HomePhone, TelephoneNumber: u.TelephoneNumber, Fax: u.Fax, Gender: u.Gender,
-		Language: u.Language, IsDomainVerified: u.IsDomainVerified, Status: u.Status,
-		IsLicensed: u.IsLicensed, PrimarySource: src,
-	}
+	return &primarySourceView{ApplicationName: p.ApplicationName, ApplicationService: p.ApplicationService,
+		CreationTime: p.CreationTime.UTC(), IsEnabled: p.IsEnabled, ID: p.ID, ModifiedTime: p.ModifiedTime.UTC()}
 }
 
 func userViews(users []models.User) []userView {

@@ -15,7 +15,8 @@ import (
 )
 
 // writeUserPage answers a page of users with {data, meta}. Without fields
-// the users are written by appendUserJSON, straight from the models, not by
+// the users are written by appendUserJSON (generated from models.User's
+// tags, users_gen.go), straight from the models, not by
 // encoding/json from views: a page of users is the bulk of the response,
 // and encoding/json's reflection, its check of what a MarshalJSON returns
 // and the views' allocations cost several times more.
@@ -49,47 +50,15 @@ func writeUserPage(c *gin.Context, users []models.User, fields []string, meta li
 // 90 KB), sparing the allocator and the collector.
 var pageBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 128<<10); return &b }}
 
-// appendUserJSON appends the user as encoding/json writes its view
-// (newUserView), without making the view.
-func appendUserJSON(b []byte, u *models.User) []byte {
-	b = appendJSONID(append(b, `{"id":`...), u.ID)
-	b = appendJSONString(append(b, `,"firstName":`...), u.FirstName)
-	b = appendJSONString(append(b, `,"lastName":`...), u.LastName)
-	b = appendJSONString(append(b, `,"displayName":`...), u.DisplayName)
-	b = appendJSONString(append(b, `,"email":`...), u.Email)
-	b = appendJSONString(append(b, `,"employeeID":`...), u.EmployeeID)
-	b = appendJSONString(append(b, `,"title":`...), u.Title)
-	b = appendJSONString(append(b, `,"department":`...), u.Department)
-	b = appendJSONString(append(b, `,"company":`...), u.Company)
-	b = appendJSONString(append(b, `,"description":`...), u.Description)
-	if u.ManagerID == nil {
-		b = append(b, `,"manager":null`...)
-	} else {
-		b = appendJSONID(append(b, `,"manager":`...), *u.ManagerID)
-	}
-	b = appendJSONString(append(b, `,"city":`...), u.City)
-	b = appendJSONString(append(b, `,"stateProvince":`...), u.StateProvince)
-	b = appendJSONString(append(b, `,"street":`...), u.Street)
-	b = appendJSONString(append(b, `,"zipPostal":`...), u.ZipPostal)
-	b = appendJSONString(append(b, `,"postOfficeBox":`...), u.PostOfficeBox)
-	b = appendJSONString(append(b, `,"workLocation":`...), u.WorkLocation)
-	b = appendJSONString(append(b, `,"seatingLocation":`...), u.SeatingLocation)
-	b = appendJSONString(append(b, `,"country":`...), u.Country)
-	b = appendJSONString(append(b, `,"mobileNumber":`...), u.MobileNumber)
-	b = appendJSONString(append(b, `,"homePhone":`...), u.HomePhone)
-	b = appendJSONString(append(b, `,"telephoneNumber":`...), u.TelephoneNumber)
-	b = appendJSONString(append(b, `,"fax":`...), u.Fax)
-	b = appendJSONString(append(b, `,"gender":`...), u.Gender)
-	b = appendJSONString(append(b, `,"language":`...), u.Language)
-	b = strconv.AppendBool(append(b, `,"isDomainVerified":`...), u.IsDomainVerified)
-	b = strconv.AppendInt(append(b, `,"status":`...), int64(u.Status), 10)
-	b = strconv.AppendBool(append(b, `,"isLicensed":`...), u.IsLicensed)
+// appendPrimarySourceJSON appends the user's primary source as
+// encoding/json writes newPrimarySourceView's.
+func appendPrimarySourceJSON(b []byte, u *models.User) []byte {
 	p := u.PrimarySource
-	if p == nil { // this service: see newUserView
+	if p == nil { // this service: see newPrimarySourceView
 		p = &models.PrimarySource{ApplicationName: localSourceName, ApplicationService: localSource,
 			IsEnabled: true, CreationTime: u.CreatedAt, ModifiedTime: u.UpdatedAt}
 	}
-	b = appendJSONString(append(b, `,"primarySource":{"applicationName":`...), p.ApplicationName)
+	b = appendJSONString(append(b, `{"applicationName":`...), p.ApplicationName)
 	b = appendJSONString(append(b, `,"applicationService":{"id":`...), p.ApplicationService.ID)
 	b = appendJSONString(append(b, `,"name":`...), p.ApplicationService.Name)
 	b = appendJSONString(append(b, `,"serviceName":`...), p.ApplicationService.ServiceName)
@@ -102,7 +71,7 @@ func appendUserJSON(b []byte, u *models.User) []byte {
 		b = appendJSONString(append(b, `,"id":`...), p.ID)
 	}
 	b = appendJSONTime(append(b, `,"modifiedTime":`...), p.ModifiedTime.UTC())
-	return append(b, '}', '}')
+	return append(b, '}')
 }
 
 // appendJSONID writes an id as models.FormatID does, as a JSON string.

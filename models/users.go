@@ -28,63 +28,73 @@ const (
 	UserActive   = 1
 )
 
+//go:generate go run ../cmd/usergen -part models -src users.go -out users_gen.go
+
 // User is an identity user (spec 2.1): the profile, the sign-in state and
 // the role. Columns are snake_case; the API shows the fields camelCase.
+//
+// User is the one place a user attribute is declared: its api tag (package
+// iam/models/usergen) says whether the API shows it and under which name,
+// whether requests may write it, lists filter and sort on it and checkUser
+// checks its length. go generate writes from it the list scanner, the
+// listing allow-list and the length checks here (users_gen.go) and the
+// view, the JSON writer and the request fields in package api; the tests
+// fail when those files fall behind it (TestUserCodeGenerated).
 type User struct {
 	bun.BaseModel `bun:"table:users"`
 
-	ID              int64  `bun:"id,pk"`
-	OrgID           int64  `bun:"org_id"`
-	FirstName       string `bun:"first_name"`
-	LastName        string `bun:"last_name"`
-	DisplayName     string `bun:"display_name"`
-	Email           string `bun:"email"`
-	EmployeeID      string `bun:"employee_id"`
-	Title           string `bun:"title"`
-	Department      string `bun:"department"`
-	Company         string `bun:"company"`
-	Description     string `bun:"description"`
-	ManagerID       *int64 `bun:"manager_id"`
-	City            string `bun:"city"`
-	StateProvince   string `bun:"state_province"`
-	Street          string `bun:"street"`
-	ZipPostal       string `bun:"zip_postal"`
-	PostOfficeBox   string `bun:"post_office_box"`
-	WorkLocation    string `bun:"work_location"`
-	SeatingLocation string `bun:"seating_location"`
-	Country         string `bun:"country"`
-	MobileNumber    string `bun:"mobile_number"`
-	HomePhone       string `bun:"home_phone"`
-	TelephoneNumber string `bun:"telephone_number"`
-	Fax             string `bun:"fax"`
-	Gender          string `bun:"gender"`
-	Language        string `bun:"language"`
+	ID              int64  `bun:"id,pk" api:"id,filter,sort"`
+	OrgID           int64  `bun:"org_id" api:"-"`
+	FirstName       string `bun:"first_name" api:"firstName,write,filter,sort,max=MaxUserFieldLen"`
+	LastName        string `bun:"last_name" api:"lastName,write,filter,sort,max=MaxUserFieldLen"`
+	DisplayName     string `bun:"display_name" api:"displayName,write,filter,sort,max=MaxUserFieldLen"`
+	Email           string `bun:"email" api:"email,write,filter,sort"`
+	EmployeeID      string `bun:"employee_id" api:"employeeID,write,filter,sort,max=MaxUserFieldLen"`
+	Title           string `bun:"title" api:"title,write,filter,sort,max=MaxUserFieldLen"`
+	Department      string `bun:"department" api:"department,write,filter,sort,max=MaxUserFieldLen"`
+	Company         string `bun:"company" api:"company,write,filter,sort,max=MaxUserFieldLen"`
+	Description     string `bun:"description" api:"description,write,filter,max=MaxUserDescriptionLen"`
+	ManagerID       *int64 `bun:"manager_id" api:"manager,write,filter"`
+	City            string `bun:"city" api:"city,write,filter,sort,max=MaxUserFieldLen"`
+	StateProvince   string `bun:"state_province" api:"stateProvince,write,filter,sort,max=MaxUserFieldLen"`
+	Street          string `bun:"street" api:"street,write,filter,max=MaxUserFieldLen"`
+	ZipPostal       string `bun:"zip_postal" api:"zipPostal,write,filter,max=MaxUserFieldLen"`
+	PostOfficeBox   string `bun:"post_office_box" api:"postOfficeBox,write,filter,max=MaxUserFieldLen"`
+	WorkLocation    string `bun:"work_location" api:"workLocation,write,filter,sort,max=MaxUserFieldLen"`
+	SeatingLocation string `bun:"seating_location" api:"seatingLocation,write,filter,max=MaxUserFieldLen"`
+	Country         string `bun:"country" api:"country,write,filter,sort"`
+	MobileNumber    string `bun:"mobile_number" api:"mobileNumber,write,filter,max=MaxUserPhoneLen"`
+	HomePhone       string `bun:"home_phone" api:"homePhone,write,filter,max=MaxUserPhoneLen"`
+	TelephoneNumber string `bun:"telephone_number" api:"telephoneNumber,write,filter,max=MaxUserPhoneLen"`
+	Fax             string `bun:"fax" api:"fax,write,filter,max=MaxUserPhoneLen"`
+	Gender          string `bun:"gender" api:"gender,write,filter,sort"`
+	Language        string `bun:"language" api:"language,write,filter,sort"`
 	// IsDomainVerified is set by the system, never by a request.
-	IsDomainVerified bool `bun:"is_domain_verified"`
-	Status           int  `bun:"status"`
+	IsDomainVerified bool `bun:"is_domain_verified" api:"isDomainVerified,filter,sort"`
+	Status           int  `bun:"status" api:"status,write,filter,sort"`
 	// IsLicensed tells whether the user holds a license (the licensing
 	// parameter of GET /users).
-	IsLicensed bool `bun:"is_licensed"`
+	IsLicensed bool `bun:"is_licensed" api:"isLicensed,write,filter,sort"`
 	// PrimarySource is where the record comes from when a directory
 	// provides it; nil for users made in this service.
-	PrimarySource *PrimarySource `bun:"primary_source,type:json"`
-	Role          Role           `bun:"role"`
+	PrimarySource *PrimarySource `bun:"primary_source,type:json" api:"primarySource,custom"`
+	Role          Role           `bun:"role" api:"-,nolist"`
 	// PasswordHash is the argon2id hash of the password (HashPassword); empty
 	// when the user has none and cannot sign in.
-	PasswordHash string `bun:"password_hash"`
+	PasswordHash string `bun:"password_hash" api:"-,nolist"`
 	// FailedLogins counts failed sign-ins since FirstFailedLoginAt, the start
 	// of the current counting window (account blocking, spec 2.12).
-	FailedLogins       int        `bun:"failed_logins"`
-	FirstFailedLoginAt *time.Time `bun:"first_failed_login_at"`
+	FailedLogins       int        `bun:"failed_logins" api:"-,nolist"`
+	FirstFailedLoginAt *time.Time `bun:"first_failed_login_at" api:"-,nolist"`
 	// BlockedUntil is the end of a block; BlockedForever for one an
 	// administrator must lift.
-	BlockedUntil *time.Time `bun:"blocked_until"`
+	BlockedUntil *time.Time `bun:"blocked_until" api:"-,nolist"`
 	// TokensValidAfter ends every token and sign-in of the user issued
 	// before it: a password change, deactivation or demotion sets it (and
 	// deletes the user's tokens). Nil when never set.
-	TokensValidAfter *time.Time `bun:"tokens_valid_after"`
-	CreatedAt        time.Time  `bun:"created_at"`
-	UpdatedAt        time.Time  `bun:"updated_at"`
+	TokensValidAfter *time.Time `bun:"tokens_valid_after" api:"-,nolist"`
+	CreatedAt        time.Time  `bun:"created_at" api:"-"`
+	UpdatedAt        time.Time  `bun:"updated_at" api:"-"`
 }
 
 // PrimarySource is the directory a user record comes from (spec 2.1).

@@ -11,42 +11,14 @@ import (
 
 // UserListing is the allow-list of GET /users and the attributes membership
 // rules of dynamic groups may test: cursor paging, id order by default.
-// Every text attribute can be filtered on; the sortable ones are NOT NULL
-// columns. primarySource may only be picked by fields.
+// The attributes are User's fields the API shows, filterable and sortable
+// as their api tags say (userAttributes, generated): every text attribute
+// can be filtered on; the sortable ones are NOT NULL columns.
+// primarySource may only be picked by fields.
 var UserListing = listing.MustSchema(listing.Schema{
-	Name:   "users",
-	Paging: listing.CursorPaging,
-	Attributes: []listing.Attribute{
-		{Name: "id", Column: "id", Type: listing.TypeID, Filter: true, Sort: true},
-		{Name: "firstName", Column: "first_name", Type: listing.TypeString, Filter: true, Sort: true},
-		{Name: "lastName", Column: "last_name", Type: listing.TypeString, Filter: true, Sort: true},
-		{Name: "displayName", Column: "display_name", Type: listing.TypeString, Filter: true, Sort: true},
-		{Name: "email", Column: "email", Type: listing.TypeString, Filter: true, Sort: true},
-		{Name: "employeeID", Column: "employee_id", Type: listing.TypeString, Filter: true, Sort: true},
-		{Name: "title", Column: "title", Type: listing.TypeString, Filter: true, Sort: true},
-		{Name: "department", Column: "department", Type: listing.TypeString, Filter: true, Sort: true},
-		{Name: "company", Column: "company", Type: listing.TypeString, Filter: true, Sort: true},
-		{Name: "description", Column: "description", Type: listing.TypeString, Filter: true},
-		{Name: "manager", Column: "manager_id", Type: listing.TypeID, Filter: true},
-		{Name: "city", Column: "city", Type: listing.TypeString, Filter: true, Sort: true},
-		{Name: "stateProvince", Column: "state_province", Type: listing.TypeString, Filter: true, Sort: true},
-		{Name: "street", Column: "street", Type: listing.TypeString, Filter: true},
-		{Name: "zipPostal", Column: "zip_postal", Type: listing.TypeString, Filter: true},
-		{Name: "postOfficeBox", Column: "post_office_box", Type: listing.TypeString, Filter: true},
-		{Name: "workLocation", Column: "work_location", Type: listing.TypeString, Filter: true, Sort: true},
-		{Name: "seatingLocation", Column: "seating_location", Type: listing.TypeString, Filter: true},
-		{Name: "country", Column: "country", Type: listing.TypeString, Filter: true, Sort: true},
-		{Name: "mobileNumber", Column: "mobile_number", Type: listing.TypeString, Filter: true},
-		{Name: "homePhone", Column: "home_phone", Type: listing.TypeString, Filter: true},
-		{Name: "telephoneNumber", Column: "telephone_number", Type: listing.TypeString, Filter: true},
-		{Name: "fax", Column: "fax", Type: listing.TypeString, Filter: true},
-		{Name: "gender", Column: "gender", Type: listing.TypeString, Filter: true, Sort: true},
-		{Name: "language", Column: "language", Type: listing.TypeString, Filter: true, Sort: true},
-		{Name: "isDomainVerified", Column: "is_domain_verified", Type: listing.TypeBoolean, Filter: true, Sort: true},
-		{Name: "status", Column: "status", Type: listing.TypeInteger, Filter: true, Sort: true},
-		{Name: "isLicensed", Column: "is_licensed", Type: listing.TypeBoolean, Filter: true, Sort: true},
-		{Name: "primarySource"},
-	},
+	Name:       "users",
+	Paging:     listing.CursorPaging,
+	Attributes: userAttributes,
 })
 
 // MemberListing is the allow-list of GET /groups/{id}/members for a caller
@@ -62,10 +34,6 @@ var MemberListing = listing.MustSchema(listing.Schema{
 		{Name: "email", Column: "email", Type: listing.TypeString, Filter: true, Sort: true},
 	},
 })
-
-// signInColumns are the columns of sign-in state and role, which lists
-// leave out: users read from a list have them zero.
-var signInColumns = []string{"role", "password_hash", "failed_logins", "first_failed_login_at", "blocked_until", "tokens_valid_after"}
 
 // Licensing selects users by license for GET /users.
 type Licensing string

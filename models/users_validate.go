@@ -43,22 +43,7 @@ func checkUser(u *User) error {
 	} else if len(u.Email) > MaxEmailLen {
 		bad("email", "must be at most 254 characters")
 	}
-	for _, f := range []struct {
-		name  string
-		value string
-		max   int
-	}{
-		{"firstName", u.FirstName, MaxUserFieldLen}, {"lastName", u.LastName, MaxUserFieldLen},
-		{"displayName", u.DisplayName, MaxUserFieldLen}, {"employeeID", u.EmployeeID, MaxUserFieldLen},
-		{"title", u.Title, MaxUserFieldLen}, {"department", u.Department, MaxUserFieldLen},
-		{"company", u.Company, MaxUserFieldLen}, {"description", u.Description, MaxUserDescriptionLen},
-		{"city", u.City, MaxUserFieldLen}, {"stateProvince", u.StateProvince, MaxUserFieldLen},
-		{"street", u.Street, MaxUserFieldLen}, {"zipPostal", u.ZipPostal, MaxUserFieldLen},
-		{"postOfficeBox", u.PostOfficeBox, MaxUserFieldLen}, {"workLocation", u.WorkLocation, MaxUserFieldLen},
-		{"seatingLocation", u.SeatingLocation, MaxUserFieldLen},
-		{"mobileNumber", u.MobileNumber, MaxUserPhoneLen}, {"homePhone", u.HomePhone, MaxUserPhoneLen},
-		{"telephoneNumber", u.TelephoneNumber, MaxUserPhoneLen}, {"fax", u.Fax, MaxUserPhoneLen},
-	} {
+	for _, f := range userTexts(u) {
 		if n := utf8.RuneCountInString(f.value); n > f.max {
 			bad(f.name, "must be at most "+strconv.Itoa(f.max)+" characters")
 		} else if !utf8.ValidString(f.value) || strings.ContainsRune(f.value, 0) {
@@ -97,6 +82,14 @@ func checkUser(u *User) error {
 		return nil
 	}
 	return &Error{Code: EINVALID, Field: causes[0].Title, Detail: causes[0].Detail, Causes: causes}
+}
+
+// userText is a text field of a user checked for length and valid text:
+// its API name, its value and the most characters it may hold.
+type userText struct {
+	name  string
+	value string
+	max   int
 }
 
 // normalizeLanguage accepts xx or xx-YY (any case; an underscore for the
