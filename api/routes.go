@@ -5,8 +5,9 @@ import (
 )
 
 // Route is one /api/v1 route: its method and path (relative to /api/v1), the
-// scopes of which the token must hold any one, and its handler. MaxBody
-// overrides the default body limit (uploads).
+// scopes of which the token must hold any one, and its handler: a
+// func(*gin.Context) error wrapped by handle, which answers the error it
+// returns. MaxBody overrides the default body limit (uploads).
 type Route struct {
 	Method  string
 	Path    string

@@ -125,7 +125,7 @@ func (s *Server) newEngine() *gin.Engine {
 	if !s.cfg.SeparateMetrics {
 		r.GET("/metrics", gin.WrapH(s.MetricsHandler()))
 	}
-	r.GET("/api/v1/openapi.json", s.openAPI)
+	r.GET("/api/v1/openapi.json", handle(s.openAPI))
 	if s.deps.OAuth != nil {
 		r.Any("/oauth/v2/*path", gin.WrapH(s.deps.OAuth))
 		r.GET("/.well-known/oauth-authorization-server", gin.WrapH(s.deps.OAuth))
