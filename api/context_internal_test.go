@@ -25,9 +25,6 @@ import (
 // (c.Request.Context()) is the one to pass. The package is type-checked from
 // its source against the export data go list gives.
 func TestHandlers_HandTheRequestContext(t *testing.T) {
-	if testing.Short() {
-		t.Skip("type-checks the package")
-	}
 	out, err := exec.Command("go", "list", "-export", "-deps", "-json=ImportPath,Export", ".").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
