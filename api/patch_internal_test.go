@@ -87,3 +87,15 @@ func TestDecodeRequest_Checks(t *testing.T) {
 		t.Errorf("a patch needs neither: %v", err)
 	}
 }
+
+// TestDecodeRequest_FieldDecoderError: a field that decodes itself
+// (optionalRef) names the field in the answer rather than the body being
+// called invalid JSON.
+func TestDecodeRequest_FieldDecoderError(t *testing.T) {
+	var req userCreateRequest
+	err := decodeRequest(strings.NewReader(`{"firstName":"J","email":"j@example.com","manager":true}`), &req)
+	var me *models.Error
+	if !errors.As(err, &me) || me.Code != models.EINVALID || me.Field != "manager" {
+		t.Fatalf("manager: true gives %v, want manager must be a user id", err)
+	}
+}

@@ -89,8 +89,12 @@ func jsonError(err error) error {
 	var syntax *json.SyntaxError
 	var typeErr *json.UnmarshalTypeError
 	var tooLarge *http.MaxBytesError
+	var field *models.Error
 	switch {
 	case errors.As(err, &tooLarge):
+		return err
+	case errors.As(err, &field):
+		// A field's own UnmarshalJSON (optionalRef) names the field.
 		return err
 	case errors.Is(err, io.EOF):
 		return errInvalidBody("the request body is empty")
