@@ -51,11 +51,11 @@ func bulkIDs(c *gin.Context) ([]string, error) {
 // caller's organization is deleted in one transaction by deleteMany; the
 // answer is 200 with one item per id, 204 when deleted and 404 with
 // notFound's error when missing (or not an id).
-func (s *Server) bulkDelete(c *gin.Context, notFound error, deleteMany func(ctx context.Context, orgID int64, ids []int64) ([]int64, error)) {
+func (s *Server) bulkDelete(c *gin.Context, notFound error, deleteMany func(ctx context.Context, orgID int64, ids []int64) ([]int64, error)) error {
+	ctx := c.Request.Context()
 	raw, err := bulkIDs(c)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	var ids []int64
 	parsed := make([]int64, len(raw)) // 0: not an id
@@ -65,10 +65,9 @@ func (s *Server) bulkDelete(c *gin.Context, notFound error, deleteMany func(ctx 
 			ids = append(ids, id)
 		}
 	}
-	deleted, err := deleteMany(c, principal(c).OrgID, ids)
+	deleted, err := deleteMany(ctx, principal(c).OrgID, ids)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	gone := make(map[int64]bool, len(deleted))
 	for _, id := range deleted {
@@ -83,4 +82,5 @@ func (s *Server) bulkDelete(c *gin.Context, notFound error, deleteMany func(ctx 
 		}
 	}
 	c.JSON(http.StatusOK, out)
+	return nil
 }

@@ -38,33 +38,34 @@ func newFactorConfigView(c *models.FactorConfig) factorConfigView {
 // listFactorConfigs: GET /protection/authnfactor-configs, the organization's
 // factor configs (seeded on first use), each with the CSV columns its
 // enrollment data needs.
-func (s *Server) listFactorConfigs(c *gin.Context) {
-	configs, err := models.NewFactorStore(s.store.DB).List(c, principal(c).OrgID)
+func (s *Server) listFactorConfigs(c *gin.Context) error {
+	ctx := c.Request.Context()
+	configs, err := models.NewFactorStore(s.store.DB).List(ctx, principal(c).OrgID)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	views := make([]factorConfigView, len(configs))
 	for i := range configs {
 		views[i] = newFactorConfigView(&configs[i])
 	}
 	c.JSON(http.StatusOK, gin.H{"data": views, "meta": gin.H{"start_index": 0, "limit": len(views), "total_no_of_objects": len(views)}})
+	return nil
 }
 
 // sampleCSV: GET /protection/quick-enrollment/sample-csv?factor_configs=…,
 // a CSV with the header the chosen configs need and one example row.
-func (s *Server) sampleCSV(c *gin.Context) {
+func (s *Server) sampleCSV(c *gin.Context) error {
+	ctx := c.Request.Context()
 	ids, err := parseIDList("factor_configs", c.QueryArray("factor_configs"))
 	if err == nil && len(ids) == 0 {
 		err = models.Invalid("factor_configs", "is required: comma-separated factor config ids")
 	}
 	var configs []models.FactorConfig
 	if err == nil {
-		configs, err = models.NewFactorStore(s.store.DB).Resolve(c, principal(c).OrgID, ids)
+		configs, err = models.NewFactorStore(s.store.DB).Resolve(ctx, principal(c).OrgID, ids)
 	}
 	if err != nil {
-		abortWithError(c, asParamError(err))
-		return
+		return asParamError(err)
 	}
 	header := []string{models.ColumnPrimaryEmail}
 	example := []string{"jane.doe@example.com"}
@@ -86,6 +87,7 @@ func (s *Server) sampleCSV(c *gin.Context) {
 	w.Flush()
 	c.Header("Content-Disposition", `attachment; filename="quick-enrollment-sample.csv"`)
 	c.Data(http.StatusOK, "text/csv; charset=utf-8", []byte(b.String()))
+	return nil
 }
 
 // parseIDList reads ids given as repeated values, comma-separated values or

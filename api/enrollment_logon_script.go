@@ -28,43 +28,44 @@ type logonScriptPatch struct {
 }
 
 // getLogonScript: GET /protection/quick-enrollment/logon-script-config.
-func (s *Server) getLogonScript(c *gin.Context) {
-	cfg, err := models.NewLogonScriptStore(s.store.DB).Get(c, principal(c).OrgID)
+func (s *Server) getLogonScript(c *gin.Context) error {
+	ctx := c.Request.Context()
+	cfg, err := models.NewLogonScriptStore(s.store.DB).Get(ctx, principal(c).OrgID)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"data": cfg})
+	return nil
 }
 
 // putLogonScript: PUT, replaces the whole configuration.
-func (s *Server) putLogonScript(c *gin.Context) {
+func (s *Server) putLogonScript(c *gin.Context) error {
+	ctx := c.Request.Context()
 	var body logonScriptPut
 	if err := decodeJSON(c, &body); err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	cfg, err := models.NewLogonScriptStore(s.store.DB).Update(c, principal(c).OrgID, func(cfg *models.LogonScriptConfig) error {
+	cfg, err := models.NewLogonScriptStore(s.store.DB).Update(ctx, principal(c).OrgID, func(cfg *models.LogonScriptConfig) error {
 		cfg.WindowTitle, cfg.WindowContent = body.WindowTitle, body.WindowContent
 		cfg.EnrollmentButton, cfg.CancellationButton = body.EnrollmentButton, body.CancellationButton
 		cfg.ForceEnrollment = body.ForceEnrollment
 		return nil
 	})
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"data": cfg})
+	return nil
 }
 
 // patchLogonScript: PATCH, changes the fields given.
-func (s *Server) patchLogonScript(c *gin.Context) {
+func (s *Server) patchLogonScript(c *gin.Context) error {
+	ctx := c.Request.Context()
 	var body logonScriptPatch
 	if err := decodeJSON(c, &body); err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	cfg, err := models.NewLogonScriptStore(s.store.DB).Update(c, principal(c).OrgID, func(cfg *models.LogonScriptConfig) error {
+	cfg, err := models.NewLogonScriptStore(s.store.DB).Update(ctx, principal(c).OrgID, func(cfg *models.LogonScriptConfig) error {
 		for _, f := range []struct {
 			src *string
 			dst *string
@@ -80,8 +81,8 @@ func (s *Server) patchLogonScript(c *gin.Context) {
 		return nil
 	})
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"data": cfg})
+	return nil
 }

@@ -16,13 +16,7 @@ import (
 // not too many entries, not too much to unpack), then the archive and its
 // job are stored as a CSV's are (models.Store.CreateUploadJob). Entries that
 // are unsafe or not certificates become per-row errors of the job.
-func (s *Server) uploadSmartCards(c *gin.Context) {
-	if err := s.doUploadSmartCards(c); err != nil {
-		abortWithError(c, err)
-	}
-}
-
-func (s *Server) doUploadSmartCards(c *gin.Context) error {
+func (s *Server) uploadSmartCards(c *gin.Context) error {
 	p := principal(c)
 	form, err := readUploadForm(c, s.cfg.UploadMaxBytes, s.cfg.UploadIdleTimeout)
 	if err != nil {

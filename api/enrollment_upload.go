@@ -20,13 +20,7 @@ import (
 // transactions, the job in one). No transaction is open while the client
 // sends, and an upload cut short leaves nothing behind. The workflow is
 // started after the commit (202, or QUEUED when Temporal is unreachable).
-func (s *Server) uploadCSV(c *gin.Context) {
-	if err := s.doUploadCSV(c); err != nil {
-		abortWithError(c, err)
-	}
-}
-
-func (s *Server) doUploadCSV(c *gin.Context) error {
+func (s *Server) uploadCSV(c *gin.Context) error {
 	p := principal(c)
 	form, err := readUploadForm(c, s.cfg.UploadMaxBytes, s.cfg.UploadIdleTimeout)
 	if err != nil {

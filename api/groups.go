@@ -96,47 +96,44 @@ func (s *Server) launch(c *gin.Context, job *models.Job) {
 }
 
 // listGroups: GET /groups (cursor paging).
-func (s *Server) listGroups(c *gin.Context) {
+func (s *Server) listGroups(c *gin.Context) error {
+	ctx := c.Request.Context()
 	params, err := listing.Parse(c.Request.URL.Query(), models.GroupListing)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	groups, meta, err := s.store.Groups.List(c, principal(c).OrgID, params)
+	groups, meta, err := s.store.Groups.List(ctx, principal(c).OrgID, params)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	views := make([]groupView, len(groups))
 	for i := range groups {
 		views[i] = newGroupView(&groups[i])
 	}
 	c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, params.Fields), "meta": meta})
+	return nil
 }
 
 // getGroup: GET /groups/{group_id}, {data: Group} with up to the first
 // membersInGroup member ids; fields picks attributes.
-func (s *Server) getGroup(c *gin.Context) {
+func (s *Server) getGroup(c *gin.Context) error {
+	ctx := c.Request.Context()
 	params, err := listing.Parse(url.Values{"fields": c.Request.URL.Query()["fields"]}, groupDetail)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	id, err := pathID(c, "group_id", models.ErrGroupNotFound)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	g, err := s.store.Groups.Get(c, principal(c).OrgID, id)
+	g, err := s.store.Groups.Get(ctx, principal(c).OrgID, id)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	view := newGroupView(g)
-	ids, err := s.store.Groups.MemberIDs(c, g.ID, membersInGroup)
+	ids, err := s.store.Groups.MemberIDs(ctx, g.ID, membersInGroup)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	members := make([]string, len(ids))
 	for i, m := range ids {
@@ -146,37 +143,35 @@ func (s *Server) getGroup(c *gin.Context) {
 	data := listing.Project([]groupView{view}, params.Fields)
 	if len(params.Fields) == 0 {
 		c.JSON(http.StatusOK, gin.H{"data": view})
-		return
+		return nil
 	}
 	c.JSON(http.StatusOK, gin.H{"data": projectedOne{data}})
+	return nil
 }
 
 // groupMembers: GET /groups/{group_id}/members, the member users with the
 // parameters of GET /users when the token may also read users; otherwise
 // each member as id, displayName and email only (memberSummary), filtered
 // and sorted on those alone (models.MemberListing).
-func (s *Server) groupMembers(c *gin.Context) {
+func (s *Server) groupMembers(c *gin.Context) error {
+	ctx := c.Request.Context()
 	id, err := pathID(c, "group_id", models.ErrGroupNotFound)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	p := principal(c)
 	if !Allows(p.Scopes, userReadScopes) {
-		s.groupMemberSummaries(c, p.OrgID, id)
-		return
+		return s.groupMemberSummaries(c, p.OrgID, id)
 	}
 	params, err := listing.Parse(c.Request.URL.Query(), models.UserListing)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	users, meta, err := s.store.Users.ListGroupMembers(c, p.OrgID, id, params)
+	users, meta, err := s.store.Users.ListGroupMembers(ctx, p.OrgID, id, params)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	writeUserPage(c, users, params.Fields, meta)
+	return writeUserPage(c, users, params.Fields, meta)
 }
 
 // userReadScopes are the scopes that let a caller see whole user records.
@@ -190,22 +185,22 @@ type memberSummary struct {
 	Email       string `json:"email"`
 }
 
-func (s *Server) groupMemberSummaries(c *gin.Context, orgID, groupID int64) {
+func (s *Server) groupMemberSummaries(c *gin.Context, orgID, groupID int64) error {
+	ctx := c.Request.Context()
 	params, err := listing.Parse(c.Request.URL.Query(), models.MemberListing)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	users, meta, err := s.store.Users.ListGroupMemberSummaries(c, orgID, groupID, params)
+	users, meta, err := s.store.Users.ListGroupMemberSummaries(ctx, orgID, groupID, params)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	views := make([]memberSummary, len(users))
 	for i := range users {
 		views[i] = memberSummary{ID: models.FormatID(users[i].ID), DisplayName: users[i].DisplayName, Email: users[i].Email}
 	}
 	c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, params.Fields), "meta": meta})
+	return nil
 }
 
 // groupCreateRequest is the body of POST /groups: name is required;
@@ -221,16 +216,15 @@ type groupCreateRequest struct {
 
 // createGroup: POST /groups, 201 {data: Group without members}. A dynamic
 // group's members are computed by a job (membership_job_id).
-func (s *Server) createGroup(c *gin.Context) {
+func (s *Server) createGroup(c *gin.Context) error {
+	ctx := c.Request.Context()
 	var req groupCreateRequest
 	if err := decodeJSON(c, &req); err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	members, err := parseMemberIDs("members", req.Members)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	g := &models.Group{OrgID: principal(c).OrgID, Name: req.Name, Description: req.Description,
 		IsDynamic: req.IsDynamic, MembershipRule: req.MembershipRule}
@@ -238,12 +232,12 @@ func (s *Server) createGroup(c *gin.Context) {
 	if g.IsDynamic {
 		job = recomputeJob(c)
 	}
-	if err := s.store.Groups.Create(c, g, members, job); err != nil {
-		abortWithError(c, err)
-		return
+	if err := s.store.Groups.Create(ctx, g, members, job); err != nil {
+		return err
 	}
 	s.launch(c, job)
 	c.JSON(http.StatusCreated, gin.H{"data": newGroupView(g)})
+	return nil
 }
 
 // groupPatchRequest is the body of PATCH /groups/{id}. is_dynamic cannot
@@ -256,45 +250,44 @@ type groupPatchRequest struct {
 
 // updateGroup: PATCH /groups/{group_id}, {data: Group without members}. A
 // changed membership_rule starts a recompute job.
-func (s *Server) updateGroup(c *gin.Context) {
+func (s *Server) updateGroup(c *gin.Context) error {
+	ctx := c.Request.Context()
 	id, err := pathID(c, "group_id", models.ErrGroupNotFound)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	var req groupPatchRequest
 	if err := decodeJSON(c, &req); err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	job := recomputeJob(c)
-	g, err := s.store.Groups.Update(c, principal(c).OrgID, id,
+	g, err := s.store.Groups.Update(ctx, principal(c).OrgID, id,
 		models.GroupChange{Name: req.Name, Description: req.Description, MembershipRule: req.MembershipRule}, job)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	s.launch(c, job)
 	c.JSON(http.StatusOK, gin.H{"data": newGroupView(g)})
+	return nil
 }
 
 // deleteGroup: DELETE /groups/{group_id}, 204.
-func (s *Server) deleteGroup(c *gin.Context) {
+func (s *Server) deleteGroup(c *gin.Context) error {
+	ctx := c.Request.Context()
 	id, err := pathID(c, "group_id", models.ErrGroupNotFound)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	if err := s.store.Groups.Delete(c, principal(c).OrgID, id); err != nil {
-		abortWithError(c, err)
-		return
+	if err := s.store.Groups.Delete(ctx, principal(c).OrgID, id); err != nil {
+		return err
 	}
 	c.Status(http.StatusNoContent)
+	return nil
 }
 
 // deleteGroups: DELETE /groups?ids=…, the bulk delete of spec 4.0 item 6.
-func (s *Server) deleteGroups(c *gin.Context) {
-	s.bulkDelete(c, models.ErrGroupNotFound, s.store.Groups.DeleteMany)
+func (s *Server) deleteGroups(c *gin.Context) error {
+	return s.bulkDelete(c, models.ErrGroupNotFound, s.store.Groups.DeleteMany)
 }
 
 // membersRequest is the body of POST /groups/{id}/members.
@@ -305,54 +298,50 @@ type membersRequest struct {
 // addGroupMembers: POST /groups/{group_id}/members, {data: Group}. Static
 // groups only; every id must be a user of the organization or nothing is
 // added.
-func (s *Server) addGroupMembers(c *gin.Context) {
+func (s *Server) addGroupMembers(c *gin.Context) error {
+	ctx := c.Request.Context()
 	id, err := pathID(c, "group_id", models.ErrGroupNotFound)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	var req membersRequest
 	if err := decodeJSON(c, &req); err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	ids, err := parseMemberIDs("members", req.Members)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	g, err := s.store.Groups.AddMembers(c, principal(c).OrgID, id, ids)
+	g, err := s.store.Groups.AddMembers(ctx, principal(c).OrgID, id, ids)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"data": newGroupView(g)})
+	return nil
 }
 
 // removeGroupMembers: DELETE /groups/{group_id}/members?ids=…, {data:
 // Group}. Static groups only; ids that are not members are ignored.
-func (s *Server) removeGroupMembers(c *gin.Context) {
+func (s *Server) removeGroupMembers(c *gin.Context) error {
+	ctx := c.Request.Context()
 	id, err := pathID(c, "group_id", models.ErrGroupNotFound)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	raw, err := bulkIDs(c)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	ids, err := parseMemberIDs("ids", raw)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	g, err := s.store.Groups.RemoveMembers(c, principal(c).OrgID, id, ids)
+	g, err := s.store.Groups.RemoveMembers(ctx, principal(c).OrgID, id, ids)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"data": newGroupView(g)})
+	return nil
 }
 
 // parseMemberIDs reads user ids written as digit strings.

@@ -67,43 +67,40 @@ func utcPtr(t *time.Time) *time.Time {
 
 // listJobs: GET /jobs (offset paging; filter on module, status, action_name,
 // start_time, end_time).
-func (s *Server) listJobs(c *gin.Context) {
+func (s *Server) listJobs(c *gin.Context) error {
 	params, err := listing.Parse(c.Request.URL.Query(), models.JobListing)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	// The request's context, not gin's: gin recycles its context after the
 	// request while database/sql may still read it (a data race).
 	jobs, meta, err := s.store.Jobs.List(c.Request.Context(), principal(c).OrgID, params)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	views := make([]jobView, len(jobs))
 	for i := range jobs {
 		views[i] = newJobView(&jobs[i])
 	}
 	c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, params.Fields), "meta": meta})
+	return nil
 }
 
 // getJob: GET /jobs/{job_id}, the job at top level with its first results.
-func (s *Server) getJob(c *gin.Context) {
+func (s *Server) getJob(c *gin.Context) error {
+	ctx := c.Request.Context()
 	org := principal(c).OrgID
 	id, err := pathID(c, "job_id", models.ErrJobNotFound)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	job, err := s.store.Jobs.Get(c, org, id)
+	job, err := s.store.Jobs.Get(ctx, org, id)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	results, err := s.store.Jobs.Results(c, job.ID, "", 0, resultsInJob)
+	results, err := s.store.Jobs.Results(ctx, job.ID, "", 0, resultsInJob)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	if results == nil {
 		results = []models.JobResult{}
@@ -118,28 +115,28 @@ func (s *Server) getJob(c *gin.Context) {
 		ResultsHref:  "/api/v1/jobs/" + view.ID + "/results",
 	}
 	c.JSON(http.StatusOK, view)
+	return nil
 }
 
 // listJobResults: GET /jobs/{job_id}/results, every per-entity result in row
 // order (offset paging; filter on row, id and status).
-func (s *Server) listJobResults(c *gin.Context) {
+func (s *Server) listJobResults(c *gin.Context) error {
+	ctx := c.Request.Context()
 	org := principal(c).OrgID
 	id, err := pathID(c, "job_id", models.ErrJobNotFound)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	params, err := listing.Parse(c.Request.URL.Query(), models.JobResultListing)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	results, meta, err := s.store.Jobs.ListResults(c, org, id, params)
+	results, meta, err := s.store.Jobs.ListResults(ctx, org, id, params)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"data": listing.Project(results, params.Fields), "meta": meta})
+	return nil
 }
 
 // deleteJob: DELETE /jobs/{job_id}. The row goes first, so the job is gone
@@ -148,21 +145,20 @@ func (s *Server) listJobResults(c *gin.Context) {
 // delete needs only the database: with the workflow engine unreachable it is
 // still 204, after at most jobCancelWait, and the workflow stops once the
 // engine is back.
-func (s *Server) deleteJob(c *gin.Context) {
+func (s *Server) deleteJob(c *gin.Context) error {
+	ctx := c.Request.Context()
 	org := principal(c).OrgID
 	id, err := pathID(c, "job_id", models.ErrJobNotFound)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	if err := s.store.Jobs.Delete(c, org, id); err != nil {
-		abortWithError(c, err)
-		return
+	if err := s.store.Jobs.Delete(ctx, org, id); err != nil {
+		return err
 	}
 	if s.deps.Jobs == nil || s.deps.Jobs.Client == nil {
 		logger(c).Warn("no workflow engine: the deleted job's workflow stops at its next write", "job_id", id)
 		c.Status(http.StatusNoContent)
-		return
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), jobCancelWait)
 	defer cancel()
@@ -170,6 +166,7 @@ func (s *Server) deleteJob(c *gin.Context) {
 		logger(c).Warn("job deleted; its workflow will stop at its next write", "job_id", id, "error", err)
 	}
 	c.Status(http.StatusNoContent)
+	return nil
 }
 
 // jobCancelWait bounds how long DELETE /jobs/{id} waits for the workflow

@@ -13,21 +13,22 @@ import (
 // templateDefaultConfigs: GET /meta/templates/notification/default_configs.
 // The limits served are the ones template writes are checked against
 // (models.TemplateLimits).
-func (s *Server) templateDefaultConfigs(c *gin.Context) {
+func (s *Server) templateDefaultConfigs(c *gin.Context) error {
 	c.JSON(http.StatusOK, gin.H{"data": models.TemplateDefaults()})
+	return nil
 }
 
 // templateModuleConfigs: GET /meta/templates/notification/module_configs,
 // for the module named by query module (any case), Reports when absent.
-func (s *Server) templateModuleConfigs(c *gin.Context) {
+func (s *Server) templateModuleConfigs(c *gin.Context) error {
 	module := c.Query("module")
 	if module == "" {
 		module = models.ModuleReports
 	}
 	cfg, ok := models.TemplateModuleConfigs(module)
 	if !ok {
-		abortWithError(c, &listing.ParamError{Param: "module", Detail: "must be one of: " + strings.Join(models.TemplateModuleNames(), ", ")})
-		return
+		return &listing.ParamError{Param: "module", Detail: "must be one of: " + strings.Join(models.TemplateModuleNames(), ", ")}
 	}
 	c.JSON(http.StatusOK, gin.H{"data": cfg})
+	return nil
 }

@@ -40,11 +40,11 @@ var openAPIJSON = sync.OnceValues(func() ([]byte, error) {
 
 // openAPI serves the document as JSON. It is public: it describes the
 // surface, it holds no data.
-func (s *Server) openAPI(c *gin.Context) {
+func (s *Server) openAPI(c *gin.Context) error {
 	body, err := openAPIJSON()
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	c.Data(http.StatusOK, "application/json", body)
+	return nil
 }

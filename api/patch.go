@@ -4,51 +4,55 @@ import (
 	"bytes"
 	"encoding/json"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/gin-gonic/gin"
 )
 
 // PATCH bodies are JSON merge patches (RFC 7396) over a resource's request
 // form: members given replace, null removes, objects merge, arrays replace.
-// Numbers stay json.Number throughout, so that 64-bit ids survive.
+// jsonpatch.MergePatch keeps every value it does not merge as the bytes it
+// was given, so numbers (64-bit ids) reach the request struct exactly.
 
 // decodePatch reads a merge patch body: a JSON object.
-func decodePatch(c *gin.Context) (map[string]any, error) {
+func decodePatch(c *gin.Context) ([]byte, error) {
 	var raw json.RawMessage
 	if err := decodeJSON(c, &raw); err != nil {
 		return nil, err
 	}
-	patch, err := jsonObject(raw)
-	if err != nil {
+	if _, err := jsonObject(raw); err != nil {
 		return nil, errInvalidBody("the body must be a JSON object")
 	}
-	return patch, nil
+	return raw, nil
 }
 
 // mergeRequest applies patch to base (marshalled to JSON; prepare, when
-// set, edits that document first) and decodes the result into out like a
-// request body: unknown fields and wrong types refused, out validated.
-func mergeRequest(base any, patch map[string]any, prepare func(doc map[string]any), out any) error {
+// set, edits that document first, seeing the patch as an object) and decodes the result into out like a
+// request body (decodeRequest): unknown fields and wrong types refused, out
+// validated.
+func mergeRequest(base any, patch []byte, prepare func(doc, patch map[string]any), out any) error {
 	raw, err := json.Marshal(base)
 	if err != nil {
 		return err
 	}
-	doc, err := jsonObject(raw)
-	if err != nil {
-		return err
-	}
 	if prepare != nil {
-		prepare(doc)
+		doc, err := jsonObject(raw)
+		if err != nil {
+			return err
+		}
+		p, err := jsonObject(patch)
+		if err != nil {
+			return err
+		}
+		prepare(doc, p)
+		if raw, err = json.Marshal(doc); err != nil {
+			return err
+		}
 	}
-	merged, err := json.Marshal(mergePatch(doc, patch))
+	merged, err := jsonpatch.MergePatch(raw, patch)
 	if err != nil {
-		return err
+		return errInvalidBody("the body is not a JSON merge patch")
 	}
-	dec := json.NewDecoder(bytes.NewReader(merged))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(out); err != nil {
-		return jsonError(err)
-	}
-	return validateStruct(out)
+	return decodeRequest(bytes.NewReader(merged), out)
 }
 
 // jsonObject decodes a JSON object keeping numbers as json.Number.
@@ -63,24 +67,4 @@ func jsonObject(raw []byte) (map[string]any, error) {
 		return nil, errInvalidBody("the body must be a JSON object")
 	}
 	return obj, nil
-}
-
-// mergePatch applies an RFC 7396 merge patch to target.
-func mergePatch(target any, patch any) any {
-	p, ok := patch.(map[string]any)
-	if !ok {
-		return patch
-	}
-	t, ok := target.(map[string]any)
-	if !ok {
-		t = map[string]any{}
-	}
-	for k, v := range p {
-		if v == nil {
-			delete(t, k)
-			continue
-		}
-		t[k] = mergePatch(t[k], v)
-	}
-	return t
 }

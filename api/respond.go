@@ -16,6 +16,16 @@ import (
 	"iam/models"
 )
 
+// handle adapts a handler that returns its error: a non-nil error is
+// answered by abortWithError.
+func handle(h func(c *gin.Context) error) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if err := h(c); err != nil {
+			abortWithError(c, err)
+		}
+	}
+}
+
 // validate checks request structs by their `validate` tags; errors name the
 // JSON field.
 var validate = func() *validator.Validate {
@@ -30,15 +40,23 @@ var validate = func() *validator.Validate {
 	return v
 }()
 
-// decodeJSON reads the JSON body into v and validates it. Unknown fields,
-// wrong types, an empty or malformed body, a body over the limit and a
-// Content-Type other than JSON each give their own clear error.
+// decodeJSON reads the JSON body into v and validates it: the one way a
+// request body (a PATCH's too, through mergeRequest) becomes a request
+// struct. Unknown fields, wrong types, an empty or malformed body, a body
+// over the limit and a Content-Type other than JSON each give their own
+// clear error.
 func decodeJSON(c *gin.Context, v any) error {
 	mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
 	if err != nil || mt != "application/json" {
 		return newAPIError(http.StatusUnsupportedMediaType, CodeMediaType, "Unsupported Media Type", "the request body must be application/json")
 	}
-	dec := json.NewDecoder(c.Request.Body)
+	return decodeRequest(c.Request.Body, v)
+}
+
+// decodeRequest decodes one JSON value from r into v, refusing unknown
+// fields, and validates it (validateRequest).
+func decodeRequest(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err)
@@ -46,7 +64,24 @@ func decodeJSON(c *gin.Context, v any) error {
 	if dec.More() {
 		return errInvalidBody("the body holds more than one JSON value")
 	}
-	return validateStruct(v)
+	return validateRequest(v)
+}
+
+// requestChecker is a request struct with rules its validate tags cannot
+// say (a field required by one request but not another that shares the
+// struct). check runs after the tags pass and answers with models.Invalid
+// or a *models.Error like theirs.
+type requestChecker interface{ check() error }
+
+// validateRequest runs v's validate tags, then its check when it has one.
+func validateRequest(v any) error {
+	if err := validateStruct(v); err != nil {
+		return err
+	}
+	if rc, ok := v.(requestChecker); ok {
+		return rc.check()
+	}
+	return nil
 }
 
 // jsonError explains a JSON decoding failure.
@@ -54,8 +89,12 @@ func jsonError(err error) error {
 	var syntax *json.SyntaxError
 	var typeErr *json.UnmarshalTypeError
 	var tooLarge *http.MaxBytesError
+	var field *models.Error
 	switch {
 	case errors.As(err, &tooLarge):
+		return err
+	case errors.As(err, &field):
+		// A field's own UnmarshalJSON (optionalRef) names the field.
 		return err
 	case errors.Is(err, io.EOF):
 		return errInvalidBody("the request body is empty")

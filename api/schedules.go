@@ -88,107 +88,102 @@ func scheduleRequestOf(sc *models.NotificationSchedule) scheduleRequest {
 }
 
 // writeSchedule answers with one schedule.
-func (s *Server) writeSchedule(c *gin.Context, status int, sc *models.NotificationSchedule) {
-	refs, err := s.store.Notifications.Refs(c, sc.OrgID, []models.NotificationSchedule{*sc})
+func (s *Server) writeSchedule(c *gin.Context, status int, sc *models.NotificationSchedule) error {
+	ctx := c.Request.Context()
+	refs, err := s.store.Notifications.Refs(ctx, sc.OrgID, []models.NotificationSchedule{*sc})
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	rt := s.scheduleMirror().times(c, []int64{sc.ID})[sc.ID]
+	rt := s.scheduleMirror().times(ctx, []int64{sc.ID})[sc.ID]
 	c.JSON(status, gin.H{"data": scheduleView{
 		scheduleBase: newScheduleBase(sc, refs, rt),
 		Groups:       refs.ExistingGroups(sc),
 		Technician:   refView{ID: models.FormatID(sc.CreatedBy), Name: refs.UserNames[sc.CreatedBy]},
 	}})
+	return nil
 }
 
 // listSchedules: GET .../notification-auto-schedule (offset paging; filter
 // on name, description, is_enabled, notification_template_id, id).
-func (s *Server) listSchedules(c *gin.Context) {
+func (s *Server) listSchedules(c *gin.Context) error {
+	ctx := c.Request.Context()
 	org := principal(c).OrgID
 	params, err := listing.Parse(c.Request.URL.Query(), models.NotificationScheduleListing)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	list, meta, err := s.store.Notifications.ListSchedules(c, org, params)
+	list, meta, err := s.store.Notifications.ListSchedules(ctx, org, params)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	refs, err := s.store.Notifications.Refs(c, org, list)
+	refs, err := s.store.Notifications.Refs(ctx, org, list)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	ids := make([]int64, len(list))
 	for i := range list {
 		ids[i] = list[i].ID
 	}
-	times := s.scheduleMirror().times(c, ids)
+	times := s.scheduleMirror().times(ctx, ids)
 	items := make([]scheduleItem, len(list))
 	for i := range list {
 		sc := &list[i]
 		items[i] = scheduleItem{scheduleBase: newScheduleBase(sc, refs, times[sc.ID]), Technician: refs.UserNames[sc.CreatedBy]}
 	}
 	c.JSON(http.StatusOK, gin.H{"data": listing.Project(items, params.Fields), "meta": meta})
+	return nil
 }
 
 // createSchedule: POST .../notification-auto-schedule, 201 with {data}. The
 // row and its Temporal Schedule are written together or not at all.
-func (s *Server) createSchedule(c *gin.Context) {
+func (s *Server) createSchedule(c *gin.Context) error {
+	ctx := c.Request.Context()
 	p := principal(c)
 	var req scheduleRequest
 	if err := decodeJSON(c, &req); err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	sc := &models.NotificationSchedule{OrgID: p.OrgID, CreatedBy: p.UserID}
 	if err := req.apply(sc); err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	m := s.scheduleMirror()
 	if m == nil {
-		abortWithError(c, errEngineDown)
-		return
+		return errEngineDown
 	}
-	err := m.write(c, func(sync models.SyncFunc) error {
-		return s.store.Notifications.CreateSchedule(c, sc, p.UserID, sync)
+	err := m.write(ctx, func(sync models.SyncFunc) error {
+		return s.store.Notifications.CreateSchedule(ctx, sc, p.UserID, sync)
 	})
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	s.writeSchedule(c, http.StatusCreated, sc)
+	return s.writeSchedule(c, http.StatusCreated, sc)
 }
 
 // getSchedule: GET .../notification-auto-schedule/{schedule_id}, {data}.
-func (s *Server) getSchedule(c *gin.Context) {
+func (s *Server) getSchedule(c *gin.Context) error {
+	ctx := c.Request.Context()
 	id, err := pathID(c, "schedule_id", models.ErrScheduleNotFound)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	sc, err := s.store.Notifications.GetSchedule(c, principal(c).OrgID, id)
+	sc, err := s.store.Notifications.GetSchedule(ctx, principal(c).OrgID, id)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	s.writeSchedule(c, http.StatusOK, sc)
+	return s.writeSchedule(c, http.StatusOK, sc)
 }
 
 // updateSchedule: PATCH .../{schedule_id}: a JSON merge patch (RFC 7396)
 // over the schedule in request form (name, description, groups,
 // notification_template_id, schedule_settings, is_enabled), checked as a
 // whole like a create.
-func (s *Server) updateSchedule(c *gin.Context) {
+func (s *Server) updateSchedule(c *gin.Context) error {
 	patch, err := decodePatch(c)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	s.changeSchedule(c, func(cur models.NotificationSchedule) (*models.NotificationSchedule, error) {
+	return s.changeSchedule(c, func(cur models.NotificationSchedule) (*models.NotificationSchedule, error) {
 		req, err := mergeSchedule(cur, patch)
 		if err != nil {
 			return nil, err
@@ -201,7 +196,7 @@ func (s *Server) updateSchedule(c *gin.Context) {
 }
 
 // mergeSchedule applies patch to the request form of cur.
-func mergeSchedule(cur models.NotificationSchedule, patch map[string]any) (*scheduleRequest, error) {
+func mergeSchedule(cur models.NotificationSchedule, patch []byte) (*scheduleRequest, error) {
 	var req scheduleRequest
 	if err := mergeRequest(scheduleRequestOf(&cur), patch, nil, &req); err != nil {
 		return nil, err
@@ -210,13 +205,13 @@ func mergeSchedule(cur models.NotificationSchedule, patch map[string]any) (*sche
 }
 
 // pauseSchedule: POST .../{schedule_id}/pause: no runs until resumed.
-func (s *Server) pauseSchedule(c *gin.Context) { s.setScheduleEnabled(c, false) }
+func (s *Server) pauseSchedule(c *gin.Context) error { return s.setScheduleEnabled(c, false) }
 
 // resumeSchedule: POST .../{schedule_id}/resume.
-func (s *Server) resumeSchedule(c *gin.Context) { s.setScheduleEnabled(c, true) }
+func (s *Server) resumeSchedule(c *gin.Context) error { return s.setScheduleEnabled(c, true) }
 
-func (s *Server) setScheduleEnabled(c *gin.Context, enabled bool) {
-	s.changeSchedule(c, func(cur models.NotificationSchedule) (*models.NotificationSchedule, error) {
+func (s *Server) setScheduleEnabled(c *gin.Context, enabled bool) error {
+	return s.changeSchedule(c, func(cur models.NotificationSchedule) (*models.NotificationSchedule, error) {
 		cur.IsEnabled = enabled
 		return &cur, nil
 	})
@@ -224,76 +219,70 @@ func (s *Server) setScheduleEnabled(c *gin.Context, enabled bool) {
 
 // changeSchedule writes change to the schedule of the path and its
 // Temporal Schedule together, and answers with the result.
-func (s *Server) changeSchedule(c *gin.Context, change func(models.NotificationSchedule) (*models.NotificationSchedule, error)) {
+func (s *Server) changeSchedule(c *gin.Context, change func(models.NotificationSchedule) (*models.NotificationSchedule, error)) error {
+	ctx := c.Request.Context()
 	p := principal(c)
 	id, err := pathID(c, "schedule_id", models.ErrScheduleNotFound)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	m := s.scheduleMirror()
 	if m == nil {
-		abortWithError(c, errEngineDown)
-		return
+		return errEngineDown
 	}
 	var out *models.NotificationSchedule
-	err = m.write(c, func(sync models.SyncFunc) error {
+	err = m.write(ctx, func(sync models.SyncFunc) error {
 		var err error
-		out, err = s.store.Notifications.UpdateSchedule(c, p.OrgID, id, p.UserID, change, sync)
+		out, err = s.store.Notifications.UpdateSchedule(ctx, p.OrgID, id, p.UserID, change, sync)
 		return err
 	})
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	s.writeSchedule(c, http.StatusOK, out)
+	return s.writeSchedule(c, http.StatusOK, out)
 }
 
 // deleteSchedule: DELETE .../{schedule_id}, 204. Its Temporal Schedule goes
 // with it; past runs and their delivery log stay.
-func (s *Server) deleteSchedule(c *gin.Context) {
+func (s *Server) deleteSchedule(c *gin.Context) error {
+	ctx := c.Request.Context()
 	p := principal(c)
 	id, err := pathID(c, "schedule_id", models.ErrScheduleNotFound)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	m := s.scheduleMirror()
 	if m == nil {
-		abortWithError(c, errEngineDown)
-		return
+		return errEngineDown
 	}
-	err = m.write(c, func(sync models.SyncFunc) error {
-		return s.store.Notifications.DeleteSchedule(c, p.OrgID, id, sync)
+	err = m.write(ctx, func(sync models.SyncFunc) error {
+		return s.store.Notifications.DeleteSchedule(ctx, p.OrgID, id, sync)
 	})
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	c.Status(http.StatusNoContent)
+	return nil
 }
 
 // runSchedule: POST .../{schedule_id}/run-now, 202: a run starts now (after
 // the one in progress, if any), paused or not.
-func (s *Server) runSchedule(c *gin.Context) {
+func (s *Server) runSchedule(c *gin.Context) error {
+	ctx := c.Request.Context()
 	id, err := pathID(c, "schedule_id", models.ErrScheduleNotFound)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	sc, err := s.store.Notifications.GetSchedule(c, principal(c).OrgID, id)
+	sc, err := s.store.Notifications.GetSchedule(ctx, principal(c).OrgID, id)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	m := s.scheduleMirror()
 	if m == nil {
-		abortWithError(c, errEngineDown)
-		return
+		return errEngineDown
 	}
-	if err := m.trigger(context.WithoutCancel(c), sc); err != nil {
-		abortWithError(c, err)
-		return
+	if err := m.trigger(context.WithoutCancel(ctx), sc); err != nil {
+		return err
 	}
-	s.writeSchedule(c, http.StatusAccepted, sc)
+	return s.writeSchedule(c, http.StatusAccepted, sc)
 }

@@ -85,12 +85,14 @@ func New(cfg Config, deps Deps) *Server {
 }
 
 // Handler returns the http.Handler to serve. Each request gets a gin
-// context of its own rather than one from gin's pool: handlers hand the gin
-// context to the database as their context.Context, and database/sql may
-// still read it (Done, Err) from a goroutine of its own after the handler
-// returned, when gin would already be resetting a pooled context for the
-// next request (a data race go test -race found). The routes need none of
-// what gin's first ServeHTTP prepares (escaped colons in paths).
+// context of its own rather than one from gin's pool. Handlers hand the
+// request's context, not gin's, to the database and Temporal
+// (TestHandlers_HandTheRequestContext), since database/sql may still read a
+// context (Done, Err) from a goroutine of its own after the handler
+// returned; a gin context of its own keeps anything that still holds one
+// from seeing gin reset it for the next request (a data race go test -race
+// found). The routes need none of what gin's first ServeHTTP prepares
+// (escaped colons in paths).
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := gin.CreateTestContextOnly(w, s.engine)
@@ -123,7 +125,7 @@ func (s *Server) newEngine() *gin.Engine {
 	if !s.cfg.SeparateMetrics {
 		r.GET("/metrics", gin.WrapH(s.MetricsHandler()))
 	}
-	r.GET("/api/v1/openapi.json", s.openAPI)
+	r.GET("/api/v1/openapi.json", handle(s.openAPI))
 	if s.deps.OAuth != nil {
 		r.Any("/oauth/v2/*path", gin.WrapH(s.deps.OAuth))
 		r.GET("/.well-known/oauth-authorization-server", gin.WrapH(s.deps.OAuth))

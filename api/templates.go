@@ -175,82 +175,80 @@ func (r *templateRequest) toModel() (*models.Template, []models.NewTemplateFile,
 
 // listTemplates: GET /templates/notification (offset paging; filter on
 // name, module, share_type, is_default, description, id).
-func (s *Server) listTemplates(c *gin.Context) {
+func (s *Server) listTemplates(c *gin.Context) error {
+	ctx := c.Request.Context()
 	p := principal(c)
 	params, err := listing.Parse(c.Request.URL.Query(), models.TemplateListing)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	list, meta, err := s.store.Templates.List(c, p.OrgID, p.UserID, params)
+	list, meta, err := s.store.Templates.List(ctx, p.OrgID, p.UserID, params)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	views := make([]templateView, len(list))
 	for i := range list {
 		views[i] = newTemplateView(&list[i])
 	}
 	c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, params.Fields), "meta": meta})
+	return nil
 }
 
 // createTemplate: POST /templates/notification, 201 with {data: template}.
-func (s *Server) createTemplate(c *gin.Context) {
+func (s *Server) createTemplate(c *gin.Context) error {
+	ctx := c.Request.Context()
 	p := principal(c)
 	var req templateRequest
 	if err := decodeJSON(c, &req); err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	t, files, err := req.toModel()
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	t.OrgID, t.CreatedBy = p.OrgID, p.UserID
-	if err := s.store.Templates.Create(c, t, files); err != nil {
-		abortWithError(c, err)
-		return
+	if err := s.store.Templates.Create(ctx, t, files); err != nil {
+		return err
 	}
 	c.JSON(http.StatusCreated, gin.H{"data": newTemplateView(t)})
+	return nil
 }
 
 // getTemplate: GET /templates/notification/{template_id}; include=files
 // adds each file's data: URI.
-func (s *Server) getTemplate(c *gin.Context) {
+func (s *Server) getTemplate(c *gin.Context) error {
+	ctx := c.Request.Context()
 	p := principal(c)
 	id, err := pathID(c, "template_id", models.ErrTemplateNotFound)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	t, err := s.store.Templates.Get(c, p.OrgID, p.UserID, id)
+	t, err := s.store.Templates.Get(ctx, p.OrgID, p.UserID, id)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	view := newTemplateView(t)
 	switch c.Query("include") {
 	case "":
 	case "files":
 		if err := s.fillFiles(c, t, view.Mail); err != nil {
-			abortWithError(c, err)
-			return
+			return err
 		}
 	default:
-		abortWithError(c, &listing.ParamError{Param: "include", Detail: `must be "files"`})
-		return
+		return &listing.ParamError{Param: "include", Detail: `must be "files"`}
 	}
 	c.JSON(http.StatusOK, gin.H{"data": view})
+	return nil
 }
 
 // fillFiles writes the full form of a template's files into v.
 func (s *Server) fillFiles(c *gin.Context, t *models.Template, v *mailView) error {
+	ctx := c.Request.Context()
 	if v == nil {
 		return nil
 	}
 	full := func(ref models.TemplateFileRef) (fileView, error) {
-		data, ct, err := s.store.Templates.ReadFile(c, t, ref.ID)
+		data, ct, err := s.store.Templates.ReadFile(ctx, t, ref.ID)
 		if err != nil {
 			return fileView{}, err
 		}
@@ -277,19 +275,18 @@ func (s *Server) fillFiles(c *gin.Context, t *models.Template, v *mailView) erro
 // a JSON merge patch (RFC 7396) over the template as GET shows it: members
 // given replace, null removes (sms: null drops the SMS part), objects merge.
 // The result is checked as a whole, like a create.
-func (s *Server) updateTemplate(c *gin.Context) {
+func (s *Server) updateTemplate(c *gin.Context) error {
+	ctx := c.Request.Context()
 	p := principal(c)
 	id, err := pathID(c, "template_id", models.ErrTemplateNotFound)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	patch, err := decodePatch(c)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	t, err := s.store.Templates.Update(c, p.OrgID, p.UserID, id, func(cur *models.Template) (*models.Template, []models.NewTemplateFile, error) {
+	t, err := s.store.Templates.Update(ctx, p.OrgID, p.UserID, id, func(cur *models.Template) (*models.Template, []models.NewTemplateFile, error) {
 		req, err := mergeTemplate(cur, patch)
 		if err != nil {
 			return nil, nil, err
@@ -297,18 +294,18 @@ func (s *Server) updateTemplate(c *gin.Context) {
 		return req.toModel()
 	})
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"data": newTemplateView(t)})
+	return nil
 }
 
 // mergeTemplate applies patch to the current template's view and reads the
 // result as a create request. A mail patch naming attachment_ids without
 // attachments replaces the attachments by those ids.
-func mergeTemplate(cur *models.Template, patch map[string]any) (*templateRequest, error) {
+func mergeTemplate(cur *models.Template, patch []byte) (*templateRequest, error) {
 	var req templateRequest
-	err := mergeRequest(newTemplateView(cur), patch, func(doc map[string]any) {
+	err := mergeRequest(newTemplateView(cur), patch, func(doc, patch map[string]any) {
 		delete(doc, "id")
 		mp, _ := patch["mail"].(map[string]any)
 		cm, _ := doc["mail"].(map[string]any)
@@ -326,16 +323,16 @@ func mergeTemplate(cur *models.Template, patch map[string]any) (*templateRequest
 
 // deleteTemplate: DELETE /templates/notification/{template_id}, 204; 409
 // while a notification schedule uses it.
-func (s *Server) deleteTemplate(c *gin.Context) {
+func (s *Server) deleteTemplate(c *gin.Context) error {
+	ctx := c.Request.Context()
 	p := principal(c)
 	id, err := pathID(c, "template_id", models.ErrTemplateNotFound)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	if err := s.store.Templates.Delete(c, p.OrgID, p.UserID, id); err != nil {
-		abortWithError(c, err)
-		return
+	if err := s.store.Templates.Delete(ctx, p.OrgID, p.UserID, id); err != nil {
+		return err
 	}
 	c.Status(http.StatusNoContent)
+	return nil
 }

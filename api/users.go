@@ -55,32 +55,30 @@ func userViews(users []models.User) []userView {
 
 // listUsers: GET /users (cursor paging; licensing licensed, unlicensed or
 // both, the default).
-func (s *Server) listUsers(c *gin.Context) {
+func (s *Server) listUsers(c *gin.Context) error {
+	ctx := c.Request.Context()
 	query := c.Request.URL.Query()
 	params, err := listing.Parse(query, models.UserListing)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	licensing := models.LicensingBoth
 	switch vs := query["licensing"]; {
 	case len(vs) > 1:
-		abortWithError(c, &listing.ParamError{Param: "licensing", Detail: "is given more than once"})
-		return
+		return &listing.ParamError{Param: "licensing", Detail: "is given more than once"}
 	case len(vs) == 1 && vs[0] != "":
 		licensing = models.Licensing(vs[0])
 	}
 	buf := userPages.Get().(*[]models.User)
-	users, meta, err := s.store.Users.ListInto(c, *buf, principal(c).OrgID, licensing, params)
+	users, meta, err := s.store.Users.ListInto(ctx, *buf, principal(c).OrgID, licensing, params)
 	if err == nil {
-		writeUserPage(c, users, params.Fields, meta)
+		err = writeUserPage(c, users, params.Fields, meta)
 		*buf = users
-	} else {
-		abortWithError(c, err)
 	}
 	clear((*buf)[:cap(*buf)]) // a pooled slice holds no user
 	*buf = (*buf)[:0]
 	userPages.Put(buf)
+	return err
 }
 
 // userPages recycles the slices pages of users are read into (a page of
@@ -88,37 +86,36 @@ func (s *Server) listUsers(c *gin.Context) {
 var userPages = sync.Pool{New: func() any { return new([]models.User) }}
 
 // getUser: GET /users/{user_id}, {data: User}.
-func (s *Server) getUser(c *gin.Context) {
+func (s *Server) getUser(c *gin.Context) error {
+	ctx := c.Request.Context()
 	id, err := pathID(c, "user_id", models.ErrUserNotFound)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	user, err := s.store.Users.Get(c, principal(c).OrgID, id)
+	user, err := s.store.Users.Get(ctx, principal(c).OrgID, id)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"data": newUserView(user)})
+	return nil
 }
 
 // createUser: POST /users, 201 {data: User}.
-func (s *Server) createUser(c *gin.Context) {
+func (s *Server) createUser(c *gin.Context) error {
+	ctx := c.Request.Context()
 	var req userCreateRequest
 	if err := decodeJSON(c, &req); err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	user, err := req.user(principal(c).OrgID)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	if err := s.store.Users.Create(c, user, *req.Password); err != nil {
-		abortWithError(c, err)
-		return
+	if err := s.store.Users.Create(ctx, user, *req.Password); err != nil {
+		return err
 	}
 	c.JSON(http.StatusCreated, gin.H{"data": newUserView(user)})
+	return nil
 }
 
 // errAdminPassword refuses setting an administrator's password through the
@@ -133,16 +130,15 @@ func errAdminPassword() error {
 // password of an administrator is refused (403), whatever the token's
 // scopes; any password change ends the user's tokens and sign-ins
 // (models.UserStore.Update).
-func (s *Server) updateUser(c *gin.Context) {
+func (s *Server) updateUser(c *gin.Context) error {
+	ctx := c.Request.Context()
 	id, err := pathID(c, "user_id", models.ErrUserNotFound)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	var req userPatchRequest
 	if err := decodeJSON(c, &req); err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	change := req.apply
 	if req.Password != nil {
@@ -153,29 +149,29 @@ func (s *Server) updateUser(c *gin.Context) {
 			return req.apply(u)
 		}
 	}
-	user, err := s.store.Users.Update(c, principal(c).OrgID, id, change, req.Password)
+	user, err := s.store.Users.Update(ctx, principal(c).OrgID, id, change, req.Password)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, gin.H{"data": newUserView(user)})
+	return nil
 }
 
 // deleteUser: DELETE /users/{user_id}, 204.
-func (s *Server) deleteUser(c *gin.Context) {
+func (s *Server) deleteUser(c *gin.Context) error {
+	ctx := c.Request.Context()
 	id, err := pathID(c, "user_id", models.ErrUserNotFound)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
-	if err := s.store.Users.Delete(c, principal(c).OrgID, id); err != nil {
-		abortWithError(c, err)
-		return
+	if err := s.store.Users.Delete(ctx, principal(c).OrgID, id); err != nil {
+		return err
 	}
 	c.Status(http.StatusNoContent)
+	return nil
 }
 
 // deleteUsers: DELETE /users?ids=…, the bulk delete of spec 4.0 item 6.
-func (s *Server) deleteUsers(c *gin.Context) {
-	s.bulkDelete(c, models.ErrUserNotFound, s.store.Users.DeleteMany)
+func (s *Server) deleteUsers(c *gin.Context) error {
+	return s.bulkDelete(c, models.ErrUserNotFound, s.store.Users.DeleteMany)
 }

@@ -20,15 +20,14 @@ import (
 // encoding/json from views: a page of users is the bulk of the response,
 // and encoding/json's reflection, its check of what a MarshalJSON returns
 // and the views' allocations cost several times more.
-func writeUserPage(c *gin.Context, users []models.User, fields []string, meta listing.Meta) {
+func writeUserPage(c *gin.Context, users []models.User, fields []string, meta listing.Meta) error {
 	if len(fields) > 0 {
 		c.JSON(http.StatusOK, gin.H{"data": listing.Project(userViews(users), fields), "meta": meta})
-		return
+		return nil
 	}
 	metaJSON, err := json.Marshal(meta)
 	if err != nil {
-		abortWithError(c, err)
-		return
+		return err
 	}
 	buf := pageBuffers.Get().(*[]byte)
 	defer pageBuffers.Put(buf)
@@ -44,6 +43,7 @@ func writeUserPage(c *gin.Context, users []models.User, fields []string, meta li
 	b = append(b, '}')
 	c.Data(http.StatusOK, "application/json; charset=utf-8", b)
 	*buf = b
+	return nil
 }
 
 // pageBuffers recycles the buffers of list pages (100 users make about

@@ -45,8 +45,9 @@ func (r *optionalRef) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// user builds the user to create in org from the request.
-func (r *userCreateRequest) user(orgID int64) (*models.User, error) {
+// check: firstName and email are required to create (not to patch, which
+// shares the fields).
+func (r *userCreateRequest) check() error {
 	var causes []models.Cause
 	for _, f := range []struct {
 		name  string
@@ -57,8 +58,14 @@ func (r *userCreateRequest) user(orgID int64) (*models.User, error) {
 		}
 	}
 	if len(causes) > 0 {
-		return nil, &models.Error{Code: models.EINVALID, Field: causes[0].Title, Detail: causes[0].Detail, Causes: causes}
+		return &models.Error{Code: models.EINVALID, Field: causes[0].Title, Detail: causes[0].Detail, Causes: causes}
 	}
+	return nil
+}
+
+// user builds the user to create in org from the request (decodeJSON has
+// checked it).
+func (r *userCreateRequest) user(orgID int64) (*models.User, error) {
 	u := &models.User{OrgID: orgID, Status: models.UserActive, IsLicensed: true, Role: models.RoleUser}
 	if err := r.apply(u); err != nil {
 		return nil, err
