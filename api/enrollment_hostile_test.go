@@ -306,7 +306,10 @@ func TestHostile_SlowUploadsDoNotHoldTheDatabase(t *testing.T) {
 		if models.IsPostgres(db) {
 			db.SetMaxOpenConns(16) // fewer connections than uploads
 		}
-		env := apitest.New(t, db, apitest.Options{UploadIdleTimeout: 700 * time.Millisecond})
+		// The idle limit is eight times the slow uploads' pause, so that a
+		// loaded machine does not make a slow upload look stalled.
+		const idle = 2 * time.Second
+		env := apitest.New(t, db, apitest.Options{UploadIdleTimeout: idle})
 		ids := factorIDs(t, env, env.Org)
 		tok := env.Token(env.Org, "svc.quick_enrollment.CREATE")
 		var head strings.Builder
@@ -371,11 +374,11 @@ func TestHostile_SlowUploadsDoNotHoldTheDatabase(t *testing.T) {
 			w.WriteField("factor_configs", ids[models.FactorEmailOTP])
 			fw, _ := w.CreateFormFile("file", "stalled.csv")
 			io.WriteString(fw, head.String())
-			time.Sleep(5 * time.Second)
+			time.Sleep(3 * idle)
 			return nil
 		})
 		took := time.Since(began)
-		if e := resp.ErrorBody(t); resp.Status != http.StatusBadRequest || !strings.Contains(e.Detail, "stalled") || took > 4*time.Second {
+		if e := resp.ErrorBody(t); resp.Status != http.StatusBadRequest || !strings.Contains(e.Detail, "stalled") || took > 2*idle+time.Second {
 			t.Errorf("a stalled upload: %d %s after %v", resp.Status, resp.Body, took)
 		}
 		var after int
