@@ -189,6 +189,14 @@ func TestCompose_RunsAsComposeWould(t *testing.T) {
 		return apiAddr != "", "no \"API listening\" record yet"
 	}, all...)
 	e2eWaitReady(t, serve, apiAddr, 30*time.Second)
+	// /metrics on its own listener (IAM_METRICS_ADDR), not beside the API.
+	metricsAddr, _ := serve.logLine("metrics listening")["address"].(string)
+	if status, body := e2eHTTPGet("http://" + metricsAddr + "/metrics"); status != http.StatusOK || !bytes.Contains(body, []byte("go_goroutines")) {
+		t.Errorf("iam-serve /metrics on %q answered %d %.200s", metricsAddr, status, body)
+	}
+	if status, _ := e2eHTTPGet("http://" + apiAddr + "/metrics"); status == http.StatusOK {
+		t.Error("iam-serve serves /metrics on the API's listener too")
+	}
 	for _, w := range workers {
 		e2eWaitFor(t, 30*time.Second, 20*time.Millisecond, w.name+" polls", func() (bool, string) {
 			return w.logLine("worker polling") != nil, "no \"worker polling\" record yet"
