@@ -57,10 +57,17 @@ type composeStandIns struct {
 func (s composeStandIns) environ(t *testing.T, project *types.Project, service string) []string {
 	t.Helper()
 	svc := project.Services[service]
+	known, err := configVariables()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var env []string
 	for key, value := range svc.Environment {
 		if value == nil {
 			t.Fatalf("%s passes %s without a value", service, key)
+		}
+		if !slices.Contains(known, key) {
+			t.Fatalf("%s passes %s, which the binary does not read", service, key)
 		}
 		v := *value
 		switch key {

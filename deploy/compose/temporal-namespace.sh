@@ -4,5 +4,5 @@
 set -eu
 temporal operator cluster health --address "$TEMPORAL_ADDRESS"
 temporal operator namespace describe -n "$NAMESPACE" --address "$TEMPORAL_ADDRESS" >/dev/null 2>&1 ||
-	temporal operator namespace create -n "$NAMESPACE" --retention 7d --address "$TEMPORAL_ADDRESS"
+	temporal operator namespace create -n "$NAMESPACE" --retention 168h --address "$TEMPORAL_ADDRESS"
 echo "Temporal namespace $NAMESPACE ready"
