@@ -17,18 +17,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/compose-spec/compose-go/v2/types"
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/server/temporaltest"
 
-	"github.com/compose-spec/compose-go/v2/types"
-
 	"iam/models"
 	"iam/models/dbtest"
 	"iam/notify/smtptest"
-	"iam/worker"
 )
 
 // composeStandIns maps the compose network's addresses to what runs in the
@@ -125,13 +123,14 @@ func composeHost(v string) string {
 // docker-compose.yml as a process of the built binary, with exactly the
 // environment compose gives it (and the test's .env), compose's addresses
 // mapped to local stand-ins (composeStandIns). `migrate up` runs once and
-// ends; serve answers /readyz; the workers (as many as compose's replicas)
-// poll and answer their probes. Then, over HTTP with a token from `iam token`, a CSV enrollment with a
-// TOTP column completes (the encryption key reaches the workers) and a
-// notification run delivers its mail to the SMTP server standing in for the
-// mail catcher; both workers take part. A variable the binary needs that
-// compose lacks makes a process fail here, and one compose passes that the
-// binary does not read fails TestCompose_PassesOnlyVariablesTheBinaryReads.
+// ends; serve answers /readyz and /metrics on its own listener; the workers
+// (as many as compose's replicas) poll and answer their probes. Then, over
+// HTTP with a token from `iam token`, a CSV enrollment with a TOTP column
+// completes (the encryption key reaches the workers) and a notification run
+// delivers its mail to the SMTP server standing in for the mail catcher;
+// both workers take part. A variable compose passes that the binary does not
+// read fails the test, and one the binary needs that compose lacks makes a
+// process fail.
 func TestCompose_RunsAsComposeWould(t *testing.T) {
 	t.Parallel()
 	project, err := loadCompose(t, composeTestDotenv())
@@ -143,10 +142,8 @@ func TestCompose_RunsAsComposeWould(t *testing.T) {
 	// A Temporal server of its own: the iam workers poll fixed task queues,
 	// which must not be shared with other tests' workers.
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	// The workers register iam's search attributes, as in compose.
 	temporalAddr, namespace := ts.GetFrontendHostPort(), ts.GetDefaultNamespace()
-	if err := worker.EnsureSearchAttributes(context.Background(), ts.GetDefaultClient(), namespace); err != nil {
-		t.Fatal(err)
-	}
 	mail, err := smtptest.Start(smtptest.Options{TLS: smtptest.TLSNone})
 	if err != nil {
 		t.Fatal(err)
