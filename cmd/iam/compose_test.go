@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -207,5 +209,70 @@ func TestCompose_RefusesToLoadWithoutKeys(t *testing.T) {
 	}
 	if !slices.Equal(keys, []string{"IAM_ENCRYPTION_KEY", "IAM_SECRET_KEY"}) {
 		t.Errorf(".env.example lists %v", keys)
+	}
+}
+
+// TestCompose_GenEnvWritesUsableKeys runs deploy/gen-env.sh in a copy of the
+// repository's layout: it writes .env (mode 600) with keys serve and worker
+// accept, different on each run, and refuses to overwrite an existing .env.
+func TestCompose_GenEnvWritesUsableKeys(t *testing.T) {
+	script, err := os.ReadFile("../../deploy/gen-env.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(root string) (map[string]string, error) {
+		if err := os.MkdirAll(filepath.Join(root, "deploy"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(root, "deploy", "gen-env.sh")
+		if err := os.WriteFile(path, script, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("sh", path).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("%v: %s", err, out)
+		}
+		fi, err := os.Stat(filepath.Join(root, ".env"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf(".env has mode %v, want 600", fi.Mode().Perm())
+		}
+		data, _ := os.ReadFile(filepath.Join(root, ".env"))
+		vars := map[string]string{}
+		for _, l := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(l, "="); ok && !strings.HasPrefix(l, "#") {
+				vars[k] = v
+			}
+		}
+		return vars, nil
+	}
+	root := t.TempDir()
+	first, err := run(root)
+	if err != nil {
+		t.Fatalf("gen-env.sh: %v", err)
+	}
+	if len(first) != 2 {
+		t.Errorf(".env sets %v, want IAM_ENCRYPTION_KEY and IAM_SECRET_KEY", first)
+	}
+	cfg, err := loadConfig([]string{"IAM_ENCRYPTION_KEY=" + first["IAM_ENCRYPTION_KEY"], "IAM_SECRET_KEY=" + first["IAM_SECRET_KEY"]})
+	if err != nil {
+		t.Fatalf("the keys gen-env.sh wrote do not load: %v", err)
+	}
+	if _, err := oauthSecret(cfg.OAuth, "", false); err != nil {
+		t.Errorf("serve would refuse IAM_SECRET_KEY: %v", err)
+	}
+	if _, err := loadCompose(t, first); err != nil {
+		t.Errorf("docker-compose.yml does not load with them: %v", err)
+	}
+	if _, err := run(root); err == nil || !strings.Contains(err.Error(), ".env exists") {
+		t.Errorf("a second run over an existing .env: %v, want a refusal", err)
+	}
+	second, err := run(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second["IAM_ENCRYPTION_KEY"] == first["IAM_ENCRYPTION_KEY"] || second["IAM_SECRET_KEY"] == first["IAM_SECRET_KEY"] {
+		t.Error("two runs wrote the same keys")
 	}
 }
