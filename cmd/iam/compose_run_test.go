@@ -22,7 +22,6 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
-	"go.temporal.io/server/temporaltest"
 
 	"iam/models"
 	"iam/models/dbtest"
@@ -36,7 +35,7 @@ import (
 //   - IAM_DATABASE_URL postgres://…@postgres:5432/… is replaced whole by the
 //     throwaway PostgreSQL's URL (it has its own user, password and database);
 //   - the host:port temporal:7233 becomes the in-process Temporal frontend
-//     (temporaltest, a server of its own), and the namespace compose names its
+//     (e2eTemporal, a server of its own), and the namespace compose names its
 //     namespace when they differ;
 //   - IAM_SMTP_HOST mailcatcher and IAM_SMTP_PORT 1025 become the test's SMTP
 //     server (notify/smtptest, plain SMTP like the mail catcher);
@@ -139,11 +138,9 @@ func TestCompose_RunsAsComposeWould(t *testing.T) {
 	}
 	dsn := dbtest.PostgresURL(t)
 	e2eEmptySchema(t, dsn)
-	// A Temporal server of its own: the iam workers poll fixed task queues,
-	// which must not be shared with other tests' workers.
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
-	// The workers register iam's search attributes, as in compose.
-	temporalAddr, namespace := ts.GetFrontendHostPort(), ts.GetDefaultNamespace()
+	// A Temporal server of its own (e2eTemporal); the workers register iam's
+	// search attributes there, as in compose.
+	temporalAddr, namespace := e2eTemporal(t)
 	mail, err := smtptest.Start(smtptest.Options{TLS: smtptest.TLSNone})
 	if err != nil {
 		t.Fatal(err)
