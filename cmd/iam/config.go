@@ -27,6 +27,9 @@ type Config struct {
 	// MetricsAddr, when set, is the internal address that alone serves
 	// /metrics (not the API's listener); empty serves /metrics beside the API.
 	MetricsAddr string `env:"IAM_METRICS_ADDR"`
+	// HealthAddr, when set, is where a worker serves /healthz and /readyz
+	// (a worker has no API listener); empty serves none.
+	HealthAddr string `env:"IAM_HEALTH_ADDR"`
 	// DatabaseURL is the app database: postgres://… for serve, worker and
 	// migrate. dev uses sqlite:<data dir>/iam.db unless it is set.
 	DatabaseURL  string     `env:"IAM_DATABASE_URL"`
@@ -138,6 +141,11 @@ func (c Config) check() error {
 	if c.MetricsAddr != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
 			problems = append(problems, fmt.Sprintf("IAM_METRICS_ADDR %q is not host:port", c.MetricsAddr))
+		}
+	}
+	if c.HealthAddr != "" {
+		if _, _, err := net.SplitHostPort(c.HealthAddr); err != nil {
+			problems = append(problems, fmt.Sprintf("IAM_HEALTH_ADDR %q is not host:port", c.HealthAddr))
 		}
 	}
 	if _, _, err := net.SplitHostPort(c.Temporal.Address); err != nil {

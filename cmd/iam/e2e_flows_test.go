@@ -561,7 +561,7 @@ func TestProduction_BulkWorkSurvivesWorkerKill9(t *testing.T) {
 		t.Fatalf("iam migrate up exited %d: %s", code, errOut)
 	}
 	outbox := filepath.Join(t.TempDir(), "outbox")
-	temporalAddr, namespace := apitest.TemporalAddress(t)
+	temporalAddr, namespace := e2eTemporal(t)
 	env := append(append(e2eAdminEnv(), dbEnv...),
 		"IAM_SECRET_KEY="+e2eSecretKey,
 		"IAM_ENCRYPTION_KEY="+e2eEncryptionKey,

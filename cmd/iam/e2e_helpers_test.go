@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/server/temporaltest"
+
 	"iam/activities"
 	"iam/models"
 	"iam/workflows"
@@ -555,4 +557,14 @@ func e2eCheckJobOverHTTP(t *testing.T, addr, token string, job *models.Job, n in
 		}
 	}
 	t.Errorf("GET /api/v1/jobs does not list job %s: %.500s", id, body)
+}
+
+// e2eTemporal starts a Temporal server of the test's own and returns its
+// frontend and namespace. The iam workers poll fixed task queues: on a
+// server shared with another test running at the same time, that test's
+// workers (on another database) would take this test's tasks.
+func e2eTemporal(t *testing.T) (hostPort, namespace string) {
+	t.Helper()
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	return ts.GetFrontendHostPort(), ts.GetDefaultNamespace()
 }

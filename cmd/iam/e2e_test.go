@@ -20,7 +20,6 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"iam/activities"
-	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
 )
@@ -298,7 +297,7 @@ func TestProduction_ServeAndTwoWorkers(t *testing.T) {
 	}
 
 	// The services.
-	temporalAddr, namespace := apitest.TemporalAddress(t)
+	temporalAddr, namespace := e2eTemporal(t)
 	env := append(append(e2eAdminEnv(), dbEnv...),
 		"IAM_SECRET_KEY="+e2eSecretKey,
 		"IAM_ENCRYPTION_KEY="+e2eEncryptionKey,

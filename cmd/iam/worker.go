@@ -2,12 +2,18 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 
+	"iam/models"
 	"iam/worker"
 )
 
@@ -62,7 +68,55 @@ func runWorker(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer stopNotify()
 	log.Info("worker polling", "temporal", cfg.Temporal.Address, "namespace", cfg.Temporal.Namespace)
-	<-ctx.Done()
+	if cfg.HealthAddr == "" {
+		<-ctx.Done()
+	} else {
+		// The health listener failing (its address taken) stops the worker.
+		err = serveHTTP(ctx, cfg.HealthAddr, workerHealth(store, tc, log), cfg.ShutdownTimeout, func(a net.Addr) {
+			log.Info("worker health listening", "address", a.String())
+		})
+		if err != nil {
+			err = fmt.Errorf("health: %w", err)
+		}
+	}
 	w.Stop()
-	return nil
+	return err
+}
+
+// workerHealth answers a worker's probes: /healthz 200 while the process
+// runs; /readyz 200 when the database and Temporal answer, 503 otherwise,
+// naming what failed in one word (the error itself goes to the log only), as
+// the API's /readyz does.
+func workerHealth(store *models.Store, tc client.Client, log *slog.Logger) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeHealth(w, http.StatusOK, map[string]any{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+		defer cancel()
+		checks := map[string]string{"database": "ok", "temporal": "ok"}
+		ready := true
+		if err := store.DB.PingContext(ctx); err != nil {
+			log.Warn("readiness: the database does not answer", "error", err)
+			checks["database"], ready = "unavailable", false
+		}
+		if _, err := tc.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+			log.Warn("readiness: Temporal does not answer", "error", err)
+			checks["temporal"], ready = "unavailable", false
+		}
+		status := http.StatusOK
+		if !ready {
+			status = http.StatusServiceUnavailable
+		}
+		writeHealth(w, status, map[string]any{"ready": ready, "checks": checks})
+	})
+	return mux
+}
+
+func writeHealth(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
 }
