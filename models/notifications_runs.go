@@ -33,9 +33,9 @@ type NotificationRun struct {
 	Template       RunTemplate `bun:"template,type:json"`
 	Status         string      `bun:"status"`
 	Message        string      `bun:"message"`
-	Total          int64       `bun:"total"`       // member deliveries
-	Recipients     int64       `bun:"recipients"`  // members messaged
-	Skipped        int64       `bun:"skipped"`     // members left out: enrolled or not active
+	Total          int64       `bun:"total"`      // member deliveries
+	Recipients     int64       `bun:"recipients"` // members messaged
+	Skipped        int64       `bun:"skipped"`    // members left out: enrolled or not active
 	Sent           int64       `bun:"sent"`
 	Failed         int64       `bun:"failed"`
 	Uncertain      int64       `bun:"uncertain"`
