@@ -219,14 +219,14 @@ func (s *NotificationStore) GetRun(ctx context.Context, id int64) (*Notification
 	return run, nil
 }
 
-// FinishRun gives up on the run's deliveries still pending (recording why),
+// FinishRun gives up on the run's member deliveries still pending (recording why),
 // counts the outcomes and marks the run COMPLETED. Finishing twice changes
 // nothing more.
 func (s *NotificationStore) FinishRun(ctx context.Context, runID int64, reason string) (*NotificationRun, error) {
 	var run *NotificationRun
 	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		var pending []Delivery
-		if err := tx.NewSelect().Model(&pending).Where("run_id = ? AND state = ?", runID, DeliveryPending).Scan(ctx); err != nil {
+		if err := tx.NewSelect().Model(&pending).Where("run_id = ? AND kind = ? AND state = ?", runID, DeliveryMember, DeliveryPending).Scan(ctx); err != nil {
 			return fmt.Errorf("select pending deliveries: %w", err)
 		}
 		now := time.Now().UTC()
@@ -236,7 +236,7 @@ func (s *NotificationStore) FinishRun(ctx context.Context, runID int64, reason s
 		}
 		if len(pending) > 0 {
 			if _, err := tx.NewUpdate().Model((*Delivery)(nil)).Set("state = ?, last_error = ?, updated_at = ?", DeliveryFailed, reason, now).
-				Where("run_id = ? AND state = ?", runID, DeliveryPending).Exec(ctx); err != nil {
+				Where("run_id = ? AND kind = ? AND state = ?", runID, DeliveryMember, DeliveryPending).Exec(ctx); err != nil {
 				return fmt.Errorf("give up deliveries: %w", err)
 			}
 			if err := insertLog(ctx, tx, log); err != nil {
