@@ -86,5 +86,3 @@ func TestDeliverChunk_SummaryIsSentOnceAfterTheRun(t *testing.T) {
 		}
 	})
 }
-
-
