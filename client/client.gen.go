@@ -24,16 +24,16 @@ const (
 
 // Defines values for BulkDeleteResultStatus.
 const (
-	N204 BulkDeleteResultStatus = 204
-	N404 BulkDeleteResultStatus = 404
+	BulkDeleteResultStatusN204 BulkDeleteResultStatus = 204
+	BulkDeleteResultStatusN404 BulkDeleteResultStatus = 404
 )
 
 // Defines values for FactorConfigFactorType.
 const (
-	EMAILOTP  FactorConfigFactorType = "EMAIL_OTP"
-	SMARTCARD FactorConfigFactorType = "SMART_CARD"
-	SMSOTP    FactorConfigFactorType = "SMS_OTP"
-	TOTP      FactorConfigFactorType = "TOTP"
+	FactorConfigFactorTypeEMAILOTP  FactorConfigFactorType = "EMAIL_OTP"
+	FactorConfigFactorTypeSMARTCARD FactorConfigFactorType = "SMART_CARD"
+	FactorConfigFactorTypeSMSOTP    FactorConfigFactorType = "SMS_OTP"
+	FactorConfigFactorTypeTOTP      FactorConfigFactorType = "TOTP"
 )
 
 // Defines values for JobAcceptanceDataStatus.
@@ -44,8 +44,8 @@ const (
 
 // Defines values for JobResultStatus.
 const (
-	ERROR   JobResultStatus = "ERROR"
-	SUCCESS JobResultStatus = "SUCCESS"
+	JobResultStatusERROR   JobResultStatus = "ERROR"
+	JobResultStatusSUCCESS JobResultStatus = "SUCCESS"
 )
 
 // Defines values for JobStatus.
@@ -65,30 +65,30 @@ const (
 
 // Defines values for NotificationDeliveryChannel.
 const (
-	Mail NotificationDeliveryChannel = "mail"
-	Sms  NotificationDeliveryChannel = "sms"
+	NotificationDeliveryChannelMail NotificationDeliveryChannel = "mail"
+	NotificationDeliveryChannelSms  NotificationDeliveryChannel = "sms"
 )
 
 // Defines values for NotificationDeliveryKind.
 const (
-	Member  NotificationDeliveryKind = "member"
-	Summary NotificationDeliveryKind = "summary"
+	NotificationDeliveryKindMember  NotificationDeliveryKind = "member"
+	NotificationDeliveryKindSummary NotificationDeliveryKind = "summary"
 )
 
 // Defines values for NotificationDeliveryStatus.
 const (
-	Failed    NotificationDeliveryStatus = "failed"
-	Pending   NotificationDeliveryStatus = "pending"
-	Sending   NotificationDeliveryStatus = "sending"
-	Sent      NotificationDeliveryStatus = "sent"
-	Uncertain NotificationDeliveryStatus = "uncertain"
+	NotificationDeliveryStatusFailed    NotificationDeliveryStatus = "failed"
+	NotificationDeliveryStatusPending   NotificationDeliveryStatus = "pending"
+	NotificationDeliveryStatusSending   NotificationDeliveryStatus = "sending"
+	NotificationDeliveryStatusSent      NotificationDeliveryStatus = "sent"
+	NotificationDeliveryStatusUncertain NotificationDeliveryStatus = "uncertain"
 )
 
 // Defines values for NotificationRunStatus.
 const (
-	COMPLETED NotificationRunStatus = "COMPLETED"
-	RUNNING   NotificationRunStatus = "RUNNING"
-	SKIPPED   NotificationRunStatus = "SKIPPED"
+	NotificationRunStatusCOMPLETED NotificationRunStatus = "COMPLETED"
+	NotificationRunStatusRUNNING   NotificationRunStatus = "RUNNING"
+	NotificationRunStatusSKIPPED   NotificationRunStatus = "SKIPPED"
 )
 
 // Defines values for NotificationTemplateModule.
@@ -117,13 +117,13 @@ const (
 
 // Defines values for NotificationTemplateWriteShareType.
 const (
-	ALL  NotificationTemplateWriteShareType = "ALL"
-	SELF NotificationTemplateWriteShareType = "SELF"
+	NotificationTemplateWriteShareTypeALL  NotificationTemplateWriteShareType = "ALL"
+	NotificationTemplateWriteShareTypeSELF NotificationTemplateWriteShareType = "SELF"
 )
 
 // Defines values for OAuthTokenTokenType.
 const (
-	Bearer OAuthTokenTokenType = "Bearer"
+	OAuthTokenTokenTypeBearer OAuthTokenTokenType = "Bearer"
 )
 
 // Defines values for OAuthTokenRequestGrantType.
@@ -134,22 +134,22 @@ const (
 
 // Defines values for ScheduleSettingsSchedulerInterval.
 const (
-	DAILY   ScheduleSettingsSchedulerInterval = "DAILY"
-	MONTHLY ScheduleSettingsSchedulerInterval = "MONTHLY"
-	WEEKLY  ScheduleSettingsSchedulerInterval = "WEEKLY"
+	ScheduleSettingsSchedulerIntervalDAILY   ScheduleSettingsSchedulerInterval = "DAILY"
+	ScheduleSettingsSchedulerIntervalMONTHLY ScheduleSettingsSchedulerInterval = "MONTHLY"
+	ScheduleSettingsSchedulerIntervalWEEKLY  ScheduleSettingsSchedulerInterval = "WEEKLY"
 )
 
 // Defines values for TemplateDefaultConfigsEditorOptions.
 const (
-	PlainText TemplateDefaultConfigsEditorOptions = "plainText"
-	RtEditor  TemplateDefaultConfigsEditorOptions = "rtEditor"
+	TemplateDefaultConfigsEditorOptionsPlainText TemplateDefaultConfigsEditorOptions = "plainText"
+	TemplateDefaultConfigsEditorOptionsRtEditor  TemplateDefaultConfigsEditorOptions = "rtEditor"
 )
 
 // Defines values for TemplateMailSeverity.
 const (
-	HIGH   TemplateMailSeverity = "HIGH"
-	LOW    TemplateMailSeverity = "LOW"
-	MEDIUM TemplateMailSeverity = "MEDIUM"
+	TemplateMailSeverityHIGH   TemplateMailSeverity = "HIGH"
+	TemplateMailSeverityLOW    TemplateMailSeverity = "LOW"
+	TemplateMailSeverityMEDIUM TemplateMailSeverity = "MEDIUM"
 )
 
 // Defines values for UserCreateGender.
@@ -182,16 +182,16 @@ const (
 
 // Defines values for UserProfileGender.
 const (
-	Empty UserProfileGender = ""
-	F     UserProfileGender = "F"
-	M     UserProfileGender = "M"
-	N     UserProfileGender = "N"
+	UserProfileGenderEmpty UserProfileGender = ""
+	UserProfileGenderF     UserProfileGender = "F"
+	UserProfileGenderM     UserProfileGender = "M"
+	UserProfileGenderN     UserProfileGender = "N"
 )
 
 // Defines values for UserProfileStatus.
 const (
-	N0 UserProfileStatus = 0
-	N1 UserProfileStatus = 1
+	UserProfileStatusN0 UserProfileStatus = 0
+	UserProfileStatusN1 UserProfileStatus = 1
 )
 
 // Defines values for UpdateLogonScriptConfigJSONBodyForceEnrollment.
@@ -202,59 +202,59 @@ const (
 
 // Defines values for UploadEnrollmentCSVMultipartBodyFileEncoding.
 const (
-	Big5              UploadEnrollmentCSVMultipartBodyFileEncoding = "Big5"
-	EUCJP             UploadEnrollmentCSVMultipartBodyFileEncoding = "EUC-JP"
-	EUCKR             UploadEnrollmentCSVMultipartBodyFileEncoding = "EUC-KR"
-	GB2312            UploadEnrollmentCSVMultipartBodyFileEncoding = "GB2312"
-	ISO2022JP         UploadEnrollmentCSVMultipartBodyFileEncoding = "ISO-2022-JP"
-	ISO88591          UploadEnrollmentCSVMultipartBodyFileEncoding = "ISO-8859-1"
-	KOI8R             UploadEnrollmentCSVMultipartBodyFileEncoding = "KOI8-R"
-	ShiftJIS          UploadEnrollmentCSVMultipartBodyFileEncoding = "Shift_JIS"
-	USASCII           UploadEnrollmentCSVMultipartBodyFileEncoding = "US-ASCII"
-	UTF8              UploadEnrollmentCSVMultipartBodyFileEncoding = "UTF-8"
-	WINDOWS1251       UploadEnrollmentCSVMultipartBodyFileEncoding = "WINDOWS-1251"
-	XWINDOWSISO2022JP UploadEnrollmentCSVMultipartBodyFileEncoding = "X-WINDOWS-ISO2022JP"
+	UploadEnrollmentCSVMultipartBodyFileEncodingBig5              UploadEnrollmentCSVMultipartBodyFileEncoding = "Big5"
+	UploadEnrollmentCSVMultipartBodyFileEncodingEUCJP             UploadEnrollmentCSVMultipartBodyFileEncoding = "EUC-JP"
+	UploadEnrollmentCSVMultipartBodyFileEncodingEUCKR             UploadEnrollmentCSVMultipartBodyFileEncoding = "EUC-KR"
+	UploadEnrollmentCSVMultipartBodyFileEncodingGB2312            UploadEnrollmentCSVMultipartBodyFileEncoding = "GB2312"
+	UploadEnrollmentCSVMultipartBodyFileEncodingISO2022JP         UploadEnrollmentCSVMultipartBodyFileEncoding = "ISO-2022-JP"
+	UploadEnrollmentCSVMultipartBodyFileEncodingISO88591          UploadEnrollmentCSVMultipartBodyFileEncoding = "ISO-8859-1"
+	UploadEnrollmentCSVMultipartBodyFileEncodingKOI8R             UploadEnrollmentCSVMultipartBodyFileEncoding = "KOI8-R"
+	UploadEnrollmentCSVMultipartBodyFileEncodingShiftJIS          UploadEnrollmentCSVMultipartBodyFileEncoding = "Shift_JIS"
+	UploadEnrollmentCSVMultipartBodyFileEncodingUSASCII           UploadEnrollmentCSVMultipartBodyFileEncoding = "US-ASCII"
+	UploadEnrollmentCSVMultipartBodyFileEncodingUTF8              UploadEnrollmentCSVMultipartBodyFileEncoding = "UTF-8"
+	UploadEnrollmentCSVMultipartBodyFileEncodingWINDOWS1251       UploadEnrollmentCSVMultipartBodyFileEncoding = "WINDOWS-1251"
+	UploadEnrollmentCSVMultipartBodyFileEncodingXWINDOWSISO2022JP UploadEnrollmentCSVMultipartBodyFileEncoding = "X-WINDOWS-ISO2022JP"
 )
 
 // Defines values for UploadSmartCardsMultipartBodyCertificateFilenamePattern.
 const (
-	EmployeeID   UploadSmartCardsMultipartBodyCertificateFilenamePattern = "Employee ID"
-	MobileNumber UploadSmartCardsMultipartBodyCertificateFilenamePattern = "Mobile Number"
-	PrimaryEmail UploadSmartCardsMultipartBodyCertificateFilenamePattern = "Primary Email"
+	UploadSmartCardsMultipartBodyCertificateFilenamePatternEmployeeID   UploadSmartCardsMultipartBodyCertificateFilenamePattern = "Employee ID"
+	UploadSmartCardsMultipartBodyCertificateFilenamePatternMobileNumber UploadSmartCardsMultipartBodyCertificateFilenamePattern = "Mobile Number"
+	UploadSmartCardsMultipartBodyCertificateFilenamePatternPrimaryEmail UploadSmartCardsMultipartBodyCertificateFilenamePattern = "Primary Email"
 )
 
 // Defines values for GetNotificationTemplateParamsInclude.
 const (
-	Files GetNotificationTemplateParamsInclude = "files"
+	GetNotificationTemplateParamsIncludeFiles GetNotificationTemplateParamsInclude = "files"
 )
 
 // Defines values for ListUsersParamsLicensing.
 const (
-	Both       ListUsersParamsLicensing = "both"
-	Licensed   ListUsersParamsLicensing = "licensed"
-	Unlicensed ListUsersParamsLicensing = "unlicensed"
+	ListUsersParamsLicensingBoth       ListUsersParamsLicensing = "both"
+	ListUsersParamsLicensingLicensed   ListUsersParamsLicensing = "licensed"
+	ListUsersParamsLicensingUnlicensed ListUsersParamsLicensing = "unlicensed"
 )
 
 // Defines values for OauthAuthorizeParamsResponseType.
 const (
-	Code OauthAuthorizeParamsResponseType = "code"
+	OauthAuthorizeParamsResponseTypeCode OauthAuthorizeParamsResponseType = "code"
 )
 
 // Defines values for OauthAuthorizeParamsAccessType.
 const (
-	Offline OauthAuthorizeParamsAccessType = "offline"
-	Online  OauthAuthorizeParamsAccessType = "online"
+	OauthAuthorizeParamsAccessTypeOffline OauthAuthorizeParamsAccessType = "offline"
+	OauthAuthorizeParamsAccessTypeOnline  OauthAuthorizeParamsAccessType = "online"
 )
 
 // Defines values for OauthAuthorizeParamsCodeChallengeMethod.
 const (
-	S256 OauthAuthorizeParamsCodeChallengeMethod = "S256"
+	OauthAuthorizeParamsCodeChallengeMethodS256 OauthAuthorizeParamsCodeChallengeMethod = "S256"
 )
 
 // Defines values for OauthConsentFormdataBodyDecision.
 const (
-	Allow OauthConsentFormdataBodyDecision = "allow"
-	Deny  OauthConsentFormdataBodyDecision = "deny"
+	OauthConsentFormdataBodyDecisionAllow OauthConsentFormdataBodyDecision = "allow"
+	OauthConsentFormdataBodyDecisionDeny  OauthConsentFormdataBodyDecision = "deny"
 )
 
 // Defines values for OauthTokenParamsGrantType.
