@@ -57,10 +57,12 @@ type RunInfo struct {
 }
 
 // ChunkInput asks for the deliveries of a run with seq in [From, To).
+// Summary asks for the summary deliveries of a finished run.
 type ChunkInput struct {
-	Run  RunRef `json:"run"`
-	From int64  `json:"from"`
-	To   int64  `json:"to"`
+	Run     RunRef `json:"run"`
+	From    int64  `json:"from"`
+	To      int64  `json:"to"`
+	Summary bool   `json:"summary,omitempty"`
 }
 
 // ChunkResult counts what a send step did. Pending deliveries failed for

@@ -22,6 +22,7 @@ type message struct {
 	attachments []notify.File
 	inline      []notify.File
 	base        map[string]string // macros every recipient shares
+	summary     *summary          // the run's summary (a summary step only)
 }
 
 // newMessage compiles run's template and reads its files.

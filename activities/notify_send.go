@@ -71,8 +71,8 @@ func DeliverChunk(ctx context.Context, a *Notifications, in ChunkInput, progress
 	if err != nil {
 		return res, temporalError(err)
 	}
-	if run.Status != models.RunRunning {
-		return res, nil
+	if want := map[bool]string{false: models.RunRunning, true: models.RunCompleted}[in.Summary]; run.Status != want {
+		return res, nil // members are sent while the run runs, its summary once it is done
 	}
 	open, err := ns.OpenDeliveries(ctx, run.ID, in.From, in.To)
 	if err != nil {
@@ -82,12 +82,18 @@ func DeliverChunk(ctx context.Context, a *Notifications, in ChunkInput, progress
 	var stale []models.Delivery
 	var pending []int64
 	var userIDs []int64
+	kind := map[bool]string{false: models.DeliveryMember, true: models.DeliverySummary}[in.Summary]
 	for _, d := range open {
+		if d.Kind != kind { // a member chunk's range may reach past the members
+			continue
+		}
 		if d.State == models.DeliverySending {
 			stale = append(stale, d)
 		} else {
 			pending = append(pending, d.Seq)
-			userIDs = append(userIDs, d.UserID)
+			if d.Kind == models.DeliveryMember {
+				userIDs = append(userIDs, d.UserID)
+			}
 		}
 	}
 	if err := ns.AbandonClaims(ctx, run.ID, claim, stale); err != nil {
@@ -97,8 +103,14 @@ func DeliverChunk(ctx context.Context, a *Notifications, in ChunkInput, progress
 	if len(pending) == 0 {
 		return res, nil
 	}
-	msg, err := newMessage(ctx, a.Store, run)
-	if err != nil {
+	var msg *message
+	if in.Summary {
+		sum, err := newSummary(ctx, a.Store, run)
+		if err != nil {
+			return res, err
+		}
+		msg = &message{run: run, summary: sum}
+	} else if msg, err = newMessage(ctx, a.Store, run); err != nil {
 		return res, err
 	}
 	users, err := ns.Recipients(ctx, run.OrgID, userIDs)
@@ -221,6 +233,9 @@ func take(queue <-chan int64, n int) []int64 {
 // deliver sends one delivery and says what came of it.
 func (a *Notifications) deliver(ctx context.Context, msg *message, d *models.Delivery, u *models.Recipient) models.DeliveryOutcome {
 	out := models.DeliveryOutcome{Delivery: d}
+	if d.Kind == models.DeliverySummary {
+		return a.deliverSummary(ctx, msg, d)
+	}
 	if u == nil {
 		out.Outcome, out.Detail = models.DeliveryFailed, "the user no longer exists"
 		return out
@@ -243,6 +258,33 @@ func (a *Notifications) deliver(ctx context.Context, msg *message, d *models.Del
 		out.Outcome, out.Detail = models.DeliveryFailed, fmt.Sprintf("unknown channel %q", d.Channel)
 		return out
 	}
+	return outcome(out, err)
+}
+
+// deliverSummary sends a summary delivery.
+func (a *Notifications) deliverSummary(ctx context.Context, msg *message, d *models.Delivery) models.DeliveryOutcome {
+	out := models.DeliveryOutcome{Delivery: d}
+	var err error
+	switch {
+	case d.Channel == models.ChannelMail && a.Mail != nil:
+		err = a.Mail.Send(ctx, msg.summary.mail(msg.run, d))
+	case d.Channel == models.ChannelSMS && a.SMS != nil:
+		err = a.SMS.SendSMS(ctx, msg.summary.textFor(d))
+	case d.Channel == models.ChannelMail:
+		out.Outcome, out.Detail = models.DeliveryFailed, "no mail server is configured"
+		return out
+	case d.Channel == models.ChannelSMS:
+		out.Outcome, out.Detail = models.DeliveryFailed, "no SMS gateway is configured"
+		return out
+	default:
+		out.Outcome, out.Detail = models.DeliveryFailed, fmt.Sprintf("unknown channel %q", d.Channel)
+		return out
+	}
+	return outcome(out, err)
+}
+
+// outcome sorts the error of a send into the delivery's outcome.
+func outcome(out models.DeliveryOutcome, err error) models.DeliveryOutcome {
 	switch notify.Classify(err) {
 	case 0:
 		out.Outcome = models.DeliverySent

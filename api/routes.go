@@ -63,7 +63,7 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Path: "/meta/templates/notification/module_configs", Scopes: Scopes("meta", "READ"), Handler: handle(s.templateModuleConfigs)},
 
 		// Notification auto-schedules (spec 4.4, 2.15), with update, delete,
-		// pause, resume and run-now.
+		// pause, resume and run-now, and their runs and deliveries.
 		{Method: "GET", Path: schedulesPath, Scopes: Scopes("quick_enrollment", "ALL", "READ"), Handler: handle(s.listSchedules)},
 		{Method: "POST", Path: schedulesPath, Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "CREATE"), Handler: handle(s.createSchedule)},
 		{Method: "GET", Path: schedulesPath + "/:schedule_id", Scopes: Scopes("quick_enrollment", "ALL", "READ"), Handler: handle(s.getSchedule)},
@@ -72,5 +72,7 @@ func (s *Server) Routes() []Route {
 		{Method: "POST", Path: schedulesPath + "/:schedule_id/pause", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "UPDATE"), Handler: handle(s.pauseSchedule)},
 		{Method: "POST", Path: schedulesPath + "/:schedule_id/resume", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "UPDATE"), Handler: handle(s.resumeSchedule)},
 		{Method: "POST", Path: schedulesPath + "/:schedule_id/run-now", Scopes: Scopes("quick_enrollment", "ALL", "WRITE"), Handler: handle(s.runSchedule)},
+		{Method: "GET", Path: schedulesPath + "/:schedule_id/runs", Scopes: Scopes("quick_enrollment", "ALL", "READ"), Handler: handle(s.listScheduleRuns)},
+		{Method: "GET", Path: schedulesPath + "/:schedule_id/runs/:run_id/deliveries", Scopes: Scopes("quick_enrollment", "ALL", "READ"), Handler: handle(s.listRunDeliveries)},
 	}
 }

@@ -31,7 +31,8 @@ type Delivery struct {
 	NotificationID int64     `bun:"notification_id"`
 	Recipient      string    `bun:"recipient"` // <channel>:<user id>
 	ScheduledAt    time.Time `bun:"scheduled_at"`
-	UserID         int64     `bun:"user_id"`
+	UserID         int64     `bun:"user_id"` // 0 for a summary
+	Kind           string    `bun:"kind"`    // DeliveryMember or DeliverySummary
 	Channel        string    `bun:"channel"`
 	Address        string    `bun:"address"`
 	State          string    `bun:"state"`
@@ -51,6 +52,13 @@ const (
 	DeliveryUncertain = "uncertain"
 	// DeliveryTemporary is the log outcome of a temporary failure.
 	DeliveryTemporary = "temporary"
+)
+
+// Kinds of delivery: a member's own message, or the summary of the run to
+// an address of the template's mail.to/cc or sms.to.
+const (
+	DeliveryMember  = "member"
+	DeliverySummary = "summary"
 )
 
 // Channels.

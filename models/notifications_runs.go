@@ -33,7 +33,9 @@ type NotificationRun struct {
 	Template       RunTemplate `bun:"template,type:json"`
 	Status         string      `bun:"status"`
 	Message        string      `bun:"message"`
-	Total          int64       `bun:"total"`
+	Total          int64       `bun:"total"`      // member deliveries
+	Recipients     int64       `bun:"recipients"` // members messaged
+	Skipped        int64       `bun:"skipped"`    // members left out: enrolled or not active
 	Sent           int64       `bun:"sent"`
 	Failed         int64       `bun:"failed"`
 	Uncertain      int64       `bun:"uncertain"`
@@ -104,6 +106,7 @@ func (s *NotificationStore) PrepareRun(ctx context.Context, in PrepareRunInput) 
 	if err != nil {
 		return nil, err
 	}
+	groupMembers := int64(len(members))
 	if members, err = notEnrolled(ctx, s.db, in.OrgID, members); err != nil {
 		return nil, err
 	}
@@ -121,6 +124,12 @@ func (s *NotificationStore) PrepareRun(ctx context.Context, in PrepareRunInput) 
 	run.Slot = in.ScheduledAt.In(loc).Format(SlotLayout)
 	deliveries := plannedDeliveries(run, users, now)
 	run.Total = int64(len(deliveries))
+	for i := range users {
+		if users[i].Status == UserActive {
+			run.Recipients++
+		}
+	}
+	run.Skipped = groupMembers - run.Recipients
 	err = inTxOnce(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		if run.Slot != "" {
 			taken, err := tx.NewSelect().Model((*NotificationRun)(nil)).
@@ -129,7 +138,7 @@ func (s *NotificationStore) PrepareRun(ctx context.Context, in PrepareRunInput) 
 				return fmt.Errorf("select run slot: %w", err)
 			}
 			if taken {
-				run.Slot, run.Status, run.Total, deliveries = "", RunSkipped, 0, nil
+				run.Slot, run.Status, run.Total, run.Recipients, run.Skipped, deliveries = "", RunSkipped, 0, 0, 0, nil
 				run.Message = "another run already happened at this local time (daylight saving time repeated the hour)"
 				run.FinishedAt = &now
 			}
@@ -163,7 +172,7 @@ func plannedDeliveries(run *NotificationRun, users []Recipient, now time.Time) [
 		d := Delivery{
 			RunID: run.ID, Seq: int64(len(out) + 1), NotificationID: run.NotificationID,
 			Recipient: channel + ":" + FormatID(u.ID), ScheduledAt: run.ScheduledAt,
-			UserID: u.ID, Channel: channel, Address: address, State: DeliveryPending, UpdatedAt: now,
+			UserID: u.ID, Kind: DeliveryMember, Channel: channel, Address: address, State: DeliveryPending, UpdatedAt: now,
 		}
 		if address == "" {
 			d.State, d.LastError = DeliveryFailed, "the user has no "+map[string]string{ChannelMail: "mail address", ChannelSMS: "mobile number"}[channel]
@@ -210,14 +219,14 @@ func (s *NotificationStore) GetRun(ctx context.Context, id int64) (*Notification
 	return run, nil
 }
 
-// FinishRun gives up on the run's deliveries still pending (recording why),
+// FinishRun gives up on the run's member deliveries still pending (recording why),
 // counts the outcomes and marks the run COMPLETED. Finishing twice changes
 // nothing more.
 func (s *NotificationStore) FinishRun(ctx context.Context, runID int64, reason string) (*NotificationRun, error) {
 	var run *NotificationRun
 	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		var pending []Delivery
-		if err := tx.NewSelect().Model(&pending).Where("run_id = ? AND state = ?", runID, DeliveryPending).Scan(ctx); err != nil {
+		if err := tx.NewSelect().Model(&pending).Where("run_id = ? AND kind = ? AND state = ?", runID, DeliveryMember, DeliveryPending).Scan(ctx); err != nil {
 			return fmt.Errorf("select pending deliveries: %w", err)
 		}
 		now := time.Now().UTC()
@@ -227,7 +236,7 @@ func (s *NotificationStore) FinishRun(ctx context.Context, runID int64, reason s
 		}
 		if len(pending) > 0 {
 			if _, err := tx.NewUpdate().Model((*Delivery)(nil)).Set("state = ?, last_error = ?, updated_at = ?", DeliveryFailed, reason, now).
-				Where("run_id = ? AND state = ?", runID, DeliveryPending).Exec(ctx); err != nil {
+				Where("run_id = ? AND kind = ? AND state = ?", runID, DeliveryMember, DeliveryPending).Exec(ctx); err != nil {
 				return fmt.Errorf("give up deliveries: %w", err)
 			}
 			if err := insertLog(ctx, tx, log); err != nil {
@@ -255,14 +264,15 @@ func (s *NotificationStore) FinishRun(ctx context.Context, runID int64, reason s
 	return run, nil
 }
 
-// deliveryCounts counts a run's deliveries by state.
+// deliveryCounts counts a run's member deliveries by state (the summary
+// messages are not counted: they report the counts).
 func deliveryCounts(ctx context.Context, db bun.IDB, runID int64) (map[string]int64, error) {
 	var rows []struct {
 		State string `bun:"state"`
 		N     int64  `bun:"n"`
 	}
 	err := db.NewSelect().Model((*Delivery)(nil)).Column("state").ColumnExpr("count(*) AS n").
-		Where("run_id = ?", runID).Group("state").Scan(ctx, &rows)
+		Where("run_id = ? AND kind = ?", runID, DeliveryMember).Group("state").Scan(ctx, &rows)
 	if err != nil {
 		return nil, fmt.Errorf("count deliveries: %w", err)
 	}

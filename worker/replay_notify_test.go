@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -22,14 +23,18 @@ import (
 )
 
 // Notification run histories recorded from real runs (go test ./worker -run
-// ReplayNotify -update): one that sends every delivery, one whose schedule
-// was deleted before it ran.
+// ReplayNotify -update records those missing from testdata): one that sends
+// every delivery, one whose schedule was deleted before it ran (both from
+// before run summaries, without the version marker), and one whose template
+// names addresses of its own, which get the run's summary.
 var notifyHistories = []struct {
 	file           string
 	deleteSchedule bool
+	summaryTo      []string
 }{
-	{"notification-run-completed.json", false},
-	{"notification-run-schedule-gone.json", true},
+	{"notification-run-completed.json", false, nil},
+	{"notification-run-schedule-gone.json", true, nil},
+	{"notification-run-summary.json", false, []string{"SELF", "ops@example.com"}},
 }
 
 func TestReplayNotify_CommittedHistories(t *testing.T) {
@@ -85,7 +90,20 @@ func recordNotificationRuns(t *testing.T) {
 	}
 	noSync := func(context.Context, *models.NotificationSchedule, *models.NotificationSchedule) error { return nil }
 	for i, h := range notifyHistories {
-		sc := &models.NotificationSchedule{OrgID: env.Org.ID, Name: fmt.Sprint("Schedule ", i), TemplateID: tpl.ID, GroupIDs: []int64{g.ID},
+		path := filepath.Join("testdata", h.file)
+		if _, err := os.Stat(path); err == nil {
+			continue // histories of older code stay as they were recorded
+		}
+		tplID := tpl.ID
+		if h.summaryTo != nil {
+			own := &models.Template{OrgID: env.Org.ID, Name: "Reminder with summary", Module: models.ModuleReports,
+				Mail: &models.MailTemplate{To: h.summaryTo, Subject: "Enrol, %first_name%", Content: "<p>Hello %display_name%</p>"}}
+			if err := env.Store.Templates.Create(ctx, own, nil); err != nil {
+				t.Fatal(err)
+			}
+			tplID = own.ID
+		}
+		sc := &models.NotificationSchedule{OrgID: env.Org.ID, Name: fmt.Sprint("Schedule ", i), TemplateID: tplID, GroupIDs: []int64{g.ID},
 			Settings: models.ScheduleSettings{SchedulerInterval: models.IntervalDaily, Hours: "9", Minutes: "0"}}
 		if err := env.Store.Notifications.CreateSchedule(ctx, sc, 0, noSync); err != nil {
 			t.Fatal(err)
@@ -105,6 +123,6 @@ func recordNotificationRuns(t *testing.T) {
 		if err := run.Get(ctx, &sum); err != nil {
 			t.Fatal(err)
 		}
-		writeHistory(t, env.Temporal, id, filepath.Join("testdata", h.file))
+		writeHistory(t, env.Temporal, id, path)
 	}
 }

@@ -76,7 +76,8 @@ var notifyActivities *activities.Notifications
 // NotificationRun sends one run of a notification schedule: it prepares the
 // run (its recipients, once per scheduled time), sends its deliveries in
 // chunks on the notify task queue, sends again in later rounds what failed
-// temporarily, and records the outcome.
+// temporarily, records the outcome, and sends the run's summary to the
+// template's own addresses (mail.to/cc, sms.to).
 func NotificationRun(ctx workflow.Context, in NotifyInput) (activities.RunSummary, error) {
 	st, err := startNotify(ctx, in)
 	if err != nil || st == nil {
@@ -148,8 +149,19 @@ func (st *notifyState) run(ctx workflow.Context, in NotifyInput) (activities.Run
 	}
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s**: run %d: %d sent, %d failed, %d uncertain of %d",
 		sum.Status, st.Run.RunID, sum.Sent, sum.Failed, sum.Uncertain, sum.Total))
+	// Runs recorded before summaries existed finished here.
+	if workflow.GetVersion(ctx, summaryChange, workflow.DefaultVersion, 1) == 1 {
+		var r activities.ChunkResult
+		if err := workflow.ExecuteActivity(sendCtx, notifyActivities.SendNotificationSummary, ref).Get(ctx, &r); err != nil {
+			return sum, err
+		}
+	}
 	return sum, nil
 }
+
+// summaryChange is the version marker of the run summary step: a finished
+// run sends its summary to the template's own addresses.
+const summaryChange = "run-summary"
 
 // sendRound sends st.Chunks with up to NotifyParallelChunks in flight,
 // collecting in st.Retry the chunks with deliveries left pending. It stops

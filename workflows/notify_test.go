@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -76,6 +77,15 @@ func TestNotificationRun_SendsChunksOnTheNotifyQueueAndRetriesLater(t *testing.T
 			finished = ref
 			return activities.RunSummary{Status: "COMPLETED", Total: 1200, Sent: 1200}, nil
 		})
+	var summarized []string
+	env.OnActivity(notifyActivities.SendNotificationSummary, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, ref activities.RunRef) (activities.ChunkResult, error) {
+			if finished.RunID == 0 {
+				t.Error("the summary was sent before the run was finished")
+			}
+			summarized = append(summarized, fmt.Sprint(ref.RunID, "@", activity.GetInfo(ctx).TaskQueue))
+			return activities.ChunkResult{Sent: 1}, nil
+		})
 
 	env.ExecuteWorkflow(NotifyWorkflowName, NotifyInput{OrgID: 7, ScheduleID: 5})
 
@@ -97,6 +107,9 @@ func TestNotificationRun_SendsChunksOnTheNotifyQueueAndRetriesLater(t *testing.T
 	if finished.RunID != 99 {
 		t.Errorf("finished %+v", finished)
 	}
+	if want := "[99@" + NotifyTaskQueue + "]"; fmt.Sprint(summarized) != want {
+		t.Errorf("summary steps %v, want %s (once, after the finish, on the notify queue)", summarized, want)
+	}
 	var sum activities.RunSummary
 	if err := env.GetWorkflowResult(&sum); err != nil || sum.Sent != 1200 {
 		t.Errorf("result %+v, %v", sum, err)
@@ -115,6 +128,7 @@ func TestNotificationRun_GivesUpAfterTheLastRound(t *testing.T) {
 		})
 	env.OnActivity(notifyActivities.FinishNotificationRun, mock.Anything, mock.Anything).
 		Return(activities.RunSummary{Status: "COMPLETED", Total: 10, Failed: 10}, nil)
+	env.OnActivity(notifyActivities.SendNotificationSummary, mock.Anything, mock.Anything).Return(activities.ChunkResult{}, nil)
 	begin := env.Now()
 	env.ExecuteWorkflow(NotifyWorkflowName, NotifyInput{OrgID: 1, ScheduleID: 2})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {

@@ -11,7 +11,14 @@
 //     file, or -db postgres://…): prepare the run, then claim, render, send
 //     and record every recipient, chunk after chunk as one worker does.
 //
-// Usage: go run ./cmd/notifybench [-n 10000] [-rounds 3] [-conns 4] [-db postgres://…]
+// It runs two shapes of server. The instant one accepts every message at
+// once (the figures above). The relay one takes -relay (20 ms) per message,
+// as a real relay does, and compares the same number of connections on both
+// sides: the plain loop then runs -conns go-mail clients side by side, each
+// sending in turn, against the notify and delivery paths with -conns
+// connections.
+//
+// Usage: go run ./cmd/notifybench [-n 10000] [-rounds 3] [-conns 4] [-claim 4] [-relay 20ms] [-relay-n 1000] [-db postgres://…]
 package main
 
 import (
@@ -25,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/emersion/go-smtp"
 	gomail "github.com/wneessen/go-mail"
 
 	"iam/activities"
@@ -43,57 +51,99 @@ const (
 )
 
 func main() {
-	if err := run(os.Stdout); err != nil {
+	if err := run(os.Stdout, os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out io.Writer) error {
-	n := flag.Int("n", 10000, "recipients")
-	rounds := flag.Int("rounds", 3, "runs of each path; the median is reported")
-	conns := flag.Int("conns", 4, "SMTP connections (and messages in flight) of the notify and delivery paths")
-	claim := flag.Int("claim", 4, "deliveries a sender claims per ledger write (IAM_NOTIFY_CLAIM_BATCH)")
-	dsn := flag.String("db", "", "database of the delivery path: an empty postgres://… database (migrated here), or empty for a temporary SQLite file")
-	flag.Parse()
+func run(out io.Writer, args []string) error {
+	flags := flag.NewFlagSet("notifybench", flag.ContinueOnError)
+	n := flags.Int("n", 10000, "recipients")
+	rounds := flags.Int("rounds", 3, "runs of each path; the median is reported")
+	conns := flags.Int("conns", 4, "SMTP connections (and messages in flight) of the notify and delivery paths")
+	claim := flags.Int("claim", 4, "deliveries a sender claims per ledger write (IAM_NOTIFY_CLAIM_BATCH)")
+	dsn := flags.String("db", "", "database of the delivery path: an empty postgres://… database (migrated here), or empty for a temporary SQLite file")
+	relay := flags.Duration("relay", 20*time.Millisecond, "time the relay-shaped server takes per message; 0 skips that shape")
+	relayN := flags.Int("relay-n", 1000, "recipients of the relay shape")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
 
-	srv, err := smtptest.Start(smtptest.Options{Discard: true})
+	// The instant server: one connection for the plain loop.
+	r, err := measure(*n, *rounds, *conns, *claim, *dsn, 0, 1)
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
-	people := recipients(*n)
-
-	ledger, err := newLedger(*n, *dsn)
+	fmt.Fprintf(out, "%d recipients, one message each, to an in-process SMTP server on 127.0.0.1 that accepts at once; median of %d rounds\n", *n, *rounds)
+	r.print(out, *conns, *claim)
+	if *relay <= 0 {
+		return nil
+	}
+	// The relay: the same connection count on both sides.
+	r, err = measure(*relayN, *rounds, *conns, *claim, *dsn, *relay, *conns)
 	if err != nil {
-		return fmt.Errorf("delivery path setup: %w", err)
+		return err
+	}
+	fmt.Fprintf(out, "%d recipients to an in-process SMTP server that takes %v per message (a relay); median of %d rounds\n", *relayN, *relay, *rounds)
+	r.print(out, *conns, *claim)
+	return nil
+}
+
+// result holds the median rates of one shape.
+type result struct {
+	plainConns            int
+	dialect               string
+	plain, path, delivery float64
+}
+
+func (r result) print(out io.Writer, conns, claim int) {
+	fmt.Fprintf(out, "  go-mail plain loop (render, build, send in turn; %d connection(s)): %8.0f msg/s\n", r.plainConns, r.plain)
+	fmt.Fprintf(out, "  notify SMTP path (render, build, pooled send; %d connections):   %8.0f msg/s = %5.1f%% of the plain loop\n", conns, r.path, 100*r.path/r.plain)
+	fmt.Fprintf(out, "  delivery path (SMTP path + %s delivery ledger and log, claims of %d): %8.0f msg/s = %5.1f%% of the plain loop\n", r.dialect, claim, r.delivery, 100*r.delivery/r.plain)
+}
+
+// measure runs the three paths rounds times against a server that takes
+// delay per message, the plain loop over plainConns connections.
+func measure(n, rounds, conns, claim int, dsn string, delay time.Duration, plainConns int) (result, error) {
+	opts := smtptest.Options{Discard: true}
+	if delay > 0 {
+		opts.OnData = func(smtptest.Message, *smtp.Conn) error {
+			time.Sleep(delay)
+			return nil
+		}
+	}
+	srv, err := smtptest.Start(opts)
+	if err != nil {
+		return result{}, err
+	}
+	defer srv.Close()
+	people := recipients(n)
+
+	ledger, err := newLedger(n, dsn)
+	if err != nil {
+		return result{}, fmt.Errorf("delivery path setup: %w", err)
 	}
 	defer ledger.close()
 	// Rounds interleave the paths, so that a busy machine slows them alike.
 	var plains, paths, deliveries []float64
-	for range *rounds {
+	for range rounds {
 		for _, p := range []struct {
 			rates *[]float64
 			run   func() error
 		}{
-			{&plains, func() error { return plainLoop(srv, people) }},
-			{&paths, func() error { return notifyPath(srv, people, *conns) }},
-			{&deliveries, func() error { return ledger.deliver(srv, *conns, *claim) }},
+			{&plains, func() error { return plainLoop(srv, people, plainConns) }},
+			{&paths, func() error { return notifyPath(srv, people, conns) }},
+			{&deliveries, func() error { return ledger.deliver(srv, conns, claim) }},
 		} {
 			start := time.Now()
 			if err := p.run(); err != nil {
-				return err
+				return result{}, err
 			}
-			*p.rates = append(*p.rates, float64(*n)/time.Since(start).Seconds())
+			*p.rates = append(*p.rates, float64(n)/time.Since(start).Seconds())
 		}
 	}
-	plain, path, delivery := median(plains), median(paths), median(deliveries)
-
-	fmt.Fprintf(out, "%d recipients, one message each, to an in-process SMTP server on 127.0.0.1; median of %d rounds\n", *n, *rounds)
-	fmt.Fprintf(out, "  go-mail plain loop (render, build, send in turn; 1 connection): %8.0f msg/s\n", plain)
-	fmt.Fprintf(out, "  notify SMTP path (render, build, pooled send; %d connections):   %8.0f msg/s = %5.1f%% of the plain loop\n", *conns, path, 100*path/plain)
-	fmt.Fprintf(out, "  delivery path (SMTP path + %s delivery ledger and log, claims of %d): %8.0f msg/s = %5.1f%% of the plain loop\n", ledger.dialect, *claim, delivery, 100*delivery/plain)
-	return nil
+	return result{plainConns: plainConns, dialect: ledger.dialect, plain: median(plains), path: median(paths), delivery: median(deliveries)}, nil
 }
 
 // median returns the middle of rates.
@@ -117,8 +167,9 @@ func values(p person) map[string]string {
 }
 
 // plainLoop is go-mail as its documentation shows it: the messages built,
-// one connection, Send for each.
-func plainLoop(srv *smtptest.Server, people []person) error {
+// one connection, Send for each; with conns > 1, that loop on conns
+// connections side by side, each sending its share in turn.
+func plainLoop(srv *smtptest.Server, people []person, conns int) error {
 	msgs := make([]*gomail.Msg, len(people))
 	for i, p := range people {
 		m := gomail.NewMsg()
@@ -134,11 +185,32 @@ func plainLoop(srv *smtptest.Server, people []person) error {
 		m.AddAlternativeString(gomail.TypeTextHTML, html)
 		msgs[i] = m
 	}
+	before := srv.Count()
+	errs := make(chan error, conns)
+	var wg sync.WaitGroup
+	for i := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- sendInTurn(srv, msgs[i*len(msgs)/conns:(i+1)*len(msgs)/conns])
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return accepted(srv, before, len(people))
+}
+
+// sendInTurn sends msgs one after the other over one go-mail connection.
+func sendInTurn(srv *smtptest.Server, msgs []*gomail.Msg) error {
 	c, err := gomail.NewClient(srv.Host, gomail.WithPort(srv.Port), gomail.WithTLSPolicy(gomail.NoTLS))
 	if err != nil {
 		return err
 	}
-	before := srv.Count()
 	if err := c.DialWithContext(context.Background()); err != nil {
 		return err
 	}
@@ -147,10 +219,7 @@ func plainLoop(srv *smtptest.Server, people []person) error {
 			return err
 		}
 	}
-	if err := c.Close(); err != nil {
-		return err
-	}
-	return accepted(srv, before, len(people))
+	return c.Close()
 }
 
 // notifyPath renders and sends every message through notify.SMTPMailer.
