@@ -199,13 +199,3 @@ func pathID(c *gin.Context, name string, notFound error) (int64, error) {
 	}
 	return id, nil
 }
-
-// handle adapts a handler that returns its error: a non-nil error is
-// answered by abortWithError.
-func handle(h func(c *gin.Context) error) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		if err := h(c); err != nil {
-			abortWithError(c, err)
-		}
-	}
-}
