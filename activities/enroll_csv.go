@@ -13,14 +13,14 @@ import (
 
 // EnrollCSVJob names a CSV enrollment job and its input.
 type EnrollCSVJob struct {
-	Job    JobRef                `json:"job"`
+	Job    models.JobRef         `json:"job"`
 	Params models.EnrollCSVInput `json:"params"`
 }
 
 // EnrollCSVChunk asks for the rows of a CSV enrollment job from row From on,
 // at most Params.ChunkRows of them.
 type EnrollCSVChunk struct {
-	Job    JobRef                `json:"job"`
+	Job    models.JobRef         `json:"job"`
 	Params models.EnrollCSVInput `json:"params"`
 	From   int64                 `json:"from"`
 	Before Progress              `json:"before"` // progress before this chunk

@@ -134,7 +134,7 @@ func enrollCSVDirectly(t *testing.T, db *bun.DB, rows, chunk int) {
 		t.Fatal(err)
 	}
 	a := &activities.Enrollment{Store: store, Secrets: apitest.Secrets}
-	ref := activities.JobRef{JobID: job.ID, OrgID: org.ID}
+	ref := models.JobRef{JobID: job.ID, OrgID: org.ID}
 
 	began = time.Now()
 	p, err := a.CountEnrollCSVRows(ctx, activities.EnrollCSVJob{Job: ref, Params: input})

@@ -13,7 +13,7 @@ import (
 // EnrollSmartCardChunk asks for the archive entries [From, To) of a
 // smart-card enrollment job (entry i is row i+1).
 type EnrollSmartCardChunk struct {
-	Job    JobRef                       `json:"job"`
+	Job    models.JobRef                `json:"job"`
 	Params models.EnrollSmartCardsInput `json:"params"`
 	From   int64                        `json:"from"`
 	To     int64                        `json:"to"`

@@ -72,6 +72,17 @@ type Job struct {
 // WorkflowID is the id of the workflow that runs the job.
 func (j *Job) WorkflowID() string { return JobWorkflowID(j.ID) }
 
+// JobRef names a job: the workflow input every job workflow starts with. Its
+// JSON travels in workflow histories ({"job": {"job_id": "1", "org_id": "2"}}):
+// keep the field names.
+type JobRef struct {
+	JobID int64 `json:"job_id,string"`
+	OrgID int64 `json:"org_id,string"`
+}
+
+// WorkflowID is the workflow id of the job.
+func (r JobRef) WorkflowID() string { return JobWorkflowID(r.JobID) }
+
 // JobWorkflowID is the workflow id of job id: "job-<id>".
 func JobWorkflowID(id int64) string { return "job-" + FormatID(id) }
 
