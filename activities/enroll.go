@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"iam/models"
+	"iam/models/secret"
 )
 
 // Enrollment holds the quick-enrollment activities: CSV files and smart-card
@@ -17,7 +18,7 @@ type Enrollment struct {
 	Store *models.Store
 	// Secrets seals TOTP secrets before they are stored. Without it, rows
 	// that carry a secret fail and nothing secret is written.
-	Secrets *models.SecretBox
+	Secrets *secret.Box
 
 	ahead lookahead // CSV chunks prepared ahead of their activity
 }

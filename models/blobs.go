@@ -10,6 +10,8 @@ import (
 	"io"
 	"time"
 
+	"iam/models/secret"
+
 	"github.com/uptrace/bun"
 )
 
@@ -80,7 +82,7 @@ type blobChunk struct {
 // they are; the commands that serve refuse to start without a key.
 type DBBlobStore struct {
 	db  bun.IDB
-	box *SecretBox
+	box *secret.Box
 }
 
 // blobChunkAAD binds a sealed chunk to its organization, blob and index.
@@ -282,7 +284,7 @@ type blobReader struct {
 	ctx  context.Context
 	db   bun.IDB
 	blob *Blob
-	box  *SecretBox
+	box  *secret.Box
 	seq  int64
 	pos  int64 // plain offset of chunk seq
 	skip int64

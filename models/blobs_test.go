@@ -15,13 +15,14 @@ import (
 
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/secret"
 )
 
-func testBox(t *testing.T) *models.SecretBox {
+func testBox(t *testing.T) *secret.Box {
 	t.Helper()
-	key := make([]byte, models.EncryptionKeySize)
+	key := make([]byte, secret.KeySize)
 	rand.Read(key)
-	box, err := models.NewSecretBox(key)
+	box, err := secret.NewBox(key)
 	if err != nil {
 		t.Fatal(err)
 	}

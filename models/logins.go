@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"iam/models/secret"
+
 	"github.com/uptrace/bun"
 )
 
@@ -46,7 +48,7 @@ func (s *UserStore) Authenticate(ctx context.Context, orgID int64, email, passwo
 	now = now.UTC()
 	user, err := s.GetByEmail(ctx, orgID, email)
 	if ErrorCode(err) == ENOTFOUND {
-		VerifyPassword(dummyPasswordHash, password) // the same cost as a wrong password
+		secret.VerifyPassword(secret.DummyPasswordHash, password) // the same cost as a wrong password
 		return nil, ErrBadCredentials
 	}
 	if err != nil {
@@ -55,10 +57,10 @@ func (s *UserStore) Authenticate(ctx context.Context, orgID int64, email, passwo
 	if user.BlockedUntil != nil && now.Before(*user.BlockedUntil) {
 		// The password is checked all the same, for the same cost as any
 		// other answer; it decides nothing and is not counted.
-		VerifyPassword(user.PasswordHash, password)
+		secret.VerifyPassword(user.PasswordHash, password)
 		return nil, &AccountBlockedError{Until: *user.BlockedUntil}
 	}
-	if !VerifyPassword(user.PasswordHash, password) {
+	if !secret.VerifyPassword(user.PasswordHash, password) {
 		return nil, s.recordFailure(ctx, user.ID, policy, now)
 	}
 	if user.Status != UserActive {

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"time"
 
+	"iam/models/secret"
+
 	"github.com/uptrace/bun"
 )
 
@@ -23,6 +25,10 @@ type Store struct {
 	// runs and deliveries.
 	Templates     *TemplateStore
 	Notifications *NotificationStore
+	// OAuthClients are the applications registered with the authorization
+	// server; OAuthTokens its codes and tokens.
+	OAuthClients *ClientStore
+	OAuthTokens  *OAuthTokenStore
 
 	// idLease is the process's id node lease, when LeaseIDs took one.
 	idLease *IDLease
@@ -61,6 +67,9 @@ func NewStore(db *bun.DB) *Store {
 		Blobs:  &DBBlobStore{db: db},
 		Users:  &UserStore{db: db},
 		Groups: &GroupStore{db: db},
+
+		OAuthClients: &ClientStore{db: db},
+		OAuthTokens:  &OAuthTokenStore{db: db},
 	}
 	s.Templates = &TemplateStore{db: db, blobs: s.Blobs}
 	s.Notifications = &NotificationStore{db: db, Groups: s.Groups, Templates: s.Templates}
@@ -70,7 +79,7 @@ func NewStore(db *bun.DB) *Store {
 // SealBlobs makes the blob store seal what it writes with box and open what
 // it reads with it. The commands that run the service call it with the key
 // of IAM_ENCRYPTION_KEY before using the store.
-func (s *Store) SealBlobs(box *SecretBox) *Store {
+func (s *Store) SealBlobs(box *secret.Box) *Store {
 	s.Blobs = &DBBlobStore{db: s.DB, box: box}
 	s.Templates.blobs = s.Blobs
 	return s

@@ -137,7 +137,7 @@ func (s *UserStore) Create(ctx context.Context, user *User, password string) err
 	}
 	user.PasswordHash = ""
 	if password != "" {
-		hash, err := HashPassword(password)
+		hash, err := hashPassword(password)
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"iam/models"
 	"iam/models/dbtest"
 	"iam/models/listing"
+	"iam/models/secret"
 )
 
 // mkUser creates a user of org through the store, failing the test on error.
@@ -102,7 +103,7 @@ func TestUserStore_UpdateManager(t *testing.T) {
 		}
 		pw := "a new long password"
 		got, err := users.Update(ctx, org.ID, c.ID, func(u *models.User) error { u.Title = "Chief"; return nil }, &pw)
-		if err != nil || got.Title != "Chief" || !models.VerifyPassword(got.PasswordHash, pw) {
+		if err != nil || got.Title != "Chief" || !secret.VerifyPassword(got.PasswordHash, pw) {
 			t.Errorf("update title and password = %+v, %v", got, err)
 		}
 		if _, err := users.Update(ctx, newOrg(t, models.NewStore(db)).ID, c.ID, setManager(a.ID), nil); models.ErrorCode(err) != models.ENOTFOUND {

@@ -23,7 +23,7 @@ type UserChange func(u *User) error
 func (s *UserStore) Update(ctx context.Context, orgID, id int64, change UserChange, password *string) (*User, error) {
 	var hash string
 	if password != nil && *password != "" {
-		h, err := HashPassword(*password)
+		h, err := hashPassword(*password)
 		if err != nil {
 			return nil, err
 		}

@@ -40,7 +40,7 @@ type Server struct {
 	log      *slog.Logger
 	provider *fosite.Fosite
 	strategy oauth2.CoreStrategy
-	tokens   *models.OAuthStore
+	tokens   *storage
 	clients  *models.ClientStore
 	users    *models.UserStore
 	settings *models.SettingsStore
@@ -77,8 +77,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		cfg:      cfg,
 		keys:     k,
 		log:      deps.Log.With("component", "oauth"),
-		tokens:   models.NewOAuthStore(db),
-		clients:  models.NewClientStore(db),
+		tokens:   &storage{tokens: deps.Store.OAuthTokens, clients: deps.Store.OAuthClients},
+		clients:  deps.Store.OAuthClients,
 		users:    models.NewUserStore(db),
 		settings: models.NewSettingsStore(db),
 		pages:    pg,
@@ -151,7 +151,7 @@ func (s *Server) logRFCError(ctx context.Context, msg string, err error) {
 // PurgeExpired deletes codes and access tokens that expired more than a day
 // ago (a used code is kept that long to catch its reuse). It returns how many.
 func (s *Server) PurgeExpired(ctx context.Context) (int64, error) {
-	return s.tokens.PurgeExpired(ctx, s.cfg.Now().Add(-24*time.Hour))
+	return s.tokens.tokens.PurgeExpired(ctx, s.cfg.Now().Add(-24*time.Hour))
 }
 
 // RunJanitor calls PurgeExpired every interval until ctx ends.
