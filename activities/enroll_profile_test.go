@@ -56,7 +56,7 @@ func enrollCSVDirectly(t *testing.T, db *bun.DB, rows, chunk int) {
 	if err := store.Orgs.Create(ctx, org); err != nil {
 		t.Fatal(err)
 	}
-	configs, err := models.NewFactorStore(db).List(ctx, org.ID)
+	configs, err := models.NewStore(db).Factors.List(ctx, org.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

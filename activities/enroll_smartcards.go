@@ -63,7 +63,7 @@ func (a *Enrollment) EnrollSmartCards(ctx context.Context, in EnrollSmartCardChu
 	}
 	before := in.Before
 	before.Total = max(before.Total, int64(len(archive.Entries)))
-	progress, err := models.NewEnrollmentStore(a.Store.DB).ApplyChunk(ctx, &models.EnrollChunk{
+	progress, err := a.Store.Enrollments.ApplyChunk(ctx, &models.EnrollChunk{
 		OrgID: in.Job.OrgID, JobID: in.Job.JobID, Overwrite: p.Overwrite,
 		Rows: chunk, Before: before, NextRow: to + 1, NextOffset: -1, Names: plan.names,
 	})

@@ -39,7 +39,7 @@ func newFactorConfigView(c *models.FactorConfig) factorConfigView {
 // factor configs (seeded on first use), each with the CSV columns its
 // enrollment data needs.
 func (s *Server) listFactorConfigs(c *gin.Context) {
-	configs, err := models.NewFactorStore(s.store.DB).List(c, principal(c).OrgID)
+	configs, err := s.store.Factors.List(c, principal(c).OrgID)
 	if err != nil {
 		abortWithError(c, err)
 		return
@@ -60,7 +60,7 @@ func (s *Server) sampleCSV(c *gin.Context) {
 	}
 	var configs []models.FactorConfig
 	if err == nil {
-		configs, err = models.NewFactorStore(s.store.DB).Resolve(c, principal(c).OrgID, ids)
+		configs, err = s.store.Factors.Resolve(c, principal(c).OrgID, ids)
 	}
 	if err != nil {
 		abortWithError(c, asParamError(err))

@@ -29,7 +29,7 @@ type logonScriptPatch struct {
 
 // getLogonScript: GET /protection/quick-enrollment/logon-script-config.
 func (s *Server) getLogonScript(c *gin.Context) {
-	cfg, err := models.NewLogonScriptStore(s.store.DB).Get(c, principal(c).OrgID)
+	cfg, err := s.store.LogonScript.Get(c, principal(c).OrgID)
 	if err != nil {
 		abortWithError(c, err)
 		return
@@ -44,7 +44,7 @@ func (s *Server) putLogonScript(c *gin.Context) {
 		abortWithError(c, err)
 		return
 	}
-	cfg, err := models.NewLogonScriptStore(s.store.DB).Update(c, principal(c).OrgID, func(cfg *models.LogonScriptConfig) error {
+	cfg, err := s.store.LogonScript.Update(c, principal(c).OrgID, func(cfg *models.LogonScriptConfig) error {
 		cfg.WindowTitle, cfg.WindowContent = body.WindowTitle, body.WindowContent
 		cfg.EnrollmentButton, cfg.CancellationButton = body.EnrollmentButton, body.CancellationButton
 		cfg.ForceEnrollment = body.ForceEnrollment
@@ -64,7 +64,7 @@ func (s *Server) patchLogonScript(c *gin.Context) {
 		abortWithError(c, err)
 		return
 	}
-	cfg, err := models.NewLogonScriptStore(s.store.DB).Update(c, principal(c).OrgID, func(cfg *models.LogonScriptConfig) error {
+	cfg, err := s.store.LogonScript.Update(c, principal(c).OrgID, func(cfg *models.LogonScriptConfig) error {
 		for _, f := range []struct {
 			src *string
 			dst *string

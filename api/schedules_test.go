@@ -77,7 +77,7 @@ func newAudience(t *testing.T, env *apitest.Env, org *models.Organization, n, en
 	}
 	a.group = g.ID
 	if enrolled > 0 {
-		configs, err := models.NewFactorStore(env.Store.DB).List(ctx, org.ID)
+		configs, err := env.Store.Factors.List(ctx, org.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -101,10 +101,7 @@ func errBlobTooLarge(maxSize int64) error {
 func (s *DBBlobStore) writeChunks(ctx context.Context, db bun.IDB, blob *Blob, r io.Reader, maxSize int64) error {
 	// The chunk travels as a bound parameter (binary with pgx), not
 	// formatted into the statement's text as bun would.
-	insertChunk := "INSERT INTO blob_chunks (blob_id, seq, data) VALUES (?, ?, ?)"
-	if IsPostgres(db) {
-		insertChunk = "INSERT INTO blob_chunks (blob_id, seq, data) VALUES ($1, $2, $3)"
-	}
+	insertChunk := dialectOf(db).insertBlobChunk()
 	exec := func(seq int64, data []byte) error {
 		var err error
 		switch d := db.(type) {

@@ -80,9 +80,7 @@ func (s *UserStore) recordFailure(ctx context.Context, userID int64, policy Acco
 		answer = ErrBadCredentials
 		user := new(User)
 		q := tx.NewSelect().Model(user).Column("failed_logins", "first_failed_login_at", "blocked_until").Where("id = ?", userID)
-		if IsPostgres(tx) {
-			q = q.For("UPDATE")
-		}
+		q = dialectOf(tx).lockRows(q, "UPDATE")
 		if err := q.Scan(ctx); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return nil // deleted meanwhile: nothing to count

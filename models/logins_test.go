@@ -30,7 +30,7 @@ func newSignIns(t *testing.T, db *bun.DB, policy models.AccountBlockingSettings)
 		t.Fatal(err)
 	}
 	u := newUser(t, db, org.ID, "user@example.com", models.RoleUser)
-	return &signIns{t: t, users: models.NewUserStore(db), orgID: org.ID, email: u.Email, policy: policy,
+	return &signIns{t: t, users: models.NewStore(db).Users, orgID: org.ID, email: u.Email, policy: policy,
 		now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
 }
 
@@ -145,7 +145,7 @@ func TestUserStore_Authenticate(t *testing.T) {
 func newUser(t *testing.T, db *bun.DB, orgID int64, email string, role models.Role) *models.User {
 	t.Helper()
 	u := &models.User{OrgID: orgID, Email: email, Role: role, Status: models.UserActive}
-	if err := models.NewUserStore(db).Create(t.Context(), u, "correct horse battery"); err != nil {
+	if err := models.NewStore(db).Users.Create(t.Context(), u, "correct horse battery"); err != nil {
 		t.Fatalf("create user %s: %v", email, err)
 	}
 	return u

@@ -41,9 +41,6 @@ func DefaultLogonScriptConfig(orgID int64) *LogonScriptConfig {
 // LogonScriptStore reads and writes logon-script configurations.
 type LogonScriptStore struct{ db bun.IDB }
 
-// NewLogonScriptStore returns the store over db.
-func NewLogonScriptStore(db bun.IDB) *LogonScriptStore { return &LogonScriptStore{db: db} }
-
 // Get returns the organization's configuration, or the default one.
 func (s *LogonScriptStore) Get(ctx context.Context, orgID int64) (*LogonScriptConfig, error) {
 	cfg := new(LogonScriptConfig)

@@ -17,7 +17,7 @@ func TestClientStore_Create(t *testing.T) {
 		if err := models.NewStore(db).Orgs.Create(ctx, org); err != nil {
 			t.Fatal(err)
 		}
-		clients := models.NewClientStore(db)
+		clients := models.NewStore(db).OAuthClients
 
 		server := &models.OAuthClient{OrgID: org.ID, Name: " Portal ", HomepageURL: "https://portal.example.com",
 			Type: models.ClientServer, RedirectURIs: []string{"https://portal.example.com/cb", "http://127.0.0.1:9000/cb"}}
@@ -78,7 +78,7 @@ func TestClientStore_CreateRefusesBadRegistrations(t *testing.T) {
 	if err := models.NewStore(db).Orgs.Create(ctx, org); err != nil {
 		t.Fatal(err)
 	}
-	clients := models.NewClientStore(db)
+	clients := models.NewStore(db).OAuthClients
 	ok := models.OAuthClient{OrgID: org.ID, Name: "App", HomepageURL: "https://app.example.com", Type: models.ClientServer,
 		RedirectURIs: []string{"https://app.example.com/cb"}}
 	cases := []struct {

@@ -29,6 +29,13 @@ type Store struct {
 	// server; OAuthTokens its codes and tokens.
 	OAuthClients *ClientStore
 	OAuthTokens  *OAuthTokenStore
+	// Factors are the organization's factor configs, Enrollments the users'
+	// enrollment data, LogonScript the logon script's configuration.
+	Factors     *FactorStore
+	Enrollments *EnrollmentStore
+	LogonScript *LogonScriptStore
+	// Settings are the organization's settings.
+	Settings *SettingsStore
 
 	// idLease is the process's id node lease, when LeaseIDs took one.
 	idLease *IDLease
@@ -63,13 +70,18 @@ func NewStore(db *bun.DB) *Store {
 	s := &Store{
 		DB:     db,
 		Orgs:   &OrgStore{db: db},
-		Jobs:   &JobStore{db: db},
+		Jobs:   &JobStore{db: db, d: dialectOf(db)},
 		Blobs:  &DBBlobStore{db: db},
 		Users:  &UserStore{db: db},
 		Groups: &GroupStore{db: db},
 
 		OAuthClients: &ClientStore{db: db},
 		OAuthTokens:  &OAuthTokenStore{db: db},
+
+		Factors:     &FactorStore{db: db},
+		Enrollments: &EnrollmentStore{db: db, d: dialectOf(db)},
+		LogonScript: &LogonScriptStore{db: db},
+		Settings:    &SettingsStore{db: db},
 	}
 	s.Templates = &TemplateStore{db: db, blobs: s.Blobs}
 	s.Notifications = &NotificationStore{db: db, Groups: s.Groups, Templates: s.Templates}

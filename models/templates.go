@@ -131,8 +131,8 @@ func (s *TemplateStore) Get(ctx context.Context, orgID, userID, id int64) (*Temp
 func (s *TemplateStore) get(ctx context.Context, db bun.IDB, orgID, userID, id int64, forUpdate bool) (*Template, error) {
 	t := new(Template)
 	q := visible(db.NewSelect().Model(t), orgID, userID).Where("id = ?", id)
-	if forUpdate && IsPostgres(db) {
-		q = q.For("UPDATE")
+	if forUpdate {
+		q = dialectOf(db).lockRows(q, "UPDATE")
 	}
 	err := q.Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -111,9 +111,6 @@ func (u *User) IsAdmin() bool { return u.Role == RoleAdmin }
 // UserStore reads and writes users.
 type UserStore struct{ db bun.IDB }
 
-// NewUserStore returns the user store over db.
-func NewUserStore(db bun.IDB) *UserStore { return &UserStore{db: db} }
-
 // ErrUserNotFound is the answer for a user that does not exist in the
 // caller's organization.
 var ErrUserNotFound = NotFound("User", "the user does not exist")

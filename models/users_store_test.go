@@ -38,7 +38,7 @@ func TestUserStore_CreateRules(t *testing.T) {
 		ctx := t.Context()
 		store := models.NewStore(db)
 		org, other := newOrg(t, store), newOrg(t, store)
-		users := models.NewUserStore(db)
+		users := models.NewStore(db).Users
 		boss := mkUser(t, users, org.ID, models.User{Email: "boss@example.com", FirstName: "Ada", LastName: "Boss", EmployeeID: "E1", Country: "de", Language: "EN_us", Gender: "F"})
 		if boss.DisplayName != "Ada Boss" || boss.Country != "DE" || boss.Language != "en-US" {
 			t.Errorf("normalized = %q %q %q", boss.DisplayName, boss.Country, boss.Language)
@@ -83,7 +83,7 @@ func TestUserStore_UpdateManager(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		ctx := t.Context()
 		org := newOrg(t, models.NewStore(db))
-		users := models.NewUserStore(db)
+		users := models.NewStore(db).Users
 		a := mkUser(t, users, org.ID, models.User{Email: "a@example.com"})
 		b := mkUser(t, users, org.ID, models.User{Email: "b@example.com", ManagerID: &a.ID})
 		c := mkUser(t, users, org.ID, models.User{Email: "c@example.com", ManagerID: &b.ID})
@@ -132,7 +132,7 @@ func TestUserStore_List(t *testing.T) {
 		ctx := t.Context()
 		store := models.NewStore(db)
 		org, other := newOrg(t, store), newOrg(t, store)
-		users := models.NewUserStore(db)
+		users := models.NewStore(db).Users
 		mkUser(t, users, org.ID, models.User{Email: "a@example.com", Department: "Sales", IsLicensed: true})
 		mkUser(t, users, org.ID, models.User{Email: "b@example.com", Department: "Sales"})
 		mkUser(t, users, org.ID, models.User{Email: "c@example.com", Department: "IT", IsLicensed: true})

@@ -66,7 +66,7 @@ func recordEnroll(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	configs, err := models.NewFactorStore(env.Store.DB).List(ctx, env.Org.ID)
+	configs, err := env.Store.Factors.List(ctx, env.Org.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

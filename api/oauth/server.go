@@ -72,15 +72,14 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := deps.Store.DB
 	s := &Server{
 		cfg:      cfg,
 		keys:     k,
 		log:      deps.Log.With("component", "oauth"),
 		tokens:   &storage{tokens: deps.Store.OAuthTokens, clients: deps.Store.OAuthClients},
 		clients:  deps.Store.OAuthClients,
-		users:    models.NewUserStore(db),
-		settings: models.NewSettingsStore(db),
+		users:    deps.Store.Users,
+		settings: deps.Store.Settings,
 		pages:    pg,
 		tokenLim: newLimiter(cfg.TokenRate),
 		loginLim: newLimiter(cfg.LoginRate),

@@ -45,7 +45,7 @@ func newOAuthFixture(t *testing.T, db *bun.DB) *oauthFixture {
 func newStoredUser(t *testing.T, db *bun.DB, orgID int64, email string, role models.Role) *models.User {
 	t.Helper()
 	u := &models.User{OrgID: orgID, Email: email, Role: role, Status: models.UserActive}
-	if err := models.NewUserStore(db).Create(t.Context(), u, "correct horse battery"); err != nil {
+	if err := models.NewStore(db).Users.Create(t.Context(), u, "correct horse battery"); err != nil {
 		t.Fatalf("create user %s: %v", email, err)
 	}
 	return u

@@ -82,7 +82,7 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 		return r, err
 	}
 	admin := &models.User{OrgID: org.ID, Email: adminEmail, Role: models.RoleAdmin, Status: models.UserActive}
-	if err := models.NewUserStore(db).Create(ctx, admin, ""); err != nil {
+	if err := models.NewStore(db).Users.Create(ctx, admin, ""); err != nil {
 		return r, err
 	}
 	if err := seedUsers(ctx, db, org.ID, rows); err != nil {

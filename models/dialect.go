@@ -1,0 +1,76 @@
+package models
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+)
+
+// sqlDialect holds every statement that is not the same SQL on PostgreSQL
+// and SQLite, one file per dialect (dialect_pg.go, dialect_sqlite.go). New
+// areas add their dialect-specific SQL here, never as a branch on the
+// database's name. NewStore picks the store's; helpers that hold only a
+// bun.IDB ask dialectOf.
+type sqlDialect interface {
+	// lockRows makes q lock the rows it reads until the transaction ends,
+	// with PostgreSQL's strength ("UPDATE", "NO KEY UPDATE"). A SQLite
+	// write transaction holds the whole database, so q stays as it is.
+	lockRows(q *bun.SelectQuery, strength string) *bun.SelectQuery
+	// lockManagerChanges makes the organization's manager changes in tx
+	// take turns.
+	lockManagerChanges(ctx context.Context, tx bun.Tx, orgID int64) error
+	// clockMillis is the database's clock in Unix milliseconds, as SQL.
+	clockMillis() string
+	// insertBlobChunk is the statement inserting (blob_id, seq, data) with
+	// the driver's own placeholders.
+	insertBlobChunk() string
+	// migrationTypes are the column types the migrations are rendered with.
+	migrationTypes() sqlTypes
+	// queueWrites takes mu when the database has one writer (SQLite), so
+	// that the process's writers queue here rather than in the database's
+	// busy handler; it returns the unlock.
+	queueWrites(mu *sync.Mutex) (unlock func())
+
+	// matchUsers is EnrollmentStore.MatchUsers for non-empty values.
+	matchUsers(ctx context.Context, db *bun.DB, orgID int64, key UserKey, values []string) (map[string]int64, error)
+	// recordChunk is JobStore.RecordChunk, in a transaction of its own.
+	recordChunk(ctx context.Context, db *bun.DB, orgID, id int64, results []JobResult, p JobProgress) error
+	// applyEnrollChunk is EnrollmentStore.ApplyChunk, in a transaction of
+	// its own.
+	applyEnrollChunk(ctx context.Context, db *bun.DB, c *EnrollChunk) (JobProgress, error)
+}
+
+// dialectOf returns the statements for db's database.
+func dialectOf(db bun.IDB) sqlDialect {
+	if db.Dialect().Name() == dialect.PG {
+		return pgDialect{}
+	}
+	return sqliteDialect{}
+}
+
+// IsPostgres reports whether db speaks PostgreSQL. Store code asks its
+// sqlDialect instead; this is for tests and benchmark programs.
+func IsPostgres(db bun.IDB) bool {
+	return db.Dialect().Name() == dialect.PG
+}
+
+// matchedUsers collects (value, user id) rows into a map, keeping the oldest
+// (smallest) id of a value several users share.
+func matchedUsers(rows *sql.Rows, n int) (map[string]int64, error) {
+	defer rows.Close()
+	out := make(map[string]int64, n)
+	for rows.Next() {
+		var k string
+		var id int64
+		if err := rows.Scan(&k, &id); err != nil {
+			return nil, err
+		}
+		if prev, seen := out[k]; !seen || id < prev {
+			out[k] = id
+		}
+	}
+	return out, rows.Err()
+}
