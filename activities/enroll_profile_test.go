@@ -117,7 +117,7 @@ func enrollCSVDirectly(t *testing.T, db *bun.DB, rows, chunk int) {
 		fmt.Fprintf(&b, "user%d@example.com,+1415%07d\n", i, i)
 	}
 	header := len("Primary Email,Mobile Number\n")
-	blob, err := store.Blobs.Put(ctx, nil, org.ID, "users.csv", "text/csv", &b, 0)
+	blob, err := store.Blobs.Put(ctx, org.ID, "users.csv", "text/csv", &b, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func enrollCSVDirectly(t *testing.T, db *bun.DB, rows, chunk int) {
 	if job.Input, err = jsonOf(input); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Jobs.Create(ctx, nil, job); err != nil {
+	if err := store.Jobs.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.Jobs.Start(ctx, org.ID, job.ID); err != nil {

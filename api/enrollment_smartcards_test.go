@@ -146,5 +146,5 @@ func TestEnrollment_SmartCardsRefused(t *testing.T) {
 			}
 		})
 	}
-	assertNothingStored(t, env.Store.DB)
+	assertNothingStored(t, env.DB)
 }

@@ -214,7 +214,7 @@ func TestEnrollment_HeaderErrors(t *testing.T) {
 	if resp := env.Do(apitest.Request{Method: "POST", Path: "/api/v1/protection/quick-enrollment/upload-csv", Token: env.Token(env.Org, "svc.quick_enrollment.READ")}); resp.Status != http.StatusForbidden {
 		t.Errorf("READ scope may upload: %d", resp.Status)
 	}
-	assertNothingStored(t, env.Store.DB)
+	assertNothingStored(t, env.DB)
 }
 
 // assertNothingStored fails when any job or blob exists.

@@ -57,6 +57,27 @@ func IsPostgres(db bun.IDB) bool {
 	return db.Dialect().Name() == dialect.PG
 }
 
+// userKeyProbe is the condition a users row (columns prefixed with prefix)
+// meets when its key attribute equals value, an SQL expression; an empty
+// attribute never matches. EINVALID for an unknown key.
+func userKeyProbe(key UserKey, prefix, value string) (string, error) {
+	var col, cmp string
+	switch key {
+	case KeyPrimaryEmail:
+		col = prefix + "email"
+		cmp = "lower(" + col + ")"
+	case KeyEmployeeID:
+		col = prefix + "employee_id"
+		cmp = col
+	case KeyMobileNumber:
+		col = prefix + "mobile_number"
+		cmp = col
+	default:
+		return "", Invalid("user_key", "unknown user key %q", key)
+	}
+	return col + " <> '' AND " + cmp + " = " + value, nil
+}
+
 // matchedUsers collects (value, user id) rows into a map, keeping the oldest
 // (smallest) id of a value several users share.
 func matchedUsers(rows *sql.Rows, n int) (map[string]int64, error) {

@@ -240,16 +240,9 @@ func (c *EnrollChunk) explainKeptPG(ctx context.Context, tx pgx.Tx, results []Jo
 // statistics is planned as a scan of every user of the organization.) A key
 // that several users share matches the oldest of them.
 func (pgDialect) matchUsers(ctx context.Context, db *bun.DB, orgID int64, key UserKey, values []string) (map[string]int64, error) {
-	var probe string
-	switch key {
-	case KeyPrimaryEmail:
-		probe = "email <> '' AND lower(email) = v.k"
-	case KeyEmployeeID:
-		probe = "employee_id <> '' AND employee_id = v.k"
-	case KeyMobileNumber:
-		probe = "mobile_number <> '' AND mobile_number = v.k"
-	default:
-		return nil, Invalid("user_key", "unknown user key %q", key)
+	probe, err := userKeyProbe(key, "", "v.k")
+	if err != nil {
+		return nil, err
 	}
 	sort.Strings(values) // probes in index order
 	// OFFSET 0 keeps the subquery a parameterized probe: flattened into a

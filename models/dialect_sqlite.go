@@ -45,16 +45,9 @@ func (sqliteDialect) queueWrites(mu *sync.Mutex) func() {
 // loop whatever the planner knows: without statistics (no ANALYZE yet) it
 // would otherwise scan every user once per value.
 func (sqliteDialect) matchUsers(ctx context.Context, db *bun.DB, orgID int64, key UserKey, values []string) (map[string]int64, error) {
-	var probe string
-	switch key {
-	case KeyPrimaryEmail:
-		probe = "u.email <> '' AND lower(u.email) = v.value"
-	case KeyEmployeeID:
-		probe = "u.employee_id <> '' AND u.employee_id = v.value"
-	case KeyMobileNumber:
-		probe = "u.mobile_number <> '' AND u.mobile_number = v.value"
-	default:
-		return nil, Invalid("user_key", "unknown user key %q", key)
+	probe, err := userKeyProbe(key, "u.", "v.value")
+	if err != nil {
+		return nil, err
 	}
 	list, err := json.Marshal(values)
 	if err != nil {

@@ -52,7 +52,7 @@ func newEnrollFixture(t *testing.T, db *bun.DB, n int) *enrollFixture {
 func (f *enrollFixture) newJob(t *testing.T) *models.Job {
 	t.Helper()
 	job := &models.Job{OrgID: f.org.ID, Kind: "QuickEnrollmentCSV", Module: models.EnrollmentModule, ActionName: models.EnrollCSVAction}
-	if err := f.store.Jobs.Create(context.Background(), nil, job); err != nil {
+	if err := f.store.Jobs.Create(context.Background(), job); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.store.Jobs.Start(context.Background(), f.org.ID, job.ID); err != nil {

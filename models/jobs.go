@@ -127,17 +127,15 @@ type JobStore struct {
 // caller's organization, or was deleted.
 var ErrJobNotFound = NotFound("Job", "the job does not exist or was deleted")
 
-// Create writes job as QUEUED, filling its id and times, inside db, which may
-// be the caller's transaction holding the job's input too. EINVALID when kind,
-// module or action name is missing.
-func (s *JobStore) Create(ctx context.Context, db bun.IDB, job *Job) error {
-	if db == nil {
-		db = s.db
-	}
-	return insertJob(ctx, db, job)
+// Create writes job as QUEUED, filling its id and times. EINVALID when
+// kind, module or action name is missing. (A job written with its input, as
+// an upload's, is Store.CreateUploadJob.)
+func (s *JobStore) Create(ctx context.Context, job *Job) error {
+	return insertJob(ctx, s.db, job)
 }
 
-// insertJob is JobStore.Create inside db.
+// insertJob is JobStore.Create inside db, which may be the caller's
+// transaction holding the job's input too.
 func insertJob(ctx context.Context, db bun.IDB, job *Job) error {
 	switch {
 	case job.OrgID == 0:

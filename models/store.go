@@ -13,8 +13,11 @@ import (
 
 // Store gives access to every area of the database. Each area's methods take
 // the caller's organization id.
+//
+// The Store is the only door to the database: its areas' public methods own
+// their transactions, and helpers that run inside one take a bun.IDB.
 type Store struct {
-	DB    *bun.DB
+	db    *bun.DB
 	Orgs  *OrgStore
 	Jobs  *JobStore
 	Blobs BlobStore
@@ -44,7 +47,7 @@ type Store struct {
 // LeaseIDs leases this process's id node (LeaseIDNode) for the store's
 // life: a process that makes ids calls it once at start, after migrating.
 func (s *Store) LeaseIDs(ctx context.Context, log *slog.Logger) error {
-	l, err := LeaseIDNode(ctx, s.DB, log)
+	l, err := LeaseIDNode(ctx, s.db, log)
 	if err != nil {
 		return err
 	}
@@ -61,14 +64,17 @@ func (s *Store) Close() error {
 		errs = append(errs, s.idLease.Release(ctx))
 		cancel()
 	}
-	errs = append(errs, s.DB.Close())
+	errs = append(errs, s.db.Close())
 	return errors.Join(errs...)
 }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
 // NewStore wires the stores of every area over db.
 func NewStore(db *bun.DB) *Store {
 	s := &Store{
-		DB:     db,
+		db:     db,
 		Orgs:   &OrgStore{db: db},
 		Jobs:   &JobStore{db: db, d: dialectOf(db)},
 		Blobs:  &DBBlobStore{db: db},
@@ -83,7 +89,7 @@ func NewStore(db *bun.DB) *Store {
 		LogonScript: &LogonScriptStore{db: db},
 		Settings:    &SettingsStore{db: db},
 	}
-	s.Templates = &TemplateStore{db: db, blobs: s.Blobs}
+	s.Templates = &TemplateStore{db: db, blobs: s.Blobs.(*DBBlobStore)}
 	s.Notifications = &NotificationStore{db: db, Groups: s.Groups, Templates: s.Templates}
 	return s
 }
@@ -92,7 +98,7 @@ func NewStore(db *bun.DB) *Store {
 // it reads with it. The commands that run the service call it with the key
 // of IAM_ENCRYPTION_KEY before using the store.
 func (s *Store) SealBlobs(box *secret.Box) *Store {
-	s.Blobs = &DBBlobStore{db: s.DB, box: box}
-	s.Templates.blobs = s.Blobs
+	s.Blobs = &DBBlobStore{db: s.db, box: box}
+	s.Templates.blobs = s.Blobs.(*DBBlobStore)
 	return s
 }

@@ -69,7 +69,7 @@ type User struct {
 	// provides it; nil for users made in this service.
 	PrimarySource *PrimarySource `bun:"primary_source,type:json"`
 	Role          Role           `bun:"role"`
-	// PasswordHash is the argon2id hash of the password (HashPassword); empty
+	// PasswordHash is the argon2id hash of the password (secret.HashPassword); empty
 	// when the user has none and cannot sign in.
 	PasswordHash string `bun:"password_hash"`
 	// FailedLogins counts failed sign-ins since FirstFailedLoginAt, the start

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -26,6 +27,8 @@ type listedPackage struct {
 //     neither fosite nor gin, not even through another package;
 //   - api and its packages do not import activities (job identity lives in
 //     models, workflow inputs in workflows);
+//   - api, activities, workflows and worker hold no database handle (they
+//     do not import bun);
 //   - only packages under cmd/ are programs.
 func layoutViolations(mod string, pkgs []listedPackage) []string {
 	var out []string
@@ -47,6 +50,13 @@ func layoutViolations(mod string, pkgs []listedPackage) []string {
 		}
 		if under(p.ImportPath, "api") && slices.ContainsFunc(p.Imports, func(i string) bool { return under(i, "activities") }) {
 			out = append(out, p.ImportPath+" imports "+mod+"/activities")
+		}
+		// The Store is the only door to the database: no layer above models
+		// holds a database handle (api/apitest, a test harness, may).
+		for _, layer := range []string{"api", "activities", "workflows", "worker"} {
+			if under(p.ImportPath, layer) && !under(p.ImportPath, "api/apitest") && slices.Contains(p.Imports, "github.com/uptrace/bun") {
+				out = append(out, p.ImportPath+" imports github.com/uptrace/bun")
+			}
 		}
 		if p.Name == "main" && !under(p.ImportPath, "cmd") {
 			out = append(out, p.ImportPath+" is a main package outside cmd/")
@@ -110,6 +120,8 @@ func TestLayoutViolations(t *testing.T) {
 		{ImportPath: "iam/models/dbtest", Name: "dbtest", Module: mod, Deps: []string{"github.com/gin-gonic/gin"}},
 		{ImportPath: "iam/api/jobrun", Name: "jobrun", Module: mod, Imports: []string{"iam/activities"}},
 		{ImportPath: "iam/api", Name: "api", Module: mod, Imports: []string{"iam/workflows"}, Deps: []string{"iam/activities"}},
+		{ImportPath: "iam/activities", Name: "activities", Module: mod, Imports: []string{"github.com/uptrace/bun"}},
+		{ImportPath: "iam/api/apitest", Name: "apitest", Module: mod, Imports: []string{"github.com/uptrace/bun"}},
 		{ImportPath: "iam/api/enrollbench", Name: "main", Module: mod},
 		{ImportPath: "iam/cmd/usersbench", Name: "main", Module: mod},
 		{ImportPath: "github.com/x/y", Name: "main"},
@@ -118,9 +130,36 @@ func TestLayoutViolations(t *testing.T) {
 		"iam/models imports github.com/ory/fosite/handler/oauth2",
 		"iam/models/secret imports github.com/gin-gonic/gin",
 		"iam/api/jobrun imports iam/activities",
+		"iam/activities imports github.com/uptrace/bun",
 		"iam/api/enrollbench is a main package outside cmd/",
 	}
 	if got := layoutViolations("iam", pkgs); !slices.Equal(got, want) {
 		t.Errorf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestDialectSQLInOnePlace: store code asks its sqlDialect (models/dialect*.go)
+// for what differs between PostgreSQL and SQLite; no other file of models
+// branches on the database's name.
+func TestDialectSQLInOnePlace(t *testing.T) {
+	files, err := filepath.Glob("../../models/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("models sources: %v (%d files)", err, len(files))
+	}
+	for _, f := range files {
+		name := filepath.Base(f)
+		if strings.HasSuffix(name, "_test.go") || strings.HasPrefix(name, "dialect") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, branch := range []string{"IsPostgres(", "Name() ==", "Name() !=", "pgdialect.", "sqlitedialect."} {
+			// Open (db.go) picks bun's dialect for the driver it opens.
+			if strings.Contains(string(src), branch) && !(name == "db.go" && strings.HasSuffix(branch, "dialect.")) {
+				t.Errorf("models/%s branches on the dialect (%s): put the statement in sqlDialect", name, branch)
+			}
+		}
 	}
 }

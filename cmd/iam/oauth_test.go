@@ -92,7 +92,7 @@ func TestTokenAndClientsCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.DB.Close()
+	defer store.Close()
 	org, err := ensureOrganization(ctx, store, log)
 	if err != nil {
 		t.Fatal(err)
