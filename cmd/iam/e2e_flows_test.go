@@ -564,6 +564,7 @@ func TestProduction_BulkWorkSurvivesWorkerKill9(t *testing.T) {
 	temporalAddr, namespace := apitest.TemporalAddress(t)
 	env := append(append(e2eAdminEnv(), dbEnv...),
 		"IAM_SECRET_KEY="+e2eSecretKey,
+		"IAM_ENCRYPTION_KEY="+e2eEncryptionKey,
 		"IAM_TEMPORAL_ADDRESS="+temporalAddr,
 		"IAM_TEMPORAL_NAMESPACE="+namespace,
 		"IAM_HTTP_ADDR=127.0.0.1:0",
