@@ -20,7 +20,7 @@ type Store struct {
 	db    *bun.DB
 	Orgs  *OrgStore
 	Jobs  *JobStore
-	Blobs BlobStore
+	Blobs *DBBlobStore
 	// Users are identity users; Groups their static and dynamic groups.
 	Users  *UserStore
 	Groups *GroupStore
@@ -89,7 +89,7 @@ func NewStore(db *bun.DB) *Store {
 		LogonScript: &LogonScriptStore{db: db},
 		Settings:    &SettingsStore{db: db},
 	}
-	s.Templates = &TemplateStore{db: db, blobs: s.Blobs.(*DBBlobStore)}
+	s.Templates = &TemplateStore{db: db, blobs: s.Blobs}
 	s.Notifications = &NotificationStore{db: db, Groups: s.Groups, Templates: s.Templates}
 	return s
 }
@@ -99,6 +99,6 @@ func NewStore(db *bun.DB) *Store {
 // of IAM_ENCRYPTION_KEY before using the store.
 func (s *Store) SealBlobs(box *secret.Box) *Store {
 	s.Blobs = &DBBlobStore{db: s.db, box: box}
-	s.Templates.blobs = s.Blobs.(*DBBlobStore)
+	s.Templates.blobs = s.Blobs
 	return s
 }

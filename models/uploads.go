@@ -30,15 +30,11 @@ func (s *Store) CreateUploadJob(ctx context.Context, job *Job, file FileUpload, 
 	if err != nil {
 		return err
 	}
-	dbs, ok := s.Blobs.(*DBBlobStore)
-	if !ok {
-		return errors.New("create upload job: the blob store cannot complete a staged file")
-	}
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if job.ID == 0 {
 			job.ID = NewID()
 		}
-		if err := dbs.complete(ctx, tx, blob, job.ID); err != nil {
+		if err := s.Blobs.complete(ctx, tx, blob, job.ID); err != nil {
 			return err
 		}
 		var err error
