@@ -10,9 +10,9 @@ import (
 	"io"
 	"time"
 
-	"iam/models/secret"
-
 	"github.com/uptrace/bun"
+
+	"iam/models/secret"
 )
 
 // Blob describes an uploaded file. Its bytes live in the blob store, never in

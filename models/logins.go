@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"time"
 
-	"iam/models/secret"
-
 	"github.com/uptrace/bun"
+
+	"iam/models/secret"
 )
 
 // BlockedForever is the BlockedUntil of an account blocked until an

@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"time"
 
-	"iam/models/secret"
-
 	"github.com/uptrace/bun"
+
+	"iam/models/secret"
 )
 
 // Store gives access to every area of the database. Each area's methods take
@@ -73,10 +73,11 @@ func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
 // NewStore wires the stores of every area over db.
 func NewStore(db *bun.DB) *Store {
+	d := dialectOf(db) // the database's own statements, for the stores that differ
 	s := &Store{
 		db:     db,
 		Orgs:   &OrgStore{db: db},
-		Jobs:   &JobStore{db: db, d: dialectOf(db)},
+		Jobs:   &JobStore{db: db, d: d},
 		Blobs:  &DBBlobStore{db: db},
 		Users:  &UserStore{db: db},
 		Groups: &GroupStore{db: db},
@@ -85,7 +86,7 @@ func NewStore(db *bun.DB) *Store {
 		OAuthTokens:  &OAuthTokenStore{db: db},
 
 		Factors:     &FactorStore{db: db},
-		Enrollments: &EnrollmentStore{db: db, d: dialectOf(db)},
+		Enrollments: &EnrollmentStore{db: db, d: d},
 		LogonScript: &LogonScriptStore{db: db},
 		Settings:    &SettingsStore{db: db},
 	}

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"iam/models/secret"
-
 	"github.com/caarlos0/env/v11"
+
+	"iam/models/secret"
 )
 
 // Config is the whole configuration: environment variables only, each with a

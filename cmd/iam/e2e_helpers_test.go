@@ -19,11 +19,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uptrace/bun"
+
 	"iam/activities"
 	"iam/models"
 	"iam/workflows"
-
-	"github.com/uptrace/bun"
 )
 
 // The end-to-end tests run the iam binary as the operator would: built once
