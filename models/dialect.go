@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"sync"
 
 	"github.com/uptrace/bun"
@@ -78,20 +79,27 @@ func userKeyProbe(key UserKey, prefix, value string) (string, error) {
 	return col + " <> '' AND " + cmp + " = " + value, nil
 }
 
-// matchedUsers collects (value, user id) rows into a map, keeping the oldest
-// (smallest) id of a value several users share.
-func matchedUsers(rows *sql.Rows, n int) (map[string]int64, error) {
+// matchedUsers collects the (value, user id) rows of a matchUsers query
+// into a map, keeping the oldest (smallest) id of a value several users
+// share.
+func matchedUsers(rows *sql.Rows, err error) (map[string]int64, error) {
+	if err != nil {
+		return nil, fmt.Errorf("match users: %w", err)
+	}
 	defer rows.Close()
-	out := make(map[string]int64, n)
+	out := make(map[string]int64)
 	for rows.Next() {
 		var k string
 		var id int64
 		if err := rows.Scan(&k, &id); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("match users: %w", err)
 		}
 		if prev, seen := out[k]; !seen || id < prev {
 			out[k] = id
 		}
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("match users: %w", err)
+	}
+	return out, nil
 }

@@ -247,14 +247,6 @@ func (pgDialect) matchUsers(ctx context.Context, db *bun.DB, orgID int64, key Us
 	sort.Strings(values) // probes in index order
 	// OFFSET 0 keeps the subquery a parameterized probe: flattened into a
 	// join, it may be planned as a merge over the organization's whole index.
-	rows, err := db.DB.QueryContext(ctx, `SELECT v.k, u.id FROM unnest($2::text[]) AS v(k)
-		CROSS JOIN LATERAL (SELECT id FROM users WHERE org_id = $1 AND `+probe+` OFFSET 0) AS u`, orgID, values)
-	if err != nil {
-		return nil, fmt.Errorf("match users: %w", err)
-	}
-	out, err := matchedUsers(rows, len(values))
-	if err != nil {
-		return nil, fmt.Errorf("match users: %w", err)
-	}
-	return out, nil
+	return matchedUsers(db.DB.QueryContext(ctx, `SELECT v.k, u.id FROM unnest($2::text[]) AS v(k)
+		CROSS JOIN LATERAL (SELECT id FROM users WHERE org_id = $1 AND `+probe+` OFFSET 0) AS u`, orgID, values))
 }

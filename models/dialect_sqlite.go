@@ -53,16 +53,8 @@ func (sqliteDialect) matchUsers(ctx context.Context, db *bun.DB, orgID int64, ke
 	if err != nil {
 		return nil, fmt.Errorf("match users: %w", err)
 	}
-	rows, err := db.DB.QueryContext(ctx, `SELECT v.value, u.id FROM json_each(?) AS v
-		CROSS JOIN users AS u ON u.org_id = ? AND `+probe, string(list), orgID)
-	if err != nil {
-		return nil, fmt.Errorf("match users: %w", err)
-	}
-	out, err := matchedUsers(rows, len(values))
-	if err != nil {
-		return nil, fmt.Errorf("match users: %w", err)
-	}
-	return out, nil
+	return matchedUsers(db.DB.QueryContext(ctx, `SELECT v.value, u.id FROM json_each(?) AS v
+		CROSS JOIN users AS u ON u.org_id = ? AND `+probe, string(list), orgID))
 }
 
 func (sqliteDialect) recordChunk(ctx context.Context, db *bun.DB, orgID, id int64, results []JobResult, p JobProgress) error {
