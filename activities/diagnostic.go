@@ -22,7 +22,7 @@ type DiagnosticParams struct {
 
 // DiagnosticChunk asks for items [From, To) of a diagnostic job.
 type DiagnosticChunk struct {
-	Job    JobRef           `json:"job"`
+	Job    models.JobRef    `json:"job"`
 	Params DiagnosticParams `json:"params"`
 	From   int64            `json:"from"`
 	To     int64            `json:"to"`

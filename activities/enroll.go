@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"iam/models"
+	"iam/models/secret"
 )
 
 // Enrollment holds the quick-enrollment activities: CSV files and smart-card
@@ -17,7 +18,7 @@ type Enrollment struct {
 	Store *models.Store
 	// Secrets seals TOTP secrets before they are stored. Without it, rows
 	// that carry a secret fail and nothing secret is written.
-	Secrets *models.SecretBox
+	Secrets *secret.Box
 
 	ahead lookahead // CSV chunks prepared ahead of their activity
 }
@@ -50,7 +51,7 @@ type factorPlan struct {
 }
 
 func (a *Enrollment) plan(ctx context.Context, orgID int64, ids []int64) (*factorPlan, error) {
-	configs, err := models.NewFactorStore(a.Store.DB).Resolve(ctx, orgID, ids)
+	configs, err := a.Store.Factors.Resolve(ctx, orgID, ids)
 	if err != nil {
 		if models.ErrorCode(err) == models.EINVALID {
 			return nil, invalidInput("the job's factor configs no longer exist: %v", err)
@@ -86,7 +87,7 @@ func (a *Enrollment) finish(ctx context.Context, orgID int64, key models.UserKey
 	for _, r := range rows {
 		keys = append(keys, r.key)
 	}
-	users, err := models.NewEnrollmentStore(a.Store.DB).MatchUsers(ctx, orgID, key, keys)
+	users, err := a.Store.Enrollments.MatchUsers(ctx, orgID, key, keys)
 	if err != nil {
 		return nil, err
 	}

@@ -13,14 +13,14 @@ import (
 
 // EnrollCSVJob names a CSV enrollment job and its input.
 type EnrollCSVJob struct {
-	Job    JobRef                `json:"job"`
+	Job    models.JobRef         `json:"job"`
 	Params models.EnrollCSVInput `json:"params"`
 }
 
 // EnrollCSVChunk asks for the rows of a CSV enrollment job from row From on,
 // at most Params.ChunkRows of them.
 type EnrollCSVChunk struct {
-	Job    JobRef                `json:"job"`
+	Job    models.JobRef         `json:"job"`
 	Params models.EnrollCSVInput `json:"params"`
 	From   int64                 `json:"from"`
 	Before Progress              `json:"before"` // progress before this chunk
@@ -56,8 +56,8 @@ func (a *Enrollment) CountEnrollCSVRows(ctx context.Context, in EnrollCSVJob) (P
 			}
 		}
 	}
-	store := models.NewEnrollmentStore(a.Store.DB)
-	if err := store.SetCursor(ctx, nil, in.Job.JobID, 1, in.Params.DataOffset); err != nil {
+	store := a.Store.Enrollments
+	if err := store.SetCursor(ctx, in.Job.JobID, 1, in.Params.DataOffset); err != nil {
 		return Progress{}, err
 	}
 	p := Progress{Total: n}
@@ -82,7 +82,7 @@ func (a *Enrollment) EnrollCSVRows(ctx context.Context, in EnrollCSVChunk) (Enro
 	if err != nil {
 		return EnrollChunkResult{}, err
 	}
-	store := models.NewEnrollmentStore(a.Store.DB)
+	store := a.Store.Enrollments
 	offset, err := store.Cursor(ctx, in.Job.JobID, in.From)
 	if err != nil {
 		return EnrollChunkResult{}, temporalError(err)

@@ -56,7 +56,7 @@ func enrollCSVDirectly(t *testing.T, db *bun.DB, rows, chunk int) {
 	if err := store.Orgs.Create(ctx, org); err != nil {
 		t.Fatal(err)
 	}
-	configs, err := models.NewFactorStore(db).List(ctx, org.ID)
+	configs, err := models.NewStore(db).Factors.List(ctx, org.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func enrollCSVDirectly(t *testing.T, db *bun.DB, rows, chunk int) {
 		fmt.Fprintf(&b, "user%d@example.com,+1415%07d\n", i, i)
 	}
 	header := len("Primary Email,Mobile Number\n")
-	blob, err := store.Blobs.Put(ctx, nil, org.ID, "users.csv", "text/csv", &b, 0)
+	blob, err := store.Blobs.Put(ctx, org.ID, "users.csv", "text/csv", &b, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,14 +127,14 @@ func enrollCSVDirectly(t *testing.T, db *bun.DB, rows, chunk int) {
 	if job.Input, err = jsonOf(input); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Jobs.Create(ctx, nil, job); err != nil {
+	if err := store.Jobs.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.Jobs.Start(ctx, org.ID, job.ID); err != nil {
 		t.Fatal(err)
 	}
 	a := &activities.Enrollment{Store: store, Secrets: apitest.Secrets}
-	ref := activities.JobRef{JobID: job.ID, OrgID: org.ID}
+	ref := models.JobRef{JobID: job.ID, OrgID: org.ID}
 
 	began = time.Now()
 	p, err := a.CountEnrollCSVRows(ctx, activities.EnrollCSVJob{Job: ref, Params: input})

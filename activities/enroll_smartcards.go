@@ -13,7 +13,7 @@ import (
 // EnrollSmartCardChunk asks for the archive entries [From, To) of a
 // smart-card enrollment job (entry i is row i+1).
 type EnrollSmartCardChunk struct {
-	Job    JobRef                       `json:"job"`
+	Job    models.JobRef                `json:"job"`
 	Params models.EnrollSmartCardsInput `json:"params"`
 	From   int64                        `json:"from"`
 	To     int64                        `json:"to"`
@@ -63,7 +63,7 @@ func (a *Enrollment) EnrollSmartCards(ctx context.Context, in EnrollSmartCardChu
 	}
 	before := in.Before
 	before.Total = max(before.Total, int64(len(archive.Entries)))
-	progress, err := models.NewEnrollmentStore(a.Store.DB).ApplyChunk(ctx, &models.EnrollChunk{
+	progress, err := a.Store.Enrollments.ApplyChunk(ctx, &models.EnrollChunk{
 		OrgID: in.Job.OrgID, JobID: in.Job.JobID, Overwrite: p.Overwrite,
 		Rows: chunk, Before: before, NextRow: to + 1, NextOffset: -1, Names: plan.names,
 	})

@@ -14,7 +14,7 @@ import (
 // RecomputeChunk asks for up to Batches batches of BatchSize users of a
 // dynamic group's recompute, starting after user id After.
 type RecomputeChunk struct {
-	Job       JobRef                `json:"job"`
+	Job       models.JobRef         `json:"job"`
 	Input     models.RecomputeInput `json:"input"`
 	After     int64                 `json:"after,string"`
 	BatchSize int                   `json:"batch_size"`

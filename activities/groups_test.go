@@ -96,7 +96,7 @@ func (f *recomputeFixture) members(t *testing.T) []int64 {
 
 func (f *recomputeFixture) chunk(batchSize, batches int) activities.RecomputeChunk {
 	return activities.RecomputeChunk{
-		Job:       activities.JobRef{JobID: f.job.ID, OrgID: f.org.ID},
+		Job:       models.JobRef{JobID: f.job.ID, OrgID: f.org.ID},
 		Input:     models.RecomputeInput{GroupID: f.group.ID, RuleVersion: f.group.RuleVersion},
 		BatchSize: batchSize, Batches: batches,
 	}

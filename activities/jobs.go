@@ -10,12 +10,6 @@ import (
 	"iam/models"
 )
 
-// JobRef names a job: the workflow input every job workflow starts with.
-type JobRef struct {
-	JobID int64 `json:"job_id,string"`
-	OrgID int64 `json:"org_id,string"`
-}
-
 // Progress is a job's absolute progress.
 type Progress = models.JobProgress
 
@@ -31,9 +25,9 @@ type JobInfo struct {
 // FinishInput ends a job. A non-empty Failure ends it in ERROR with that
 // message; otherwise the state follows from the counts in Progress.
 type FinishInput struct {
-	Job      JobRef   `json:"job"`
-	Progress Progress `json:"progress"`
-	Failure  string   `json:"failure,omitempty"`
+	Job      models.JobRef `json:"job"`
+	Progress Progress      `json:"progress"`
+	Failure  string        `json:"failure,omitempty"`
 }
 
 // Error types of the non-retryable errors activities return.
@@ -49,7 +43,7 @@ type Jobs struct {
 }
 
 // StartJob marks the job RUNNING and returns what its workflow needs.
-func (a *Jobs) StartJob(ctx context.Context, ref JobRef) (JobInfo, error) {
+func (a *Jobs) StartJob(ctx context.Context, ref models.JobRef) (JobInfo, error) {
 	job, err := a.Store.Jobs.Start(ctx, ref.OrgID, ref.JobID)
 	if err != nil {
 		return JobInfo{}, temporalError(err)

@@ -166,7 +166,7 @@ func TestEnrollment_SweepRemovesOrphanedFiles(t *testing.T) {
 		if _, err := db.NewUpdate().Table("blobs").Set("created_at = ?", time.Now().UTC().Add(-2*time.Hour)).Where("id = ?", stale.ID).Exec(ctx); err != nil {
 			t.Fatal(err)
 		}
-		template, err := env.Store.Blobs.Put(ctx, nil, env.Org.ID, "logo.png", "image/png", strings.NewReader("png"), 1<<20)
+		template, err := env.Store.Blobs.Put(ctx, env.Org.ID, "logo.png", "image/png", strings.NewReader("png"), 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}

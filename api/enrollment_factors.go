@@ -40,7 +40,7 @@ func newFactorConfigView(c *models.FactorConfig) factorConfigView {
 // enrollment data needs.
 func (s *Server) listFactorConfigs(c *gin.Context) error {
 	ctx := c.Request.Context()
-	configs, err := models.NewFactorStore(s.store.DB).List(ctx, principal(c).OrgID)
+	configs, err := s.store.Factors.List(ctx, principal(c).OrgID)
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (s *Server) sampleCSV(c *gin.Context) error {
 	}
 	var configs []models.FactorConfig
 	if err == nil {
-		configs, err = models.NewFactorStore(s.store.DB).Resolve(ctx, principal(c).OrgID, ids)
+		configs, err = s.store.Factors.Resolve(ctx, principal(c).OrgID, ids)
 	}
 	if err != nil {
 		return asParamError(err)

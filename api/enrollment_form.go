@@ -229,7 +229,7 @@ func (s *Server) factorConfigs(c *gin.Context, f *uploadForm) ([]models.FactorCo
 	if len(ids) == 0 {
 		return nil, models.Invalid("factor_configs", "is required (factor config ids)")
 	}
-	return models.NewFactorStore(s.store.DB).Resolve(c.Request.Context(), principal(c).OrgID, ids)
+	return s.store.Factors.Resolve(c.Request.Context(), principal(c).OrgID, ids)
 }
 
 // csvUploadFailed is the 00000114 error of a CSV whose header or encoding

@@ -75,7 +75,7 @@ func form(t testing.TB, fields [][2]string, fileName string, file []byte) (body 
 // factorIDs returns the org's factor config ids by type.
 func factorIDs(t testing.TB, env *apitest.Env, org *models.Organization) map[models.FactorType]string {
 	t.Helper()
-	configs, err := models.NewFactorStore(env.Store.DB).List(context.Background(), org.ID)
+	configs, err := env.Store.Factors.List(context.Background(), org.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,7 +132,7 @@ func formWithFileFirst(t *testing.T, fields [][2]string, fileName string, file [
 // order given, and the spec lists the file first).
 func TestHostile_FormPartsInAnyOrder(t *testing.T) {
 	env := apitest.New(t, dbtest.SQLite(t), apitest.Options{})
-	seedUsers(t, env.Store.DB, env.Org, 2)
+	seedUsers(t, env.DB, env.Org, 2)
 	ids := factorIDs(t, env, env.Org)
 	tok := env.Token(env.Org, "svc.quick_enrollment.CREATE")
 	csv := []byte("Primary Email,Email Address\nuser1@example.com,otp1@example.com\n")
@@ -211,7 +211,7 @@ func TestHostile_ManyFormFields(t *testing.T) {
 	if e := resp.ErrorBody(t); resp.Status != http.StatusBadRequest || !strings.Contains(e.Detail, "text fields hold more than") {
 		t.Errorf("300 KiB of fields: %d %s", resp.Status, resp.Body)
 	}
-	assertNothingStored(t, env.Store.DB)
+	assertNothingStored(t, env.DB)
 }
 
 // A ZIP whose end record declares 5 entries while its directory holds
@@ -226,7 +226,7 @@ func TestHostile_ZIPWithALyingEntryCount(t *testing.T) {
 			t.Errorf("%d %s", resp.Status, resp.Body)
 		}
 	})
-	assertNothingStored(t, env.Store.DB)
+	assertNothingStored(t, env.DB)
 }
 
 // repeatByte is an endless stream of one byte.

@@ -30,7 +30,7 @@ type logonScriptPatch struct {
 // getLogonScript: GET /protection/quick-enrollment/logon-script-config.
 func (s *Server) getLogonScript(c *gin.Context) error {
 	ctx := c.Request.Context()
-	cfg, err := models.NewLogonScriptStore(s.store.DB).Get(ctx, principal(c).OrgID)
+	cfg, err := s.store.LogonScript.Get(ctx, principal(c).OrgID)
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (s *Server) putLogonScript(c *gin.Context) error {
 	if err := decodeJSON(c, &body); err != nil {
 		return err
 	}
-	cfg, err := models.NewLogonScriptStore(s.store.DB).Update(ctx, principal(c).OrgID, func(cfg *models.LogonScriptConfig) error {
+	cfg, err := s.store.LogonScript.Update(ctx, principal(c).OrgID, func(cfg *models.LogonScriptConfig) error {
 		cfg.WindowTitle, cfg.WindowContent = body.WindowTitle, body.WindowContent
 		cfg.EnrollmentButton, cfg.CancellationButton = body.EnrollmentButton, body.CancellationButton
 		cfg.ForceEnrollment = body.ForceEnrollment
@@ -65,7 +65,7 @@ func (s *Server) patchLogonScript(c *gin.Context) error {
 	if err := decodeJSON(c, &body); err != nil {
 		return err
 	}
-	cfg, err := models.NewLogonScriptStore(s.store.DB).Update(ctx, principal(c).OrgID, func(cfg *models.LogonScriptConfig) error {
+	cfg, err := s.store.LogonScript.Update(ctx, principal(c).OrgID, func(cfg *models.LogonScriptConfig) error {
 		for _, f := range []struct {
 			src *string
 			dst *string

@@ -62,7 +62,7 @@ func TestEnrollment_DisconnectMidUploadLeavesNothing(t *testing.T) {
 // starts by itself (the reconciler) once Temporal is back.
 func TestEnrollment_TemporalDownQueuesTheJob(t *testing.T) {
 	env := apitest.New(t, dbtest.SQLite(t), apitest.Options{Temporal: true})
-	seedUsers(t, env.Store.DB, env.Org, 3)
+	seedUsers(t, env.DB, env.Org, 3)
 	ids := factorIDs(t, env, env.Org)
 	tok := env.Token(env.Org, "svc.quick_enrollment.CREATE")
 	down, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1", Namespace: "default"})

@@ -75,7 +75,7 @@ func (s *Server) uploadSmartCards(c *gin.Context) error {
 // card configs only; the organization's smart card config when omitted.
 func (s *Server) smartCardConfigs(c *gin.Context, f *uploadForm) ([]models.FactorConfig, error) {
 	if len(f.fields["factor_configs"]) == 0 {
-		all, err := models.NewFactorStore(s.store.DB).List(c.Request.Context(), principal(c).OrgID)
+		all, err := s.store.Factors.List(c.Request.Context(), principal(c).OrgID)
 		if err != nil {
 			return nil, err
 		}

@@ -106,7 +106,7 @@ func TestEnrollment_SmartCards(t *testing.T) {
 				t.Errorf("row %d: %s %q, want %q", r.Seq, r.Status, r.Message, want[i])
 			}
 		}
-		es, _ := models.NewEnrollmentStore(db).List(context.Background(), env.Org.ID, users[1])
+		es, _ := models.NewStore(db).Enrollments.List(context.Background(), env.Org.ID, users[1])
 		sum := sha1.Sum(good)
 		if len(es) != 1 || es[0].FactorType != models.FactorSmartCard || es[0].Value != "CN=User One" ||
 			es[0].Thumbprint != strings.ToUpper(hex.EncodeToString(sum[:])) || !es[0].ExpiresAt.Equal(future) {
@@ -146,5 +146,5 @@ func TestEnrollment_SmartCardsRefused(t *testing.T) {
 			}
 		})
 	}
-	assertNothingStored(t, env.Store.DB)
+	assertNothingStored(t, env.DB)
 }

@@ -78,7 +78,7 @@ func TestEnrollment_CSVEndToEnd(t *testing.T) {
 		}
 
 		// The data is stored, the secret sealed for its row only.
-		es, err := models.NewEnrollmentStore(db).List(ctx, env.Org.ID, users[2])
+		es, err := models.NewStore(db).Enrollments.List(ctx, env.Org.ID, users[2])
 		if err != nil || len(es) != 3 {
 			t.Fatalf("user 2 has %d enrollments (%v), want 3", len(es), err)
 		}
@@ -127,7 +127,7 @@ func TestEnrollment_CSVEndToEnd(t *testing.T) {
 		if job := env.WaitJob(env.Org, over, time.Minute, finished); job.Status != models.JobCompleted {
 			t.Errorf("overwrite job ended %s", job.Status)
 		}
-		es, _ = models.NewEnrollmentStore(db).List(ctx, env.Org.ID, users[1])
+		es, _ = models.NewStore(db).Enrollments.List(ctx, env.Org.ID, users[1])
 		for _, e := range es {
 			if e.FactorType == models.FactorEmailOTP && e.Value != "changed@example.com" {
 				t.Errorf("overwrite kept %q", e.Value)
@@ -214,7 +214,7 @@ func TestEnrollment_HeaderErrors(t *testing.T) {
 	if resp := env.Do(apitest.Request{Method: "POST", Path: "/api/v1/protection/quick-enrollment/upload-csv", Token: env.Token(env.Org, "svc.quick_enrollment.READ")}); resp.Status != http.StatusForbidden {
 		t.Errorf("READ scope may upload: %d", resp.Status)
 	}
-	assertNothingStored(t, env.Store.DB)
+	assertNothingStored(t, env.DB)
 }
 
 // assertNothingStored fails when any job or blob exists.

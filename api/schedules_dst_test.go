@@ -37,7 +37,7 @@ func TestSchedules_DaylightSavingTimeOnTheServer(t *testing.T) {
 	removeTemporalSchedules(t, env)
 	ctx := context.Background()
 	const zone = "America/New_York"
-	if _, err := env.Store.DB.NewUpdate().Table("organizations").Set("time_zone = ?", zone).Where("id = ?", env.Org.ID).Exec(ctx); err != nil {
+	if _, err := env.DB.NewUpdate().Table("organizations").Set("time_zone = ?", zone).Where("id = ?", env.Org.ID).Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
 	loc := mustLoc(t, zone)

@@ -77,13 +77,13 @@ func newAudience(t *testing.T, env *apitest.Env, org *models.Organization, n, en
 	}
 	a.group = g.ID
 	if enrolled > 0 {
-		configs, err := models.NewFactorStore(env.Store.DB).List(ctx, org.ID)
+		configs, err := env.Store.Factors.List(ctx, org.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, u := range a.users[:enrolled] {
 			e := &models.Enrollment{OrgID: org.ID, UserID: u.ID, FactorConfigID: configs[0].ID, FactorType: configs[0].Type, Value: "x", UpdatedAt: time.Now()}
-			if _, err := env.Store.DB.NewInsert().Model(e).Exec(ctx); err != nil {
+			if _, err := env.DB.NewInsert().Model(e).Exec(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -109,7 +109,7 @@ func (a *audience) body(name string) map[string]any {
 func removeTemporalSchedules(t *testing.T, env *apitest.Env) {
 	t.Cleanup(func() {
 		var ids []int64
-		_ = env.Store.DB.NewSelect().Table("notification_schedules").Column("id").Scan(context.Background(), &ids)
+		_ = env.DB.NewSelect().Table("notification_schedules").Column("id").Scan(context.Background(), &ids)
 		for _, id := range ids {
 			_ = env.Temporal.ScheduleClient().GetHandle(context.Background(), models.NotificationScheduleID(id)).Delete(context.Background())
 		}
@@ -143,7 +143,7 @@ func TestSchedules_LifecycleMirrorsTemporal(t *testing.T) {
 		env := apitest.New(t, db, apitest.Options{Temporal: true})
 		removeTemporalSchedules(t, env)
 		ctx := context.Background()
-		if _, err := env.Store.DB.NewUpdate().Table("organizations").Set("time_zone = ?", "Asia/Kolkata").Where("id = ?", env.Org.ID).Exec(ctx); err != nil {
+		if _, err := env.DB.NewUpdate().Table("organizations").Set("time_zone = ?", "Asia/Kolkata").Where("id = ?", env.Org.ID).Exec(ctx); err != nil {
 			t.Fatal(err)
 		}
 		a := newAudience(t, env, env.Org, 2, 0)
@@ -317,7 +317,7 @@ func waitRun(t *testing.T, env *apitest.Env, scheduleID string, timeout time.Dur
 	deadline := time.Now().Add(timeout)
 	for {
 		var runs []models.NotificationRun
-		err := env.Store.DB.NewSelect().Model(&runs).Where("notification_id = ?", mustID(t, scheduleID)).Scan(context.Background())
+		err := env.DB.NewSelect().Model(&runs).Where("notification_id = ?", mustID(t, scheduleID)).Scan(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

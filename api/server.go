@@ -155,7 +155,7 @@ func (s *Server) readyz(c *gin.Context) {
 	defer cancel()
 	checks := gin.H{"database": "ok", "temporal": "ok"}
 	ready := true
-	if err := s.store.DB.PingContext(ctx); err != nil {
+	if err := s.store.Ping(ctx); err != nil {
 		logger(c).Warn("readiness: the database does not answer", "error", err)
 		checks["database"], ready = "unavailable", false
 	}

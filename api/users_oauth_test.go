@@ -41,7 +41,7 @@ func TestUsers_RealOAuthTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 		client := &models.OAuthClient{OrgID: org.ID, Name: "users test", HomepageURL: "https://app.example.com", Type: models.ClientSelf}
-		if _, err := models.NewClientStore(db).Create(ctx, client); err != nil {
+		if _, err := models.NewStore(db).OAuthClients.Create(ctx, client); err != nil {
 			t.Fatal(err)
 		}
 		resp, err := srv.IssueToken(ctx, oauth.IssueRequest{ClientID: client.ID, OrgID: org.ID, UserID: admin.ID, Scopes: scopes})

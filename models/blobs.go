@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"iam/models/secret"
 )
 
 // Blob describes an uploaded file. Its bytes live in the blob store, never in
 // a workflow's history.
 //
-// A blob's chunks are sealed with the store's SecretBox (AES-256-GCM, a fresh
+// A blob's chunks are sealed with the store's secret.Box (AES-256-GCM, a fresh
 // nonce per chunk, the organization, blob and chunk index as additional
 // data, so a chunk does not open in another place). An upload's blob is
 // written incomplete, chunk by chunk, and completed in the transaction that
@@ -45,9 +47,9 @@ type Blob struct {
 // memory.
 type BlobStore interface {
 	// Put reads r to its end into a new complete blob of the organization,
-	// inside db (the caller's transaction, or nil for one of its own).
-	// ETOOLARGE when r holds more than maxSize bytes; nothing is kept then.
-	Put(ctx context.Context, db bun.IDB, orgID int64, name, contentType string, r io.Reader, maxSize int64) (*Blob, error)
+	// in a transaction of its own. ETOOLARGE when r holds more than maxSize
+	// bytes; nothing is kept then.
+	Put(ctx context.Context, orgID int64, name, contentType string, r io.Reader, maxSize int64) (*Blob, error)
 	// Stage reads r to its end into a new incomplete blob, one short
 	// transaction per chunk, and returns it with its size and hash: no
 	// transaction is open while r is read. Nothing is kept when it fails (but
@@ -57,7 +59,7 @@ type BlobStore interface {
 	// when missing or incomplete.
 	Open(ctx context.Context, orgID, id, offset int64) (io.ReadCloser, *Blob, error)
 	// Delete removes a blob. Deleting a missing blob is not an error.
-	Delete(ctx context.Context, db bun.IDB, orgID, id int64) error
+	Delete(ctx context.Context, orgID, id int64) error
 	// Sweep removes the orphaned blobs: incomplete ones created before
 	// staleBefore, and those of jobs that ended or no longer exist. It
 	// returns how many it removed.
@@ -80,7 +82,7 @@ type blobChunk struct {
 // they are; the commands that serve refuse to start without a key.
 type DBBlobStore struct {
 	db  bun.IDB
-	box *SecretBox
+	box *secret.Box
 }
 
 // blobChunkAAD binds a sealed chunk to its organization, blob and index.
@@ -99,10 +101,7 @@ func errBlobTooLarge(maxSize int64) error {
 func (s *DBBlobStore) writeChunks(ctx context.Context, db bun.IDB, blob *Blob, r io.Reader, maxSize int64) error {
 	// The chunk travels as a bound parameter (binary with pgx), not
 	// formatted into the statement's text as bun would.
-	insertChunk := "INSERT INTO blob_chunks (blob_id, seq, data) VALUES (?, ?, ?)"
-	if IsPostgres(db) {
-		insertChunk = "INSERT INTO blob_chunks (blob_id, seq, data) VALUES ($1, $2, $3)"
-	}
+	insertChunk := dialectOf(db).insertBlobChunk()
 	exec := func(seq int64, data []byte) error {
 		var err error
 		switch d := db.(type) {
@@ -150,10 +149,12 @@ func (s *DBBlobStore) newBlob(orgID int64, name, contentType string, complete bo
 }
 
 // Put implements BlobStore.
-func (s *DBBlobStore) Put(ctx context.Context, db bun.IDB, orgID int64, name, contentType string, r io.Reader, maxSize int64) (*Blob, error) {
-	if db == nil {
-		db = s.db
-	}
+func (s *DBBlobStore) Put(ctx context.Context, orgID int64, name, contentType string, r io.Reader, maxSize int64) (*Blob, error) {
+	return s.put(ctx, s.db, orgID, name, contentType, r, maxSize)
+}
+
+// put is Put inside db, which may be the caller's transaction.
+func (s *DBBlobStore) put(ctx context.Context, db bun.IDB, orgID int64, name, contentType string, r io.Reader, maxSize int64) (*Blob, error) {
 	blob := s.newBlob(orgID, name, contentType, true)
 	// Once: the upload is read as it is written.
 	err := inTxOnce(ctx, db, func(ctx context.Context, tx bun.Tx) error {
@@ -179,7 +180,7 @@ func (s *DBBlobStore) Stage(ctx context.Context, orgID int64, name, contentType 
 		return nil, fmt.Errorf("insert blob: %w", err)
 	}
 	if err := s.writeChunks(ctx, s.db, blob, r, maxSize); err != nil {
-		if derr := s.Delete(context.WithoutCancel(ctx), nil, orgID, blob.ID); derr != nil {
+		if derr := s.Delete(context.WithoutCancel(ctx), orgID, blob.ID); derr != nil {
 			err = errors.Join(err, derr)
 		}
 		return nil, err
@@ -223,10 +224,12 @@ func (s *DBBlobStore) Open(ctx context.Context, orgID, id, offset int64) (io.Rea
 }
 
 // Delete implements BlobStore.
-func (s *DBBlobStore) Delete(ctx context.Context, db bun.IDB, orgID, id int64) error {
-	if db == nil {
-		db = s.db
-	}
+func (s *DBBlobStore) Delete(ctx context.Context, orgID, id int64) error {
+	return s.delete(ctx, s.db, orgID, id)
+}
+
+// delete is Delete inside db, which may be the caller's transaction.
+func (s *DBBlobStore) delete(ctx context.Context, db bun.IDB, orgID, id int64) error {
 	return inTx(ctx, db, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewDelete().Model((*Blob)(nil)).Where("org_id = ? AND id = ?", orgID, id).Exec(ctx)
 		if err != nil {
@@ -269,7 +272,7 @@ func (s *DBBlobStore) Sweep(ctx context.Context, staleBefore time.Time) (int, er
 		return 0, fmt.Errorf("find orphaned blobs: %w", err)
 	}
 	for _, b := range orphans {
-		if err := s.Delete(ctx, nil, b.OrgID, b.ID); err != nil {
+		if err := s.Delete(ctx, b.OrgID, b.ID); err != nil {
 			return 0, err
 		}
 	}
@@ -282,7 +285,7 @@ type blobReader struct {
 	ctx  context.Context
 	db   bun.IDB
 	blob *Blob
-	box  *SecretBox
+	box  *secret.Box
 	seq  int64
 	pos  int64 // plain offset of chunk seq
 	skip int64

@@ -15,13 +15,14 @@ import (
 
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/secret"
 )
 
-func testBox(t *testing.T) *models.SecretBox {
+func testBox(t *testing.T) *secret.Box {
 	t.Helper()
-	key := make([]byte, models.EncryptionKeySize)
+	key := make([]byte, secret.KeySize)
 	rand.Read(key)
-	box, err := models.NewSecretBox(key)
+	box, err := secret.NewBox(key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestBlobs_SealedAtRest(t *testing.T) {
 		org := newOrg(t, store)
 		line := "user@example.com,JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP\n"
 		data := []byte(strings.Repeat(line, (3<<20)/len(line)+10)) // four chunks
-		blob, err := store.Blobs.Put(ctx, nil, org.ID, "users.csv", "text/csv", bytes.NewReader(data), 10<<20)
+		blob, err := store.Blobs.Put(ctx, org.ID, "users.csv", "text/csv", bytes.NewReader(data), 10<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,17 +165,17 @@ func TestBlobs_MigrationTiesOldUploadsToTheirJobs(t *testing.T) {
 		ctx := context.Background()
 		store := models.NewStore(db)
 		org := newOrg(t, store)
-		upload, err := store.Blobs.Put(ctx, nil, org.ID, "users.csv", "text/csv", strings.NewReader("a\n1\n"), 1<<20)
+		upload, err := store.Blobs.Put(ctx, org.ID, "users.csv", "text/csv", strings.NewReader("a\n1\n"), 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
-		logo, err := store.Blobs.Put(ctx, nil, org.ID, "logo.png", "image/png", strings.NewReader("png"), 1<<20)
+		logo, err := store.Blobs.Put(ctx, org.ID, "logo.png", "image/png", strings.NewReader("png"), 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
 		input, _ := json.Marshal(map[string]string{"blob_id": models.FormatID(upload.ID)})
 		job := &models.Job{OrgID: org.ID, Kind: "QuickEnrollmentCSV", Module: "QuickEnrollment", ActionName: "Upload CSV", Input: input}
-		if err := store.Jobs.Create(ctx, nil, job); err != nil {
+		if err := store.Jobs.Create(ctx, job); err != nil {
 			t.Fatal(err)
 		}
 		// The statement of the migration that fills job_id, as migrate renders it.

@@ -97,11 +97,6 @@ func sqliteDSN(dsn string) (string, error) {
 	return "file:" + uriPath + "?" + q.Encode(), nil
 }
 
-// IsPostgres reports whether db speaks PostgreSQL.
-func IsPostgres(db bun.IDB) bool {
-	return db.Dialect().Name().String() == "pg"
-}
-
 // isUniqueViolation reports whether err is a unique-constraint violation on
 // either dialect.
 func isUniqueViolation(err error) bool {

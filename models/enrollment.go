@@ -3,7 +3,6 @@ package models
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -34,10 +33,10 @@ type Enrollment struct {
 }
 
 // EnrollmentStore reads and writes enrollment data.
-type EnrollmentStore struct{ db bun.IDB }
-
-// NewEnrollmentStore returns the enrollment store over db.
-func NewEnrollmentStore(db bun.IDB) *EnrollmentStore { return &EnrollmentStore{db: db} }
+type EnrollmentStore struct {
+	db *bun.DB
+	d  sqlDialect
+}
 
 // UserKey is the user attribute a row or a file name identifies a user by.
 type UserKey string
@@ -85,53 +84,7 @@ func (s *EnrollmentStore) MatchUsers(ctx context.Context, orgID int64, key UserK
 	if len(want) == 0 {
 		return out, nil
 	}
-	q := rawSQL(s.db)
-	if q == nil {
-		return nil, fmt.Errorf("match users: no database/sql handle under %T", s.db)
-	}
-	if IsPostgres(s.db) {
-		return matchUsersPG(ctx, q, orgID, key, want)
-	}
-	// SQLite: the values as one JSON array, each looked up through the
-	// organization's index on the key; an IN list of thousands of literals
-	// costs more to parse than to run. CROSS JOIN makes the values the outer
-	// loop whatever the planner knows: without statistics (no ANALYZE yet)
-	// it would otherwise scan every user once per value.
-	var probe string
-	switch key {
-	case KeyPrimaryEmail:
-		probe = "u.email <> '' AND lower(u.email) = v.value"
-	case KeyEmployeeID:
-		probe = "u.employee_id <> '' AND u.employee_id = v.value"
-	case KeyMobileNumber:
-		probe = "u.mobile_number <> '' AND u.mobile_number = v.value"
-	default:
-		return nil, Invalid("user_key", "unknown user key %q", key)
-	}
-	list, err := json.Marshal(want)
-	if err != nil {
-		return nil, fmt.Errorf("match users: %w", err)
-	}
-	rows, err := q.QueryContext(ctx, `SELECT v.value, u.id FROM json_each(?) AS v
-		CROSS JOIN users AS u ON u.org_id = ? AND `+probe, string(list), orgID)
-	if err != nil {
-		return nil, fmt.Errorf("match users: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var k string
-		var id int64
-		if err := rows.Scan(&k, &id); err != nil {
-			return nil, fmt.Errorf("match users: %w", err)
-		}
-		if prev, seen := out[k]; !seen || id < prev {
-			out[k] = id
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("match users: %w", err)
-	}
-	return out, nil
+	return s.d.matchUsers(ctx, s.db, orgID, key, want)
 }
 
 // List returns the enrollments of one user, for tests and the users API.
@@ -162,10 +115,11 @@ func (s *EnrollmentStore) Cursor(ctx context.Context, jobID, row int64) (int64, 
 
 // SetCursor records that row of a job's file starts at offset. Recording the
 // same row again keeps the first offset.
-func (s *EnrollmentStore) SetCursor(ctx context.Context, db bun.IDB, jobID, row, offset int64) error {
-	if db == nil {
-		db = s.db
-	}
+func (s *EnrollmentStore) SetCursor(ctx context.Context, jobID, row, offset int64) error {
+	return setCursor(ctx, s.db, jobID, row, offset)
+}
+
+func setCursor(ctx context.Context, db bun.IDB, jobID, row, offset int64) error {
 	cur := &enrollmentCursor{JobID: jobID, NextRow: row, ByteOffset: offset}
 	_, err := db.NewInsert().Model(cur).On("CONFLICT (job_id, next_row) DO NOTHING").Exec(ctx)
 	if err != nil {

@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/uptrace/bun"
 )
 
 // ChunkRow is one row of an enrollment file after parsing, validation and
@@ -53,29 +51,10 @@ type enrollmentKey struct{ user, config int64 }
 // only with Overwrite. ENOTFOUND when the job was deleted; ECONFLICT when it
 // is not running.
 //
-// On PostgreSQL (outside a caller's transaction) the chunk travels as
-// arrays and COPY in pgx's binary protocol; SQLite takes bun's statements.
+// On PostgreSQL the chunk travels as arrays and COPY in pgx's binary
+// protocol; SQLite runs one prepared statement per write (sqlDialect).
 func (s *EnrollmentStore) ApplyChunk(ctx context.Context, c *EnrollChunk) (JobProgress, error) {
-	if pool := pgxPool(s.db); pool != nil {
-		return s.applyChunkPG(ctx, pool, c)
-	}
-	var p JobProgress
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		results, err := s.writeChunk(ctx, tx, c)
-		if err != nil {
-			return err
-		}
-		p = c.progressAfter(results)
-		jobs := &JobStore{db: tx}
-		if err := jobs.RecordChunk(ctx, c.OrgID, c.JobID, results, p); err != nil {
-			return err
-		}
-		if c.NextOffset >= 0 {
-			return s.SetCursor(ctx, tx, c.JobID, c.NextRow, c.NextOffset)
-		}
-		return nil
-	})
-	return p, err
+	return s.d.applyEnrollChunk(ctx, s.db, c)
 }
 
 // progressAfter is the job's absolute progress once results are recorded.
@@ -121,92 +100,6 @@ func (c *EnrollChunk) plan(now time.Time) ([]JobResult, []Enrollment) {
 		results[i].Status = ResultSuccess
 	}
 	return results, writes
-}
-
-// writeChunk upserts the chunk's enrollments and returns every row's result.
-func (s *EnrollmentStore) writeChunk(ctx context.Context, tx bun.Tx, c *EnrollChunk) ([]JobResult, error) {
-	results, writes := c.plan(time.Now().UTC())
-	written := map[enrollmentKey]bool{}
-	if !IsPostgres(tx) {
-		if err := upsertEnrollmentsSQLite(ctx, tx, c.Overwrite, writes, written); err != nil {
-			return nil, err
-		}
-	} else if len(writes) > 0 {
-		var landed []struct {
-			UserID         int64 `bun:"user_id"`
-			FactorConfigID int64 `bun:"factor_config_id"`
-		}
-		_, err := tx.NewInsert().Model(&writes).
-			On("CONFLICT (user_id, factor_config_id) DO UPDATE").
-			Set("factor_type = EXCLUDED.factor_type").
-			Set("value = EXCLUDED.value").
-			Set("secret = EXCLUDED.secret").
-			Set("thumbprint = EXCLUDED.thumbprint").
-			Set("expires_at = EXCLUDED.expires_at").
-			Set("job_id = EXCLUDED.job_id").
-			Set("source_row = EXCLUDED.source_row").
-			Set("updated_at = EXCLUDED.updated_at").
-			Where("(?TableAlias.job_id = EXCLUDED.job_id AND ?TableAlias.source_row = EXCLUDED.source_row) OR (?TableAlias.job_id <> EXCLUDED.job_id AND ?)", c.Overwrite).
-			Returning("user_id, factor_config_id").
-			Exec(ctx, &landed)
-		if err != nil {
-			return nil, fmt.Errorf("upsert enrollments: %w", err)
-		}
-		for _, l := range landed {
-			written[enrollmentKey{l.UserID, l.FactorConfigID}] = true
-		}
-	}
-	if len(written) == len(writes) {
-		return results, nil
-	}
-	users := c.keptUsers(results, written)
-	var existing []Enrollment
-	err := tx.NewSelect().Model(&existing).Column("user_id", "factor_config_id", "job_id", "source_row").
-		Where("org_id = ? AND user_id IN (?)", c.OrgID, bun.In(users)).Scan(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("select kept enrollments: %w", err)
-	}
-	c.explainKept(results, written, existing)
-	return results, nil
-}
-
-// upsertEnrollmentsSQLite upserts writes one prepared statement execution
-// each, and marks in written those that landed.
-func upsertEnrollmentsSQLite(ctx context.Context, tx bun.Tx, overwrite bool, writes []Enrollment, written map[enrollmentKey]bool) error {
-	if len(writes) == 0 {
-		return nil
-	}
-	stmt, err := tx.Tx.PrepareContext(ctx, `INSERT INTO enrollments AS e
-		(org_id, user_id, factor_config_id, factor_type, value, secret, thumbprint, expires_at, job_id, source_row, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (user_id, factor_config_id) DO UPDATE SET
-			factor_type = excluded.factor_type, value = excluded.value, secret = excluded.secret,
-			thumbprint = excluded.thumbprint, expires_at = excluded.expires_at, job_id = excluded.job_id,
-			source_row = excluded.source_row, updated_at = excluded.updated_at
-		WHERE (e.job_id = excluded.job_id AND e.source_row = excluded.source_row) OR (e.job_id <> excluded.job_id AND ?)`)
-	if err != nil {
-		return fmt.Errorf("upsert enrollments: %w", err)
-	}
-	defer stmt.Close()
-	for i := range writes {
-		w := &writes[i]
-		var secret, expires any // NULL unless set
-		if len(w.Secret) > 0 {
-			secret = w.Secret
-		}
-		if w.ExpiresAt != nil {
-			expires = w.ExpiresAt.UTC()
-		}
-		res, err := stmt.ExecContext(ctx, w.OrgID, w.UserID, w.FactorConfigID, string(w.FactorType), w.Value, secret,
-			w.Thumbprint, expires, w.JobID, w.SourceRow, w.UpdatedAt, overwrite)
-		if err != nil {
-			return fmt.Errorf("upsert enrollments: %w", err)
-		}
-		if n, _ := res.RowsAffected(); n > 0 {
-			written[enrollmentKey{w.UserID, w.FactorConfigID}] = true
-		}
-	}
-	return nil
 }
 
 // keptUsers lists the users of rows that succeeded so far but whose writes

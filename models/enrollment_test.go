@@ -27,7 +27,7 @@ type enrollFixture struct {
 func newEnrollFixture(t *testing.T, db *bun.DB, n int) *enrollFixture {
 	t.Helper()
 	ctx := context.Background()
-	f := &enrollFixture{store: models.NewStore(db), enroll: models.NewEnrollmentStore(db), users: make([]*models.User, n+1),
+	f := &enrollFixture{store: models.NewStore(db), enroll: models.NewStore(db).Enrollments, users: make([]*models.User, n+1),
 		configs: map[models.FactorType]models.FactorConfig{}, names: map[int64]string{}}
 	f.org = newOrg(t, f.store)
 	for i := 1; i <= n; i++ {
@@ -38,7 +38,7 @@ func newEnrollFixture(t *testing.T, db *bun.DB, n int) *enrollFixture {
 		}
 		f.users[i] = u
 	}
-	configs, err := models.NewFactorStore(db).List(ctx, f.org.ID)
+	configs, err := models.NewStore(db).Factors.List(ctx, f.org.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func newEnrollFixture(t *testing.T, db *bun.DB, n int) *enrollFixture {
 func (f *enrollFixture) newJob(t *testing.T) *models.Job {
 	t.Helper()
 	job := &models.Job{OrgID: f.org.ID, Kind: "QuickEnrollmentCSV", Module: models.EnrollmentModule, ActionName: models.EnrollCSVAction}
-	if err := f.store.Jobs.Create(context.Background(), nil, job); err != nil {
+	if err := f.store.Jobs.Create(context.Background(), job); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.store.Jobs.Start(context.Background(), f.org.ID, job.ID); err != nil {

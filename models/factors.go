@@ -86,9 +86,6 @@ func (c *FactorConfig) Columns() []string {
 // organization's on first use.
 type FactorStore struct{ db bun.IDB }
 
-// NewFactorStore returns the factor config store over db.
-func NewFactorStore(db bun.IDB) *FactorStore { return &FactorStore{db: db} }
-
 // List returns the organization's factor configs in display order, seeding
 // the missing ones first (idempotent: concurrent callers see the same ids).
 func (s *FactorStore) List(ctx context.Context, orgID int64) ([]FactorConfig, error) {

@@ -60,9 +60,6 @@ const (
 // GroupStore reads and writes groups and their members.
 type GroupStore struct{ db bun.IDB }
 
-// NewGroupStore returns the group store over db.
-func NewGroupStore(db bun.IDB) *GroupStore { return &GroupStore{db: db} }
-
 // ErrGroupNotFound is the answer for a group that does not exist in the
 // caller's organization.
 var ErrGroupNotFound = NotFound("Group", "the group does not exist")
@@ -77,8 +74,8 @@ func (s *GroupStore) Get(ctx context.Context, orgID, id int64) (*Group, error) {
 func getGroup(ctx context.Context, db bun.IDB, orgID, id int64, lock bool) (*Group, error) {
 	g := new(Group)
 	q := db.NewSelect().Model(g).Where("org_id = ? AND id = ?", orgID, id)
-	if lock && IsPostgres(db) {
-		q = q.For("NO KEY UPDATE")
+	if lock {
+		q = dialectOf(db).lockRows(q, "NO KEY UPDATE")
 	}
 	err := q.Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {

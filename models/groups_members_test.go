@@ -37,7 +37,7 @@ func TestGroupStore_MemberUserIDs(t *testing.T) {
 		ctx := t.Context()
 		store := models.NewStore(db)
 		org, other := newOrg(t, store), newOrg(t, store)
-		users := models.NewUserStore(db)
+		users := models.NewStore(db).Users
 		var ids []int64
 		for _, email := range []string{"a@example.com", "b@example.com", "c@example.com"} {
 			u := &models.User{OrgID: org.ID, Email: email, Status: models.UserActive}
@@ -51,7 +51,7 @@ func TestGroupStore_MemberUserIDs(t *testing.T) {
 		addMembers(t, db, g1, ids[0], ids[1])
 		addMembers(t, db, g2, ids[1], ids[2])
 
-		groups := models.NewGroupStore(db)
+		groups := models.NewStore(db).Groups
 		got, err := groups.MemberUserIDs(ctx, org.ID, []int64{g1.ID, g2.ID, foreign.ID, 12345})
 		if err != nil || !slices.Equal(got, ids) {
 			t.Errorf("MemberUserIDs = %v, %v; want %v", got, err, ids)

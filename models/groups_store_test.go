@@ -17,7 +17,7 @@ func recomputeJob() *models.Job {
 // members returns a group's member ids and checks members_count against them.
 func members(t *testing.T, db *bun.DB, g *models.Group) []int64 {
 	t.Helper()
-	groups := models.NewGroupStore(db)
+	groups := models.NewStore(db).Groups
 	ids, err := groups.MemberIDs(t.Context(), g.ID, 100000)
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +35,7 @@ func members(t *testing.T, db *bun.DB, g *models.Group) []int64 {
 // recompute runs every batch of a recompute of g, size users at a time.
 func recompute(t *testing.T, db *bun.DB, g *models.Group, size int) int64 {
 	t.Helper()
-	groups := models.NewGroupStore(db)
+	groups := models.NewStore(db).Groups
 	cur, _ := groups.Get(t.Context(), g.OrgID, g.ID)
 	var after, users int64
 	for range 1000 {
@@ -58,7 +58,7 @@ func TestGroupStore_Static(t *testing.T) {
 		ctx := t.Context()
 		store := models.NewStore(db)
 		org, other := newOrg(t, store), newOrg(t, store)
-		users, groups := models.NewUserStore(db), models.NewGroupStore(db)
+		users, groups := models.NewStore(db).Users, models.NewStore(db).Groups
 		a := mkUser(t, users, org.ID, models.User{Email: "a@example.com"})
 		b := mkUser(t, users, org.ID, models.User{Email: "b@example.com"})
 		x := mkUser(t, users, other.ID, models.User{Email: "x@example.com"})
@@ -111,7 +111,7 @@ func TestGroupStore_Dynamic(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		ctx := t.Context()
 		org := newOrg(t, models.NewStore(db))
-		users, groups := models.NewUserStore(db), models.NewGroupStore(db)
+		users, groups := models.NewStore(db).Users, models.NewStore(db).Groups
 		var sales []int64
 		for i := range 25 {
 			u := models.User{Email: string(rune('a'+i)) + "@example.com", Department: "IT", Country: "FR"}

@@ -79,7 +79,7 @@ func (s *GroupStore) queueRecompute(ctx context.Context, tx bun.Tx, g *Group, jo
 		return err
 	}
 	job.OrgID, job.Input, job.Entity = g.OrgID, input, "group"
-	if err := (&JobStore{db: tx}).Create(ctx, tx, job); err != nil {
+	if err := insertJob(ctx, tx, job); err != nil {
 		return err
 	}
 	g.MembershipJobID = &job.ID

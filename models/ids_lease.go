@@ -82,10 +82,7 @@ func (l *IDLease) margin() time.Duration { return l.ttl / 6 }
 
 // dbMillis is the database's clock in Unix milliseconds, as SQL.
 func dbMillis(db bun.IDB) string {
-	if IsPostgres(db) {
-		return "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT"
-	}
-	return "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+	return dialectOf(db).clockMillis()
 }
 
 // acquire leases a free node and points the generator at it.
@@ -147,10 +144,7 @@ func (l *IDLease) claim(ctx context.Context, node int64) (bool, error) {
 			return fmt.Errorf("read the database clock: %w", err)
 		}
 		var rows []idNode
-		q := tx.NewSelect().Model(&rows).Where("node = ?", node)
-		if IsPostgres(tx) {
-			q = q.For("UPDATE")
-		}
+		q := dialectOf(tx).lockRows(tx.NewSelect().Model(&rows).Where("node = ?", node), "UPDATE")
 		if err := q.Scan(ctx); err != nil {
 			return fmt.Errorf("read id node %d: %w", node, err)
 		}

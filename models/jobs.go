@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 )
 
@@ -72,6 +71,17 @@ type Job struct {
 // WorkflowID is the id of the workflow that runs the job.
 func (j *Job) WorkflowID() string { return JobWorkflowID(j.ID) }
 
+// JobRef names a job: the workflow input every job workflow starts with. Its
+// JSON travels in workflow histories ({"job": {"job_id": "1", "org_id": "2"}}):
+// keep the field names.
+type JobRef struct {
+	JobID int64 `json:"job_id,string"`
+	OrgID int64 `json:"org_id,string"`
+}
+
+// WorkflowID is the workflow id of the job.
+func (r JobRef) WorkflowID() string { return JobWorkflowID(r.JobID) }
+
 // JobWorkflowID is the workflow id of job id: "job-<id>".
 func JobWorkflowID(id int64) string { return "job-" + FormatID(id) }
 
@@ -108,16 +118,25 @@ func (j *Job) Progress() JobProgress {
 }
 
 // JobStore reads and writes jobs and their results.
-type JobStore struct{ db bun.IDB }
+type JobStore struct {
+	db *bun.DB
+	d  sqlDialect
+}
 
 // ErrJobNotFound is the answer for a job that does not exist in the
 // caller's organization, or was deleted.
 var ErrJobNotFound = NotFound("Job", "the job does not exist or was deleted")
 
-// Create writes job as QUEUED, filling its id and times, inside db, which may
-// be the caller's transaction holding the job's input too. EINVALID when kind,
-// module or action name is missing.
-func (s *JobStore) Create(ctx context.Context, db bun.IDB, job *Job) error {
+// Create writes job as QUEUED, filling its id and times. EINVALID when
+// kind, module or action name is missing. (A job written with its input, as
+// an upload's, is Store.CreateUploadJob.)
+func (s *JobStore) Create(ctx context.Context, job *Job) error {
+	return insertJob(ctx, s.db, job)
+}
+
+// insertJob is JobStore.Create inside db, which may be the caller's
+// transaction holding the job's input too.
+func insertJob(ctx context.Context, db bun.IDB, job *Job) error {
 	switch {
 	case job.OrgID == 0:
 		return Invalid("org_id", "is required")
@@ -127,9 +146,6 @@ func (s *JobStore) Create(ctx context.Context, db bun.IDB, job *Job) error {
 		return Invalid("module", "is required")
 	case job.ActionName == "":
 		return Invalid("action_name", "is required")
-	}
-	if db == nil {
-		db = s.db
 	}
 	now := time.Now().UTC()
 	if job.ID == 0 {
@@ -207,69 +223,11 @@ func (s *JobStore) Start(ctx context.Context, orgID, id int64) (*Job, error) {
 // so recording the same chunk twice leaves the same rows. ENOTFOUND when the
 // job was deleted; ECONFLICT when it is no longer running.
 //
-// On PostgreSQL, outside a caller's transaction, the results go in by COPY
+// On PostgreSQL the results go in by COPY
 // after the rows of their seqs are deleted, which leaves the same rows; on
 // SQLite through one prepared upsert run once per result.
 func (s *JobStore) RecordChunk(ctx context.Context, orgID, id int64, results []JobResult, p JobProgress) error {
-	if pool := pgxPool(s.db); pool != nil {
-		return withPgxTx(ctx, pool, func(tx pgx.Tx) error {
-			return recordChunkPG(ctx, tx, orgID, id, results, p)
-		})
-	}
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		res, err := tx.NewUpdate().Model((*Job)(nil)).
-			Set("processed = ?", p.Processed).
-			Set("total = ?", p.Total).
-			Set("success_count = ?", p.Success).
-			Set("error_count = ?", p.Failed).
-			Set("updated_at = ?", time.Now().UTC()).
-			Where("org_id = ? AND id = ? AND status = ?", orgID, id, JobRunning).
-			Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("record job progress: %w", err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return s.whyNotRunning(ctx, tx, orgID, id)
-		}
-		if len(results) == 0 {
-			return nil
-		}
-		for i := range results {
-			results[i].JobID = id
-		}
-		if !IsPostgres(tx) {
-			return upsertResultsSQLite(ctx, tx, results)
-		}
-		_, err = tx.NewInsert().Model(&results).
-			On("CONFLICT (job_id, seq) DO UPDATE").
-			Set("entity_id = EXCLUDED.entity_id").
-			Set("status = EXCLUDED.status").
-			Set("message = EXCLUDED.message").
-			Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("record job results: %w", err)
-		}
-		return nil
-	})
-}
-
-// upsertResultsSQLite upserts results one prepared statement execution
-// each: on SQLite, in process, that is cheaper than building and parsing
-// one statement naming every value.
-func upsertResultsSQLite(ctx context.Context, tx bun.Tx, results []JobResult) error {
-	stmt, err := tx.Tx.PrepareContext(ctx, `INSERT INTO job_results (job_id, seq, entity_id, status, message) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (job_id, seq) DO UPDATE SET entity_id = excluded.entity_id, status = excluded.status, message = excluded.message`)
-	if err != nil {
-		return fmt.Errorf("record job results: %w", err)
-	}
-	defer stmt.Close()
-	for i := range results {
-		r := &results[i]
-		if _, err := stmt.ExecContext(ctx, r.JobID, r.Seq, r.EntityID, r.Status, r.Message); err != nil {
-			return fmt.Errorf("record job results: %w", err)
-		}
-	}
-	return nil
+	return s.d.recordChunk(ctx, s.db, orgID, id, results, p)
 }
 
 // Finish ends a job in status with a message and its final progress. Finishing
@@ -296,7 +254,7 @@ func (s *JobStore) Finish(ctx context.Context, orgID, id int64, status JobStatus
 			return fmt.Errorf("finish job: %w", err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			if err := s.whyNotRunning(ctx, tx, orgID, id); ErrorCode(err) == ENOTFOUND {
+			if err := whyNotRunning(ctx, tx, orgID, id); ErrorCode(err) == ENOTFOUND {
 				return err
 			}
 		}
@@ -307,7 +265,7 @@ func (s *JobStore) Finish(ctx context.Context, orgID, id int64, status JobStatus
 }
 
 // whyNotRunning explains why an update of a running job touched no row.
-func (s *JobStore) whyNotRunning(ctx context.Context, db bun.IDB, orgID, id int64) error {
+func whyNotRunning(ctx context.Context, db bun.IDB, orgID, id int64) error {
 	var status JobStatus
 	err := db.NewSelect().Model((*Job)(nil)).Column("status").
 		Where("org_id = ? AND id = ?", orgID, id).Scan(ctx, &status)

@@ -25,7 +25,7 @@ func newOrg(t *testing.T, store *models.Store) *models.Organization {
 func newJob(t *testing.T, store *models.Store, org *models.Organization) *models.Job {
 	t.Helper()
 	job := &models.Job{OrgID: org.ID, Kind: "Diagnostic", Module: "System", ActionName: "Diagnostic", Input: json.RawMessage(`{"items":3}`)}
-	if err := store.Jobs.Create(context.Background(), nil, job); err != nil {
+	if err := store.Jobs.Create(context.Background(), job); err != nil {
 		t.Fatal(err)
 	}
 	return job
@@ -159,7 +159,7 @@ func TestBlobStore_StreamsInChunksAndEnforcesTheLimit(t *testing.T) {
 		store := models.NewStore(db)
 		org, other := newOrg(t, store), newOrg(t, store)
 		data := bytes.Repeat([]byte("0123456789abcdef"), 200_000) // 3.2 MB: four chunks
-		blob, err := store.Blobs.Put(ctx, nil, org.ID, "users.csv", "text/csv", bytes.NewReader(data), 10<<20)
+		blob, err := store.Blobs.Put(ctx, org.ID, "users.csv", "text/csv", bytes.NewReader(data), 10<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,14 +182,14 @@ func TestBlobStore_StreamsInChunksAndEnforcesTheLimit(t *testing.T) {
 		if _, _, err := store.Blobs.Open(ctx, other.ID, blob.ID, 0); models.ErrorCode(err) != models.ENOTFOUND {
 			t.Errorf("another org opens the blob: %v", err)
 		}
-		if _, err := store.Blobs.Put(ctx, nil, org.ID, "big", "", bytes.NewReader(data), 1<<20); models.ErrorCode(err) != models.ETOOLARGE {
+		if _, err := store.Blobs.Put(ctx, org.ID, "big", "", bytes.NewReader(data), 1<<20); models.ErrorCode(err) != models.ETOOLARGE {
 			t.Errorf("over the limit: %v, want ETOOLARGE", err)
 		}
 		var count int
 		if err := db.NewSelect().Table("blobs").ColumnExpr("count(*)").Scan(ctx, &count); err != nil || count != 1 {
 			t.Errorf("a refused upload left rows behind: %d blobs (%v)", count, err)
 		}
-		if err := store.Blobs.Delete(ctx, nil, org.ID, blob.ID); err != nil {
+		if err := store.Blobs.Delete(ctx, org.ID, blob.ID); err != nil {
 			t.Fatal(err)
 		}
 		if err := db.NewSelect().Table("blob_chunks").ColumnExpr("count(*)").Scan(ctx, &count); err != nil || count != 0 {

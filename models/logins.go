@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"iam/models/secret"
 )
 
 // BlockedForever is the BlockedUntil of an account blocked until an
@@ -46,7 +48,7 @@ func (s *UserStore) Authenticate(ctx context.Context, orgID int64, email, passwo
 	now = now.UTC()
 	user, err := s.GetByEmail(ctx, orgID, email)
 	if ErrorCode(err) == ENOTFOUND {
-		VerifyPassword(dummyPasswordHash, password) // the same cost as a wrong password
+		secret.VerifyPassword(secret.DummyPasswordHash, password) // the same cost as a wrong password
 		return nil, ErrBadCredentials
 	}
 	if err != nil {
@@ -55,10 +57,10 @@ func (s *UserStore) Authenticate(ctx context.Context, orgID int64, email, passwo
 	if user.BlockedUntil != nil && now.Before(*user.BlockedUntil) {
 		// The password is checked all the same, for the same cost as any
 		// other answer; it decides nothing and is not counted.
-		VerifyPassword(user.PasswordHash, password)
+		secret.VerifyPassword(user.PasswordHash, password)
 		return nil, &AccountBlockedError{Until: *user.BlockedUntil}
 	}
-	if !VerifyPassword(user.PasswordHash, password) {
+	if !secret.VerifyPassword(user.PasswordHash, password) {
 		return nil, s.recordFailure(ctx, user.ID, policy, now)
 	}
 	if user.Status != UserActive {
@@ -78,9 +80,7 @@ func (s *UserStore) recordFailure(ctx context.Context, userID int64, policy Acco
 		answer = ErrBadCredentials
 		user := new(User)
 		q := tx.NewSelect().Model(user).Column("failed_logins", "first_failed_login_at", "blocked_until").Where("id = ?", userID)
-		if IsPostgres(tx) {
-			q = q.For("UPDATE")
-		}
+		q = dialectOf(tx).lockRows(q, "UPDATE")
 		if err := q.Scan(ctx); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return nil // deleted meanwhile: nothing to count

@@ -30,7 +30,7 @@ func newSignIns(t *testing.T, db *bun.DB, policy models.AccountBlockingSettings)
 		t.Fatal(err)
 	}
 	u := newUser(t, db, org.ID, "user@example.com", models.RoleUser)
-	return &signIns{t: t, users: models.NewUserStore(db), orgID: org.ID, email: u.Email, policy: policy,
+	return &signIns{t: t, users: models.NewStore(db).Users, orgID: org.ID, email: u.Email, policy: policy,
 		now: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
 }
 
@@ -142,30 +142,11 @@ func TestUserStore_Authenticate(t *testing.T) {
 	})
 }
 
-func TestPasswords(t *testing.T) {
-	h1, err := models.HashPassword(rightPassword)
-	if err != nil {
-		t.Fatal(err)
+func newUser(t *testing.T, db *bun.DB, orgID int64, email string, role models.Role) *models.User {
+	t.Helper()
+	u := &models.User{OrgID: orgID, Email: email, Role: role, Status: models.UserActive}
+	if err := models.NewStore(db).Users.Create(t.Context(), u, "correct horse battery"); err != nil {
+		t.Fatalf("create user %s: %v", email, err)
 	}
-	h2, _ := models.HashPassword(rightPassword)
-	if h1 == h2 {
-		t.Error("two hashes of one password are equal: no salt")
-	}
-	if !models.VerifyPassword(h1, rightPassword) || !models.VerifyPassword(h2, rightPassword) {
-		t.Error("the right password does not verify")
-	}
-	for _, bad := range []struct{ hash, password string }{
-		{h1, "wrong"},
-		{h1, rightPassword + " "},
-		{"", rightPassword},
-		{"$argon2id$v=19$m=99999999,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA", rightPassword},
-		{"plain text", "plain text"},
-	} {
-		if models.VerifyPassword(bad.hash, bad.password) {
-			t.Errorf("VerifyPassword(%q, %q) = true", bad.hash, bad.password)
-		}
-	}
-	if _, err := models.HashPassword("short"); models.ErrorCode(err) != models.EINVALID {
-		t.Errorf("HashPassword(short) = %v, want EINVALID", err)
-	}
+	return u
 }

@@ -41,13 +41,14 @@ func DefaultLogonScriptConfig(orgID int64) *LogonScriptConfig {
 // LogonScriptStore reads and writes logon-script configurations.
 type LogonScriptStore struct{ db bun.IDB }
 
-// NewLogonScriptStore returns the store over db.
-func NewLogonScriptStore(db bun.IDB) *LogonScriptStore { return &LogonScriptStore{db: db} }
-
 // Get returns the organization's configuration, or the default one.
 func (s *LogonScriptStore) Get(ctx context.Context, orgID int64) (*LogonScriptConfig, error) {
+	return getLogonScript(ctx, s.db, orgID)
+}
+
+func getLogonScript(ctx context.Context, db bun.IDB, orgID int64) (*LogonScriptConfig, error) {
 	cfg := new(LogonScriptConfig)
-	err := s.db.NewSelect().Model(cfg).Where("org_id = ?", orgID).Scan(ctx)
+	err := db.NewSelect().Model(cfg).Where("org_id = ?", orgID).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return DefaultLogonScriptConfig(orgID), nil
 	}
@@ -63,7 +64,7 @@ func (s *LogonScriptStore) Get(ctx context.Context, orgID int64) (*LogonScriptCo
 func (s *LogonScriptStore) Update(ctx context.Context, orgID int64, change func(*LogonScriptConfig) error) (*LogonScriptConfig, error) {
 	var out *LogonScriptConfig
 	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		cfg, err := (&LogonScriptStore{db: tx}).Get(ctx, orgID)
+		cfg, err := getLogonScript(ctx, tx, orgID)
 		if err != nil {
 			return err
 		}

@@ -33,10 +33,7 @@ type sqlTypes struct {
 }
 
 func typesFor(db *bun.DB) sqlTypes {
-	if IsPostgres(db) {
-		return sqlTypes{Postgres: true, Time: "TIMESTAMPTZ", Blob: "BYTEA", JSON: "JSONB"}
-	}
-	return sqlTypes{Time: "TIMESTAMP", Blob: "BLOB", JSON: "TEXT"}
+	return dialectOf(db).migrationTypes()
 }
 
 // Migrator returns the migrator over the embedded migrations.

@@ -137,12 +137,9 @@ func (s *NotificationStore) AbandonClaims(ctx context.Context, runID, claim int6
 // took over stays as that attempt left it.
 func (s *NotificationStore) Step(ctx context.Context, runID, claim int64, outcomes []DeliveryOutcome, next []int64) ([]Delivery, error) {
 	var claimed []Delivery
-	if !IsPostgres(s.db) {
-		// SQLite has one writer: queue here rather than in its busy
-		// handler, which sleeps for milliseconds between tries.
-		s.sqliteWrites.Lock()
-		defer s.sqliteWrites.Unlock()
-	}
+	// SQLite has one writer: queue here rather than in its busy handler,
+	// which sleeps for milliseconds between tries.
+	defer dialectOf(s.db).queueWrites(&s.writes)()
 	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		now := time.Now().UTC()
 		if err := recordOutcomes(ctx, tx, runID, claim, outcomes, now); err != nil {

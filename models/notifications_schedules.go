@@ -64,8 +64,9 @@ type NotificationStore struct {
 	Groups GroupMembers
 	// Templates reads the templates runs send.
 	Templates *TemplateStore
-	// sqliteWrites queues the delivery ledger's writes on SQLite.
-	sqliteWrites sync.Mutex
+	// writes queues the delivery ledger's writes where the database has one
+	// writer (sqlDialect.queueWrites).
+	writes sync.Mutex
 }
 
 // SyncFunc mirrors a schedule write elsewhere (its Temporal Schedule) from
@@ -101,8 +102,8 @@ func (s *NotificationStore) GetSchedule(ctx context.Context, orgID, id int64) (*
 func (s *NotificationStore) getSchedule(ctx context.Context, db bun.IDB, orgID, id int64, forUpdate bool) (*NotificationSchedule, error) {
 	sc := new(NotificationSchedule)
 	q := db.NewSelect().Model(sc).Where("org_id = ? AND id = ?", orgID, id)
-	if forUpdate && IsPostgres(db) {
-		q = q.For("UPDATE")
+	if forUpdate {
+		q = dialectOf(db).lockRows(q, "UPDATE")
 	}
 	err := q.Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {

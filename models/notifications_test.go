@@ -90,7 +90,7 @@ func newNotifyFixture(t *testing.T, db *bun.DB, tz string) *notifyFixture {
 		}
 		f.groups = append(f.groups, g.ID)
 	}
-	configs, err := models.NewFactorStore(db).List(ctx, f.org.ID)
+	configs, err := models.NewStore(db).Factors.List(ctx, f.org.ID)
 	if err != nil || len(configs) == 0 {
 		t.Fatalf("factor configs: %v", err)
 	}

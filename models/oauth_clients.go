@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ory/fosite"
 	"github.com/uptrace/bun"
 )
 
@@ -70,36 +69,6 @@ type OAuthClient struct {
 	CreatedAt  time.Time `bun:"created_at" json:"created_at"`
 }
 
-var _ fosite.Client = (*OAuthClient)(nil)
-
-// GetID implements fosite.Client.
-func (c *OAuthClient) GetID() string { return c.ID }
-
-// GetHashedSecret implements fosite.Client.
-func (c *OAuthClient) GetHashedSecret() []byte { return []byte(c.SecretHash) }
-
-// GetRedirectURIs implements fosite.Client.
-func (c *OAuthClient) GetRedirectURIs() []string { return c.RedirectURIs }
-
-// GetGrantTypes implements fosite.Client: the authorization code and its
-// refresh tokens.
-func (c *OAuthClient) GetGrantTypes() fosite.Arguments {
-	return fosite.Arguments{"authorization_code", "refresh_token"}
-}
-
-// GetResponseTypes implements fosite.Client.
-func (c *OAuthClient) GetResponseTypes() fosite.Arguments { return fosite.Arguments{"code"} }
-
-// GetScopes implements fosite.Client. Every client may ask for every scope;
-// what is granted depends on the user (see api/oauth).
-func (c *OAuthClient) GetScopes() fosite.Arguments { return nil }
-
-// IsPublic implements fosite.Client.
-func (c *OAuthClient) IsPublic() bool { return c.Type.Public() }
-
-// GetAudience implements fosite.Client.
-func (c *OAuthClient) GetAudience() fosite.Arguments { return nil }
-
 // HashClientSecret returns the stored form of a client secret.
 func HashClientSecret(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
@@ -117,9 +86,6 @@ func ClientSecretMatches(hash, secret string) bool {
 
 // ClientStore reads and writes OAuth clients.
 type ClientStore struct{ db bun.IDB }
-
-// NewClientStore returns the client store over db.
-func NewClientStore(db bun.IDB) *ClientStore { return &ClientStore{db: db} }
 
 // ErrClientNotFound is the answer for an unknown client.
 var ErrClientNotFound = NotFound("Client", "the OAuth client does not exist")
@@ -274,7 +240,7 @@ func (s *ClientStore) Delete(ctx context.Context, orgID int64, id string) error 
 	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		// Said plainly rather than left to ON DELETE CASCADE, which SQLite
 		// applies only where foreign keys are on.
-		if _, err := tx.NewDelete().Model((*oauthToken)(nil)).Where("client_id = ? AND org_id = ?", id, orgID).Exec(ctx); err != nil {
+		if _, err := tx.NewDelete().Model((*OAuthToken)(nil)).Where("client_id = ? AND org_id = ?", id, orgID).Exec(ctx); err != nil {
 			return fmt.Errorf("delete the client's tokens: %w", err)
 		}
 		res, err := tx.NewDelete().Model((*OAuthClient)(nil)).Where("org_id = ? AND id = ?", orgID, id).Exec(ctx)

@@ -17,7 +17,7 @@ func TestClientStore_Create(t *testing.T) {
 		if err := models.NewStore(db).Orgs.Create(ctx, org); err != nil {
 			t.Fatal(err)
 		}
-		clients := models.NewClientStore(db)
+		clients := models.NewStore(db).OAuthClients
 
 		server := &models.OAuthClient{OrgID: org.ID, Name: " Portal ", HomepageURL: "https://portal.example.com",
 			Type: models.ClientServer, RedirectURIs: []string{"https://portal.example.com/cb", "http://127.0.0.1:9000/cb"}}
@@ -44,11 +44,11 @@ func TestClientStore_Create(t *testing.T) {
 
 		mobile := &models.OAuthClient{OrgID: org.ID, Name: "App", Type: models.ClientMobile, RedirectURIs: []string{"com.example.app:/oauth"}}
 		secret, err = clients.Create(ctx, mobile)
-		if err != nil || secret != "" || !mobile.IsPublic() {
-			t.Errorf("mobile client: secret %q, public %v, err %v; want a public client without secret", secret, mobile.IsPublic(), err)
+		if err != nil || secret != "" || !mobile.Type.Public() {
+			t.Errorf("mobile client: secret %q, public %v, err %v; want a public client without secret", secret, mobile.Type.Public(), err)
 		}
 		self := &models.OAuthClient{OrgID: org.ID, Name: "Scripts", Type: models.ClientSelf}
-		if secret, err := clients.Create(ctx, self); err != nil || secret == "" || self.IsPublic() {
+		if secret, err := clients.Create(ctx, self); err != nil || secret == "" || self.Type.Public() {
 			t.Errorf("self client: secret %q, err %v", secret, err)
 		}
 
@@ -78,7 +78,7 @@ func TestClientStore_CreateRefusesBadRegistrations(t *testing.T) {
 	if err := models.NewStore(db).Orgs.Create(ctx, org); err != nil {
 		t.Fatal(err)
 	}
-	clients := models.NewClientStore(db)
+	clients := models.NewStore(db).OAuthClients
 	ok := models.OAuthClient{OrgID: org.ID, Name: "App", HomepageURL: "https://app.example.com", Type: models.ClientServer,
 		RedirectURIs: []string{"https://app.example.com/cb"}}
 	cases := []struct {

@@ -133,9 +133,6 @@ type adminSettingsRow struct {
 // SettingsStore reads and writes administrator settings.
 type SettingsStore struct{ db bun.IDB }
 
-// NewSettingsStore returns the settings store over db.
-func NewSettingsStore(db bun.IDB) *SettingsStore { return &SettingsStore{db: db} }
-
 // Get returns the organization's settings: the stored ones over the
 // defaults, so that a field never stored has its default.
 func (s *SettingsStore) Get(ctx context.Context, orgID int64) (*AdminSettings, error) {

@@ -17,7 +17,7 @@ func TestSettingsStore(t *testing.T) {
 		if err := models.NewStore(db).Orgs.Create(ctx, org); err != nil {
 			t.Fatal(err)
 		}
-		settings := models.NewSettingsStore(db)
+		settings := models.NewStore(db).Settings
 
 		got, err := settings.Get(ctx, org.ID)
 		if err != nil {

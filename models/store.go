@@ -7,15 +7,20 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"iam/models/secret"
 )
 
 // Store gives access to every area of the database. Each area's methods take
 // the caller's organization id.
+//
+// The Store is the only door to the database: its areas' public methods own
+// their transactions, and helpers that run inside one take a bun.IDB.
 type Store struct {
-	DB    *bun.DB
+	db    *bun.DB
 	Orgs  *OrgStore
 	Jobs  *JobStore
-	Blobs BlobStore
+	Blobs *DBBlobStore
 	// Users are identity users; Groups their static and dynamic groups.
 	Users  *UserStore
 	Groups *GroupStore
@@ -23,6 +28,17 @@ type Store struct {
 	// runs and deliveries.
 	Templates     *TemplateStore
 	Notifications *NotificationStore
+	// OAuthClients are the applications registered with the authorization
+	// server; OAuthTokens its codes and tokens.
+	OAuthClients *ClientStore
+	OAuthTokens  *OAuthTokenStore
+	// Factors are the organization's factor configs, Enrollments the users'
+	// enrollment data, LogonScript the logon script's configuration.
+	Factors     *FactorStore
+	Enrollments *EnrollmentStore
+	LogonScript *LogonScriptStore
+	// Settings are the organization's settings.
+	Settings *SettingsStore
 
 	// idLease is the process's id node lease, when LeaseIDs took one.
 	idLease *IDLease
@@ -31,7 +47,7 @@ type Store struct {
 // LeaseIDs leases this process's id node (LeaseIDNode) for the store's
 // life: a process that makes ids calls it once at start, after migrating.
 func (s *Store) LeaseIDs(ctx context.Context, log *slog.Logger) error {
-	l, err := LeaseIDNode(ctx, s.DB, log)
+	l, err := LeaseIDNode(ctx, s.db, log)
 	if err != nil {
 		return err
 	}
@@ -48,19 +64,31 @@ func (s *Store) Close() error {
 		errs = append(errs, s.idLease.Release(ctx))
 		cancel()
 	}
-	errs = append(errs, s.DB.Close())
+	errs = append(errs, s.db.Close())
 	return errors.Join(errs...)
 }
 
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
 // NewStore wires the stores of every area over db.
 func NewStore(db *bun.DB) *Store {
+	d := dialectOf(db) // the database's own statements, for the stores that differ
 	s := &Store{
-		DB:     db,
+		db:     db,
 		Orgs:   &OrgStore{db: db},
-		Jobs:   &JobStore{db: db},
+		Jobs:   &JobStore{db: db, d: d},
 		Blobs:  &DBBlobStore{db: db},
 		Users:  &UserStore{db: db},
 		Groups: &GroupStore{db: db},
+
+		OAuthClients: &ClientStore{db: db},
+		OAuthTokens:  &OAuthTokenStore{db: db},
+
+		Factors:     &FactorStore{db: db},
+		Enrollments: &EnrollmentStore{db: db, d: d},
+		LogonScript: &LogonScriptStore{db: db},
+		Settings:    &SettingsStore{db: db},
 	}
 	s.Templates = &TemplateStore{db: db, blobs: s.Blobs}
 	s.Notifications = &NotificationStore{db: db, Groups: s.Groups, Templates: s.Templates}
@@ -70,8 +98,8 @@ func NewStore(db *bun.DB) *Store {
 // SealBlobs makes the blob store seal what it writes with box and open what
 // it reads with it. The commands that run the service call it with the key
 // of IAM_ENCRYPTION_KEY before using the store.
-func (s *Store) SealBlobs(box *SecretBox) *Store {
-	s.Blobs = &DBBlobStore{db: s.DB, box: box}
+func (s *Store) SealBlobs(box *secret.Box) *Store {
+	s.Blobs = &DBBlobStore{db: s.db, box: box}
 	s.Templates.blobs = s.Blobs
 	return s
 }

@@ -93,7 +93,7 @@ func (t *Template) FileIDs() []int64 {
 // TemplateStore reads and writes notification templates.
 type TemplateStore struct {
 	db    bun.IDB
-	blobs BlobStore
+	blobs *DBBlobStore
 }
 
 // ErrTemplateNotFound answers for a template that does not exist in the
@@ -131,8 +131,8 @@ func (s *TemplateStore) Get(ctx context.Context, orgID, userID, id int64) (*Temp
 func (s *TemplateStore) get(ctx context.Context, db bun.IDB, orgID, userID, id int64, forUpdate bool) (*Template, error) {
 	t := new(Template)
 	q := visible(db.NewSelect().Model(t), orgID, userID).Where("id = ?", id)
-	if forUpdate && IsPostgres(db) {
-		q = q.For("UPDATE")
+	if forUpdate {
+		q = dialectOf(db).lockRows(q, "UPDATE")
 	}
 	err := q.Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -188,7 +188,7 @@ func (s *TemplateStore) write(ctx context.Context, tx bun.Tx, t, prev *Template,
 		return err
 	}
 	for _, f := range files {
-		blob, err := s.blobs.Put(ctx, tx, t.OrgID, f.Name, f.ContentType, bytes.NewReader(f.Data), TemplateLimits.MaxAttachmentSize)
+		blob, err := s.blobs.put(ctx, tx, t.OrgID, f.Name, f.ContentType, bytes.NewReader(f.Data), TemplateLimits.MaxAttachmentSize)
 		if err != nil {
 			return err
 		}
@@ -205,7 +205,7 @@ func (s *TemplateStore) write(ctx context.Context, tx bun.Tx, t, prev *Template,
 	}
 	for id := range owned {
 		if !kept[id] {
-			if err := s.blobs.Delete(ctx, tx, t.OrgID, id); err != nil {
+			if err := s.blobs.delete(ctx, tx, t.OrgID, id); err != nil {
 				return err
 			}
 		}
@@ -241,7 +241,7 @@ func (s *TemplateStore) Delete(ctx context.Context, orgID, userID, id int64) err
 			return fmt.Errorf("delete template: %w", err)
 		}
 		for _, fid := range t.FileIDs() {
-			if err := s.blobs.Delete(ctx, tx, orgID, fid); err != nil {
+			if err := s.blobs.delete(ctx, tx, orgID, fid); err != nil {
 				return err
 			}
 		}

@@ -30,25 +30,21 @@ func (s *Store) CreateUploadJob(ctx context.Context, job *Job, file FileUpload, 
 	if err != nil {
 		return err
 	}
-	dbs, ok := s.Blobs.(*DBBlobStore)
-	if !ok {
-		return errors.New("create upload job: the blob store cannot complete a staged file")
-	}
-	err = s.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		if job.ID == 0 {
 			job.ID = NewID()
 		}
-		if err := dbs.complete(ctx, tx, blob, job.ID); err != nil {
+		if err := s.Blobs.complete(ctx, tx, blob, job.ID); err != nil {
 			return err
 		}
 		var err error
 		if job.Input, err = input(blob); err != nil {
 			return err
 		}
-		return s.Jobs.Create(ctx, tx, job)
+		return insertJob(ctx, tx, job)
 	})
 	if err != nil {
-		if derr := s.Blobs.Delete(context.WithoutCancel(ctx), nil, job.OrgID, blob.ID); derr != nil {
+		if derr := s.Blobs.Delete(context.WithoutCancel(ctx), job.OrgID, blob.ID); derr != nil {
 			err = errors.Join(err, derr)
 		}
 		return err

@@ -79,7 +79,7 @@ type User struct {
 	// provides it; nil for users made in this service.
 	PrimarySource *PrimarySource `bun:"primary_source,type:json" api:"primarySource,custom"`
 	Role          Role           `bun:"role" api:"-,nolist"`
-	// PasswordHash is the argon2id hash of the password (HashPassword); empty
+	// PasswordHash is the argon2id hash of the password (secret.HashPassword); empty
 	// when the user has none and cannot sign in.
 	PasswordHash string `bun:"password_hash" api:"-,nolist"`
 	// FailedLogins counts failed sign-ins since FirstFailedLoginAt, the start
@@ -121,9 +121,6 @@ func (u *User) IsAdmin() bool { return u.Role == RoleAdmin }
 // UserStore reads and writes users.
 type UserStore struct{ db bun.IDB }
 
-// NewUserStore returns the user store over db.
-func NewUserStore(db bun.IDB) *UserStore { return &UserStore{db: db} }
-
 // ErrUserNotFound is the answer for a user that does not exist in the
 // caller's organization.
 var ErrUserNotFound = NotFound("User", "the user does not exist")
@@ -147,7 +144,7 @@ func (s *UserStore) Create(ctx context.Context, user *User, password string) err
 	}
 	user.PasswordHash = ""
 	if password != "" {
-		hash, err := HashPassword(password)
+		hash, err := hashPassword(password)
 		if err != nil {
 			return err
 		}

@@ -40,7 +40,7 @@ func TestUserStore_ListScansLikeBun(t *testing.T) {
 		ctx := t.Context()
 		store := models.NewStore(db)
 		org := newOrg(t, store)
-		users := models.NewUserStore(db)
+		users := models.NewStore(db).Users
 		var ids []int64
 		texts := []string{"plain", "quote \" back \\ slash", "ünïcödé ✓ 😀", "<tag> & co", "tab\tnew\nline"}
 		for i := range 12 {
@@ -159,7 +159,7 @@ func BenchmarkUserStore_List(b *testing.B) {
 	if _, err := db.ExecContext(ctx, "VACUUM ANALYZE users"); err != nil {
 		b.Fatal(err)
 	}
-	users := models.NewUserStore(db)
+	users := models.NewStore(db).Users
 	run := func(b *testing.B, list func(p listing.Params) (listing.Meta, error)) {
 		q := url.Values{"limit": {"100"}}
 		b.ReportAllocs()

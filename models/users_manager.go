@@ -25,10 +25,8 @@ func checkManager(ctx context.Context, tx bun.Tx, user *User) error {
 	if manager == user.ID {
 		return Invalid("manager", "cannot be the user itself")
 	}
-	if IsPostgres(tx) {
-		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?, ?)", managerLockSpace, int32(user.OrgID)); err != nil {
-			return fmt.Errorf("lock manager changes: %w", err)
-		}
+	if err := dialectOf(tx).lockManagerChanges(ctx, tx, user.OrgID); err != nil {
+		return err
 	}
 	var found, loops, depth int
 	err := tx.NewRaw(`

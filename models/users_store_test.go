@@ -9,6 +9,7 @@ import (
 	"iam/models"
 	"iam/models/dbtest"
 	"iam/models/listing"
+	"iam/models/secret"
 )
 
 // mkUser creates a user of org through the store, failing the test on error.
@@ -37,7 +38,7 @@ func TestUserStore_CreateRules(t *testing.T) {
 		ctx := t.Context()
 		store := models.NewStore(db)
 		org, other := newOrg(t, store), newOrg(t, store)
-		users := models.NewUserStore(db)
+		users := models.NewStore(db).Users
 		boss := mkUser(t, users, org.ID, models.User{Email: "boss@example.com", FirstName: "Ada", LastName: "Boss", EmployeeID: "E1", Country: "de", Language: "EN_us", Gender: "F"})
 		if boss.DisplayName != "Ada Boss" || boss.Country != "DE" || boss.Language != "en-US" {
 			t.Errorf("normalized = %q %q %q", boss.DisplayName, boss.Country, boss.Language)
@@ -82,7 +83,7 @@ func TestUserStore_UpdateManager(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		ctx := t.Context()
 		org := newOrg(t, models.NewStore(db))
-		users := models.NewUserStore(db)
+		users := models.NewStore(db).Users
 		a := mkUser(t, users, org.ID, models.User{Email: "a@example.com"})
 		b := mkUser(t, users, org.ID, models.User{Email: "b@example.com", ManagerID: &a.ID})
 		c := mkUser(t, users, org.ID, models.User{Email: "c@example.com", ManagerID: &b.ID})
@@ -102,7 +103,7 @@ func TestUserStore_UpdateManager(t *testing.T) {
 		}
 		pw := "a new long password"
 		got, err := users.Update(ctx, org.ID, c.ID, func(u *models.User) error { u.Title = "Chief"; return nil }, &pw)
-		if err != nil || got.Title != "Chief" || !models.VerifyPassword(got.PasswordHash, pw) {
+		if err != nil || got.Title != "Chief" || !secret.VerifyPassword(got.PasswordHash, pw) {
 			t.Errorf("update title and password = %+v, %v", got, err)
 		}
 		if _, err := users.Update(ctx, newOrg(t, models.NewStore(db)).ID, c.ID, setManager(a.ID), nil); models.ErrorCode(err) != models.ENOTFOUND {
@@ -131,7 +132,7 @@ func TestUserStore_List(t *testing.T) {
 		ctx := t.Context()
 		store := models.NewStore(db)
 		org, other := newOrg(t, store), newOrg(t, store)
-		users := models.NewUserStore(db)
+		users := models.NewStore(db).Users
 		mkUser(t, users, org.ID, models.User{Email: "a@example.com", Department: "Sales", IsLicensed: true})
 		mkUser(t, users, org.ID, models.User{Email: "b@example.com", Department: "Sales"})
 		mkUser(t, users, org.ID, models.User{Email: "c@example.com", Department: "IT", IsLicensed: true})

@@ -20,7 +20,7 @@ func TestUserStore_Create(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		users := models.NewUserStore(db)
+		users := models.NewStore(db).Users
 		if ok, err := users.HasAdmin(ctx, orgA.ID); err != nil || ok {
 			t.Fatalf("HasAdmin on an empty organization = %v, %v", ok, err)
 		}

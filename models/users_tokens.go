@@ -32,7 +32,7 @@ func revokesTokens(before, after *User, passwordChanged bool) bool {
 // revokeUserTokens deletes every code, access token, refresh token and PKCE
 // challenge of the user, inside the caller's transaction.
 func revokeUserTokens(ctx context.Context, tx bun.IDB, userID int64) error {
-	if _, err := tx.NewDelete().Model((*oauthToken)(nil)).Where("user_id = ?", userID).Exec(ctx); err != nil {
+	if _, err := tx.NewDelete().Model((*OAuthToken)(nil)).Where("user_id = ?", userID).Exec(ctx); err != nil {
 		return fmt.Errorf("revoke the user's tokens: %w", err)
 	}
 	return nil

@@ -23,7 +23,7 @@ type UserChange func(u *User) error
 func (s *UserStore) Update(ctx context.Context, orgID, id int64, change UserChange, password *string) (*User, error) {
 	var hash string
 	if password != nil && *password != "" {
-		h, err := HashPassword(*password)
+		h, err := hashPassword(*password)
 		if err != nil {
 			return nil, err
 		}
@@ -35,10 +35,7 @@ func (s *UserStore) Update(ctx context.Context, orgID, id int64, change UserChan
 			return err
 		}
 		u := new(User)
-		q := tx.NewSelect().Model(u).Where("org_id = ? AND id = ?", orgID, id)
-		if IsPostgres(tx) {
-			q = q.For("UPDATE")
-		}
+		q := dialectOf(tx).lockRows(tx.NewSelect().Model(u).Where("org_id = ? AND id = ?", orgID, id), "UPDATE")
 		if err := q.Scan(ctx); errors.Is(err, sql.ErrNoRows) {
 			return ErrUserNotFound
 		} else if err != nil {

@@ -62,11 +62,11 @@ func recordEnroll(t *testing.T) {
 	now := time.Now().UTC()
 	for i := 1; i <= 20; i++ {
 		u := &replayUser{ID: models.NewID(), OrgID: env.Org.ID, Email: fmt.Sprintf("user%d@example.com", i), CreatedAt: now, UpdatedAt: now}
-		if _, err := env.Store.DB.NewInsert().Model(u).Exec(ctx); err != nil {
+		if _, err := env.DB.NewInsert().Model(u).Exec(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	configs, err := models.NewFactorStore(env.Store.DB).List(ctx, env.Org.ID)
+	configs, err := env.Store.Factors.List(ctx, env.Org.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,14 +100,8 @@ func recordEnroll(t *testing.T) {
 		{workflows.EnrollSmartCardsWorkflowName, models.EnrollSmartCardsAction, zipped.Bytes(), func(id int64) any { cardInput.BlobID = id; return cardInput }},
 	} {
 		row := &models.Job{OrgID: env.Org.ID, Kind: job.kind, Module: models.EnrollmentModule, ActionName: job.action}
-		err := env.Store.DB.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			blob, err := env.Store.Blobs.Put(ctx, tx, env.Org.ID, "f", "", bytes.NewReader(job.data), 0)
-			if err != nil {
-				return err
-			}
-			row.Input, _ = json.Marshal(job.set(blob.ID))
-			return env.Store.Jobs.Create(ctx, tx, row)
-		})
+		err := env.Store.CreateUploadJob(ctx, row, models.FileUpload{Name: "f", Body: bytes.NewReader(job.data)},
+			func(blob *models.Blob) (json.RawMessage, error) { return json.Marshal(job.set(blob.ID)) })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"iam/activities"
 	"iam/models"
+	"iam/models/secret"
 	"iam/workflows"
 )
 
@@ -25,7 +26,7 @@ type Deps struct {
 	Store *models.Store
 	// Secrets seals enrollment secrets (IAM_ENCRYPTION_KEY); nil leaves the
 	// rows that carry one failing.
-	Secrets *models.SecretBox
+	Secrets *secret.Box
 }
 
 // New returns a worker on workflows.TaskQueue with every workflow and

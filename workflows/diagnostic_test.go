@@ -17,7 +17,7 @@ import (
 	"iam/models"
 )
 
-var ref = activities.JobRef{JobID: 42, OrgID: 7}
+var ref = models.JobRef{JobID: 42, OrgID: 7}
 
 func newDiagnosticEnv(t *testing.T, params activities.DiagnosticParams) *testsuite.TestWorkflowEnvironment {
 	t.Helper()

@@ -3,7 +3,7 @@ package apitest
 import (
 	"os"
 
-	"iam/models"
+	"iam/models/secret"
 )
 
 // SecretsKeyEnv names the environment variable that hands the key of
@@ -14,18 +14,18 @@ var secretsKey = func() string {
 	if key := os.Getenv(SecretsKeyEnv); key != "" {
 		return key
 	}
-	return models.NewEncryptionKey()
+	return secret.NewKey()
 }()
 
 // Secrets is the box the test API and workers seal uploaded files and
 // enrollment secrets with: one random key per test process, or the key its
 // parent handed it (SecretsEnv).
-var Secrets = func() *models.SecretBox {
-	key, err := models.ParseEncryptionKey(secretsKey)
+var Secrets = func() *secret.Box {
+	key, err := secret.ParseKey(secretsKey)
 	if err != nil {
 		panic(SecretsKeyEnv + ": " + err.Error())
 	}
-	box, _ := models.NewSecretBox(key) // a 32-byte key always makes a box
+	box, _ := secret.NewBox(key) // a 32-byte key always makes a box
 	return box
 }()
 

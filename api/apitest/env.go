@@ -49,8 +49,10 @@ type Options struct {
 
 // Env is a running API for one test.
 type Env struct {
-	t        testing.TB
-	Store    *models.Store
+	t     testing.TB
+	Store *models.Store
+	// DB is the database under Store, for a test's own seeds and checks.
+	DB       *bun.DB
 	Temporal client.Client // nil without Options.Temporal
 	Jobs     *jobrun.Launcher
 	Server   *api.Server
@@ -97,7 +99,7 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	e := &Env{t: t, Store: models.NewStore(db).SealBlobs(Secrets), Tokens: &Tokens{}}
+	e := &Env{t: t, Store: models.NewStore(db).SealBlobs(Secrets), DB: db, Tokens: &Tokens{}}
 	e.Jobs = &jobrun.Launcher{Store: e.Store, Log: log}
 	if opts.Temporal {
 		e.Temporal = sharedTemporal(t)
@@ -258,7 +260,7 @@ func (e *Env) CreateDiagnostic(org *models.Organization, params any) *models.Job
 		ActionName: workflows.DiagnosticAction,
 		Input:      input,
 	}
-	if err := e.Store.Jobs.Create(context.Background(), nil, job); err != nil {
+	if err := e.Store.Jobs.Create(context.Background(), job); err != nil {
 		e.t.Fatalf("create job: %v", err)
 	}
 	return job

@@ -20,7 +20,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"iam/activities"
 	"iam/models"
 	"iam/workflows"
 )
@@ -52,7 +51,7 @@ func (l *Launcher) Launch(ctx context.Context, job *models.Job) error {
 			workflows.AttrStatus.ValueSet(string(models.JobQueued)),
 		),
 	}
-	in := workflows.JobInput{Job: activities.JobRef{JobID: job.ID, OrgID: job.OrgID}}
+	in := workflows.JobInput{Job: models.JobRef{JobID: job.ID, OrgID: job.OrgID}}
 	startCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, err := l.Client.ExecuteWorkflow(startCtx, opts, job.Kind, in)

@@ -53,8 +53,8 @@ func (s *Server) parseAuthorize(ctx context.Context, rawQuery string) (*authRequ
 		err = nil
 	}
 	req := &authRequest{ar: ar, raw: rawQuery, offline: offline}
-	if client, ok := ar.GetClient().(*models.OAuthClient); ok {
-		req.client = client
+	if client, ok := ar.GetClient().(fositeClient); ok {
+		req.client = client.OAuthClient
 	}
 	if req.client == nil || !ar.IsRedirectURIValid() || !slices.Contains(req.client.RedirectURIs, query.Get("redirect_uri")) {
 		// The redirect URI must equal a registered one (spec 5), exactly;
@@ -75,7 +75,7 @@ func (s *Server) parseAuthorize(ctx context.Context, rawQuery string) (*authRequ
 	// Public clients (browser, mobile) must prove the code is theirs: PKCE
 	// with S256. fosite checks it only once the code is issued; asking here
 	// spares the user a sign-in that cannot succeed.
-	if req.client.IsPublic() && (query.Get("code_challenge") == "" || query.Get("code_challenge_method") != "S256") {
+	if req.client.Type.Public() && (query.Get("code_challenge") == "" || query.Get("code_challenge_method") != "S256") {
 		return req, fosite.ErrInvalidRequest.WithHint("This client must use PKCE: send code_challenge with code_challenge_method=S256.")
 	}
 	if len(withoutOffline(ar.GetRequestedScopes())) == 0 {

@@ -13,7 +13,7 @@
 //   - GET /.well-known/oauth-authorization-server: RFC 8414 metadata.
 //
 // Tokens are opaque HMAC-SHA512/256 values; only their signatures are
-// stored (models.OAuthStore). The Server also validates access tokens for
+// stored (storage.go, over models.OAuthTokenStore). The Server also validates access tokens for
 // the /api/v1 routes (api.TokenValidator) and issues tokens directly for the
 // self client (`iam token`).
 package oauth

@@ -62,7 +62,7 @@ func newFixture(t *testing.T, db *bun.DB, temporal bool, edit func(*oauth.Config
 	t.Helper()
 	l := &late{}
 	env := apitest.New(t, db, apitest.Options{Temporal: temporal, Tokens: l, OAuth: l})
-	f := &fixture{t: t, db: db, env: env, holder: l, users: models.NewUserStore(db), clients: models.NewClientStore(db)}
+	f := &fixture{t: t, db: db, env: env, holder: l, users: models.NewStore(db).Users, clients: models.NewStore(db).OAuthClients}
 	f.cfg = oauth.Config{Issuer: env.URL, Secret: testSecret}
 	if edit != nil {
 		edit(&f.cfg)

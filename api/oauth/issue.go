@@ -55,7 +55,7 @@ func (s *Server) IssueToken(ctx context.Context, in IssueRequest) (*TokenRespons
 	sess := newSession(user)
 	sess.SetExpiresAt(fosite.AccessToken, time.Now().UTC().Add(s.cfg.AccessTokenLifespan).Round(time.Second))
 	req := fosite.NewAccessRequest(sess)
-	req.Client = client
+	req.Client = fositeClient{client}
 	req.GrantTypes = fosite.Arguments{"self_client"}
 	scopes := append([]string(nil), in.Scopes...)
 	if in.Offline {

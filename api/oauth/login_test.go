@@ -23,7 +23,7 @@ func TestLogin_AccountBlocking(t *testing.T) {
 		f := newFixture(t, db, false, nil)
 		settings := models.DefaultAdminSettings()
 		settings.AccountBlocking.FailedAttemptsThreshold = 2
-		if err := models.NewSettingsStore(db).Put(context.Background(), f.env.Org.ID, &settings); err != nil {
+		if err := models.NewStore(db).Settings.Put(context.Background(), f.env.Org.ID, &settings); err != nil {
 			t.Fatal(err)
 		}
 		client, _ := f.client(f.env.Org, models.ClientServer, callback)

@@ -15,7 +15,7 @@ import (
 // newProvider composes fosite for the service: the authorization code grant
 // with PKCE (S256 only, required for public clients), the service's own
 // refresh grant (refresh.go), and introspection of HMAC access tokens.
-func newProvider(cfg Config, k keys, store *models.OAuthStore, users *models.UserStore) (*fosite.Fosite, oauth2.CoreStrategy) {
+func newProvider(cfg Config, k keys, store *storage, users *models.UserStore) (*fosite.Fosite, oauth2.CoreStrategy) {
 	fc := &fosite.Config{
 		AuthorizeCodeLifespan: cfg.AuthorizeCodeLifespan,
 		AccessTokenLifespan:   cfg.AccessTokenLifespan,

@@ -19,7 +19,7 @@ import (
 // token's scopes (active, not blocked, admin).
 type refreshHandler struct {
 	strategy oauth2.CoreStrategy
-	store    *models.OAuthStore
+	store    *storage
 	users    *models.UserStore
 	lifespan time.Duration
 }

@@ -14,6 +14,7 @@ import (
 	"iam/api/oauth"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/secret"
 )
 
 // stateTTL is the user state cache bound of the revocation tests' server.
@@ -193,7 +194,7 @@ func TestUsers_AdminPasswordRefusedThroughTheAPI(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.DisplayName == "Owned" || !models.VerifyPassword(got.PasswordHash, adminPassword) {
+		if got.DisplayName == "Owned" || !secret.VerifyPassword(got.PasswordHash, adminPassword) {
 			t.Error("the refused PATCH changed the admin")
 		}
 		if s := f.apiStatus("/api/v1/users", adminTok.AccessToken); s != http.StatusOK {
@@ -218,7 +219,7 @@ func (f *fixture) operatorToken() string {
 func TestAttack_NarrowAndForeignTokens(t *testing.T) {
 	f := newFixture(t, dbtest.SQLite(t), false, func(c *oauth.Config) { c.UserStateTTL = stateTTL })
 	ctx := context.Background()
-	client, secret := f.client(f.env.Org, models.ClientServer, callback)
+	client, clientSecret := f.client(f.env.Org, models.ClientServer, callback)
 	adminPath := "/api/v1/users/" + models.FormatID(f.admin.ID)
 
 	orgB := f.env.NewOrg("B")
@@ -239,7 +240,7 @@ func TestAttack_NarrowAndForeignTokens(t *testing.T) {
 		t.Errorf("svc.group.READ PATCH: %d, want 403", resp.Status)
 	}
 	got, err := f.users.Get(ctx, f.admin.OrgID, f.admin.ID)
-	if err != nil || !models.VerifyPassword(got.PasswordHash, adminPassword) || got.Status != models.UserActive {
+	if err != nil || !secret.VerifyPassword(got.PasswordHash, adminPassword) || got.Status != models.UserActive {
 		t.Fatalf("the admin changed: %+v %v", got, err)
 	}
 
@@ -258,7 +259,7 @@ func TestAttack_NarrowAndForeignTokens(t *testing.T) {
 	}
 	time.Sleep(stateTTL + 50*time.Millisecond)
 	r := f.tokenCall("/oauth/v2/token", nil, url.Values{"grant_type": {"refresh_token"},
-		"refresh_token": {stolen.RefreshToken}, "client_id": {client.ID}, "client_secret": {secret}})
+		"refresh_token": {stolen.RefreshToken}, "client_id": {client.ID}, "client_secret": {clientSecret}})
 	if code, _ := r.oauthError(t); code != "invalid_grant" {
 		t.Errorf("the stolen refresh token after the reset: %d %s", r.status, r.body)
 	}

@@ -40,7 +40,7 @@ type Server struct {
 	log      *slog.Logger
 	provider *fosite.Fosite
 	strategy oauth2.CoreStrategy
-	tokens   *models.OAuthStore
+	tokens   *storage
 	clients  *models.ClientStore
 	users    *models.UserStore
 	settings *models.SettingsStore
@@ -72,15 +72,14 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := deps.Store.DB
 	s := &Server{
 		cfg:      cfg,
 		keys:     k,
 		log:      deps.Log.With("component", "oauth"),
-		tokens:   models.NewOAuthStore(db),
-		clients:  models.NewClientStore(db),
-		users:    models.NewUserStore(db),
-		settings: models.NewSettingsStore(db),
+		tokens:   &storage{tokens: deps.Store.OAuthTokens, clients: deps.Store.OAuthClients},
+		clients:  deps.Store.OAuthClients,
+		users:    deps.Store.Users,
+		settings: deps.Store.Settings,
 		pages:    pg,
 		tokenLim: newLimiter(cfg.TokenRate),
 		loginLim: newLimiter(cfg.LoginRate),
@@ -151,7 +150,7 @@ func (s *Server) logRFCError(ctx context.Context, msg string, err error) {
 // PurgeExpired deletes codes and access tokens that expired more than a day
 // ago (a used code is kept that long to catch its reuse). It returns how many.
 func (s *Server) PurgeExpired(ctx context.Context) (int64, error) {
-	return s.tokens.PurgeExpired(ctx, s.cfg.Now().Add(-24*time.Hour))
+	return s.tokens.tokens.PurgeExpired(ctx, s.cfg.Now().Add(-24*time.Hour))
 }
 
 // RunJanitor calls PurgeExpired every interval until ctx ends.

@@ -19,6 +19,7 @@ import (
 
 	"iam/deploy/devserver"
 	"iam/models"
+	"iam/models/secret"
 	"iam/workflows"
 )
 
@@ -59,7 +60,7 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 		dataDir = filepath.Join(work, "data-sqlite")
 	}
 	env := []string{"IAM_DATA_DIR=" + dataDir, "IAM_SECRET_KEY=" + secretKey, "IAM_LOG_LEVEL=warn",
-		"IAM_ENCRYPTION_KEY=" + models.NewEncryptionKey(), "IAM_DEV_TEMPORAL_PORT=0", "IAM_DEV_UI_PORT=0"}
+		"IAM_ENCRYPTION_KEY=" + secret.NewKey(), "IAM_DEV_TEMPORAL_PORT=0", "IAM_DEV_UI_PORT=0"}
 	storeURL := dsn
 	if dsn != "" {
 		env = append(env, "IAM_DATABASE_URL="+dsn)
@@ -81,7 +82,7 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 		return r, err
 	}
 	admin := &models.User{OrgID: org.ID, Email: adminEmail, Role: models.RoleAdmin, Status: models.UserActive}
-	if err := models.NewUserStore(db).Create(ctx, admin, ""); err != nil {
+	if err := models.NewStore(db).Users.Create(ctx, admin, ""); err != nil {
 		return r, err
 	}
 	if err := seedUsers(ctx, db, org.ID, rows); err != nil {

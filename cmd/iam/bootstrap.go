@@ -20,7 +20,7 @@ const defaultAdminEmail = "admin@example.com"
 // generated password printed once to out (never logged). An admin made by
 // another process starting at the same time is not an error.
 func ensureAdmin(ctx context.Context, store *models.Store, org *models.Organization, cfg OAuthConfig, out io.Writer, log *slog.Logger) error {
-	users := models.NewUserStore(store.DB)
+	users := store.Users
 	ok, err := users.HasAdmin(ctx, org.ID)
 	if err != nil || ok {
 		return err

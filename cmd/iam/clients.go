@@ -48,7 +48,7 @@ func clientsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return body(cmd, &adminEnv{clients: models.NewClientStore(store.DB), org: org})
+			return body(cmd, &adminEnv{clients: store.OAuthClients, org: org})
 		})
 	}
 

@@ -215,7 +215,7 @@ func TestCompose_RunsAsComposeWould(t *testing.T) {
 	}
 
 	store := e2eOpenDB(t, dsn)
-	org := e2eFirstOrg(t, store)
+	org := e2eFirstOrg(t, store.Store)
 	users := e2eSeedFlowUsers(t, store, org, e2eFlowCSVRows+e2eFlowRecipients)
 	// `docker compose exec iam-serve iam token …`: the token command with
 	// serve's environment.
@@ -225,7 +225,7 @@ func TestCompose_RunsAsComposeWould(t *testing.T) {
 	// A CSV enrollment with a TOTP column.
 	const rows, chunk = 2000, 100
 	jobID := composeStartTOTPEnrollment(t, apiAddr, token, rows, chunk)
-	job := e2eWaitJob(t, store, org, jobID, 45*time.Second, e2eFinished, all...)
+	job := e2eWaitJob(t, store.Store, org, jobID, 45*time.Second, e2eFinished, all...)
 	if job.Status != models.JobCompleted || job.Processed != rows || job.SuccessCount != rows {
 		t.Errorf("the TOTP enrollment ended %s (%q), %d/%d processed, %d ok; want COMPLETED, all %d", job.Status, job.Message, job.Processed, job.Total, job.SuccessCount, rows)
 	}
@@ -253,7 +253,7 @@ func TestCompose_RunsAsComposeWould(t *testing.T) {
 			t.Errorf("a mail to %v does not carry the template's subject", m.To)
 		}
 	}
-	e2eCheckNotificationRun(t, store, run, received, 0)
+	e2eCheckNotificationRun(t, store.Store, run, received, 0)
 	if run.Sent != e2eFlowRecipients || len(received) != e2eFlowRecipients {
 		t.Errorf("%d sent, %d recipients reached, want %d", run.Sent, len(received), e2eFlowRecipients)
 	}

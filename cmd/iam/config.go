@@ -14,7 +14,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
-	"iam/models"
+	"iam/models/secret"
 )
 
 // Config is the whole configuration: environment variables only, each with a
@@ -164,7 +164,7 @@ func (c Config) check() error {
 		problems = append(problems, "IAM_UPLOAD_IDLE_TIMEOUT and IAM_UPLOAD_SWEEP_GRACE must be positive")
 	}
 	if c.EncryptionKey != "" {
-		if _, err := models.ParseEncryptionKey(c.EncryptionKey); err != nil {
+		if _, err := secret.ParseKey(c.EncryptionKey); err != nil {
 			problems = append(problems, "IAM_ENCRYPTION_KEY: "+err.Error())
 		}
 	}

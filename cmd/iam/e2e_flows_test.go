@@ -66,7 +66,7 @@ type e2eFlowUser struct {
 // e2eSeedFlowUsers writes the organization's users straight into the
 // database: user<i>@example.com for i from 1, department Sales for even i.
 // It returns their ids by i.
-func e2eSeedFlowUsers(t *testing.T, store *models.Store, org *models.Organization, n int) map[int]int64 {
+func e2eSeedFlowUsers(t *testing.T, store *e2eDB, org *models.Organization, n int) map[int]int64 {
 	t.Helper()
 	ctx := context.Background()
 	ids := make(map[int]int64, n)
@@ -213,7 +213,7 @@ func e2eStartEnrollment(t *testing.T, addr, token string) int64 {
 // e2eCheckEnrollment checks the finished enrollment job: WARNING, every row
 // processed exactly once with the result its data calls for, and exactly one
 // enrollment per factor of every good row, written by its own row.
-func e2eCheckEnrollment(t *testing.T, store *models.Store, org *models.Organization, job *models.Job, users map[int]int64) {
+func e2eCheckEnrollment(t *testing.T, store *e2eDB, org *models.Organization, job *models.Job, users map[int]int64) {
 	t.Helper()
 	ctx := context.Background()
 	rows := int64(e2eFlowCSVRows)
@@ -371,7 +371,7 @@ func e2eStartNotificationRun(t *testing.T, addr, token string, users map[int]int
 }
 
 // e2eNotificationRun returns the schedule's one run, nil before it is prepared.
-func e2eNotificationRun(t *testing.T, store *models.Store, scheduleID int64) *models.NotificationRun {
+func e2eNotificationRun(t *testing.T, store *e2eDB, scheduleID int64) *models.NotificationRun {
 	t.Helper()
 	var runs []models.NotificationRun
 	if err := store.DB.NewSelect().Model(&runs).Where("notification_id = ?", scheduleID).Scan(context.Background()); err != nil {
@@ -477,7 +477,7 @@ func TestDev_BulkWorkSurvivesKill9(t *testing.T) {
 
 	dev := startDev("dev-1", e2eCrashAfterChunkCommit+"=3")
 	store := e2eOpenDB(t, "sqlite:"+filepath.Join(dataDir, "iam.db"))
-	org := e2eFirstOrg(t, store)
+	org := e2eFirstOrg(t, store.Store)
 	began := time.Now()
 	users := e2eSeedFlowUsers(t, store, org, e2eFlowUsers)
 	t.Logf("seeded %d users in %v", e2eFlowUsers, time.Since(began).Round(time.Millisecond))
@@ -487,31 +487,31 @@ func TestDev_BulkWorkSurvivesKill9(t *testing.T) {
 	// commit, before the chunk's activity completes.
 	enrollJob := e2eStartEnrollment(t, dev.api, token)
 	e2eCheckKilledBySelf(t, dev.e2eProc, 60*time.Second)
-	killed := e2eGetJob(t, store, org, enrollJob)
+	killed := e2eGetJob(t, store.Store, org, enrollJob)
 	t.Logf("dev killed itself after a chunk's commit: enrollment %s at %d/%d", killed.Status, killed.Processed, killed.Total)
 	if killed.Processed != 3*e2eFlowChunkRows {
 		t.Errorf("the enrollment had %d rows processed at the kill, want the 3 chunks committed: %d", killed.Processed, 3*e2eFlowChunkRows)
 	}
 	dev = startDev("dev-2")
-	job := e2eWaitJob(t, store, org, enrollJob, 2*time.Minute, e2eFinished, dev.e2eProc)
+	job := e2eWaitJob(t, store.Store, org, enrollJob, 2*time.Minute, e2eFinished, dev.e2eProc)
 	e2eCheckEnrollment(t, store, org, job, users)
 
 	// Recompute: killed from outside once a batch has committed.
 	groupID, recomputeJob := e2eStartRecompute(t, dev.api, token)
 	e2eWaitFor(t, 2*time.Minute, 5*time.Millisecond, "a recompute batch commits", func() (bool, string) {
-		n := e2eMembersCount(t, store, org, groupID)
+		n := e2eMembersCount(t, store.Store, org, groupID)
 		return n > 0, fmt.Sprintf("%d members", n)
 	}, dev.e2eProc)
 	dev.kill()
-	killed = e2eGetJob(t, store, org, recomputeJob)
-	t.Logf("killed dev during the recompute: %s, %d members of %d", killed.Status, e2eMembersCount(t, store, org, groupID), e2eFlowUsers/2)
+	killed = e2eGetJob(t, store.Store, org, recomputeJob)
+	t.Logf("killed dev during the recompute: %s, %d members of %d", killed.Status, e2eMembersCount(t, store.Store, org, groupID), e2eFlowUsers/2)
 	if killed.Status.Finished() {
 		t.Fatalf("the recompute finished before the kill: make it longer")
 	}
 	// The next dev sends slowly enough to be killed in the middle of the run.
 	dev = startDev("dev-3", "IAM_NOTIFY_MESSAGES_PER_SECOND=100")
-	job = e2eWaitJob(t, store, org, recomputeJob, 2*time.Minute, e2eFinished, dev.e2eProc)
-	e2eCheckRecompute(t, store, org, job, groupID, users)
+	job = e2eWaitJob(t, store.Store, org, recomputeJob, 2*time.Minute, e2eFinished, dev.e2eProc)
+	e2eCheckRecompute(t, store.Store, org, job, groupID, users)
 
 	// Notification run: killed from outside once some mail went out.
 	scheduleID := e2eStartNotificationRun(t, dev.api, token, users)
@@ -530,7 +530,7 @@ func TestDev_BulkWorkSurvivesKill9(t *testing.T) {
 		run = e2eNotificationRun(t, store, scheduleID)
 		return run.Status != models.RunRunning, run.Status
 	}, dev.e2eProc)
-	e2eCheckNotificationRun(t, store, run, e2eOutboxMail(t, outbox), 1)
+	e2eCheckNotificationRun(t, store.Store, run, e2eOutboxMail(t, outbox), 1)
 	t.Logf("run %d: %d sent, %d uncertain", run.ID, run.Sent, run.Uncertain)
 
 	// Ctrl-C stops it cleanly.
@@ -602,7 +602,7 @@ func TestProduction_BulkWorkSurvivesWorkerKill9(t *testing.T) {
 	}
 
 	store := e2eOpenDB(t, dsn)
-	org := e2eFirstOrg(t, store)
+	org := e2eFirstOrg(t, store.Store)
 	users := e2eSeedFlowUsers(t, store, org, e2eFlowUsers)
 	token := e2eIssueToken(t, []string{"IAM_DATABASE_URL=" + dsn, "IAM_SECRET_KEY=" + e2eSecretKey}, e2eFlowScopes, "--user", e2eAdminEmail)
 
@@ -611,27 +611,27 @@ func TestProduction_BulkWorkSurvivesWorkerKill9(t *testing.T) {
 	crashing := startWorkers(1, e2eCrashAfterChunkCommit+"=3")
 	enrollJob := e2eStartEnrollment(t, apiAddr, token)
 	e2eCheckKilledBySelf(t, crashing[0], 60*time.Second)
-	killed := e2eGetJob(t, store, org, enrollJob)
+	killed := e2eGetJob(t, store.Store, org, enrollJob)
 	t.Logf("the worker killed itself after a chunk's commit: enrollment %s at %d/%d", killed.Status, killed.Processed, killed.Total)
 	workers := startWorkers(2)
-	job := e2eWaitJob(t, store, org, enrollJob, 2*time.Minute, e2eFinished, append([]*e2eProc{serve}, workers...)...)
+	job := e2eWaitJob(t, store.Store, org, enrollJob, 2*time.Minute, e2eFinished, append([]*e2eProc{serve}, workers...)...)
 	e2eCheckEnrollment(t, store, org, job, users)
 
 	// Recompute: the workers are killed once a batch has committed.
 	groupID, recomputeJob := e2eStartRecompute(t, apiAddr, token)
 	e2eWaitFor(t, 2*time.Minute, 5*time.Millisecond, "a recompute batch commits", func() (bool, string) {
-		n := e2eMembersCount(t, store, org, groupID)
+		n := e2eMembersCount(t, store.Store, org, groupID)
 		return n > 0, fmt.Sprintf("%d members", n)
 	}, append([]*e2eProc{serve}, workers...)...)
 	killAll(workers)
-	killed = e2eGetJob(t, store, org, recomputeJob)
-	t.Logf("killed the workers during the recompute: %s, %d members of %d", killed.Status, e2eMembersCount(t, store, org, groupID), e2eFlowUsers/2)
+	killed = e2eGetJob(t, store.Store, org, recomputeJob)
+	t.Logf("killed the workers during the recompute: %s, %d members of %d", killed.Status, e2eMembersCount(t, store.Store, org, groupID), e2eFlowUsers/2)
 	if killed.Status.Finished() {
 		t.Fatalf("the recompute finished before the kill: make it longer")
 	}
 	workers = startWorkers(2)
-	job = e2eWaitJob(t, store, org, recomputeJob, 2*time.Minute, e2eFinished, append([]*e2eProc{serve}, workers...)...)
-	e2eCheckRecompute(t, store, org, job, groupID, users)
+	job = e2eWaitJob(t, store.Store, org, recomputeJob, 2*time.Minute, e2eFinished, append([]*e2eProc{serve}, workers...)...)
+	e2eCheckRecompute(t, store.Store, org, job, groupID, users)
 
 	// Notification run: the workers are killed once some mail went out.
 	scheduleID := e2eStartNotificationRun(t, apiAddr, token, users)
@@ -651,6 +651,6 @@ func TestProduction_BulkWorkSurvivesWorkerKill9(t *testing.T) {
 		return run.Status != models.RunRunning, run.Status
 	}, append([]*e2eProc{serve}, workers...)...)
 	// Two processes sent: each may leave its senders' claims uncertain.
-	e2eCheckNotificationRun(t, store, run, e2eOutboxMail(t, outbox), 2)
+	e2eCheckNotificationRun(t, store.Store, run, e2eOutboxMail(t, outbox), 2)
 	t.Logf("run %d: %d sent, %d uncertain", run.ID, run.Sent, run.Uncertain)
 }

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uptrace/bun"
 	"go.temporal.io/server/temporaltest"
 
 	"iam/activities"
@@ -322,7 +323,14 @@ func e2eWaitReady(t *testing.T, p *e2eProc, addr string, timeout time.Duration) 
 
 // e2eOpenDB opens the app database at dsn from the test process, as an outside
 // observer of the binary.
-func e2eOpenDB(t *testing.T, dsn string) *models.Store {
+// e2eDB is the database a test opens beside the binary: its store, and the
+// handle for the test's own seeds and checks.
+type e2eDB struct {
+	*models.Store
+	DB *bun.DB
+}
+
+func e2eOpenDB(t *testing.T, dsn string) *e2eDB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -331,7 +339,7 @@ func e2eOpenDB(t *testing.T, dsn string) *models.Store {
 		t.Fatalf("open %s: %v", dsn, err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return models.NewStore(db)
+	return &e2eDB{Store: models.NewStore(db), DB: db}
 }
 
 // e2eFirstOrg returns the organization the binary created on the fresh
@@ -363,7 +371,7 @@ func e2eQueueDiagnostic(t *testing.T, store *models.Store, org *models.Organizat
 		ActionName: workflows.DiagnosticAction,
 		Input:      input,
 	}
-	if err := store.Jobs.Create(context.Background(), nil, job); err != nil {
+	if err := store.Jobs.Create(context.Background(), job); err != nil {
 		t.Fatalf("create job: %v", err)
 	}
 	return job

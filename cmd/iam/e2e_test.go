@@ -150,11 +150,11 @@ func TestDev_JobCompletesAndShowsInTemporalUI(t *testing.T) {
 	}
 
 	store := e2eOpenDB(t, "sqlite:"+filepath.Join(dataDir, "iam.db"))
-	org := e2eFirstOrg(t, store)
+	org := e2eFirstOrg(t, store.Store)
 	const items = 40
-	job := e2eQueueDiagnostic(t, store, org, activities.DiagnosticParams{Items: items, ChunkSize: 5, DelayMillis: 25})
-	job = e2eWaitJob(t, store, org, job.ID, 30*time.Second, e2eFinished, dev.e2eProc)
-	e2eCheckCompleted(t, store, job, items)
+	job := e2eQueueDiagnostic(t, store.Store, org, activities.DiagnosticParams{Items: items, ChunkSize: 5, DelayMillis: 25})
+	job = e2eWaitJob(t, store.Store, org, job.ID, 30*time.Second, e2eFinished, dev.e2eProc)
+	e2eCheckCompleted(t, store.Store, job, items)
 	token := e2eIssueToken(t, nil, e2eJobReadScope, "--data-dir", dataDir, "--user", e2eAdminEmail)
 	e2eCheckJobOverHTTP(t, dev.api, token, job, items)
 
@@ -233,18 +233,18 @@ func TestDev_JobSurvivesKill9(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "data")
 	dev := e2eStartDev(t, "dev", dataDir)
 	store := e2eOpenDB(t, "sqlite:"+filepath.Join(dataDir, "iam.db"))
-	org := e2eFirstOrg(t, store)
+	org := e2eFirstOrg(t, store.Store)
 
 	const items = 300
-	job := e2eQueueDiagnostic(t, store, org, activities.DiagnosticParams{Items: items, ChunkSize: 10, DelayMillis: 20})
-	job = e2eWaitJob(t, store, org, job.ID, 30*time.Second, func(j *models.Job) bool {
+	job := e2eQueueDiagnostic(t, store.Store, org, activities.DiagnosticParams{Items: items, ChunkSize: 10, DelayMillis: 20})
+	job = e2eWaitJob(t, store.Store, org, job.ID, 30*time.Second, func(j *models.Job) bool {
 		return j.Processed >= 30 || j.Status.Finished()
 	}, dev.e2eProc)
 	if job.Status.Finished() || job.Processed >= items {
 		t.Fatalf("the job ended before the kill (%s, %d/%d): make it longer", job.Status, job.Processed, items)
 	}
 	dev.kill()
-	killed := e2eGetJob(t, store, org, job.ID)
+	killed := e2eGetJob(t, store.Store, org, job.ID)
 	t.Logf("killed iam dev with the job %s at %d/%d", killed.Status, killed.Processed, items)
 	if killed.Status != models.JobRunning || killed.Processed >= items {
 		t.Fatalf("after the kill the job is %s at %d/%d, want RUNNING and unfinished", killed.Status, killed.Processed, items)
@@ -252,9 +252,9 @@ func TestDev_JobSurvivesKill9(t *testing.T) {
 
 	restarted := e2eStartDev(t, "dev-restarted", dataDir)
 	began := time.Now()
-	job = e2eWaitJob(t, store, org, job.ID, 60*time.Second, e2eFinished, restarted.e2eProc)
+	job = e2eWaitJob(t, store.Store, org, job.ID, 60*time.Second, e2eFinished, restarted.e2eProc)
 	t.Logf("the job completed %v after the restart was ready", time.Since(began).Round(time.Millisecond))
-	e2eCheckCompleted(t, store, job, items)
+	e2eCheckCompleted(t, store.Store, job, items)
 	token := e2eIssueToken(t, nil, e2eJobReadScope, "--data-dir", dataDir, "--user", e2eAdminEmail)
 	e2eCheckJobOverHTTP(t, restarted.api, token, job, items)
 }
@@ -324,16 +324,16 @@ func TestProduction_ServeAndTwoWorkers(t *testing.T) {
 	}
 
 	store := e2eOpenDB(t, dsn)
-	org := e2eFirstOrg(t, store)
+	org := e2eFirstOrg(t, store.Store)
 	const small = 40
 	var jobs []*models.Job
 	for range 4 {
-		jobs = append(jobs, e2eQueueDiagnostic(t, store, org, activities.DiagnosticParams{Items: small, ChunkSize: 5, DelayMillis: 5}))
+		jobs = append(jobs, e2eQueueDiagnostic(t, store.Store, org, activities.DiagnosticParams{Items: small, ChunkSize: 5, DelayMillis: 5}))
 	}
 	token := e2eIssueToken(t, []string{"IAM_DATABASE_URL=" + dsn, "IAM_SECRET_KEY=" + e2eSecretKey}, e2eJobReadScope, "--user", e2eAdminEmail)
 	for _, job := range jobs {
-		done := e2eWaitJob(t, store, org, job.ID, 30*time.Second, e2eFinished, all...)
-		e2eCheckCompleted(t, store, done, small)
+		done := e2eWaitJob(t, store.Store, org, job.ID, 30*time.Second, e2eFinished, all...)
+		e2eCheckCompleted(t, store.Store, done, small)
 		e2eCheckJobOverHTTP(t, apiAddr, token, done, small)
 	}
 
@@ -348,16 +348,16 @@ func TestProduction_ServeAndTwoWorkers(t *testing.T) {
 	}
 	t.Cleanup(tc.Close)
 	const items, chunk = 300, 50 // chunks of about a second
-	job := e2eQueueDiagnostic(t, store, org, activities.DiagnosticParams{Items: items, ChunkSize: chunk, DelayMillis: 20})
-	victim := e2eKillChunkRunner(t, tc, store, org, job, workers, all)
+	job := e2eQueueDiagnostic(t, store.Store, org, activities.DiagnosticParams{Items: items, ChunkSize: chunk, DelayMillis: 20})
+	victim := e2eKillChunkRunner(t, tc, store.Store, org, job, workers, all)
 	survivor := workers[0]
 	if victim == workers[0] {
 		survivor = workers[1]
 	}
 	began := time.Now()
-	done := e2eWaitJob(t, store, org, job.ID, 45*time.Second, e2eFinished, serve, survivor)
+	done := e2eWaitJob(t, store.Store, org, job.ID, 45*time.Second, e2eFinished, serve, survivor)
 	t.Logf("the job completed %v after %s was killed", time.Since(began).Round(time.Millisecond), victim.name)
-	e2eCheckCompleted(t, store, done, items)
+	e2eCheckCompleted(t, store.Store, done, items)
 	e2eCheckJobOverHTTP(t, apiAddr, token, done, items)
 	if retried := e2eRetriedChunks(t, tc, job.WorkflowID()); retried == 0 {
 		t.Errorf("no chunk of job %d ran twice: the kill of %s did not hit a running chunk", job.ID, victim.name)

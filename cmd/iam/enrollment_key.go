@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"iam/models"
+	"iam/models/secret"
 )
 
 // devKeyFile is where `iam dev` keeps the key it generated, in its data
@@ -20,7 +20,7 @@ const devKeyFile = "encryption.key"
 // (dataDir set) generates a key once and keeps it in its data directory;
 // serve and worker refuse to start (the API seals the files it keeps, the
 // worker opens them).
-func enrollmentSecrets(cfg Config, dataDir string) (*models.SecretBox, error) {
+func enrollmentSecrets(cfg Config, dataDir string) (*secret.Box, error) {
 	text := cfg.EncryptionKey
 	if text == "" && dataDir != "" {
 		var err error
@@ -32,11 +32,11 @@ func enrollmentSecrets(cfg Config, dataDir string) (*models.SecretBox, error) {
 		return nil, errors.New("invalid configuration: IAM_ENCRYPTION_KEY is required: it seals uploaded files and enrollment secrets at rest " +
 			"(32 random bytes as base64 or 64 hex digits, the same on every serve and worker; for example `openssl rand -base64 32`)")
 	}
-	key, err := models.ParseEncryptionKey(text)
+	key, err := secret.ParseKey(text)
 	if err != nil {
 		return nil, fmt.Errorf("invalid configuration: IAM_ENCRYPTION_KEY: %w", err)
 	}
-	return models.NewSecretBox(key)
+	return secret.NewBox(key)
 }
 
 // devKey reads the key file at path, creating it (mode 0600) on first use.
@@ -51,7 +51,7 @@ func devKey(path string) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", fmt.Errorf("create the data directory: %w", err)
 	}
-	key := models.NewEncryptionKey()
+	key := secret.NewKey()
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) { // another process made it first
 		return devKey(path)

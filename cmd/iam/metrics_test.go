@@ -37,7 +37,7 @@ func TestRunAPI_MetricsOnTheirOwnAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.DB.Close()
+	defer store.Close()
 	secret, err := oauthSecret(cfg.OAuth, dataDir, true)
 	if err != nil {
 		t.Fatal(err)

@@ -92,7 +92,7 @@ func TestTokenAndClientsCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.DB.Close()
+	defer store.Close()
 	org, err := ensureOrganization(ctx, store, log)
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +157,7 @@ func TestTokenAndClientsCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &created); err != nil || created.Secret == "" || created.Type != "server" {
 		t.Fatalf("clients create printed %s (%v)", out, err)
 	}
-	stored, err := models.NewClientStore(store.DB).Get(ctx, created.ID)
+	stored, err := store.OAuthClients.Get(ctx, created.ID)
 	if err != nil || !models.ClientSecretMatches(stored.SecretHash, created.Secret) || strings.Contains(stored.SecretHash, created.Secret) {
 		t.Errorf("stored client %+v, %v: want the secret's hash only", stored, err)
 	}

@@ -35,7 +35,7 @@ func TestSDK_TokenUploadWaitAndPage(t *testing.T) {
 	dev := e2eStartDev(t, "dev", dataDir)
 	base := "http://" + dev.api
 	store := e2eOpenDB(t, "sqlite:"+filepath.Join(dataDir, "iam.db"))
-	org := e2eFirstOrg(t, store)
+	org := e2eFirstOrg(t, store.Store)
 	const n = 12
 	for i := 1; i <= n; i++ {
 		u := &models.User{OrgID: org.ID, FirstName: fmt.Sprint("User", i), Email: fmt.Sprintf("user%d@example.com", i), Status: models.UserActive}

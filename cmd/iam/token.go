@@ -56,7 +56,7 @@ func tokenCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			user, err := models.NewUserStore(store.DB).GetByEmail(ctx, org.ID, email)
+			user, err := store.Users.GetByEmail(ctx, org.ID, email)
 			if err != nil {
 				return fmt.Errorf("user %q in organization %d: %w", email, org.ID, err)
 			}
@@ -94,7 +94,7 @@ func tokenCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 // selfClient returns the id of the organization's self client, registering
 // one (and printing its secret once to stderr) when there is none.
 func selfClient(cmd *cobra.Command, store *models.Store, org *models.Organization, stderr io.Writer) (string, error) {
-	clients := models.NewClientStore(store.DB)
+	clients := store.OAuthClients
 	c, err := clients.FirstOfType(cmd.Context(), org.ID, models.ClientSelf)
 	if err == nil {
 		return c.ID, nil

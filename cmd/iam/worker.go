@@ -97,7 +97,7 @@ func workerHealth(store *models.Store, tc client.Client, log *slog.Logger) http.
 		defer cancel()
 		checks := map[string]string{"database": "ok", "temporal": "ok"}
 		ready := true
-		if err := store.DB.PingContext(ctx); err != nil {
+		if err := store.Ping(ctx); err != nil {
 			log.Warn("readiness: the database does not answer", "error", err)
 			checks["database"], ready = "unavailable", false
 		}

@@ -41,8 +41,9 @@ func TestWorkerHealth_ReadyOnlyWhenDatabaseAndTemporalAnswer(t *testing.T) {
 		return c
 	}
 	up := models.NewStore(dbtest.SQLite(t))
-	closed := models.NewStore(dbtest.SQLite(t))
-	closed.DB.Close()
+	closedDB := dbtest.SQLite(t)
+	closed := models.NewStore(closedDB)
+	closedDB.Close()
 
 	for _, c := range []struct {
 		name       string

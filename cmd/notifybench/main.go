@@ -359,6 +359,6 @@ func (l *ledger) deliver(srv *smtptest.Server, conns, claim int) error {
 }
 
 func (l *ledger) close() {
-	l.store.DB.Close()
+	l.store.Close()
 	os.RemoveAll(l.dir)
 }

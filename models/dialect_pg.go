@@ -2,14 +2,132 @@ package models
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
 )
+
+// pgDialect is PostgreSQL's SQL. The bulk paths of chunked jobs talk to
+// pgx directly: array parameters and COPY travel in the binary protocol,
+// where bun would format every value of a many-thousand-row statement into
+// its SQL text.
+type pgDialect struct{}
+
+func (pgDialect) lockRows(q *bun.SelectQuery, strength string) *bun.SelectQuery {
+	return q.For(strength)
+}
+
+func (pgDialect) lockManagerChanges(ctx context.Context, tx bun.Tx, orgID int64) error {
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?, ?)", managerLockSpace, int32(orgID)); err != nil {
+		return fmt.Errorf("lock manager changes: %w", err)
+	}
+	return nil
+}
+
+func (pgDialect) clockMillis() string {
+	return "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT"
+}
+
+func (pgDialect) insertBlobChunk() string {
+	return "INSERT INTO blob_chunks (blob_id, seq, data) VALUES ($1, $2, $3)"
+}
+
+func (pgDialect) migrationTypes() sqlTypes {
+	return sqlTypes{Postgres: true, Time: "TIMESTAMPTZ", Blob: "BYTEA", JSON: "JSONB"}
+}
+
+func (pgDialect) queueWrites(*sync.Mutex) func() { return func() {} }
+
+func (pgDialect) recordChunk(ctx context.Context, db *bun.DB, orgID, id int64, results []JobResult, p JobProgress) error {
+	return withPgxTx(ctx, db, func(tx pgx.Tx) error {
+		return recordChunkPG(ctx, tx, orgID, id, results, p)
+	})
+}
+
+// withPgxTx runs fn in a transaction on a pgx connection taken from db's
+// pool, committing when fn returns nil.
+func withPgxTx(ctx context.Context, db *bun.DB, fn func(tx pgx.Tx) error) error {
+	conn, err := db.DB.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("take a connection: %w", err)
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("the PostgreSQL driver is %T, not pgx", dc)
+		}
+		return pgx.BeginFunc(ctx, sc.Conn(), fn)
+	})
+}
+
+// recordChunkPG is JobStore.RecordChunk inside a pgx transaction: the
+// job's absolute progress (which also locks the job's row, so that two
+// attempts at the same chunk take turns), then the results: the rows of
+// their seqs deleted and the new ones copied in, which leaves what an upsert
+// by (job, seq) would, without a statement that names every value.
+func recordChunkPG(ctx context.Context, tx pgx.Tx, orgID, id int64, results []JobResult, p JobProgress) error {
+	tag, err := tx.Exec(ctx, `UPDATE jobs SET processed = $1, total = $2, success_count = $3, error_count = $4, updated_at = $5
+		WHERE org_id = $6 AND id = $7 AND status = $8`,
+		p.Processed, p.Total, p.Success, p.Failed, time.Now().UTC(), orgID, id, string(JobRunning))
+	if err != nil {
+		return fmt.Errorf("record job progress: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		var status string
+		err := tx.QueryRow(ctx, `SELECT status FROM jobs WHERE org_id = $1 AND id = $2`, orgID, id).Scan(&status)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrJobNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("read job status: %w", err)
+		}
+		return Errorf(ECONFLICT, "the job is %s, not RUNNING", status)
+	}
+	if len(results) == 0 {
+		return nil
+	}
+	first, last, consecutive := results[0].Seq, results[len(results)-1].Seq, true
+	for i := range results {
+		results[i].JobID = id
+		if results[i].Seq != first+int64(i) {
+			consecutive = false
+		}
+	}
+	if consecutive {
+		_, err = tx.Exec(ctx, `DELETE FROM job_results WHERE job_id = $1 AND seq BETWEEN $2 AND $3`, id, first, last)
+	} else {
+		seqs := make([]int64, len(results))
+		for i := range results {
+			seqs[i] = results[i].Seq
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM job_results WHERE job_id = $1 AND seq = ANY($2)`, id, seqs)
+	}
+	if err != nil {
+		return fmt.Errorf("replace job results: %w", err)
+	}
+	i := 0
+	_, err = tx.CopyFrom(ctx, pgx.Identifier{"job_results"}, []string{"job_id", "seq", "entity_id", "status", "message"},
+		pgx.CopyFromFunc(func() ([]any, error) {
+			if i == len(results) {
+				return nil, nil
+			}
+			r := &results[i]
+			i++
+			return []any{r.JobID, r.Seq, r.EntityID, r.Status, r.Message}, nil
+		}))
+	if err != nil {
+		return fmt.Errorf("record job results: %w", err)
+	}
+	return nil
+}
 
 // upsertEnrollmentsPG is the chunk's upsert on PostgreSQL: the enrollments
 // as one array per column, unnested into one INSERT … ON CONFLICT. Rows go
@@ -27,8 +145,8 @@ ON CONFLICT (user_id, factor_config_id) DO UPDATE SET
 	source_row = EXCLUDED.source_row, updated_at = EXCLUDED.updated_at
 WHERE (e.job_id = EXCLUDED.job_id AND e.source_row = EXCLUDED.source_row) OR (e.job_id <> EXCLUDED.job_id AND $12)`
 
-// applyChunkPG is ApplyChunk on PostgreSQL, in one pgx transaction.
-func (s *EnrollmentStore) applyChunkPG(ctx context.Context, db *bun.DB, c *EnrollChunk) (JobProgress, error) {
+// applyEnrollChunk is ApplyChunk on PostgreSQL, in one pgx transaction.
+func (pgDialect) applyEnrollChunk(ctx context.Context, db *bun.DB, c *EnrollChunk) (JobProgress, error) {
 	now := time.Now().UTC()
 	results, writes := c.plan(now)
 	var p JobProgress
@@ -116,45 +234,19 @@ func (c *EnrollChunk) explainKeptPG(ctx context.Context, tx pgx.Tx, results []Jo
 	return nil
 }
 
-// matchUsersPG looks each value up through the organization's index on the
+// matchUsers looks each value up through the organization's index on the
 // key: one indexed probe per value, whatever the planner knows of the table.
 // (An IN list of thousands of values over an expression index without
 // statistics is planned as a scan of every user of the organization.) A key
 // that several users share matches the oldest of them.
-func matchUsersPG(ctx context.Context, db sqlQuerier, orgID int64, key UserKey, values []string) (map[string]int64, error) {
-	var probe string
-	switch key {
-	case KeyPrimaryEmail:
-		probe = "email <> '' AND lower(email) = v.k"
-	case KeyEmployeeID:
-		probe = "employee_id <> '' AND employee_id = v.k"
-	case KeyMobileNumber:
-		probe = "mobile_number <> '' AND mobile_number = v.k"
-	default:
-		return nil, Invalid("user_key", "unknown user key %q", key)
+func (pgDialect) matchUsers(ctx context.Context, db *bun.DB, orgID int64, key UserKey, values []string) (map[string]int64, error) {
+	probe, err := userKeyProbe(key, "", "v.k")
+	if err != nil {
+		return nil, err
 	}
 	sort.Strings(values) // probes in index order
 	// OFFSET 0 keeps the subquery a parameterized probe: flattened into a
 	// join, it may be planned as a merge over the organization's whole index.
-	rows, err := db.QueryContext(ctx, `SELECT v.k, u.id FROM unnest($2::text[]) AS v(k)
-		CROSS JOIN LATERAL (SELECT id FROM users WHERE org_id = $1 AND `+probe+` OFFSET 0) AS u`, orgID, values)
-	if err != nil {
-		return nil, fmt.Errorf("match users: %w", err)
-	}
-	defer rows.Close()
-	out := make(map[string]int64, len(values))
-	for rows.Next() {
-		var k string
-		var id int64
-		if err := rows.Scan(&k, &id); err != nil {
-			return nil, fmt.Errorf("match users: %w", err)
-		}
-		if prev, seen := out[k]; !seen || id < prev {
-			out[k] = id
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("match users: %w", err)
-	}
-	return out, nil
+	return matchedUsers(db.DB.QueryContext(ctx, `SELECT v.k, u.id FROM unnest($2::text[]) AS v(k)
+		CROSS JOIN LATERAL (SELECT id FROM users WHERE org_id = $1 AND `+probe+` OFFSET 0) AS u`, orgID, values))
 }

@@ -1,4 +1,4 @@
-package models_test
+package oauth
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // oauthFixture is an organization with a user and a client, for the OAuth
 // storage tests.
 type oauthFixture struct {
-	store  *models.OAuthStore
+	store  *storage
 	org    *models.Organization
 	user   *models.User
 	client *models.OAuthClient
@@ -27,24 +27,25 @@ type oauthFixture struct {
 func newOAuthFixture(t *testing.T, db *bun.DB) *oauthFixture {
 	t.Helper()
 	ctx := t.Context()
-	f := &oauthFixture{store: models.NewOAuthStore(db)}
+	store := models.NewStore(db)
+	f := &oauthFixture{store: &storage{tokens: store.OAuthTokens, clients: store.OAuthClients}}
 	f.org = &models.Organization{Name: "Org"}
-	if err := models.NewStore(db).Orgs.Create(ctx, f.org); err != nil {
+	if err := store.Orgs.Create(ctx, f.org); err != nil {
 		t.Fatal(err)
 	}
-	f.user = newUser(t, db, f.org.ID, "admin@example.com", models.RoleAdmin)
+	f.user = newStoredUser(t, db, f.org.ID, "admin@example.com", models.RoleAdmin)
 	f.client = &models.OAuthClient{OrgID: f.org.ID, Name: "App", HomepageURL: "https://app.example.com",
 		Type: models.ClientServer, RedirectURIs: []string{"https://app.example.com/cb"}}
-	if _, err := models.NewClientStore(db).Create(ctx, f.client); err != nil {
+	if _, err := store.OAuthClients.Create(ctx, f.client); err != nil {
 		t.Fatal(err)
 	}
 	return f
 }
 
-func newUser(t *testing.T, db *bun.DB, orgID int64, email string, role models.Role) *models.User {
+func newStoredUser(t *testing.T, db *bun.DB, orgID int64, email string, role models.Role) *models.User {
 	t.Helper()
 	u := &models.User{OrgID: orgID, Email: email, Role: role, Status: models.UserActive}
-	if err := models.NewUserStore(db).Create(t.Context(), u, "correct horse battery"); err != nil {
+	if err := models.NewStore(db).Users.Create(t.Context(), u, "correct horse battery"); err != nil {
 		t.Fatalf("create user %s: %v", email, err)
 	}
 	return u
@@ -58,7 +59,7 @@ func (f *oauthFixture) request(user *models.User, kind fosite.TokenType, ttl tim
 		sess.SetExpiresAt(kind, time.Now().UTC().Add(ttl).Round(time.Second))
 	}
 	req := fosite.NewRequest()
-	req.Client = f.client
+	req.Client = fositeClient{f.client}
 	req.Session = sess
 	req.SetRequestedScopes(fosite.Arguments{"svc.job.READ", "offline_access"})
 	req.GrantScope("svc.job.READ")
@@ -67,7 +68,7 @@ func (f *oauthFixture) request(user *models.User, kind fosite.TokenType, ttl tim
 	return req
 }
 
-func TestOAuthStore_AuthorizeCode(t *testing.T) {
+func TestStorage_AuthorizeCode(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		ctx := t.Context()
 		f := newOAuthFixture(t, db)
@@ -109,7 +110,7 @@ func TestOAuthStore_AuthorizeCode(t *testing.T) {
 	})
 }
 
-func TestOAuthStore_TokensAndRevocation(t *testing.T) {
+func TestStorage_TokensAndRevocation(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		ctx := t.Context()
 		f := newOAuthFixture(t, db)
@@ -155,7 +156,7 @@ func TestOAuthStore_TokensAndRevocation(t *testing.T) {
 	})
 }
 
-func TestOAuthStore_PKCE(t *testing.T) {
+func TestStorage_PKCE(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		ctx := t.Context()
 		f := newOAuthFixture(t, db)
@@ -177,13 +178,13 @@ func TestOAuthStore_PKCE(t *testing.T) {
 	})
 }
 
-// TestOAuthStore_RefreshTokenCap: the 21st refresh token of a user deletes
+// TestStorage_RefreshTokenCap: the 21st refresh token of a user deletes
 // the first (spec 5, rule 3); another user's tokens stay.
-func TestOAuthStore_RefreshTokenCap(t *testing.T) {
+func TestStorage_RefreshTokenCap(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		ctx := t.Context()
 		f := newOAuthFixture(t, db)
-		bystander := newUser(t, db, f.org.ID, "other@example.com", models.RoleAdmin)
+		bystander := newStoredUser(t, db, f.org.ID, "other@example.com", models.RoleAdmin)
 		if err := f.store.CreateRefreshTokenSession(ctx, "bystander", "", f.request(bystander, fosite.RefreshToken, 0)); err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +193,7 @@ func TestOAuthStore_RefreshTokenCap(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if n, _ := f.store.CountRefreshTokens(ctx, f.user.ID); n != models.RefreshTokensPerUser {
+		if n, _ := f.store.tokens.CountRefreshTokens(ctx, f.user.ID); n != models.RefreshTokensPerUser {
 			t.Fatalf("after %d refresh tokens the user holds %d", models.RefreshTokensPerUser, n)
 		}
 		if _, err := f.store.GetRefreshTokenSession(ctx, "rt-1", new(fosite.DefaultSession)); err != nil {
@@ -202,7 +203,7 @@ func TestOAuthStore_RefreshTokenCap(t *testing.T) {
 		if err := f.store.CreateRefreshTokenSession(ctx, "rt-21", "", f.request(f.user, fosite.RefreshToken, 0)); err != nil {
 			t.Fatal(err)
 		}
-		if n, _ := f.store.CountRefreshTokens(ctx, f.user.ID); n != models.RefreshTokensPerUser {
+		if n, _ := f.store.tokens.CountRefreshTokens(ctx, f.user.ID); n != models.RefreshTokensPerUser {
 			t.Errorf("after the 21st the user holds %d refresh tokens, want %d", n, models.RefreshTokensPerUser)
 		}
 		if _, err := f.store.GetRefreshTokenSession(ctx, "rt-1", new(fosite.DefaultSession)); !errors.Is(err, fosite.ErrNotFound) {
@@ -216,7 +217,7 @@ func TestOAuthStore_RefreshTokenCap(t *testing.T) {
 	})
 }
 
-func TestOAuthStore_Transaction(t *testing.T) {
+func TestStorage_Transaction(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		ctx := t.Context()
 		f := newOAuthFixture(t, db)
@@ -236,7 +237,7 @@ func TestOAuthStore_Transaction(t *testing.T) {
 	})
 }
 
-func TestOAuthStore_PurgeExpired(t *testing.T) {
+func TestStorage_PurgeExpired(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		ctx := t.Context()
 		f := newOAuthFixture(t, db)
@@ -249,7 +250,7 @@ func TestOAuthStore_PurgeExpired(t *testing.T) {
 		if err := f.store.CreateRefreshTokenSession(ctx, "forever", "", f.request(f.user, fosite.RefreshToken, 0)); err != nil {
 			t.Fatal(err)
 		}
-		n, err := f.store.PurgeExpired(ctx, time.Now())
+		n, err := f.store.tokens.PurgeExpired(ctx, time.Now())
 		if err != nil || n != 1 {
 			t.Fatalf("PurgeExpired = %d, %v; want 1", n, err)
 		}
@@ -262,7 +263,7 @@ func TestOAuthStore_PurgeExpired(t *testing.T) {
 	})
 }
 
-func TestOAuthStore_GetClient(t *testing.T) {
+func TestStorage_GetClient(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		ctx := t.Context()
 		f := newOAuthFixture(t, db)

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// listedPackage is what the layout rules read of `go list -json`.
+type listedPackage struct {
+	ImportPath string
+	Name       string
+	Module     *struct{ Path string }
+	Imports    []string
+	Deps       []string
+}
+
+// layoutViolations checks the import rules of DESIGN.md's layout table
+// against the packages of module mod:
+//   - models and its packages (but its test helpers, models/dbtest) import
+//     neither fosite nor gin, not even through another package;
+//   - api and its packages do not import activities (job identity lives in
+//     models, workflow inputs in workflows);
+//   - api, activities, workflows and worker hold no database handle (they
+//     do not import bun);
+//   - only packages under cmd/ are programs.
+func layoutViolations(mod string, pkgs []listedPackage) []string {
+	var out []string
+	under := func(path, dir string) bool {
+		return path == mod+"/"+dir || strings.HasPrefix(path, mod+"/"+dir+"/")
+	}
+	for _, p := range pkgs {
+		if p.Module == nil || p.Module.Path != mod {
+			continue
+		}
+		if under(p.ImportPath, "models") && !under(p.ImportPath, "models/dbtest") {
+			for _, d := range p.Deps {
+				for _, banned := range []string{"github.com/ory/fosite", "github.com/gin-gonic/gin"} {
+					if d == banned || strings.HasPrefix(d, banned+"/") {
+						out = append(out, p.ImportPath+" imports "+d)
+					}
+				}
+			}
+		}
+		if under(p.ImportPath, "api") && slices.ContainsFunc(p.Imports, func(i string) bool { return under(i, "activities") }) {
+			out = append(out, p.ImportPath+" imports "+mod+"/activities")
+		}
+		// The Store is the only door to the database: no layer above models
+		// holds a database handle (api/apitest, a test harness, may).
+		for _, layer := range []string{"api", "activities", "workflows", "worker"} {
+			if under(p.ImportPath, layer) && !under(p.ImportPath, "api/apitest") && slices.Contains(p.Imports, "github.com/uptrace/bun") {
+				out = append(out, p.ImportPath+" imports github.com/uptrace/bun")
+			}
+		}
+		if p.Name == "main" && !under(p.ImportPath, "cmd") {
+			out = append(out, p.ImportPath+" is a main package outside cmd/")
+		}
+	}
+	return out
+}
+
+// TestLayout: `go list -deps` shows no import against DESIGN.md's table.
+func TestLayout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list over the module")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Name,Module,Imports,Deps", "./...")
+	cmd.Dir = root
+	stdout, err := cmd.Output()
+	if err != nil {
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			t.Fatalf("go list: %v\n%s", err, exitErr.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []listedPackage
+	dec := json.NewDecoder(strings.NewReader(string(stdout)))
+	for {
+		var p listedPackage
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decode go list: %v", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	var seen []string
+	for _, p := range pkgs {
+		if p.Module != nil && p.Module.Path == "iam" {
+			seen = append(seen, p.ImportPath)
+		}
+	}
+	for _, want := range []string{"iam/models", "iam/api", "iam/api/oauth", "iam/cmd/iam"} {
+		if !slices.Contains(seen, want) {
+			t.Fatalf("go list did not list %s: %v", want, seen)
+		}
+	}
+	for _, v := range layoutViolations("iam", pkgs) {
+		t.Error(v)
+	}
+}
+
+// TestLayoutViolations: each rule catches what it forbids.
+func TestLayoutViolations(t *testing.T) {
+	mod := &struct{ Path string }{"iam"}
+	pkgs := []listedPackage{
+		{ImportPath: "iam/models", Name: "models", Module: mod, Deps: []string{"github.com/ory/fosite/handler/oauth2"}},
+		{ImportPath: "iam/models/secret", Name: "secret", Module: mod, Deps: []string{"github.com/gin-gonic/gin"}},
+		{ImportPath: "iam/models/dbtest", Name: "dbtest", Module: mod, Deps: []string{"github.com/gin-gonic/gin"}},
+		{ImportPath: "iam/api/jobrun", Name: "jobrun", Module: mod, Imports: []string{"iam/activities"}},
+		{ImportPath: "iam/api", Name: "api", Module: mod, Imports: []string{"iam/workflows"}, Deps: []string{"iam/activities"}},
+		{ImportPath: "iam/activities", Name: "activities", Module: mod, Imports: []string{"github.com/uptrace/bun"}},
+		{ImportPath: "iam/api/apitest", Name: "apitest", Module: mod, Imports: []string{"github.com/uptrace/bun"}},
+		{ImportPath: "iam/api/enrollbench", Name: "main", Module: mod},
+		{ImportPath: "iam/cmd/usersbench", Name: "main", Module: mod},
+		{ImportPath: "github.com/x/y", Name: "main"},
+	}
+	want := []string{
+		"iam/models imports github.com/ory/fosite/handler/oauth2",
+		"iam/models/secret imports github.com/gin-gonic/gin",
+		"iam/api/jobrun imports iam/activities",
+		"iam/activities imports github.com/uptrace/bun",
+		"iam/api/enrollbench is a main package outside cmd/",
+	}
+	if got := layoutViolations("iam", pkgs); !slices.Equal(got, want) {
+		t.Errorf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestDialectSQLInOnePlace: store code asks its sqlDialect (models/dialect*.go)
+// for what differs between PostgreSQL and SQLite; no other file of models
+// branches on the database's name.
+func TestDialectSQLInOnePlace(t *testing.T) {
+	files, err := filepath.Glob("../../models/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("models sources: %v (%d files)", err, len(files))
+	}
+	for _, f := range files {
+		name := filepath.Base(f)
+		if strings.HasSuffix(name, "_test.go") || strings.HasPrefix(name, "dialect") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, branch := range []string{"IsPostgres(", "Name() ==", "Name() !=", "pgdialect.", "sqlitedialect."} {
+			// Open (db.go) picks bun's dialect for the driver it opens.
+			if strings.Contains(string(src), branch) && !(name == "db.go" && strings.HasSuffix(branch, "dialect.")) {
+				t.Errorf("models/%s branches on the dialect (%s): put the statement in sqlDialect", name, branch)
+			}
+		}
+	}
+}
