@@ -70,7 +70,7 @@ func (s *Server) listScheduleRuns(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	runs, meta, err := s.store.Notifications.ListRuns(c, principal(c).OrgID, id, params)
+	runs, meta, err := s.store.Notifications.ListRuns(c.Request.Context(), principal(c).OrgID, id, params)
 	if err != nil {
 		return err
 	}
@@ -98,8 +98,8 @@ func (s *Server) listRunDeliveries(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	org := principal(c).OrgID
-	deliveries, meta, err := s.store.Notifications.ListDeliveries(c, org, id, runID, params)
+	ctx, org := c.Request.Context(), principal(c).OrgID
+	deliveries, meta, err := s.store.Notifications.ListDeliveries(ctx, org, id, runID, params)
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func (s *Server) listRunDeliveries(c *gin.Context) error {
 			userIDs = append(userIDs, d.UserID)
 		}
 	}
-	users, err := s.store.Notifications.Recipients(c, org, userIDs)
+	users, err := s.store.Notifications.Recipients(ctx, org, userIDs)
 	if err != nil {
 		return err
 	}

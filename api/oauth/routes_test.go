@@ -44,25 +44,23 @@ var fixtures = map[string]func(t *testing.T, env *apitest.Env, org *models.Organ
 		return models.FormatID(g.ID)
 	},
 	"schedule_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
-		ctx := context.Background()
-		g := &models.Group{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID())}
-		if err := env.Store.Groups.Create(ctx, g, nil, nil); err != nil {
-			t.Fatalf("schedule fixture: %v", err)
+		return scheduleFixture(t, env, org)
+	},
+	"run_id": func(t *testing.T, env *apitest.Env, org *models.Organization, parents map[string]string) string {
+		scheduleID, ok := parents["schedule_id"]
+		if !ok {
+			scheduleID = scheduleFixture(t, env, org)
 		}
-		tpl := &models.Template{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID()), Module: "reports",
-			Mail: &models.MailTemplate{Subject: "Hello", Content: "<p>Hi</p>"}}
-		if err := env.Store.Templates.Create(ctx, tpl, nil); err != nil {
-			t.Fatalf("schedule fixture: %v", err)
+		id, err := models.ParseID("schedule_id", scheduleID)
+		if err != nil {
+			t.Fatal(err)
 		}
-		// Written without its Temporal Schedule (paused): the API makes that
-		// when it first needs it.
-		sc := &models.NotificationSchedule{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID()), TemplateID: tpl.ID,
-			GroupIDs: []int64{g.ID}, Settings: models.ScheduleSettings{SchedulerInterval: "DAILY", Hours: "9", Minutes: "0"}}
-		noSync := func(context.Context, *models.NotificationSchedule, *models.NotificationSchedule) error { return nil }
-		if err := env.Store.Notifications.CreateSchedule(ctx, sc, 0, noSync); err != nil {
-			t.Fatalf("schedule fixture: %v", err)
+		run, err := env.Store.Notifications.PrepareRun(context.Background(), models.PrepareRunInput{
+			OrgID: org.ID, ScheduleID: id, ScheduledAt: time.Now().UTC().Truncate(time.Minute)})
+		if err != nil {
+			t.Fatalf("run fixture: %v", err)
 		}
-		return models.FormatID(sc.ID)
+		return models.FormatID(run.ID)
 	},
 	"template_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
 		tpl := &models.Template{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID()), Module: "reports",
@@ -266,4 +264,28 @@ func wrongScopes(t *testing.T, required []string) []string {
 		t.Fatalf("every scope satisfies %v", required)
 	}
 	return out
+}
+
+// scheduleFixture makes a notification schedule of org (and its group and
+// template), written without its Temporal Schedule.
+func scheduleFixture(t *testing.T, env *apitest.Env, org *models.Organization) string {
+	ctx := context.Background()
+	g := &models.Group{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID())}
+	if err := env.Store.Groups.Create(ctx, g, nil, nil); err != nil {
+		t.Fatalf("schedule fixture: %v", err)
+	}
+	tpl := &models.Template{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID()), Module: "reports",
+		Mail: &models.MailTemplate{Subject: "Hello", Content: "<p>Hi</p>"}}
+	if err := env.Store.Templates.Create(ctx, tpl, nil); err != nil {
+		t.Fatalf("schedule fixture: %v", err)
+	}
+	// Written without its Temporal Schedule (paused): the API makes that
+	// when it first needs it.
+	sc := &models.NotificationSchedule{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID()), TemplateID: tpl.ID,
+		GroupIDs: []int64{g.ID}, Settings: models.ScheduleSettings{SchedulerInterval: "DAILY", Hours: "9", Minutes: "0"}}
+	noSync := func(context.Context, *models.NotificationSchedule, *models.NotificationSchedule) error { return nil }
+	if err := env.Store.Notifications.CreateSchedule(ctx, sc, 0, noSync); err != nil {
+		t.Fatalf("schedule fixture: %v", err)
+	}
+	return models.FormatID(sc.ID)
 }
