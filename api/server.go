@@ -84,22 +84,12 @@ func New(cfg Config, deps Deps) *Server {
 	return s
 }
 
-// Handler returns the http.Handler to serve. Each request gets a gin
-// context of its own rather than one from gin's pool. Handlers hand the
-// request's context, not gin's, to the database and Temporal
-// (TestHandlers_HandTheRequestContext), since database/sql may still read a
-// context (Done, Err) from a goroutine of its own after the handler
-// returned; a gin context of its own keeps anything that still holds one
-// from seeing gin reset it for the next request (a data race go test -race
-// found). The routes need none of what gin's first ServeHTTP prepares
-// (escaped colons in paths).
-func (s *Server) Handler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := gin.CreateTestContextOnly(w, s.engine)
-		c.Request = r
-		s.engine.HandleContext(c)
-	})
-}
+// Handler returns the http.Handler to serve. Handlers hand the request's
+// context, never gin's pooled one, to the database and Temporal
+// (TestHandlers_HandTheRequestContext): database/sql may still read a
+// context from a goroutine of its own after the handler returned, when gin
+// already reuses its context for the next request.
+func (s *Server) Handler() http.Handler { return s.engine }
 
 // MetricsHandler serves the Prometheus metrics, for an internal address
 // (Config.SeparateMetrics).
