@@ -22,9 +22,6 @@ type LinkRequest struct {
 	LinkType string
 	// Actor names who asks (an admin's user id, or the job).
 	Actor string
-	// Restricted are the account names that may not be linked (spec 2.5),
-	// matched without regard to case.
-	Restricted []string
 	JobID      *int64
 }
 
@@ -85,7 +82,11 @@ func (s *DeviceStore) Link(ctx context.Context, orgID, deviceID, accountID int64
 		if a.LinkStatus != LinkUnlinked {
 			return stateConflict(a.LinkStatus, "link")
 		}
-		for _, n := range r.Restricted {
+		set, err := linkingSettings(ctx, tx, orgID)
+		if err != nil {
+			return err
+		}
+		for _, n := range set.LinkRestrictedLocalAccounts {
 			if strings.EqualFold(n, a.UserName) {
 				return Invalid("account_id", "the local account %q is restricted from linking", a.UserName)
 			}

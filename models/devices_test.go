@@ -287,7 +287,7 @@ func TestDeviceStore_CheckInAndLinks(t *testing.T) {
 		_, err = f.dev.Link(ctx, f.org.ID, d.ID, bob.ID, models.LinkRequest{UserID: f.users[0].ID, PermissionLevel: "Standard"})
 		wantCode(t, err, models.ECONFLICT) // one user per device
 		_, err = f.dev.Link(ctx, f.org.ID, d.ID, byName["Administrator"].ID, models.LinkRequest{UserID: f.users[2].ID,
-			PermissionLevel: "Standard", Restricted: []string{"administrator"}})
+			PermissionLevel: "Standard"})
 		wantCode(t, err, models.EINVALID)
 		_, err = f.dev.Unlink(ctx, f.org.ID, d.ID, alice.ID, "admin", "")
 		if models.ErrorCode(err) != models.ECONFLICT || !strings.Contains(err.Error(), "pending_link") {
@@ -568,4 +568,47 @@ func args(t *testing.T, c models.Command) map[string]string {
 		t.Fatalf("args %s: %v", c.Args, err)
 	}
 	return m
+}
+
+func TestDeviceStore_LinkingSettings(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newDeviceFixture(t, db, 1)
+		got, err := f.dev.LinkingSettings(ctx, f.org.ID)
+		if err != nil || got.IsEnabled || got.AttributeValue != "email_local_part" {
+			t.Fatalf("defaults %+v, %v", got, err)
+		}
+		got.IsEnabled, got.AttributeType, got.AttributeValue = true, "naming_format", "%first_name%.%last_name%"
+		got.LinkRestrictedLocalAccounts = []string{"svc-backup"}
+		if err := f.dev.PutLinkingSettings(ctx, f.org.ID, got); err != nil {
+			t.Fatal(err)
+		}
+		again, _ := f.dev.LinkingSettings(ctx, f.org.ID)
+		if !again.IsEnabled || again.AttributeValue != "%first_name%.%last_name%" || len(again.LinkRestrictedLocalAccounts) != 1 {
+			t.Errorf("read back %+v", again)
+		}
+		for _, bad := range []func(*models.AccountLinkingSettings){
+			func(s *models.AccountLinkingSettings) { s.AttributeType = "regex" },
+			func(s *models.AccountLinkingSettings) { s.AttributeValue = "%first_name%.%shoe_size%" },
+			func(s *models.AccountLinkingSettings) { s.AttributeValue = "no macro" },
+			func(s *models.AccountLinkingSettings) { s.AttributeType, s.AttributeValue = "attribute", "password" },
+			func(s *models.AccountLinkingSettings) { s.OnDemandProvisioning.DefaultPermissionLevel = "root" },
+			func(s *models.AccountLinkingSettings) { s.LinkRestrictedLocalAccounts = []string{""} },
+		} {
+			s := *again
+			bad(&s)
+			wantCode(t, f.dev.PutLinkingSettings(ctx, f.org.ID, &s), models.EINVALID)
+		}
+		// The restricted names are the stored ones, matched without regard to case.
+		d, sec := f.register(t, facts("PC1", "S1"))
+		if _, err := f.checkIn(t, d.ID, sec, models.CheckIn{Facts: d.DeviceFacts, Accounts: accounts("SVC-Backup", "Administrator")}); err != nil {
+			t.Fatal(err)
+		}
+		accs, _ := f.dev.Accounts(ctx, f.org.ID, d.ID)
+		_, err = f.dev.Link(ctx, f.org.ID, d.ID, accs[1].ID, models.LinkRequest{UserID: f.users[0].ID, PermissionLevel: "Standard"})
+		wantCode(t, err, models.EINVALID)
+		if _, err := f.dev.Link(ctx, f.org.ID, d.ID, accs[0].ID, models.LinkRequest{UserID: f.users[0].ID, PermissionLevel: "Standard"}); err != nil {
+			t.Errorf("Administrator is no longer restricted: %v", err)
+		}
+	})
 }

@@ -1,3 +1,5 @@
+DROP TABLE IF EXISTS account_linking_settings;
+--bun:split
 DROP TABLE IF EXISTS device_link_history;
 --bun:split
 DROP TABLE IF EXISTS device_offline_users;

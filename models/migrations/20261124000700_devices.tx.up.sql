@@ -123,3 +123,9 @@ CREATE TABLE device_link_history (
 );
 --bun:split
 CREATE INDEX device_link_history_org ON device_link_history (org_id, created_at, id);
+--bun:split
+CREATE TABLE account_linking_settings (
+	org_id BIGINT PRIMARY KEY REFERENCES organizations (id) ON DELETE CASCADE,
+	settings {{.JSON}} NOT NULL,
+	updated_at {{.Time}} NOT NULL
+);
