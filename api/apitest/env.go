@@ -45,6 +45,9 @@ type Options struct {
 	// UploadMaxBytes and UploadIdleTimeout override the API's upload limits.
 	UploadMaxBytes    int64
 	UploadIdleTimeout time.Duration
+	// AgentRate and AgentBurst override each device's check-in rate limit.
+	AgentRate  float64
+	AgentBurst int
 }
 
 // Env is a running API for one test.
@@ -120,7 +123,8 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 	if opts.Tokens != nil {
 		tokens = opts.Tokens
 	}
-	e.Server = api.New(api.Config{MaxBodyBytes: opts.MaxBodyBytes, UploadMaxBytes: opts.UploadMaxBytes, UploadIdleTimeout: opts.UploadIdleTimeout}, api.Deps{
+	e.Server = api.New(api.Config{MaxBodyBytes: opts.MaxBodyBytes, UploadMaxBytes: opts.UploadMaxBytes, UploadIdleTimeout: opts.UploadIdleTimeout,
+		AgentRate: opts.AgentRate, AgentBurst: opts.AgentBurst}, api.Deps{
 		Store:    e.Store,
 		Temporal: e.Temporal,
 		Jobs:     e.Jobs,
