@@ -22,7 +22,7 @@ type LinkRequest struct {
 	LinkType string
 	// Actor names who asks (an admin's user id, or the job).
 	Actor string
-	JobID      *int64
+	JobID *int64
 }
 
 // Link types.
