@@ -147,12 +147,25 @@ type Device struct {
 	AgentInstalledTime  time.Time  `bun:"agent_installed_time"`
 	DateAdded           time.Time  `bun:"date_added"`
 	LastContactTime     *time.Time `bun:"last_contact_time"`
+	// InactiveAfter is LastContactTime plus MissedCheckins intervals, kept
+	// so that lists filter and sort on the agent status in SQL.
+	InactiveAfter *time.Time `bun:"inactive_after"`
 	// UninstallRequestedAt is when an admin deleted the device: its agent
 	// gets an uninstall command. DeletedAt is set too for a SvcJoined device,
 	// which leaves every list at once and whose row goes with the ack.
 	UninstallRequestedAt *time.Time `bun:"uninstall_requested_at"`
 	DeletedAt            *time.Time `bun:"deleted_at"`
 	UpdatedAt            time.Time  `bun:"updated_at"`
+
+	// Derived by lists (DeviceStore.List), not stored.
+	ListedAgentStatus string `bun:"agent_status,scanonly"`
+	IsAgentOutdated   bool   `bun:"is_agent_outdated,scanonly"`
+}
+
+// inactiveAfter is when a device that checked in at t becomes inactive.
+func (d *Device) inactiveAfter(t time.Time) *time.Time {
+	at := t.Add(time.Duration(MissedCheckins*d.CheckinIntervalSeconds) * time.Second)
+	return &at
 }
 
 // AgentStatus is pending until the first check-in, active while the agent

@@ -267,7 +267,7 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 	digest := in.digest()
 	if len(in.Acks) == 0 && (digest == dev.ReportedDigest || dev.UninstallRequestedAt != nil) {
 		if _, err := s.db.NewUpdate().Table("devices").Set("last_contact_time = ?", now).
-			Where("id = ?", dev.ID).Exec(ctx); err != nil {
+			Set("inactive_after = ?", dev.inactiveAfter(now)).Where("id = ?", dev.ID).Exec(ctx); err != nil {
 			return nil, unavailable(fmt.Errorf("record check-in: %w", err))
 		}
 		t := now
@@ -290,8 +290,8 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 			*dev = d // the uninstall was acknowledged: nothing more to do
 			return nil
 		}
-		d.LastContactTime = &now
-		cols := []string{"last_contact_time"}
+		d.LastContactTime, d.InactiveAfter = &now, d.inactiveAfter(now)
+		cols := []string{"last_contact_time", "inactive_after"}
 		if d.UninstallRequestedAt == nil {
 			if err := s.reconcileAccounts(ctx, tx, &d, in.Accounts, now); err != nil {
 				return err

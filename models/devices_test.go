@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/listing"
 	"iam/models/secret"
 )
 
@@ -609,6 +612,72 @@ func TestDeviceStore_LinkingSettings(t *testing.T) {
 		wantCode(t, err, models.EINVALID)
 		if _, err := f.dev.Link(ctx, f.org.ID, d.ID, accs[0].ID, models.LinkRequest{UserID: f.users[0].ID, PermissionLevel: "Standard"}); err != nil {
 			t.Errorf("Administrator is no longer restricted: %v", err)
+		}
+	})
+}
+
+func TestDeviceStore_List(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newDeviceFixture(t, db, 0)
+		d1, sec1 := f.register(t, facts("alpha", "S1"))
+		f.register(t, facts("beta", "S2"))
+		fa := facts("gamma", "S3")
+		fa.OSType, fa.AgentVersion = "Linux", "0.9.0"
+		d3, sec3 := f.register(t, fa)
+		if _, err := f.checkIn(t, d1.ID, sec1, models.CheckIn{Facts: d1.DeviceFacts}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.checkIn(t, d3.ID, sec3, models.CheckIn{Facts: fa}); err != nil {
+			t.Fatal(err)
+		}
+		// d3 missed three intervals.
+		old := time.Now().UTC().Add(-time.Hour)
+		if _, err := db.NewUpdate().Table("devices").Set("last_contact_time = ?", old).Set("inactive_after = ?", old.Add(3*time.Minute)).
+			Where("id = ?", d3.ID).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		versions := models.AgentVersions{"windows": "1.0.0", "linux": "1.0.0"}
+		list := func(org int64, filter, sort string) []string {
+			t.Helper()
+			q := url.Values{}
+			if filter != "" {
+				q.Set("filter", filter)
+			}
+			if sort != "" {
+				q.Set("sort", sort)
+			}
+			p, err := listing.Parse(q, models.DeviceListing)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds, meta, err := f.dev.List(ctx, org, p, versions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names := []string{}
+			for _, d := range ds {
+				names = append(names, d.Name+"/"+d.ListedAgentStatus+"/"+strconv.FormatBool(d.IsAgentOutdated))
+			}
+			if meta.(*listing.CursorMeta).Total != int64(len(ds)) {
+				t.Errorf("total %d for %d rows", meta.(*listing.CursorMeta).Total, len(ds))
+			}
+			return names
+		}
+		if got := strings.Join(list(f.org.ID, "", "name"), ","); got != "alpha/active/false,beta/pending/false,gamma/inactive/true" {
+			t.Errorf("all: %s", got)
+		}
+		if got := strings.Join(list(f.org.ID, `agent_status eq "inactive" or agent_status eq "pending"`, "-name"), ","); got != "gamma/inactive/true,beta/pending/false" {
+			t.Errorf("status filter: %s", got)
+		}
+		if got := strings.Join(list(f.org.ID, `is_agent_outdated eq true`, ""), ","); got != "gamma/inactive/true" {
+			t.Errorf("outdated filter: %s", got)
+		}
+		if got := strings.Join(list(f.org.ID, `os_type eq "Windows" and name sw "B"`, ""), ","); got != "beta/pending/false" {
+			t.Errorf("os filter: %s", got)
+		}
+		if got := list(newOrg(t, f.store).ID, "", ""); len(got) != 0 {
+			t.Errorf("another organization sees %v", got)
 		}
 	})
 }

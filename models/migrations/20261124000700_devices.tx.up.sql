@@ -40,6 +40,7 @@ CREATE TABLE devices (
 	agent_installed_time {{.Time}} NOT NULL,
 	date_added {{.Time}} NOT NULL,
 	last_contact_time {{.Time}},
+	inactive_after {{.Time}},
 	uninstall_requested_at {{.Time}},
 	deleted_at {{.Time}},
 	updated_at {{.Time}} NOT NULL
