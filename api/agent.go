@@ -126,8 +126,8 @@ func newAgentCommand(cmd models.Command) agentCommand {
 }
 
 type agentSettings struct {
-	AccountLinking *models.AccountLinkingSettings `json:"account_linking"`
-	OfflineMFA     models.OfflineMFASettings      `json:"offline_mfa"`
+	AccountLinking *models.AccountLinkingSettings `json:"account_linking,omitempty"`
+	OfflineMFA     *models.OfflineMFASettings     `json:"offline_mfa,omitempty"`
 }
 
 type agentCheckinResponse struct {
@@ -180,7 +180,7 @@ func (s *Server) agentCheckin(c *gin.Context) error {
 		if err != nil {
 			return err
 		}
-		out.Settings.OfflineMFA = admin.OfflineMFA
+		out.Settings.OfflineMFA = &admin.OfflineMFA
 	}
 	c.JSON(http.StatusOK, out)
 	return nil

@@ -41,6 +41,9 @@ type Config struct {
 	// check-ins; DefaultAgentRate and DefaultAgentBurst when zero.
 	AgentRate  float64
 	AgentBurst int
+	// AgentPackagesDir holds the agent packages agents-info shows and
+	// download serves (IAM_AGENT_PACKAGES_DIR; agents.go names the files).
+	AgentPackagesDir string
 }
 
 // DefaultUploadIdleTimeout is the upload idle limit when Config sets none.
@@ -71,6 +74,7 @@ type Server struct {
 	engine  *gin.Engine
 	// agentLimits rate-limits each device's check-ins.
 	agentLimits *agentLimits
+	packages    agentPackages
 }
 
 // New builds the API's handler with every route of routes.go.
@@ -88,7 +92,7 @@ func New(cfg Config, deps Deps) *Server {
 		deps.Log = slog.Default()
 	}
 	s := &Server{cfg: cfg, deps: deps, store: deps.Store, log: deps.Log, metrics: prometheus.NewRegistry(),
-		agentLimits: newAgentLimits(cfg.AgentRate, cfg.AgentBurst)}
+		agentLimits: newAgentLimits(cfg.AgentRate, cfg.AgentBurst), packages: agentPackages{dir: cfg.AgentPackagesDir}}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.engine = s.newEngine()
 	return s
