@@ -21,9 +21,9 @@ type accountBody struct {
 	LinkStatus     string  `json:"link_status"`
 	IdpUserID      *string `json:"idp_user_id"`
 	IdpUserDetails *struct {
-		UserName   string `json:"user_name"`
-		LinkType   string `json:"link_type"`
-		LinkStatus string `json:"link_status"`
+		UserName   string  `json:"user_name"`
+		LinkType   string  `json:"link_type"`
+		LinkStatus string  `json:"link_status"`
 		LinkedAt   *string `json:"linked_at"`
 	} `json:"idp_user_details"`
 }
