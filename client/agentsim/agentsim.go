@@ -187,8 +187,8 @@ type Config struct {
 // Stats are a simulation's figures.
 type Stats struct {
 	Registered, CheckIns, Errors, Refused, Commands int
-	Latencies                                      []time.Duration
-	Elapsed                                        time.Duration
+	Latencies                                       []time.Duration
+	Elapsed                                         time.Duration
 }
 
 // Percentile returns the p-th percentile (0-100) of the check-in latencies.
