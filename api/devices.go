@@ -403,3 +403,50 @@ func (s *Server) deleteOfflineUser(c *gin.Context) error {
 	c.Status(http.StatusNoContent)
 	return nil
 }
+
+// linkEventView is an entry of the link history.
+type linkEventView struct {
+	ID         string    `json:"id"`
+	DeviceID   string    `json:"device_id"`
+	DeviceName string    `json:"device_name"`
+	AccountID  *string   `json:"account_id"`
+	UserName   string    `json:"user_name"`
+	IdpUserID  *string   `json:"idp_user_id"`
+	Action     string    `json:"action"`
+	LinkType   string    `json:"link_type"`
+	OldState   string    `json:"old_state"`
+	NewState   string    `json:"new_state"`
+	Reason     string    `json:"reason"`
+	Actor      string    `json:"actor"`
+	JobID      *string   `json:"job_id"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+func idPtr(id *int64) *string {
+	if id == nil {
+		return nil
+	}
+	s := models.FormatID(*id)
+	return &s
+}
+
+// linkHistory: GET /device-account-linking/history, offset paging, newest first.
+func (s *Server) linkHistory(c *gin.Context) error {
+	params, err := listing.Parse(c.Request.URL.Query(), models.LinkHistoryListing)
+	if err != nil {
+		return err
+	}
+	events, meta, err := s.store.Devices.ListHistory(c.Request.Context(), principal(c).OrgID, params)
+	if err != nil {
+		return err
+	}
+	views := make([]linkEventView, len(events))
+	for i, e := range events {
+		views[i] = linkEventView{ID: models.FormatID(e.ID), DeviceID: models.FormatID(e.DeviceID), DeviceName: e.DeviceName,
+			AccountID: idPtr(e.AccountID), UserName: e.UserName, IdpUserID: idPtr(e.IdpUserID), Action: e.Action,
+			LinkType: e.LinkType, OldState: e.OldState, NewState: e.NewState, Reason: e.Reason, Actor: e.Actor,
+			JobID: idPtr(e.JobID), CreatedAt: e.CreatedAt.UTC()}
+	}
+	c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, params.Fields), "meta": meta})
+	return nil
+}

@@ -140,6 +140,27 @@ func TestDevices_AgentLifecycle(t *testing.T) {
 		}
 		a.checkin(report(map[string]any{"command_id": ans.Commands[0]["id"], "status": "done"}))
 
+		// The history, newest first, filtered.
+		resp = env.Get(`/api/v1/device-account-linking/history?filter=user_name%20eq%20"alice"&sort=created_at`, tok)
+		var hist struct {
+			Data []struct {
+				Action   string `json:"action"`
+				OldState string `json:"old_state"`
+				NewState string `json:"new_state"`
+				Reason   string `json:"reason"`
+				Actor    string `json:"actor"`
+			}
+		}
+		resp.JSON(t, &hist)
+		var moves []string
+		for _, h := range hist.Data {
+			moves = append(moves, h.Action+":"+h.OldState+">"+h.NewState)
+		}
+		if resp.Status != 200 || strings.Join(moves, ",") != "link:unlinked>pending_link,link_confirmed:pending_link>linked,unlink:linked>unlinked" ||
+			hist.Data[2].Reason != "left" || hist.Data[1].Actor != "agent" {
+			t.Errorf("history %d %v %s", resp.Status, moves, resp.Body)
+		}
+
 		// Offline users: list, bulk and single delete.
 		offline := "/api/v1/devices/" + a.id + "/offline-enrolled-users"
 		resp = env.Get(offline, tok)

@@ -64,6 +64,7 @@ func (s *Server) Routes() []Route {
 		{Method: "POST", Path: "/devices/:device_id/accounts/:account_id/unlink", Scopes: Scopes("device", "WRITE", "ALL"), Handler: handle(s.unlinkAccount)},
 		{Method: "GET", Path: "/device-account-linking", Scopes: Scopes("device", "READ", "ALL"), Handler: handle(s.getLinkingSettings)},
 		{Method: "PATCH", Path: "/device-account-linking", Scopes: Scopes("device", "WRITE", "ALL"), Handler: handle(s.patchLinkingSettings)},
+		{Method: "GET", Path: "/device-account-linking/history", Scopes: Scopes("device", "READ", "ALL"), Handler: handle(s.linkHistory)},
 		{Method: "GET", Path: "/devices/:device_id/offline-enrolled-users", Scopes: Scopes("device", "READ", "ALL"), Handler: handle(s.listOfflineUsers)},
 		{Method: "DELETE", Path: "/devices/:device_id/offline-enrolled-users", Scopes: Scopes("device", "WRITE", "DELETE", "ALL"), Handler: handle(s.deleteOfflineUsers)},
 		{Method: "DELETE", Path: "/devices/:device_id/offline-enrolled-users/:user_id", Scopes: Scopes("device", "WRITE", "DELETE", "ALL"), Handler: handle(s.deleteOfflineUser)},

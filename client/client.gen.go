@@ -168,6 +168,17 @@ const (
 	JobStatusWARNING   JobStatus = "WARNING"
 )
 
+// Defines values for LinkEventAction.
+const (
+	LinkEventActionAccountRemoved LinkEventAction = "account_removed"
+	LinkEventActionCancelLink     LinkEventAction = "cancel_link"
+	LinkEventActionLink           LinkEventAction = "link"
+	LinkEventActionLinkConfirmed  LinkEventAction = "link_confirmed"
+	LinkEventActionLinkFailed     LinkEventAction = "link_failed"
+	LinkEventActionUnlink         LinkEventAction = "unlink"
+	LinkEventActionUnlinkFailed   LinkEventAction = "unlink_failed"
+)
+
 // Defines values for LocalAccountIdpUserDetailsLinkStatus.
 const (
 	LocalAccountIdpUserDetailsLinkStatusLinked      LocalAccountIdpUserDetailsLinkStatus = "linked"
@@ -806,6 +817,27 @@ type JobSummary struct {
 	StartTime  *time.Time `json:"start_time,omitempty"`
 	Status     *JobStatus `json:"status,omitempty"`
 }
+
+// LinkEvent An entry of the link history. With `fields`, only the named attributes and id.
+type LinkEvent struct {
+	AccountId  *string          `json:"account_id"`
+	Action     *LinkEventAction `json:"action,omitempty"`
+	Actor      *string          `json:"actor,omitempty"`
+	CreatedAt  *time.Time       `json:"created_at,omitempty"`
+	DeviceId   *string          `json:"device_id,omitempty"`
+	DeviceName *string          `json:"device_name,omitempty"`
+	Id         string           `json:"id"`
+	IdpUserId  *string          `json:"idp_user_id"`
+	JobId      *string          `json:"job_id"`
+	LinkType   *string          `json:"link_type,omitempty"`
+	NewState   *string          `json:"new_state,omitempty"`
+	OldState   *string          `json:"old_state,omitempty"`
+	Reason     *string          `json:"reason,omitempty"`
+	UserName   *string          `json:"user_name,omitempty"`
+}
+
+// LinkEventAction defines model for LinkEvent.Action.
+type LinkEventAction string
 
 // LocalAccount A local account of a device (spec 2.4) and its link.
 type LocalAccount struct {
@@ -1646,6 +1678,24 @@ type UnsupportedMediaType = Error
 // UpdateAccountLinkingSettingsJSONBody defines parameters for UpdateAccountLinkingSettings.
 type UpdateAccountLinkingSettingsJSONBody = map[string]interface{}
 
+// ListAccountLinkingHistoryParams defines parameters for ListAccountLinkingHistory.
+type ListAccountLinkingHistoryParams struct {
+	// Limit Page size; default 100, at most 1000.
+	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// From Start index (offset paging); default 0.
+	From *From `form:"from,omitempty" json:"from,omitempty"`
+
+	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
+	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+
+	// Sort Comma-separated sortable attributes, `-` prefix for descending.
+	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// Fields Comma-separated attributes to return (`id` always is).
+	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+}
+
 // ListDevicesParams defines parameters for ListDevices.
 type ListDevicesParams struct {
 	// Limit Page size; default 100, at most 1000.
@@ -2226,6 +2276,9 @@ type ClientInterface interface {
 
 	UpdateAccountLinkingSettings(ctx context.Context, body UpdateAccountLinkingSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListAccountLinkingHistory request
+	ListAccountLinkingHistory(ctx context.Context, params *ListAccountLinkingHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListDevices request
 	ListDevices(ctx context.Context, params *ListDevicesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -2542,6 +2595,18 @@ func (c *Client) UpdateAccountLinkingSettingsWithBody(ctx context.Context, conte
 
 func (c *Client) UpdateAccountLinkingSettings(ctx context.Context, body UpdateAccountLinkingSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateAccountLinkingSettingsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListAccountLinkingHistory(ctx context.Context, params *ListAccountLinkingHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAccountLinkingHistoryRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3706,6 +3771,119 @@ func NewUpdateAccountLinkingSettingsRequestWithBody(server string, contentType s
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListAccountLinkingHistoryRequest generates requests for ListAccountLinkingHistory
+func NewListAccountLinkingHistoryRequest(server string, params *ListAccountLinkingHistoryParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/device-account-linking/history")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "from", runtime.ParamLocationQuery, *params.From); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "filter", runtime.ParamLocationQuery, *params.Filter); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "sort", runtime.ParamLocationQuery, *params.Sort); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Fields != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "fields", runtime.ParamLocationQuery, *params.Fields); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -7495,6 +7673,9 @@ type ClientWithResponsesInterface interface {
 
 	UpdateAccountLinkingSettingsWithResponse(ctx context.Context, body UpdateAccountLinkingSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAccountLinkingSettingsResponse, error)
 
+	// ListAccountLinkingHistoryWithResponse request
+	ListAccountLinkingHistoryWithResponse(ctx context.Context, params *ListAccountLinkingHistoryParams, reqEditors ...RequestEditorFn) (*ListAccountLinkingHistoryResponse, error)
+
 	// ListDevicesWithResponse request
 	ListDevicesWithResponse(ctx context.Context, params *ListDevicesParams, reqEditors ...RequestEditorFn) (*ListDevicesResponse, error)
 
@@ -7866,6 +8047,35 @@ func (r UpdateAccountLinkingSettingsResponse) Status() string {
 
 // StatusCode returns HTTPResponse.StatusCode
 func (r UpdateAccountLinkingSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListAccountLinkingHistoryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []LinkEvent `json:"data"`
+		Meta OffsetMeta  `json:"meta"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAccountLinkingHistoryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAccountLinkingHistoryResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -9729,6 +9939,15 @@ func (c *ClientWithResponses) UpdateAccountLinkingSettingsWithResponse(ctx conte
 	return ParseUpdateAccountLinkingSettingsResponse(rsp)
 }
 
+// ListAccountLinkingHistoryWithResponse request returning *ListAccountLinkingHistoryResponse
+func (c *ClientWithResponses) ListAccountLinkingHistoryWithResponse(ctx context.Context, params *ListAccountLinkingHistoryParams, reqEditors ...RequestEditorFn) (*ListAccountLinkingHistoryResponse, error) {
+	rsp, err := c.ListAccountLinkingHistory(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAccountLinkingHistoryResponse(rsp)
+}
+
 // ListDevicesWithResponse request returning *ListDevicesResponse
 func (c *ClientWithResponses) ListDevicesWithResponse(ctx context.Context, params *ListDevicesParams, reqEditors ...RequestEditorFn) (*ListDevicesResponse, error) {
 	rsp, err := c.ListDevices(ctx, params, reqEditors...)
@@ -10718,6 +10937,63 @@ func ParseUpdateAccountLinkingSettingsResponse(rsp *http.Response) (*UpdateAccou
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListAccountLinkingHistoryResponse parses an HTTP response from a ListAccountLinkingHistoryWithResponse call
+func ParseListAccountLinkingHistoryResponse(rsp *http.Response) (*ListAccountLinkingHistoryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAccountLinkingHistoryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []LinkEvent `json:"data"`
+			Meta OffsetMeta  `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable

@@ -161,3 +161,38 @@ func (s *DeviceStore) UserNames(ctx context.Context, orgID int64, ids []int64) (
 	}
 	return out, nil
 }
+
+// LinkHistoryListing is the allow-list of GET /device-account-linking/history:
+// offset paging, newest first.
+var LinkHistoryListing = listing.MustSchema(listing.Schema{
+	Name:        "device_link_history",
+	Paging:      listing.OffsetPaging,
+	DefaultSort: "-created_at",
+	Attributes: []listing.Attribute{
+		{Name: "id", Column: "id", Type: listing.TypeID, Filter: true, Sort: true},
+		{Name: "device_id", Column: "device_id", Type: listing.TypeID, Filter: true, Sort: true},
+		{Name: "device_name", Column: "device_name", Type: listing.TypeString, Filter: true, Sort: true},
+		{Name: "account_id", Column: "account_id", Type: listing.TypeID, Filter: true},
+		{Name: "user_name", Column: "user_name", Type: listing.TypeString, Filter: true, Sort: true},
+		{Name: "idp_user_id", Column: "idp_user_id", Type: listing.TypeID, Filter: true},
+		{Name: "action", Column: "action", Type: listing.TypeString, Filter: true, Sort: true},
+		{Name: "link_type", Column: "link_type", Type: listing.TypeString, Filter: true, Sort: true},
+		{Name: "old_state", Column: "old_state", Type: listing.TypeString, Filter: true, Sort: true},
+		{Name: "new_state", Column: "new_state", Type: listing.TypeString, Filter: true, Sort: true},
+		{Name: "actor", Column: "actor", Type: listing.TypeString, Filter: true, Sort: true},
+		{Name: "job_id", Column: "job_id", Type: listing.TypeID, Filter: true},
+		{Name: "created_at", Column: "created_at", Type: listing.TypeTime, Filter: true, Sort: true},
+		{Name: "reason"},
+	},
+})
+
+// ListHistory returns a page of the organization's link history.
+func (s *DeviceStore) ListHistory(ctx context.Context, orgID int64, p listing.Params) ([]LinkEvent, listing.Meta, error) {
+	out := []LinkEvent{}
+	q := s.db.NewSelect().Model(&out).Where("org_id = ?", orgID)
+	meta, err := listing.Fetch(ctx, q, &out, LinkHistoryListing, p)
+	if err != nil {
+		return nil, meta, unavailable(fmt.Errorf("list link history: %w", err))
+	}
+	return out, meta, nil
+}
