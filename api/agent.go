@@ -130,6 +130,35 @@ type agentSettings struct {
 	OfflineMFA     *models.OfflineMFASettings     `json:"offline_mfa,omitempty"`
 }
 
+// agentSettingsTTL is how long a process reuses an organization's settings
+// for check-in answers: a change reaches the agents within it.
+const agentSettingsTTL = 5 * time.Second
+
+type cachedSettings struct {
+	at  time.Time
+	set agentSettings
+}
+
+// agentSettingsOf returns the settings sent to an organization's agents,
+// read at most once per agentSettingsTTL.
+func (s *Server) agentSettingsOf(c *gin.Context, orgID int64) (agentSettings, error) {
+	if cs, ok := s.agentSettings.Get(orgID); ok && time.Since(cs.at) < agentSettingsTTL {
+		return cs.set, nil
+	}
+	ctx := c.Request.Context()
+	linking, err := s.store.Devices.LinkingSettings(ctx, orgID)
+	if err != nil {
+		return agentSettings{}, err
+	}
+	admin, err := s.store.Settings.Get(ctx, orgID)
+	if err != nil {
+		return agentSettings{}, err
+	}
+	set := agentSettings{AccountLinking: linking, OfflineMFA: &admin.OfflineMFA}
+	s.agentSettings.Put(orgID, cachedSettings{at: time.Now(), set: set})
+	return set, nil
+}
+
 type agentCheckinResponse struct {
 	Commands           []agentCommand `json:"commands"`
 	Settings           agentSettings  `json:"settings"`
@@ -173,14 +202,9 @@ func (s *Server) agentCheckin(c *gin.Context) error {
 		out.Commands = append(out.Commands, newAgentCommand(cmd))
 	}
 	if dev.UninstallRequestedAt == nil {
-		if out.Settings.AccountLinking, err = s.store.Devices.LinkingSettings(ctx, dev.OrgID); err != nil {
+		if out.Settings, err = s.agentSettingsOf(c, dev.OrgID); err != nil {
 			return err
 		}
-		admin, err := s.store.Settings.Get(ctx, dev.OrgID)
-		if err != nil {
-			return err
-		}
-		out.Settings.OfflineMFA = &admin.OfflineMFA
 	}
 	c.JSON(http.StatusOK, out)
 	return nil

@@ -18,6 +18,7 @@ import (
 
 	"iam/api/jobrun"
 	"iam/models"
+	"iam/models/lru"
 )
 
 // Config holds the API's tunables.
@@ -75,6 +76,8 @@ type Server struct {
 	// agentLimits rate-limits each device's check-ins.
 	agentLimits *agentLimits
 	packages    agentPackages
+	// agentSettings caches each organization's check-in settings briefly.
+	agentSettings *lru.Cache[int64, cachedSettings]
 }
 
 // New builds the API's handler with every route of routes.go.
@@ -92,7 +95,8 @@ func New(cfg Config, deps Deps) *Server {
 		deps.Log = slog.Default()
 	}
 	s := &Server{cfg: cfg, deps: deps, store: deps.Store, log: deps.Log, metrics: prometheus.NewRegistry(),
-		agentLimits: newAgentLimits(cfg.AgentRate, cfg.AgentBurst), packages: agentPackages{dir: cfg.AgentPackagesDir}}
+		agentLimits: newAgentLimits(cfg.AgentRate, cfg.AgentBurst), packages: agentPackages{dir: cfg.AgentPackagesDir},
+		agentSettings: lru.New[int64, cachedSettings](10_000)}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.engine = s.newEngine()
 	return s

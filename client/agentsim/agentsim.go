@@ -60,11 +60,17 @@ type Answer struct {
 	NextCheckinSeconds int              `json:"next_checkin_seconds"`
 }
 
+// defaultClient keeps enough idle connections for many agents at once (the
+// standard client keeps two per host, so most requests would dial anew).
+var defaultClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+	Proxy: http.ProxyFromEnvironment, MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, IdleConnTimeout: 90 * time.Second,
+}}
+
 func (a *Agent) client() *http.Client {
 	if a.HTTP != nil {
 		return a.HTTP
 	}
-	return http.DefaultClient
+	return defaultClient
 }
 
 func (a *Agent) post(ctx context.Context, path, auth string, body any, out any) (int, error) {
