@@ -177,6 +177,7 @@ const (
 	LinkEventActionLinkFailed     LinkEventAction = "link_failed"
 	LinkEventActionUnlink         LinkEventAction = "unlink"
 	LinkEventActionUnlinkFailed   LinkEventAction = "unlink_failed"
+	LinkEventActionUserDeleted    LinkEventAction = "user_deleted"
 )
 
 // Defines values for LocalAccountIdpUserDetailsLinkStatus.

@@ -286,3 +286,61 @@ func (s *DeviceStore) RemoveOfflineUsers(ctx context.Context, orgID, deviceID in
 	})
 	return removed, err
 }
+
+// unlinkDeletedUsers unlinks, in the transaction deleting them, every local
+// account linked or pending to the users ids of the organization: a linked
+// account gets an unlink command, a pending link's command is withdrawn,
+// and the history says why. Devices are locked in id order.
+func unlinkDeletedUsers(ctx context.Context, tx bun.Tx, orgID int64, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	var accs []LocalAccount
+	if err := tx.NewSelect().Model(&accs).Where("org_id = ? AND idp_user_id IN (?)", orgID, bun.In(ids)).
+		OrderExpr("device_id, id").Scan(ctx); err != nil {
+		return fmt.Errorf("read linked accounts: %w", err)
+	}
+	d := dialectOf(tx)
+	var dev *Device
+	for i := range accs {
+		a := &accs[i]
+		if dev == nil || dev.ID != a.DeviceID {
+			if dev != nil {
+				if err := recountAccounts(ctx, tx, dev.ID); err != nil {
+					return err
+				}
+			}
+			var row Device
+			if err := d.lockRows(tx.NewSelect().Model(&row).Where("id = ?", a.DeviceID), "UPDATE").Scan(ctx); err != nil {
+				return fmt.Errorf("read device: %w", err)
+			}
+			dev = &row
+		}
+		ev := &LinkEvent{OrgID: orgID, DeviceID: dev.ID, DeviceName: dev.Name, AccountID: &a.ID, UserName: a.UserName,
+			IdpUserID: a.IdpUserID, Action: "user_deleted", LinkType: a.LinkType, OldState: a.LinkStatus,
+			NewState: LinkUnlinked, Actor: "system", Reason: "the user was deleted"}
+		if a.LinkCommandID != nil {
+			if _, err := tx.NewUpdate().Table("device_commands").Set("status = ?", CommandWithdrawn).
+				Where("id = ? AND status = ?", *a.LinkCommandID, CommandPending).Exec(ctx); err != nil {
+				return fmt.Errorf("withdraw command: %w", err)
+			}
+		}
+		if a.LinkStatus == LinkLinked && dev.UninstallRequestedAt == nil {
+			if _, err := queueCommand(ctx, tx, dev, &a.ID, CmdUnlink, map[string]string{
+				"account_id": FormatID(a.ID), "user_name": a.UserName}); err != nil {
+				return err
+			}
+		}
+		unlinkAccount(a)
+		if _, err := tx.NewUpdate().Model(a).WherePK().Exec(ctx); err != nil {
+			return fmt.Errorf("unlink account: %w", err)
+		}
+		if err := addHistory(ctx, tx, ev); err != nil {
+			return err
+		}
+	}
+	if dev != nil {
+		return recountAccounts(ctx, tx, dev.ID)
+	}
+	return nil
+}

@@ -681,3 +681,49 @@ func TestDeviceStore_List(t *testing.T) {
 		}
 	})
 }
+
+// Deleting a user unlinks their accounts: a linked one with an unlink
+// command, a pending one with its link withdrawn.
+func TestDeviceStore_UserDeleteUnlinks(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newDeviceFixture(t, db, 2)
+		d, sec := f.register(t, facts("PC1", "S1"))
+		in := models.CheckIn{Facts: d.DeviceFacts, Accounts: accounts("a", "b")}
+		if _, err := f.checkIn(t, d.ID, sec, in); err != nil {
+			t.Fatal(err)
+		}
+		accs, _ := f.dev.Accounts(ctx, f.org.ID, d.ID)
+		u := f.users[0]
+		if _, err := f.dev.Link(ctx, f.org.ID, d.ID, accs[0].ID, models.LinkRequest{UserID: u.ID, PermissionLevel: "Standard"}); err != nil {
+			t.Fatal(err)
+		}
+		cmds, _ := f.checkIn(t, d.ID, sec, in)
+		in.Acks = []models.Ack{{CommandID: models.FormatID(cmds[0].ID), Status: "done"}}
+		if _, err := f.checkIn(t, d.ID, sec, in); err != nil {
+			t.Fatal(err)
+		}
+		in.Acks = nil
+		if _, err := f.dev.Link(ctx, f.org.ID, d.ID, accs[1].ID, models.LinkRequest{UserID: f.users[1].ID, PermissionLevel: "Standard"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.store.Users.DeleteMany(ctx, f.org.ID, []int64{u.ID, f.users[1].ID}); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := f.dev.Accounts(ctx, f.org.ID, d.ID)
+		for _, a := range got {
+			if a.LinkStatus != models.LinkUnlinked || a.IdpUserID != nil {
+				t.Errorf("after the user delete: %+v", a)
+			}
+		}
+		cmds, _ = f.checkIn(t, d.ID, sec, in)
+		if len(cmds) != 1 || cmds[0].Type != models.CmdUnlink || args(t, cmds[0])["user_name"] != "a" {
+			t.Fatalf("commands %+v", cmds)
+		}
+		dev, _ := f.dev.Get(ctx, f.org.ID, d.ID)
+		hist, _ := f.dev.History(ctx, f.org.ID)
+		if dev.LinkedLocalAccounts != 0 || hist[len(hist)-1].Action != "user_deleted" {
+			t.Errorf("linked %d, history ends %+v", dev.LinkedLocalAccounts, hist[len(hist)-1])
+		}
+	})
+}
