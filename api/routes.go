@@ -53,6 +53,25 @@ func (s *Server) Routes() []Route {
 		{Method: "PUT", Path: "/protection/quick-enrollment/logon-script-config", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "UPDATE"), Handler: handle(s.putLogonScript)},
 		{Method: "PATCH", Path: "/protection/quick-enrollment/logon-script-config", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "UPDATE"), Handler: handle(s.patchLogonScript)},
 
+		// Devices, local accounts, account linking and offline users (spec
+		// 4.2); agents and their installation keys (spec 4.3).
+		{Method: "GET", Path: "/devices", Scopes: Scopes("device", "READ", "ALL"), Handler: handle(s.listDevices)},
+		{Method: "GET", Path: "/devices/:device_id", Scopes: Scopes("device", "READ", "ALL"), Handler: handle(s.getDevice)},
+		{Method: "DELETE", Path: "/devices/:device_id", Scopes: Scopes("device", "DELETE", "WRITE", "ALL"), Handler: handle(s.deleteDevice)},
+		{Method: "GET", Path: "/devices/:device_id/accounts", Scopes: Scopes("device", "READ", "ALL"), Handler: handle(s.listAccounts)},
+		{Method: "POST", Path: "/devices/:device_id/accounts/:account_id/link", Scopes: Scopes("device", "WRITE", "ALL"), Handler: handle(s.linkAccount)},
+		{Method: "POST", Path: "/devices/:device_id/accounts/:account_id/cancel-link", Scopes: Scopes("device", "WRITE", "ALL"), Handler: handle(s.cancelLink)},
+		{Method: "POST", Path: "/devices/:device_id/accounts/:account_id/unlink", Scopes: Scopes("device", "WRITE", "ALL"), Handler: handle(s.unlinkAccount)},
+		{Method: "GET", Path: "/device-account-linking", Scopes: Scopes("device", "READ", "ALL"), Handler: handle(s.getLinkingSettings)},
+		{Method: "PATCH", Path: "/device-account-linking", Scopes: Scopes("device", "WRITE", "ALL"), Handler: handle(s.patchLinkingSettings)},
+		{Method: "GET", Path: "/device-account-linking/history", Scopes: Scopes("device", "READ", "ALL"), Handler: handle(s.linkHistory)},
+		{Method: "GET", Path: "/devices/:device_id/offline-enrolled-users", Scopes: Scopes("device", "READ", "ALL"), Handler: handle(s.listOfflineUsers)},
+		{Method: "DELETE", Path: "/devices/:device_id/offline-enrolled-users", Scopes: Scopes("device", "WRITE", "DELETE", "ALL"), Handler: handle(s.deleteOfflineUsers)},
+		{Method: "DELETE", Path: "/devices/:device_id/offline-enrolled-users/:user_id", Scopes: Scopes("device", "WRITE", "DELETE", "ALL"), Handler: handle(s.deleteOfflineUser)},
+		{Method: "GET", Path: "/protection/agents-info", Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.agentsInfo)},
+		{Method: "POST", Path: "/protection/agents-info/:agent_type/regenerate-install-key", Scopes: Scopes("conditional_access_policy", "WRITE", "ALL"), Handler: handle(s.regenerateInstallKey)},
+		{Method: "GET", Path: "/protection/agents-info/:agent_type/download", Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.downloadAgent)},
+
 		// Notification templates and their metadata (spec 4.7).
 		{Method: "GET", Path: "/templates/notification", Scopes: Scopes("notification_template", "READ", "ALL"), Handler: handle(s.listTemplates)},
 		{Method: "POST", Path: "/templates/notification", Scopes: Scopes("notification_template", "CREATE", "WRITE", "ALL"), Handler: handle(s.createTemplate), MaxBody: templateMaxBody},

@@ -18,6 +18,7 @@ import (
 
 	"iam/api/jobrun"
 	"iam/models"
+	"iam/models/lru"
 )
 
 // Config holds the API's tunables.
@@ -34,6 +35,16 @@ type Config struct {
 	// long (each read extends the deadline, so a slow but steady upload goes
 	// on); DefaultUploadIdleTimeout when zero, none when negative.
 	UploadIdleTimeout time.Duration
+	// AgentCheckinInterval is the check-in interval devices are given
+	// (IAM_AGENT_CHECKIN_INTERVAL); models.DefaultCheckinInterval when zero.
+	AgentCheckinInterval time.Duration
+	// AgentRate (requests per second) and AgentBurst bound each device's
+	// check-ins; DefaultAgentRate and DefaultAgentBurst when zero.
+	AgentRate  float64
+	AgentBurst int
+	// AgentPackagesDir holds the agent packages agents-info shows and
+	// download serves (IAM_AGENT_PACKAGES_DIR; agents.go names the files).
+	AgentPackagesDir string
 }
 
 // DefaultUploadIdleTimeout is the upload idle limit when Config sets none.
@@ -62,6 +73,11 @@ type Server struct {
 	log     *slog.Logger
 	metrics *prometheus.Registry
 	engine  *gin.Engine
+	// agentLimits rate-limits each device's check-ins.
+	agentLimits *agentLimits
+	packages    agentPackages
+	// agentSettings caches each organization's check-in settings briefly.
+	agentSettings *lru.Cache[int64, cachedSettings]
 }
 
 // New builds the API's handler with every route of routes.go.
@@ -78,7 +94,9 @@ func New(cfg Config, deps Deps) *Server {
 	if deps.Log == nil {
 		deps.Log = slog.Default()
 	}
-	s := &Server{cfg: cfg, deps: deps, store: deps.Store, log: deps.Log, metrics: prometheus.NewRegistry()}
+	s := &Server{cfg: cfg, deps: deps, store: deps.Store, log: deps.Log, metrics: prometheus.NewRegistry(),
+		agentLimits: newAgentLimits(cfg.AgentRate, cfg.AgentBurst), packages: agentPackages{dir: cfg.AgentPackagesDir},
+		agentSettings: lru.New[int64, cachedSettings](10_000)}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.engine = s.newEngine()
 	return s
@@ -120,6 +138,11 @@ func (s *Server) newEngine() *gin.Engine {
 		r.Any("/oauth/v2/*path", gin.WrapH(s.deps.OAuth))
 		r.GET("/.well-known/oauth-authorization-server", gin.WrapH(s.deps.OAuth))
 	}
+
+	// The agent channel: device credentials, not OAuth tokens (agent.go).
+	agent := r.Group("/agent/v1", limitBody(DefaultAgentMaxBody))
+	agent.POST("/register", handle(s.agentRegister))
+	agent.POST("/checkin", handle(s.agentCheckin))
 
 	v1 := r.Group("/api/v1", authenticate(s.deps.Tokens))
 	for _, rt := range s.Routes() {

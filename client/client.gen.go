@@ -19,13 +19,124 @@ import (
 )
 
 const (
+	DeviceCredentialScopes  = "deviceCredential.Scopes"
 	ServiceOAuthTokenScopes = "serviceOAuthToken.Scopes"
+)
+
+// Defines values for AccountLinkingSettingsAttributeType.
+const (
+	AccountLinkingSettingsAttributeTypeAttribute    AccountLinkingSettingsAttributeType = "attribute"
+	AccountLinkingSettingsAttributeTypeNamingFormat AccountLinkingSettingsAttributeType = "naming_format"
+)
+
+// Defines values for AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevel.
+const (
+	AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevelAdmin    AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevel = "admin"
+	AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevelStandard AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevel = "standard"
+)
+
+// Defines values for AgentPlatformsName.
+const (
+	AgentPlatformsNameLinux   AgentPlatformsName = "linux"
+	AgentPlatformsNameMacos   AgentPlatformsName = "macos"
+	AgentPlatformsNameWindows AgentPlatformsName = "windows"
+)
+
+// Defines values for AgentType.
+const (
+	AgentTypeDeviceAgent  AgentType = "DeviceAgent"
+	AgentTypeIISModule    AgentType = "IISModule"
+	AgentTypeNPSExtension AgentType = "NPSExtension"
+)
+
+// Defines values for AgentCheckinAcksStatus.
+const (
+	AgentCheckinAcksStatusDone   AgentCheckinAcksStatus = "done"
+	AgentCheckinAcksStatusFailed AgentCheckinAcksStatus = "failed"
+)
+
+// Defines values for AgentCheckinLocalAccountsPermissionLevel.
+const (
+	AgentCheckinLocalAccountsPermissionLevelAdmin         AgentCheckinLocalAccountsPermissionLevel = "Admin"
+	AgentCheckinLocalAccountsPermissionLevelAdministrator AgentCheckinLocalAccountsPermissionLevel = "Administrator"
+	AgentCheckinLocalAccountsPermissionLevelStandard      AgentCheckinLocalAccountsPermissionLevel = "Standard"
+)
+
+// Defines values for AgentCommandPermissionLevel.
+const (
+	AgentCommandPermissionLevelAdministrator AgentCommandPermissionLevel = "Administrator"
+	AgentCommandPermissionLevelStandard      AgentCommandPermissionLevel = "Standard"
+)
+
+// Defines values for AgentCommandType.
+const (
+	AgentCommandTypeLink              AgentCommandType = "link"
+	AgentCommandTypeRemoveOfflineUser AgentCommandType = "remove_offline_user"
+	AgentCommandTypeUninstall         AgentCommandType = "uninstall"
+	AgentCommandTypeUnlink            AgentCommandType = "unlink"
+)
+
+// Defines values for AgentInstallationDetailsStatus.
+const (
+	AgentInstallationDetailsStatusInstalled    AgentInstallationDetailsStatus = "installed"
+	AgentInstallationDetailsStatusNotInstalled AgentInstallationDetailsStatus = "not_installed"
+)
+
+// Defines values for AgentRegistrationAgentType.
+const (
+	AgentRegistrationAgentTypeDeviceAgent AgentRegistrationAgentType = "DeviceAgent"
+)
+
+// Defines values for AgentRegistrationPlatform.
+const (
+	AgentRegistrationPlatformLinux   AgentRegistrationPlatform = "linux"
+	AgentRegistrationPlatformMacos   AgentRegistrationPlatform = "macos"
+	AgentRegistrationPlatformWindows AgentRegistrationPlatform = "windows"
 )
 
 // Defines values for BulkDeleteResultStatus.
 const (
 	BulkDeleteResultStatusN204 BulkDeleteResultStatus = 204
 	BulkDeleteResultStatusN404 BulkDeleteResultStatus = 404
+)
+
+// Defines values for DeviceAgentStatus.
+const (
+	DeviceAgentStatusActive   DeviceAgentStatus = "active"
+	DeviceAgentStatusInactive DeviceAgentStatus = "inactive"
+	DeviceAgentStatusPending  DeviceAgentStatus = "pending"
+)
+
+// Defines values for DeviceJoinType.
+const (
+	DeviceJoinTypeADCloudHybridJoined DeviceJoinType = "ADCloudHybridJoined"
+	DeviceJoinTypeADJoined            DeviceJoinType = "ADJoined"
+	DeviceJoinTypeCloudJoined         DeviceJoinType = "CloudJoined"
+	DeviceJoinTypeIDPJoined           DeviceJoinType = "IDPJoined"
+	DeviceJoinTypeSvcJoined           DeviceJoinType = "SvcJoined"
+)
+
+// Defines values for DeviceOsType.
+const (
+	DeviceOsTypeLinux   DeviceOsType = "Linux"
+	DeviceOsTypeMacOS   DeviceOsType = "macOS"
+	DeviceOsTypeWindows DeviceOsType = "Windows"
+)
+
+// Defines values for DeviceFactsJoinType.
+const (
+	DeviceFactsJoinTypeADCloudHybridJoined DeviceFactsJoinType = "ADCloudHybridJoined"
+	DeviceFactsJoinTypeADJoined            DeviceFactsJoinType = "ADJoined"
+	DeviceFactsJoinTypeCloudJoined         DeviceFactsJoinType = "CloudJoined"
+	DeviceFactsJoinTypeIDPJoined           DeviceFactsJoinType = "IDPJoined"
+	DeviceFactsJoinTypeSvcJoined           DeviceFactsJoinType = "SvcJoined"
+)
+
+// Defines values for DeviceFactsOsType.
+const (
+	DeviceFactsOsTypeLinux   DeviceFactsOsType = "Linux"
+	DeviceFactsOsTypeMacOS   DeviceFactsOsType = "macOS"
+	DeviceFactsOsTypeWindows DeviceFactsOsType = "Windows"
 )
 
 // Defines values for FactorConfigFactorType.
@@ -55,6 +166,43 @@ const (
 	JobStatusQUEUED    JobStatus = "QUEUED"
 	JobStatusRUNNING   JobStatus = "RUNNING"
 	JobStatusWARNING   JobStatus = "WARNING"
+)
+
+// Defines values for LinkEventAction.
+const (
+	LinkEventActionAccountRemoved LinkEventAction = "account_removed"
+	LinkEventActionCancelLink     LinkEventAction = "cancel_link"
+	LinkEventActionLink           LinkEventAction = "link"
+	LinkEventActionLinkConfirmed  LinkEventAction = "link_confirmed"
+	LinkEventActionLinkFailed     LinkEventAction = "link_failed"
+	LinkEventActionUnlink         LinkEventAction = "unlink"
+	LinkEventActionUnlinkFailed   LinkEventAction = "unlink_failed"
+	LinkEventActionUserDeleted    LinkEventAction = "user_deleted"
+)
+
+// Defines values for LocalAccountIdpUserDetailsLinkStatus.
+const (
+	LocalAccountIdpUserDetailsLinkStatusLinked      LocalAccountIdpUserDetailsLinkStatus = "linked"
+	LocalAccountIdpUserDetailsLinkStatusPendingLink LocalAccountIdpUserDetailsLinkStatus = "pending_link"
+)
+
+// Defines values for LocalAccountIdpUserDetailsLinkType.
+const (
+	LocalAccountIdpUserDetailsLinkTypeAutomatic LocalAccountIdpUserDetailsLinkType = "Automatic"
+	LocalAccountIdpUserDetailsLinkTypeManual    LocalAccountIdpUserDetailsLinkType = "Manual"
+)
+
+// Defines values for LocalAccountLinkStatus.
+const (
+	LocalAccountLinkStatusLinked      LocalAccountLinkStatus = "linked"
+	LocalAccountLinkStatusPendingLink LocalAccountLinkStatus = "pending_link"
+	LocalAccountLinkStatusUnlinked    LocalAccountLinkStatus = "unlinked"
+)
+
+// Defines values for LocalAccountPermissionLevel.
+const (
+	LocalAccountPermissionLevelAdministrator LocalAccountPermissionLevel = "Administrator"
+	LocalAccountPermissionLevelStandard      LocalAccountPermissionLevel = "Standard"
 )
 
 // Defines values for LogonScriptConfigForceEnrollment.
@@ -194,6 +342,20 @@ const (
 	UserProfileStatusN1 UserProfileStatus = 1
 )
 
+// Defines values for LinkDeviceAccountJSONBodyPermissionLevel.
+const (
+	LinkDeviceAccountJSONBodyPermissionLevelAdmin         LinkDeviceAccountJSONBodyPermissionLevel = "Admin"
+	LinkDeviceAccountJSONBodyPermissionLevelAdministrator LinkDeviceAccountJSONBodyPermissionLevel = "Administrator"
+	LinkDeviceAccountJSONBodyPermissionLevelStandard      LinkDeviceAccountJSONBodyPermissionLevel = "Standard"
+)
+
+// Defines values for DownloadAgentParamsPlatform.
+const (
+	DownloadAgentParamsPlatformLinux   DownloadAgentParamsPlatform = "linux"
+	DownloadAgentParamsPlatformMacos   DownloadAgentParamsPlatform = "macos"
+	DownloadAgentParamsPlatformWindows DownloadAgentParamsPlatform = "windows"
+)
+
 // Defines values for UpdateLogonScriptConfigJSONBodyForceEnrollment.
 const (
 	UpdateLogonScriptConfigJSONBodyForceEnrollmentFalse UpdateLogonScriptConfigJSONBodyForceEnrollment = "false"
@@ -263,6 +425,132 @@ const (
 	OauthTokenParamsGrantTypeRefreshToken      OauthTokenParamsGrantType = "refresh_token"
 )
 
+// AccountLinkingSettings Account-linking settings (spec 2.5).
+type AccountLinkingSettings struct {
+	AttributeType                AccountLinkingSettingsAttributeType `json:"attribute_type"`
+	AttributeValue               string                              `json:"attribute_value"`
+	IsEnabled                    bool                                `json:"is_enabled"`
+	LinkRestrictedLocalAccounts  []string                            `json:"link_restricted_local_accounts"`
+	OndemandProvisioningSettings struct {
+		DefaultPermissionLevel AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevel `json:"default_permission_level"`
+		IsEnabled              bool                                                                     `json:"is_enabled"`
+	} `json:"ondemand_provisioning_settings"`
+}
+
+// AccountLinkingSettingsAttributeType defines model for AccountLinkingSettings.AttributeType.
+type AccountLinkingSettingsAttributeType string
+
+// AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevel defines model for AccountLinkingSettings.OndemandProvisioningSettings.DefaultPermissionLevel.
+type AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevel string
+
+// Agent An agent type (spec 2.13).
+type Agent struct {
+	DisplayName         string                   `json:"display_name"`
+	DownloadUrl         string                   `json:"download_url"`
+	EndpointName        string                   `json:"endpoint_name"`
+	InstallationDetails AgentInstallationDetails `json:"installation_details"`
+	InstallationKey     string                   `json:"installation_key"`
+	Platforms           *[]struct {
+		DownloadUrl         string                   `json:"download_url"`
+		InstallationDetails AgentInstallationDetails `json:"installation_details"`
+		InstallationKey     string                   `json:"installation_key"`
+		Name                AgentPlatformsName       `json:"name"`
+		Version             string                   `json:"version"`
+	} `json:"platforms,omitempty"`
+	Type    AgentType `json:"type"`
+	Version string    `json:"version"`
+}
+
+// AgentPlatformsName defines model for Agent.Platforms.Name.
+type AgentPlatformsName string
+
+// AgentType defines model for Agent.Type.
+type AgentType string
+
+// AgentCheckin defines model for AgentCheckin.
+type AgentCheckin struct {
+	Acks *[]struct {
+		CommandId string `json:"command_id"`
+
+		// Message Kept with the command; a failed link's reason goes to the link history.
+		Message *string                `json:"message,omitempty"`
+		Status  AgentCheckinAcksStatus `json:"status"`
+	} `json:"acks,omitempty"`
+
+	// Facts The device fields an agent reports (spec 2.3); each string at most 255 bytes.
+	Facts DeviceFacts `json:"facts"`
+
+	// LocalAccounts Every local account of the device; names unique (case matters).
+	LocalAccounts *[]struct {
+		LastLogin *time.Time `json:"last_login"`
+
+		// PermissionLevel Admin is read as Administrator.
+		PermissionLevel AgentCheckinLocalAccountsPermissionLevel `json:"permission_level"`
+		UserName        string                                   `json:"user_name"`
+	} `json:"local_accounts,omitempty"`
+	OfflineEnrolledUsers *[]struct {
+		DisplayName            *string                   `json:"display_name,omitempty"`
+		EnrolledAuthenticators *[]map[string]interface{} `json:"enrolled_authenticators,omitempty"`
+		EnrolledTime           *time.Time                `json:"enrolled_time"`
+
+		// Id The identity user's id.
+		Id               string                  `json:"id"`
+		LocalAccountName *string                 `json:"local_account_name,omitempty"`
+		PrimarySource    *map[string]interface{} `json:"primary_source,omitempty"`
+		SamAccountName   *string                 `json:"sam_account_name,omitempty"`
+		UserName         *string                 `json:"user_name,omitempty"`
+	} `json:"offline_enrolled_users,omitempty"`
+}
+
+// AgentCheckinAcksStatus defines model for AgentCheckin.Acks.Status.
+type AgentCheckinAcksStatus string
+
+// AgentCheckinLocalAccountsPermissionLevel Admin is read as Administrator.
+type AgentCheckinLocalAccountsPermissionLevel string
+
+// AgentCommand A command, its arguments beside id and type.
+type AgentCommand struct {
+	AccountId       *string                      `json:"account_id,omitempty"`
+	Id              string                       `json:"id"`
+	IdpUserId       *string                      `json:"idp_user_id,omitempty"`
+	PermissionLevel *AgentCommandPermissionLevel `json:"permission_level,omitempty"`
+	Type            AgentCommandType             `json:"type"`
+	UserId          *string                      `json:"user_id,omitempty"`
+	UserName        *string                      `json:"user_name,omitempty"`
+}
+
+// AgentCommandPermissionLevel defines model for AgentCommand.PermissionLevel.
+type AgentCommandPermissionLevel string
+
+// AgentCommandType defines model for AgentCommand.Type.
+type AgentCommandType string
+
+// AgentInstallationDetails defines model for AgentInstallationDetails.
+type AgentInstallationDetails struct {
+	InstalledCount    *int                           `json:"installed_count,omitempty"`
+	Status            AgentInstallationDetailsStatus `json:"status"`
+	TotalDevicesCount *int                           `json:"total_devices_count,omitempty"`
+}
+
+// AgentInstallationDetailsStatus defines model for AgentInstallationDetails.Status.
+type AgentInstallationDetailsStatus string
+
+// AgentRegistration defines model for AgentRegistration.
+type AgentRegistration struct {
+	AgentType AgentRegistrationAgentType `json:"agent_type"`
+
+	// Facts The device fields an agent reports (spec 2.3); each string at most 255 bytes.
+	Facts           DeviceFacts               `json:"facts"`
+	InstallationKey string                    `json:"installation_key"`
+	Platform        AgentRegistrationPlatform `json:"platform"`
+}
+
+// AgentRegistrationAgentType defines model for AgentRegistration.AgentType.
+type AgentRegistrationAgentType string
+
+// AgentRegistrationPlatform defines model for AgentRegistration.Platform.
+type AgentRegistrationPlatform string
+
 // BulkDeleteResult defines model for BulkDeleteResult.
 type BulkDeleteResult struct {
 	Error *struct {
@@ -285,6 +573,78 @@ type CursorMeta struct {
 	NextCursor       *string `json:"next_cursor"`
 	TotalNoOfObjects int     `json:"total_no_of_objects"`
 }
+
+// Device A device (spec 2.3). With `fields`, only the named attributes and id.
+type Device struct {
+	AgentInstalledTime *time.Time         `json:"agent_installed_time,omitempty"`
+	AgentStatus        *DeviceAgentStatus `json:"agent_status,omitempty"`
+	AgentVersion       *string            `json:"agent_version,omitempty"`
+	Container          *string            `json:"container,omitempty"`
+	DateAdded          *time.Time         `json:"date_added,omitempty"`
+	Description        *string            `json:"description,omitempty"`
+	DeviceAccounts     *struct {
+		LinkedLocalAccounts int `json:"linked_local_accounts"`
+		TotalLocalAccounts  int `json:"total_local_accounts"`
+	} `json:"device_accounts,omitempty"`
+	DnsHostname     *string         `json:"dns_hostname,omitempty"`
+	Domain          *string         `json:"domain,omitempty"`
+	Id              string          `json:"id"`
+	IpAddress       *string         `json:"ip_address,omitempty"`
+	IsAgentOutdated *bool           `json:"is_agent_outdated,omitempty"`
+	IsDeactivated   *bool           `json:"is_deactivated,omitempty"`
+	JoinType        *DeviceJoinType `json:"join_type,omitempty"`
+	LastContactTime *time.Time      `json:"last_contact_time"`
+	ManagedBy       *string         `json:"managed_by,omitempty"`
+	Mdm             *string         `json:"mdm,omitempty"`
+	Name            *string         `json:"name,omitempty"`
+	OsBuildVersion  *string         `json:"os_build_version,omitempty"`
+	OsDistribution  *string         `json:"os_distribution,omitempty"`
+	OsMajorVersion  *string         `json:"os_major_version,omitempty"`
+	OsReleaseName   *string         `json:"os_release_name,omitempty"`
+	OsType          *DeviceOsType   `json:"os_type,omitempty"`
+	Owner           *string         `json:"owner,omitempty"`
+	SerialNumber    *string         `json:"serial_number,omitempty"`
+	Tenant          *string         `json:"tenant,omitempty"`
+}
+
+// DeviceAgentStatus defines model for Device.AgentStatus.
+type DeviceAgentStatus string
+
+// DeviceJoinType defines model for Device.JoinType.
+type DeviceJoinType string
+
+// DeviceOsType defines model for Device.OsType.
+type DeviceOsType string
+
+// DeviceFacts The device fields an agent reports (spec 2.3); each string at most 255 bytes.
+type DeviceFacts struct {
+	AgentVersion *string `json:"agent_version,omitempty"`
+	Container    *string `json:"container,omitempty"`
+	Description  *string `json:"description,omitempty"`
+	DnsHostname  *string `json:"dns_hostname,omitempty"`
+	Domain       *string `json:"domain,omitempty"`
+
+	// IpAddress An IPv4 or IPv6 address, or empty.
+	IpAddress      *string             `json:"ip_address,omitempty"`
+	JoinType       DeviceFactsJoinType `json:"join_type"`
+	ManagedBy      *string             `json:"managed_by,omitempty"`
+	Mdm            *string             `json:"mdm,omitempty"`
+	Name           string              `json:"name"`
+	OsBuildVersion *string             `json:"os_build_version,omitempty"`
+	OsDistribution *string             `json:"os_distribution,omitempty"`
+	OsMajorVersion *string             `json:"os_major_version,omitempty"`
+	OsReleaseName  *string             `json:"os_release_name,omitempty"`
+	OsType         DeviceFactsOsType   `json:"os_type"`
+	Owner          *string             `json:"owner,omitempty"`
+	SerialNumber   *string             `json:"serial_number,omitempty"`
+	Tenant         *string             `json:"tenant,omitempty"`
+}
+
+// DeviceFactsJoinType defines model for DeviceFacts.JoinType.
+type DeviceFactsJoinType string
+
+// DeviceFactsOsType defines model for DeviceFacts.OsType.
+type DeviceFactsOsType string
 
 // Error defines model for Error.
 type Error struct {
@@ -458,6 +818,58 @@ type JobSummary struct {
 	StartTime  *time.Time `json:"start_time,omitempty"`
 	Status     *JobStatus `json:"status,omitempty"`
 }
+
+// LinkEvent An entry of the link history. With `fields`, only the named attributes and id.
+type LinkEvent struct {
+	AccountId  *string          `json:"account_id"`
+	Action     *LinkEventAction `json:"action,omitempty"`
+	Actor      *string          `json:"actor,omitempty"`
+	CreatedAt  *time.Time       `json:"created_at,omitempty"`
+	DeviceId   *string          `json:"device_id,omitempty"`
+	DeviceName *string          `json:"device_name,omitempty"`
+	Id         string           `json:"id"`
+	IdpUserId  *string          `json:"idp_user_id"`
+	JobId      *string          `json:"job_id"`
+	LinkType   *string          `json:"link_type,omitempty"`
+	NewState   *string          `json:"new_state,omitempty"`
+	OldState   *string          `json:"old_state,omitempty"`
+	Reason     *string          `json:"reason,omitempty"`
+	UserName   *string          `json:"user_name,omitempty"`
+}
+
+// LinkEventAction defines model for LinkEvent.Action.
+type LinkEventAction string
+
+// LocalAccount A local account of a device (spec 2.4) and its link.
+type LocalAccount struct {
+	Id             int64 `json:"id"`
+	IdpUserDetails *struct {
+		DisplayName string                               `json:"display_name"`
+		LinkStatus  LocalAccountIdpUserDetailsLinkStatus `json:"link_status"`
+		LinkType    LocalAccountIdpUserDetailsLinkType   `json:"link_type"`
+		LinkedAt    *time.Time                           `json:"linked_at"`
+		UserId      int64                                `json:"user_id"`
+		UserName    string                               `json:"user_name"`
+	} `json:"idp_user_details"`
+	IdpUserId       *string                      `json:"idp_user_id"`
+	IsIdpLinked     *bool                        `json:"is_idp_linked,omitempty"`
+	LastLogin       *time.Time                   `json:"last_login"`
+	LinkStatus      *LocalAccountLinkStatus      `json:"link_status,omitempty"`
+	PermissionLevel *LocalAccountPermissionLevel `json:"permission_level,omitempty"`
+	UserName        *string                      `json:"user_name,omitempty"`
+}
+
+// LocalAccountIdpUserDetailsLinkStatus defines model for LocalAccount.IdpUserDetails.LinkStatus.
+type LocalAccountIdpUserDetailsLinkStatus string
+
+// LocalAccountIdpUserDetailsLinkType defines model for LocalAccount.IdpUserDetails.LinkType.
+type LocalAccountIdpUserDetailsLinkType string
+
+// LocalAccountLinkStatus defines model for LocalAccount.LinkStatus.
+type LocalAccountLinkStatus string
+
+// LocalAccountPermissionLevel defines model for LocalAccount.PermissionLevel.
+type LocalAccountPermissionLevel string
 
 // LogonScriptConfig Spec 2.14; every field is text.
 type LogonScriptConfig struct {
@@ -737,6 +1149,18 @@ type OAuthTokenRequest struct {
 
 // OAuthTokenRequestGrantType defines model for OAuthTokenRequest.GrantType.
 type OAuthTokenRequestGrantType string
+
+// OfflineUser A user enrolled on the device for offline logon (spec 2.6); id is the identity user's id.
+type OfflineUser struct {
+	DisplayName            *string                   `json:"display_name,omitempty"`
+	EnrolledAuthenticators *[]map[string]interface{} `json:"enrolled_authenticators,omitempty"`
+	EnrolledTime           *time.Time                `json:"enrolled_time"`
+	Id                     string                    `json:"id"`
+	LocalAccountName       *string                   `json:"local_account_name,omitempty"`
+	PrimarySource          *map[string]interface{}   `json:"primary_source"`
+	SamAccountName         *string                   `json:"sam_account_name,omitempty"`
+	UserName               *string                   `json:"user_name,omitempty"`
+}
 
 // OffsetMeta defines model for OffsetMeta.
 type OffsetMeta struct {
@@ -1156,11 +1580,17 @@ type UserProfileGender string
 // UserProfileStatus 1 active, 0 inactive.
 type UserProfileStatus int
 
+// AccountID defines model for accountID.
+type AccountID = string
+
 // BulkIDs defines model for bulkIDs.
 type BulkIDs = string
 
 // Cursor defines model for cursor.
 type Cursor = string
+
+// DeviceID defines model for deviceID.
+type DeviceID = string
 
 // Fields defines model for fields.
 type Fields = string
@@ -1198,6 +1628,12 @@ type UserID = string
 // AccessDenied defines model for AccessDenied.
 type AccessDenied = Error
 
+// AccountLinkingAnswer defines model for AccountLinkingAnswer.
+type AccountLinkingAnswer struct {
+	// Data Account-linking settings (spec 2.5).
+	Data AccountLinkingSettings `json:"data"`
+}
+
 // BadRequest defines model for BadRequest.
 type BadRequest = Error
 
@@ -1206,6 +1642,12 @@ type Conflict = Error
 
 // JobAccepted defines model for JobAccepted.
 type JobAccepted = JobAcceptance
+
+// LocalAccountAnswer defines model for LocalAccountAnswer.
+type LocalAccountAnswer struct {
+	// Data A local account of a device (spec 2.4) and its link.
+	Data LocalAccount `json:"data"`
+}
 
 // LogonScriptConfigAnswer defines model for LogonScriptConfigAnswer.
 type LogonScriptConfigAnswer struct {
@@ -1233,6 +1675,101 @@ type Unavailable = Error
 
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = Error
+
+// UpdateAccountLinkingSettingsJSONBody defines parameters for UpdateAccountLinkingSettings.
+type UpdateAccountLinkingSettingsJSONBody = map[string]interface{}
+
+// ListAccountLinkingHistoryParams defines parameters for ListAccountLinkingHistory.
+type ListAccountLinkingHistoryParams struct {
+	// Limit Page size; default 100, at most 1000.
+	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// From Start index (offset paging); default 0.
+	From *From `form:"from,omitempty" json:"from,omitempty"`
+
+	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
+	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+
+	// Sort Comma-separated sortable attributes, `-` prefix for descending.
+	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// Fields Comma-separated attributes to return (`id` always is).
+	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+}
+
+// ListDevicesParams defines parameters for ListDevices.
+type ListDevicesParams struct {
+	// Limit Page size; default 100, at most 1000.
+	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next_cursor of the previous page (cursor paging).
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
+	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+
+	// Sort Comma-separated sortable attributes, `-` prefix for descending.
+	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// Fields Comma-separated attributes to return (`id` always is).
+	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+}
+
+// ListDeviceAccountsParams defines parameters for ListDeviceAccounts.
+type ListDeviceAccountsParams struct {
+	// Limit Page size; default 100, at most 1000.
+	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// From Start index (offset paging); default 0.
+	From *From `form:"from,omitempty" json:"from,omitempty"`
+
+	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
+	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+
+	// Sort Comma-separated sortable attributes, `-` prefix for descending.
+	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// Fields Comma-separated attributes to return (`id` always is).
+	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+}
+
+// LinkDeviceAccountJSONBody defines parameters for LinkDeviceAccount.
+type LinkDeviceAccountJSONBody struct {
+	IdpUserId       string                                   `json:"idp_user_id"`
+	PermissionLevel LinkDeviceAccountJSONBodyPermissionLevel `json:"permission_level"`
+}
+
+// LinkDeviceAccountJSONBodyPermissionLevel defines parameters for LinkDeviceAccount.
+type LinkDeviceAccountJSONBodyPermissionLevel string
+
+// UnlinkDeviceAccountJSONBody defines parameters for UnlinkDeviceAccount.
+type UnlinkDeviceAccountJSONBody struct {
+	Reason *string `json:"reason,omitempty"`
+}
+
+// DeleteOfflineEnrolledUsersParams defines parameters for DeleteOfflineEnrolledUsers.
+type DeleteOfflineEnrolledUsersParams struct {
+	// Ids Comma-separated ids, at most 1000.
+	Ids BulkIDs `form:"ids" json:"ids"`
+}
+
+// ListOfflineEnrolledUsersParams defines parameters for ListOfflineEnrolledUsers.
+type ListOfflineEnrolledUsersParams struct {
+	// Limit Page size; default 100, at most 1000.
+	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// From Start index (offset paging); default 0.
+	From *From `form:"from,omitempty" json:"from,omitempty"`
+
+	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
+	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+
+	// Sort Comma-separated sortable attributes, `-` prefix for descending.
+	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// Fields Comma-separated attributes to return (`id` always is).
+	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+}
 
 // DeleteGroupsParams defines parameters for DeleteGroups.
 type DeleteGroupsParams struct {
@@ -1325,6 +1862,15 @@ type ListJobResultsParams struct {
 type GetTemplateModuleConfigsParams struct {
 	Module *string `form:"module,omitempty" json:"module,omitempty"`
 }
+
+// DownloadAgentParams defines parameters for DownloadAgent.
+type DownloadAgentParams struct {
+	// Platform windows, macos or linux; required for the DeviceAgent.
+	Platform *DownloadAgentParamsPlatform `form:"platform,omitempty" json:"platform,omitempty"`
+}
+
+// DownloadAgentParamsPlatform defines parameters for DownloadAgent.
+type DownloadAgentParamsPlatform string
 
 // UpdateLogonScriptConfigJSONBody defines parameters for UpdateLogonScriptConfig.
 type UpdateLogonScriptConfigJSONBody struct {
@@ -1571,6 +2117,21 @@ type OauthRevokeTokenParams struct {
 	Token *string `form:"token,omitempty" json:"token,omitempty"`
 }
 
+// AgentCheckinJSONRequestBody defines body for AgentCheckin for application/json ContentType.
+type AgentCheckinJSONRequestBody = AgentCheckin
+
+// AgentRegisterJSONRequestBody defines body for AgentRegister for application/json ContentType.
+type AgentRegisterJSONRequestBody = AgentRegistration
+
+// UpdateAccountLinkingSettingsJSONRequestBody defines body for UpdateAccountLinkingSettings for application/json ContentType.
+type UpdateAccountLinkingSettingsJSONRequestBody = UpdateAccountLinkingSettingsJSONBody
+
+// LinkDeviceAccountJSONRequestBody defines body for LinkDeviceAccount for application/json ContentType.
+type LinkDeviceAccountJSONRequestBody LinkDeviceAccountJSONBody
+
+// UnlinkDeviceAccountJSONRequestBody defines body for UnlinkDeviceAccount for application/json ContentType.
+type UnlinkDeviceAccountJSONRequestBody UnlinkDeviceAccountJSONBody
+
 // CreateGroupJSONRequestBody defines body for CreateGroup for application/json ContentType.
 type CreateGroupJSONRequestBody = GroupCreate
 
@@ -1698,6 +2259,61 @@ type ClientInterface interface {
 	// GetOAuthServerMetadata request
 	GetOAuthServerMetadata(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// AgentCheckinWithBody request with any body
+	AgentCheckinWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	AgentCheckin(ctx context.Context, body AgentCheckinJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AgentRegisterWithBody request with any body
+	AgentRegisterWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	AgentRegister(ctx context.Context, body AgentRegisterJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAccountLinkingSettings request
+	GetAccountLinkingSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateAccountLinkingSettingsWithBody request with any body
+	UpdateAccountLinkingSettingsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	UpdateAccountLinkingSettings(ctx context.Context, body UpdateAccountLinkingSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAccountLinkingHistory request
+	ListAccountLinkingHistory(ctx context.Context, params *ListAccountLinkingHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListDevices request
+	ListDevices(ctx context.Context, params *ListDevicesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteDevice request
+	DeleteDevice(ctx context.Context, deviceId DeviceID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetDevice request
+	GetDevice(ctx context.Context, deviceId DeviceID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListDeviceAccounts request
+	ListDeviceAccounts(ctx context.Context, deviceId DeviceID, params *ListDeviceAccountsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelDeviceAccountLink request
+	CancelDeviceAccountLink(ctx context.Context, deviceId DeviceID, accountId AccountID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// LinkDeviceAccountWithBody request with any body
+	LinkDeviceAccountWithBody(ctx context.Context, deviceId DeviceID, accountId AccountID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	LinkDeviceAccount(ctx context.Context, deviceId DeviceID, accountId AccountID, body LinkDeviceAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UnlinkDeviceAccountWithBody request with any body
+	UnlinkDeviceAccountWithBody(ctx context.Context, deviceId DeviceID, accountId AccountID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	UnlinkDeviceAccount(ctx context.Context, deviceId DeviceID, accountId AccountID, body UnlinkDeviceAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteOfflineEnrolledUsers request
+	DeleteOfflineEnrolledUsers(ctx context.Context, deviceId DeviceID, params *DeleteOfflineEnrolledUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListOfflineEnrolledUsers request
+	ListOfflineEnrolledUsers(ctx context.Context, deviceId DeviceID, params *ListOfflineEnrolledUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteOfflineEnrolledUser request
+	DeleteOfflineEnrolledUser(ctx context.Context, deviceId DeviceID, userId UserID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DeleteGroups request
 	DeleteGroups(ctx context.Context, params *DeleteGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -1751,6 +2367,15 @@ type ClientInterface interface {
 
 	// GetOpenAPIDocument request
 	GetOpenAPIDocument(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAgents request
+	ListAgents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DownloadAgent request
+	DownloadAgent(ctx context.Context, agentType AgentType, params *DownloadAgentParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RegenerateAgentInstallKey request
+	RegenerateAgentInstallKey(ctx context.Context, agentType AgentType, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAuthnFactorConfigs request
 	ListAuthnFactorConfigs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1887,6 +2512,246 @@ type ClientInterface interface {
 
 func (c *Client) GetOAuthServerMetadata(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOAuthServerMetadataRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) AgentCheckinWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAgentCheckinRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) AgentCheckin(ctx context.Context, body AgentCheckinJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAgentCheckinRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) AgentRegisterWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAgentRegisterRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) AgentRegister(ctx context.Context, body AgentRegisterJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAgentRegisterRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) GetAccountLinkingSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAccountLinkingSettingsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UpdateAccountLinkingSettingsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateAccountLinkingSettingsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UpdateAccountLinkingSettings(ctx context.Context, body UpdateAccountLinkingSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateAccountLinkingSettingsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListAccountLinkingHistory(ctx context.Context, params *ListAccountLinkingHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAccountLinkingHistoryRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListDevices(ctx context.Context, params *ListDevicesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListDevicesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) DeleteDevice(ctx context.Context, deviceId DeviceID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteDeviceRequest(c.Server, deviceId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) GetDevice(ctx context.Context, deviceId DeviceID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDeviceRequest(c.Server, deviceId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListDeviceAccounts(ctx context.Context, deviceId DeviceID, params *ListDeviceAccountsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListDeviceAccountsRequest(c.Server, deviceId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) CancelDeviceAccountLink(ctx context.Context, deviceId DeviceID, accountId AccountID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelDeviceAccountLinkRequest(c.Server, deviceId, accountId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) LinkDeviceAccountWithBody(ctx context.Context, deviceId DeviceID, accountId AccountID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLinkDeviceAccountRequestWithBody(c.Server, deviceId, accountId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) LinkDeviceAccount(ctx context.Context, deviceId DeviceID, accountId AccountID, body LinkDeviceAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLinkDeviceAccountRequest(c.Server, deviceId, accountId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UnlinkDeviceAccountWithBody(ctx context.Context, deviceId DeviceID, accountId AccountID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUnlinkDeviceAccountRequestWithBody(c.Server, deviceId, accountId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UnlinkDeviceAccount(ctx context.Context, deviceId DeviceID, accountId AccountID, body UnlinkDeviceAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUnlinkDeviceAccountRequest(c.Server, deviceId, accountId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) DeleteOfflineEnrolledUsers(ctx context.Context, deviceId DeviceID, params *DeleteOfflineEnrolledUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteOfflineEnrolledUsersRequest(c.Server, deviceId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListOfflineEnrolledUsers(ctx context.Context, deviceId DeviceID, params *ListOfflineEnrolledUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListOfflineEnrolledUsersRequest(c.Server, deviceId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) DeleteOfflineEnrolledUser(ctx context.Context, deviceId DeviceID, userId UserID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteOfflineEnrolledUserRequest(c.Server, deviceId, userId)
 	if err != nil {
 		return nil, err
 	}
@@ -2115,6 +2980,42 @@ func (c *Client) GetTemplateModuleConfigs(ctx context.Context, params *GetTempla
 
 func (c *Client) GetOpenAPIDocument(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOpenAPIDocumentRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListAgents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAgentsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) DownloadAgent(ctx context.Context, agentType AgentType, params *DownloadAgentParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDownloadAgentRequest(c.Server, agentType, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) RegenerateAgentInstallKey(ctx context.Context, agentType AgentType, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRegenerateAgentInstallKeyRequest(c.Server, agentType)
 	if err != nil {
 		return nil, err
 	}
@@ -2721,6 +3622,929 @@ func NewGetOAuthServerMetadataRequest(server string) (*http.Request, error) {
 	}
 
 	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAgentCheckinRequest calls the generic AgentCheckin builder with application/json body
+func NewAgentCheckinRequest(server string, body AgentCheckinJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAgentCheckinRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewAgentCheckinRequestWithBody generates requests for AgentCheckin with any type of body
+func NewAgentCheckinRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/agent/v1/checkin")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewAgentRegisterRequest calls the generic AgentRegister builder with application/json body
+func NewAgentRegisterRequest(server string, body AgentRegisterJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAgentRegisterRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewAgentRegisterRequestWithBody generates requests for AgentRegister with any type of body
+func NewAgentRegisterRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/agent/v1/register")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetAccountLinkingSettingsRequest generates requests for GetAccountLinkingSettings
+func NewGetAccountLinkingSettingsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/device-account-linking")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateAccountLinkingSettingsRequest calls the generic UpdateAccountLinkingSettings builder with application/json body
+func NewUpdateAccountLinkingSettingsRequest(server string, body UpdateAccountLinkingSettingsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateAccountLinkingSettingsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewUpdateAccountLinkingSettingsRequestWithBody generates requests for UpdateAccountLinkingSettings with any type of body
+func NewUpdateAccountLinkingSettingsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/device-account-linking")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("PATCH", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListAccountLinkingHistoryRequest generates requests for ListAccountLinkingHistory
+func NewListAccountLinkingHistoryRequest(server string, params *ListAccountLinkingHistoryParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/device-account-linking/history")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "from", runtime.ParamLocationQuery, *params.From); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "filter", runtime.ParamLocationQuery, *params.Filter); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "sort", runtime.ParamLocationQuery, *params.Sort); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Fields != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "fields", runtime.ParamLocationQuery, *params.Fields); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListDevicesRequest generates requests for ListDevices
+func NewListDevicesRequest(server string, params *ListDevicesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/devices")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "cursor", runtime.ParamLocationQuery, *params.Cursor); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "filter", runtime.ParamLocationQuery, *params.Filter); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "sort", runtime.ParamLocationQuery, *params.Sort); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Fields != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "fields", runtime.ParamLocationQuery, *params.Fields); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteDeviceRequest generates requests for DeleteDevice
+func NewDeleteDeviceRequest(server string, deviceId DeviceID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "device_id", runtime.ParamLocationPath, deviceId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/devices/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("DELETE", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetDeviceRequest generates requests for GetDevice
+func NewGetDeviceRequest(server string, deviceId DeviceID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "device_id", runtime.ParamLocationPath, deviceId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/devices/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListDeviceAccountsRequest generates requests for ListDeviceAccounts
+func NewListDeviceAccountsRequest(server string, deviceId DeviceID, params *ListDeviceAccountsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "device_id", runtime.ParamLocationPath, deviceId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/devices/%s/accounts", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "from", runtime.ParamLocationQuery, *params.From); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "filter", runtime.ParamLocationQuery, *params.Filter); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "sort", runtime.ParamLocationQuery, *params.Sort); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Fields != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "fields", runtime.ParamLocationQuery, *params.Fields); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCancelDeviceAccountLinkRequest generates requests for CancelDeviceAccountLink
+func NewCancelDeviceAccountLinkRequest(server string, deviceId DeviceID, accountId AccountID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "device_id", runtime.ParamLocationPath, deviceId)
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithLocation("simple", false, "account_id", runtime.ParamLocationPath, accountId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/devices/%s/accounts/%s/cancel-link", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewLinkDeviceAccountRequest calls the generic LinkDeviceAccount builder with application/json body
+func NewLinkDeviceAccountRequest(server string, deviceId DeviceID, accountId AccountID, body LinkDeviceAccountJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewLinkDeviceAccountRequestWithBody(server, deviceId, accountId, "application/json", bodyReader)
+}
+
+// NewLinkDeviceAccountRequestWithBody generates requests for LinkDeviceAccount with any type of body
+func NewLinkDeviceAccountRequestWithBody(server string, deviceId DeviceID, accountId AccountID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "device_id", runtime.ParamLocationPath, deviceId)
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithLocation("simple", false, "account_id", runtime.ParamLocationPath, accountId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/devices/%s/accounts/%s/link", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewUnlinkDeviceAccountRequest calls the generic UnlinkDeviceAccount builder with application/json body
+func NewUnlinkDeviceAccountRequest(server string, deviceId DeviceID, accountId AccountID, body UnlinkDeviceAccountJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUnlinkDeviceAccountRequestWithBody(server, deviceId, accountId, "application/json", bodyReader)
+}
+
+// NewUnlinkDeviceAccountRequestWithBody generates requests for UnlinkDeviceAccount with any type of body
+func NewUnlinkDeviceAccountRequestWithBody(server string, deviceId DeviceID, accountId AccountID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "device_id", runtime.ParamLocationPath, deviceId)
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithLocation("simple", false, "account_id", runtime.ParamLocationPath, accountId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/devices/%s/accounts/%s/unlink", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteOfflineEnrolledUsersRequest generates requests for DeleteOfflineEnrolledUsers
+func NewDeleteOfflineEnrolledUsersRequest(server string, deviceId DeviceID, params *DeleteOfflineEnrolledUsersParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "device_id", runtime.ParamLocationPath, deviceId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/devices/%s/offline-enrolled-users", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if queryFrag, err := runtime.StyleParamWithLocation("form", true, "ids", runtime.ParamLocationQuery, params.Ids); err != nil {
+			return nil, err
+		} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+			return nil, err
+		} else {
+			for k, v := range parsed {
+				for _, v2 := range v {
+					queryValues.Add(k, v2)
+				}
+			}
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("DELETE", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListOfflineEnrolledUsersRequest generates requests for ListOfflineEnrolledUsers
+func NewListOfflineEnrolledUsersRequest(server string, deviceId DeviceID, params *ListOfflineEnrolledUsersParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "device_id", runtime.ParamLocationPath, deviceId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/devices/%s/offline-enrolled-users", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "from", runtime.ParamLocationQuery, *params.From); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "filter", runtime.ParamLocationQuery, *params.Filter); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "sort", runtime.ParamLocationQuery, *params.Sort); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Fields != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "fields", runtime.ParamLocationQuery, *params.Fields); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteOfflineEnrolledUserRequest generates requests for DeleteOfflineEnrolledUser
+func NewDeleteOfflineEnrolledUserRequest(server string, deviceId DeviceID, userId UserID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "device_id", runtime.ParamLocationPath, deviceId)
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithLocation("simple", false, "user_id", runtime.ParamLocationPath, userId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/devices/%s/offline-enrolled-users/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("DELETE", queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -3663,6 +5487,123 @@ func NewGetOpenAPIDocumentRequest(server string) (*http.Request, error) {
 	}
 
 	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListAgentsRequest generates requests for ListAgents
+func NewListAgentsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/agents-info")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDownloadAgentRequest generates requests for DownloadAgent
+func NewDownloadAgentRequest(server string, agentType AgentType, params *DownloadAgentParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "agent_type", runtime.ParamLocationPath, agentType)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/agents-info/%s/download", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Platform != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "platform", runtime.ParamLocationQuery, *params.Platform); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRegenerateAgentInstallKeyRequest generates requests for RegenerateAgentInstallKey
+func NewRegenerateAgentInstallKeyRequest(server string, agentType AgentType) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "agent_type", runtime.ParamLocationPath, agentType)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/agents-info/%s/regenerate-install-key", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -5715,6 +7656,61 @@ type ClientWithResponsesInterface interface {
 	// GetOAuthServerMetadataWithResponse request
 	GetOAuthServerMetadataWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOAuthServerMetadataResponse, error)
 
+	// AgentCheckinWithBodyWithResponse request with any body
+	AgentCheckinWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AgentCheckinResponse, error)
+
+	AgentCheckinWithResponse(ctx context.Context, body AgentCheckinJSONRequestBody, reqEditors ...RequestEditorFn) (*AgentCheckinResponse, error)
+
+	// AgentRegisterWithBodyWithResponse request with any body
+	AgentRegisterWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AgentRegisterResponse, error)
+
+	AgentRegisterWithResponse(ctx context.Context, body AgentRegisterJSONRequestBody, reqEditors ...RequestEditorFn) (*AgentRegisterResponse, error)
+
+	// GetAccountLinkingSettingsWithResponse request
+	GetAccountLinkingSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAccountLinkingSettingsResponse, error)
+
+	// UpdateAccountLinkingSettingsWithBodyWithResponse request with any body
+	UpdateAccountLinkingSettingsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateAccountLinkingSettingsResponse, error)
+
+	UpdateAccountLinkingSettingsWithResponse(ctx context.Context, body UpdateAccountLinkingSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAccountLinkingSettingsResponse, error)
+
+	// ListAccountLinkingHistoryWithResponse request
+	ListAccountLinkingHistoryWithResponse(ctx context.Context, params *ListAccountLinkingHistoryParams, reqEditors ...RequestEditorFn) (*ListAccountLinkingHistoryResponse, error)
+
+	// ListDevicesWithResponse request
+	ListDevicesWithResponse(ctx context.Context, params *ListDevicesParams, reqEditors ...RequestEditorFn) (*ListDevicesResponse, error)
+
+	// DeleteDeviceWithResponse request
+	DeleteDeviceWithResponse(ctx context.Context, deviceId DeviceID, reqEditors ...RequestEditorFn) (*DeleteDeviceResponse, error)
+
+	// GetDeviceWithResponse request
+	GetDeviceWithResponse(ctx context.Context, deviceId DeviceID, reqEditors ...RequestEditorFn) (*GetDeviceResponse, error)
+
+	// ListDeviceAccountsWithResponse request
+	ListDeviceAccountsWithResponse(ctx context.Context, deviceId DeviceID, params *ListDeviceAccountsParams, reqEditors ...RequestEditorFn) (*ListDeviceAccountsResponse, error)
+
+	// CancelDeviceAccountLinkWithResponse request
+	CancelDeviceAccountLinkWithResponse(ctx context.Context, deviceId DeviceID, accountId AccountID, reqEditors ...RequestEditorFn) (*CancelDeviceAccountLinkResponse, error)
+
+	// LinkDeviceAccountWithBodyWithResponse request with any body
+	LinkDeviceAccountWithBodyWithResponse(ctx context.Context, deviceId DeviceID, accountId AccountID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LinkDeviceAccountResponse, error)
+
+	LinkDeviceAccountWithResponse(ctx context.Context, deviceId DeviceID, accountId AccountID, body LinkDeviceAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*LinkDeviceAccountResponse, error)
+
+	// UnlinkDeviceAccountWithBodyWithResponse request with any body
+	UnlinkDeviceAccountWithBodyWithResponse(ctx context.Context, deviceId DeviceID, accountId AccountID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UnlinkDeviceAccountResponse, error)
+
+	UnlinkDeviceAccountWithResponse(ctx context.Context, deviceId DeviceID, accountId AccountID, body UnlinkDeviceAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*UnlinkDeviceAccountResponse, error)
+
+	// DeleteOfflineEnrolledUsersWithResponse request
+	DeleteOfflineEnrolledUsersWithResponse(ctx context.Context, deviceId DeviceID, params *DeleteOfflineEnrolledUsersParams, reqEditors ...RequestEditorFn) (*DeleteOfflineEnrolledUsersResponse, error)
+
+	// ListOfflineEnrolledUsersWithResponse request
+	ListOfflineEnrolledUsersWithResponse(ctx context.Context, deviceId DeviceID, params *ListOfflineEnrolledUsersParams, reqEditors ...RequestEditorFn) (*ListOfflineEnrolledUsersResponse, error)
+
+	// DeleteOfflineEnrolledUserWithResponse request
+	DeleteOfflineEnrolledUserWithResponse(ctx context.Context, deviceId DeviceID, userId UserID, reqEditors ...RequestEditorFn) (*DeleteOfflineEnrolledUserResponse, error)
+
 	// DeleteGroupsWithResponse request
 	DeleteGroupsWithResponse(ctx context.Context, params *DeleteGroupsParams, reqEditors ...RequestEditorFn) (*DeleteGroupsResponse, error)
 
@@ -5768,6 +7764,15 @@ type ClientWithResponsesInterface interface {
 
 	// GetOpenAPIDocumentWithResponse request
 	GetOpenAPIDocumentWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIDocumentResponse, error)
+
+	// ListAgentsWithResponse request
+	ListAgentsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAgentsResponse, error)
+
+	// DownloadAgentWithResponse request
+	DownloadAgentWithResponse(ctx context.Context, agentType AgentType, params *DownloadAgentParams, reqEditors ...RequestEditorFn) (*DownloadAgentResponse, error)
+
+	// RegenerateAgentInstallKeyWithResponse request
+	RegenerateAgentInstallKeyWithResponse(ctx context.Context, agentType AgentType, reqEditors ...RequestEditorFn) (*RegenerateAgentInstallKeyResponse, error)
 
 	// ListAuthnFactorConfigsWithResponse request
 	ListAuthnFactorConfigsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAuthnFactorConfigsResponse, error)
@@ -5918,6 +7923,447 @@ func (r GetOAuthServerMetadataResponse) Status() string {
 
 // StatusCode returns HTTPResponse.StatusCode
 func (r GetOAuthServerMetadataResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type AgentCheckinResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Commands           []AgentCommand `json:"commands"`
+		NextCheckinSeconds int            `json:"next_checkin_seconds"`
+
+		// Settings Empty once the device is being uninstalled.
+		Settings struct {
+			// AccountLinking Account-linking settings (spec 2.5).
+			AccountLinking *AccountLinkingSettings `json:"account_linking,omitempty"`
+
+			// OfflineMfa offline_mfa_settings of the administrator settings (spec 2.12)
+			OfflineMfa *map[string]interface{} `json:"offline_mfa,omitempty"`
+		} `json:"settings"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Error
+	JSON413 *TooLarge
+	JSON415 *UnsupportedMediaType
+	JSON429 *Error
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r AgentCheckinResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AgentCheckinResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type AgentRegisterResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON201      *struct {
+		CheckinIntervalSeconds int    `json:"checkin_interval_seconds"`
+		DeviceId               string `json:"device_id"`
+
+		// DeviceSecret Send `Authorization: Device <device_id>:<device_secret>` at each check-in.
+		DeviceSecret string `json:"device_secret"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Error
+	JSON413 *TooLarge
+	JSON415 *UnsupportedMediaType
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r AgentRegisterResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AgentRegisterResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type GetAccountLinkingSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *AccountLinkingAnswer
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAccountLinkingSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAccountLinkingSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type UpdateAccountLinkingSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *AccountLinkingAnswer
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON415      *UnsupportedMediaType
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateAccountLinkingSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateAccountLinkingSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListAccountLinkingHistoryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []LinkEvent `json:"data"`
+		Meta OffsetMeta  `json:"meta"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAccountLinkingHistoryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAccountLinkingHistoryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListDevicesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []Device   `json:"data"`
+		Meta CursorMeta `json:"meta"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListDevicesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListDevicesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type DeleteDeviceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data struct {
+			AgentStatus DeleteDevice200DataAgentStatus `json:"agent_status"`
+
+			// Deleted true for a SvcJoined device.
+			Deleted            bool   `json:"deleted"`
+			Id                 string `json:"id"`
+			UninstallRequested bool   `json:"uninstall_requested"`
+		} `json:"data"`
+	}
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+type DeleteDevice200DataAgentStatus string
+
+// Status returns HTTPResponse.Status
+func (r DeleteDeviceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteDeviceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type GetDeviceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *Device
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDeviceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDeviceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListDeviceAccountsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []LocalAccount `json:"data"`
+		Meta OffsetMeta     `json:"meta"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListDeviceAccountsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListDeviceAccountsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type CancelDeviceAccountLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *LocalAccountAnswer
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON409      *Conflict
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r CancelDeviceAccountLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CancelDeviceAccountLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type LinkDeviceAccountResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *LocalAccountAnswer
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON409      *Conflict
+	JSON415      *UnsupportedMediaType
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r LinkDeviceAccountResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r LinkDeviceAccountResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type UnlinkDeviceAccountResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *LocalAccountAnswer
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON409      *Conflict
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r UnlinkDeviceAccountResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UnlinkDeviceAccountResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type DeleteOfflineEnrolledUsersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *[]BulkDeleteResult
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteOfflineEnrolledUsersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteOfflineEnrolledUsersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListOfflineEnrolledUsersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []OfflineUser `json:"data"`
+		Meta OffsetMeta    `json:"meta"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListOfflineEnrolledUsersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListOfflineEnrolledUsersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type DeleteOfflineEnrolledUserResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteOfflineEnrolledUserResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteOfflineEnrolledUserResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -6364,6 +8810,89 @@ func (r GetOpenAPIDocumentResponse) Status() string {
 
 // StatusCode returns HTTPResponse.StatusCode
 func (r GetOpenAPIDocumentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListAgentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []Agent `json:"data"`
+	}
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAgentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAgentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type DownloadAgentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r DownloadAgentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DownloadAgentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type RegenerateAgentInstallKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data struct {
+			InstallationKey string `json:"installation_key"`
+		} `json:"data"`
+	}
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r RegenerateAgentInstallKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RegenerateAgentInstallKeyResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -7351,6 +9880,181 @@ func (c *ClientWithResponses) GetOAuthServerMetadataWithResponse(ctx context.Con
 	return ParseGetOAuthServerMetadataResponse(rsp)
 }
 
+// AgentCheckinWithBodyWithResponse request with arbitrary body returning *AgentCheckinResponse
+func (c *ClientWithResponses) AgentCheckinWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AgentCheckinResponse, error) {
+	rsp, err := c.AgentCheckinWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAgentCheckinResponse(rsp)
+}
+
+func (c *ClientWithResponses) AgentCheckinWithResponse(ctx context.Context, body AgentCheckinJSONRequestBody, reqEditors ...RequestEditorFn) (*AgentCheckinResponse, error) {
+	rsp, err := c.AgentCheckin(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAgentCheckinResponse(rsp)
+}
+
+// AgentRegisterWithBodyWithResponse request with arbitrary body returning *AgentRegisterResponse
+func (c *ClientWithResponses) AgentRegisterWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AgentRegisterResponse, error) {
+	rsp, err := c.AgentRegisterWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAgentRegisterResponse(rsp)
+}
+
+func (c *ClientWithResponses) AgentRegisterWithResponse(ctx context.Context, body AgentRegisterJSONRequestBody, reqEditors ...RequestEditorFn) (*AgentRegisterResponse, error) {
+	rsp, err := c.AgentRegister(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAgentRegisterResponse(rsp)
+}
+
+// GetAccountLinkingSettingsWithResponse request returning *GetAccountLinkingSettingsResponse
+func (c *ClientWithResponses) GetAccountLinkingSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAccountLinkingSettingsResponse, error) {
+	rsp, err := c.GetAccountLinkingSettings(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAccountLinkingSettingsResponse(rsp)
+}
+
+// UpdateAccountLinkingSettingsWithBodyWithResponse request with arbitrary body returning *UpdateAccountLinkingSettingsResponse
+func (c *ClientWithResponses) UpdateAccountLinkingSettingsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateAccountLinkingSettingsResponse, error) {
+	rsp, err := c.UpdateAccountLinkingSettingsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateAccountLinkingSettingsResponse(rsp)
+}
+
+func (c *ClientWithResponses) UpdateAccountLinkingSettingsWithResponse(ctx context.Context, body UpdateAccountLinkingSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAccountLinkingSettingsResponse, error) {
+	rsp, err := c.UpdateAccountLinkingSettings(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateAccountLinkingSettingsResponse(rsp)
+}
+
+// ListAccountLinkingHistoryWithResponse request returning *ListAccountLinkingHistoryResponse
+func (c *ClientWithResponses) ListAccountLinkingHistoryWithResponse(ctx context.Context, params *ListAccountLinkingHistoryParams, reqEditors ...RequestEditorFn) (*ListAccountLinkingHistoryResponse, error) {
+	rsp, err := c.ListAccountLinkingHistory(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAccountLinkingHistoryResponse(rsp)
+}
+
+// ListDevicesWithResponse request returning *ListDevicesResponse
+func (c *ClientWithResponses) ListDevicesWithResponse(ctx context.Context, params *ListDevicesParams, reqEditors ...RequestEditorFn) (*ListDevicesResponse, error) {
+	rsp, err := c.ListDevices(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListDevicesResponse(rsp)
+}
+
+// DeleteDeviceWithResponse request returning *DeleteDeviceResponse
+func (c *ClientWithResponses) DeleteDeviceWithResponse(ctx context.Context, deviceId DeviceID, reqEditors ...RequestEditorFn) (*DeleteDeviceResponse, error) {
+	rsp, err := c.DeleteDevice(ctx, deviceId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteDeviceResponse(rsp)
+}
+
+// GetDeviceWithResponse request returning *GetDeviceResponse
+func (c *ClientWithResponses) GetDeviceWithResponse(ctx context.Context, deviceId DeviceID, reqEditors ...RequestEditorFn) (*GetDeviceResponse, error) {
+	rsp, err := c.GetDevice(ctx, deviceId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDeviceResponse(rsp)
+}
+
+// ListDeviceAccountsWithResponse request returning *ListDeviceAccountsResponse
+func (c *ClientWithResponses) ListDeviceAccountsWithResponse(ctx context.Context, deviceId DeviceID, params *ListDeviceAccountsParams, reqEditors ...RequestEditorFn) (*ListDeviceAccountsResponse, error) {
+	rsp, err := c.ListDeviceAccounts(ctx, deviceId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListDeviceAccountsResponse(rsp)
+}
+
+// CancelDeviceAccountLinkWithResponse request returning *CancelDeviceAccountLinkResponse
+func (c *ClientWithResponses) CancelDeviceAccountLinkWithResponse(ctx context.Context, deviceId DeviceID, accountId AccountID, reqEditors ...RequestEditorFn) (*CancelDeviceAccountLinkResponse, error) {
+	rsp, err := c.CancelDeviceAccountLink(ctx, deviceId, accountId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelDeviceAccountLinkResponse(rsp)
+}
+
+// LinkDeviceAccountWithBodyWithResponse request with arbitrary body returning *LinkDeviceAccountResponse
+func (c *ClientWithResponses) LinkDeviceAccountWithBodyWithResponse(ctx context.Context, deviceId DeviceID, accountId AccountID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LinkDeviceAccountResponse, error) {
+	rsp, err := c.LinkDeviceAccountWithBody(ctx, deviceId, accountId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLinkDeviceAccountResponse(rsp)
+}
+
+func (c *ClientWithResponses) LinkDeviceAccountWithResponse(ctx context.Context, deviceId DeviceID, accountId AccountID, body LinkDeviceAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*LinkDeviceAccountResponse, error) {
+	rsp, err := c.LinkDeviceAccount(ctx, deviceId, accountId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLinkDeviceAccountResponse(rsp)
+}
+
+// UnlinkDeviceAccountWithBodyWithResponse request with arbitrary body returning *UnlinkDeviceAccountResponse
+func (c *ClientWithResponses) UnlinkDeviceAccountWithBodyWithResponse(ctx context.Context, deviceId DeviceID, accountId AccountID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UnlinkDeviceAccountResponse, error) {
+	rsp, err := c.UnlinkDeviceAccountWithBody(ctx, deviceId, accountId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUnlinkDeviceAccountResponse(rsp)
+}
+
+func (c *ClientWithResponses) UnlinkDeviceAccountWithResponse(ctx context.Context, deviceId DeviceID, accountId AccountID, body UnlinkDeviceAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*UnlinkDeviceAccountResponse, error) {
+	rsp, err := c.UnlinkDeviceAccount(ctx, deviceId, accountId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUnlinkDeviceAccountResponse(rsp)
+}
+
+// DeleteOfflineEnrolledUsersWithResponse request returning *DeleteOfflineEnrolledUsersResponse
+func (c *ClientWithResponses) DeleteOfflineEnrolledUsersWithResponse(ctx context.Context, deviceId DeviceID, params *DeleteOfflineEnrolledUsersParams, reqEditors ...RequestEditorFn) (*DeleteOfflineEnrolledUsersResponse, error) {
+	rsp, err := c.DeleteOfflineEnrolledUsers(ctx, deviceId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteOfflineEnrolledUsersResponse(rsp)
+}
+
+// ListOfflineEnrolledUsersWithResponse request returning *ListOfflineEnrolledUsersResponse
+func (c *ClientWithResponses) ListOfflineEnrolledUsersWithResponse(ctx context.Context, deviceId DeviceID, params *ListOfflineEnrolledUsersParams, reqEditors ...RequestEditorFn) (*ListOfflineEnrolledUsersResponse, error) {
+	rsp, err := c.ListOfflineEnrolledUsers(ctx, deviceId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListOfflineEnrolledUsersResponse(rsp)
+}
+
+// DeleteOfflineEnrolledUserWithResponse request returning *DeleteOfflineEnrolledUserResponse
+func (c *ClientWithResponses) DeleteOfflineEnrolledUserWithResponse(ctx context.Context, deviceId DeviceID, userId UserID, reqEditors ...RequestEditorFn) (*DeleteOfflineEnrolledUserResponse, error) {
+	rsp, err := c.DeleteOfflineEnrolledUser(ctx, deviceId, userId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteOfflineEnrolledUserResponse(rsp)
+}
+
 // DeleteGroupsWithResponse request returning *DeleteGroupsResponse
 func (c *ClientWithResponses) DeleteGroupsWithResponse(ctx context.Context, params *DeleteGroupsParams, reqEditors ...RequestEditorFn) (*DeleteGroupsResponse, error) {
 	rsp, err := c.DeleteGroups(ctx, params, reqEditors...)
@@ -7517,6 +10221,33 @@ func (c *ClientWithResponses) GetOpenAPIDocumentWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseGetOpenAPIDocumentResponse(rsp)
+}
+
+// ListAgentsWithResponse request returning *ListAgentsResponse
+func (c *ClientWithResponses) ListAgentsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAgentsResponse, error) {
+	rsp, err := c.ListAgents(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAgentsResponse(rsp)
+}
+
+// DownloadAgentWithResponse request returning *DownloadAgentResponse
+func (c *ClientWithResponses) DownloadAgentWithResponse(ctx context.Context, agentType AgentType, params *DownloadAgentParams, reqEditors ...RequestEditorFn) (*DownloadAgentResponse, error) {
+	rsp, err := c.DownloadAgent(ctx, agentType, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDownloadAgentResponse(rsp)
+}
+
+// RegenerateAgentInstallKeyWithResponse request returning *RegenerateAgentInstallKeyResponse
+func (c *ClientWithResponses) RegenerateAgentInstallKeyWithResponse(ctx context.Context, agentType AgentType, reqEditors ...RequestEditorFn) (*RegenerateAgentInstallKeyResponse, error) {
+	rsp, err := c.RegenerateAgentInstallKey(ctx, agentType, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRegenerateAgentInstallKeyResponse(rsp)
 }
 
 // ListAuthnFactorConfigsWithResponse request returning *ListAuthnFactorConfigsResponse
@@ -7959,6 +10690,932 @@ func ParseGetOAuthServerMetadataResponse(rsp *http.Response) (*GetOAuthServerMet
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseAgentCheckinResponse parses an HTTP response from a AgentCheckinWithResponse call
+func ParseAgentCheckinResponse(rsp *http.Response) (*AgentCheckinResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AgentCheckinResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Commands           []AgentCommand `json:"commands"`
+			NextCheckinSeconds int            `json:"next_checkin_seconds"`
+
+			// Settings Empty once the device is being uninstalled.
+			Settings struct {
+				// AccountLinking Account-linking settings (spec 2.5).
+				AccountLinking *AccountLinkingSettings `json:"account_linking,omitempty"`
+
+				// OfflineMfa offline_mfa_settings of the administrator settings (spec 2.12)
+				OfflineMfa *map[string]interface{} `json:"offline_mfa,omitempty"`
+			} `json:"settings"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseAgentRegisterResponse parses an HTTP response from a AgentRegisterWithResponse call
+func ParseAgentRegisterResponse(rsp *http.Response) (*AgentRegisterResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AgentRegisterResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			CheckinIntervalSeconds int    `json:"checkin_interval_seconds"`
+			DeviceId               string `json:"device_id"`
+
+			// DeviceSecret Send `Authorization: Device <device_id>:<device_secret>` at each check-in.
+			DeviceSecret string `json:"device_secret"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetAccountLinkingSettingsResponse parses an HTTP response from a GetAccountLinkingSettingsWithResponse call
+func ParseGetAccountLinkingSettingsResponse(rsp *http.Response) (*GetAccountLinkingSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAccountLinkingSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AccountLinkingAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUpdateAccountLinkingSettingsResponse parses an HTTP response from a UpdateAccountLinkingSettingsWithResponse call
+func ParseUpdateAccountLinkingSettingsResponse(rsp *http.Response) (*UpdateAccountLinkingSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateAccountLinkingSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AccountLinkingAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListAccountLinkingHistoryResponse parses an HTTP response from a ListAccountLinkingHistoryWithResponse call
+func ParseListAccountLinkingHistoryResponse(rsp *http.Response) (*ListAccountLinkingHistoryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAccountLinkingHistoryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []LinkEvent `json:"data"`
+			Meta OffsetMeta  `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListDevicesResponse parses an HTTP response from a ListDevicesWithResponse call
+func ParseListDevicesResponse(rsp *http.Response) (*ListDevicesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListDevicesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []Device   `json:"data"`
+			Meta CursorMeta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteDeviceResponse parses an HTTP response from a DeleteDeviceWithResponse call
+func ParseDeleteDeviceResponse(rsp *http.Response) (*DeleteDeviceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteDeviceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data struct {
+				AgentStatus DeleteDevice200DataAgentStatus `json:"agent_status"`
+
+				// Deleted true for a SvcJoined device.
+				Deleted            bool   `json:"deleted"`
+				Id                 string `json:"id"`
+				UninstallRequested bool   `json:"uninstall_requested"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetDeviceResponse parses an HTTP response from a GetDeviceWithResponse call
+func ParseGetDeviceResponse(rsp *http.Response) (*GetDeviceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDeviceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Device
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListDeviceAccountsResponse parses an HTTP response from a ListDeviceAccountsWithResponse call
+func ParseListDeviceAccountsResponse(rsp *http.Response) (*ListDeviceAccountsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListDeviceAccountsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []LocalAccount `json:"data"`
+			Meta OffsetMeta     `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCancelDeviceAccountLinkResponse parses an HTTP response from a CancelDeviceAccountLinkWithResponse call
+func ParseCancelDeviceAccountLinkResponse(rsp *http.Response) (*CancelDeviceAccountLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CancelDeviceAccountLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LocalAccountAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseLinkDeviceAccountResponse parses an HTTP response from a LinkDeviceAccountWithResponse call
+func ParseLinkDeviceAccountResponse(rsp *http.Response) (*LinkDeviceAccountResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &LinkDeviceAccountResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LocalAccountAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUnlinkDeviceAccountResponse parses an HTTP response from a UnlinkDeviceAccountWithResponse call
+func ParseUnlinkDeviceAccountResponse(rsp *http.Response) (*UnlinkDeviceAccountResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UnlinkDeviceAccountResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LocalAccountAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteOfflineEnrolledUsersResponse parses an HTTP response from a DeleteOfflineEnrolledUsersWithResponse call
+func ParseDeleteOfflineEnrolledUsersResponse(rsp *http.Response) (*DeleteOfflineEnrolledUsersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteOfflineEnrolledUsersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []BulkDeleteResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListOfflineEnrolledUsersResponse parses an HTTP response from a ListOfflineEnrolledUsersWithResponse call
+func ParseListOfflineEnrolledUsersResponse(rsp *http.Response) (*ListOfflineEnrolledUsersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListOfflineEnrolledUsersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []OfflineUser `json:"data"`
+			Meta OffsetMeta    `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteOfflineEnrolledUserResponse parses an HTTP response from a DeleteOfflineEnrolledUserWithResponse call
+func ParseDeleteOfflineEnrolledUserResponse(rsp *http.Response) (*DeleteOfflineEnrolledUserResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteOfflineEnrolledUserResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -8895,6 +12552,167 @@ func ParseGetOpenAPIDocumentResponse(rsp *http.Response) (*GetOpenAPIDocumentRes
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListAgentsResponse parses an HTTP response from a ListAgentsWithResponse call
+func ParseListAgentsResponse(rsp *http.Response) (*ListAgentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAgentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []Agent `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDownloadAgentResponse parses an HTTP response from a DownloadAgentWithResponse call
+func ParseDownloadAgentResponse(rsp *http.Response) (*DownloadAgentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DownloadAgentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRegenerateAgentInstallKeyResponse parses an HTTP response from a RegenerateAgentInstallKeyWithResponse call
+func ParseRegenerateAgentInstallKeyResponse(rsp *http.Response) (*RegenerateAgentInstallKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RegenerateAgentInstallKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data struct {
+				InstallationKey string `json:"installation_key"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 

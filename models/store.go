@@ -39,6 +39,9 @@ type Store struct {
 	LogonScript *LogonScriptStore
 	// Settings are the organization's settings.
 	Settings *SettingsStore
+	// Devices are the devices with an agent, their local accounts, commands
+	// and offline-enrolled users, and the agents' installation keys.
+	Devices *DeviceStore
 
 	// idLease is the process's id node lease, when LeaseIDs took one.
 	idLease *IDLease
@@ -89,6 +92,7 @@ func NewStore(db *bun.DB) *Store {
 		Enrollments: &EnrollmentStore{db: db, d: d},
 		LogonScript: &LogonScriptStore{db: db},
 		Settings:    &SettingsStore{db: db},
+		Devices:     &DeviceStore{db: db, d: d},
 	}
 	s.Templates = &TemplateStore{db: db, blobs: s.Blobs}
 	s.Notifications = &NotificationStore{db: db, Groups: s.Groups, Templates: s.Templates}
@@ -96,10 +100,12 @@ func NewStore(db *bun.DB) *Store {
 }
 
 // SealBlobs makes the blob store seal what it writes with box and open what
-// it reads with it. The commands that run the service call it with the key
-// of IAM_ENCRYPTION_KEY before using the store.
+// it reads with it, and the device store seal the agents' installation
+// keys. The commands that run the service call it with the key of
+// IAM_ENCRYPTION_KEY before using the store.
 func (s *Store) SealBlobs(box *secret.Box) *Store {
 	s.Blobs = &DBBlobStore{db: s.db, box: box}
 	s.Templates.blobs = s.Blobs
+	s.Devices.box = box
 	return s
 }

@@ -102,7 +102,8 @@ func (s *UserStore) Delete(ctx context.Context, orgID, id int64) error {
 // transaction, and returns the ids it removed; ids of users that do not
 // exist in the organization are ignored. Memberships go with the users
 // (group counts follow); users they managed are left without a manager,
-// their dynamic memberships re-evaluated.
+// their dynamic memberships re-evaluated; local accounts linked to them are
+// unlinked (docs/devices.md).
 func (s *UserStore) DeleteMany(ctx context.Context, orgID int64, ids []int64) ([]int64, error) {
 	if len(ids) == 0 {
 		return []int64{}, nil
@@ -128,6 +129,10 @@ func (s *UserStore) DeleteMany(ctx context.Context, orgID int64, ids []int64) ([
 			Scan(ctx, &deleted)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("delete users: %w", err)
+		}
+		// Their local accounts are unlinked, with commands to the devices.
+		if err := unlinkDeletedUsers(ctx, tx, orgID, deleted); err != nil {
+			return err
 		}
 		return syncMembership(ctx, tx, orgID, reports)
 	})

@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -45,6 +47,27 @@ type Options struct {
 	// UploadMaxBytes and UploadIdleTimeout override the API's upload limits.
 	UploadMaxBytes    int64
 	UploadIdleTimeout time.Duration
+	// AgentRate and AgentBurst override each device's check-in rate limit.
+	AgentRate  float64
+	AgentBurst int
+	// AgentPackagesDir is the API's agent packages folder; unset, a
+	// folder of the test's own holding a small package of every agent type
+	// and platform (version 1.0.0).
+	AgentPackagesDir string
+}
+
+// packageFiles are the packages a test's packages folder holds.
+var packageFiles = []string{"DeviceAgent-windows-1.0.0.msi", "DeviceAgent-macos-1.0.0.pkg", "DeviceAgent-linux-1.0.0.tar.gz",
+	"NPSExtension-1.0.0.msi", "IISModule-1.0.0.msi"}
+
+func testPackages(t testing.TB) string {
+	dir := t.TempDir()
+	for _, name := range packageFiles {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("package "+name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // Env is a running API for one test.
@@ -116,11 +139,15 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 		e.Jobs.Client = e.Temporal
 		e.Jobs.TaskQueue = fmt.Sprintf("test-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), models.NewID())
 	}
+	if opts.AgentPackagesDir == "" {
+		opts.AgentPackagesDir = testPackages(t)
+	}
 	var tokens api.TokenValidator = e.Tokens
 	if opts.Tokens != nil {
 		tokens = opts.Tokens
 	}
-	e.Server = api.New(api.Config{MaxBodyBytes: opts.MaxBodyBytes, UploadMaxBytes: opts.UploadMaxBytes, UploadIdleTimeout: opts.UploadIdleTimeout}, api.Deps{
+	e.Server = api.New(api.Config{MaxBodyBytes: opts.MaxBodyBytes, UploadMaxBytes: opts.UploadMaxBytes, UploadIdleTimeout: opts.UploadIdleTimeout,
+		AgentRate: opts.AgentRate, AgentBurst: opts.AgentBurst, AgentPackagesDir: opts.AgentPackagesDir}, api.Deps{
 		Store:    e.Store,
 		Temporal: e.Temporal,
 		Jobs:     e.Jobs,

@@ -29,10 +29,17 @@ var fixtures = map[string]func(t *testing.T, env *apitest.Env, org *models.Organ
 	"job_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
 		return models.FormatID(env.CreateDiagnostic(org, activities.DiagnosticParams{Items: 1}).ID)
 	},
-	"user_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
+	"user_id": func(t *testing.T, env *apitest.Env, org *models.Organization, parents map[string]string) string {
 		u := &models.User{OrgID: org.ID, Email: "fixture-" + models.FormatID(models.NewID()) + "@example.com", Status: models.UserActive}
 		if err := env.Store.Users.Create(context.Background(), u, ""); err != nil {
 			t.Fatalf("user fixture: %v", err)
+		}
+		// Under a device, the user is enrolled offline on it.
+		if dev, ok := devicesByID[parents["device_id"]]; ok {
+			in := models.CheckIn{Facts: dev.DeviceFacts, OfflineUsers: []models.OfflineUserReport{{ID: models.FormatID(u.ID), UserName: u.Email}}}
+			if _, err := env.Store.Devices.CheckIn(context.Background(), dev, &in); err != nil {
+				t.Fatalf("offline user fixture: %v", err)
+			}
 		}
 		return models.FormatID(u.ID)
 	},
@@ -62,6 +69,22 @@ var fixtures = map[string]func(t *testing.T, env *apitest.Env, org *models.Organ
 		}
 		return models.FormatID(run.ID)
 	},
+	"device_id": deviceFixture,
+	"account_id": func(t *testing.T, env *apitest.Env, org *models.Organization, parents map[string]string) string {
+		dev, ok := parents["device_id"]
+		if !ok {
+			dev = deviceFixture(t, env, org, parents)
+		}
+		id, _ := models.ParseID("device_id", dev)
+		accs, err := env.Store.Devices.Accounts(context.Background(), org.ID, id)
+		if err != nil || len(accs) == 0 {
+			t.Fatalf("account fixture: %v", err)
+		}
+		return models.FormatID(accs[0].ID)
+	},
+	"agent_type": func(*testing.T, *apitest.Env, *models.Organization, map[string]string) string {
+		return models.AgentDevice
+	},
 	"template_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
 		tpl := &models.Template{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID()), Module: "reports",
 			Mail: &models.MailTemplate{To: []string{"ops@example.com"}, Subject: "Hello", Content: "<p>Hi</p>", Severity: "high"}}
@@ -70,6 +93,45 @@ var fixtures = map[string]func(t *testing.T, env *apitest.Env, org *models.Organ
 		}
 		return models.FormatID(tpl.ID)
 	},
+}
+
+// deviceFixture registers a device with one local account.
+func deviceFixture(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
+	ctx := context.Background()
+	key, err := env.Store.Devices.InstallKey(ctx, org.ID, models.AgentDevice)
+	if err != nil {
+		t.Fatalf("device fixture: %v", err)
+	}
+	serial := "fixture-" + models.FormatID(models.NewID())
+	facts := models.DeviceFacts{Name: serial, OSType: "Windows", JoinType: "ADJoined", SerialNumber: serial}
+	dev, _, err := env.Store.Devices.Register(ctx, models.Registration{InstallationKey: key, AgentType: models.AgentDevice, Platform: "windows", Facts: facts})
+	if err != nil {
+		t.Fatalf("device fixture: %v", err)
+	}
+	in := models.CheckIn{Facts: facts, Accounts: []models.AccountReport{{UserName: "fixture", PermissionLevel: "Standard"}}}
+	if _, err := env.Store.Devices.CheckIn(ctx, dev, &in); err != nil {
+		t.Fatalf("device fixture: %v", err)
+	}
+	devicesByID[models.FormatID(dev.ID)] = dev
+	return models.FormatID(dev.ID)
+}
+
+// devicesByID keeps the devices the device_id fixture made, for the
+// fixtures of what lives on them.
+var devicesByID = map[string]*models.Device{}
+
+// orgFree are path parameters that name no resource of an organization
+// (an agent type): a route with only those has no other organization's id
+// to refuse.
+var orgFree = map[string]bool{"agent_type": true}
+
+func orgScoped(path string) bool {
+	for _, m := range pathParam.FindAllStringSubmatch(path, -1) {
+		if !orgFree[m[1]] {
+			return true
+		}
+	}
+	return false
 }
 
 // inputs give a valid query and body to routes that check them before their
@@ -82,6 +144,12 @@ var inputs = map[string]func(t *testing.T, env *apitest.Env, org *models.Organiz
 	},
 	"DELETE /groups/:group_id/members": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {
 		return url.Values{"ids": {fixtures["user_id"](t, env, org, nil)}}, nil
+	},
+	"DELETE /devices/:device_id/offline-enrolled-users": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {
+		return url.Values{"ids": {"1"}}, nil
+	},
+	"GET /protection/agents-info/:agent_type/download": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {
+		return url.Values{"platform": {"linux"}}, nil
 	},
 }
 
@@ -145,7 +213,10 @@ func TestRoutes_Security(t *testing.T) {
 		// One resource of every kind in the other organization, which no
 		// list of this one may show.
 		var hiddenIDs []string
-		for _, make := range fixtures {
+		for name, make := range fixtures {
+			if orgFree[name] {
+				continue
+			}
 			hiddenIDs = append(hiddenIDs, make(t, f.env, orgB, map[string]string{}))
 		}
 
@@ -214,7 +285,7 @@ func TestRoutes_Security(t *testing.T) {
 					}
 				}
 
-				if strings.ContainsAny(rt.Path, ":*") {
+				if orgScoped(rt.Path) {
 					other, _ := pathFor(t, f.env, rt, orgB)
 					resp := f.env.Do(request(t, f.env, rt, f.env.Org, other, valid))
 					if resp.Status != http.StatusNotFound {

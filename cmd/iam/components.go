@@ -115,7 +115,8 @@ func dialTemporal(ctx context.Context, opts client.Options, log *slog.Logger) (c
 // server auth (which validates the API's tokens and serves /oauth/v2).
 func apiServer(cfg Config, store *models.Store, tc client.Client, auth *oauth.Server, log *slog.Logger) (*api.Server, *jobrun.Launcher) {
 	launcher := &jobrun.Launcher{Client: tc, Store: store, Log: log}
-	srv := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, UploadMaxBytes: cfg.UploadMaxBytes, UploadIdleTimeout: cfg.UploadIdleTimeout, SeparateMetrics: cfg.MetricsAddr != ""}, api.Deps{
+	srv := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, UploadMaxBytes: cfg.UploadMaxBytes, UploadIdleTimeout: cfg.UploadIdleTimeout, SeparateMetrics: cfg.MetricsAddr != "",
+		AgentPackagesDir: cfg.AgentPackagesDir, AgentCheckinInterval: cfg.AgentCheckinInterval}, api.Deps{
 		Store:    store,
 		Temporal: tc,
 		Jobs:     launcher,

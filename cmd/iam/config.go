@@ -52,6 +52,11 @@ type Config struct {
 	// start was lost; ReconcileGrace is how old such a job must be.
 	ReconcileInterval time.Duration `env:"IAM_RECONCILE_INTERVAL" envDefault:"10s"`
 	ReconcileGrace    time.Duration `env:"IAM_RECONCILE_GRACE" envDefault:"15s"`
+	// AgentPackagesDir holds the agent packages agents-info shows and
+	// download serves (docs/devices.md names the files).
+	AgentPackagesDir string `env:"IAM_AGENT_PACKAGES_DIR"`
+	// AgentCheckinInterval is the check-in interval devices are given.
+	AgentCheckinInterval time.Duration `env:"IAM_AGENT_CHECKIN_INTERVAL" envDefault:"60s"`
 
 	Temporal TemporalConfig
 	Dev      DevConfig
@@ -153,6 +158,9 @@ func (c Config) check() error {
 	}
 	if c.Temporal.Namespace == "" {
 		problems = append(problems, "IAM_TEMPORAL_NAMESPACE must not be empty")
+	}
+	if c.AgentCheckinInterval < 5*time.Second || c.AgentCheckinInterval > 24*time.Hour {
+		problems = append(problems, "IAM_AGENT_CHECKIN_INTERVAL must be between 5s and 24h")
 	}
 	if c.MaxBodyBytes < 1024 {
 		problems = append(problems, "IAM_MAX_BODY_BYTES must be at least 1024")

@@ -48,6 +48,7 @@ func rootCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 		migrateCommand(environ, stdout),
 		clientsCommand(environ, stdout, stderr),
 		tokenCommand(environ, stdout, stderr),
+		agentCommand(stdout),
 	)
 	return root
 }

@@ -1,0 +1,729 @@
+package models_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"iam/models"
+	"iam/models/dbtest"
+	"iam/models/listing"
+	"iam/models/secret"
+)
+
+type deviceFixture struct {
+	store *models.Store
+	dev   *models.DeviceStore
+	org   *models.Organization
+	key   string
+	users []*models.User
+}
+
+func newDeviceFixture(t *testing.T, db *bun.DB, users int) *deviceFixture {
+	t.Helper()
+	box, err := secret.NewBox(bytes.Repeat([]byte{7}, secret.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &deviceFixture{store: models.NewStore(db).SealBlobs(box)}
+	f.dev = f.store.Devices
+	f.org = newOrg(t, f.store)
+	if f.key, err = f.dev.InstallKey(t.Context(), f.org.ID, models.AgentDevice); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < users; i++ {
+		u := &models.User{OrgID: f.org.ID, Email: fmt.Sprintf("dev%d@example.com", i), Status: models.UserActive}
+		if err := f.store.Users.Create(t.Context(), u, ""); err != nil {
+			t.Fatal(err)
+		}
+		f.users = append(f.users, u)
+	}
+	return f
+}
+
+func facts(name, serial string) models.DeviceFacts {
+	return models.DeviceFacts{Name: name, OSType: "Windows", SerialNumber: serial, JoinType: "ADJoined",
+		AgentVersion: "1.0.0", IPAddress: "10.0.0.1", DNSHostname: strings.ToLower(name) + ".corp"}
+}
+
+func (f *deviceFixture) register(t *testing.T, fa models.DeviceFacts) (*models.Device, string) {
+	t.Helper()
+	d, sec, err := f.dev.Register(t.Context(), models.Registration{InstallationKey: f.key, AgentType: models.AgentDevice,
+		Platform: "windows", Facts: fa})
+	if err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	return d, sec
+}
+
+// checkIn authenticates as the agent and checks in.
+func (f *deviceFixture) checkIn(t *testing.T, id int64, sec string, in models.CheckIn) ([]models.Command, error) {
+	t.Helper()
+	d, err := f.dev.Authenticate(t.Context(), id, sec)
+	if err != nil {
+		return nil, err
+	}
+	if err := in.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	return f.dev.CheckIn(t.Context(), d, &in)
+}
+
+func accounts(names ...string) []models.AccountReport {
+	out := make([]models.AccountReport, len(names))
+	for i, n := range names {
+		out[i] = models.AccountReport{UserName: n, PermissionLevel: "Standard"}
+	}
+	return out
+}
+
+func wantCode(t *testing.T, err error, code string) {
+	t.Helper()
+	if models.ErrorCode(err) != code {
+		t.Fatalf("err = %v, want code %s", err, code)
+	}
+}
+
+func TestDeviceStore_InstallKeys(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newDeviceFixture(t, db, 0)
+		again, err := f.dev.InstallKey(ctx, f.org.ID, models.AgentDevice)
+		if err != nil || again != f.key || len(f.key) != 43 {
+			t.Fatalf("key %q then %q (%v): want one stable 256-bit key", f.key, again, err)
+		}
+		// Sealed at rest: the database does not hold the key.
+		var sealed []byte
+		if err := db.NewSelect().Table("agent_install_keys").Column("key_sealed").
+			Where("org_id = ? AND agent_type = ?", f.org.ID, models.AgentDevice).Scan(ctx, &sealed); err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(sealed, []byte(f.key)) {
+			t.Fatal("the installation key is stored in the clear")
+		}
+		reg := models.Registration{InstallationKey: f.key, AgentType: models.AgentDevice, Platform: "windows", Facts: facts("PC1", "S1")}
+		if _, _, err := f.dev.Register(ctx, reg); err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{"", "x", f.key[:42] + "A", strings.Repeat("k", 1000)} {
+			r := reg
+			r.InstallationKey = bad
+			_, _, err := f.dev.Register(ctx, r)
+			wantCode(t, err, models.EUNAUTHORIZED)
+		}
+		// Another agent type's key does not register devices.
+		nps, err := f.dev.InstallKey(ctx, f.org.ID, models.AgentNPS)
+		if err != nil || nps == f.key {
+			t.Fatalf("NPS key %q, %v", nps, err)
+		}
+		r := reg
+		r.InstallationKey = nps
+		_, _, err = f.dev.Register(ctx, r)
+		wantCode(t, err, models.EUNAUTHORIZED)
+
+		d, sec := f.register(t, facts("PC2", "S2"))
+		fresh, err := f.dev.RegenerateInstallKey(ctx, f.org.ID, models.AgentDevice)
+		if err != nil || fresh == f.key {
+			t.Fatal(err)
+		}
+		_, _, err = f.dev.Register(ctx, reg)
+		wantCode(t, err, models.EUNAUTHORIZED) // superseded
+		if _, err := f.dev.Authenticate(ctx, d.ID, sec); err != nil {
+			t.Fatalf("a registered device stops working after a new key: %v", err)
+		}
+		reg.InstallationKey = fresh
+		if _, _, err := f.dev.Register(ctx, reg); err != nil {
+			t.Fatalf("new key: %v", err)
+		}
+		_, err = f.dev.InstallKey(ctx, f.org.ID, "Other")
+		wantCode(t, err, models.EINVALID)
+	})
+}
+
+func TestDeviceStore_Register(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newDeviceFixture(t, db, 0)
+		d, sec := f.register(t, facts("PC1", "S1"))
+		if d.AgentStatus(time.Now()) != models.AgentPending {
+			t.Errorf("status after registration = %s", d.AgentStatus(time.Now()))
+		}
+		if _, err := f.dev.Authenticate(ctx, d.ID, sec+"x"); models.ErrorCode(err) != models.EUNAUTHORIZED {
+			t.Errorf("wrong secret: %v", err)
+		}
+		if _, err := f.dev.Authenticate(ctx, d.ID+1, sec); models.ErrorCode(err) != models.EUNAUTHORIZED {
+			t.Errorf("wrong id: %v", err)
+		}
+		var hash []byte
+		if err := db.NewSelect().Table("devices").Column("secret_hash").Where("id = ?", d.ID).Scan(ctx, &hash); err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(hash, []byte(sec)) || len(hash) != 32 {
+			t.Errorf("secret stored as %x", hash)
+		}
+		if _, err := f.checkIn(t, d.ID, sec, models.CheckIn{Facts: d.DeviceFacts, Accounts: accounts("a")}); err != nil {
+			t.Fatal(err)
+		}
+		// Same serial number: the row is taken over, the old secret dies.
+		fa := facts("PC1-renamed", "S1")
+		d2, sec2 := f.register(t, fa)
+		if d2.ID != d.ID || d2.Name != "PC1-renamed" || d2.AgentStatus(time.Now()) != models.AgentPending {
+			t.Errorf("re-registration: id %d (was %d), name %s, status %s", d2.ID, d.ID, d2.Name, d2.AgentStatus(time.Now()))
+		}
+		if _, err := f.dev.Authenticate(ctx, d.ID, sec); err == nil {
+			t.Error("the old secret still works")
+		}
+		got, err := f.dev.Get(ctx, f.org.ID, d.ID)
+		if err != nil || got.TotalLocalAccounts != 1 {
+			t.Errorf("taken-over device %+v, %v", got, err)
+		}
+		_ = sec2
+		// No serial number: the DNS host name decides, without regard to case.
+		h := facts("H", "")
+		h.DNSHostname = "host.corp"
+		dh, _ := f.register(t, h)
+		h.DNSHostname = "HOST.corp"
+		dh2, _ := f.register(t, h)
+		if dh2.ID != dh.ID {
+			t.Error("same host name made a second device")
+		}
+		other, _ := f.register(t, facts("PC3", "S3"))
+		if other.ID == d.ID {
+			t.Error("another serial took over")
+		}
+		// Another organization sees none of them.
+		org2 := newOrg(t, f.store)
+		_, err = f.dev.Get(ctx, org2.ID, d.ID)
+		var me *models.Error
+		if !errors.As(err, &me) || me.Code != models.ENOTFOUND || me.Title != "Device Not Found" {
+			t.Errorf("other org: %v", err)
+		}
+		_, err = f.dev.Delete(ctx, org2.ID, d.ID)
+		wantCode(t, err, models.ENOTFOUND)
+
+		for _, bad := range []func(*models.DeviceFacts){
+			func(x *models.DeviceFacts) { x.OSType = "BeOS" },
+			func(x *models.DeviceFacts) { x.JoinType = "Joined" },
+			func(x *models.DeviceFacts) { x.Name = "" },
+			func(x *models.DeviceFacts) { x.IPAddress = "999.1.1.1" },
+			func(x *models.DeviceFacts) { x.Owner = strings.Repeat("o", 300) },
+		} {
+			fa := facts("B", "SB")
+			bad(&fa)
+			_, _, err := f.dev.Register(ctx, models.Registration{InstallationKey: f.key, AgentType: models.AgentDevice, Platform: "linux", Facts: fa})
+			wantCode(t, err, models.EINVALID)
+		}
+		_, _, err = f.dev.Register(ctx, models.Registration{InstallationKey: f.key, AgentType: models.AgentDevice, Platform: "amiga", Facts: facts("B", "SB")})
+		wantCode(t, err, models.EINVALID)
+	})
+}
+
+func TestDeviceStore_AgentStatus(t *testing.T) {
+	now := time.Now()
+	last := now.Add(-2 * time.Minute)
+	d := &models.Device{CheckinIntervalSeconds: 60, LastContactTime: &last}
+	if s := d.AgentStatus(now); s != models.AgentActive {
+		t.Errorf("two missed = %s", s)
+	}
+	old := now.Add(-181 * time.Second)
+	d.LastContactTime = &old
+	if s := d.AgentStatus(now); s != models.AgentInactive {
+		t.Errorf("three missed = %s", s)
+	}
+	d.LastContactTime = &last
+	d.UninstallRequestedAt = &now
+	if s := d.AgentStatus(now); s != models.AgentInactive {
+		t.Errorf("uninstalled = %s", s)
+	}
+}
+
+func TestDeviceStore_CheckInAndLinks(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newDeviceFixture(t, db, 3)
+		d, sec := f.register(t, facts("PC1", "S1"))
+		in := models.CheckIn{Facts: d.DeviceFacts, Accounts: accounts("alice", "bob", "Administrator")}
+		if cmds, err := f.checkIn(t, d.ID, sec, in); err != nil || len(cmds) != 0 {
+			t.Fatalf("first check-in: %v %v", cmds, err)
+		}
+		got, _ := f.dev.Get(ctx, f.org.ID, d.ID)
+		if got.AgentStatus(time.Now()) != models.AgentActive || got.TotalLocalAccounts != 3 || got.LinkedLocalAccounts != 0 {
+			t.Fatalf("after check-in: %s, %d/%d", got.AgentStatus(time.Now()), got.TotalLocalAccounts, got.LinkedLocalAccounts)
+		}
+		accs, _ := f.dev.Accounts(ctx, f.org.ID, d.ID)
+		byName := map[string]models.LocalAccount{}
+		for _, a := range accs {
+			byName[a.UserName] = a
+		}
+		alice, bob := byName["alice"], byName["bob"]
+
+		// An unchanged check-in writes only last_contact_time.
+		before := got.UpdatedAt
+		time.Sleep(5 * time.Millisecond)
+		if _, err := f.checkIn(t, d.ID, sec, models.CheckIn{Facts: d.DeviceFacts, Accounts: accounts("bob", "Administrator", "alice")}); err != nil {
+			t.Fatal(err)
+		}
+		again, _ := f.dev.Get(ctx, f.org.ID, d.ID)
+		if !again.UpdatedAt.Equal(before) || !again.LastContactTime.After(*got.LastContactTime) {
+			t.Errorf("unchanged check-in: updated_at %v -> %v, last contact %v -> %v", before, again.UpdatedAt, got.LastContactTime, again.LastContactTime)
+		}
+
+		// Link: pending, a command with its arguments, the ack makes it linked.
+		_, err := f.dev.Link(ctx, f.org.ID, d.ID, alice.ID, models.LinkRequest{UserID: f.users[0].ID, PermissionLevel: "Administrator", Actor: "admin"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = f.dev.Link(ctx, f.org.ID, d.ID, alice.ID, models.LinkRequest{UserID: f.users[1].ID, PermissionLevel: "Standard"})
+		if models.ErrorCode(err) != models.ECONFLICT || !strings.Contains(err.Error(), "pending_link") {
+			t.Errorf("link of a pending account: %v", err)
+		}
+		_, err = f.dev.Link(ctx, f.org.ID, d.ID, bob.ID, models.LinkRequest{UserID: f.users[0].ID, PermissionLevel: "Standard"})
+		wantCode(t, err, models.ECONFLICT) // one user per device
+		_, err = f.dev.Link(ctx, f.org.ID, d.ID, byName["Administrator"].ID, models.LinkRequest{UserID: f.users[2].ID,
+			PermissionLevel: "Standard"})
+		wantCode(t, err, models.EINVALID)
+		_, err = f.dev.Unlink(ctx, f.org.ID, d.ID, alice.ID, "admin", "")
+		if models.ErrorCode(err) != models.ECONFLICT || !strings.Contains(err.Error(), "pending_link") {
+			t.Errorf("unlink of a pending account: %v", err)
+		}
+		org2 := newOrg(t, f.store)
+		_, err = f.dev.Link(ctx, org2.ID, d.ID, bob.ID, models.LinkRequest{UserID: f.users[1].ID, PermissionLevel: "Standard"})
+		wantCode(t, err, models.ENOTFOUND)
+
+		cmds, err := f.checkIn(t, d.ID, sec, in)
+		if err != nil || len(cmds) != 1 || cmds[0].Type != models.CmdLink || args(t, cmds[0])["user_name"] != "alice" {
+			t.Fatalf("commands %+v, %v", cmds, err)
+		}
+		// Resent until acked.
+		cmds2, _ := f.checkIn(t, d.ID, sec, in)
+		if len(cmds2) != 1 || cmds2[0].ID != cmds[0].ID {
+			t.Fatalf("not resent: %+v", cmds2)
+		}
+		in.Acks = []models.Ack{{CommandID: models.FormatID(cmds[0].ID), Status: "done"}}
+		if cmds, err := f.checkIn(t, d.ID, sec, in); err != nil || len(cmds) != 0 {
+			t.Fatalf("after ack: %v %v", cmds, err)
+		}
+		a, _ := f.dev.Account(ctx, f.org.ID, d.ID, alice.ID)
+		if a.LinkStatus != models.LinkLinked || a.LinkedAt == nil || a.LinkType != models.LinkManual || *a.IdpUserID != f.users[0].ID {
+			t.Fatalf("after done ack: %+v", a)
+		}
+		got, _ = f.dev.Get(ctx, f.org.ID, d.ID)
+		if got.LinkedLocalAccounts != 1 {
+			t.Errorf("linked count %d", got.LinkedLocalAccounts)
+		}
+		// The same ack again changes nothing.
+		if _, err := f.checkIn(t, d.ID, sec, in); err != nil {
+			t.Fatal(err)
+		}
+		in.Acks = nil
+
+		// A failed ack: unlinked, the reason in the history.
+		if _, err := f.dev.Link(ctx, f.org.ID, d.ID, bob.ID, models.LinkRequest{UserID: f.users[1].ID, PermissionLevel: "Standard"}); err != nil {
+			t.Fatal(err)
+		}
+		cmds, _ = f.checkIn(t, d.ID, sec, in)
+		in.Acks = []models.Ack{{CommandID: models.FormatID(cmds[0].ID), Status: "failed", Message: "no such account"}}
+		if _, err := f.checkIn(t, d.ID, sec, in); err != nil {
+			t.Fatal(err)
+		}
+		in.Acks = nil
+		b, _ := f.dev.Account(ctx, f.org.ID, d.ID, bob.ID)
+		if b.LinkStatus != models.LinkUnlinked || b.IdpUserID != nil {
+			t.Errorf("after failed ack: %+v", b)
+		}
+		hist, _ := f.dev.History(ctx, f.org.ID)
+		if last := hist[len(hist)-1]; last.Action != "link_failed" || last.Reason != "no such account" {
+			t.Errorf("history ends with %+v", last)
+		}
+
+		// cancel-link withdraws the command.
+		if _, err := f.dev.Link(ctx, f.org.ID, d.ID, bob.ID, models.LinkRequest{UserID: f.users[1].ID, PermissionLevel: "Standard"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.dev.CancelLink(ctx, f.org.ID, d.ID, bob.ID, "admin"); err != nil {
+			t.Fatal(err)
+		}
+		if cmds, _ := f.checkIn(t, d.ID, sec, in); len(cmds) != 0 {
+			t.Errorf("withdrawn command sent: %+v", cmds)
+		}
+		_, err = f.dev.CancelLink(ctx, f.org.ID, d.ID, bob.ID, "admin")
+		if models.ErrorCode(err) != models.ECONFLICT || !strings.Contains(err.Error(), "unlinked") {
+			t.Errorf("cancel of an unlinked account: %v", err)
+		}
+
+		// Unlink: at once, with a command.
+		if _, err := f.dev.Unlink(ctx, f.org.ID, d.ID, alice.ID, "admin", "left the team"); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = f.dev.Get(ctx, f.org.ID, d.ID)
+		cmds, _ = f.checkIn(t, d.ID, sec, in)
+		if got.LinkedLocalAccounts != 0 || len(cmds) != 1 || cmds[0].Type != models.CmdUnlink {
+			t.Fatalf("unlink: linked %d, commands %+v", got.LinkedLocalAccounts, cmds)
+		}
+		in.Acks = []models.Ack{{CommandID: models.FormatID(cmds[0].ID), Status: "done"}}
+		if _, err := f.checkIn(t, d.ID, sec, in); err != nil {
+			t.Fatal(err)
+		}
+		in.Acks = nil
+
+		// A vanished account goes with its link and pending command.
+		if _, err := f.dev.Link(ctx, f.org.ID, d.ID, bob.ID, models.LinkRequest{UserID: f.users[1].ID, PermissionLevel: "Standard"}); err != nil {
+			t.Fatal(err)
+		}
+		in.Accounts = accounts("alice", "Administrator", "carol")
+		in.Accounts[0].PermissionLevel = "Admin"
+		if err := in.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, err = f.checkIn(t, d.ID, sec, in)
+		if err != nil || len(cmds) != 0 {
+			t.Fatalf("vanished account's command still sent: %+v %v", cmds, err)
+		}
+		accs, _ = f.dev.Accounts(ctx, f.org.ID, d.ID)
+		names := []string{}
+		for _, a := range accs {
+			names = append(names, a.UserName+"/"+a.PermissionLevel)
+		}
+		if strings.Join(names, ",") != "Administrator/Standard,alice/Administrator,carol/Standard" {
+			t.Errorf("accounts %v", names)
+		}
+		hist, _ = f.dev.History(ctx, f.org.ID)
+		actions := []string{}
+		for _, h := range hist {
+			actions = append(actions, h.Action)
+		}
+		if strings.Join(actions, ",") != "link,link_confirmed,link,link_failed,link,cancel_link,unlink,link,account_removed" {
+			t.Errorf("history %v", actions)
+		}
+	})
+}
+
+func TestDeviceStore_OfflineUsers(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newDeviceFixture(t, db, 2)
+		d, sec := f.register(t, facts("PC1", "S1"))
+		u1, u2 := models.FormatID(f.users[0].ID), models.FormatID(f.users[1].ID)
+		in := models.CheckIn{Facts: d.DeviceFacts, OfflineUsers: []models.OfflineUserReport{
+			{ID: u1, UserName: "dev0@example.com", PrimarySource: []byte(`{"type":"local"}`)},
+			{ID: u2, UserName: "dev1@example.com", EnrolledAuthenticators: []byte(`[{"authn_factor_type":"totp"}]`)}}}
+		if _, err := f.checkIn(t, d.ID, sec, in); err != nil {
+			t.Fatal(err)
+		}
+		list, _ := f.dev.OfflineUsers(ctx, f.org.ID, d.ID)
+		if len(list) != 2 {
+			t.Fatalf("offline users %+v", list)
+		}
+		removed, err := f.dev.RemoveOfflineUsers(ctx, f.org.ID, d.ID, []int64{f.users[0].ID, 12345})
+		if err != nil || len(removed) != 1 || removed[0] != f.users[0].ID {
+			t.Fatalf("removed %v, %v", removed, err)
+		}
+		list, _ = f.dev.OfflineUsers(ctx, f.org.ID, d.ID)
+		if len(list) != 1 || list[0].UserID != f.users[1].ID {
+			t.Fatalf("after removal %+v", list)
+		}
+		// Still reported before the ack: still off the list.
+		cmds, _ := f.checkIn(t, d.ID, sec, in)
+		if len(cmds) != 1 || cmds[0].Type != models.CmdRemoveOfflineUser || args(t, cmds[0])["user_id"] != u1 {
+			t.Fatalf("commands %+v", cmds)
+		}
+		if list, _ = f.dev.OfflineUsers(ctx, f.org.ID, d.ID); len(list) != 1 {
+			t.Fatalf("reported again before the ack: %+v", list)
+		}
+		in.Acks = []models.Ack{{CommandID: models.FormatID(cmds[0].ID), Status: "done"}}
+		in.OfflineUsers = in.OfflineUsers[1:]
+		if _, err := f.checkIn(t, d.ID, sec, in); err != nil {
+			t.Fatal(err)
+		}
+		n, _ := db.NewSelect().Table("device_offline_users").Where("device_id = ?", d.ID).Count(ctx)
+		if n != 1 {
+			t.Errorf("rows after ack %d", n)
+		}
+		_, err = f.dev.RemoveOfflineUsers(ctx, newOrg(t, f.store).ID, d.ID, []int64{f.users[1].ID})
+		wantCode(t, err, models.ENOTFOUND)
+	})
+}
+
+func TestDeviceStore_Delete(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newDeviceFixture(t, db, 1)
+		for _, join := range []string{models.JoinSvc, "ADJoined"} {
+			fa := facts("PC-"+join, "S-"+join)
+			fa.JoinType = join
+			d, sec := f.register(t, fa)
+			in := models.CheckIn{Facts: fa, Accounts: accounts("alice")}
+			if _, err := f.checkIn(t, d.ID, sec, in); err != nil {
+				t.Fatal(err)
+			}
+			accs, _ := f.dev.Accounts(ctx, f.org.ID, d.ID)
+			if _, err := f.dev.Link(ctx, f.org.ID, d.ID, accs[0].ID, models.LinkRequest{UserID: f.users[0].ID, PermissionLevel: "Standard"}); err != nil {
+				t.Fatal(err)
+			}
+			after, err := f.dev.Delete(ctx, f.org.ID, d.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, getErr := f.dev.Get(ctx, f.org.ID, d.ID)
+			if join == models.JoinSvc {
+				if after.DeletedAt == nil || models.ErrorCode(getErr) != models.ENOTFOUND {
+					t.Errorf("%s: deleted %v, get %v", join, after.DeletedAt, getErr)
+				}
+			} else if getErr != nil || after.AgentStatus(time.Now()) != models.AgentInactive {
+				t.Errorf("%s: get %v, status %s", join, getErr, after.AgentStatus(time.Now()))
+			}
+			// The credential fetches only the uninstall (the link is withdrawn).
+			cmds, err := f.checkIn(t, d.ID, sec, in)
+			if err != nil || len(cmds) != 1 || cmds[0].Type != models.CmdUninstall {
+				t.Fatalf("%s: commands %+v, %v", join, cmds, err)
+			}
+			in.Acks = []models.Ack{{CommandID: models.FormatID(cmds[0].ID), Status: "done"}}
+			if cmds, err := f.checkIn(t, d.ID, sec, in); err != nil || len(cmds) != 0 {
+				t.Fatalf("%s: ack answered %+v, %v", join, cmds, err)
+			}
+			_, err = f.dev.Authenticate(ctx, d.ID, sec)
+			wantCode(t, err, models.EUNAUTHORIZED)
+			n, _ := db.NewSelect().Table("devices").Where("id = ?", d.ID).Count(ctx)
+			if want := map[bool]int64{true: 0, false: 1}[join == models.JoinSvc]; n != want {
+				t.Errorf("%s: %d rows after the ack, want %d", join, n, want)
+			}
+		}
+	})
+}
+
+// Concurrent check-ins and link changes of one device keep its account
+// counts equal to its accounts.
+func TestDeviceStore_CountsUnderConcurrency(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newDeviceFixture(t, db, 4)
+		d, sec := f.register(t, facts("PC1", "S1"))
+		if _, err := f.checkIn(t, d.ID, sec, models.CheckIn{Facts: d.DeviceFacts, Accounts: accounts("u0", "u1", "u2", "u3")}); err != nil {
+			t.Fatal(err)
+		}
+		accs, _ := f.dev.Accounts(ctx, f.org.ID, d.ID)
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		for g := 0; g < 4; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 6; i++ {
+					names := []string{"u0", "u1", "u2", "u3", fmt.Sprintf("g%d-%d", g, i%3)}
+					in := models.CheckIn{Facts: d.DeviceFacts, Accounts: accounts(names[:3+(g+i)%3]...)}
+					if err := in.Validate(); err != nil {
+						errs <- err
+						return
+					}
+					dev, err := f.dev.Authenticate(context.Background(), d.ID, sec)
+					if err != nil {
+						errs <- err
+						return
+					}
+					cmds, err := f.dev.CheckIn(context.Background(), dev, &in)
+					if err != nil {
+						errs <- err
+						return
+					}
+					for _, c := range cmds {
+						in.Acks = append(in.Acks, models.Ack{CommandID: models.FormatID(c.ID), Status: "done"})
+					}
+					if len(in.Acks) > 0 {
+						if _, err := f.dev.CheckIn(context.Background(), dev, &in); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}
+			}()
+		}
+		for _, a := range accs[:2] {
+			_, _ = f.dev.Link(ctx, f.org.ID, d.ID, a.ID, models.LinkRequest{UserID: f.users[a.ID%4].ID, PermissionLevel: "Standard"})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		got, _ := f.dev.Get(ctx, f.org.ID, d.ID)
+		total, _ := db.NewSelect().Table("device_accounts").Where("device_id = ?", d.ID).Count(ctx)
+		linked, _ := db.NewSelect().Table("device_accounts").Where("device_id = ? AND link_status = 'linked'", d.ID).Count(ctx)
+		if got.TotalLocalAccounts != int64(total) || got.LinkedLocalAccounts != int64(linked) {
+			t.Errorf("counts %d/%d, rows %d/%d", got.TotalLocalAccounts, got.LinkedLocalAccounts, total, linked)
+		}
+	})
+}
+
+func args(t *testing.T, c models.Command) map[string]string {
+	t.Helper()
+	var m map[string]string
+	if err := json.Unmarshal(c.Args, &m); err != nil {
+		t.Fatalf("args %s: %v", c.Args, err)
+	}
+	return m
+}
+
+func TestDeviceStore_LinkingSettings(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newDeviceFixture(t, db, 1)
+		got, err := f.dev.LinkingSettings(ctx, f.org.ID)
+		if err != nil || got.IsEnabled || got.AttributeValue != "email_local_part" {
+			t.Fatalf("defaults %+v, %v", got, err)
+		}
+		got.IsEnabled, got.AttributeType, got.AttributeValue = true, "naming_format", "%first_name%.%last_name%"
+		got.LinkRestrictedLocalAccounts = []string{"svc-backup"}
+		if err := f.dev.PutLinkingSettings(ctx, f.org.ID, got); err != nil {
+			t.Fatal(err)
+		}
+		again, _ := f.dev.LinkingSettings(ctx, f.org.ID)
+		if !again.IsEnabled || again.AttributeValue != "%first_name%.%last_name%" || len(again.LinkRestrictedLocalAccounts) != 1 {
+			t.Errorf("read back %+v", again)
+		}
+		for _, bad := range []func(*models.AccountLinkingSettings){
+			func(s *models.AccountLinkingSettings) { s.AttributeType = "regex" },
+			func(s *models.AccountLinkingSettings) { s.AttributeValue = "%first_name%.%shoe_size%" },
+			func(s *models.AccountLinkingSettings) { s.AttributeValue = "no macro" },
+			func(s *models.AccountLinkingSettings) { s.AttributeType, s.AttributeValue = "attribute", "password" },
+			func(s *models.AccountLinkingSettings) { s.OnDemandProvisioning.DefaultPermissionLevel = "root" },
+			func(s *models.AccountLinkingSettings) { s.LinkRestrictedLocalAccounts = []string{""} },
+		} {
+			s := *again
+			bad(&s)
+			wantCode(t, f.dev.PutLinkingSettings(ctx, f.org.ID, &s), models.EINVALID)
+		}
+		// The restricted names are the stored ones, matched without regard to case.
+		d, sec := f.register(t, facts("PC1", "S1"))
+		if _, err := f.checkIn(t, d.ID, sec, models.CheckIn{Facts: d.DeviceFacts, Accounts: accounts("SVC-Backup", "Administrator")}); err != nil {
+			t.Fatal(err)
+		}
+		accs, _ := f.dev.Accounts(ctx, f.org.ID, d.ID)
+		_, err = f.dev.Link(ctx, f.org.ID, d.ID, accs[1].ID, models.LinkRequest{UserID: f.users[0].ID, PermissionLevel: "Standard"})
+		wantCode(t, err, models.EINVALID)
+		if _, err := f.dev.Link(ctx, f.org.ID, d.ID, accs[0].ID, models.LinkRequest{UserID: f.users[0].ID, PermissionLevel: "Standard"}); err != nil {
+			t.Errorf("Administrator is no longer restricted: %v", err)
+		}
+	})
+}
+
+func TestDeviceStore_List(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newDeviceFixture(t, db, 0)
+		d1, sec1 := f.register(t, facts("alpha", "S1"))
+		f.register(t, facts("beta", "S2"))
+		fa := facts("gamma", "S3")
+		fa.OSType, fa.AgentVersion = "Linux", "0.9.0"
+		d3, sec3 := f.register(t, fa)
+		if _, err := f.checkIn(t, d1.ID, sec1, models.CheckIn{Facts: d1.DeviceFacts}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.checkIn(t, d3.ID, sec3, models.CheckIn{Facts: fa}); err != nil {
+			t.Fatal(err)
+		}
+		// d3 missed three intervals.
+		old := time.Now().UTC().Add(-time.Hour)
+		if _, err := db.NewUpdate().Table("devices").Set("last_contact_time = ?", old).Set("inactive_after = ?", old.Add(3*time.Minute)).
+			Where("id = ?", d3.ID).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		versions := models.AgentVersions{"windows": "1.0.0", "linux": "1.0.0"}
+		list := func(org int64, filter, sort string) []string {
+			t.Helper()
+			q := url.Values{}
+			if filter != "" {
+				q.Set("filter", filter)
+			}
+			if sort != "" {
+				q.Set("sort", sort)
+			}
+			p, err := listing.Parse(q, models.DeviceListing)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds, meta, err := f.dev.List(ctx, org, p, versions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names := []string{}
+			for _, d := range ds {
+				names = append(names, d.Name+"/"+d.ListedAgentStatus+"/"+strconv.FormatBool(d.IsAgentOutdated))
+			}
+			if meta.(*listing.CursorMeta).Total != int64(len(ds)) {
+				t.Errorf("total %d for %d rows", meta.(*listing.CursorMeta).Total, len(ds))
+			}
+			return names
+		}
+		if got := strings.Join(list(f.org.ID, "", "name"), ","); got != "alpha/active/false,beta/pending/false,gamma/inactive/true" {
+			t.Errorf("all: %s", got)
+		}
+		if got := strings.Join(list(f.org.ID, `agent_status eq "inactive" or agent_status eq "pending"`, "-name"), ","); got != "gamma/inactive/true,beta/pending/false" {
+			t.Errorf("status filter: %s", got)
+		}
+		if got := strings.Join(list(f.org.ID, `is_agent_outdated eq true`, ""), ","); got != "gamma/inactive/true" {
+			t.Errorf("outdated filter: %s", got)
+		}
+		if got := strings.Join(list(f.org.ID, `os_type eq "Windows" and name sw "B"`, ""), ","); got != "beta/pending/false" {
+			t.Errorf("os filter: %s", got)
+		}
+		if got := list(newOrg(t, f.store).ID, "", ""); len(got) != 0 {
+			t.Errorf("another organization sees %v", got)
+		}
+	})
+}
+
+// Deleting a user unlinks their accounts: a linked one with an unlink
+// command, a pending one with its link withdrawn.
+func TestDeviceStore_UserDeleteUnlinks(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newDeviceFixture(t, db, 2)
+		d, sec := f.register(t, facts("PC1", "S1"))
+		in := models.CheckIn{Facts: d.DeviceFacts, Accounts: accounts("a", "b")}
+		if _, err := f.checkIn(t, d.ID, sec, in); err != nil {
+			t.Fatal(err)
+		}
+		accs, _ := f.dev.Accounts(ctx, f.org.ID, d.ID)
+		u := f.users[0]
+		if _, err := f.dev.Link(ctx, f.org.ID, d.ID, accs[0].ID, models.LinkRequest{UserID: u.ID, PermissionLevel: "Standard"}); err != nil {
+			t.Fatal(err)
+		}
+		cmds, _ := f.checkIn(t, d.ID, sec, in)
+		in.Acks = []models.Ack{{CommandID: models.FormatID(cmds[0].ID), Status: "done"}}
+		if _, err := f.checkIn(t, d.ID, sec, in); err != nil {
+			t.Fatal(err)
+		}
+		in.Acks = nil
+		if _, err := f.dev.Link(ctx, f.org.ID, d.ID, accs[1].ID, models.LinkRequest{UserID: f.users[1].ID, PermissionLevel: "Standard"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.store.Users.DeleteMany(ctx, f.org.ID, []int64{u.ID, f.users[1].ID}); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := f.dev.Accounts(ctx, f.org.ID, d.ID)
+		for _, a := range got {
+			if a.LinkStatus != models.LinkUnlinked || a.IdpUserID != nil {
+				t.Errorf("after the user delete: %+v", a)
+			}
+		}
+		cmds, _ = f.checkIn(t, d.ID, sec, in)
+		if len(cmds) != 1 || cmds[0].Type != models.CmdUnlink || args(t, cmds[0])["user_name"] != "a" {
+			t.Fatalf("commands %+v", cmds)
+		}
+		dev, _ := f.dev.Get(ctx, f.org.ID, d.ID)
+		hist, _ := f.dev.History(ctx, f.org.ID)
+		if dev.LinkedLocalAccounts != 0 || hist[len(hist)-1].Action != "user_deleted" {
+			t.Errorf("linked %d, history ends %+v", dev.LinkedLocalAccounts, hist[len(hist)-1])
+		}
+	})
+}
