@@ -1,0 +1,2 @@
+DROP INDEX users_org_container;
+ALTER TABLE users DROP COLUMN container
