@@ -39,6 +39,9 @@ type Store struct {
 	LogonScript *LogonScriptStore
 	// Settings are the organization's settings.
 	Settings *SettingsStore
+	// Management holds management actions' view columns, uploads and
+	// executions.
+	Management *MgmtStore
 
 	// idLease is the process's id node lease, when LeaseIDs took one.
 	idLease *IDLease
@@ -89,6 +92,7 @@ func NewStore(db *bun.DB) *Store {
 		Enrollments: &EnrollmentStore{db: db, d: d},
 		LogonScript: &LogonScriptStore{db: db},
 		Settings:    &SettingsStore{db: db},
+		Management:  &MgmtStore{db: db, d: d},
 	}
 	s.Templates = &TemplateStore{db: db, blobs: s.Blobs}
 	s.Notifications = &NotificationStore{db: db, Groups: s.Groups, Templates: s.Templates}
