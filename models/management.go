@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"iam/models/listing"
 )
 
 // MgmtAction is a management action on users (spec 2.16, 4.5), by its path
@@ -141,4 +143,49 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// ListData returns a page of the organization's users for an action's data
+// (MgmtDataListing: offset paging, filter over user attributes).
+func (s *MgmtStore) ListData(ctx context.Context, orgID int64, p listing.Params) ([]User, listing.Meta, error) {
+	var users []User
+	q := s.db.NewSelect().Model(&users).ExcludeColumn(signInColumns...).Where("org_id = ?", orgID)
+	meta, err := listing.Fetch(ctx, q, &users, MgmtDataListing, p)
+	return users, meta, err
+}
+
+// SelectedUsers tells which of ids the action's current selection holds:
+// the MAPPED rows of upload uploadID or, when it is 0, of the
+// organization's latest upload for the action (none: nothing is
+// selected). ENOTFOUND when uploadID is not the organization's and
+// action's.
+func (s *MgmtStore) SelectedUsers(ctx context.Context, orgID int64, a MgmtAction, uploadID int64, ids []int64) (map[int64]bool, error) {
+	out := map[int64]bool{}
+	if uploadID != 0 {
+		if _, err := getUpload(ctx, s.db, orgID, a, uploadID); err != nil {
+			return nil, err
+		}
+	} else {
+		err := s.db.NewSelect().Model((*MgmtUpload)(nil)).Column("id").
+			Where("org_id = ? AND action = ?", orgID, a).OrderExpr("created_at DESC, id DESC").Limit(1).Scan(ctx, &uploadID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("select latest upload: %w", err)
+		}
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var selected []int64
+	err := s.db.NewSelect().Model((*UploadRow)(nil)).Column("user_id").
+		Where("upload_id = ? AND status = ? AND user_id IN (?)", uploadID, RowMapped, bun.In(ids)).Scan(ctx, &selected)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("select selected users: %w", err)
+	}
+	for _, id := range selected {
+		out[id] = true
+	}
+	return out, nil
 }

@@ -120,14 +120,22 @@ func newMgmtFixture(t *testing.T, db *bun.DB) *mgmtFixture {
 	return f
 }
 
-func (f *mgmtFixture) upload(t *testing.T, a models.MgmtAction, names []string, records [][]string) *models.MgmtUpload {
+func records(rows [][]string) []models.UploadRecord {
+	out := make([]models.UploadRecord, len(rows))
+	for i, r := range rows {
+		out[i] = models.UploadRecord{Fields: r}
+	}
+	return out
+}
+
+func (f *mgmtFixture) upload(t *testing.T, a models.MgmtAction, names []string, rows [][]string) *models.MgmtUpload {
 	t.Helper()
 	header, match, err := models.UploadHeader(names)
 	if err != nil {
 		t.Fatal(err)
 	}
 	up := &models.MgmtUpload{OrgID: f.org.ID, Action: a, FileName: "u.csv", Header: header, MatchColumns: match}
-	if err := f.store.Management.CreateUpload(t.Context(), up, records); err != nil {
+	if err := f.store.Management.CreateUpload(t.Context(), up, records(rows)); err != nil {
 		t.Fatal(err)
 	}
 	return up
@@ -221,7 +229,7 @@ func TestMgmtStore_Upload(t *testing.T) {
 		header, match, _ := models.UploadHeader([]string{"Primary Email"})
 		empty := &models.MgmtUpload{OrgID: f.org.ID, Action: models.ActionMoveUsers, Header: header, MatchColumns: match}
 		wantCode(t, m.CreateUpload(ctx, empty, nil), models.EINVALID)
-		wantCode(t, m.CreateUpload(ctx, empty, make([][]string, models.MaxUploadRowsSync+1)), models.EINVALID)
+		wantCode(t, m.CreateUpload(ctx, empty, make([]models.UploadRecord, models.MaxUploadRowsSync+1)), models.EINVALID)
 	})
 }
 

@@ -141,6 +141,15 @@ func UploadHeader(names []string) ([]UploadColumn, []string, error) {
 	return header, match, nil
 }
 
+// UploadRecord is a data row of an uploaded file: its row number, its
+// cells, and what is wrong with it when the file reader could not read it
+// whole (the row is then INVALID with that message).
+type UploadRecord struct {
+	RowNo   int64
+	Fields  []string
+	Problem string
+}
+
 // CreateUpload writes up (its Header and MatchColumns from UploadHeader)
 // with its records, each resolved to a user of the organization:
 //
@@ -157,7 +166,7 @@ func UploadHeader(names []string) ([]UploadColumn, []string, error) {
 //
 // Upload and rows are written in one transaction. EINVALID when there are
 // no records or more than MaxUploadRowsSync.
-func (s *MgmtStore) CreateUpload(ctx context.Context, up *MgmtUpload, records [][]string) error {
+func (s *MgmtStore) CreateUpload(ctx context.Context, up *MgmtUpload, records []UploadRecord) error {
 	if len(records) == 0 {
 		return Invalid("file", "has no rows after the header")
 	}
@@ -189,13 +198,17 @@ func (s *MgmtStore) CreateUpload(ctx context.Context, up *MgmtUpload, records []
 }
 
 // resolveRows turns records into rows with their users and states.
-func (s *MgmtStore) resolveRows(ctx context.Context, orgID int64, header []UploadColumn, records [][]string) ([]UploadRow, error) {
+func (s *MgmtStore) resolveRows(ctx context.Context, orgID int64, header []UploadColumn, records []UploadRecord) ([]UploadRow, error) {
 	rows := make([]UploadRow, len(records))
 	// values[column] are the normalized values to look up.
 	values := map[string][]string{}
-	for i, rec := range records {
+	for i, r := range records {
+		rec := r.Fields
 		row := &rows[i]
-		row.RowNo = int64(i + 1)
+		row.RowNo = r.RowNo
+		if row.RowNo == 0 {
+			row.RowNo = int64(i + 1)
+		}
 		row.ImportedData = make(map[string]string, len(header))
 		for j, col := range header {
 			if j < len(rec) {
@@ -205,6 +218,9 @@ func (s *MgmtStore) resolveRows(ctx context.Context, orgID int64, header []Uploa
 			}
 		}
 		switch {
+		case r.Problem != "":
+			row.Status, row.Message = RowInvalid, truncate(r.Problem, 512)
+			continue
 		case len(rec) > len(header):
 			row.Status, row.Message = RowInvalid, fmt.Sprintf("the row has %d cells; the header has %d columns", len(rec), len(header))
 			continue
