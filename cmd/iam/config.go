@@ -52,6 +52,9 @@ type Config struct {
 	// start was lost; ReconcileGrace is how old such a job must be.
 	ReconcileInterval time.Duration `env:"IAM_RECONCILE_INTERVAL" envDefault:"10s"`
 	ReconcileGrace    time.Duration `env:"IAM_RECONCILE_GRACE" envDefault:"15s"`
+	// MgmtExecutionTimeout is how long an attempt of a management execution
+	// may run before it ends time_out; 0 for no deadline.
+	MgmtExecutionTimeout time.Duration `env:"IAM_MGMT_EXECUTION_TIMEOUT" envDefault:"24h"`
 
 	Temporal TemporalConfig
 	Dev      DevConfig
@@ -162,6 +165,9 @@ func (c Config) check() error {
 	}
 	if c.UploadIdleTimeout <= 0 || c.UploadSweepGrace <= 0 {
 		problems = append(problems, "IAM_UPLOAD_IDLE_TIMEOUT and IAM_UPLOAD_SWEEP_GRACE must be positive")
+	}
+	if c.MgmtExecutionTimeout < 0 {
+		problems = append(problems, "IAM_MGMT_EXECUTION_TIMEOUT must not be negative (0: no deadline)")
 	}
 	if c.EncryptionKey != "" {
 		if _, err := secret.ParseKey(c.EncryptionKey); err != nil {
