@@ -571,8 +571,38 @@ func (s *MgmtStore) FinishAttempt(ctx context.Context, orgID, execID int64, atte
 		if exec.Status.Finished() {
 			return nil
 		}
-		return refreshCounts(ctx, tx, exec, &status)
+		if err := refreshCounts(ctx, tx, exec, &status); err != nil {
+			return err
+		}
+		return finishAttemptJob(ctx, tx, exec, status)
 	})
+}
+
+// finishAttemptJob ends the job of the execution's current attempt with
+// the attempt, in its transaction, so that the execution and its job are
+// never seen in disagreeing states: COMPLETED, WARNING or ERROR by the
+// counts (the users never reached count as failed), ERROR when
+// interrupted. A job already finished or deleted is left as it is.
+func finishAttemptJob(ctx context.Context, tx bun.Tx, exec *Execution, status ExecutionStatus) error {
+	var att ExecutionAttempt
+	if err := tx.NewSelect().Model(&att).Where("execution_id = ? AND attempt = ?", exec.ID, exec.Attempt).Scan(ctx); err != nil {
+		return fmt.Errorf("select attempt: %w", err)
+	}
+	p := JobProgress{Processed: att.SuccessCount + att.FailedCount, Total: att.Total, Success: att.SuccessCount, Failed: att.FailedCount}
+	jobStatus := OutcomeStatus(p.Success, p.Failed)
+	message := map[JobStatus]string{JobCompleted: "every user was processed successfully",
+		JobWarning: "some users failed", JobError: "no user could be processed"}[jobStatus]
+	switch status {
+	case ExecTimeOut:
+		message = "the execution passed its deadline (IAM_MGMT_EXECUTION_TIMEOUT); the users not reached count as failed"
+	case ExecInterrupted:
+		jobStatus, message = JobError, "the execution was interrupted (the job was cancelled or deleted)"
+	}
+	err := finishJob(ctx, tx, exec.OrgID, att.JobID, jobStatus, message, p)
+	if ErrorCode(err) == ENOTFOUND {
+		return nil
+	}
+	return err
 }
 
 // Retry starts a new attempt of a finished execution over the users its
