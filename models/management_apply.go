@@ -65,7 +65,12 @@ func (s *MgmtStore) ApplyChunk(ctx context.Context, orgID, execID int64, attempt
 		}
 		if len(targets) > 0 {
 			out.Last = targets[len(targets)-1].Seq
-			if out.Results, err = applyTargets(ctx, tx, s.d, exec, targets); err != nil {
+			var caller int64
+			if err := tx.NewSelect().Model((*ExecutionAttempt)(nil)).Column("created_by").
+				Where("execution_id = ? AND attempt = ?", execID, attempt).Scan(ctx, &caller); err != nil {
+				return fmt.Errorf("select attempt: %w", err)
+			}
+			if out.Results, err = applyTargets(ctx, tx, s.d, exec, caller, targets); err != nil {
 				return err
 			}
 		}
@@ -78,8 +83,9 @@ func (s *MgmtStore) ApplyChunk(ctx context.Context, orgID, execID int64, attempt
 }
 
 // applyTargets applies the execution to targets that have no result yet
-// and returns every target's result.
-func applyTargets(ctx context.Context, tx bun.Tx, d sqlDialect, exec *Execution, targets []ExecutionTarget) ([]ExecutionResult, error) {
+// and returns every target's result; caller is the user who started the
+// attempt.
+func applyTargets(ctx context.Context, tx bun.Tx, d sqlDialect, exec *Execution, caller int64, targets []ExecutionTarget) ([]ExecutionResult, error) {
 	first, last := targets[0].Seq, targets[len(targets)-1].Seq
 	var done []ExecutionResult
 	if err := tx.NewSelect().Model(&done).
@@ -136,7 +142,7 @@ func applyTargets(ctx context.Context, tx bun.Tx, d sqlDialect, exec *Execution,
 		switch {
 		case u == nil:
 			r.Status, r.Message = ExecResultFailure, msgUserNotFound
-		case u.ID == exec.CreatedBy:
+		case u.ID == caller:
 			r.Status, r.Message = ExecResultFailure, fmt.Sprintf(msgSelf, verb)
 		case candidates[u.ID]:
 			// The same user twice in one attempt cannot happen (targets are

@@ -106,6 +106,31 @@ func TestMgmtStore_ApplyDelete(t *testing.T) {
 		}
 		_, err = m.ApplyChunk(ctx, f.org.ID, exec.ID, 1, 0, 4)
 		wantCode(t, err, models.ECONFLICT)
+
+		// A retry started by the administrator: checked against its own
+		// caller, so u4 goes now and the administrator is refused as caller.
+		_, job2, err := m.Retry(ctx, f.org.ID, models.ActionDeleteUsers, exec.ID, admin.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.StartJobAttempt(ctx, f.org.ID, job2.ID); err != nil {
+			t.Fatal(err)
+		}
+		retry, err := m.ApplyChunk(ctx, f.org.ID, exec.ID, 2, 0, 10)
+		if err != nil || len(retry.Results) != 3 {
+			t.Fatalf("retry chunk = %+v, %v", retry, err)
+		}
+		for i, w := range []struct {
+			user        int64
+			status, msg string
+		}{
+			{424242, "failure", "not found"}, {u[4].ID, "success", "deleted"}, {admin.ID, "failure", "yourself"},
+		} {
+			r := retry.Results[i]
+			if r.UserID != w.user || r.Status != w.status || !strings.Contains(r.Message, w.msg) {
+				t.Errorf("retry result %d = %+v, want %s %q", i, r, w.status, w.msg)
+			}
+		}
 	})
 }
 
