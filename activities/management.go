@@ -89,6 +89,7 @@ func (a *Management) ExecuteChunk(ctx context.Context, in MgmtChunk) (MgmtChunkR
 		if err != nil {
 			return out, temporalError(err)
 		}
+		testHookChunkCommitted() // the fault tests' kill point; nothing otherwise
 		out.After, out.Done = res.Last, res.Done
 		out.Progress.Success, out.Progress.Failed = res.Success, res.Failed
 		out.Progress.Processed = res.Success + res.Failed
