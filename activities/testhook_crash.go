@@ -15,9 +15,9 @@ import (
 // hit on purpose.
 //
 // IAM_TEST_CRASH_AFTER_CHUNK_COMMIT=<n> makes the process SIGKILL itself
-// right after the n-th enrollment chunk it commits (ApplyChunk returned)
-// and before the chunk's activity completes: Temporal then retries a chunk
-// whose rows, results and progress are already written.
+// right after the n-th enrollment chunk or management batch it commits
+// (ApplyChunk returned) and before the activity completes: Temporal then
+// retries a chunk whose rows, results and progress are already written.
 const testCrashAfterChunkCommitEnv = "IAM_TEST_CRASH_AFTER_CHUNK_COMMIT"
 
 var testCrash struct {
@@ -26,7 +26,8 @@ var testCrash struct {
 	committed atomic.Int64
 }
 
-// testHookChunkCommitted is called after each committed enrollment chunk.
+// testHookChunkCommitted is called after each committed enrollment chunk
+// and management batch.
 // Unless the test-only variable above is set, it does nothing.
 func testHookChunkCommitted() {
 	testCrash.once.Do(func() {

@@ -36,6 +36,7 @@ type userView struct {
 	Fax              string             `json:"fax"`
 	Gender           string             `json:"gender"`
 	Language         string             `json:"language"`
+	Container        string             `json:"container"`
 	IsDomainVerified bool               `json:"isDomainVerified"`
 	Status           int                `json:"status"`
 	IsLicensed       bool               `json:"isLicensed"`
@@ -51,7 +52,8 @@ func newUserView(u *models.User) userView {
 		Street: u.Street, ZipPostal: u.ZipPostal, PostOfficeBox: u.PostOfficeBox, WorkLocation: u.WorkLocation,
 		SeatingLocation: u.SeatingLocation, Country: u.Country, MobileNumber: u.MobileNumber, HomePhone: u.HomePhone,
 		TelephoneNumber: u.TelephoneNumber, Fax: u.Fax, Gender: u.Gender, Language: u.Language,
-		IsDomainVerified: u.IsDomainVerified, Status: u.Status, IsLicensed: u.IsLicensed, PrimarySource: newPrimarySourceView(u),
+		Container: u.Container, IsDomainVerified: u.IsDomainVerified, Status: u.Status, IsLicensed: u.IsLicensed,
+		PrimarySource: newPrimarySourceView(u),
 	}
 	if u.ManagerID != nil {
 		id := models.FormatID(*u.ManagerID)
@@ -92,6 +94,7 @@ func appendUserJSON(b []byte, u *models.User) []byte {
 	b = appendJSONString(append(b, `,"fax":`...), u.Fax)
 	b = appendJSONString(append(b, `,"gender":`...), u.Gender)
 	b = appendJSONString(append(b, `,"language":`...), u.Language)
+	b = appendJSONString(append(b, `,"container":`...), u.Container)
 	b = strconv.AppendBool(append(b, `,"isDomainVerified":`...), u.IsDomainVerified)
 	b = strconv.AppendInt(append(b, `,"status":`...), int64(u.Status), 10)
 	b = strconv.AppendBool(append(b, `,"isLicensed":`...), u.IsLicensed)
@@ -127,6 +130,7 @@ type userFields struct {
 	Fax             *string     `json:"fax"`
 	Gender          *string     `json:"gender"`
 	Language        *string     `json:"language"`
+	Container       *string     `json:"container"`
 	Status          *int        `json:"status"`
 	IsLicensed      *bool       `json:"isLicensed"`
 }
@@ -211,6 +215,9 @@ func (f *userFields) apply(u *models.User) error {
 	}
 	if f.Language != nil {
 		u.Language = *f.Language
+	}
+	if f.Container != nil {
+		u.Container = *f.Container
 	}
 	if f.Status != nil {
 		u.Status = *f.Status

@@ -76,6 +76,13 @@ func TestUsers_CRUD(t *testing.T) {
 			u.Manager == nil || *u.Manager != boss.ID || u.PrimarySource["applicationName"] != "IAM" {
 			t.Errorf("created user = %+v", u)
 		}
+		// container is shown, written and filtered on.
+		placed := createUser(t, env, tok, map[string]any{"firstName": "Cy", "email": "cy@example.com", "container": "OU=Sales,DC=example,DC=com"})
+		var list userList
+		env.Get("/api/v1/users?filter="+url.QueryEscape(`container eq "OU=Sales,DC=example,DC=com"`), tok).JSON(t, &list)
+		if len(list.Data) != 1 || list.Data[0]["id"] != placed.ID || list.Data[0]["container"] != "OU=Sales,DC=example,DC=com" {
+			t.Errorf("filter on container = %v", list.Data)
+		}
 		stored, err := env.Store.Users.Get(t.Context(), env.Org.ID, mustID(t, u.ID))
 		if err != nil || !strings.HasPrefix(stored.PasswordHash, "$argon2id$") {
 			t.Errorf("stored password hash %q, %v", stored.PasswordHash, err)
@@ -154,6 +161,8 @@ func TestUsers_BadInputNamesTheField(t *testing.T) {
 			{"country", valid(map[string]any{"country": "Germany"}), 400, "00000109", "country"},
 			{"language", valid(map[string]any{"language": "xx-DE"}), 400, "00000109", "language"},
 			{"status", valid(map[string]any{"status": 7}), 400, "00000109", "status"},
+			{"container", valid(map[string]any{"container": "OU=Sales, DC=example"}), 400, "00000109", "container"},
+			{"container too long", valid(map[string]any{"container": "OU=" + strings.Repeat("a", 1100)}), 400, "00000109", "container"},
 			{"status type", valid(map[string]any{"status": "on"}), 400, "00000109", "status"},
 			{"unknown field", valid(map[string]any{"isDomainVerified": true}), 400, "00000109", "isDomainVerified"},
 			{"short password", valid(map[string]any{"password": "short"}), 400, "00000109", "password"},

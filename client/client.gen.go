@@ -139,6 +139,28 @@ const (
 	DeviceFactsOsTypeWindows DeviceFactsOsType = "Windows"
 )
 
+// Defines values for ExecutionAction.
+const (
+	ExecutionActionDeleteUsers ExecutionAction = "delete-users"
+	ExecutionActionMoveUsers   ExecutionAction = "move-users"
+)
+
+// Defines values for ExecutionResultStatus.
+const (
+	ExecutionResultStatusFailure ExecutionResultStatus = "failure"
+	ExecutionResultStatusSuccess ExecutionResultStatus = "success"
+)
+
+// Defines values for ExecutionStatus.
+const (
+	ExecutionStatusCompleted           ExecutionStatus = "completed"
+	ExecutionStatusCompletedWithErrors ExecutionStatus = "completed_with_errors"
+	ExecutionStatusInterrupted         ExecutionStatus = "interrupted"
+	ExecutionStatusPending             ExecutionStatus = "pending"
+	ExecutionStatusTimeOut             ExecutionStatus = "time_out"
+	ExecutionStatusYetToStart          ExecutionStatus = "yet_to_start"
+)
+
 // Defines values for FactorConfigFactorType.
 const (
 	FactorConfigFactorTypeEMAILOTP  FactorConfigFactorType = "EMAIL_OTP"
@@ -209,6 +231,22 @@ const (
 const (
 	LogonScriptConfigForceEnrollmentFalse LogonScriptConfigForceEnrollment = "false"
 	LogonScriptConfigForceEnrollmentTrue  LogonScriptConfigForceEnrollment = "true"
+)
+
+// Defines values for ManagementUploadMatchColumns.
+const (
+	ManagementUploadMatchColumnsEmployeeID   ManagementUploadMatchColumns = "Employee ID"
+	ManagementUploadMatchColumnsMobileNumber ManagementUploadMatchColumns = "Mobile Number"
+	ManagementUploadMatchColumnsPrimaryEmail ManagementUploadMatchColumns = "Primary Email"
+	ManagementUploadMatchColumnsUserID       ManagementUploadMatchColumns = "User ID"
+)
+
+// Defines values for ManagementUploadRowStatus.
+const (
+	ManagementUploadRowStatusDUPLICATEUSER ManagementUploadRowStatus = "DUPLICATE_USER"
+	ManagementUploadRowStatusINVALID       ManagementUploadRowStatus = "INVALID"
+	ManagementUploadRowStatusMAPPED        ManagementUploadRowStatus = "MAPPED"
+	ManagementUploadRowStatusNOTFOUND      ManagementUploadRowStatus = "NOT_FOUND"
 )
 
 // Defines values for NotificationDeliveryChannel.
@@ -347,6 +385,22 @@ const (
 	LinkDeviceAccountJSONBodyPermissionLevelAdmin         LinkDeviceAccountJSONBodyPermissionLevel = "Admin"
 	LinkDeviceAccountJSONBodyPermissionLevelAdministrator LinkDeviceAccountJSONBodyPermissionLevel = "Administrator"
 	LinkDeviceAccountJSONBodyPermissionLevelStandard      LinkDeviceAccountJSONBodyPermissionLevel = "Standard"
+)
+
+// Defines values for UploadManagementFileMultipartBodyFileEncoding.
+const (
+	UploadManagementFileMultipartBodyFileEncodingBig5              UploadManagementFileMultipartBodyFileEncoding = "Big5"
+	UploadManagementFileMultipartBodyFileEncodingEUCJP             UploadManagementFileMultipartBodyFileEncoding = "EUC-JP"
+	UploadManagementFileMultipartBodyFileEncodingEUCKR             UploadManagementFileMultipartBodyFileEncoding = "EUC-KR"
+	UploadManagementFileMultipartBodyFileEncodingGB2312            UploadManagementFileMultipartBodyFileEncoding = "GB2312"
+	UploadManagementFileMultipartBodyFileEncodingISO2022JP         UploadManagementFileMultipartBodyFileEncoding = "ISO-2022-JP"
+	UploadManagementFileMultipartBodyFileEncodingISO88591          UploadManagementFileMultipartBodyFileEncoding = "ISO-8859-1"
+	UploadManagementFileMultipartBodyFileEncodingKOI8R             UploadManagementFileMultipartBodyFileEncoding = "KOI8-R"
+	UploadManagementFileMultipartBodyFileEncodingShiftJIS          UploadManagementFileMultipartBodyFileEncoding = "Shift_JIS"
+	UploadManagementFileMultipartBodyFileEncodingUSASCII           UploadManagementFileMultipartBodyFileEncoding = "US-ASCII"
+	UploadManagementFileMultipartBodyFileEncodingUTF8              UploadManagementFileMultipartBodyFileEncoding = "UTF-8"
+	UploadManagementFileMultipartBodyFileEncodingWINDOWS1251       UploadManagementFileMultipartBodyFileEncoding = "WINDOWS-1251"
+	UploadManagementFileMultipartBodyFileEncodingXWINDOWSISO2022JP UploadManagementFileMultipartBodyFileEncoding = "X-WINDOWS-ISO2022JP"
 )
 
 // Defines values for DownloadAgentParamsPlatform.
@@ -659,6 +713,92 @@ type Error struct {
 	} `json:"error"`
 }
 
+// ExecuteRequest defines model for ExecuteRequest.
+type ExecuteRequest struct {
+	// Filter A filter over user attributes, as on GET /users.
+	Filter *string `json:"filter,omitempty"`
+
+	// TargetContainer move-users: the RFC 4514 distinguished name the users move to.
+	TargetContainer *string `json:"target_container,omitempty"`
+
+	// UploadId An upload of the action (a digit string or an integer).
+	UploadId *ExecuteRequest_UploadId `json:"upload_id,omitempty"`
+	UserIds  *[]string                `json:"user_ids,omitempty"`
+}
+
+// ExecuteRequestUploadId0 defines model for .
+type ExecuteRequestUploadId0 = string
+
+// ExecuteRequestUploadId1 defines model for .
+type ExecuteRequestUploadId1 = int
+
+// ExecuteRequest_UploadId An upload of the action (a digit string or an integer).
+type ExecuteRequest_UploadId struct {
+	union json.RawMessage
+}
+
+// Execution An execution (spec 2.16) with the service's additions; id is an integer as the spec types it.
+type Execution struct {
+	Action   ExecutionAction `json:"action"`
+	Attempt  int             `json:"attempt"`
+	Attempts []struct {
+		Attempt      int             `json:"attempt"`
+		CreatedAt    time.Time       `json:"created_at"`
+		CreatedBy    string          `json:"created_by"`
+		FailedCount  int             `json:"failed_count"`
+		FinishedAt   *time.Time      `json:"finished_at"`
+		JobId        string          `json:"job_id"`
+		Status       ExecutionStatus `json:"status"`
+		SuccessCount int             `json:"success_count"`
+		Total        int             `json:"total"`
+	} `json:"attempts"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// CreatedBy The id of the user who ran it.
+	CreatedBy   string     `json:"created_by"`
+	FailedCount int        `json:"failed_count"`
+	FinishedAt  *time.Time `json:"finished_at"`
+	Id          int64      `json:"id"`
+	JobId       string     `json:"job_id"`
+	Selection   struct {
+		Count    *int      `json:"count,omitempty"`
+		Filter   *string   `json:"filter,omitempty"`
+		UploadId *string   `json:"upload_id,omitempty"`
+		UserIds  *[]string `json:"user_ids,omitempty"`
+	} `json:"selection"`
+	Status       ExecutionStatus `json:"status"`
+	SuccessCount int             `json:"success_count"`
+	SummaryData  []struct {
+		Label string  `json:"label"`
+		Type  string  `json:"type"`
+		Value float32 `json:"value"`
+	} `json:"summary_data"`
+	TargetContainer *string `json:"target_container,omitempty"`
+	Total           int     `json:"total"`
+}
+
+// ExecutionAction defines model for Execution.Action.
+type ExecutionAction string
+
+// ExecutionResult The outcome for one user in one attempt (spec 2.16).
+type ExecutionResult struct {
+	Attempt int                   `json:"attempt"`
+	Message string                `json:"message"`
+	Status  ExecutionResultStatus `json:"status"`
+	User    struct {
+		Email     string `json:"email"`
+		FirstName string `json:"first_name"`
+		Id        string `json:"id"`
+		LastName  string `json:"last_name"`
+	} `json:"user"`
+}
+
+// ExecutionResultStatus defines model for ExecutionResult.Status.
+type ExecutionResultStatus string
+
+// ExecutionStatus defines model for ExecutionStatus.
+type ExecutionStatus string
+
 // FactorConfig defines model for FactorConfig.
 type FactorConfig struct {
 	CreatedTime time.Time              `json:"created_time"`
@@ -819,6 +959,11 @@ type JobSummary struct {
 	Status     *JobStatus `json:"status,omitempty"`
 }
 
+// Link defines model for Link.
+type Link struct {
+	Href string `json:"href"`
+}
+
 // LinkEvent An entry of the link history. With `fields`, only the named attributes and id.
 type LinkEvent struct {
 	AccountId  *string          `json:"account_id"`
@@ -882,6 +1027,44 @@ type LogonScriptConfig struct {
 
 // LogonScriptConfigForceEnrollment defines model for LogonScriptConfig.ForceEnrollment.
 type LogonScriptConfigForceEnrollment string
+
+// ManagementEntity A user as an action's data shows it (spec 2.16); columns holds the view columns' values.
+type ManagementEntity struct {
+	IsSelected bool                   `json:"$is_selected"`
+	Columns    map[string]interface{} `json:"columns"`
+	Email      string                 `json:"email"`
+	FirstName  string                 `json:"first_name"`
+	Id         string                 `json:"id"`
+	LastName   string                 `json:"last_name"`
+}
+
+// ManagementUpload An uploaded file (spec 2.16); id is an integer as the spec types it.
+type ManagementUpload struct {
+	CreatedAt time.Time `json:"created_at"`
+	FileName  string    `json:"file_name"`
+	Header    []struct {
+		IsMatchColumn bool   `json:"is_match_column"`
+		Name          string `json:"name"`
+	} `json:"header"`
+	Id           int64                          `json:"id"`
+	MatchColumns []ManagementUploadMatchColumns `json:"match_columns"`
+	RowCount     int                            `json:"row_count"`
+}
+
+// ManagementUploadMatchColumns defines model for ManagementUpload.MatchColumns.
+type ManagementUploadMatchColumns string
+
+// ManagementUploadRow An uploaded row (spec 2.16); user_id is empty unless MAPPED or DUPLICATE_USER.
+type ManagementUploadRow struct {
+	Id           string                    `json:"id"`
+	ImportedData map[string]string         `json:"imported_data"`
+	Message      string                    `json:"message"`
+	Status       ManagementUploadRowStatus `json:"status"`
+	UserId       string                    `json:"user_id"`
+}
+
+// ManagementUploadRowStatus defines model for ManagementUploadRow.Status.
+type ManagementUploadRowStatus string
 
 // MembersRequest defines model for MembersRequest.
 type MembersRequest struct {
@@ -1356,6 +1539,7 @@ type TemplateSMS struct {
 type User struct {
 	City             string        `json:"city"`
 	Company          string        `json:"company"`
+	Container        string        `json:"container"`
 	Country          string        `json:"country"`
 	Department       string        `json:"department"`
 	Description      string        `json:"description"`
@@ -1389,6 +1573,9 @@ type User struct {
 type UserCreate struct {
 	City    *string `json:"city,omitempty"`
 	Company *string `json:"company,omitempty"`
+
+	// Container The service's addition: the user's place in the directory, a distinguished name in RFC 4514 syntax (OU=Sales,DC=example,DC=com); empty for none. Set by the move-users management action too (docs/management.md).
+	Container *string `json:"container,omitempty"`
 
 	// Country ISO 3166-1 alpha-2 code (stored upper case).
 	Country     *string `json:"country,omitempty"`
@@ -1448,6 +1635,7 @@ type UserEnvelope struct {
 type UserItem struct {
 	City             *string        `json:"city,omitempty"`
 	Company          *string        `json:"company,omitempty"`
+	Container        *string        `json:"container,omitempty"`
 	Country          *string        `json:"country,omitempty"`
 	Department       *string        `json:"department,omitempty"`
 	Description      *string        `json:"description,omitempty"`
@@ -1481,6 +1669,9 @@ type UserItem struct {
 type UserPatch struct {
 	City    *string `json:"city,omitempty"`
 	Company *string `json:"company,omitempty"`
+
+	// Container The service's addition: the user's place in the directory, a distinguished name in RFC 4514 syntax (OU=Sales,DC=example,DC=com); empty for none. Set by the move-users management action too (docs/management.md).
+	Container *string `json:"container,omitempty"`
 
 	// Country ISO 3166-1 alpha-2 code (stored upper case).
 	Country     *string `json:"country,omitempty"`
@@ -1535,6 +1726,9 @@ type UserProfile struct {
 	City    *string `json:"city,omitempty"`
 	Company *string `json:"company,omitempty"`
 
+	// Container The service's addition: the user's place in the directory, a distinguished name in RFC 4514 syntax (OU=Sales,DC=example,DC=com); empty for none. Set by the move-users management action too (docs/management.md).
+	Container *string `json:"container,omitempty"`
+
 	// Country ISO 3166-1 alpha-2 code (stored upper case).
 	Country     *string `json:"country,omitempty"`
 	Department  *string `json:"department,omitempty"`
@@ -1583,6 +1777,9 @@ type UserProfileStatus int
 // AccountID defines model for accountID.
 type AccountID = string
 
+// ActionID defines model for actionID.
+type ActionID = string
+
 // BulkIDs defines model for bulkIDs.
 type BulkIDs = string
 
@@ -1591,6 +1788,9 @@ type Cursor = string
 
 // DeviceID defines model for deviceID.
 type DeviceID = string
+
+// ExecutionID defines model for executionID.
+type ExecutionID = string
 
 // Fields defines model for fields.
 type Fields = string
@@ -1622,6 +1822,9 @@ type ScheduleID = string
 // Sort defines model for sort.
 type Sort = string
 
+// UploadID defines model for uploadID.
+type UploadID = string
+
 // UserID defines model for userID.
 type UserID = string
 
@@ -1639,6 +1842,21 @@ type BadRequest = Error
 
 // Conflict defines model for Conflict.
 type Conflict = Error
+
+// ExecutionAccepted defines model for ExecutionAccepted.
+type ExecutionAccepted struct {
+	Data struct {
+		Attempt     int             `json:"attempt"`
+		ExecutionId int64           `json:"execution_id"`
+		JobId       string          `json:"job_id"`
+		Status      ExecutionStatus `json:"status"`
+	} `json:"data"`
+	Links struct {
+		Execution Link `json:"execution"`
+		Job       Link `json:"job"`
+		Status    Link `json:"status"`
+	} `json:"links"`
+}
 
 // JobAccepted defines model for JobAccepted.
 type JobAccepted = JobAcceptance
@@ -1675,6 +1893,11 @@ type Unavailable = Error
 
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType = Error
+
+// ViewColumns defines model for ViewColumns.
+type ViewColumns struct {
+	Data []string `json:"data"`
+}
 
 // UpdateAccountLinkingSettingsJSONBody defines parameters for UpdateAccountLinkingSettings.
 type UpdateAccountLinkingSettingsJSONBody = map[string]interface{}
@@ -1857,6 +2080,76 @@ type ListJobResultsParams struct {
 	// Fields Comma-separated attributes to return (`id` always is).
 	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
 }
+
+// ListManagementActionDataParams defines parameters for ListManagementActionData.
+type ListManagementActionDataParams struct {
+	// Limit Page size; default 200, at most 1000.
+	Limit *Limit200 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// From Start index (offset paging); default 0.
+	From *From `form:"from,omitempty" json:"from,omitempty"`
+
+	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
+	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+
+	// Sort Comma-separated sortable attributes, `-` prefix for descending.
+	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// UploadId The upload whose MAPPED rows are the selection.
+	UploadId *string `form:"upload_id,omitempty" json:"upload_id,omitempty"`
+}
+
+// ExecuteManagementActionParams defines parameters for ExecuteManagementAction.
+type ExecuteManagementActionParams struct {
+	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
+	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+}
+
+// ListManagementExecutionResultsParams defines parameters for ListManagementExecutionResults.
+type ListManagementExecutionResultsParams struct {
+	// Limit Page size; default 200, at most 1000.
+	Limit *Limit200 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// From Start index (offset paging); default 0.
+	From *From `form:"from,omitempty" json:"from,omitempty"`
+
+	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
+	Filter  *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	Attempt *int    `form:"attempt,omitempty" json:"attempt,omitempty"`
+}
+
+// UploadManagementFileMultipartBody defines parameters for UploadManagementFile.
+type UploadManagementFileMultipartBody struct {
+	File         openapi_types.File                             `json:"file"`
+	FileEncoding *UploadManagementFileMultipartBodyFileEncoding `json:"file_encoding,omitempty"`
+}
+
+// UploadManagementFileMultipartBodyFileEncoding defines parameters for UploadManagementFile.
+type UploadManagementFileMultipartBodyFileEncoding string
+
+// DeleteManagementUploadRowsParams defines parameters for DeleteManagementUploadRows.
+type DeleteManagementUploadRowsParams struct {
+	// Ids Comma-separated row ids, at most 1000.
+	Ids *string `form:"ids,omitempty" json:"ids,omitempty"`
+
+	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
+	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+}
+
+// ListManagementUploadRowsParams defines parameters for ListManagementUploadRows.
+type ListManagementUploadRowsParams struct {
+	// Limit Page size; default 200, at most 1000.
+	Limit *Limit200 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// From Start index (offset paging); default 0.
+	From *From `form:"from,omitempty" json:"from,omitempty"`
+
+	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
+	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+}
+
+// PutManagementViewColumnsJSONBody defines parameters for PutManagementViewColumns.
+type PutManagementViewColumnsJSONBody = []string
 
 // GetTemplateModuleConfigsParams defines parameters for GetTemplateModuleConfigs.
 type GetTemplateModuleConfigsParams struct {
@@ -2141,6 +2434,15 @@ type UpdateGroupJSONRequestBody = GroupPatch
 // AddGroupMembersJSONRequestBody defines body for AddGroupMembers for application/json ContentType.
 type AddGroupMembersJSONRequestBody = MembersRequest
 
+// ExecuteManagementActionJSONRequestBody defines body for ExecuteManagementAction for application/json ContentType.
+type ExecuteManagementActionJSONRequestBody = ExecuteRequest
+
+// UploadManagementFileMultipartRequestBody defines body for UploadManagementFile for multipart/form-data ContentType.
+type UploadManagementFileMultipartRequestBody UploadManagementFileMultipartBody
+
+// PutManagementViewColumnsJSONRequestBody defines body for PutManagementViewColumns for application/json ContentType.
+type PutManagementViewColumnsJSONRequestBody = PutManagementViewColumnsJSONBody
+
 // UpdateLogonScriptConfigJSONRequestBody defines body for UpdateLogonScriptConfig for application/json ContentType.
 type UpdateLogonScriptConfigJSONRequestBody UpdateLogonScriptConfigJSONBody
 
@@ -2182,6 +2484,68 @@ type OauthTokenFormdataRequestBody = OAuthTokenRequest
 
 // OauthRevokeTokenFormdataRequestBody defines body for OauthRevokeToken for application/x-www-form-urlencoded ContentType.
 type OauthRevokeTokenFormdataRequestBody OauthRevokeTokenFormdataBody
+
+// AsExecuteRequestUploadId0 returns the union data inside the ExecuteRequest_UploadId as a ExecuteRequestUploadId0
+func (t ExecuteRequest_UploadId) AsExecuteRequestUploadId0() (ExecuteRequestUploadId0, error) {
+	var body ExecuteRequestUploadId0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExecuteRequestUploadId0 overwrites any union data inside the ExecuteRequest_UploadId as the provided ExecuteRequestUploadId0
+func (t *ExecuteRequest_UploadId) FromExecuteRequestUploadId0(v ExecuteRequestUploadId0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeExecuteRequestUploadId0 performs a merge with any union data inside the ExecuteRequest_UploadId, using the provided ExecuteRequestUploadId0
+func (t *ExecuteRequest_UploadId) MergeExecuteRequestUploadId0(v ExecuteRequestUploadId0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExecuteRequestUploadId1 returns the union data inside the ExecuteRequest_UploadId as a ExecuteRequestUploadId1
+func (t ExecuteRequest_UploadId) AsExecuteRequestUploadId1() (ExecuteRequestUploadId1, error) {
+	var body ExecuteRequestUploadId1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExecuteRequestUploadId1 overwrites any union data inside the ExecuteRequest_UploadId as the provided ExecuteRequestUploadId1
+func (t *ExecuteRequest_UploadId) FromExecuteRequestUploadId1(v ExecuteRequestUploadId1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeExecuteRequestUploadId1 performs a merge with any union data inside the ExecuteRequest_UploadId, using the provided ExecuteRequestUploadId1
+func (t *ExecuteRequest_UploadId) MergeExecuteRequestUploadId1(v ExecuteRequestUploadId1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ExecuteRequest_UploadId) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ExecuteRequest_UploadId) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // RequestEditorFn  is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -2358,6 +2722,46 @@ type ClientInterface interface {
 
 	// ListJobResults request
 	ListJobResults(ctx context.Context, jobId JobID, params *ListJobResultsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListManagementActionData request
+	ListManagementActionData(ctx context.Context, actionId ActionID, params *ListManagementActionDataParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ExecuteManagementActionWithBody request with any body
+	ExecuteManagementActionWithBody(ctx context.Context, actionId ActionID, params *ExecuteManagementActionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	ExecuteManagementAction(ctx context.Context, actionId ActionID, params *ExecuteManagementActionParams, body ExecuteManagementActionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetManagementExecution request
+	GetManagementExecution(ctx context.Context, actionId ActionID, executionId ExecutionID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListManagementExecutionResults request
+	ListManagementExecutionResults(ctx context.Context, actionId ActionID, executionId ExecutionID, params *ListManagementExecutionResultsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetryManagementExecution request
+	RetryManagementExecution(ctx context.Context, actionId ActionID, executionId ExecutionID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetManagementExecutionStatus request
+	GetManagementExecutionStatus(ctx context.Context, actionId ActionID, executionId ExecutionID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UploadManagementFileWithBody request with any body
+	UploadManagementFileWithBody(ctx context.Context, actionId ActionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetManagementUpload request
+	GetManagementUpload(ctx context.Context, actionId ActionID, uploadId UploadID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteManagementUploadRows request
+	DeleteManagementUploadRows(ctx context.Context, actionId ActionID, uploadId UploadID, params *DeleteManagementUploadRowsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListManagementUploadRows request
+	ListManagementUploadRows(ctx context.Context, actionId ActionID, uploadId UploadID, params *ListManagementUploadRowsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetManagementViewColumns request
+	GetManagementViewColumns(ctx context.Context, actionId ActionID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PutManagementViewColumnsWithBody request with any body
+	PutManagementViewColumnsWithBody(ctx context.Context, actionId ActionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	PutManagementViewColumns(ctx context.Context, actionId ActionID, body PutManagementViewColumnsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetTemplateDefaultConfigs request
 	GetTemplateDefaultConfigs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2944,6 +3348,174 @@ func (c *Client) GetJob(ctx context.Context, jobId JobID, reqEditors ...RequestE
 
 func (c *Client) ListJobResults(ctx context.Context, jobId JobID, params *ListJobResultsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListJobResultsRequest(c.Server, jobId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListManagementActionData(ctx context.Context, actionId ActionID, params *ListManagementActionDataParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListManagementActionDataRequest(c.Server, actionId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ExecuteManagementActionWithBody(ctx context.Context, actionId ActionID, params *ExecuteManagementActionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExecuteManagementActionRequestWithBody(c.Server, actionId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ExecuteManagementAction(ctx context.Context, actionId ActionID, params *ExecuteManagementActionParams, body ExecuteManagementActionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExecuteManagementActionRequest(c.Server, actionId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) GetManagementExecution(ctx context.Context, actionId ActionID, executionId ExecutionID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetManagementExecutionRequest(c.Server, actionId, executionId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListManagementExecutionResults(ctx context.Context, actionId ActionID, executionId ExecutionID, params *ListManagementExecutionResultsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListManagementExecutionResultsRequest(c.Server, actionId, executionId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) RetryManagementExecution(ctx context.Context, actionId ActionID, executionId ExecutionID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetryManagementExecutionRequest(c.Server, actionId, executionId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) GetManagementExecutionStatus(ctx context.Context, actionId ActionID, executionId ExecutionID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetManagementExecutionStatusRequest(c.Server, actionId, executionId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UploadManagementFileWithBody(ctx context.Context, actionId ActionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUploadManagementFileRequestWithBody(c.Server, actionId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) GetManagementUpload(ctx context.Context, actionId ActionID, uploadId UploadID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetManagementUploadRequest(c.Server, actionId, uploadId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) DeleteManagementUploadRows(ctx context.Context, actionId ActionID, uploadId UploadID, params *DeleteManagementUploadRowsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteManagementUploadRowsRequest(c.Server, actionId, uploadId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListManagementUploadRows(ctx context.Context, actionId ActionID, uploadId UploadID, params *ListManagementUploadRowsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListManagementUploadRowsRequest(c.Server, actionId, uploadId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) GetManagementViewColumns(ctx context.Context, actionId ActionID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetManagementViewColumnsRequest(c.Server, actionId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) PutManagementViewColumnsWithBody(ctx context.Context, actionId ActionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutManagementViewColumnsRequestWithBody(c.Server, actionId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) PutManagementViewColumns(ctx context.Context, actionId ActionID, body PutManagementViewColumnsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPutManagementViewColumnsRequest(c.Server, actionId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5391,6 +5963,761 @@ func NewListJobResultsRequest(server string, jobId JobID, params *ListJobResults
 	return req, nil
 }
 
+// NewListManagementActionDataRequest generates requests for ListManagementActionData
+func NewListManagementActionDataRequest(server string, actionId ActionID, params *ListManagementActionDataParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "action_id", runtime.ParamLocationPath, actionId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/management/actions/%s/data", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "from", runtime.ParamLocationQuery, *params.From); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "filter", runtime.ParamLocationQuery, *params.Filter); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "sort", runtime.ParamLocationQuery, *params.Sort); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.UploadId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "upload_id", runtime.ParamLocationQuery, *params.UploadId); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewExecuteManagementActionRequest calls the generic ExecuteManagementAction builder with application/json body
+func NewExecuteManagementActionRequest(server string, actionId ActionID, params *ExecuteManagementActionParams, body ExecuteManagementActionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewExecuteManagementActionRequestWithBody(server, actionId, params, "application/json", bodyReader)
+}
+
+// NewExecuteManagementActionRequestWithBody generates requests for ExecuteManagementAction with any type of body
+func NewExecuteManagementActionRequestWithBody(server string, actionId ActionID, params *ExecuteManagementActionParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "action_id", runtime.ParamLocationPath, actionId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/management/actions/%s/execute", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "filter", runtime.ParamLocationQuery, *params.Filter); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetManagementExecutionRequest generates requests for GetManagementExecution
+func NewGetManagementExecutionRequest(server string, actionId ActionID, executionId ExecutionID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "action_id", runtime.ParamLocationPath, actionId)
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithLocation("simple", false, "execution_id", runtime.ParamLocationPath, executionId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/management/actions/%s/executions/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListManagementExecutionResultsRequest generates requests for ListManagementExecutionResults
+func NewListManagementExecutionResultsRequest(server string, actionId ActionID, executionId ExecutionID, params *ListManagementExecutionResultsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "action_id", runtime.ParamLocationPath, actionId)
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithLocation("simple", false, "execution_id", runtime.ParamLocationPath, executionId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/management/actions/%s/executions/%s/data", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "from", runtime.ParamLocationQuery, *params.From); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "filter", runtime.ParamLocationQuery, *params.Filter); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Attempt != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "attempt", runtime.ParamLocationQuery, *params.Attempt); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRetryManagementExecutionRequest generates requests for RetryManagementExecution
+func NewRetryManagementExecutionRequest(server string, actionId ActionID, executionId ExecutionID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "action_id", runtime.ParamLocationPath, actionId)
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithLocation("simple", false, "execution_id", runtime.ParamLocationPath, executionId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/management/actions/%s/executions/%s/retry", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetManagementExecutionStatusRequest generates requests for GetManagementExecutionStatus
+func NewGetManagementExecutionStatusRequest(server string, actionId ActionID, executionId ExecutionID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "action_id", runtime.ParamLocationPath, actionId)
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithLocation("simple", false, "execution_id", runtime.ParamLocationPath, executionId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/management/actions/%s/executions/%s/status", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUploadManagementFileRequestWithBody generates requests for UploadManagementFile with any type of body
+func NewUploadManagementFileRequestWithBody(server string, actionId ActionID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "action_id", runtime.ParamLocationPath, actionId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/management/actions/%s/uploads", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetManagementUploadRequest generates requests for GetManagementUpload
+func NewGetManagementUploadRequest(server string, actionId ActionID, uploadId UploadID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "action_id", runtime.ParamLocationPath, actionId)
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithLocation("simple", false, "upload_id", runtime.ParamLocationPath, uploadId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/management/actions/%s/uploads/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteManagementUploadRowsRequest generates requests for DeleteManagementUploadRows
+func NewDeleteManagementUploadRowsRequest(server string, actionId ActionID, uploadId UploadID, params *DeleteManagementUploadRowsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "action_id", runtime.ParamLocationPath, actionId)
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithLocation("simple", false, "upload_id", runtime.ParamLocationPath, uploadId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/management/actions/%s/uploads/%s/data", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Ids != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "ids", runtime.ParamLocationQuery, *params.Ids); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "filter", runtime.ParamLocationQuery, *params.Filter); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("DELETE", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListManagementUploadRowsRequest generates requests for ListManagementUploadRows
+func NewListManagementUploadRowsRequest(server string, actionId ActionID, uploadId UploadID, params *ListManagementUploadRowsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "action_id", runtime.ParamLocationPath, actionId)
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithLocation("simple", false, "upload_id", runtime.ParamLocationPath, uploadId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/management/actions/%s/uploads/%s/data", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "from", runtime.ParamLocationQuery, *params.From); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "filter", runtime.ParamLocationQuery, *params.Filter); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetManagementViewColumnsRequest generates requests for GetManagementViewColumns
+func NewGetManagementViewColumnsRequest(server string, actionId ActionID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "action_id", runtime.ParamLocationPath, actionId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/management/actions/%s/view-columns", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPutManagementViewColumnsRequest calls the generic PutManagementViewColumns builder with application/json body
+func NewPutManagementViewColumnsRequest(server string, actionId ActionID, body PutManagementViewColumnsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPutManagementViewColumnsRequestWithBody(server, actionId, "application/json", bodyReader)
+}
+
+// NewPutManagementViewColumnsRequestWithBody generates requests for PutManagementViewColumns with any type of body
+func NewPutManagementViewColumnsRequestWithBody(server string, actionId ActionID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "action_id", runtime.ParamLocationPath, actionId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/management/actions/%s/view-columns", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("PUT", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetTemplateDefaultConfigsRequest generates requests for GetTemplateDefaultConfigs
 func NewGetTemplateDefaultConfigsRequest(server string) (*http.Request, error) {
 	var err error
@@ -7756,6 +9083,46 @@ type ClientWithResponsesInterface interface {
 	// ListJobResultsWithResponse request
 	ListJobResultsWithResponse(ctx context.Context, jobId JobID, params *ListJobResultsParams, reqEditors ...RequestEditorFn) (*ListJobResultsResponse, error)
 
+	// ListManagementActionDataWithResponse request
+	ListManagementActionDataWithResponse(ctx context.Context, actionId ActionID, params *ListManagementActionDataParams, reqEditors ...RequestEditorFn) (*ListManagementActionDataResponse, error)
+
+	// ExecuteManagementActionWithBodyWithResponse request with any body
+	ExecuteManagementActionWithBodyWithResponse(ctx context.Context, actionId ActionID, params *ExecuteManagementActionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExecuteManagementActionResponse, error)
+
+	ExecuteManagementActionWithResponse(ctx context.Context, actionId ActionID, params *ExecuteManagementActionParams, body ExecuteManagementActionJSONRequestBody, reqEditors ...RequestEditorFn) (*ExecuteManagementActionResponse, error)
+
+	// GetManagementExecutionWithResponse request
+	GetManagementExecutionWithResponse(ctx context.Context, actionId ActionID, executionId ExecutionID, reqEditors ...RequestEditorFn) (*GetManagementExecutionResponse, error)
+
+	// ListManagementExecutionResultsWithResponse request
+	ListManagementExecutionResultsWithResponse(ctx context.Context, actionId ActionID, executionId ExecutionID, params *ListManagementExecutionResultsParams, reqEditors ...RequestEditorFn) (*ListManagementExecutionResultsResponse, error)
+
+	// RetryManagementExecutionWithResponse request
+	RetryManagementExecutionWithResponse(ctx context.Context, actionId ActionID, executionId ExecutionID, reqEditors ...RequestEditorFn) (*RetryManagementExecutionResponse, error)
+
+	// GetManagementExecutionStatusWithResponse request
+	GetManagementExecutionStatusWithResponse(ctx context.Context, actionId ActionID, executionId ExecutionID, reqEditors ...RequestEditorFn) (*GetManagementExecutionStatusResponse, error)
+
+	// UploadManagementFileWithBodyWithResponse request with any body
+	UploadManagementFileWithBodyWithResponse(ctx context.Context, actionId ActionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadManagementFileResponse, error)
+
+	// GetManagementUploadWithResponse request
+	GetManagementUploadWithResponse(ctx context.Context, actionId ActionID, uploadId UploadID, reqEditors ...RequestEditorFn) (*GetManagementUploadResponse, error)
+
+	// DeleteManagementUploadRowsWithResponse request
+	DeleteManagementUploadRowsWithResponse(ctx context.Context, actionId ActionID, uploadId UploadID, params *DeleteManagementUploadRowsParams, reqEditors ...RequestEditorFn) (*DeleteManagementUploadRowsResponse, error)
+
+	// ListManagementUploadRowsWithResponse request
+	ListManagementUploadRowsWithResponse(ctx context.Context, actionId ActionID, uploadId UploadID, params *ListManagementUploadRowsParams, reqEditors ...RequestEditorFn) (*ListManagementUploadRowsResponse, error)
+
+	// GetManagementViewColumnsWithResponse request
+	GetManagementViewColumnsWithResponse(ctx context.Context, actionId ActionID, reqEditors ...RequestEditorFn) (*GetManagementViewColumnsResponse, error)
+
+	// PutManagementViewColumnsWithBodyWithResponse request with any body
+	PutManagementViewColumnsWithBodyWithResponse(ctx context.Context, actionId ActionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutManagementViewColumnsResponse, error)
+
+	PutManagementViewColumnsWithResponse(ctx context.Context, actionId ActionID, body PutManagementViewColumnsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutManagementViewColumnsResponse, error)
+
 	// GetTemplateDefaultConfigsWithResponse request
 	GetTemplateDefaultConfigsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetTemplateDefaultConfigsResponse, error)
 
@@ -8733,6 +10100,363 @@ func (r ListJobResultsResponse) Status() string {
 
 // StatusCode returns HTTPResponse.StatusCode
 func (r ListJobResultsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListManagementActionDataResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []ManagementEntity `json:"data"`
+
+		// Meta Offset meta of management and job lists, whose start_index is a string.
+		Meta OffsetMetaString `json:"meta"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListManagementActionDataResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListManagementActionDataResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ExecuteManagementActionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON202      *ExecutionAccepted
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON413      *TooLarge
+	JSON415      *UnsupportedMediaType
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ExecuteManagementActionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExecuteManagementActionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type GetManagementExecutionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		// Data An execution (spec 2.16) with the service's additions; id is an integer as the spec types it.
+		Data Execution `json:"data"`
+	}
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r GetManagementExecutionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetManagementExecutionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListManagementExecutionResultsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []ExecutionResult `json:"data"`
+
+		// Meta Offset meta of management and job lists, whose start_index is a string.
+		Meta OffsetMetaString `json:"meta"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListManagementExecutionResultsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListManagementExecutionResultsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type RetryManagementExecutionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON202      *ExecutionAccepted
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON409      *Conflict
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r RetryManagementExecutionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RetryManagementExecutionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type GetManagementExecutionStatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data ExecutionStatus `json:"data"`
+	}
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r GetManagementExecutionStatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetManagementExecutionStatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type UploadManagementFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON201      *struct {
+		// Data An uploaded file (spec 2.16); id is an integer as the spec types it.
+		Data ManagementUpload `json:"data"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON413 *TooLarge
+	JSON415 *UnsupportedMediaType
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r UploadManagementFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UploadManagementFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type GetManagementUploadResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		// Data An uploaded file (spec 2.16); id is an integer as the spec types it.
+		Data ManagementUpload `json:"data"`
+	}
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r GetManagementUploadResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetManagementUploadResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type DeleteManagementUploadRowsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data struct {
+			DeletedCount int                `json:"deleted_count"`
+			Results      []BulkDeleteResult `json:"results"`
+		} `json:"data"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteManagementUploadRowsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteManagementUploadRowsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListManagementUploadRowsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []ManagementUploadRow `json:"data"`
+
+		// Meta Offset meta of management and job lists, whose start_index is a string.
+		Meta OffsetMetaString `json:"meta"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListManagementUploadRowsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListManagementUploadRowsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type GetManagementViewColumnsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *ViewColumns
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r GetManagementViewColumnsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetManagementViewColumnsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type PutManagementViewColumnsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *ViewColumns
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON413      *TooLarge
+	JSON415      *UnsupportedMediaType
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r PutManagementViewColumnsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PutManagementViewColumnsResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -10194,6 +11918,130 @@ func (c *ClientWithResponses) ListJobResultsWithResponse(ctx context.Context, jo
 		return nil, err
 	}
 	return ParseListJobResultsResponse(rsp)
+}
+
+// ListManagementActionDataWithResponse request returning *ListManagementActionDataResponse
+func (c *ClientWithResponses) ListManagementActionDataWithResponse(ctx context.Context, actionId ActionID, params *ListManagementActionDataParams, reqEditors ...RequestEditorFn) (*ListManagementActionDataResponse, error) {
+	rsp, err := c.ListManagementActionData(ctx, actionId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListManagementActionDataResponse(rsp)
+}
+
+// ExecuteManagementActionWithBodyWithResponse request with arbitrary body returning *ExecuteManagementActionResponse
+func (c *ClientWithResponses) ExecuteManagementActionWithBodyWithResponse(ctx context.Context, actionId ActionID, params *ExecuteManagementActionParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExecuteManagementActionResponse, error) {
+	rsp, err := c.ExecuteManagementActionWithBody(ctx, actionId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExecuteManagementActionResponse(rsp)
+}
+
+func (c *ClientWithResponses) ExecuteManagementActionWithResponse(ctx context.Context, actionId ActionID, params *ExecuteManagementActionParams, body ExecuteManagementActionJSONRequestBody, reqEditors ...RequestEditorFn) (*ExecuteManagementActionResponse, error) {
+	rsp, err := c.ExecuteManagementAction(ctx, actionId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExecuteManagementActionResponse(rsp)
+}
+
+// GetManagementExecutionWithResponse request returning *GetManagementExecutionResponse
+func (c *ClientWithResponses) GetManagementExecutionWithResponse(ctx context.Context, actionId ActionID, executionId ExecutionID, reqEditors ...RequestEditorFn) (*GetManagementExecutionResponse, error) {
+	rsp, err := c.GetManagementExecution(ctx, actionId, executionId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetManagementExecutionResponse(rsp)
+}
+
+// ListManagementExecutionResultsWithResponse request returning *ListManagementExecutionResultsResponse
+func (c *ClientWithResponses) ListManagementExecutionResultsWithResponse(ctx context.Context, actionId ActionID, executionId ExecutionID, params *ListManagementExecutionResultsParams, reqEditors ...RequestEditorFn) (*ListManagementExecutionResultsResponse, error) {
+	rsp, err := c.ListManagementExecutionResults(ctx, actionId, executionId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListManagementExecutionResultsResponse(rsp)
+}
+
+// RetryManagementExecutionWithResponse request returning *RetryManagementExecutionResponse
+func (c *ClientWithResponses) RetryManagementExecutionWithResponse(ctx context.Context, actionId ActionID, executionId ExecutionID, reqEditors ...RequestEditorFn) (*RetryManagementExecutionResponse, error) {
+	rsp, err := c.RetryManagementExecution(ctx, actionId, executionId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetryManagementExecutionResponse(rsp)
+}
+
+// GetManagementExecutionStatusWithResponse request returning *GetManagementExecutionStatusResponse
+func (c *ClientWithResponses) GetManagementExecutionStatusWithResponse(ctx context.Context, actionId ActionID, executionId ExecutionID, reqEditors ...RequestEditorFn) (*GetManagementExecutionStatusResponse, error) {
+	rsp, err := c.GetManagementExecutionStatus(ctx, actionId, executionId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetManagementExecutionStatusResponse(rsp)
+}
+
+// UploadManagementFileWithBodyWithResponse request with arbitrary body returning *UploadManagementFileResponse
+func (c *ClientWithResponses) UploadManagementFileWithBodyWithResponse(ctx context.Context, actionId ActionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadManagementFileResponse, error) {
+	rsp, err := c.UploadManagementFileWithBody(ctx, actionId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUploadManagementFileResponse(rsp)
+}
+
+// GetManagementUploadWithResponse request returning *GetManagementUploadResponse
+func (c *ClientWithResponses) GetManagementUploadWithResponse(ctx context.Context, actionId ActionID, uploadId UploadID, reqEditors ...RequestEditorFn) (*GetManagementUploadResponse, error) {
+	rsp, err := c.GetManagementUpload(ctx, actionId, uploadId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetManagementUploadResponse(rsp)
+}
+
+// DeleteManagementUploadRowsWithResponse request returning *DeleteManagementUploadRowsResponse
+func (c *ClientWithResponses) DeleteManagementUploadRowsWithResponse(ctx context.Context, actionId ActionID, uploadId UploadID, params *DeleteManagementUploadRowsParams, reqEditors ...RequestEditorFn) (*DeleteManagementUploadRowsResponse, error) {
+	rsp, err := c.DeleteManagementUploadRows(ctx, actionId, uploadId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteManagementUploadRowsResponse(rsp)
+}
+
+// ListManagementUploadRowsWithResponse request returning *ListManagementUploadRowsResponse
+func (c *ClientWithResponses) ListManagementUploadRowsWithResponse(ctx context.Context, actionId ActionID, uploadId UploadID, params *ListManagementUploadRowsParams, reqEditors ...RequestEditorFn) (*ListManagementUploadRowsResponse, error) {
+	rsp, err := c.ListManagementUploadRows(ctx, actionId, uploadId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListManagementUploadRowsResponse(rsp)
+}
+
+// GetManagementViewColumnsWithResponse request returning *GetManagementViewColumnsResponse
+func (c *ClientWithResponses) GetManagementViewColumnsWithResponse(ctx context.Context, actionId ActionID, reqEditors ...RequestEditorFn) (*GetManagementViewColumnsResponse, error) {
+	rsp, err := c.GetManagementViewColumns(ctx, actionId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetManagementViewColumnsResponse(rsp)
+}
+
+// PutManagementViewColumnsWithBodyWithResponse request with arbitrary body returning *PutManagementViewColumnsResponse
+func (c *ClientWithResponses) PutManagementViewColumnsWithBodyWithResponse(ctx context.Context, actionId ActionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PutManagementViewColumnsResponse, error) {
+	rsp, err := c.PutManagementViewColumnsWithBody(ctx, actionId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutManagementViewColumnsResponse(rsp)
+}
+
+func (c *ClientWithResponses) PutManagementViewColumnsWithResponse(ctx context.Context, actionId ActionID, body PutManagementViewColumnsJSONRequestBody, reqEditors ...RequestEditorFn) (*PutManagementViewColumnsResponse, error) {
+	rsp, err := c.PutManagementViewColumns(ctx, actionId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePutManagementViewColumnsResponse(rsp)
 }
 
 // GetTemplateDefaultConfigsWithResponse request returning *GetTemplateDefaultConfigsResponse
@@ -12414,6 +14262,783 @@ func ParseListJobResultsResponse(rsp *http.Response) (*ListJobResultsResponse, e
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListManagementActionDataResponse parses an HTTP response from a ListManagementActionDataWithResponse call
+func ParseListManagementActionDataResponse(rsp *http.Response) (*ListManagementActionDataResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListManagementActionDataResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []ManagementEntity `json:"data"`
+
+			// Meta Offset meta of management and job lists, whose start_index is a string.
+			Meta OffsetMetaString `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseExecuteManagementActionResponse parses an HTTP response from a ExecuteManagementActionWithResponse call
+func ParseExecuteManagementActionResponse(rsp *http.Response) (*ExecuteManagementActionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExecuteManagementActionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest ExecutionAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetManagementExecutionResponse parses an HTTP response from a GetManagementExecutionWithResponse call
+func ParseGetManagementExecutionResponse(rsp *http.Response) (*GetManagementExecutionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetManagementExecutionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data An execution (spec 2.16) with the service's additions; id is an integer as the spec types it.
+			Data Execution `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListManagementExecutionResultsResponse parses an HTTP response from a ListManagementExecutionResultsWithResponse call
+func ParseListManagementExecutionResultsResponse(rsp *http.Response) (*ListManagementExecutionResultsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListManagementExecutionResultsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []ExecutionResult `json:"data"`
+
+			// Meta Offset meta of management and job lists, whose start_index is a string.
+			Meta OffsetMetaString `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRetryManagementExecutionResponse parses an HTTP response from a RetryManagementExecutionWithResponse call
+func ParseRetryManagementExecutionResponse(rsp *http.Response) (*RetryManagementExecutionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RetryManagementExecutionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest ExecutionAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetManagementExecutionStatusResponse parses an HTTP response from a GetManagementExecutionStatusWithResponse call
+func ParseGetManagementExecutionStatusResponse(rsp *http.Response) (*GetManagementExecutionStatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetManagementExecutionStatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data ExecutionStatus `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUploadManagementFileResponse parses an HTTP response from a UploadManagementFileWithResponse call
+func ParseUploadManagementFileResponse(rsp *http.Response) (*UploadManagementFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UploadManagementFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			// Data An uploaded file (spec 2.16); id is an integer as the spec types it.
+			Data ManagementUpload `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetManagementUploadResponse parses an HTTP response from a GetManagementUploadWithResponse call
+func ParseGetManagementUploadResponse(rsp *http.Response) (*GetManagementUploadResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetManagementUploadResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data An uploaded file (spec 2.16); id is an integer as the spec types it.
+			Data ManagementUpload `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteManagementUploadRowsResponse parses an HTTP response from a DeleteManagementUploadRowsWithResponse call
+func ParseDeleteManagementUploadRowsResponse(rsp *http.Response) (*DeleteManagementUploadRowsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteManagementUploadRowsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data struct {
+				DeletedCount int                `json:"deleted_count"`
+				Results      []BulkDeleteResult `json:"results"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListManagementUploadRowsResponse parses an HTTP response from a ListManagementUploadRowsWithResponse call
+func ParseListManagementUploadRowsResponse(rsp *http.Response) (*ListManagementUploadRowsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListManagementUploadRowsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []ManagementUploadRow `json:"data"`
+
+			// Meta Offset meta of management and job lists, whose start_index is a string.
+			Meta OffsetMetaString `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetManagementViewColumnsResponse parses an HTTP response from a GetManagementViewColumnsWithResponse call
+func ParseGetManagementViewColumnsResponse(rsp *http.Response) (*GetManagementViewColumnsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetManagementViewColumnsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ViewColumns
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePutManagementViewColumnsResponse parses an HTTP response from a PutManagementViewColumnsWithResponse call
+func ParsePutManagementViewColumnsResponse(rsp *http.Response) (*PutManagementViewColumnsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PutManagementViewColumnsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ViewColumns
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable

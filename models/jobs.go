@@ -237,31 +237,36 @@ func (s *JobStore) Finish(ctx context.Context, orgID, id int64, status JobStatus
 	if !status.Finished() {
 		return Invalid("status", "%s is not a final job state", status)
 	}
-	now := time.Now().UTC()
 	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		res, err := tx.NewUpdate().Model((*Job)(nil)).
-			Set("status = ?", status).
-			Set("message = ?", message).
-			Set("processed = ?", p.Processed).
-			Set("total = ?", p.Total).
-			Set("success_count = ?", p.Success).
-			Set("error_count = ?", p.Failed).
-			Set("end_time = ?", now).
-			Set("updated_at = ?", now).
-			Where("org_id = ? AND id = ? AND status IN (?)", orgID, id, bun.In([]JobStatus{JobQueued, JobRunning})).
-			Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("finish job: %w", err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			if err := whyNotRunning(ctx, tx, orgID, id); ErrorCode(err) == ENOTFOUND {
-				return err
-			}
-		}
-		// The uploaded file is no longer needed: the results hold what the
-		// job's rows said.
-		return deleteJobBlobs(ctx, tx, id)
+		return finishJob(ctx, tx, orgID, id, status, message, p)
 	})
+}
+
+// finishJob is JobStore.Finish inside tx.
+func finishJob(ctx context.Context, tx bun.Tx, orgID, id int64, status JobStatus, message string, p JobProgress) error {
+	now := time.Now().UTC()
+	res, err := tx.NewUpdate().Model((*Job)(nil)).
+		Set("status = ?", status).
+		Set("message = ?", message).
+		Set("processed = ?", p.Processed).
+		Set("total = ?", p.Total).
+		Set("success_count = ?", p.Success).
+		Set("error_count = ?", p.Failed).
+		Set("end_time = ?", now).
+		Set("updated_at = ?", now).
+		Where("org_id = ? AND id = ? AND status IN (?)", orgID, id, bun.In([]JobStatus{JobQueued, JobRunning})).
+		Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("finish job: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		if err := whyNotRunning(ctx, tx, orgID, id); ErrorCode(err) == ENOTFOUND {
+			return err
+		}
+	}
+	// The uploaded file is no longer needed: the results hold what the
+	// job's rows said.
+	return deleteJobBlobs(ctx, tx, id)
 }
 
 // whyNotRunning explains why an update of a running job touched no row.

@@ -42,6 +42,9 @@ type Store struct {
 	// Devices are the devices with an agent, their local accounts, commands
 	// and offline-enrolled users, and the agents' installation keys.
 	Devices *DeviceStore
+	// Management holds management actions' view columns, uploads and
+	// executions.
+	Management *MgmtStore
 
 	// idLease is the process's id node lease, when LeaseIDs took one.
 	idLease *IDLease
@@ -93,6 +96,7 @@ func NewStore(db *bun.DB) *Store {
 		LogonScript: &LogonScriptStore{db: db},
 		Settings:    &SettingsStore{db: db},
 		Devices:     &DeviceStore{db: db, d: d},
+		Management:  &MgmtStore{db: db, d: d},
 	}
 	s.Templates = &TemplateStore{db: db, blobs: s.Blobs}
 	s.Notifications = &NotificationStore{db: db, Groups: s.Groups, Templates: s.Templates}

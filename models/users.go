@@ -69,6 +69,10 @@ type User struct {
 	Fax             string `bun:"fax" api:"fax,write,filter,max=MaxUserPhoneLen"`
 	Gender          string `bun:"gender" api:"gender,write,filter,sort"`
 	Language        string `bun:"language" api:"language,write,filter,sort"`
+	// Container is the user's place in the directory, a distinguished name
+	// in RFC 4514 syntax (OU=Sales,DC=example,DC=com; CheckContainer); empty
+	// when the user has none. The move-users management action sets it.
+	Container string `bun:"container" api:"container,write,filter,sort,max=MaxUserContainerLen"`
 	// IsDomainVerified is set by the system, never by a request.
 	IsDomainVerified bool `bun:"is_domain_verified" api:"isDomainVerified,filter,sort"`
 	Status           int  `bun:"status" api:"status,write,filter,sort"`

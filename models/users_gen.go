@@ -19,7 +19,7 @@ var userListColumns = []string{
 	"id", "org_id", "first_name", "last_name", "display_name", "email", "employee_id", "title",
 	"department", "company", "description", "manager_id", "city", "state_province", "street",
 	"zip_postal", "post_office_box", "work_location", "seating_location", "country",
-	"mobile_number", "home_phone", "telephone_number", "fax", "gender", "language",
+	"mobile_number", "home_phone", "telephone_number", "fax", "gender", "language", "container",
 	"is_domain_verified", "status", "is_licensed", "primary_source", "created_at", "updated_at",
 }
 
@@ -58,6 +58,7 @@ var userAttributes = []listing.Attribute{
 	{Name: "fax", Column: "fax", Type: listing.TypeString, Filter: true},
 	{Name: "gender", Column: "gender", Type: listing.TypeString, Filter: true, Sort: true},
 	{Name: "language", Column: "language", Type: listing.TypeString, Filter: true, Sort: true},
+	{Name: "container", Column: "container", Type: listing.TypeString, Filter: true, Sort: true},
 	{Name: "isDomainVerified", Column: "is_domain_verified", Type: listing.TypeBoolean, Filter: true, Sort: true},
 	{Name: "status", Column: "status", Type: listing.TypeInteger, Filter: true, Sort: true},
 	{Name: "isLicensed", Column: "is_licensed", Type: listing.TypeBoolean, Filter: true, Sort: true},
@@ -92,8 +93,8 @@ func scanUserRows(ctx context.Context, q *bun.SelectQuery, dest *[]User) error {
 			&u.EmployeeID, &u.Title, &u.Department, &u.Company, &u.Description, &managerID,
 			&u.City, &u.StateProvince, &u.Street, &u.ZipPostal, &u.PostOfficeBox, &u.WorkLocation,
 			&u.SeatingLocation, &u.Country, &u.MobileNumber, &u.HomePhone, &u.TelephoneNumber, &u.Fax,
-			&u.Gender, &u.Language, &u.IsDomainVerified, &status, &u.IsLicensed, &primarySource,
-			&u.CreatedAt, &u.UpdatedAt); err != nil {
+			&u.Gender, &u.Language, &u.Container, &u.IsDomainVerified, &status, &u.IsLicensed,
+			&primarySource, &u.CreatedAt, &u.UpdatedAt); err != nil {
 			*dest = users
 			return err
 		}
@@ -115,8 +116,8 @@ func scanUserRows(ctx context.Context, q *bun.SelectQuery, dest *[]User) error {
 
 // userTexts are the text fields of u that checkUser checks (tagged max):
 // API name, value and the most characters it may hold.
-func userTexts(u *User) [19]userText {
-	return [19]userText{
+func userTexts(u *User) [20]userText {
+	return [20]userText{
 		{"firstName", u.FirstName, MaxUserFieldLen},
 		{"lastName", u.LastName, MaxUserFieldLen},
 		{"displayName", u.DisplayName, MaxUserFieldLen},
@@ -136,5 +137,6 @@ func userTexts(u *User) [19]userText {
 		{"homePhone", u.HomePhone, MaxUserPhoneLen},
 		{"telephoneNumber", u.TelephoneNumber, MaxUserPhoneLen},
 		{"fax", u.Fax, MaxUserPhoneLen},
+		{"container", u.Container, MaxUserContainerLen},
 	}
 }

@@ -69,6 +69,11 @@ func checkUser(u *User) error {
 		}
 		u.Language = lang
 	}
+	if u.Container != "" {
+		if reason, ok := CheckContainer(u.Container); !ok {
+			bad("container", "must be a distinguished name in RFC 4514 syntax (OU=Sales,DC=example,DC=com): it "+reason)
+		}
+	}
 	if u.Status != UserActive && u.Status != UserInactive {
 		bad("status", "must be 1 (active) or 0 (inactive)")
 	}

@@ -108,36 +108,48 @@ func (s *UserStore) DeleteMany(ctx context.Context, orgID int64, ids []int64) ([
 	if len(ids) == 0 {
 		return []int64{}, nil
 	}
-	deleted := []int64{}
+	var deleted []int64
 	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		if _, err := lockDynamicGroups(ctx, tx, orgID); err != nil {
-			return err
-		}
-		var reports []int64
-		err := tx.NewUpdate().Model((*User)(nil)).
-			Set("manager_id = NULL").
-			Set("updated_at = ?", time.Now().UTC()).
-			Where("org_id = ? AND manager_id IN (?) AND id NOT IN (?)", orgID, bun.In(ids), bun.In(ids)).
-			Returning("id").
-			Scan(ctx, &reports)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("clear manager of reports: %w", err)
-		}
-		err = tx.NewDelete().Model((*User)(nil)).
-			Where("org_id = ? AND id IN (?)", orgID, bun.In(ids)).
-			Returning("id").
-			Scan(ctx, &deleted)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("delete users: %w", err)
-		}
-		// Their local accounts are unlinked, with commands to the devices.
-		if err := unlinkDeletedUsers(ctx, tx, orgID, deleted); err != nil {
-			return err
-		}
-		return syncMembership(ctx, tx, orgID, reports)
+		var err error
+		deleted, err = deleteUsers(ctx, tx, orgID, ids)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return deleted, nil
+}
+
+// deleteUsers is DeleteMany inside tx: it removes the users ids of the
+// organization that exist and returns their ids. Memberships (static and
+// dynamic), enrollment data and tokens go with the users through their
+// foreign keys; users they managed are left without a manager, their
+// dynamic memberships re-evaluated; local accounts linked to them are
+// unlinked first, with commands to their devices (unlinkDeletedUsers).
+func deleteUsers(ctx context.Context, tx bun.Tx, orgID int64, ids []int64) ([]int64, error) {
+	deleted := []int64{}
+	if _, err := lockDynamicGroups(ctx, tx, orgID); err != nil {
+		return nil, err
+	}
+	if err := unlinkDeletedUsers(ctx, tx, orgID, ids); err != nil {
+		return nil, err
+	}
+	var reports []int64
+	err := tx.NewUpdate().Model((*User)(nil)).
+		Set("manager_id = NULL").
+		Set("updated_at = ?", time.Now().UTC()).
+		Where("org_id = ? AND manager_id IN (?) AND id NOT IN (?)", orgID, bun.In(ids), bun.In(ids)).
+		Returning("id").
+		Scan(ctx, &reports)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("clear manager of reports: %w", err)
+	}
+	err = tx.NewDelete().Model((*User)(nil)).
+		Where("org_id = ? AND id IN (?)", orgID, bun.In(ids)).
+		Returning("id").
+		Scan(ctx, &deleted)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("delete users: %w", err)
+	}
+	return deleted, syncMembership(ctx, tx, orgID, reports)
 }

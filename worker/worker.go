@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
@@ -27,6 +28,9 @@ type Deps struct {
 	// Secrets seals enrollment secrets (IAM_ENCRYPTION_KEY); nil leaves the
 	// rows that carry one failing.
 	Secrets *secret.Box
+	// MgmtExecutionTimeout is how long a management execution's attempt may
+	// run (IAM_MGMT_EXECUTION_TIMEOUT); zero: no deadline.
+	MgmtExecutionTimeout time.Duration
 }
 
 // New returns a worker on workflows.TaskQueue with every workflow and
@@ -57,6 +61,7 @@ func RegisterWorkflows(r sdkworker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.EnrollCSV, workflow.RegisterOptions{Name: workflows.EnrollCSVWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.EnrollSmartCards, workflow.RegisterOptions{Name: workflows.EnrollSmartCardsWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.NotificationRun, workflow.RegisterOptions{Name: workflows.NotifyWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.ManagementExecution, workflow.RegisterOptions{Name: workflows.ManagementWorkflowName})
 }
 
 // RegisterActivities adds every activity to r.
@@ -64,6 +69,7 @@ func RegisterActivities(r sdkworker.ActivityRegistry, deps Deps) {
 	r.RegisterActivity(&activities.Jobs{Store: deps.Store})
 	r.RegisterActivity(&activities.Diagnostics{Store: deps.Store})
 	r.RegisterActivity(&activities.Groups{Store: deps.Store})
+	r.RegisterActivity(&activities.Management{Store: deps.Store, Timeout: deps.MgmtExecutionTimeout})
 	r.RegisterActivity(&activities.Enrollment{Store: deps.Store, Secrets: deps.Secrets})
 	// Prepare and finish of notification runs; their send step runs on the
 	// notify worker (NewNotify).

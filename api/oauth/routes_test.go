@@ -85,6 +85,32 @@ var fixtures = map[string]func(t *testing.T, env *apitest.Env, org *models.Organ
 	"agent_type": func(*testing.T, *apitest.Env, *models.Organization, map[string]string) string {
 		return models.AgentDevice
 	},
+	"action_id": func(*testing.T, *apitest.Env, *models.Organization, map[string]string) string {
+		return string(models.ActionDeleteUsers)
+	},
+	"upload_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
+		header, match, err := models.UploadHeader([]string{"Primary Email"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		up := &models.MgmtUpload{OrgID: org.ID, Action: models.ActionDeleteUsers, FileName: "fixture.csv", Header: header, MatchColumns: match}
+		if err := env.Store.Management.CreateUpload(context.Background(), up, []models.UploadRecord{{Fields: []string{"nobody@example.com"}}}); err != nil {
+			t.Fatalf("upload fixture: %v", err)
+		}
+		return models.FormatID(up.ID)
+	},
+	"execution_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
+		u := &models.User{OrgID: org.ID, Email: "target-" + models.FormatID(models.NewID()) + "@example.com", Status: models.UserActive}
+		if err := env.Store.Users.Create(context.Background(), u, ""); err != nil {
+			t.Fatalf("execution fixture: %v", err)
+		}
+		exec, _, err := env.Store.Management.CreateExecution(context.Background(), models.NewExecution{OrgID: org.ID,
+			Action: models.ActionDeleteUsers, Selection: models.Selection{UserIDs: []int64{u.ID}}})
+		if err != nil {
+			t.Fatalf("execution fixture: %v", err)
+		}
+		return models.FormatID(exec.ID)
+	},
 	"template_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
 		tpl := &models.Template{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID()), Module: "reports",
 			Mail: &models.MailTemplate{To: []string{"ops@example.com"}, Subject: "Hello", Content: "<p>Hi</p>", Severity: "high"}}
@@ -121,9 +147,9 @@ func deviceFixture(t *testing.T, env *apitest.Env, org *models.Organization, _ m
 var devicesByID = map[string]*models.Device{}
 
 // orgFree are path parameters that name no resource of an organization
-// (an agent type): a route with only those has no other organization's id
+// (an agent type, a management action): a route with only those has no other organization's id
 // to refuse.
-var orgFree = map[string]bool{"agent_type": true}
+var orgFree = map[string]bool{"agent_type": true, "action_id": true}
 
 func orgScoped(path string) bool {
 	for _, m := range pathParam.FindAllStringSubmatch(path, -1) {
@@ -146,6 +172,9 @@ var inputs = map[string]func(t *testing.T, env *apitest.Env, org *models.Organiz
 		return url.Values{"ids": {fixtures["user_id"](t, env, org, nil)}}, nil
 	},
 	"DELETE /devices/:device_id/offline-enrolled-users": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {
+		return url.Values{"ids": {"1"}}, nil
+	},
+	"DELETE /management/actions/:action_id/uploads/:upload_id/data": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {
 		return url.Values{"ids": {"1"}}, nil
 	},
 	"GET /protection/agents-info/:agent_type/download": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {

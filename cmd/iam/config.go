@@ -57,6 +57,9 @@ type Config struct {
 	AgentPackagesDir string `env:"IAM_AGENT_PACKAGES_DIR"`
 	// AgentCheckinInterval is the check-in interval devices are given.
 	AgentCheckinInterval time.Duration `env:"IAM_AGENT_CHECKIN_INTERVAL" envDefault:"60s"`
+	// MgmtExecutionTimeout is how long an attempt of a management execution
+	// may run before it ends time_out; 0 for no deadline.
+	MgmtExecutionTimeout time.Duration `env:"IAM_MGMT_EXECUTION_TIMEOUT" envDefault:"24h"`
 
 	Temporal TemporalConfig
 	Dev      DevConfig
@@ -170,6 +173,9 @@ func (c Config) check() error {
 	}
 	if c.UploadIdleTimeout <= 0 || c.UploadSweepGrace <= 0 {
 		problems = append(problems, "IAM_UPLOAD_IDLE_TIMEOUT and IAM_UPLOAD_SWEEP_GRACE must be positive")
+	}
+	if c.MgmtExecutionTimeout < 0 {
+		problems = append(problems, "IAM_MGMT_EXECUTION_TIMEOUT must not be negative (0: no deadline)")
 	}
 	if c.EncryptionKey != "" {
 		if _, err := secret.ParseKey(c.EncryptionKey); err != nil {

@@ -99,7 +99,7 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 		return fmt.Errorf("connect to the embedded Temporal server: %w", err)
 	}
 	defer tc.Close()
-	w := worker.New(tc, worker.Deps{Store: store, Secrets: secrets})
+	w := worker.New(tc, worker.Deps{Store: store, Secrets: secrets, MgmtExecutionTimeout: cfg.MgmtExecutionTimeout})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}

@@ -57,7 +57,7 @@ func runWorker(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := worker.EnsureSearchAttributes(ctx, tc, cfg.Temporal.Namespace); err != nil {
 		return err
 	}
-	w := worker.New(tc, worker.Deps{Store: store, Secrets: secrets})
+	w := worker.New(tc, worker.Deps{Store: store, Secrets: secrets, MgmtExecutionTimeout: cfg.MgmtExecutionTimeout})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}

@@ -1,0 +1,134 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"iam/api/apitest"
+	"iam/models"
+	"iam/models/dbtest"
+)
+
+// A 100,000-user delete whose worker is SIGKILLed three times still
+// completes: every user deleted exactly once, the per-user results complete
+// and identical (status and message, seq by seq) to an undisturbed run on
+// another organization. The first two kills come from the worker itself
+// right after a batch's commit and before its activity completes (the
+// test-only hook), so Temporal retries a batch already applied; the third
+// from outside while a chunk is in flight.
+func TestManagement_WorkerKilledThreeTimes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long fault test")
+	}
+	const users = 100_000
+	dsn := dbtest.PostgresURL(t)
+	ctx := context.Background()
+	db, err := models.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	env := apitest.New(t, db, apitest.Options{})
+	hostPort, ns := apitest.TemporalAddress(t)
+	tc, err := client.Dial(client.Options{HostPort: hostPort, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tc.Close)
+	env.Jobs.Client = tc
+	env.Jobs.TaskQueue = fmt.Sprintf("mgmt-fault-%d", models.NewID())
+
+	disturbed, undisturbed := env.Org, env.NewOrg("Reference")
+	seedUsers(t, db, disturbed, users)
+	seedUsers(t, db, undisturbed, users)
+	run := func(org *models.Organization) (string, int64) {
+		tok := env.Token(org, "svc.management.all")
+		path, acc := execute(t, env, tok, "delete-users", map[string]any{"filter": `email ew "@example.com"`})
+		return path, mustID(t, acc.Data.JobID)
+	}
+
+	began := time.Now()
+	pathA, jobA := run(disturbed)
+	for range 2 {
+		w := startWorkerProcess(t, dsn, hostPort, ns, env.Jobs.TaskQueue, envCrashAfterChunkCommit+"=7")
+		_ = w.Wait()
+		ws, ok := w.ProcessState.Sys().(syscall.WaitStatus)
+		if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			t.Fatalf("the worker with %s=7 ended %s, want killed by SIGKILL", envCrashAfterChunkCommit, w.ProcessState)
+		}
+		j, _ := env.Store.Jobs.Get(ctx, disturbed.ID, jobA)
+		t.Logf("the worker killed itself after a batch's commit at %d users processed (%s)", j.Processed, time.Since(began).Round(time.Millisecond))
+	}
+	w := startWorkerProcess(t, dsn, hostPort, ns, env.Jobs.TaskQueue)
+	env.WaitJob(disturbed, jobA, 3*time.Minute, func(j *models.Job) bool { return j.Processed >= 40_000 })
+	if err := w.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Wait()
+	t.Logf("killed the worker from outside (%s)", time.Since(began).Round(time.Millisecond))
+	w = startWorkerProcess(t, dsn, hostPort, ns, env.Jobs.TaskQueue)
+	a := env.WaitJob(disturbed, jobA, 5*time.Minute, finished)
+	t.Logf("disturbed delete ended %s in %s", a.Status, time.Since(began).Round(time.Millisecond))
+
+	began = time.Now()
+	pathB, jobB := run(undisturbed)
+	b := env.WaitJob(undisturbed, jobB, 5*time.Minute, finished)
+	t.Logf("undisturbed delete ended %s in %s", b.Status, time.Since(began).Round(time.Millisecond))
+
+	for _, c := range []struct {
+		org  *models.Organization
+		path string
+		job  *models.Job
+	}{{disturbed, pathA, a}, {undisturbed, pathB, b}} {
+		if c.job.Status != models.JobCompleted || c.job.Processed != users || c.job.SuccessCount != users {
+			t.Fatalf("job %d: %s %d processed, %d ok", c.job.ID, c.job.Status, c.job.Processed, c.job.SuccessCount)
+		}
+		if n, _ := env.Store.Users.CountUsers(ctx, c.org.ID); n != 0 {
+			t.Errorf("%d users left in %s", n, c.org.Name)
+		}
+		tok := env.Token(c.org, "svc.management.read")
+		if got := waitExecution(t, env, tok, c.path); got != "completed" {
+			t.Errorf("%s: execution %s", c.org.Name, got)
+		}
+	}
+	// Exactly one result per user, all success, in both runs alike.
+	count := func(org *models.Organization, job *models.Job) (rows, distinct int) {
+		exec, _, err := env.Store.Management.ExecutionByJob(ctx, org.ID, job.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _ := db.NewSelect().Table("mgmt_execution_results").Where("execution_id = ? AND status = 'success' AND message = 'deleted'", exec.ID).Count(ctx)
+		var d int
+		if err := db.NewSelect().Table("mgmt_execution_results").ColumnExpr("COUNT(DISTINCT user_id)").Where("execution_id = ?", exec.ID).Scan(ctx, &d); err != nil {
+			t.Fatal(err)
+		}
+		return int(r), d
+	}
+	for _, c := range []struct {
+		org *models.Organization
+		job *models.Job
+	}{{disturbed, a}, {undisturbed, b}} {
+		if r, d := count(c.org, c.job); r != users || d != users {
+			t.Errorf("%s: %d success results over %d distinct users, want %d each", c.org.Name, r, d, users)
+		}
+	}
+	ra, rb := allResults(t, env, jobA), allResults(t, env, jobB)
+	if len(ra) != users || len(rb) != users {
+		t.Fatalf("%d and %d job results, want %d each", len(ra), len(rb), users)
+	}
+	for i := range ra {
+		if ra[i].Seq != int64(i+1) || ra[i].Seq != rb[i].Seq || ra[i].Status != rb[i].Status || ra[i].Message != rb[i].Message {
+			t.Fatalf("result %d differs: %+v vs %+v", i+1, ra[i], rb[i])
+		}
+	}
+	if retried := retriedActivities(t, tc, models.JobWorkflowID(jobA)); retried < 2 {
+		t.Errorf("%d chunks were retried, want at least the two committed before their worker died", retried)
+	} else {
+		t.Logf("%d chunks were retried after a kill", retried)
+	}
+}
