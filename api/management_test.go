@@ -25,20 +25,20 @@ const mgmtBase = "/api/v1/management/actions/"
 // another resource's ALL is refused on each, and each listed scope alone
 // passes the scope check.
 func TestManagement_RouteScopes(t *testing.T) {
-	read := []string{"svc.management.read", "svc.management.all"}
+	read := []string{"svc.management.READ", "svc.management.ALL"}
 	want := map[string][]string{
 		"GET /management/actions/:action_id/data":                            read,
 		"GET /management/actions/:action_id/view-columns":                    read,
-		"PUT /management/actions/:action_id/view-columns":                    {"svc.management.write", "svc.management.update", "svc.management.all"},
-		"POST /management/actions/:action_id/execute":                        {"svc.management.write", "svc.management.all"},
-		"POST /management/actions/:action_id/uploads":                        {"svc.management.write", "svc.management.create", "svc.management.all"},
+		"PUT /management/actions/:action_id/view-columns":                    {"svc.management.WRITE", "svc.management.UPDATE", "svc.management.ALL"},
+		"POST /management/actions/:action_id/execute":                        {"svc.management.WRITE", "svc.management.ALL"},
+		"POST /management/actions/:action_id/uploads":                        {"svc.management.WRITE", "svc.management.CREATE", "svc.management.ALL"},
 		"GET /management/actions/:action_id/uploads/:upload_id":              read,
 		"GET /management/actions/:action_id/uploads/:upload_id/data":         read,
-		"DELETE /management/actions/:action_id/uploads/:upload_id/data":      {"svc.management.write", "svc.management.delete", "svc.management.all"},
+		"DELETE /management/actions/:action_id/uploads/:upload_id/data":      {"svc.management.WRITE", "svc.management.DELETE", "svc.management.ALL"},
 		"GET /management/actions/:action_id/executions/:execution_id/status": read,
 		"GET /management/actions/:action_id/executions/:execution_id":        read,
 		"GET /management/actions/:action_id/executions/:execution_id/data":   read,
-		"POST /management/actions/:action_id/executions/:execution_id/retry": {"svc.management.write", "svc.management.all"},
+		"POST /management/actions/:action_id/executions/:execution_id/retry": {"svc.management.WRITE", "svc.management.ALL"},
 	}
 	got := map[string][]string{}
 	for _, rt := range api.New(api.Config{}, api.Deps{}).Routes() {

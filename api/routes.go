@@ -72,20 +72,20 @@ func (s *Server) Routes() []Route {
 		{Method: "POST", Path: "/protection/agents-info/:agent_type/regenerate-install-key", Scopes: Scopes("conditional_access_policy", "WRITE", "ALL"), Handler: handle(s.regenerateInstallKey)},
 		{Method: "GET", Path: "/protection/agents-info/:agent_type/download", Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.downloadAgent)},
 
-		// Management actions (spec 4.5): scopes as the spec's table, lower
-		// case as it writes them (operations compare ignoring case).
-		{Method: "GET", Path: mgmtPath + "/data", Scopes: Scopes("management", "read", "all"), Handler: handle(s.mgmtData)},
-		{Method: "GET", Path: mgmtPath + "/view-columns", Scopes: Scopes("management", "read", "all"), Handler: handle(s.getViewColumns)},
-		{Method: "PUT", Path: mgmtPath + "/view-columns", Scopes: Scopes("management", "write", "update", "all"), Handler: handle(s.putViewColumns)},
-		{Method: "POST", Path: mgmtPath + "/execute", Scopes: Scopes("management", "write", "all"), Handler: handle(s.mgmtExecute), MaxBody: mgmtExecuteMaxBody},
-		{Method: "POST", Path: mgmtPath + "/uploads", Scopes: Scopes("management", "write", "create", "all"), Handler: handle(s.mgmtUpload), MaxBody: mgmtUploadMaxBytes + 64<<10},
-		{Method: "GET", Path: mgmtPath + "/uploads/:upload_id", Scopes: Scopes("management", "read", "all"), Handler: handle(s.mgmtGetUpload)},
-		{Method: "GET", Path: mgmtPath + "/uploads/:upload_id/data", Scopes: Scopes("management", "read", "all"), Handler: handle(s.mgmtUploadData)},
-		{Method: "DELETE", Path: mgmtPath + "/uploads/:upload_id/data", Scopes: Scopes("management", "write", "delete", "all"), Handler: handle(s.mgmtDeleteUploadData)},
-		{Method: "GET", Path: mgmtPath + "/executions/:execution_id/status", Scopes: Scopes("management", "read", "all"), Handler: handle(s.mgmtExecutionStatus)},
-		{Method: "GET", Path: mgmtPath + "/executions/:execution_id", Scopes: Scopes("management", "read", "all"), Handler: handle(s.mgmtGetExecution)},
-		{Method: "GET", Path: mgmtPath + "/executions/:execution_id/data", Scopes: Scopes("management", "read", "all"), Handler: handle(s.mgmtExecutionData)},
-		{Method: "POST", Path: mgmtPath + "/executions/:execution_id/retry", Scopes: Scopes("management", "write", "all"), Handler: handle(s.mgmtRetry)},
+		// Management actions (spec 4.5): scopes as the spec's table
+		// (operations compare ignoring case).
+		{Method: "GET", Path: mgmtPath + "/data", Scopes: Scopes("management", "READ", "ALL"), Handler: handle(s.mgmtData)},
+		{Method: "GET", Path: mgmtPath + "/view-columns", Scopes: Scopes("management", "READ", "ALL"), Handler: handle(s.getViewColumns)},
+		{Method: "PUT", Path: mgmtPath + "/view-columns", Scopes: Scopes("management", "WRITE", "UPDATE", "ALL"), Handler: handle(s.putViewColumns)},
+		{Method: "POST", Path: mgmtPath + "/execute", Scopes: Scopes("management", "WRITE", "ALL"), Handler: handle(s.mgmtExecute), MaxBody: mgmtExecuteMaxBody},
+		{Method: "POST", Path: mgmtPath + "/uploads", Scopes: Scopes("management", "WRITE", "CREATE", "ALL"), Handler: handle(s.mgmtUpload), MaxBody: mgmtUploadMaxBytes + 64<<10},
+		{Method: "GET", Path: mgmtPath + "/uploads/:upload_id", Scopes: Scopes("management", "READ", "ALL"), Handler: handle(s.mgmtGetUpload)},
+		{Method: "GET", Path: mgmtPath + "/uploads/:upload_id/data", Scopes: Scopes("management", "READ", "ALL"), Handler: handle(s.mgmtUploadData)},
+		{Method: "DELETE", Path: mgmtPath + "/uploads/:upload_id/data", Scopes: Scopes("management", "WRITE", "DELETE", "ALL"), Handler: handle(s.mgmtDeleteUploadData)},
+		{Method: "GET", Path: mgmtPath + "/executions/:execution_id/status", Scopes: Scopes("management", "READ", "ALL"), Handler: handle(s.mgmtExecutionStatus)},
+		{Method: "GET", Path: mgmtPath + "/executions/:execution_id", Scopes: Scopes("management", "READ", "ALL"), Handler: handle(s.mgmtGetExecution)},
+		{Method: "GET", Path: mgmtPath + "/executions/:execution_id/data", Scopes: Scopes("management", "READ", "ALL"), Handler: handle(s.mgmtExecutionData)},
+		{Method: "POST", Path: mgmtPath + "/executions/:execution_id/retry", Scopes: Scopes("management", "WRITE", "ALL"), Handler: handle(s.mgmtRetry)},
 
 		// Notification templates and their metadata (spec 4.7).
 		{Method: "GET", Path: "/templates/notification", Scopes: Scopes("notification_template", "READ", "ALL"), Handler: handle(s.listTemplates)},
