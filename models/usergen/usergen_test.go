@@ -27,7 +27,7 @@ func userSource(t *testing.T, extra string) []byte {
 // it reaches every generated place: list column, scanner, allow-list,
 // length check, view, JSON writer and request fields.
 func TestGenerate_NewAttribute(t *testing.T) {
-	fields, err := usergen.Parse(userSource(t, "\tContainer string `bun:\"container\" api:\"container,write,filter,sort,max=MaxUserFieldLen\"`"), "User")
+	fields, err := usergen.Parse(userSource(t, "\tCostCenter string `bun:\"cost_center\" api:\"costCenter,write,filter,sort,max=MaxUserFieldLen\"`"), "User")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,22 +40,22 @@ func TestGenerate_NewAttribute(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		`"gender", "container", "language"`,
-		`&u.Gender, &u.Container, &u.Language`,
-		`{Name: "container", Column: "container", Type: listing.TypeString, Filter: true, Sort: true},`,
-		`{"container", u.Container, MaxUserFieldLen},`,
-		`func userTexts(u *User) [20]userText`,
+		`"gender", "cost_center", "language"`,
+		`&u.Gender, &u.CostCenter, &u.Language`,
+		`{Name: "costCenter", Column: "cost_center", Type: listing.TypeString, Filter: true, Sort: true},`,
+		`{"costCenter", u.CostCenter, MaxUserFieldLen},`,
+		`func userTexts(u *User) [21]userText`,
 	} {
 		if !strings.Contains(collapse(models), want) {
 			t.Errorf("models part lacks %s", want)
 		}
 	}
 	for _, want := range []string{
-		"Container string `json:\"container\"`",
-		"Container: u.Container,",
-		"b = appendJSONString(append(b, `,\"container\":`...), u.Container)",
-		"Container *string `json:\"container\"`",
-		"if f.Container != nil { u.Container = *f.Container }",
+		"CostCenter string `json:\"costCenter\"`",
+		"CostCenter: u.CostCenter,",
+		"b = appendJSONString(append(b, `,\"costCenter\":`...), u.CostCenter)",
+		"CostCenter *string `json:\"costCenter\"`",
+		"if f.CostCenter != nil { u.CostCenter = *f.CostCenter }",
 	} {
 		if !strings.Contains(collapse(api), want) {
 			t.Errorf("api part lacks %s", want)
