@@ -197,6 +197,7 @@ func (a *Notifications) sender(ctx context.Context, led *ledger, msg *message,
 		for i := range claimed {
 			d := &claimed[i]
 			o := a.deliver(ctx, msg, d, users[d.UserID])
+			metrics(ctx).WithTags(map[string]string{TagOutcome: o.Outcome}).Counter(MetricDeliveries).Inc(1)
 			switch o.Outcome {
 			case models.DeliverySent:
 				res.Sent++

@@ -98,6 +98,9 @@ func New(cfg Config, deps Deps) *Server {
 		agentLimits: newAgentLimits(cfg.AgentRate, cfg.AgentBurst), packages: agentPackages{dir: cfg.AgentPackagesDir},
 		agentSettings: lru.New[int64, cachedSettings](10_000)}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if deps.Store != nil {
+		s.metrics.MustRegister(newJobsCollector(deps.Store, deps.Log))
+	}
 	s.engine = s.newEngine()
 	return s
 }
@@ -120,7 +123,7 @@ func (s *Server) newEngine() *gin.Engine {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.ContextWithFallback = true
-	r.Use(requestID(s.log), recoverer(), accessLog(), newHTTPMetrics(s.metrics).middleware())
+	r.Use(requestID(s.log), traceRequests(), recoverer(), accessLog(), newHTTPMetrics(s.metrics).middleware())
 	r.NoRoute(func(c *gin.Context) {
 		abortWithError(c, newAPIError(http.StatusNotFound, CodeRouteNotFound, "Route Not Found", "no route "+c.Request.Method+" "+c.Request.URL.Path))
 	})

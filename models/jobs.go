@@ -311,3 +311,23 @@ func (s *JobStore) Stale(ctx context.Context, before time.Time, afterID int64, l
 	}
 	return jobs, nil
 }
+
+// JobCount is how many jobs of one module are in one status.
+type JobCount struct {
+	Module string    `bun:"module"`
+	Status JobStatus `bun:"status"`
+	Count  int64     `bun:"count"`
+}
+
+// CountByModuleStatus counts the jobs of every organization by module and
+// status: an operator's metric, never shown to an organization.
+func (s *JobStore) CountByModuleStatus(ctx context.Context) ([]JobCount, error) {
+	var out []JobCount
+	err := s.db.NewSelect().Model((*Job)(nil)).
+		ColumnExpr("module, status, count(*) AS count").
+		Group("module", "status").Order("module", "status").Scan(ctx, &out)
+	if err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	return out, nil
+}

@@ -197,3 +197,25 @@ func TestBlobStore_StreamsInChunksAndEnforcesTheLimit(t *testing.T) {
 		}
 	})
 }
+
+func TestJobStore_CountByModuleStatus(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := context.Background()
+		store := models.NewStore(db)
+		a, b := newOrg(t, store), newOrg(t, store)
+		newJob(t, store, a)
+		newJob(t, store, b)
+		running := newJob(t, store, b)
+		if _, err := store.Jobs.Start(ctx, b.ID, running.ID); err != nil {
+			t.Fatal(err)
+		}
+		got, err := store.Jobs.CountByModuleStatus(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []models.JobCount{{Module: "System", Status: models.JobQueued, Count: 2}, {Module: "System", Status: models.JobRunning, Count: 1}}
+		if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+			t.Errorf("CountByModuleStatus = %+v, want %+v (every organization's jobs)", got, want)
+		}
+	})
+}

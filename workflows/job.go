@@ -38,6 +38,9 @@ type jobRun struct {
 	next     int64
 	progress activities.Progress
 	chunks   int
+	// lastStep is when the run last recorded progress (or began): a
+	// chunk's duration on the job metrics.
+	lastStep time.Time
 }
 
 var jobActivities *activities.Jobs
@@ -45,7 +48,7 @@ var jobActivities *activities.Jobs
 // startJob begins a run: on the first run it marks the job RUNNING, on a
 // continued one it takes over the handed state.
 func startJob(ctx workflow.Context, in JobInput) (*jobRun, error) {
-	r := &jobRun{ref: in.Job}
+	r := &jobRun{ref: in.Job, lastStep: workflow.Now(ctx)}
 	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (activities.Progress, error) {
 		return r.progress, nil
 	}); err != nil {
@@ -64,8 +67,16 @@ func startJob(ctx workflow.Context, in JobInput) (*jobRun, error) {
 	return r, nil
 }
 
-// advance records the progress a chunk reported.
+// advance records the progress a chunk reported, and the chunk on the job
+// metrics (which record nothing while the workflow replays).
 func (r *jobRun) advance(ctx workflow.Context, next int64, p activities.Progress) {
+	m := workflow.GetMetricsHandler(ctx).WithTags(map[string]string{activities.TagModule: r.info.Module})
+	if done := p.Processed - r.progress.Processed; done > 0 {
+		m.Counter(activities.MetricRowsProcessed).Inc(done)
+	}
+	now := workflow.Now(ctx)
+	m.Timer(activities.MetricChunkDuration).Record(now.Sub(r.lastStep))
+	r.lastStep = now
 	r.next, r.progress = next, p
 	r.chunks++
 	r.show(ctx, "RUNNING")

@@ -63,8 +63,9 @@ type Config struct {
 
 	Temporal TemporalConfig
 	Dev      DevConfig
-	OAuth    OAuthConfig  // cmd/iam/oauth.go
-	Notify   NotifyConfig // cmd/iam/notify.go
+	OAuth    OAuthConfig   // cmd/iam/oauth.go
+	Notify   NotifyConfig  // cmd/iam/notify.go
+	Tracing  TracingConfig // cmd/iam/telemetry.go
 }
 
 // TemporalConfig points serve and worker at a Temporal frontend.
@@ -161,6 +162,9 @@ func (c Config) check() error {
 	}
 	if c.Temporal.Namespace == "" {
 		problems = append(problems, "IAM_TEMPORAL_NAMESPACE must not be empty")
+	}
+	if err := c.Tracing.check(); err != nil {
+		problems = append(problems, err.Error())
 	}
 	if c.AgentCheckinInterval < 5*time.Second || c.AgentCheckinInterval > 24*time.Hour {
 		problems = append(problems, "IAM_AGENT_CHECKIN_INTERVAL must be between 5s and 24h")

@@ -94,6 +94,14 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 	if err != nil {
 		return err
 	}
+	tr, err := startTracing(ctx, cfg.Tracing, "iam-dev", log)
+	if err != nil {
+		return err
+	}
+	defer tr.Shutdown()
+	if err := tr.instrument(&opts); err != nil {
+		return err
+	}
 	tc, err := client.DialContext(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("connect to the embedded Temporal server: %w", err)

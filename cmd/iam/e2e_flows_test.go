@@ -161,6 +161,14 @@ func e2eFlowCSV(rows int) []byte {
 // factor configs and returns the job's id.
 func e2eStartEnrollment(t *testing.T, addr, token string) int64 {
 	t.Helper()
+	return e2eUploadEnrollment(t, addr, token, e2eFlowCSV(e2eFlowCSVRows), e2eFlowChunkRows)
+}
+
+// e2eUploadEnrollment uploads csv (Primary Email, Email Address, Mobile
+// Number) for the Email OTP and SMS OTP factor configs in chunks of
+// chunkRows, and returns the job's id.
+func e2eUploadEnrollment(t *testing.T, addr, token string, csv []byte, chunkRows int) int64 {
+	t.Helper()
 	var configs struct {
 		Data []struct {
 			ID   string `json:"id"`
@@ -180,7 +188,7 @@ func e2eStartEnrollment(t *testing.T, addr, token string) int64 {
 	var b bytes.Buffer
 	w := multipart.NewWriter(&b)
 	for _, f := range [][2]string{{"factor_configs", strings.Join(ids, ",")}, {"file_encoding", "UTF-8"},
-		{"overwrite_enrollment_data", "false"}, {"chunk_rows", fmt.Sprint(e2eFlowChunkRows)}} {
+		{"overwrite_enrollment_data", "false"}, {"chunk_rows", fmt.Sprint(chunkRows)}} {
 		if err := w.WriteField(f[0], f[1]); err != nil {
 			t.Fatal(err)
 		}
@@ -189,7 +197,7 @@ func e2eStartEnrollment(t *testing.T, addr, token string) int64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fw.Write(e2eFlowCSV(e2eFlowCSVRows))
+	fw.Write(csv)
 	w.Close()
 	status, data := e2eAPIDo(t, addr, "POST", "/api/v1/protection/quick-enrollment/upload-csv", token, w.FormDataContentType(), b.Bytes())
 	if status != http.StatusAccepted {

@@ -10,6 +10,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
@@ -49,6 +52,18 @@ func runWorker(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	tr, err := startTracing(ctx, cfg.Tracing, "iam-worker", log)
+	if err != nil {
+		return err
+	}
+	defer tr.Shutdown()
+	if err := tr.instrument(&opts); err != nil {
+		return err
+	}
+	// The job metrics reach /metrics of the health listener.
+	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	opts.MetricsHandler = worker.NewMetricsHandler(metrics)
 	tc, err := dialTemporal(ctx, opts, log)
 	if err != nil {
 		return err
@@ -72,7 +87,7 @@ func runWorker(ctx context.Context, cfg Config, log *slog.Logger) error {
 		<-ctx.Done()
 	} else {
 		// The health listener failing (its address taken) stops the worker.
-		err = serveHTTP(ctx, cfg.HealthAddr, workerHealth(store, tc, log), cfg.ShutdownTimeout, func(a net.Addr) {
+		err = serveHTTP(ctx, cfg.HealthAddr, workerHealth(store, tc, metrics, log), cfg.ShutdownTimeout, func(a net.Addr) {
 			log.Info("worker health listening", "address", a.String())
 		})
 		if err != nil {
@@ -83,12 +98,13 @@ func runWorker(ctx context.Context, cfg Config, log *slog.Logger) error {
 	return err
 }
 
-// workerHealth answers a worker's probes: /healthz 200 while the process
-// runs; /readyz 200 when the database and Temporal answer, 503 otherwise,
-// naming what failed in one word (the error itself goes to the log only), as
-// the API's /readyz does.
-func workerHealth(store *models.Store, tc client.Client, log *slog.Logger) http.Handler {
+// workerHealth answers a worker's probes and scrapes: /healthz 200 while the
+// process runs; /readyz 200 when the database and Temporal answer, 503
+// otherwise, naming what failed in one word (the error itself goes to the
+// log only), as the API's /readyz does; /metrics the worker's metrics.
+func workerHealth(store *models.Store, tc client.Client, metrics *prometheus.Registry, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeHealth(w, http.StatusOK, map[string]any{"status": "ok"})
 	})

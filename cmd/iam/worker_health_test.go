@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
 	"iam/api/apitest"
@@ -57,7 +58,7 @@ func TestWorkerHealth_ReadyOnlyWhenDatabaseAndTemporalAnswer(t *testing.T) {
 		{"temporal down", up, temporalAt(deadAddr, "default"), http.StatusServiceUnavailable, map[string]string{"database": "ok", "temporal": "unavailable"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			h := workerHealth(c.store, c.tc, log)
+			h := workerHealth(c.store, c.tc, prometheus.NewRegistry(), log)
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 			if rec.Code != http.StatusOK {
