@@ -144,10 +144,13 @@ func e2eAPIJSON(t *testing.T, addr, method, path, token string, v any, want int,
 
 // e2eFlowCSV is the enrollment file: Primary Email, Email Address and
 // Mobile Number of users 1..rows; every 97th number is not one.
-func e2eFlowCSV(rows int) []byte {
+func e2eFlowCSV(rows int) []byte { return e2eFlowCSVRange(1, rows) }
+
+// e2eFlowCSVRange is e2eFlowCSV of users from..to.
+func e2eFlowCSVRange(from, to int) []byte {
 	var b bytes.Buffer
 	b.WriteString("Primary Email,Email Address,Mobile Number\n")
-	for i := 1; i <= rows; i++ {
+	for i := from; i <= to; i++ {
 		mobile := fmt.Sprintf("+1415%07d", i)
 		if i%97 == 0 {
 			mobile = "not a number"
@@ -223,9 +226,16 @@ func e2eUploadEnrollment(t *testing.T, addr, token string, csv []byte, chunkRows
 // enrollment per factor of every good row, written by its own row.
 func e2eCheckEnrollment(t *testing.T, store *e2eDB, org *models.Organization, job *models.Job, users map[int]int64) {
 	t.Helper()
+	e2eCheckEnrollmentOf(t, store, org, job, users, 1, e2eFlowCSVRows)
+}
+
+// e2eCheckEnrollmentOf is e2eCheckEnrollment for a job of
+// e2eFlowCSVRange(from, to).
+func e2eCheckEnrollmentOf(t *testing.T, store *e2eDB, org *models.Organization, job *models.Job, users map[int]int64, from, to int) {
+	t.Helper()
 	ctx := context.Background()
-	rows := int64(e2eFlowCSVRows)
-	bad := rows / 97
+	rows := int64(to - from + 1)
+	bad := int64(to/97 - (from-1)/97)
 	if job.Status != models.JobWarning || job.Processed != rows || job.Total != rows || job.SuccessCount != rows-bad || job.ErrorCount != bad {
 		t.Errorf("enrollment job %d: %s %d/%d, %d ok, %d failed; want WARNING %d/%d, %d ok, %d failed",
 			job.ID, job.Status, job.Processed, job.Total, job.SuccessCount, job.ErrorCount, rows, rows, rows-bad, bad)
@@ -238,13 +248,13 @@ func e2eCheckEnrollment(t *testing.T, store *e2eDB, org *models.Organization, jo
 		t.Errorf("enrollment job %d has %d results, want one per row: %d", job.ID, len(results), rows)
 	}
 	for i, r := range results {
-		row := i + 1
+		row, user := i+1, from+i
 		want := models.ResultSuccess
-		if row%97 == 0 {
+		if user%97 == 0 {
 			want = models.ResultError
 		}
-		if r.Seq != int64(row) || r.Status != want || r.EntityID != models.FormatID(users[row]) {
-			t.Fatalf("result %d: %+v, want row %d %s of user %d", i, r, row, want, users[row])
+		if r.Seq != int64(row) || r.Status != want || r.EntityID != models.FormatID(users[user]) {
+			t.Fatalf("result %d: %+v, want row %d %s of user %d", i, r, row, want, users[user])
 		}
 	}
 	n, err := store.DB.NewSelect().Table("enrollments").Where("org_id = ? AND job_id = ?", org.ID, job.ID).Count(ctx)
@@ -252,7 +262,7 @@ func e2eCheckEnrollment(t *testing.T, store *e2eDB, org *models.Organization, jo
 		t.Errorf("%d enrollments (%v), want %d", n, err, 2*(rows-bad))
 	}
 	wrong, err := store.DB.NewSelect().Table("enrollments").
-		Where("org_id = ? AND factor_type = 'EMAIL_OTP' AND value <> 'otp' || CAST(source_row AS TEXT) || '@example.com'", org.ID).Count(ctx)
+		Where("org_id = ? AND job_id = ? AND factor_type = 'EMAIL_OTP' AND value <> 'otp' || CAST(source_row + ? AS TEXT) || '@example.com'", org.ID, job.ID, from-1).Count(ctx)
 	if err != nil || wrong != 0 {
 		t.Errorf("%d enrollments hold another row's data (%v)", wrong, err)
 	}

@@ -124,7 +124,13 @@ func e2eBaseEnv() []string {
 // is killed when the test ends, if it still runs.
 func e2eStart(t *testing.T, name string, env []string, args ...string) *e2eProc {
 	t.Helper()
-	bin := e2eBinary(t)
+	return e2eStartProgram(t, e2eBinary(t), name, env, args...)
+}
+
+// e2eStartProgram is e2eStart with another program than the binary (the
+// test binary itself, for a helper process).
+func e2eStartProgram(t *testing.T, bin, name string, env []string, args ...string) *e2eProc {
+	t.Helper()
 	logDir := t.TempDir() // before the cleanup below, so removed after it
 	p := &e2eProc{
 		t:       t,

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -38,7 +39,12 @@ import (
 // group's recompute, a notification run) through both shapes over HTTP,
 // with kills in the middle of each.
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(e2eTemporalHelperDir); dir != "" {
+		os.Exit(runTemporalHelper(dir)) // a helper process (e2e_faults_test.go)
+	}
+	dbtest.Main(m)
+}
 
 // e2eDevReadyWithin is how soon `iam dev` must answer /readyz after it starts.
 const e2eDevReadyWithin = 5 * time.Second

@@ -94,27 +94,12 @@ func TestProduction_OneUploadIsOneTrace(t *testing.T) {
 	}
 	healthAddr := healthLn.Addr().String()
 	healthLn.Close()
-	env := append(append(e2eAdminEnv(), dbEnv...),
-		"IAM_SECRET_KEY="+e2eSecretKey,
-		"IAM_ENCRYPTION_KEY="+e2eEncryptionKey,
-		"IAM_TEMPORAL_ADDRESS="+temporalAddr,
-		"IAM_TEMPORAL_NAMESPACE="+namespace,
-		"IAM_HTTP_ADDR=127.0.0.1:0",
+	shape := e2eStartShape(t, dsn, temporalAddr, namespace,
 		"OTEL_EXPORTER_OTLP_ENDPOINT=http://"+collectorAddr,
 		"OTEL_BSP_SCHEDULE_DELAY=100", // milliseconds: export at once
 	)
-	serve := e2eStart(t, "serve", env, "serve")
-	var apiAddr string
-	e2eWaitFor(t, 30*time.Second, 20*time.Millisecond, "iam serve logs where it listens", func() (bool, string) {
-		rec := serve.logLine("API listening")
-		apiAddr, _ = rec["address"].(string)
-		return apiAddr != "", "no \"API listening\" record yet"
-	}, serve)
-	e2eWaitReady(t, serve, apiAddr, 30*time.Second)
-	w := e2eStart(t, "worker", append(slices.Clone(env), "IAM_HEALTH_ADDR="+healthAddr), "worker")
-	e2eWaitFor(t, 30*time.Second, 20*time.Millisecond, "the worker polls", func() (bool, string) {
-		return w.logLine("worker polling") != nil, "no \"worker polling\" record yet"
-	}, w, serve)
+	serve, apiAddr := shape.serve, shape.apiAddr
+	w := shape.startWorkers(1, "IAM_HEALTH_ADDR="+healthAddr)[0]
 
 	store := e2eOpenDB(t, dsn)
 	org := e2eFirstOrg(t, store.Store)
