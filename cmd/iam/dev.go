@@ -90,18 +90,11 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 	defer ts.Stop()
 
 	cfg.Temporal.Address = ts.FrontendAddress()
-	opts, err := temporalOptions(cfg.Temporal, log)
-	if err != nil {
-		return err
-	}
-	tr, err := startTracing(ctx, cfg.Tracing, "iam-dev", log)
+	opts, tr, err := tracedTemporalOptions(ctx, cfg, "iam-dev", log)
 	if err != nil {
 		return err
 	}
 	defer tr.Shutdown()
-	if err := tr.instrument(&opts); err != nil {
-		return err
-	}
 	tc, err := client.DialContext(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("connect to the embedded Temporal server: %w", err)

@@ -580,39 +580,11 @@ func TestProduction_BulkWorkSurvivesWorkerKill9(t *testing.T) {
 	}
 	outbox := filepath.Join(t.TempDir(), "outbox")
 	temporalAddr, namespace := e2eTemporal(t)
-	env := append(append(e2eAdminEnv(), dbEnv...),
-		"IAM_SECRET_KEY="+e2eSecretKey,
-		"IAM_ENCRYPTION_KEY="+e2eEncryptionKey,
-		"IAM_TEMPORAL_ADDRESS="+temporalAddr,
-		"IAM_TEMPORAL_NAMESPACE="+namespace,
-		"IAM_HTTP_ADDR=127.0.0.1:0",
-		"IAM_RECONCILE_INTERVAL=300ms",
-		"IAM_RECONCILE_GRACE=0s",
+	shape := e2eStartShape(t, dsn, temporalAddr, namespace,
 		"IAM_NOTIFY_OUTBOX_DIR="+outbox,
 		"IAM_NOTIFY_MESSAGES_PER_SECOND=100",
 	)
-	serve := e2eStart(t, "serve", env, "serve")
-	var apiAddr string
-	e2eWaitFor(t, 30*time.Second, 20*time.Millisecond, "iam serve logs where it listens", func() (bool, string) {
-		rec := serve.logLine("API listening")
-		apiAddr, _ = rec["address"].(string)
-		return apiAddr != "", "no \"API listening\" record yet"
-	}, serve)
-	e2eWaitReady(t, serve, apiAddr, 30*time.Second)
-	n := 0
-	startWorkers := func(count int, extra ...string) []*e2eProc {
-		t.Helper()
-		var ws []*e2eProc
-		for range count {
-			n++
-			w := e2eStart(t, fmt.Sprintf("worker-%d", n), append(slices.Clone(env), extra...), "worker")
-			e2eWaitFor(t, 30*time.Second, 20*time.Millisecond, w.name+" polls", func() (bool, string) {
-				return w.logLine("worker polling") != nil, "no \"worker polling\" record yet"
-			}, w, serve)
-			ws = append(ws, w)
-		}
-		return ws
-	}
+	serve, apiAddr, startWorkers := shape.serve, shape.apiAddr, shape.startWorkers
 	killAll := func(ws []*e2eProc) {
 		for _, w := range ws {
 			w.kill()

@@ -304,30 +304,9 @@ func TestProduction_ServeAndTwoWorkers(t *testing.T) {
 
 	// The services.
 	temporalAddr, namespace := e2eTemporal(t)
-	env := append(append(e2eAdminEnv(), dbEnv...),
-		"IAM_SECRET_KEY="+e2eSecretKey,
-		"IAM_ENCRYPTION_KEY="+e2eEncryptionKey,
-		"IAM_TEMPORAL_ADDRESS="+temporalAddr,
-		"IAM_TEMPORAL_NAMESPACE="+namespace,
-		"IAM_HTTP_ADDR=127.0.0.1:0",
-		"IAM_RECONCILE_INTERVAL=300ms",
-		"IAM_RECONCILE_GRACE=0s",
-	)
-	serve := e2eStart(t, "serve", env, "serve")
-	workers := []*e2eProc{e2eStart(t, "worker-1", env, "worker"), e2eStart(t, "worker-2", env, "worker")}
+	shape := e2eStartShape(t, dsn, temporalAddr, namespace)
+	serve, apiAddr, workers := shape.serve, shape.apiAddr, shape.startWorkers(2)
 	all := append([]*e2eProc{serve}, workers...)
-	var apiAddr string
-	e2eWaitFor(t, 30*time.Second, 20*time.Millisecond, "iam serve logs where it listens", func() (bool, string) {
-		rec := serve.logLine("API listening")
-		apiAddr, _ = rec["address"].(string)
-		return apiAddr != "", "no \"API listening\" record yet"
-	}, all...)
-	e2eWaitReady(t, serve, apiAddr, 30*time.Second)
-	for _, w := range workers {
-		e2eWaitFor(t, 30*time.Second, 20*time.Millisecond, w.name+" polls", func() (bool, string) {
-			return w.logLine("worker polling") != nil, "no \"worker polling\" record yet"
-		}, all...)
-	}
 
 	store := e2eOpenDB(t, dsn)
 	org := e2eFirstOrg(t, store.Store)

@@ -51,18 +51,11 @@ func runServe(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logge
 	if err != nil {
 		return err
 	}
-	opts, err := temporalOptions(cfg.Temporal, log)
-	if err != nil {
-		return err
-	}
-	tr, err := startTracing(ctx, cfg.Tracing, "iam-serve", log)
+	opts, tr, err := tracedTemporalOptions(ctx, cfg, "iam-serve", log)
 	if err != nil {
 		return err
 	}
 	defer tr.Shutdown()
-	if err := tr.instrument(&opts); err != nil {
-		return err
-	}
 	// A lazy client lets the API start, and accept jobs as QUEUED, while
 	// Temporal is down; the reconciler starts them once it is back.
 	tc, err := client.NewLazyClient(opts)

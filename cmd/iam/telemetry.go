@@ -86,6 +86,25 @@ func startTracing(ctx context.Context, cfg TracingConfig, service string, log *s
 	return &tracing{provider: tp}, nil
 }
 
+// tracedTemporalOptions are the Temporal client options of cfg for a
+// process named service, with tracing started (startTracing) and the
+// client instrumented when it is configured. Shut the tracing down last.
+func tracedTemporalOptions(ctx context.Context, cfg Config, service string, log *slog.Logger) (client.Options, *tracing, error) {
+	opts, err := temporalOptions(cfg.Temporal, log)
+	if err != nil {
+		return opts, nil, err
+	}
+	tr, err := startTracing(ctx, cfg.Tracing, service, log)
+	if err != nil {
+		return opts, nil, err
+	}
+	if err := tr.instrument(&opts); err != nil {
+		tr.Shutdown()
+		return opts, nil, err
+	}
+	return opts, tr, nil
+}
+
 // instrument adds the Temporal tracing interceptor to opts when tracing is
 // on: a workflow start made inside a traced request carries the trace, and
 // the workflow's and its activities' spans join it on the worker.

@@ -48,18 +48,11 @@ func runWorker(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer store.Close()
 	store.SealBlobs(secrets)
-	opts, err := temporalOptions(cfg.Temporal, log)
-	if err != nil {
-		return err
-	}
-	tr, err := startTracing(ctx, cfg.Tracing, "iam-worker", log)
+	opts, tr, err := tracedTemporalOptions(ctx, cfg, "iam-worker", log)
 	if err != nil {
 		return err
 	}
 	defer tr.Shutdown()
-	if err := tr.instrument(&opts); err != nil {
-		return err
-	}
 	// The job metrics reach /metrics of the health listener.
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
