@@ -177,7 +177,7 @@ func (s *Server) agentCheckin(c *gin.Context) error {
 		return agentError(err)
 	}
 	ctx := c.Request.Context()
-	dev, err := s.store.Devices.Authenticate(ctx, id, sec)
+	dev, err := s.store.Devices.AuthenticateCheckIn(ctx, id, sec)
 	if err != nil {
 		return agentError(err)
 	}

@@ -258,7 +258,8 @@ func (in *CheckIn) digest() string {
 // then the facts, local accounts (reconciled by name: new ones added,
 // vanished ones removed with their link and pending commands, changes
 // applied) and offline users. A check-in reporting what the previous one
-// did, without acks, writes only last_contact_time. Once an uninstall was
+// did, without acks, writes only last_contact_time, batched with others
+// (ContactFlushInterval). Once an uninstall was
 // requested, only acks are applied and only the uninstall is returned; the
 // uninstall's done ack revokes the credential (and removes a deleted
 // device). The caller validated in (CheckIn.Validate).
@@ -266,12 +267,17 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 	now := time.Now().UTC()
 	digest := in.digest()
 	if len(in.Acks) == 0 && (digest == dev.ReportedDigest || dev.UninstallRequestedAt != nil) {
-		if _, err := s.db.NewUpdate().Table("devices").Set("last_contact_time = ?", now).
-			Set("inactive_after = ?", dev.inactiveAfter(now)).Where("id = ?", dev.ID).Exec(ctx); err != nil {
-			return nil, unavailable(fmt.Errorf("record check-in: %w", err))
-		}
+		// Unchanged: the contact time joins the next batch
+		// (ContactFlushInterval); the commands are those read with the
+		// device by AuthenticateCheckIn, or read now.
+		s.touch(dev, now)
 		t := now
 		dev.LastContactTime = &t
+		if dev.pendingRead {
+			cmds := dev.pending
+			dev.pending, dev.pendingRead = nil, false
+			return cmds, nil
+		}
 		return s.pendingCommands(ctx, s.db, dev.ID)
 	}
 	var cmds []Command
