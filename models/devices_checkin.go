@@ -298,10 +298,15 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 		}
 		d.LastContactTime, d.InactiveAfter = &now, d.inactiveAfter(now)
 		cols := []string{"last_contact_time", "inactive_after"}
+		// The counts change with acks (a link confirmed) and with accounts
+		// added or removed, not with an account's changed fields.
+		recount := len(in.Acks) > 0
 		if d.UninstallRequestedAt == nil {
-			if err := s.reconcileAccounts(ctx, tx, &d, in.Accounts, now); err != nil {
+			added, err := s.reconcileAccounts(ctx, tx, &d, in.Accounts, now)
+			if err != nil {
 				return err
 			}
+			recount = recount || added
 			if err := reconcileOffline(ctx, tx, &d, in.OfflineUsers); err != nil {
 				return err
 			}
@@ -316,8 +321,10 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 		if _, err := tx.NewUpdate().Model(&d).WherePK().Column(cols...).Exec(ctx); err != nil {
 			return fmt.Errorf("record check-in: %w", err)
 		}
-		if err := recountAccounts(ctx, tx, d.ID); err != nil {
-			return err
+		if recount {
+			if err := recountAccounts(ctx, tx, d.ID); err != nil {
+				return err
+			}
 		}
 		*dev = d
 		cmds, err = s.pendingCommands(ctx, tx, d.ID)
@@ -478,11 +485,12 @@ func addHistory(ctx context.Context, tx bun.IDB, ev *LinkEvent) error {
 	return nil
 }
 
-// reconcileAccounts makes d's accounts those reported.
-func (s *DeviceStore) reconcileAccounts(ctx context.Context, tx bun.Tx, d *Device, reported []AccountReport, now time.Time) error {
+// reconcileAccounts makes d's accounts those reported; it says whether it
+// added or removed any.
+func (s *DeviceStore) reconcileAccounts(ctx context.Context, tx bun.Tx, d *Device, reported []AccountReport, now time.Time) (bool, error) {
 	var have []LocalAccount
 	if err := tx.NewSelect().Model(&have).Where("device_id = ?", d.ID).Scan(ctx); err != nil {
-		return fmt.Errorf("read accounts: %w", err)
+		return false, fmt.Errorf("read accounts: %w", err)
 	}
 	byName := make(map[string]*LocalAccount, len(have))
 	for i := range have {
@@ -503,16 +511,16 @@ func (s *DeviceStore) reconcileAccounts(ctx context.Context, tx bun.Tx, d *Devic
 		}
 		a.PermissionLevel, a.LastLogin, a.UpdatedAt = r.PermissionLevel, r.LastLogin, now
 		if _, err := tx.NewUpdate().Model(a).WherePK().Column("permission_level", "last_login", "updated_at").Exec(ctx); err != nil {
-			return fmt.Errorf("update account: %w", err)
+			return false, fmt.Errorf("update account: %w", err)
 		}
 	}
 	if len(add) > 0 {
 		if _, err := tx.NewInsert().Model(&add).Exec(ctx); err != nil {
-			return fmt.Errorf("add accounts: %w", err)
+			return false, fmt.Errorf("add accounts: %w", err)
 		}
 	}
 	if len(byName) == 0 {
-		return nil
+		return len(add) > 0, nil
 	}
 	gone := make([]int64, 0, len(byName))
 	for _, a := range byName {
@@ -522,18 +530,18 @@ func (s *DeviceStore) reconcileAccounts(ctx context.Context, tx bun.Tx, d *Devic
 				AccountID: &a.ID, UserName: a.UserName, IdpUserID: a.IdpUserID, LinkType: a.LinkType,
 				Action: "account_removed", OldState: a.LinkStatus, NewState: LinkUnlinked, Actor: "agent",
 				Reason: "the account is no longer on the device"}); err != nil {
-				return err
+				return false, err
 			}
 		}
 	}
 	if _, err := tx.NewUpdate().Table("device_commands").Set("status = ?", CommandWithdrawn).
 		Where("device_id = ? AND status = ? AND account_id IN (?)", d.ID, CommandPending, bun.In(gone)).Exec(ctx); err != nil {
-		return fmt.Errorf("withdraw commands: %w", err)
+		return false, fmt.Errorf("withdraw commands: %w", err)
 	}
 	if _, err := tx.NewDelete().Table("device_accounts").Where("id IN (?)", bun.In(gone)).Exec(ctx); err != nil {
-		return fmt.Errorf("remove accounts: %w", err)
+		return false, fmt.Errorf("remove accounts: %w", err)
 	}
-	return nil
+	return true, nil
 }
 
 func sameTime(a, b *time.Time) bool {

@@ -22,6 +22,8 @@ const (
 	changed
 	// changedFirst: the first check-in after registration (accounts new).
 	changedFirst
+	// healthz: GET /healthz instead of a check-in (the control).
+	healthz
 )
 
 func (m checkinMode) String() string {
@@ -141,6 +143,21 @@ func (g *generator) post(path, auth string, body []byte, want int, out any) erro
 	return err
 }
 
+func (g *generator) get(path string) error {
+	resp, err := g.client.Get(g.base + path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %d", path, resp.StatusCode)
+	}
+	return nil
+}
+
 // phase is one measured run: duration (or count check-ins) of mode over
 // conns connections, closed-loop, or open-loop at rate check-ins/s.
 type phase struct {
@@ -214,12 +231,17 @@ func (g *generator) measure(p phase) *stats {
 				} else if p.count > 0 && int(k) >= p.count || p.count == 0 && due.After(end) {
 					break
 				}
-				d := g.devs[int(k)%len(g.devs)]
-				v := d.variant.Load()
-				if p.mode != unchanged {
-					v = d.variant.Add(1)
+				var err error
+				if p.mode == healthz {
+					err = g.get("/healthz")
+				} else {
+					d := g.devs[int(k)%len(g.devs)]
+					v := d.variant.Load()
+					if p.mode != unchanged {
+						v = d.variant.Add(1)
+					}
+					err = g.post("/agent/v1/checkin", d.auth, d.bodies[v&1], http.StatusOK, nil)
 				}
-				err := g.post("/agent/v1/checkin", d.auth, d.bodies[v&1], http.StatusOK, nil)
 				if err != nil {
 					errs++
 					if firstErr == "" {
