@@ -805,3 +805,39 @@ func TestDeviceStore_ContactBatch(t *testing.T) {
 		}
 	})
 }
+
+// Store.Close writes the contact times still waiting for their batch.
+func TestDeviceStore_CloseWritesContacts(t *testing.T) {
+	dsn := dbtest.PostgresURL(t)
+	ctx := t.Context()
+	db, err := models.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := models.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	f := newDeviceFixture(t, db, 0)
+	d, sec := f.register(t, facts("PC1", "S1"))
+	in := models.CheckIn{Facts: d.DeviceFacts}
+	if _, err := f.checkIn(t, d.ID, sec, in); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := f.dev.Get(ctx, f.org.ID, d.ID)
+	time.Sleep(5 * time.Millisecond)
+	if _, err := f.checkIn(t, d.ID, sec, in); err != nil { // unchanged: batched
+		t.Fatal(err)
+	}
+	if err := f.store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var last time.Time
+	if err := reader.NewSelect().Table("devices").Column("last_contact_time").Where("id = ?", d.ID).Scan(ctx, &last); err != nil {
+		t.Fatal(err)
+	}
+	if !last.After(*first.LastContactTime) {
+		t.Errorf("last_contact_time %v after Close, want after %v", last, first.LastContactTime)
+	}
+}
