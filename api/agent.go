@@ -1,8 +1,12 @@
 package api
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"io"
+	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -32,7 +36,8 @@ const (
 	// a burst, then one per second.
 	DefaultAgentRate  = 1.0
 	DefaultAgentBurst = 10
-	// agentLimiters is how many devices' limiters a process keeps.
+	// agentLimiters is how many devices' limiters, and of their last
+	// check-ins (reportMemo), a process keeps.
 	agentLimiters = 200_000
 )
 
@@ -159,6 +164,43 @@ func (s *Server) agentSettingsOf(c *gin.Context, orgID int64) (agentSettings, er
 	return set, nil
 }
 
+// reportMemo is what a process remembers of a device's last accepted
+// check-in without acks: the SHA-256 of its body and the digest of what it
+// reported (Device.ReportedDigest after it).
+type reportMemo struct {
+	raw    [sha256.Size]byte
+	digest string
+}
+
+// agentReport reads a check-in's body. A body of the very bytes of the
+// device's last accepted check-in without acks, while the device's row
+// still holds that check-in's digest, is the same report: it is not
+// decoded nor validated again (models.SameReport). Any other body is
+// decoded and validated. It returns the body's SHA-256 too.
+func (s *Server) agentReport(c *gin.Context, dev *models.Device) (*models.CheckIn, [sha256.Size]byte, error) {
+	var raw [sha256.Size]byte
+	mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return nil, raw, newAPIError(http.StatusUnsupportedMediaType, CodeMediaType, "Unsupported Media Type", "the request body must be application/json")
+	}
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		return nil, raw, jsonError(err)
+	}
+	raw = sha256.Sum256(body)
+	if m, ok := s.agentReports.Get(dev.ID); ok && m.raw == raw && m.digest == dev.ReportedDigest && dev.UninstallRequestedAt == nil {
+		return models.SameReport(m.digest), raw, nil
+	}
+	var in models.CheckIn
+	if err := decodeRequest(bytes.NewReader(body), &in); err != nil {
+		return nil, raw, err
+	}
+	if err := in.Validate(); err != nil {
+		return nil, raw, err
+	}
+	return &in, raw, nil
+}
+
 type agentCheckinResponse struct {
 	Commands           []agentCommand `json:"commands"`
 	Settings           agentSettings  `json:"settings"`
@@ -177,7 +219,7 @@ func (s *Server) agentCheckin(c *gin.Context) error {
 		return agentError(err)
 	}
 	ctx := c.Request.Context()
-	dev, err := s.store.Devices.Authenticate(ctx, id, sec)
+	dev, err := s.store.Devices.AuthenticateCheckIn(ctx, id, sec)
 	if err != nil {
 		return agentError(err)
 	}
@@ -186,16 +228,16 @@ func (s *Server) agentCheckin(c *gin.Context) error {
 		ae.RetryAfter = wait
 		return ae
 	}
-	var in models.CheckIn
-	if err := decodeJSON(c, &in); err != nil {
+	in, raw, err := s.agentReport(c, dev)
+	if err != nil {
 		return err
 	}
-	if err := in.Validate(); err != nil {
-		return err
-	}
-	cmds, err := s.store.Devices.CheckIn(ctx, dev, &in)
+	cmds, err := s.store.Devices.CheckIn(ctx, dev, in)
 	if err != nil {
 		return agentError(err)
+	}
+	if len(in.Acks) == 0 && dev.UninstallRequestedAt == nil {
+		s.agentReports.Put(dev.ID, reportMemo{raw: raw, digest: dev.ReportedDigest})
 	}
 	out := agentCheckinResponse{Commands: make([]agentCommand, 0, len(cmds)), NextCheckinSeconds: dev.CheckinIntervalSeconds}
 	for _, cmd := range cmds {

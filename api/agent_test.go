@@ -194,3 +194,59 @@ func TestAgent_Limits(t *testing.T) {
 	}
 	wantError(t, b.checkinRaw(map[string]any{"local_accounts": localAccounts(names...)}, ""), 400, "00000109", "local_accounts")
 }
+
+// A check-in of the very bytes of the device's last accepted one is the
+// same report only while the device's row still holds what it reported:
+// once another process recorded a different report, the same bytes are
+// decoded and recorded again. Such a check-in still answers the device's
+// pending commands.
+func TestAgent_SameBytesCheckIn(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		env := apitest.New(t, db, apitest.Options{AgentRate: 1000, AgentBurst: 1000})
+		ctx := t.Context()
+		key, err := env.Store.Devices.InstallKey(ctx, env.Org.ID, models.AgentDevice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := registerAgent(t, env, key, agentFacts("PC1", "S1"))
+		id, _ := models.ParseID("id", a.id)
+		body := func() map[string]any { return map[string]any{"local_accounts": localAccounts("alice", "bob")} }
+		a.checkin(body())
+		a.checkin(body()) // the same bytes: the same report
+
+		// Another process records a different report (bob gone).
+		dev, err := env.Store.Devices.AuthenticateCheckIn(ctx, id, a.secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := models.CheckIn{Facts: models.DeviceFacts{Name: "PC1", OSType: "Windows", JoinType: "ADJoined", SerialNumber: "S1"},
+			Accounts: []models.AccountReport{{UserName: "alice", PermissionLevel: "Standard"}}}
+		if err := other.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Store.Devices.CheckIn(ctx, dev, &other); err != nil {
+			t.Fatal(err)
+		}
+		// The same bytes again: bob is back, and so are the facts.
+		a.checkin(body())
+		accs, _ := env.Store.Devices.Accounts(ctx, env.Org.ID, id)
+		got, _ := env.Store.Devices.Get(ctx, env.Org.ID, id)
+		if len(accs) != 2 || got.DNSHostname != "pc1.corp" || got.TotalLocalAccounts != 2 {
+			t.Errorf("after the same bytes: %d accounts (%d counted), dns_hostname %q", len(accs), got.TotalLocalAccounts, got.DNSHostname)
+		}
+
+		// A pending command reaches an unchanged check-in of the same bytes.
+		u := &models.User{OrgID: env.Org.ID, Email: "alice@example.com", Status: models.UserActive}
+		if err := env.Store.Users.Create(ctx, u, ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Store.Devices.Link(ctx, env.Org.ID, id, accs[0].ID, models.LinkRequest{UserID: u.ID, PermissionLevel: "Standard"}); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if ans := a.checkin(body()); len(ans.Commands) != 1 || ans.Commands[0]["type"] != "link" {
+				t.Fatalf("commands %+v", ans.Commands)
+			}
+		}
+	})
+}

@@ -13,8 +13,9 @@ import (
 
 // TestAgentSim_Throughput is a rough in-process figure of unchanged
 // check-ins (simulator and API in one process, on PostgreSQL): set
-// IAM_AGENT_BENCH_DEVICES (e.g. 1000) to run it. The benchmark of the issue
-// runs `iam agent simulate` against `iam serve` instead.
+// IAM_AGENT_BENCH_DEVICES (e.g. 1000) to run it. The benchmark of the issue,
+// cmd/agentbench, drives `iam serve` on PostgreSQL from a light generator
+// (docs/benchmarks.md).
 func TestAgentSim_Throughput(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("IAM_AGENT_BENCH_DEVICES"))
 	if n == 0 {

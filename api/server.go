@@ -78,6 +78,9 @@ type Server struct {
 	packages    agentPackages
 	// agentSettings caches each organization's check-in settings briefly.
 	agentSettings *lru.Cache[int64, cachedSettings]
+	// agentReports remembers each device's last accepted check-in
+	// (agentReport).
+	agentReports *lru.Cache[int64, reportMemo]
 }
 
 // New builds the API's handler with every route of routes.go.
@@ -96,7 +99,7 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	s := &Server{cfg: cfg, deps: deps, store: deps.Store, log: deps.Log, metrics: prometheus.NewRegistry(),
 		agentLimits: newAgentLimits(cfg.AgentRate, cfg.AgentBurst), packages: agentPackages{dir: cfg.AgentPackagesDir},
-		agentSettings: lru.New[int64, cachedSettings](10_000)}
+		agentSettings: lru.New[int64, cachedSettings](10_000), agentReports: lru.New[int64, reportMemo](agentLimiters)}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if deps.Store != nil {
 		s.metrics.MustRegister(newJobsCollector(deps.Store, deps.Log))

@@ -155,7 +155,12 @@ type Device struct {
 	// which leaves every list at once and whose row goes with the ack.
 	UninstallRequestedAt *time.Time `bun:"uninstall_requested_at"`
 	DeletedAt            *time.Time `bun:"deleted_at"`
-	UpdatedAt            time.Time  `bun:"updated_at"`
+
+	// pending are the device's pending commands, read with it by
+	// AuthenticateCheckIn (pendingRead) for the check-in that follows.
+	pending     []Command
+	pendingRead bool
+	UpdatedAt   time.Time `bun:"updated_at"`
 
 	// Derived by lists (DeviceStore.List), not stored.
 	ListedAgentStatus string `bun:"agent_status,scanonly"`
@@ -186,9 +191,10 @@ func (d *Device) AgentStatus(now time.Time) string {
 // DeviceStore keeps devices, their agents' credentials and installation
 // keys, local accounts, commands, offline-enrolled users and link history.
 type DeviceStore struct {
-	db  *bun.DB
-	d   sqlDialect
-	box *secret.Box
+	db       *bun.DB
+	d        sqlDialect
+	box      *secret.Box
+	contacts contacts
 }
 
 // errNoBox is returned when installation keys are asked of a store without

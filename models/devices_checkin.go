@@ -164,7 +164,15 @@ type CheckIn struct {
 	Accounts     []AccountReport     `json:"local_accounts"`
 	OfflineUsers []OfflineUserReport `json:"offline_enrolled_users"`
 	Acks         []Ack               `json:"acks"`
+
+	sum string // the digest of a SameReport
 }
+
+// SameReport is a check-in without acks reporting exactly what an earlier,
+// validated check-in reported, digest being the Device.ReportedDigest that
+// check-in left. The agent channel passes it when a device sends again the
+// very bytes of a check-in it accepted, rather than decoding them again.
+func SameReport(digest string) *CheckIn { return &CheckIn{sum: digest} }
 
 // Validate checks a check-in's facts, accounts (unique names, permission
 // levels), offline users and acks against their rules and limits, and puts
@@ -242,8 +250,13 @@ func (in *CheckIn) Validate() error {
 }
 
 // digest is the digest of what the check-in reports (facts, accounts and
-// offline users, in canonical order).
+// offline users, in the canonical order Validate puts them in), which
+// Device.ReportedDigest holds once the check-in is recorded; SameReport's
+// own.
 func (in *CheckIn) digest() string {
+	if in.sum != "" {
+		return in.sum
+	}
 	b, _ := json.Marshal(struct {
 		F DeviceFacts
 		A []AccountReport
@@ -258,7 +271,8 @@ func (in *CheckIn) digest() string {
 // then the facts, local accounts (reconciled by name: new ones added,
 // vanished ones removed with their link and pending commands, changes
 // applied) and offline users. A check-in reporting what the previous one
-// did, without acks, writes only last_contact_time. Once an uninstall was
+// did, without acks, writes only last_contact_time, batched with others
+// (ContactFlushInterval). Once an uninstall was
 // requested, only acks are applied and only the uninstall is returned; the
 // uninstall's done ack revokes the credential (and removes a deleted
 // device). The caller validated in (CheckIn.Validate).
@@ -266,12 +280,17 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 	now := time.Now().UTC()
 	digest := in.digest()
 	if len(in.Acks) == 0 && (digest == dev.ReportedDigest || dev.UninstallRequestedAt != nil) {
-		if _, err := s.db.NewUpdate().Table("devices").Set("last_contact_time = ?", now).
-			Set("inactive_after = ?", dev.inactiveAfter(now)).Where("id = ?", dev.ID).Exec(ctx); err != nil {
-			return nil, unavailable(fmt.Errorf("record check-in: %w", err))
-		}
+		// Unchanged: the contact time joins the next batch
+		// (ContactFlushInterval); the commands are those read with the
+		// device by AuthenticateCheckIn, or read now.
+		s.touch(dev, now)
 		t := now
 		dev.LastContactTime = &t
+		if dev.pendingRead {
+			cmds := dev.pending
+			dev.pending, dev.pendingRead = nil, false
+			return cmds, nil
+		}
 		return s.pendingCommands(ctx, s.db, dev.ID)
 	}
 	var cmds []Command
@@ -292,10 +311,15 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 		}
 		d.LastContactTime, d.InactiveAfter = &now, d.inactiveAfter(now)
 		cols := []string{"last_contact_time", "inactive_after"}
+		// The counts change with acks (a link confirmed) and with accounts
+		// added or removed, not with an account's changed fields.
+		recount := len(in.Acks) > 0
 		if d.UninstallRequestedAt == nil {
-			if err := s.reconcileAccounts(ctx, tx, &d, in.Accounts, now); err != nil {
+			added, err := s.reconcileAccounts(ctx, tx, &d, in.Accounts, now)
+			if err != nil {
 				return err
 			}
+			recount = recount || added
 			if err := reconcileOffline(ctx, tx, &d, in.OfflineUsers); err != nil {
 				return err
 			}
@@ -310,8 +334,10 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 		if _, err := tx.NewUpdate().Model(&d).WherePK().Column(cols...).Exec(ctx); err != nil {
 			return fmt.Errorf("record check-in: %w", err)
 		}
-		if err := recountAccounts(ctx, tx, d.ID); err != nil {
-			return err
+		if recount {
+			if err := recountAccounts(ctx, tx, d.ID); err != nil {
+				return err
+			}
 		}
 		*dev = d
 		cmds, err = s.pendingCommands(ctx, tx, d.ID)
@@ -472,11 +498,12 @@ func addHistory(ctx context.Context, tx bun.IDB, ev *LinkEvent) error {
 	return nil
 }
 
-// reconcileAccounts makes d's accounts those reported.
-func (s *DeviceStore) reconcileAccounts(ctx context.Context, tx bun.Tx, d *Device, reported []AccountReport, now time.Time) error {
+// reconcileAccounts makes d's accounts those reported; it says whether it
+// added or removed any.
+func (s *DeviceStore) reconcileAccounts(ctx context.Context, tx bun.Tx, d *Device, reported []AccountReport, now time.Time) (bool, error) {
 	var have []LocalAccount
 	if err := tx.NewSelect().Model(&have).Where("device_id = ?", d.ID).Scan(ctx); err != nil {
-		return fmt.Errorf("read accounts: %w", err)
+		return false, fmt.Errorf("read accounts: %w", err)
 	}
 	byName := make(map[string]*LocalAccount, len(have))
 	for i := range have {
@@ -497,16 +524,16 @@ func (s *DeviceStore) reconcileAccounts(ctx context.Context, tx bun.Tx, d *Devic
 		}
 		a.PermissionLevel, a.LastLogin, a.UpdatedAt = r.PermissionLevel, r.LastLogin, now
 		if _, err := tx.NewUpdate().Model(a).WherePK().Column("permission_level", "last_login", "updated_at").Exec(ctx); err != nil {
-			return fmt.Errorf("update account: %w", err)
+			return false, fmt.Errorf("update account: %w", err)
 		}
 	}
 	if len(add) > 0 {
 		if _, err := tx.NewInsert().Model(&add).Exec(ctx); err != nil {
-			return fmt.Errorf("add accounts: %w", err)
+			return false, fmt.Errorf("add accounts: %w", err)
 		}
 	}
 	if len(byName) == 0 {
-		return nil
+		return len(add) > 0, nil
 	}
 	gone := make([]int64, 0, len(byName))
 	for _, a := range byName {
@@ -516,18 +543,18 @@ func (s *DeviceStore) reconcileAccounts(ctx context.Context, tx bun.Tx, d *Devic
 				AccountID: &a.ID, UserName: a.UserName, IdpUserID: a.IdpUserID, LinkType: a.LinkType,
 				Action: "account_removed", OldState: a.LinkStatus, NewState: LinkUnlinked, Actor: "agent",
 				Reason: "the account is no longer on the device"}); err != nil {
-				return err
+				return false, err
 			}
 		}
 	}
 	if _, err := tx.NewUpdate().Table("device_commands").Set("status = ?", CommandWithdrawn).
 		Where("device_id = ? AND status = ? AND account_id IN (?)", d.ID, CommandPending, bun.In(gone)).Exec(ctx); err != nil {
-		return fmt.Errorf("withdraw commands: %w", err)
+		return false, fmt.Errorf("withdraw commands: %w", err)
 	}
 	if _, err := tx.NewDelete().Table("device_accounts").Where("id IN (?)", bun.In(gone)).Exec(ctx); err != nil {
-		return fmt.Errorf("remove accounts: %w", err)
+		return false, fmt.Errorf("remove accounts: %w", err)
 	}
-	return nil
+	return true, nil
 }
 
 func sameTime(a, b *time.Time) bool {

@@ -69,7 +69,7 @@ func (f *deviceFixture) register(t *testing.T, fa models.DeviceFacts) (*models.D
 // checkIn authenticates as the agent and checks in.
 func (f *deviceFixture) checkIn(t *testing.T, id int64, sec string, in models.CheckIn) ([]models.Command, error) {
 	t.Helper()
-	d, err := f.dev.Authenticate(t.Context(), id, sec)
+	d, err := f.dev.AuthenticateCheckIn(t.Context(), id, sec)
 	if err != nil {
 		return nil, err
 	}
@@ -271,6 +271,9 @@ func TestDeviceStore_CheckInAndLinks(t *testing.T) {
 		before := got.UpdatedAt
 		time.Sleep(5 * time.Millisecond)
 		if _, err := f.checkIn(t, d.ID, sec, models.CheckIn{Facts: d.DeviceFacts, Accounts: accounts("bob", "Administrator", "alice")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.dev.FlushContacts(ctx); err != nil {
 			t.Fatal(err)
 		}
 		again, _ := f.dev.Get(ctx, f.org.ID, d.ID)
@@ -726,4 +729,115 @@ func TestDeviceStore_UserDeleteUnlinks(t *testing.T) {
 			t.Errorf("linked %d, history ends %+v", dev.LinkedLocalAccounts, hist[len(hist)-1])
 		}
 	})
+}
+
+// An unchanged check-in's contact time is written in a batch within
+// ContactFlushInterval (or at FlushContacts), never moving a later time
+// back on PostgreSQL; the device's pending commands come with its
+// credential in one read and are answered from it.
+func TestDeviceStore_ContactBatch(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newDeviceFixture(t, db, 1)
+		d, sec := f.register(t, facts("PC1", "S1"))
+		in := models.CheckIn{Facts: d.DeviceFacts, Accounts: accounts("alice")}
+		if _, err := f.checkIn(t, d.ID, sec, in); err != nil {
+			t.Fatal(err)
+		}
+		first, _ := f.dev.Get(ctx, f.org.ID, d.ID)
+
+		// Unchanged: the time waits in the process, then is written by the
+		// scheduled flush.
+		time.Sleep(5 * time.Millisecond)
+		if _, err := f.checkIn(t, d.ID, sec, in); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(models.ContactFlushInterval + 5*time.Second)
+		for {
+			got, _ := f.dev.Get(ctx, f.org.ID, d.ID)
+			if got.LastContactTime.After(*first.LastContactTime) {
+				if !got.InactiveAfter.After(*first.InactiveAfter) {
+					t.Errorf("inactive_after %v -> %v", first.InactiveAfter, got.InactiveAfter)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("last_contact_time still %v after %s", got.LastContactTime, models.ContactFlushInterval)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+
+		// A pending command is read with the credential and answered by an
+		// unchanged check-in, again at the next one until acknowledged.
+		accs, _ := f.dev.Accounts(ctx, f.org.ID, d.ID)
+		if _, err := f.dev.Link(ctx, f.org.ID, d.ID, accs[0].ID, models.LinkRequest{UserID: f.users[0].ID, PermissionLevel: "Standard"}); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			cmds, err := f.checkIn(t, d.ID, sec, in)
+			if err != nil || len(cmds) != 1 || cmds[0].Type != models.CmdLink || !strings.Contains(string(cmds[0].Args), "alice") {
+				t.Fatalf("commands %+v, %v", cmds, err)
+			}
+		}
+		if _, err := f.dev.AuthenticateCheckIn(ctx, d.ID, sec+"x"); models.ErrorCode(err) != models.EUNAUTHORIZED {
+			t.Errorf("wrong secret: %v", err)
+		}
+		if _, err := f.dev.AuthenticateCheckIn(ctx, d.ID+1, sec); models.ErrorCode(err) != models.EUNAUTHORIZED {
+			t.Errorf("unknown device: %v", err)
+		}
+		if !models.IsPostgres(db) {
+			return
+		}
+		// A batched time older than the row's is not written.
+		if _, err := f.checkIn(t, d.ID, sec, in); err != nil { // pending now
+			t.Fatal(err)
+		}
+		later := time.Now().Add(time.Hour).UTC().Truncate(time.Microsecond)
+		if _, err := db.NewUpdate().Table("devices").Set("last_contact_time = ?", later).Where("id = ?", d.ID).Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.dev.FlushContacts(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := f.dev.Get(ctx, f.org.ID, d.ID)
+		if !got.LastContactTime.Equal(later) {
+			t.Errorf("last_contact_time %v, want the later %v kept", got.LastContactTime, later)
+		}
+	})
+}
+
+// Store.Close writes the contact times still waiting for their batch.
+func TestDeviceStore_CloseWritesContacts(t *testing.T) {
+	dsn := dbtest.PostgresURL(t)
+	ctx := t.Context()
+	db, err := models.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := models.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	f := newDeviceFixture(t, db, 0)
+	d, sec := f.register(t, facts("PC1", "S1"))
+	in := models.CheckIn{Facts: d.DeviceFacts}
+	if _, err := f.checkIn(t, d.ID, sec, in); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := f.dev.Get(ctx, f.org.ID, d.ID)
+	time.Sleep(5 * time.Millisecond)
+	if _, err := f.checkIn(t, d.ID, sec, in); err != nil { // unchanged: batched
+		t.Fatal(err)
+	}
+	if err := f.store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var last time.Time
+	if err := reader.NewSelect().Table("devices").Column("last_contact_time").Where("id = ?", d.ID).Scan(ctx, &last); err != nil {
+		t.Fatal(err)
+	}
+	if !last.After(*first.LastContactTime) {
+		t.Errorf("last_contact_time %v after Close, want after %v", last, first.LastContactTime)
+	}
 }

@@ -35,6 +35,17 @@ type sqlDialect interface {
 	// busy handler; it returns the unlock.
 	queueWrites(mu *sync.Mutex) (unlock func())
 
+	// checkinRead is the statement of DeviceStore.AuthenticateCheckIn, with
+	// the driver's own placeholders (bound, so that the driver prepares it
+	// once per connection): a device's org_id, secret_hash,
+	// reported_digest, checkin_interval_seconds and uninstall_requested_at
+	// for each of its pending commands' id, type and args, oldest first
+	// (one row with null command columns when it has none).
+	checkinRead() string
+	// touchDevices writes the contact times of unchanged check-ins (in id
+	// order), never moving a device's last_contact_time back.
+	touchDevices(ctx context.Context, db *bun.DB, batch []contactTouch) error
+
 	// matchUsers is EnrollmentStore.MatchUsers for non-empty values.
 	matchUsers(ctx context.Context, db *bun.DB, orgID int64, key UserKey, values []string) (map[string]int64, error)
 	// recordChunk is JobStore.RecordChunk, in a transaction of its own.

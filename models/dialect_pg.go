@@ -39,6 +39,27 @@ func (pgDialect) insertBlobChunk() string {
 	return "INSERT INTO blob_chunks (blob_id, seq, data) VALUES ($1, $2, $3)"
 }
 
+func (pgDialect) checkinRead() string { return pgCheckinRead }
+
+const pgCheckinRead = `SELECT d.org_id, d.secret_hash, d.reported_digest, d.checkin_interval_seconds, d.uninstall_requested_at,
+	c.id, c.type, c.args
+FROM devices d LEFT JOIN device_commands c ON c.device_id = d.id AND c.status = 'pending'
+WHERE d.id = $1 ORDER BY c.id`
+
+// touchDevices writes the batch in one statement, its values as arrays.
+func (pgDialect) touchDevices(ctx context.Context, db *bun.DB, batch []contactTouch) error {
+	ids := make([]int64, len(batch))
+	at := make([]time.Time, len(batch))
+	inactive := make([]time.Time, len(batch))
+	for i, t := range batch {
+		ids[i], at[i], inactive[i] = t.id, t.at, t.inactive
+	}
+	_, err := db.DB.ExecContext(ctx, `UPDATE devices AS d SET last_contact_time = v.at, inactive_after = v.inactive
+		FROM unnest($1::bigint[], $2::timestamptz[], $3::timestamptz[]) AS v(id, at, inactive)
+		WHERE d.id = v.id AND (d.last_contact_time IS NULL OR d.last_contact_time < v.at)`, ids, at, inactive)
+	return err
+}
+
 func (pgDialect) migrationTypes() sqlTypes {
 	return sqlTypes{Postgres: true, Time: "TIMESTAMPTZ", Blob: "BYTEA", JSON: "JSONB"}
 }

@@ -61,10 +61,15 @@ func (s *Store) LeaseIDs(ctx context.Context, log *slog.Logger) error {
 	return nil
 }
 
-// Close releases the id node lease, if any, then closes the database. Call
+// Close writes the contact times of unchanged check-ins still pending
+// (DeviceStore.FlushContacts), releases the id node lease, if any, then
+// closes the database. Call
 // it once nothing makes ids any more (the servers have stopped).
 func (s *Store) Close() error {
 	var errs []error
+	flushCtx, cancelFlush := context.WithTimeout(context.Background(), 10*time.Second)
+	errs = append(errs, s.Devices.closeContacts(flushCtx))
+	cancelFlush()
 	if s.idLease != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		errs = append(errs, s.idLease.Release(ctx))

@@ -222,6 +222,10 @@ func (c *Cluster) postmasterPID() int {
 	return pid
 }
 
+// PID is the server's (postmaster's) process id; 0 when it is not running.
+// Its backends are its child processes (benchmarks add up their CPU time).
+func (c *Cluster) PID() int { return c.postmasterPID() }
+
 // URL is the superuser URL of database db ("postgres" is the maintenance
 // database).
 func (c *Cluster) URL(db string) *url.URL {
