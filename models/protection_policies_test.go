@@ -335,3 +335,63 @@ func TestPolicyStore_LoadEnabledPolicies(t *testing.T) {
 		}
 	})
 }
+
+func TestPolicyStore_SubLists(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := context.Background()
+		f := newDeviceFixture(t, db, 3)
+		store, org := f.store, f.org
+		other := newOrg(t, store)
+		d1, _ := f.register(t, facts("PC-1", "S1"))
+		d2, _ := f.register(t, facts("PC-2", "S2"))
+		_, _ = f.register(t, facts("PC-3", "S3"))
+		g := &models.Group{OrgID: org.ID, Name: "Sales"}
+		if err := store.Groups.Create(ctx, g, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		p := policyWith(org.ID)
+		p.Name, p.UserIDs, p.GroupIDs = "Devices", []int64{f.users[0].ID, f.users[2].ID}, []int64{g.ID}
+		p.EndpointsSettings = []models.EndpointSetting{{Endpoint: models.EndpointComputerDevices, Actions: []string{"RDP"},
+			DeviceAssignment: &models.DeviceAssignment{DeviceIDs: []models.RefID{models.RefID(d2.ID), models.RefID(d1.ID)}}}}
+		if err := store.Policies.Create(ctx, p, models.PolicyActor{}); err != nil {
+			t.Fatal(err)
+		}
+		all, _ := listing.Parse(url.Values{}, models.PolicyUserListing)
+		users, meta, err := store.Policies.AssignedUsers(ctx, org.ID, p.ID, all)
+		if err != nil || len(users) != 2 || meta.(*listing.OffsetMeta).Total != 2 {
+			t.Fatalf("users %v %v", users, err)
+		}
+		gp, _ := listing.Parse(url.Values{}, models.PolicyGroupListing)
+		groups, _, err := store.Policies.AssignedGroups(ctx, org.ID, p.ID, gp)
+		if err != nil || len(groups) != 1 || groups[0].Name != "Sales" {
+			t.Fatalf("groups %v %v", groups, err)
+		}
+		dp, _ := listing.Parse(url.Values{"filter": {`name eq "PC-2"`}}, models.PolicyDeviceListing)
+		devices, _, err := store.Policies.ProtectedDevices(ctx, org.ID, p.ID, dp, nil)
+		if err != nil || len(devices) != 1 || devices[0].ID != d2.ID {
+			t.Fatalf("devices %v %v", devices, err)
+		}
+		// The default policy protects every device.
+		set, err := store.Policies.LoadEnabledPolicies(ctx, org.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dp, _ = listing.Parse(url.Values{}, models.PolicyDeviceListing)
+		devices, _, err = store.Policies.ProtectedDevices(ctx, org.ID, set.Policies[1].ID, dp, nil)
+		if err != nil || len(devices) != 3 {
+			t.Fatalf("default's devices %v %v", devices, err)
+		}
+		// A deleted user drops out of the list and the counts.
+		if err := store.Users.Delete(ctx, org.ID, f.users[2].ID); err != nil {
+			t.Fatal(err)
+		}
+		got, err := store.Policies.Get(ctx, org.ID, p.ID)
+		if err != nil || len(got.UserIDs) != 1 {
+			t.Errorf("after user delete %v %v", got.UserIDs, err)
+		}
+		// Another organization's id is not found.
+		if _, _, err := store.Policies.AssignedUsers(ctx, other.ID, p.ID, all); !errors.Is(err, models.ErrPolicyNotFound) {
+			t.Errorf("other org: %v", err)
+		}
+	})
+}
