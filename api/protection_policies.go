@@ -66,7 +66,7 @@ func newPolicyView(p *models.Policy) policyView {
 	return policyView{
 		ID: models.FormatID(p.ID), Name: p.Name, Description: p.Description, IsEnabled: p.IsEnabled, IsDefaultPolicy: p.IsDefault,
 		Priority: p.Priority, IsAgentRequired: p.IsAgentRequired(),
-		UserAssignments: models.UserAssignments{UserIDs: toRefIDs(p.UserIDs), GroupIDs: toRefIDs(p.GroupIDs), UsersCount: len(p.UserIDs), GroupsCount: len(p.GroupIDs)},
+		UserAssignments:  models.UserAssignments{UserIDs: toRefIDs(p.UserIDs), GroupIDs: toRefIDs(p.GroupIDs), UsersCount: len(p.UserIDs), GroupsCount: len(p.GroupIDs)},
 		AccessConditions: models.AccessConditions{CriteriaExpression: p.CriteriaExpression, Conditions: conds},
 		AccessType:       p.AccessType, Endpoints: p.Endpoints(), EndpointsSettings: p.EndpointsSettings, AdvancedSettings: p.AdvancedSettings,
 		LastModifiedTime: p.UpdatedAt, LastModifiedUser: p.UpdatedByName,
