@@ -30,7 +30,6 @@ func officeHours() string {
 	return string(b)
 }
 
-
 func wantCauses(t *testing.T, resp *apitest.Response, want map[string]string) {
 	t.Helper()
 	if resp.Status != http.StatusBadRequest {
@@ -243,7 +242,7 @@ func TestPolicies_API(t *testing.T) {
 			"user_assignments":   map[string]any{"user_ids": []string{"42"}},
 			"endpoints_settings": []map[string]any{{"endpoint": "NPS", "type": "IIS"}, {"endpoint": "IdentityServer", "type": "SensitiveActions"}}}
 		wantCauses(t, env.Do(apitest.Request{Method: "POST", Path: policiesPath, Token: tok, Body: bad}), map[string]string{
-			"access_type": "allow or deny",
+			"access_type":                                    "allow or deny",
 			"access_conditions.criteria_expression":          "sequence number(s) 3",
 			"access_conditions.conditions[0].factor_configs": "is a ipsources config; this condition takes geolocations configs",
 			"user_assignments.user_ids":                      "no user with id 42",
