@@ -72,6 +72,17 @@ func (s *Server) Routes() []Route {
 		{Method: "POST", Path: "/protection/agents-info/:agent_type/regenerate-install-key", Scopes: Scopes("conditional_access_policy", "WRITE", "ALL"), Handler: handle(s.regenerateInstallKey)},
 		{Method: "GET", Path: "/protection/agents-info/:agent_type/download", Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.downloadAgent)},
 
+		// Device groups: named static sets of devices that policies and the
+		// offline MFA settings name (docs/protection.md).
+		{Method: "GET", Path: deviceGroupsPath, Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.listDeviceGroups)},
+		{Method: "POST", Path: deviceGroupsPath, Scopes: Scopes("conditional_access_policy", "CREATE", "WRITE", "ALL"), Handler: handle(s.createDeviceGroup)},
+		{Method: "GET", Path: deviceGroupsPath + "/:device_group_id", Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.getDeviceGroup)},
+		{Method: "PATCH", Path: deviceGroupsPath + "/:device_group_id", Scopes: Scopes("conditional_access_policy", "UPDATE", "WRITE", "ALL"), Handler: handle(s.updateDeviceGroup)},
+		{Method: "DELETE", Path: deviceGroupsPath + "/:device_group_id", Scopes: Scopes("conditional_access_policy", "DELETE", "WRITE", "ALL"), Handler: handle(s.deleteDeviceGroup)},
+		{Method: "GET", Path: deviceGroupsPath + "/:device_group_id/members", Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.deviceGroupMembers)},
+		{Method: "POST", Path: deviceGroupsPath + "/:device_group_id/members", Scopes: Scopes("conditional_access_policy", "UPDATE", "WRITE", "ALL"), Handler: handle(s.addDeviceGroupMembers)},
+		{Method: "DELETE", Path: deviceGroupsPath + "/:device_group_id/members", Scopes: Scopes("conditional_access_policy", "UPDATE", "WRITE", "ALL"), Handler: handle(s.removeDeviceGroupMembers)},
+
 		// Management actions (spec 4.5): scopes as the spec's table
 		// (operations compare ignoring case).
 		{Method: "GET", Path: mgmtPath + "/data", Scopes: Scopes("management", "READ", "ALL"), Handler: handle(s.mgmtData)},
