@@ -83,6 +83,10 @@ func (s *Server) Routes() []Route {
 		{Method: "POST", Path: deviceGroupsPath + "/:device_group_id/members", Scopes: Scopes("conditional_access_policy", "UPDATE", "WRITE", "ALL"), Handler: handle(s.addDeviceGroupMembers)},
 		{Method: "DELETE", Path: deviceGroupsPath + "/:device_group_id/members", Scopes: Scopes("conditional_access_policy", "UPDATE", "WRITE", "ALL"), Handler: handle(s.removeDeviceGroupMembers)},
 
+		// Administrator settings (spec 2.12, 4.3).
+		{Method: "GET", Path: adminSettingsPath, Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.getAdminSettings)},
+		{Method: "PATCH", Path: adminSettingsPath, Scopes: Scopes("conditional_access_policy", "CREATE", "WRITE", "ALL"), Handler: handle(s.patchAdminSettings)},
+
 		// Management actions (spec 4.5): scopes as the spec's table
 		// (operations compare ignoring case).
 		{Method: "GET", Path: mgmtPath + "/data", Scopes: Scopes("management", "READ", "ALL"), Handler: handle(s.mgmtData)},

@@ -35,6 +35,12 @@ const (
 	AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevelStandard AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevel = "standard"
 )
 
+// Defines values for AdminSettingsCaptchaType.
+const (
+	AdminSettingsCaptchaTypeRecaptcha   AdminSettingsCaptchaType = "recaptcha"
+	AdminSettingsCaptchaTypeTextCaptcha AdminSettingsCaptchaType = "text_captcha"
+)
+
 // Defines values for AgentPlatformsName.
 const (
 	AgentPlatformsNameLinux   AgentPlatformsName = "linux"
@@ -318,6 +324,22 @@ const (
 	OAuthTokenRequestGrantTypeRefreshToken      OAuthTokenRequestGrantType = "refresh_token"
 )
 
+// Defines values for OfflineMFASettingsActions.
+const (
+	OfflineMFASettingsActionsInteractiveLogon OfflineMFASettingsActions = "InteractiveLogon"
+	OfflineMFASettingsActionsMachineUnlock    OfflineMFASettingsActions = "MachineUnlock"
+	OfflineMFASettingsActionsRDP              OfflineMFASettingsActions = "RDP"
+	OfflineMFASettingsActionsSSH              OfflineMFASettingsActions = "SSH"
+	OfflineMFASettingsActionsSudo             OfflineMFASettingsActions = "Sudo"
+	OfflineMFASettingsActionsUAC              OfflineMFASettingsActions = "UAC"
+)
+
+// Defines values for OfflineMFASettingsOfflineVerificationDurationUnit.
+const (
+	OfflineMFASettingsOfflineVerificationDurationUnitDays  OfflineMFASettingsOfflineVerificationDurationUnit = "days"
+	OfflineMFASettingsOfflineVerificationDurationUnitHours OfflineMFASettingsOfflineVerificationDurationUnit = "hours"
+)
+
 // Defines values for ScheduleSettingsSchedulerInterval.
 const (
 	ScheduleSettingsSchedulerIntervalDAILY   ScheduleSettingsSchedulerInterval = "DAILY"
@@ -496,6 +518,31 @@ type AccountLinkingSettingsAttributeType string
 
 // AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevel defines model for AccountLinkingSettings.OndemandProvisioningSettings.DefaultPermissionLevel.
 type AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevel string
+
+// AdminSettings defines model for AdminSettings.
+type AdminSettings struct {
+	AccountBlockingSettings struct {
+		// BlockingDuration Minutes.
+		BlockingDuration int `json:"blocking_duration"`
+
+		// FailedAttemptsResetInterval Minutes.
+		FailedAttemptsResetInterval   int  `json:"failed_attempts_reset_interval"`
+		FailedAttemptsThreshold       int  `json:"failed_attempts_threshold"`
+		IsBlockForever                bool `json:"is_block_forever"`
+		ResetFailureAttemptsOnSuccess bool `json:"reset_failure_attempts_on_success"`
+	} `json:"account_blocking_settings"`
+	CaptchaType                  AdminSettingsCaptchaType `json:"captcha_type"`
+	OfflineMfaSettings           OfflineMFASettings       `json:"offline_mfa_settings"`
+	PasswordlessEnabledForNpsVpn bool                     `json:"passwordless_enabled_for_nps_vpn"`
+}
+
+// AdminSettingsCaptchaType defines model for AdminSettings.CaptchaType.
+type AdminSettingsCaptchaType string
+
+// AdminSettingsEnvelope defines model for AdminSettingsEnvelope.
+type AdminSettingsEnvelope struct {
+	Data AdminSettings `json:"data"`
+}
 
 // Agent An agent type (spec 2.13).
 type Agent struct {
@@ -844,6 +891,13 @@ type FactorConfig struct {
 
 // FactorConfigFactorType defines model for FactorConfig.FactorType.
 type FactorConfigFactorType string
+
+// FactorConfigSetting defines model for FactorConfigSetting.
+type FactorConfigSetting struct {
+	AuthnFactorConfigId int64 `json:"authn_factor_config_id"`
+	IsMandatory         *bool `json:"is_mandatory,omitempty"`
+	VerificationOrder   int   `json:"verification_order"`
+}
 
 // Group A group (spec 2.2) without members.
 type Group struct {
@@ -1365,6 +1419,33 @@ type OAuthTokenRequest struct {
 
 // OAuthTokenRequestGrantType defines model for OAuthTokenRequest.GrantType.
 type OAuthTokenRequestGrantType string
+
+// OfflineMFASettings defines model for OfflineMFASettings.
+type OfflineMFASettings struct {
+	Actions                  []OfflineMFASettingsActions `json:"actions"`
+	BypassMfaConnectionError bool                        `json:"bypass_mfa_connection_error"`
+	DevicesAssignment        struct {
+		DeviceIds []string `json:"device_ids"`
+
+		// GroupIds Device group ids.
+		GroupIds []string `json:"group_ids"`
+	} `json:"devices_assignment"`
+	IsEnabled                   bool `json:"is_enabled"`
+	OfflineVerificationDuration struct {
+		Unit  OfflineMFASettingsOfflineVerificationDurationUnit `json:"unit"`
+		Value int                                               `json:"value"`
+	} `json:"offline_verification_duration"`
+	SecondaryAuthentication struct {
+		FactorConfigs       []FactorConfigSetting `json:"factor_configs"`
+		NoOfRequiredFactors int                   `json:"no_of_required_factors"`
+	} `json:"secondary_authentication"`
+}
+
+// OfflineMFASettingsActions defines model for OfflineMFASettings.Actions.
+type OfflineMFASettingsActions string
+
+// OfflineMFASettingsOfflineVerificationDurationUnit defines model for OfflineMFASettings.OfflineVerificationDuration.Unit.
+type OfflineMFASettingsOfflineVerificationDurationUnit string
 
 // OfflineUser A user enrolled on the device for offline logon (spec 2.6); id is the identity user's id.
 type OfflineUser struct {
@@ -2192,6 +2273,9 @@ type GetTemplateModuleConfigsParams struct {
 	Module *string `form:"module,omitempty" json:"module,omitempty"`
 }
 
+// UpdateAdminSettingsJSONBody defines parameters for UpdateAdminSettings.
+type UpdateAdminSettingsJSONBody = map[string]interface{}
+
 // DownloadAgentParams defines parameters for DownloadAgent.
 type DownloadAgentParams struct {
 	// Platform windows, macos or linux; required for the DeviceAgent.
@@ -2532,6 +2616,9 @@ type UploadManagementFileMultipartRequestBody UploadManagementFileMultipartBody
 // PutManagementViewColumnsJSONRequestBody defines body for PutManagementViewColumns for application/json ContentType.
 type PutManagementViewColumnsJSONRequestBody = PutManagementViewColumnsJSONBody
 
+// UpdateAdminSettingsJSONRequestBody defines body for UpdateAdminSettings for application/json ContentType.
+type UpdateAdminSettingsJSONRequestBody = UpdateAdminSettingsJSONBody
+
 // CreateDeviceGroupJSONRequestBody defines body for CreateDeviceGroup for application/json ContentType.
 type CreateDeviceGroupJSONRequestBody = DeviceGroupWrite
 
@@ -2869,6 +2956,14 @@ type ClientInterface interface {
 
 	// GetOpenAPIDocument request
 	GetOpenAPIDocument(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAdminSettings request
+	GetAdminSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateAdminSettingsWithBody request with any body
+	UpdateAdminSettingsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	UpdateAdminSettings(ctx context.Context, body UpdateAdminSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListAgents request
 	ListAgents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3680,6 +3775,42 @@ func (c *Client) GetTemplateModuleConfigs(ctx context.Context, params *GetTempla
 
 func (c *Client) GetOpenAPIDocument(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOpenAPIDocumentRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) GetAdminSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAdminSettingsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UpdateAdminSettingsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateAdminSettingsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UpdateAdminSettings(ctx context.Context, body UpdateAdminSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateAdminSettingsRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7081,6 +7212,73 @@ func NewGetOpenAPIDocumentRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetAdminSettingsRequest generates requests for GetAdminSettings
+func NewGetAdminSettingsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/admin-settings")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateAdminSettingsRequest calls the generic UpdateAdminSettings builder with application/json body
+func NewUpdateAdminSettingsRequest(server string, body UpdateAdminSettingsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateAdminSettingsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewUpdateAdminSettingsRequestWithBody generates requests for UpdateAdminSettings with any type of body
+func NewUpdateAdminSettingsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/admin-settings")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("PATCH", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListAgentsRequest generates requests for ListAgents
 func NewListAgentsRequest(server string) (*http.Request, error) {
 	var err error
@@ -9879,6 +10077,14 @@ type ClientWithResponsesInterface interface {
 	// GetOpenAPIDocumentWithResponse request
 	GetOpenAPIDocumentWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIDocumentResponse, error)
 
+	// GetAdminSettingsWithResponse request
+	GetAdminSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminSettingsResponse, error)
+
+	// UpdateAdminSettingsWithBodyWithResponse request with any body
+	UpdateAdminSettingsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateAdminSettingsResponse, error)
+
+	UpdateAdminSettingsWithResponse(ctx context.Context, body UpdateAdminSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAdminSettingsResponse, error)
+
 	// ListAgentsWithResponse request
 	ListAgentsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAgentsResponse, error)
 
@@ -10085,8 +10291,11 @@ type AgentCheckinResponse struct {
 			// AccountLinking Account-linking settings (spec 2.5).
 			AccountLinking *AccountLinkingSettings `json:"account_linking,omitempty"`
 
-			// OfflineMfa offline_mfa_settings of the administrator settings (spec 2.12)
-			OfflineMfa *map[string]interface{} `json:"offline_mfa,omitempty"`
+			// OfflineMfa offline_mfa_settings of the administrator settings (spec 2.12) as
+			// this device applies them: enabled, with actions and factors, only
+			// when the settings are enabled and name the device or one of its
+			// device groups; devices_assignment is always empty.
+			OfflineMfa *OfflineMFASettings `json:"offline_mfa,omitempty"`
 		} `json:"settings"`
 	}
 	JSON400 *BadRequest
@@ -11311,6 +11520,59 @@ func (r GetOpenAPIDocumentResponse) Status() string {
 
 // StatusCode returns HTTPResponse.StatusCode
 func (r GetOpenAPIDocumentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type GetAdminSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *AdminSettingsEnvelope
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAdminSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAdminSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type UpdateAdminSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *AdminSettingsEnvelope
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON413      *TooLarge
+	JSON415      *UnsupportedMediaType
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateAdminSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateAdminSettingsResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -13073,6 +13335,32 @@ func (c *ClientWithResponses) GetOpenAPIDocumentWithResponse(ctx context.Context
 	return ParseGetOpenAPIDocumentResponse(rsp)
 }
 
+// GetAdminSettingsWithResponse request returning *GetAdminSettingsResponse
+func (c *ClientWithResponses) GetAdminSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminSettingsResponse, error) {
+	rsp, err := c.GetAdminSettings(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAdminSettingsResponse(rsp)
+}
+
+// UpdateAdminSettingsWithBodyWithResponse request with arbitrary body returning *UpdateAdminSettingsResponse
+func (c *ClientWithResponses) UpdateAdminSettingsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateAdminSettingsResponse, error) {
+	rsp, err := c.UpdateAdminSettingsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateAdminSettingsResponse(rsp)
+}
+
+func (c *ClientWithResponses) UpdateAdminSettingsWithResponse(ctx context.Context, body UpdateAdminSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAdminSettingsResponse, error) {
+	rsp, err := c.UpdateAdminSettings(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateAdminSettingsResponse(rsp)
+}
+
 // ListAgentsWithResponse request returning *ListAgentsResponse
 func (c *ClientWithResponses) ListAgentsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAgentsResponse, error) {
 	rsp, err := c.ListAgents(ctx, reqEditors...)
@@ -13666,8 +13954,11 @@ func ParseAgentCheckinResponse(rsp *http.Response) (*AgentCheckinResponse, error
 				// AccountLinking Account-linking settings (spec 2.5).
 				AccountLinking *AccountLinkingSettings `json:"account_linking,omitempty"`
 
-				// OfflineMfa offline_mfa_settings of the administrator settings (spec 2.12)
-				OfflineMfa *map[string]interface{} `json:"offline_mfa,omitempty"`
+				// OfflineMfa offline_mfa_settings of the administrator settings (spec 2.12) as
+				// this device applies them: enabled, with actions and factors, only
+				// when the settings are enabled and name the device or one of its
+				// device groups; devices_assignment is always empty.
+				OfflineMfa *OfflineMFASettings `json:"offline_mfa,omitempty"`
 			} `json:"settings"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16275,6 +16566,121 @@ func ParseGetOpenAPIDocumentResponse(rsp *http.Response) (*GetOpenAPIDocumentRes
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetAdminSettingsResponse parses an HTTP response from a GetAdminSettingsWithResponse call
+func ParseGetAdminSettingsResponse(rsp *http.Response) (*GetAdminSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAdminSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AdminSettingsEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUpdateAdminSettingsResponse parses an HTTP response from a UpdateAdminSettingsWithResponse call
+func ParseUpdateAdminSettingsResponse(rsp *http.Response) (*UpdateAdminSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateAdminSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AdminSettingsEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
