@@ -90,6 +90,21 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Path: policiesPath + "/:policy_id/user-assignment-groups", Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.policyGroups)},
 		{Method: "GET", Path: policiesPath + "/:policy_id/protected-devices", Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.policyDevices)},
 
+		// Device groups: named static sets of devices that policies and the
+		// offline MFA settings name (docs/protection.md).
+		{Method: "GET", Path: deviceGroupsPath, Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.listDeviceGroups)},
+		{Method: "POST", Path: deviceGroupsPath, Scopes: Scopes("conditional_access_policy", "CREATE", "WRITE", "ALL"), Handler: handle(s.createDeviceGroup)},
+		{Method: "GET", Path: deviceGroupsPath + "/:device_group_id", Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.getDeviceGroup)},
+		{Method: "PATCH", Path: deviceGroupsPath + "/:device_group_id", Scopes: Scopes("conditional_access_policy", "UPDATE", "WRITE", "ALL"), Handler: handle(s.updateDeviceGroup)},
+		{Method: "DELETE", Path: deviceGroupsPath + "/:device_group_id", Scopes: Scopes("conditional_access_policy", "DELETE", "WRITE", "ALL"), Handler: handle(s.deleteDeviceGroup)},
+		{Method: "GET", Path: deviceGroupsPath + "/:device_group_id/members", Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.deviceGroupMembers)},
+		{Method: "POST", Path: deviceGroupsPath + "/:device_group_id/members", Scopes: Scopes("conditional_access_policy", "UPDATE", "WRITE", "ALL"), Handler: handle(s.addDeviceGroupMembers)},
+		{Method: "DELETE", Path: deviceGroupsPath + "/:device_group_id/members", Scopes: Scopes("conditional_access_policy", "UPDATE", "WRITE", "ALL"), Handler: handle(s.removeDeviceGroupMembers)},
+
+		// Administrator settings (spec 2.12, 4.3).
+		{Method: "GET", Path: adminSettingsPath, Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.getAdminSettings)},
+		{Method: "PATCH", Path: adminSettingsPath, Scopes: Scopes("conditional_access_policy", "CREATE", "WRITE", "ALL"), Handler: handle(s.patchAdminSettings)},
+
 		// Management actions (spec 4.5): scopes as the spec's table
 		// (operations compare ignoring case).
 		{Method: "GET", Path: mgmtPath + "/data", Scopes: Scopes("management", "READ", "ALL"), Handler: handle(s.mgmtData)},

@@ -35,6 +35,12 @@ const (
 	AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevelStandard AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevel = "standard"
 )
 
+// Defines values for AdminSettingsCaptchaType.
+const (
+	AdminSettingsCaptchaTypeRecaptcha   AdminSettingsCaptchaType = "recaptcha"
+	AdminSettingsCaptchaTypeTextCaptcha AdminSettingsCaptchaType = "text_captcha"
+)
+
 // Defines values for AgentPlatformsName.
 const (
 	AgentPlatformsNameLinux   AgentPlatformsName = "linux"
@@ -385,6 +391,22 @@ const (
 	OAuthTokenRequestGrantTypeRefreshToken      OAuthTokenRequestGrantType = "refresh_token"
 )
 
+// Defines values for OfflineMFASettingsActions.
+const (
+	OfflineMFASettingsActionsInteractiveLogon OfflineMFASettingsActions = "InteractiveLogon"
+	OfflineMFASettingsActionsMachineUnlock    OfflineMFASettingsActions = "MachineUnlock"
+	OfflineMFASettingsActionsRDP              OfflineMFASettingsActions = "RDP"
+	OfflineMFASettingsActionsSSH              OfflineMFASettingsActions = "SSH"
+	OfflineMFASettingsActionsSudo             OfflineMFASettingsActions = "Sudo"
+	OfflineMFASettingsActionsUAC              OfflineMFASettingsActions = "UAC"
+)
+
+// Defines values for OfflineMFASettingsOfflineVerificationDurationUnit.
+const (
+	OfflineMFASettingsOfflineVerificationDurationUnitDays  OfflineMFASettingsOfflineVerificationDurationUnit = "days"
+	OfflineMFASettingsOfflineVerificationDurationUnitHours OfflineMFASettingsOfflineVerificationDurationUnit = "hours"
+)
+
 // Defines values for PolicyAccessType.
 const (
 	PolicyAccessTypeAllow PolicyAccessType = "allow"
@@ -640,6 +662,31 @@ type AccountLinkingSettingsAttributeType string
 
 // AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevel defines model for AccountLinkingSettings.OndemandProvisioningSettings.DefaultPermissionLevel.
 type AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevel string
+
+// AdminSettings defines model for AdminSettings.
+type AdminSettings struct {
+	AccountBlockingSettings struct {
+		// BlockingDuration Minutes.
+		BlockingDuration int `json:"blocking_duration"`
+
+		// FailedAttemptsResetInterval Minutes.
+		FailedAttemptsResetInterval   int  `json:"failed_attempts_reset_interval"`
+		FailedAttemptsThreshold       int  `json:"failed_attempts_threshold"`
+		IsBlockForever                bool `json:"is_block_forever"`
+		ResetFailureAttemptsOnSuccess bool `json:"reset_failure_attempts_on_success"`
+	} `json:"account_blocking_settings"`
+	CaptchaType                  AdminSettingsCaptchaType `json:"captcha_type"`
+	OfflineMfaSettings           OfflineMFASettings       `json:"offline_mfa_settings"`
+	PasswordlessEnabledForNpsVpn bool                     `json:"passwordless_enabled_for_nps_vpn"`
+}
+
+// AdminSettingsCaptchaType defines model for AdminSettings.CaptchaType.
+type AdminSettingsCaptchaType string
+
+// AdminSettingsEnvelope defines model for AdminSettingsEnvelope.
+type AdminSettingsEnvelope struct {
+	Data AdminSettings `json:"data"`
+}
 
 // Agent An agent type (spec 2.13).
 type Agent struct {
@@ -915,6 +962,39 @@ type DeviceFactsJoinType string
 // DeviceFactsOsType defines model for DeviceFacts.OsType.
 type DeviceFactsOsType string
 
+// DeviceGroup defines model for DeviceGroup.
+type DeviceGroup struct {
+	CreatedTime      time.Time `json:"created_time"`
+	Description      string    `json:"description"`
+	Id               string    `json:"id"`
+	LastModifiedTime time.Time `json:"last_modified_time"`
+
+	// MembersCount Member devices that are not deleted.
+	MembersCount int    `json:"members_count"`
+	Name         string `json:"name"`
+}
+
+// DeviceGroupEnvelope defines model for DeviceGroupEnvelope.
+type DeviceGroupEnvelope struct {
+	Data DeviceGroup `json:"data"`
+}
+
+// DeviceGroupMember defines model for DeviceGroupMember.
+type DeviceGroupMember struct {
+	AddedTime *time.Time `json:"added_time,omitempty"`
+	Id        string     `json:"id"`
+	JoinType  *string    `json:"join_type,omitempty"`
+	Name      *string    `json:"name,omitempty"`
+	OsType    *string    `json:"os_type,omitempty"`
+}
+
+// DeviceGroupWrite defines model for DeviceGroupWrite.
+type DeviceGroupWrite struct {
+	Description *string   `json:"description,omitempty"`
+	DeviceIds   *[]string `json:"device_ids,omitempty"`
+	Name        string    `json:"name"`
+}
+
 // EndpointSetting defines model for EndpointSetting.
 type EndpointSetting struct {
 	Actions          *[]string `json:"actions,omitempty"`
@@ -1106,6 +1186,13 @@ type FactorConfig struct {
 
 // FactorConfigFactorType defines model for FactorConfig.FactorType.
 type FactorConfigFactorType string
+
+// FactorConfigSetting defines model for FactorConfigSetting.
+type FactorConfigSetting struct {
+	AuthnFactorConfigId int64 `json:"authn_factor_config_id"`
+	IsMandatory         *bool `json:"is_mandatory,omitempty"`
+	VerificationOrder   int   `json:"verification_order"`
+}
 
 // GeolocationConfig defines model for GeolocationConfig.
 type GeolocationConfig struct {
@@ -1656,6 +1743,33 @@ type OAuthTokenRequest struct {
 
 // OAuthTokenRequestGrantType defines model for OAuthTokenRequest.GrantType.
 type OAuthTokenRequestGrantType string
+
+// OfflineMFASettings defines model for OfflineMFASettings.
+type OfflineMFASettings struct {
+	Actions                  []OfflineMFASettingsActions `json:"actions"`
+	BypassMfaConnectionError bool                        `json:"bypass_mfa_connection_error"`
+	DevicesAssignment        struct {
+		DeviceIds []string `json:"device_ids"`
+
+		// GroupIds Device group ids.
+		GroupIds []string `json:"group_ids"`
+	} `json:"devices_assignment"`
+	IsEnabled                   bool `json:"is_enabled"`
+	OfflineVerificationDuration struct {
+		Unit  OfflineMFASettingsOfflineVerificationDurationUnit `json:"unit"`
+		Value int                                               `json:"value"`
+	} `json:"offline_verification_duration"`
+	SecondaryAuthentication struct {
+		FactorConfigs       []FactorConfigSetting `json:"factor_configs"`
+		NoOfRequiredFactors int                   `json:"no_of_required_factors"`
+	} `json:"secondary_authentication"`
+}
+
+// OfflineMFASettingsActions defines model for OfflineMFASettings.Actions.
+type OfflineMFASettingsActions string
+
+// OfflineMFASettingsOfflineVerificationDurationUnit defines model for OfflineMFASettings.OfflineVerificationDuration.Unit.
+type OfflineMFASettingsOfflineVerificationDurationUnit string
 
 // OfflineUser A user enrolled on the device for offline logon (spec 2.6); id is the identity user's id.
 type OfflineUser struct {
@@ -2248,6 +2362,9 @@ type ConfigFamily string
 // Cursor defines model for cursor.
 type Cursor = string
 
+// DeviceGroupID defines model for deviceGroupID.
+type DeviceGroupID = string
+
 // DeviceID defines model for deviceID.
 type DeviceID = string
 
@@ -2621,6 +2738,9 @@ type GetTemplateModuleConfigsParams struct {
 	Module *string `form:"module,omitempty" json:"module,omitempty"`
 }
 
+// UpdateAdminSettingsJSONBody defines parameters for UpdateAdminSettings.
+type UpdateAdminSettingsJSONBody = map[string]interface{}
+
 // DownloadAgentParams defines parameters for DownloadAgent.
 type DownloadAgentParams struct {
 	// Platform windows, macos or linux; required for the DeviceAgent.
@@ -2723,6 +2843,59 @@ type ListConditionConfigsParams struct {
 
 	// Fields Comma-separated attributes to return (`id` always is).
 	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+}
+
+// ListDeviceGroupsParams defines parameters for ListDeviceGroups.
+type ListDeviceGroupsParams struct {
+	// Limit Page size; default 100, at most 1000.
+	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// From Start index (offset paging); default 0.
+	From *From `form:"from,omitempty" json:"from,omitempty"`
+
+	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
+	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+
+	// Sort Comma-separated sortable attributes, `-` prefix for descending.
+	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// Fields Comma-separated attributes to return (`id` always is).
+	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+}
+
+// UpdateDeviceGroupJSONBody defines parameters for UpdateDeviceGroup.
+type UpdateDeviceGroupJSONBody struct {
+	Description *string `json:"description,omitempty"`
+	Name        *string `json:"name,omitempty"`
+}
+
+// RemoveDeviceGroupMembersParams defines parameters for RemoveDeviceGroupMembers.
+type RemoveDeviceGroupMembersParams struct {
+	// Ids Comma-separated ids, at most 1000.
+	Ids BulkIDs `form:"ids" json:"ids"`
+}
+
+// ListDeviceGroupMembersParams defines parameters for ListDeviceGroupMembers.
+type ListDeviceGroupMembersParams struct {
+	// Limit Page size; default 100, at most 1000.
+	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// From Start index (offset paging); default 0.
+	From *From `form:"from,omitempty" json:"from,omitempty"`
+
+	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
+	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+
+	// Sort Comma-separated sortable attributes, `-` prefix for descending.
+	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// Fields Comma-separated attributes to return (`id` always is).
+	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+}
+
+// AddDeviceGroupMembersJSONBody defines parameters for AddDeviceGroupMembers.
+type AddDeviceGroupMembersJSONBody struct {
+	DeviceIds []string `json:"device_ids"`
 }
 
 // UpdateLogonScriptConfigJSONBody defines parameters for UpdateLogonScriptConfig.
@@ -3003,6 +3176,9 @@ type UploadManagementFileMultipartRequestBody UploadManagementFileMultipartBody
 // PutManagementViewColumnsJSONRequestBody defines body for PutManagementViewColumns for application/json ContentType.
 type PutManagementViewColumnsJSONRequestBody = PutManagementViewColumnsJSONBody
 
+// UpdateAdminSettingsJSONRequestBody defines body for UpdateAdminSettings for application/json ContentType.
+type UpdateAdminSettingsJSONRequestBody = UpdateAdminSettingsJSONBody
+
 // CreatePolicyJSONRequestBody defines body for CreatePolicy for application/json ContentType.
 type CreatePolicyJSONRequestBody = PolicyWrite
 
@@ -3017,6 +3193,15 @@ type CreateConditionConfigJSONRequestBody = ConditionConfigWrite
 
 // UpdateConditionConfigJSONRequestBody defines body for UpdateConditionConfig for application/json ContentType.
 type UpdateConditionConfigJSONRequestBody = ConditionConfigWrite
+
+// CreateDeviceGroupJSONRequestBody defines body for CreateDeviceGroup for application/json ContentType.
+type CreateDeviceGroupJSONRequestBody = DeviceGroupWrite
+
+// UpdateDeviceGroupJSONRequestBody defines body for UpdateDeviceGroup for application/json ContentType.
+type UpdateDeviceGroupJSONRequestBody UpdateDeviceGroupJSONBody
+
+// AddDeviceGroupMembersJSONRequestBody defines body for AddDeviceGroupMembers for application/json ContentType.
+type AddDeviceGroupMembersJSONRequestBody AddDeviceGroupMembersJSONBody
 
 // UpdateLogonScriptConfigJSONRequestBody defines body for UpdateLogonScriptConfig for application/json ContentType.
 type UpdateLogonScriptConfigJSONRequestBody UpdateLogonScriptConfigJSONBody
@@ -3497,6 +3682,14 @@ type ClientInterface interface {
 	// GetOpenAPIDocument request
 	GetOpenAPIDocument(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetAdminSettings request
+	GetAdminSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateAdminSettingsWithBody request with any body
+	UpdateAdminSettingsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	UpdateAdminSettings(ctx context.Context, body UpdateAdminSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListAgents request
 	ListAgents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -3560,6 +3753,36 @@ type ClientInterface interface {
 	UpdateConditionConfigWithBody(ctx context.Context, family ConfigFamily, configId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	UpdateConditionConfig(ctx context.Context, family ConfigFamily, configId string, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListDeviceGroups request
+	ListDeviceGroups(ctx context.Context, params *ListDeviceGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateDeviceGroupWithBody request with any body
+	CreateDeviceGroupWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	CreateDeviceGroup(ctx context.Context, body CreateDeviceGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteDeviceGroup request
+	DeleteDeviceGroup(ctx context.Context, deviceGroupId DeviceGroupID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetDeviceGroup request
+	GetDeviceGroup(ctx context.Context, deviceGroupId DeviceGroupID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateDeviceGroupWithBody request with any body
+	UpdateDeviceGroupWithBody(ctx context.Context, deviceGroupId DeviceGroupID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	UpdateDeviceGroup(ctx context.Context, deviceGroupId DeviceGroupID, body UpdateDeviceGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RemoveDeviceGroupMembers request
+	RemoveDeviceGroupMembers(ctx context.Context, deviceGroupId DeviceGroupID, params *RemoveDeviceGroupMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListDeviceGroupMembers request
+	ListDeviceGroupMembers(ctx context.Context, deviceGroupId DeviceGroupID, params *ListDeviceGroupMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddDeviceGroupMembersWithBody request with any body
+	AddDeviceGroupMembersWithBody(ctx context.Context, deviceGroupId DeviceGroupID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	AddDeviceGroupMembers(ctx context.Context, deviceGroupId DeviceGroupID, body AddDeviceGroupMembersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetLogonScriptConfig request
 	GetLogonScriptConfig(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4339,6 +4562,42 @@ func (c *Client) GetOpenAPIDocument(ctx context.Context, reqEditors ...RequestEd
 	return c.Client.Do(req)
 }
 
+func (c *Client) GetAdminSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAdminSettingsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UpdateAdminSettingsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateAdminSettingsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UpdateAdminSettings(ctx context.Context, body UpdateAdminSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateAdminSettingsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 func (c *Client) ListAgents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListAgentsRequest(c.Server)
 	if err != nil {
@@ -4605,6 +4864,138 @@ func (c *Client) UpdateConditionConfigWithBody(ctx context.Context, family Confi
 
 func (c *Client) UpdateConditionConfig(ctx context.Context, family ConfigFamily, configId string, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateConditionConfigRequest(c.Server, family, configId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListDeviceGroups(ctx context.Context, params *ListDeviceGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListDeviceGroupsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) CreateDeviceGroupWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateDeviceGroupRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) CreateDeviceGroup(ctx context.Context, body CreateDeviceGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateDeviceGroupRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) DeleteDeviceGroup(ctx context.Context, deviceGroupId DeviceGroupID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteDeviceGroupRequest(c.Server, deviceGroupId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) GetDeviceGroup(ctx context.Context, deviceGroupId DeviceGroupID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetDeviceGroupRequest(c.Server, deviceGroupId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UpdateDeviceGroupWithBody(ctx context.Context, deviceGroupId DeviceGroupID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateDeviceGroupRequestWithBody(c.Server, deviceGroupId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UpdateDeviceGroup(ctx context.Context, deviceGroupId DeviceGroupID, body UpdateDeviceGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateDeviceGroupRequest(c.Server, deviceGroupId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) RemoveDeviceGroupMembers(ctx context.Context, deviceGroupId DeviceGroupID, params *RemoveDeviceGroupMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveDeviceGroupMembersRequest(c.Server, deviceGroupId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListDeviceGroupMembers(ctx context.Context, deviceGroupId DeviceGroupID, params *ListDeviceGroupMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListDeviceGroupMembersRequest(c.Server, deviceGroupId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) AddDeviceGroupMembersWithBody(ctx context.Context, deviceGroupId DeviceGroupID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddDeviceGroupMembersRequestWithBody(c.Server, deviceGroupId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) AddDeviceGroupMembers(ctx context.Context, deviceGroupId DeviceGroupID, body AddDeviceGroupMembersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddDeviceGroupMembersRequest(c.Server, deviceGroupId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7826,6 +8217,73 @@ func NewGetOpenAPIDocumentRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetAdminSettingsRequest generates requests for GetAdminSettings
+func NewGetAdminSettingsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/admin-settings")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateAdminSettingsRequest calls the generic UpdateAdminSettings builder with application/json body
+func NewUpdateAdminSettingsRequest(server string, body UpdateAdminSettingsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateAdminSettingsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewUpdateAdminSettingsRequestWithBody generates requests for UpdateAdminSettings with any type of body
+func NewUpdateAdminSettingsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/admin-settings")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("PATCH", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListAgentsRequest generates requests for ListAgents
 func NewListAgentsRequest(server string) (*http.Request, error) {
 	var err error
@@ -8895,6 +9353,493 @@ func NewUpdateConditionConfigRequestWithBody(server string, family ConfigFamily,
 	}
 
 	req, err := http.NewRequest("PATCH", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListDeviceGroupsRequest generates requests for ListDeviceGroups
+func NewListDeviceGroupsRequest(server string, params *ListDeviceGroupsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/device-groups")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "from", runtime.ParamLocationQuery, *params.From); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "filter", runtime.ParamLocationQuery, *params.Filter); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "sort", runtime.ParamLocationQuery, *params.Sort); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Fields != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "fields", runtime.ParamLocationQuery, *params.Fields); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateDeviceGroupRequest calls the generic CreateDeviceGroup builder with application/json body
+func NewCreateDeviceGroupRequest(server string, body CreateDeviceGroupJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateDeviceGroupRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateDeviceGroupRequestWithBody generates requests for CreateDeviceGroup with any type of body
+func NewCreateDeviceGroupRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/device-groups")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteDeviceGroupRequest generates requests for DeleteDeviceGroup
+func NewDeleteDeviceGroupRequest(server string, deviceGroupId DeviceGroupID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "device_group_id", runtime.ParamLocationPath, deviceGroupId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/device-groups/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("DELETE", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetDeviceGroupRequest generates requests for GetDeviceGroup
+func NewGetDeviceGroupRequest(server string, deviceGroupId DeviceGroupID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "device_group_id", runtime.ParamLocationPath, deviceGroupId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/device-groups/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateDeviceGroupRequest calls the generic UpdateDeviceGroup builder with application/json body
+func NewUpdateDeviceGroupRequest(server string, deviceGroupId DeviceGroupID, body UpdateDeviceGroupJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateDeviceGroupRequestWithBody(server, deviceGroupId, "application/json", bodyReader)
+}
+
+// NewUpdateDeviceGroupRequestWithBody generates requests for UpdateDeviceGroup with any type of body
+func NewUpdateDeviceGroupRequestWithBody(server string, deviceGroupId DeviceGroupID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "device_group_id", runtime.ParamLocationPath, deviceGroupId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/device-groups/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("PATCH", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRemoveDeviceGroupMembersRequest generates requests for RemoveDeviceGroupMembers
+func NewRemoveDeviceGroupMembersRequest(server string, deviceGroupId DeviceGroupID, params *RemoveDeviceGroupMembersParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "device_group_id", runtime.ParamLocationPath, deviceGroupId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/device-groups/%s/members", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if queryFrag, err := runtime.StyleParamWithLocation("form", true, "ids", runtime.ParamLocationQuery, params.Ids); err != nil {
+			return nil, err
+		} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+			return nil, err
+		} else {
+			for k, v := range parsed {
+				for _, v2 := range v {
+					queryValues.Add(k, v2)
+				}
+			}
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("DELETE", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListDeviceGroupMembersRequest generates requests for ListDeviceGroupMembers
+func NewListDeviceGroupMembersRequest(server string, deviceGroupId DeviceGroupID, params *ListDeviceGroupMembersParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "device_group_id", runtime.ParamLocationPath, deviceGroupId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/device-groups/%s/members", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "from", runtime.ParamLocationQuery, *params.From); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "filter", runtime.ParamLocationQuery, *params.Filter); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "sort", runtime.ParamLocationQuery, *params.Sort); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Fields != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "fields", runtime.ParamLocationQuery, *params.Fields); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAddDeviceGroupMembersRequest calls the generic AddDeviceGroupMembers builder with application/json body
+func NewAddDeviceGroupMembersRequest(server string, deviceGroupId DeviceGroupID, body AddDeviceGroupMembersJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAddDeviceGroupMembersRequestWithBody(server, deviceGroupId, "application/json", bodyReader)
+}
+
+// NewAddDeviceGroupMembersRequestWithBody generates requests for AddDeviceGroupMembers with any type of body
+func NewAddDeviceGroupMembersRequestWithBody(server string, deviceGroupId DeviceGroupID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "device_group_id", runtime.ParamLocationPath, deviceGroupId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/device-groups/%s/members", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
@@ -11071,6 +12016,14 @@ type ClientWithResponsesInterface interface {
 	// GetOpenAPIDocumentWithResponse request
 	GetOpenAPIDocumentWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenAPIDocumentResponse, error)
 
+	// GetAdminSettingsWithResponse request
+	GetAdminSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminSettingsResponse, error)
+
+	// UpdateAdminSettingsWithBodyWithResponse request with any body
+	UpdateAdminSettingsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateAdminSettingsResponse, error)
+
+	UpdateAdminSettingsWithResponse(ctx context.Context, body UpdateAdminSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAdminSettingsResponse, error)
+
 	// ListAgentsWithResponse request
 	ListAgentsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAgentsResponse, error)
 
@@ -11134,6 +12087,36 @@ type ClientWithResponsesInterface interface {
 	UpdateConditionConfigWithBodyWithResponse(ctx context.Context, family ConfigFamily, configId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error)
 
 	UpdateConditionConfigWithResponse(ctx context.Context, family ConfigFamily, configId string, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error)
+
+	// ListDeviceGroupsWithResponse request
+	ListDeviceGroupsWithResponse(ctx context.Context, params *ListDeviceGroupsParams, reqEditors ...RequestEditorFn) (*ListDeviceGroupsResponse, error)
+
+	// CreateDeviceGroupWithBodyWithResponse request with any body
+	CreateDeviceGroupWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDeviceGroupResponse, error)
+
+	CreateDeviceGroupWithResponse(ctx context.Context, body CreateDeviceGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDeviceGroupResponse, error)
+
+	// DeleteDeviceGroupWithResponse request
+	DeleteDeviceGroupWithResponse(ctx context.Context, deviceGroupId DeviceGroupID, reqEditors ...RequestEditorFn) (*DeleteDeviceGroupResponse, error)
+
+	// GetDeviceGroupWithResponse request
+	GetDeviceGroupWithResponse(ctx context.Context, deviceGroupId DeviceGroupID, reqEditors ...RequestEditorFn) (*GetDeviceGroupResponse, error)
+
+	// UpdateDeviceGroupWithBodyWithResponse request with any body
+	UpdateDeviceGroupWithBodyWithResponse(ctx context.Context, deviceGroupId DeviceGroupID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateDeviceGroupResponse, error)
+
+	UpdateDeviceGroupWithResponse(ctx context.Context, deviceGroupId DeviceGroupID, body UpdateDeviceGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateDeviceGroupResponse, error)
+
+	// RemoveDeviceGroupMembersWithResponse request
+	RemoveDeviceGroupMembersWithResponse(ctx context.Context, deviceGroupId DeviceGroupID, params *RemoveDeviceGroupMembersParams, reqEditors ...RequestEditorFn) (*RemoveDeviceGroupMembersResponse, error)
+
+	// ListDeviceGroupMembersWithResponse request
+	ListDeviceGroupMembersWithResponse(ctx context.Context, deviceGroupId DeviceGroupID, params *ListDeviceGroupMembersParams, reqEditors ...RequestEditorFn) (*ListDeviceGroupMembersResponse, error)
+
+	// AddDeviceGroupMembersWithBodyWithResponse request with any body
+	AddDeviceGroupMembersWithBodyWithResponse(ctx context.Context, deviceGroupId DeviceGroupID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddDeviceGroupMembersResponse, error)
+
+	AddDeviceGroupMembersWithResponse(ctx context.Context, deviceGroupId DeviceGroupID, body AddDeviceGroupMembersJSONRequestBody, reqEditors ...RequestEditorFn) (*AddDeviceGroupMembersResponse, error)
 
 	// GetLogonScriptConfigWithResponse request
 	GetLogonScriptConfigWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetLogonScriptConfigResponse, error)
@@ -11299,8 +12282,11 @@ type AgentCheckinResponse struct {
 			// AccountLinking Account-linking settings (spec 2.5).
 			AccountLinking *AccountLinkingSettings `json:"account_linking,omitempty"`
 
-			// OfflineMfa offline_mfa_settings of the administrator settings (spec 2.12)
-			OfflineMfa *map[string]interface{} `json:"offline_mfa,omitempty"`
+			// OfflineMfa offline_mfa_settings of the administrator settings (spec 2.12) as
+			// this device applies them: enabled, with actions and factors, only
+			// when the settings are enabled and name the device or one of its
+			// device groups; devices_assignment is always empty.
+			OfflineMfa *OfflineMFASettings `json:"offline_mfa,omitempty"`
 		} `json:"settings"`
 	}
 	JSON400 *BadRequest
@@ -12531,6 +13517,59 @@ func (r GetOpenAPIDocumentResponse) StatusCode() int {
 	return 0
 }
 
+type GetAdminSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *AdminSettingsEnvelope
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAdminSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAdminSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type UpdateAdminSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *AdminSettingsEnvelope
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON413      *TooLarge
+	JSON415      *UnsupportedMediaType
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateAdminSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateAdminSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
 type ListAgentsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -13071,6 +14110,231 @@ func (r UpdateConditionConfigResponse) Status() string {
 
 // StatusCode returns HTTPResponse.StatusCode
 func (r UpdateConditionConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListDeviceGroupsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []DeviceGroup `json:"data"`
+		Meta OffsetMeta    `json:"meta"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListDeviceGroupsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListDeviceGroupsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type CreateDeviceGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON201      *DeviceGroupEnvelope
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON409      *Conflict
+	JSON413      *TooLarge
+	JSON415      *UnsupportedMediaType
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateDeviceGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateDeviceGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type DeleteDeviceGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteDeviceGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteDeviceGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type GetDeviceGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *DeviceGroupEnvelope
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r GetDeviceGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetDeviceGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type UpdateDeviceGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *DeviceGroupEnvelope
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON409      *Conflict
+	JSON413      *TooLarge
+	JSON415      *UnsupportedMediaType
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateDeviceGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateDeviceGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type RemoveDeviceGroupMembersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *DeviceGroupEnvelope
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r RemoveDeviceGroupMembersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RemoveDeviceGroupMembersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListDeviceGroupMembersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []DeviceGroupMember `json:"data"`
+		Meta OffsetMeta          `json:"meta"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListDeviceGroupMembersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListDeviceGroupMembersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type AddDeviceGroupMembersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *DeviceGroupEnvelope
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON413      *TooLarge
+	JSON415      *UnsupportedMediaType
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r AddDeviceGroupMembersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AddDeviceGroupMembersResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -14497,6 +15761,32 @@ func (c *ClientWithResponses) GetOpenAPIDocumentWithResponse(ctx context.Context
 	return ParseGetOpenAPIDocumentResponse(rsp)
 }
 
+// GetAdminSettingsWithResponse request returning *GetAdminSettingsResponse
+func (c *ClientWithResponses) GetAdminSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAdminSettingsResponse, error) {
+	rsp, err := c.GetAdminSettings(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAdminSettingsResponse(rsp)
+}
+
+// UpdateAdminSettingsWithBodyWithResponse request with arbitrary body returning *UpdateAdminSettingsResponse
+func (c *ClientWithResponses) UpdateAdminSettingsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateAdminSettingsResponse, error) {
+	rsp, err := c.UpdateAdminSettingsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateAdminSettingsResponse(rsp)
+}
+
+func (c *ClientWithResponses) UpdateAdminSettingsWithResponse(ctx context.Context, body UpdateAdminSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAdminSettingsResponse, error) {
+	rsp, err := c.UpdateAdminSettings(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateAdminSettingsResponse(rsp)
+}
+
 // ListAgentsWithResponse request returning *ListAgentsResponse
 func (c *ClientWithResponses) ListAgentsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAgentsResponse, error) {
 	rsp, err := c.ListAgents(ctx, reqEditors...)
@@ -14697,6 +15987,102 @@ func (c *ClientWithResponses) UpdateConditionConfigWithResponse(ctx context.Cont
 		return nil, err
 	}
 	return ParseUpdateConditionConfigResponse(rsp)
+}
+
+// ListDeviceGroupsWithResponse request returning *ListDeviceGroupsResponse
+func (c *ClientWithResponses) ListDeviceGroupsWithResponse(ctx context.Context, params *ListDeviceGroupsParams, reqEditors ...RequestEditorFn) (*ListDeviceGroupsResponse, error) {
+	rsp, err := c.ListDeviceGroups(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListDeviceGroupsResponse(rsp)
+}
+
+// CreateDeviceGroupWithBodyWithResponse request with arbitrary body returning *CreateDeviceGroupResponse
+func (c *ClientWithResponses) CreateDeviceGroupWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateDeviceGroupResponse, error) {
+	rsp, err := c.CreateDeviceGroupWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateDeviceGroupResponse(rsp)
+}
+
+func (c *ClientWithResponses) CreateDeviceGroupWithResponse(ctx context.Context, body CreateDeviceGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateDeviceGroupResponse, error) {
+	rsp, err := c.CreateDeviceGroup(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateDeviceGroupResponse(rsp)
+}
+
+// DeleteDeviceGroupWithResponse request returning *DeleteDeviceGroupResponse
+func (c *ClientWithResponses) DeleteDeviceGroupWithResponse(ctx context.Context, deviceGroupId DeviceGroupID, reqEditors ...RequestEditorFn) (*DeleteDeviceGroupResponse, error) {
+	rsp, err := c.DeleteDeviceGroup(ctx, deviceGroupId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteDeviceGroupResponse(rsp)
+}
+
+// GetDeviceGroupWithResponse request returning *GetDeviceGroupResponse
+func (c *ClientWithResponses) GetDeviceGroupWithResponse(ctx context.Context, deviceGroupId DeviceGroupID, reqEditors ...RequestEditorFn) (*GetDeviceGroupResponse, error) {
+	rsp, err := c.GetDeviceGroup(ctx, deviceGroupId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetDeviceGroupResponse(rsp)
+}
+
+// UpdateDeviceGroupWithBodyWithResponse request with arbitrary body returning *UpdateDeviceGroupResponse
+func (c *ClientWithResponses) UpdateDeviceGroupWithBodyWithResponse(ctx context.Context, deviceGroupId DeviceGroupID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateDeviceGroupResponse, error) {
+	rsp, err := c.UpdateDeviceGroupWithBody(ctx, deviceGroupId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateDeviceGroupResponse(rsp)
+}
+
+func (c *ClientWithResponses) UpdateDeviceGroupWithResponse(ctx context.Context, deviceGroupId DeviceGroupID, body UpdateDeviceGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateDeviceGroupResponse, error) {
+	rsp, err := c.UpdateDeviceGroup(ctx, deviceGroupId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateDeviceGroupResponse(rsp)
+}
+
+// RemoveDeviceGroupMembersWithResponse request returning *RemoveDeviceGroupMembersResponse
+func (c *ClientWithResponses) RemoveDeviceGroupMembersWithResponse(ctx context.Context, deviceGroupId DeviceGroupID, params *RemoveDeviceGroupMembersParams, reqEditors ...RequestEditorFn) (*RemoveDeviceGroupMembersResponse, error) {
+	rsp, err := c.RemoveDeviceGroupMembers(ctx, deviceGroupId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRemoveDeviceGroupMembersResponse(rsp)
+}
+
+// ListDeviceGroupMembersWithResponse request returning *ListDeviceGroupMembersResponse
+func (c *ClientWithResponses) ListDeviceGroupMembersWithResponse(ctx context.Context, deviceGroupId DeviceGroupID, params *ListDeviceGroupMembersParams, reqEditors ...RequestEditorFn) (*ListDeviceGroupMembersResponse, error) {
+	rsp, err := c.ListDeviceGroupMembers(ctx, deviceGroupId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListDeviceGroupMembersResponse(rsp)
+}
+
+// AddDeviceGroupMembersWithBodyWithResponse request with arbitrary body returning *AddDeviceGroupMembersResponse
+func (c *ClientWithResponses) AddDeviceGroupMembersWithBodyWithResponse(ctx context.Context, deviceGroupId DeviceGroupID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddDeviceGroupMembersResponse, error) {
+	rsp, err := c.AddDeviceGroupMembersWithBody(ctx, deviceGroupId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddDeviceGroupMembersResponse(rsp)
+}
+
+func (c *ClientWithResponses) AddDeviceGroupMembersWithResponse(ctx context.Context, deviceGroupId DeviceGroupID, body AddDeviceGroupMembersJSONRequestBody, reqEditors ...RequestEditorFn) (*AddDeviceGroupMembersResponse, error) {
+	rsp, err := c.AddDeviceGroupMembers(ctx, deviceGroupId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddDeviceGroupMembersResponse(rsp)
 }
 
 // GetLogonScriptConfigWithResponse request returning *GetLogonScriptConfigResponse
@@ -15160,8 +16546,11 @@ func ParseAgentCheckinResponse(rsp *http.Response) (*AgentCheckinResponse, error
 				// AccountLinking Account-linking settings (spec 2.5).
 				AccountLinking *AccountLinkingSettings `json:"account_linking,omitempty"`
 
-				// OfflineMfa offline_mfa_settings of the administrator settings (spec 2.12)
-				OfflineMfa *map[string]interface{} `json:"offline_mfa,omitempty"`
+				// OfflineMfa offline_mfa_settings of the administrator settings (spec 2.12) as
+				// this device applies them: enabled, with actions and factors, only
+				// when the settings are enabled and name the device or one of its
+				// device groups; devices_assignment is always empty.
+				OfflineMfa *OfflineMFASettings `json:"offline_mfa,omitempty"`
 			} `json:"settings"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17775,6 +19164,121 @@ func ParseGetOpenAPIDocumentResponse(rsp *http.Response) (*GetOpenAPIDocumentRes
 	return response, nil
 }
 
+// ParseGetAdminSettingsResponse parses an HTTP response from a GetAdminSettingsWithResponse call
+func ParseGetAdminSettingsResponse(rsp *http.Response) (*GetAdminSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAdminSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AdminSettingsEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUpdateAdminSettingsResponse parses an HTTP response from a UpdateAdminSettingsWithResponse call
+func ParseUpdateAdminSettingsResponse(rsp *http.Response) (*UpdateAdminSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateAdminSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AdminSettingsEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseListAgentsResponse parses an HTTP response from a ListAgentsWithResponse call
 func ParseListAgentsResponse(rsp *http.Response) (*ListAgentsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -18917,6 +20421,521 @@ func ParseUpdateConditionConfigResponse(rsp *http.Response) (*UpdateConditionCon
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListDeviceGroupsResponse parses an HTTP response from a ListDeviceGroupsWithResponse call
+func ParseListDeviceGroupsResponse(rsp *http.Response) (*ListDeviceGroupsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListDeviceGroupsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []DeviceGroup `json:"data"`
+			Meta OffsetMeta    `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateDeviceGroupResponse parses an HTTP response from a CreateDeviceGroupWithResponse call
+func ParseCreateDeviceGroupResponse(rsp *http.Response) (*CreateDeviceGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateDeviceGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest DeviceGroupEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteDeviceGroupResponse parses an HTTP response from a DeleteDeviceGroupWithResponse call
+func ParseDeleteDeviceGroupResponse(rsp *http.Response) (*DeleteDeviceGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteDeviceGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetDeviceGroupResponse parses an HTTP response from a GetDeviceGroupWithResponse call
+func ParseGetDeviceGroupResponse(rsp *http.Response) (*GetDeviceGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetDeviceGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DeviceGroupEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUpdateDeviceGroupResponse parses an HTTP response from a UpdateDeviceGroupWithResponse call
+func ParseUpdateDeviceGroupResponse(rsp *http.Response) (*UpdateDeviceGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateDeviceGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DeviceGroupEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRemoveDeviceGroupMembersResponse parses an HTTP response from a RemoveDeviceGroupMembersWithResponse call
+func ParseRemoveDeviceGroupMembersResponse(rsp *http.Response) (*RemoveDeviceGroupMembersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RemoveDeviceGroupMembersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DeviceGroupEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListDeviceGroupMembersResponse parses an HTTP response from a ListDeviceGroupMembersWithResponse call
+func ParseListDeviceGroupMembersResponse(rsp *http.Response) (*ListDeviceGroupMembersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListDeviceGroupMembersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []DeviceGroupMember `json:"data"`
+			Meta OffsetMeta          `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseAddDeviceGroupMembersResponse parses an HTTP response from a AddDeviceGroupMembersWithResponse call
+func ParseAddDeviceGroupMembersResponse(rsp *http.Response) (*AddDeviceGroupMembersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AddDeviceGroupMembersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DeviceGroupEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest TooLarge

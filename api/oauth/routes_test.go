@@ -111,6 +111,13 @@ var fixtures = map[string]func(t *testing.T, env *apitest.Env, org *models.Organ
 		}
 		return models.FormatID(exec.ID)
 	},
+	"device_group_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
+		g := &models.DeviceGroup{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID())}
+		if err := env.Store.DeviceGroups.Create(context.Background(), g, nil); err != nil {
+			t.Fatalf("device group fixture: %v", err)
+		}
+		return models.FormatID(g.ID)
+	},
 	"template_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
 		tpl := &models.Template{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID()), Module: "reports",
 			Mail: &models.MailTemplate{To: []string{"ops@example.com"}, Subject: "Hello", Content: "<p>Hi</p>", Severity: "high"}}
@@ -194,6 +201,12 @@ var inputs = map[string]func(t *testing.T, env *apitest.Env, org *models.Organiz
 		return url.Values{"ids": {"1"}}, nil
 	},
 	"DELETE /management/actions/:action_id/uploads/:upload_id/data": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {
+		return url.Values{"ids": {"1"}}, nil
+	},
+	"POST /protection/device-groups/:device_group_id/members": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {
+		return nil, map[string]any{"device_ids": []string{}}
+	},
+	"DELETE /protection/device-groups/:device_group_id/members": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {
 		return url.Values{"ids": {"1"}}, nil
 	},
 	"GET /protection/agents-info/:agent_type/download": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {
