@@ -443,7 +443,8 @@ func (s *ConditionConfigStore) Create(ctx context.Context, c *ConditionConfig) e
 		if _, err := tx.NewInsert().Model(c).Exec(ctx); err != nil {
 			return configWriteError(err)
 		}
-		return nil
+		// A trusted IP source joins include_all_trusted_sources conditions.
+		return BumpProtectionVersion(ctx, tx, c.OrgID)
 	})
 }
 
@@ -471,7 +472,7 @@ func (s *ConditionConfigStore) Update(ctx context.Context, orgID int64, f Config
 			return configWriteError(err)
 		}
 		out = next
-		return nil
+		return BumpProtectionVersion(ctx, tx, orgID)
 	})
 	return out, err
 }
@@ -526,7 +527,7 @@ func (s *ConditionConfigStore) DeleteMany(ctx context.Context, orgID int64, f Co
 		if _, err := tx.NewDelete().Model((*ConditionConfig)(nil)).Where("org_id = ? AND id IN (?)", orgID, bun.In(free)).Exec(ctx); err != nil {
 			return fmt.Errorf("delete condition configs: %w", err)
 		}
-		return nil
+		return BumpProtectionVersion(ctx, tx, orgID)
 	})
 	return out, err
 }

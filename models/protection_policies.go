@@ -76,6 +76,9 @@ func (s *PolicyStore) ensureDefault(ctx context.Context, tx bun.IDB, orgID int64
 		if _, err := tx.NewInsert().Model(def).On("CONFLICT DO NOTHING").Exec(ctx); err != nil {
 			return nil, fmt.Errorf("insert default policy: %w", err)
 		}
+		if err := BumpProtectionVersion(ctx, tx, orgID); err != nil {
+			return nil, err
+		}
 	}
 	return nil, fmt.Errorf("default policy of organization %d: not found after insert", orgID)
 }
@@ -301,7 +304,10 @@ func (s *PolicyStore) Create(ctx context.Context, p *Policy, by PolicyActor) err
 		if _, err := tx.NewInsert().Model(p).Exec(ctx); err != nil {
 			return policyWriteError(err)
 		}
-		return writePolicyRows(ctx, tx, p, false)
+		if err := writePolicyRows(ctx, tx, p, false); err != nil {
+			return err
+		}
+		return BumpProtectionVersion(ctx, tx, p.OrgID)
 	})
 }
 
@@ -425,6 +431,9 @@ func (s *PolicyStore) Update(ctx context.Context, orgID, id int64, by PolicyActo
 		if err := writePolicyRows(ctx, tx, next, true); err != nil {
 			return err
 		}
+		if err := BumpProtectionVersion(ctx, tx, orgID); err != nil {
+			return err
+		}
 		out, err = s.get(ctx, tx, orgID, id)
 		return err
 	})
@@ -456,7 +465,7 @@ func (s *PolicyStore) Delete(ctx context.Context, orgID, id int64) error {
 		if _, err := tx.NewUpdate().Model((*Policy)(nil)).Set("priority = priority - 1").Where("org_id = ? AND priority > ?", orgID, prio).Exec(ctx); err != nil {
 			return fmt.Errorf("renumber policies: %w", err)
 		}
-		return nil
+		return BumpProtectionVersion(ctx, tx, orgID)
 	})
 }
 
@@ -503,7 +512,7 @@ func (s *PolicyStore) Reorder(ctx context.Context, orgID int64, ids []int64) err
 		if _, err := tx.NewUpdate().Model((*Policy)(nil)).Set("priority = ?", len(ids)+1).Where("id = ?", def.ID).Exec(ctx); err != nil {
 			return fmt.Errorf("set default priority: %w", err)
 		}
-		return nil
+		return BumpProtectionVersion(ctx, tx, orgID)
 	})
 }
 

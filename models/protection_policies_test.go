@@ -344,17 +344,41 @@ func TestPolicyStore_SubLists(t *testing.T) {
 		other := newOrg(t, store)
 		d1, _ := f.register(t, facts("PC-1", "S1"))
 		d2, _ := f.register(t, facts("PC-2", "S2"))
-		_, _ = f.register(t, facts("PC-3", "S3"))
+		d3, _ := f.register(t, facts("PC-3", "S3"))
+		_, _ = f.register(t, facts("PC-4", "S4"))
 		g := &models.Group{OrgID: org.ID, Name: "Sales"}
 		if err := store.Groups.Create(ctx, g, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		dg := &models.DeviceGroup{OrgID: org.ID, Name: "Lab"}
+		if err := store.DeviceGroups.Create(ctx, dg, []int64{d3.ID}); err != nil {
 			t.Fatal(err)
 		}
 		p := policyWith(org.ID)
 		p.Name, p.UserIDs, p.GroupIDs = "Devices", []int64{f.users[0].ID, f.users[2].ID}, []int64{g.ID}
 		p.EndpointsSettings = []models.EndpointSetting{{Endpoint: models.EndpointComputerDevices, Actions: []string{"RDP"},
-			DeviceAssignment: &models.DeviceAssignment{DeviceIDs: []models.RefID{models.RefID(d2.ID), models.RefID(d1.ID)}}}}
+			DeviceAssignment: &models.DeviceAssignment{DeviceIDs: []models.RefID{models.RefID(d2.ID), models.RefID(d1.ID), 5}, GroupIDs: []models.RefID{models.RefID(dg.ID), 6}}}}
+		err := store.Policies.Create(ctx, p, models.PolicyActor{})
+		if c := causesOf(err); len(c) != 2 || !strings.Contains(c["endpoints_settings[0].device_assignment.device_ids"], "no device with id 5") ||
+			!strings.Contains(c["endpoints_settings[0].device_assignment.group_ids"], "no device group with id 6") {
+			t.Fatalf("unknown devices: %v", err)
+		}
+		da := p.EndpointsSettings[0].DeviceAssignment
+		da.DeviceIDs, da.GroupIDs = []models.RefID{models.RefID(d2.ID), models.RefID(d1.ID)}, []models.RefID{models.RefID(dg.ID)}
+		before, err := store.DeviceGroups.ProtectionVersion(ctx, org.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := store.Policies.Create(ctx, p, models.PolicyActor{}); err != nil {
 			t.Fatal(err)
+		}
+		if after, _ := store.DeviceGroups.ProtectionVersion(ctx, org.ID); after <= before {
+			t.Errorf("protection version %d after a policy create, was %d", after, before)
+		}
+		dp, _ := listing.Parse(url.Values{}, models.PolicyDeviceListing)
+		devices, _, err := store.Policies.ProtectedDevices(ctx, org.ID, p.ID, dp, nil)
+		if err != nil || len(devices) != 3 || devices[0].ID != d1.ID || devices[2].ID != d3.ID {
+			t.Fatalf("devices named and through the device group: %v %v", devices, err)
 		}
 		all, _ := listing.Parse(url.Values{}, models.PolicyUserListing)
 		users, meta, err := store.Policies.AssignedUsers(ctx, org.ID, p.ID, all)
@@ -366,8 +390,8 @@ func TestPolicyStore_SubLists(t *testing.T) {
 		if err != nil || len(groups) != 1 || groups[0].Name != "Sales" {
 			t.Fatalf("groups %v %v", groups, err)
 		}
-		dp, _ := listing.Parse(url.Values{"filter": {`name eq "PC-2"`}}, models.PolicyDeviceListing)
-		devices, _, err := store.Policies.ProtectedDevices(ctx, org.ID, p.ID, dp, nil)
+		dp, _ = listing.Parse(url.Values{"filter": {`name eq "PC-2"`}}, models.PolicyDeviceListing)
+		devices, _, err = store.Policies.ProtectedDevices(ctx, org.ID, p.ID, dp, nil)
 		if err != nil || len(devices) != 1 || devices[0].ID != d2.ID {
 			t.Fatalf("devices %v %v", devices, err)
 		}
@@ -378,7 +402,7 @@ func TestPolicyStore_SubLists(t *testing.T) {
 		}
 		dp, _ = listing.Parse(url.Values{}, models.PolicyDeviceListing)
 		devices, _, err = store.Policies.ProtectedDevices(ctx, org.ID, set.Policies[1].ID, dp, nil)
-		if err != nil || len(devices) != 3 {
+		if err != nil || len(devices) != 4 {
 			t.Fatalf("default's devices %v %v", devices, err)
 		}
 		// A deleted user drops out of the list and the counts.

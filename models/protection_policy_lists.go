@@ -139,5 +139,8 @@ func (s *PolicyStore) ProtectedDevices(ctx context.Context, orgID, policyID int6
 }
 
 // protectedByDeviceGroups is the condition on device.id for the members of
-// the device groups a policy names. Device groups are not kept yet.
-func protectedByDeviceGroups(int64) (string, []any) { return "1 = 0", nil }
+// the device groups a policy names.
+func protectedByDeviceGroups(policyID int64) (string, []any) {
+	return "device.id IN (SELECT m.device_id FROM device_group_members AS m WHERE m.group_id IN " +
+		"(SELECT a.target_id FROM ca_policy_assignments AS a WHERE a.policy_id = ? AND a.kind = ?))", []any{policyID, assignDeviceGroup}
+}

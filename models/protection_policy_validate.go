@@ -669,13 +669,32 @@ func checkPolicyRefs(ctx context.Context, tx bun.IDB, orgID int64, refs *policyR
 	return nil
 }
 
-// checkDeviceGroupRefs checks device group ids. Device groups are not kept
-// yet: any id is refused.
-func checkDeviceGroupRefs(_ context.Context, _ bun.IDB, _ int64, refs *policyRefs, pr *problems) error {
-	for _, id := range sortedKeys(refs.deviceGroups) {
-		for _, f := range refs.deviceGroups[id] {
-			pr.addOnce(f, "no device group with id %d", id)
+// checkDeviceGroupRefs checks that the device group ids name device groups
+// of the organization.
+func checkDeviceGroupRefs(ctx context.Context, tx bun.IDB, orgID int64, refs *policyRefs, pr *problems) error {
+	ids := sortedKeys(refs.deviceGroups)
+	if len(ids) == 0 {
+		return nil
+	}
+	var found []int64
+	if err := tx.NewSelect().Table("device_groups").Column("id").Where("org_id = ? AND id IN (?)", orgID, bun.In(ids)).Scan(ctx, &found); err != nil {
+		return fmt.Errorf("select device groups: %w", err)
+	}
+	byField := map[string][]string{}
+	var fields []string
+	for _, id := range ids {
+		if slices.Contains(found, id) {
+			continue
 		}
+		for _, f := range refs.deviceGroups[id] {
+			if byField[f] == nil {
+				fields = append(fields, f)
+			}
+			byField[f] = append(byField[f], FormatID(id))
+		}
+	}
+	for _, f := range fields {
+		pr.addOnce(f, "no device group with id %s", firstFew(byField[f]))
 	}
 	return nil
 }
