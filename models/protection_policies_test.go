@@ -457,3 +457,37 @@ func TestPolicyStore_CreateRacesConfigDelete(t *testing.T) {
 		}
 	})
 }
+
+// TestPolicyStore_ConcurrentCreates: policies created at once on a fresh
+// organization get priorities 1..n without gaps or repeats, the default last.
+func TestPolicyStore_ConcurrentCreates(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := context.Background()
+		store := models.NewStore(db)
+		org := newOrg(t, store)
+		const n = 8
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p := policyWith(org.ID)
+				p.Name = "P" + itoa(i)
+				if err := store.Policies.Create(ctx, p, models.PolicyActor{}); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		params, _ := listing.Parse(url.Values{}, models.PolicyListing)
+		list, _, err := store.Policies.List(ctx, org.ID, params)
+		if err != nil || len(list) != n+1 {
+			t.Fatalf("%d policies %v", len(list), err)
+		}
+		for i, p := range list {
+			if p.Priority != int64(i+1) || p.IsDefault != (i == n) {
+				t.Errorf("position %d: %s priority %d default %v", i, p.Name, p.Priority, p.IsDefault)
+			}
+		}
+	})
+}
