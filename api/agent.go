@@ -201,6 +201,25 @@ func (s *Server) agentReport(c *gin.Context, dev *models.Device) (*models.CheckI
 	return &in, raw, nil
 }
 
+// offlineMFAFor narrows the organization's offline MFA settings to what a
+// device receives (OfflineMFASettings.ForDevice): enabled only for a device
+// named in devices_assignment.device_ids or a member of a device group in
+// group_ids. The device's groups are read only when it matters.
+func (s *Server) offlineMFAFor(c *gin.Context, dev *models.Device, org *models.OfflineMFASettings) (*models.OfflineMFASettings, error) {
+	if org == nil {
+		return nil, nil
+	}
+	var groups []int64
+	if org.IsEnabled && len(org.DevicesAssignment.GroupIDs) > 0 && !org.AssignsDevice(dev.ID, nil) {
+		var err error
+		if groups, err = s.store.DeviceGroups.GroupsOfDevice(c.Request.Context(), dev.OrgID, dev.ID); err != nil {
+			return nil, err
+		}
+	}
+	out := org.ForDevice(dev.ID, groups)
+	return &out, nil
+}
+
 type agentCheckinResponse struct {
 	Commands           []agentCommand `json:"commands"`
 	Settings           agentSettings  `json:"settings"`
@@ -245,6 +264,9 @@ func (s *Server) agentCheckin(c *gin.Context) error {
 	}
 	if dev.UninstallRequestedAt == nil {
 		if out.Settings, err = s.agentSettingsOf(c, dev.OrgID); err != nil {
+			return err
+		}
+		if out.Settings.OfflineMFA, err = s.offlineMFAFor(c, dev, out.Settings.OfflineMFA); err != nil {
 			return err
 		}
 	}

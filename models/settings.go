@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -61,12 +62,13 @@ type OfflineMFASecondary struct {
 
 // FactorConfigSetting is one authentication factor in an ordered list.
 type FactorConfigSetting struct {
-	AuthnFactorConfigID int  `json:"authn_factor_config_id"`
-	VerificationOrder   int  `json:"verification_order"`
-	IsMandatory         bool `json:"is_mandatory"`
+	AuthnFactorConfigID int64 `json:"authn_factor_config_id"`
+	VerificationOrder   int   `json:"verification_order"`
+	IsMandatory         bool  `json:"is_mandatory"`
 }
 
-// DurationSetting is an amount of a unit (hours, days).
+// DurationSetting is an amount of a unit: hours or days for the offline
+// verification duration.
 type DurationSetting struct {
 	Value int    `json:"value"`
 	Unit  string `json:"unit"`
@@ -112,14 +114,217 @@ func (a AccountBlockingSettings) Validate() error {
 	return nil
 }
 
-// Validate checks the settings (EINVALID naming the first broken field).
+// Offline MFA actions (spec 2.12) and limits of the settings' lists.
+var OfflineMFAActions = []string{"InteractiveLogon", "MachineUnlock", "RDP", "SSH", "UAC", "Sudo"}
+
+const (
+	// MaxAssignedIDs caps devices_assignment.device_ids and group_ids each.
+	MaxAssignedIDs = 1000
+	// maxOfflineFactors caps secondary_authentication.factor_configs.
+	maxOfflineFactors = 16
+	maxOfflineHours   = 365 * 24
+	maxOfflineDays    = 365
+)
+
+// Validate checks the settings alone, without the database (EINVALID naming
+// the first broken field). The store also checks that the devices, device
+// groups and factor configs named exist (SettingsStore.Update).
 func (s AdminSettings) Validate() error {
 	switch s.CaptchaType {
 	case "recaptcha", "text_captcha":
 	default:
 		return Invalid("captcha_type", "must be recaptcha or text_captcha")
 	}
-	return s.AccountBlocking.Validate()
+	if err := s.AccountBlocking.Validate(); err != nil {
+		return err
+	}
+	return s.OfflineMFA.Validate()
+}
+
+// Validate checks the offline MFA settings' shape: known actions without
+// repeats, ids that are ids, factor configs without repeats whose
+// verification orders are 1..n, a required count between the mandatory
+// factors and all of them, and a duration of 1 to 8760 hours or 1 to 365 days.
+func (o OfflineMFASettings) Validate() error {
+	const prefix = "offline_mfa_settings."
+	seen := map[string]bool{}
+	for _, a := range o.Actions {
+		if !oneOf(a, OfflineMFAActions) {
+			return Invalid(prefix+"actions", "%q is not one of %s", a, strings.Join(OfflineMFAActions, ", "))
+		}
+		if seen[a] {
+			return Invalid(prefix+"actions", "%q is listed twice", a)
+		}
+		seen[a] = true
+	}
+	for _, l := range []struct {
+		field string
+		ids   []string
+	}{{"devices_assignment.device_ids", o.DevicesAssignment.DeviceIDs}, {"devices_assignment.group_ids", o.DevicesAssignment.GroupIDs}} {
+		if len(l.ids) > MaxAssignedIDs {
+			return Invalid(prefix+l.field, "at most %d ids", MaxAssignedIDs)
+		}
+		for _, id := range l.ids {
+			if _, err := ParseID(prefix+l.field, id); err != nil {
+				return Invalid(prefix+l.field, "%q is not an id", id)
+			}
+		}
+	}
+	sec := o.SecondaryAuthentication
+	fc := sec.FactorConfigs
+	if len(fc) > maxOfflineFactors {
+		return Invalid(prefix+"secondary_authentication.factor_configs", "at most %d factor configs", maxOfflineFactors)
+	}
+	ids, orders, mandatory := map[int64]bool{}, map[int]bool{}, 0
+	for _, f := range fc {
+		if ids[f.AuthnFactorConfigID] {
+			return Invalid(prefix+"secondary_authentication.factor_configs", "factor config %d is listed twice", f.AuthnFactorConfigID)
+		}
+		ids[f.AuthnFactorConfigID] = true
+		if f.VerificationOrder < 1 || f.VerificationOrder > len(fc) || orders[f.VerificationOrder] {
+			return Invalid(prefix+"secondary_authentication.factor_configs",
+				"verification_order must number the %d factor configs 1 to %d, each once", len(fc), len(fc))
+		}
+		orders[f.VerificationOrder] = true
+		if f.IsMandatory {
+			mandatory++
+		}
+	}
+	switch {
+	case sec.NoOfRequiredFactors < 1:
+		return Invalid(prefix+"secondary_authentication.no_of_required_factors", "must be at least 1")
+	case len(fc) > 0 && sec.NoOfRequiredFactors > len(fc):
+		return Invalid(prefix+"secondary_authentication.no_of_required_factors", "must be at most the %d factor configs listed", len(fc))
+	case sec.NoOfRequiredFactors < mandatory:
+		return Invalid(prefix+"secondary_authentication.no_of_required_factors", "must be at least the %d mandatory factor configs", mandatory)
+	case o.IsEnabled && len(fc) == 0:
+		return Invalid(prefix+"secondary_authentication.factor_configs", "name at least one factor config when offline MFA is enabled")
+	}
+	d := o.OfflineVerificationDuration
+	switch d.Unit {
+	case "hours":
+		if d.Value < 1 || d.Value > maxOfflineHours {
+			return Invalid(prefix+"offline_verification_duration.value", "must be between 1 and %d hours", maxOfflineHours)
+		}
+	case "days":
+		if d.Value < 1 || d.Value > maxOfflineDays {
+			return Invalid(prefix+"offline_verification_duration.value", "must be between 1 and %d days", maxOfflineDays)
+		}
+	default:
+		return Invalid(prefix+"offline_verification_duration.unit", "must be hours or days")
+	}
+	return nil
+}
+
+// checkRefs checks that the devices, device groups and factor configs the
+// offline MFA settings name are the organization's (EINVALID naming those
+// that are not).
+func (o OfflineMFASettings) checkRefs(ctx context.Context, db bun.IDB, orgID int64) error {
+	const prefix = "offline_mfa_settings."
+	parse := func(raw []string) []int64 {
+		out := make([]int64, 0, len(raw))
+		for _, r := range raw {
+			id, _ := ParseID("", r)
+			out = append(out, id)
+		}
+		return out
+	}
+	devs := parse(o.DevicesAssignment.DeviceIDs)
+	found, err := existingDevices(ctx, db, orgID, devs)
+	if err != nil {
+		return err
+	}
+	if miss := missingIDs(devs, found); len(miss) > 0 {
+		return Invalid(prefix+"devices_assignment.device_ids", "no such devices in the organization: %s", strings.Join(miss, ", "))
+	}
+	groups := parse(o.DevicesAssignment.GroupIDs)
+	if miss, err := (&DeviceGroupStore{db: db}).MissingGroups(ctx, orgID, groups); err != nil {
+		return err
+	} else if len(miss) > 0 {
+		return Invalid(prefix+"devices_assignment.group_ids", "no such device groups in the organization: %s", joinIDs(miss))
+	}
+	if len(o.SecondaryAuthentication.FactorConfigs) > 0 {
+		configs, err := (&FactorStore{db: db}).List(ctx, orgID)
+		if err != nil {
+			return err
+		}
+		known := map[int64]bool{}
+		for _, c := range configs {
+			known[c.ID] = true
+		}
+		var unknown []int64
+		for _, f := range o.SecondaryAuthentication.FactorConfigs {
+			if !known[f.AuthnFactorConfigID] {
+				unknown = append(unknown, f.AuthnFactorConfigID)
+			}
+		}
+		if len(unknown) > 0 {
+			return Invalid(prefix+"secondary_authentication.factor_configs", "no such factor configs in the organization: %s", joinIDs(unknown))
+		}
+	}
+	return nil
+}
+
+func joinIDs(ids []int64) string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = FormatID(id)
+	}
+	return strings.Join(out, ", ")
+}
+
+// normalize makes lists a patch set to null empty.
+func (s *AdminSettings) normalize() {
+	o := &s.OfflineMFA
+	if o.DevicesAssignment.DeviceIDs == nil {
+		o.DevicesAssignment.DeviceIDs = []string{}
+	}
+	if o.DevicesAssignment.GroupIDs == nil {
+		o.DevicesAssignment.GroupIDs = []string{}
+	}
+	if o.Actions == nil {
+		o.Actions = []string{}
+	}
+	if o.SecondaryAuthentication.FactorConfigs == nil {
+		o.SecondaryAuthentication.FactorConfigs = []FactorConfigSetting{}
+	}
+}
+
+// ForDevice is what the agent of a device that belongs to the device groups
+// groupIDs receives: the settings without the assignment lists when they
+// assign the device and are enabled, else disabled settings with no actions
+// and no factors.
+func (o OfflineMFASettings) ForDevice(deviceID int64, groupIDs []int64) OfflineMFASettings {
+	out := o
+	out.DevicesAssignment = DevicesAssignment{DeviceIDs: []string{}, GroupIDs: []string{}}
+	if o.IsEnabled && o.AssignsDevice(deviceID, groupIDs) {
+		return out
+	}
+	out.IsEnabled = false
+	out.Actions = []string{}
+	out.SecondaryAuthentication = OfflineMFASecondary{NoOfRequiredFactors: o.SecondaryAuthentication.NoOfRequiredFactors, FactorConfigs: []FactorConfigSetting{}}
+	out.BypassMFAConnectionError = false
+	return out
+}
+
+// AssignsDevice reports whether the offline MFA settings apply to a device
+// that belongs to the device groups groupIDs: it is named in device_ids, or
+// one of its groups in group_ids.
+func (o OfflineMFASettings) AssignsDevice(deviceID int64, groupIDs []int64) bool {
+	id := FormatID(deviceID)
+	for _, d := range o.DevicesAssignment.DeviceIDs {
+		if d == id {
+			return true
+		}
+	}
+	for _, g := range o.DevicesAssignment.GroupIDs {
+		for _, mine := range groupIDs {
+			if g == FormatID(mine) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 type adminSettingsRow struct {
@@ -151,10 +356,39 @@ func (s *SettingsStore) Get(ctx context.Context, orgID int64) (*AdminSettings, e
 	return &settings, nil
 }
 
+// Update reads the organization's settings, hands them to change and
+// stores what it returns, validated (EINVALID naming the first broken field,
+// including devices, device groups and factor configs that are not the
+// organization's), in one transaction. It returns the stored settings.
+func (s *SettingsStore) Update(ctx context.Context, orgID int64, change func(cur *AdminSettings) (*AdminSettings, error)) (*AdminSettings, error) {
+	var out *AdminSettings
+	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		cur, err := (&SettingsStore{db: tx}).Get(ctx, orgID)
+		if err != nil {
+			return err
+		}
+		next, err := change(cur)
+		if err != nil {
+			return err
+		}
+		if err := (&SettingsStore{db: tx}).Put(ctx, orgID, next); err != nil {
+			return err
+		}
+		out = next
+		return nil
+	})
+	return out, err
+}
+
 // Put stores the organization's settings whole. EINVALID when a field breaks
-// its rule.
+// its rule or names a device, device group or factor config the
+// organization does not have.
 func (s *SettingsStore) Put(ctx context.Context, orgID int64, settings *AdminSettings) error {
+	settings.normalize()
 	if err := settings.Validate(); err != nil {
+		return err
+	}
+	if err := settings.OfflineMFA.checkRefs(ctx, s.db, orgID); err != nil {
 		return err
 	}
 	doc, err := json.Marshal(settings)

@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -66,6 +67,83 @@ func TestSettingsStore(t *testing.T) {
 			if err := settings.Put(ctx, org.ID, &s); models.ErrorCode(err) != models.EINVALID {
 				t.Errorf("Put(%+v) = %v, want EINVALID", bad, err)
 			}
+		}
+	})
+}
+
+func TestSettingsStore_OfflineMFARules(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newDeviceFixture(t, db, 0)
+		other := newDeviceFixture(t, db, 0)
+		dev, _ := f.register(t, facts("PC1", "S1"))
+		foreign, _ := other.register(t, facts("PC9", "S9"))
+		g := &models.DeviceGroup{OrgID: f.org.ID, Name: "G"}
+		if err := f.store.DeviceGroups.Create(ctx, g, nil); err != nil {
+			t.Fatal(err)
+		}
+		configs, err := f.store.Factors.List(ctx, f.org.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		otherConfigs, _ := other.store.Factors.List(ctx, other.org.ID)
+		good := func(s *models.AdminSettings) {
+			s.OfflineMFA.IsEnabled = true
+			s.OfflineMFA.Actions = []string{"InteractiveLogon", "RDP"}
+			s.OfflineMFA.DevicesAssignment = models.DevicesAssignment{DeviceIDs: []string{models.FormatID(dev.ID)}, GroupIDs: []string{models.FormatID(g.ID)}}
+			s.OfflineMFA.SecondaryAuthentication = models.OfflineMFASecondary{NoOfRequiredFactors: 1, FactorConfigs: []models.FactorConfigSetting{
+				{AuthnFactorConfigID: configs[2].ID, VerificationOrder: 2}, {AuthnFactorConfigID: configs[0].ID, VerificationOrder: 1, IsMandatory: true}}}
+			s.OfflineMFA.OfflineVerificationDuration = models.DurationSetting{Value: 12, Unit: "hours"}
+		}
+		got, err := f.store.Settings.Update(ctx, f.org.ID, func(cur *models.AdminSettings) (*models.AdminSettings, error) {
+			good(cur)
+			return cur, nil
+		})
+		if err != nil {
+			t.Fatalf("good settings: %v", err)
+		}
+		if !got.OfflineMFA.AssignsDevice(dev.ID, nil) || !got.OfflineMFA.AssignsDevice(42, []int64{g.ID}) || got.OfflineMFA.AssignsDevice(42, []int64{7}) {
+			t.Error("AssignsDevice")
+		}
+		for name, c := range map[string]struct {
+			edit  func(*models.AdminSettings)
+			field string
+		}{
+			"unknown action":  {func(s *models.AdminSettings) { s.OfflineMFA.Actions = []string{"Telnet"} }, "offline_mfa_settings.actions"},
+			"repeated action": {func(s *models.AdminSettings) { s.OfflineMFA.Actions = []string{"SSH", "SSH"} }, "offline_mfa_settings.actions"},
+			"foreign device": {func(s *models.AdminSettings) {
+				s.OfflineMFA.DevicesAssignment.DeviceIDs = []string{models.FormatID(foreign.ID)}
+			}, "offline_mfa_settings.devices_assignment.device_ids"},
+			"not an id":     {func(s *models.AdminSettings) { s.OfflineMFA.DevicesAssignment.DeviceIDs = []string{"x"} }, "offline_mfa_settings.devices_assignment.device_ids"},
+			"unknown group": {func(s *models.AdminSettings) { s.OfflineMFA.DevicesAssignment.GroupIDs = []string{"12345"} }, "offline_mfa_settings.devices_assignment.group_ids"},
+			"foreign factor": {func(s *models.AdminSettings) {
+				s.OfflineMFA.SecondaryAuthentication.FactorConfigs[0].AuthnFactorConfigID = otherConfigs[0].ID
+			}, "offline_mfa_settings.secondary_authentication.factor_configs"},
+			"order gap": {func(s *models.AdminSettings) {
+				s.OfflineMFA.SecondaryAuthentication.FactorConfigs[0].VerificationOrder = 3
+			}, "offline_mfa_settings.secondary_authentication.factor_configs"},
+			"too many required": {func(s *models.AdminSettings) { s.OfflineMFA.SecondaryAuthentication.NoOfRequiredFactors = 3 }, "offline_mfa_settings.secondary_authentication.no_of_required_factors"},
+			"below mandatory":   {func(s *models.AdminSettings) { s.OfflineMFA.SecondaryAuthentication.NoOfRequiredFactors = 0 }, "offline_mfa_settings.secondary_authentication.no_of_required_factors"},
+			"bad unit":          {func(s *models.AdminSettings) { s.OfflineMFA.OfflineVerificationDuration.Unit = "attempts" }, "offline_mfa_settings.offline_verification_duration.unit"},
+			"too many days": {func(s *models.AdminSettings) {
+				s.OfflineMFA.OfflineVerificationDuration = models.DurationSetting{Value: 400, Unit: "days"}
+			}, "offline_mfa_settings.offline_verification_duration.value"},
+			"enabled no factors": {func(s *models.AdminSettings) { s.OfflineMFA.SecondaryAuthentication.FactorConfigs = nil }, "offline_mfa_settings.secondary_authentication.factor_configs"},
+			"captcha":            {func(s *models.AdminSettings) { s.CaptchaType = "audio" }, "captcha_type"},
+		} {
+			_, err := f.store.Settings.Update(ctx, f.org.ID, func(cur *models.AdminSettings) (*models.AdminSettings, error) {
+				c.edit(cur)
+				return cur, nil
+			})
+			var me *models.Error
+			if !errors.As(err, &me) || me.Code != models.EINVALID || me.Field != c.field {
+				t.Errorf("%s: %v, want EINVALID on %s", name, err, c.field)
+			}
+		}
+		// Nothing of the refused changes was stored.
+		again, _ := f.store.Settings.Get(ctx, f.org.ID)
+		if len(again.OfflineMFA.Actions) != 2 || again.OfflineMFA.OfflineVerificationDuration.Unit != "hours" {
+			t.Errorf("stored after refusals: %+v", again.OfflineMFA)
 		}
 	})
 }

@@ -42,9 +42,15 @@ type Store struct {
 	// Devices are the devices with an agent, their local accounts, commands
 	// and offline-enrolled users, and the agents' installation keys.
 	Devices *DeviceStore
+	// DeviceGroups are named sets of devices that protection settings name.
+	DeviceGroups *DeviceGroupStore
 	// Management holds management actions' view columns, uploads and
 	// executions.
 	Management *MgmtStore
+	// ConditionConfigs are the business hours, geolocation and IP source
+	// configs conditional access policies name; Policies the policies.
+	ConditionConfigs *ConditionConfigStore
+	Policies         *PolicyStore
 
 	// idLease is the process's id node lease, when LeaseIDs took one.
 	idLease *IDLease
@@ -96,12 +102,16 @@ func NewStore(db *bun.DB) *Store {
 		OAuthClients: &ClientStore{db: db},
 		OAuthTokens:  &OAuthTokenStore{db: db},
 
-		Factors:     &FactorStore{db: db},
-		Enrollments: &EnrollmentStore{db: db, d: d},
-		LogonScript: &LogonScriptStore{db: db},
-		Settings:    &SettingsStore{db: db},
-		Devices:     &DeviceStore{db: db, d: d},
-		Management:  &MgmtStore{db: db, d: d},
+		Factors:      &FactorStore{db: db},
+		Enrollments:  &EnrollmentStore{db: db, d: d},
+		LogonScript:  &LogonScriptStore{db: db},
+		Settings:     &SettingsStore{db: db},
+		Devices:      &DeviceStore{db: db, d: d},
+		DeviceGroups: &DeviceGroupStore{db: db},
+		Management:   &MgmtStore{db: db, d: d},
+
+		ConditionConfigs: &ConditionConfigStore{db: db},
+		Policies:         &PolicyStore{db: db},
 	}
 	s.Templates = &TemplateStore{db: db, blobs: s.Blobs}
 	s.Notifications = &NotificationStore{db: db, Groups: s.Groups, Templates: s.Templates}

@@ -111,6 +111,13 @@ var fixtures = map[string]func(t *testing.T, env *apitest.Env, org *models.Organ
 		}
 		return models.FormatID(exec.ID)
 	},
+	"device_group_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
+		g := &models.DeviceGroup{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID())}
+		if err := env.Store.DeviceGroups.Create(context.Background(), g, nil); err != nil {
+			t.Fatalf("device group fixture: %v", err)
+		}
+		return models.FormatID(g.ID)
+	},
 	"template_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
 		tpl := &models.Template{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID()), Module: "reports",
 			Mail: &models.MailTemplate{To: []string{"ops@example.com"}, Subject: "Hello", Content: "<p>Hi</p>", Severity: "high"}}
@@ -118,6 +125,25 @@ var fixtures = map[string]func(t *testing.T, env *apitest.Env, org *models.Organ
 			t.Fatalf("template fixture: %v", err)
 		}
 		return models.FormatID(tpl.ID)
+	},
+	// Condition configs and conditional access policies.
+	"family": func(*testing.T, *apitest.Env, *models.Organization, map[string]string) string {
+		return string(models.FamilyIPSources)
+	},
+	"config_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
+		c := &models.ConditionConfig{OrgID: org.ID, Family: models.FamilyIPSources, DisplayName: "Fixture " + models.FormatID(models.NewID()), IPAddresses: "192.0.2.0/24"}
+		if err := env.Store.ConditionConfigs.Create(context.Background(), c); err != nil {
+			t.Fatalf("condition config fixture: %v", err)
+		}
+		return models.FormatID(c.ID)
+	},
+	"policy_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
+		p := &models.Policy{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID()), IsEnabled: true, AccessType: models.AccessAllow,
+			EndpointsSettings: []models.EndpointSetting{{Endpoint: models.EndpointNPS}}}
+		if err := env.Store.Policies.Create(context.Background(), p, models.PolicyActor{}); err != nil {
+			t.Fatalf("policy fixture: %v", err)
+		}
+		return models.FormatID(p.ID)
 	},
 }
 
@@ -149,7 +175,7 @@ var devicesByID = map[string]*models.Device{}
 // orgFree are path parameters that name no resource of an organization
 // (an agent type, a management action): a route with only those has no other organization's id
 // to refuse.
-var orgFree = map[string]bool{"agent_type": true, "action_id": true}
+var orgFree = map[string]bool{"agent_type": true, "action_id": true, "family": true}
 
 func orgScoped(path string) bool {
 	for _, m := range pathParam.FindAllStringSubmatch(path, -1) {
@@ -175,6 +201,12 @@ var inputs = map[string]func(t *testing.T, env *apitest.Env, org *models.Organiz
 		return url.Values{"ids": {"1"}}, nil
 	},
 	"DELETE /management/actions/:action_id/uploads/:upload_id/data": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {
+		return url.Values{"ids": {"1"}}, nil
+	},
+	"POST /protection/device-groups/:device_group_id/members": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {
+		return nil, map[string]any{"device_ids": []string{}}
+	},
+	"DELETE /protection/device-groups/:device_group_id/members": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {
 		return url.Values{"ids": {"1"}}, nil
 	},
 	"GET /protection/agents-info/:agent_type/download": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {
