@@ -1,0 +1,3 @@
+DROP INDEX IF EXISTS jobs_one_device_sync;
+--bun:split
+DROP INDEX IF EXISTS device_accounts_org_id;
