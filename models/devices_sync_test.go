@@ -147,8 +147,8 @@ func TestDeviceStore_Sync(t *testing.T) {
 				}
 				t.Logf("%s: %s", a.UserName, m)
 				want := map[string]string{
-					"alice": "SUCCESS linked to user " + models.FormatID(users["alice@example.com"]),
-					"ALICE": "SKIPPED skipped: user " + models.FormatID(users["alice@example.com"]) + " is already linked",
+					"alice":         "SUCCESS linked to user " + models.FormatID(users["alice@example.com"]),
+					"ALICE":         "SKIPPED skipped: user " + models.FormatID(users["alice@example.com"]) + " is already linked",
 					"administrator": `SKIPPED skipped: "administrator" is restricted`, "nobody": "SKIPPED skipped: no user matches",
 					"Alice.Smith": "SKIPPED skipped: no user matches", "sam": `SKIPPED skipped: 2 users match "sam"`,
 					"carol": "SKIPPED skipped: user " + models.FormatID(users["carol@example.com"]) + " is already linked",
