@@ -84,7 +84,9 @@ const (
 
 // Defines values for AgentRegistrationAgentType.
 const (
-	AgentRegistrationAgentTypeDeviceAgent AgentRegistrationAgentType = "DeviceAgent"
+	AgentRegistrationAgentTypeDeviceAgent  AgentRegistrationAgentType = "DeviceAgent"
+	AgentRegistrationAgentTypeIISModule    AgentRegistrationAgentType = "IISModule"
+	AgentRegistrationAgentTypeNPSExtension AgentRegistrationAgentType = "NPSExtension"
 )
 
 // Defines values for AgentRegistrationPlatform.
@@ -595,15 +597,17 @@ type AgentRegistration struct {
 	AgentType AgentRegistrationAgentType `json:"agent_type"`
 
 	// Facts The device fields an agent reports (spec 2.3); each string at most 255 bytes.
-	Facts           DeviceFacts               `json:"facts"`
-	InstallationKey string                    `json:"installation_key"`
-	Platform        AgentRegistrationPlatform `json:"platform"`
+	Facts           DeviceFacts `json:"facts"`
+	InstallationKey string      `json:"installation_key"`
+
+	// Platform NPSExtension and IISModule run on windows only.
+	Platform AgentRegistrationPlatform `json:"platform"`
 }
 
 // AgentRegistrationAgentType defines model for AgentRegistration.AgentType.
 type AgentRegistrationAgentType string
 
-// AgentRegistrationPlatform defines model for AgentRegistration.Platform.
+// AgentRegistrationPlatform NPSExtension and IISModule run on windows only.
 type AgentRegistrationPlatform string
 
 // BulkDeleteResult defines model for BulkDeleteResult.

@@ -1,3 +1,5 @@
+DROP TABLE IF EXISTS agent_installations;
+--bun:split
 DROP INDEX IF EXISTS jobs_one_device_sync;
 --bun:split
 DROP INDEX IF EXISTS device_accounts_org_id;
