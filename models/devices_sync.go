@@ -390,7 +390,7 @@ func quoteLevel(l string) string {
 
 // SyncLinksSetBased makes, in one UPDATE statement, the links a sync of
 // set would make on the organization's accounts, without their commands,
-// history or results: the benchmark's yardstick (cmd/devicesyncbench). It
+// history or results: the benchmark's yardstick (cmd/syncbench). It
 // returns the number of accounts linked.
 func (s *DeviceStore) SyncLinksSetBased(ctx context.Context, orgID int64, set *AccountLinkingSettings) (int64, error) {
 	key, keyArgs, nonEmpty, err := userLinkKey(s.d, set)
