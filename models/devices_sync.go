@@ -209,31 +209,57 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 			return q.Join("JOIN devices AS d ON d.id = a.device_id").
 				Where("a.org_id = ? AND a.link_status = ? AND d.uninstall_requested_at IS NULL", orgID, LinkUnlinked)
 		}
-		if p.Processed == 0 && p.Total == 0 {
+		// The job's user keys: made by its first batch, emptied by its last.
+		var state []int64
+		if err := tx.NewSelect().Table("device_sync_keys").Column("users").
+			Where("job_id = ? AND link_key = ''", jobID).Scan(ctx, &state); err != nil {
+			return fmt.Errorf("read the sync's state: %w", err)
+		}
+		switch {
+		case len(state) == 0:
 			n, err := candidates(tx.NewSelect().TableExpr("device_accounts AS a")).Count(ctx)
 			if err != nil {
 				return fmt.Errorf("count accounts: %w", err)
 			}
 			p.Total = int64(n)
+			if err := s.materializeKeys(ctx, tx, orgID, jobID, key, keyArgs, nonEmpty); err != nil {
+				return err
+			}
+		case state[0] == 0: // the sync has ended: a batch retried after the last
+			out.Done, out.Progress = true, p
+			return nil
 		}
-		var ids []int64
-		if err := candidates(tx.NewSelect().TableExpr("device_accounts AS a").ColumnExpr("a.id")).
-			Where("a.id > ?", out.Last).OrderExpr("a.id").Limit(int64(size+1)).Scan(ctx, &ids); err != nil {
+		var next []struct {
+			ID       int64 `bun:"id"`
+			DeviceID int64 `bun:"device_id"`
+		}
+		if err := candidates(tx.NewSelect().TableExpr("device_accounts AS a").ColumnExpr("a.id, a.device_id")).
+			Where("a.id > ?", out.Last).OrderExpr("a.id").Limit(int64(size+1)).Scan(ctx, &next); err != nil {
 			return fmt.Errorf("select accounts: %w", err)
 		}
-		if len(ids) <= size {
+		if len(next) <= size {
 			out.Done = true
 		} else {
-			ids = ids[:size]
+			next = next[:size]
 		}
-		if len(ids) > 0 {
-			if err := s.syncAccounts(ctx, tx, &job, set, ids, key, keyArgs, nonEmpty, &p); err != nil {
+		if len(next) > 0 {
+			ids, devIDs := make([]int64, len(next)), make([]int64, len(next))
+			for i, n := range next {
+				ids[i], devIDs[i] = n.ID, n.DeviceID
+			}
+			if err := s.syncAccounts(ctx, tx, &job, set, ids, devIDs, &p); err != nil {
 				return err
 			}
 			out.Last = ids[len(ids)-1]
 		}
 		if out.Done {
 			p.Total = p.Processed
+			if _, err := tx.NewDelete().Table("device_sync_keys").Where("job_id = ? AND link_key <> ''", jobID).Exec(ctx); err != nil {
+				return fmt.Errorf("drop the sync's keys: %w", err)
+			}
+			if _, err := tx.NewUpdate().Table("device_sync_keys").Set("users = 0").Where("job_id = ? AND link_key = ''", jobID).Exec(ctx); err != nil {
+				return fmt.Errorf("end the sync: %w", err)
+			}
 		}
 		p.Total = max(p.Total, p.Processed)
 		out.Progress = p
@@ -253,20 +279,13 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 	return out, nil
 }
 
-// syncAccounts links or skips the accounts ids (ascending) for job and
-// writes their results after p.Processed, advancing p.
+// syncAccounts links or skips the accounts ids (ascending; on the devices
+// devIDs) for job and writes their results after p.Processed, advancing p.
 func (s *DeviceStore) syncAccounts(ctx context.Context, tx bun.Tx, job *Job, set *AccountLinkingSettings,
-	ids []int64, key string, keyArgs []any, nonEmpty string, p *JobProgress) error {
+	ids, devIDs []int64, p *JobProgress) error {
 	// Lock the accounts' devices (in id order, as every writer of several
-	// devices does), then read the accounts as they are now.
-	var accs []LocalAccount
-	if err := tx.NewSelect().Model(&accs).Where("id IN (?)", bun.In(ids)).OrderExpr("id").Scan(ctx); err != nil {
-		return fmt.Errorf("read accounts: %w", err)
-	}
-	devIDs := make([]int64, 0, len(accs))
-	for _, a := range accs {
-		devIDs = append(devIDs, a.DeviceID)
-	}
+	// devices does), then read the accounts as they are now: an account
+	// never moves to another device.
 	devIDs = slices.Compact(slices.Sorted(slices.Values(devIDs)))
 	var devs []Device
 	if err := s.d.lockRows(tx.NewSelect().Model(&devs).Column("id", "org_id", "name", "uninstall_requested_at").
@@ -277,6 +296,7 @@ func (s *DeviceStore) syncAccounts(ctx context.Context, tx bun.Tx, job *Job, set
 	for i := range devs {
 		byID[devs[i].ID] = &devs[i]
 	}
+	var accs []LocalAccount
 	if err := tx.NewSelect().Model(&accs).Where("id IN (?)", bun.In(ids)).OrderExpr("id").Scan(ctx); err != nil {
 		return fmt.Errorf("read accounts: %w", err)
 	}
@@ -291,13 +311,10 @@ func (s *DeviceStore) syncAccounts(ctx context.Context, tx bun.Tx, job *Job, set
 		taken[pair{l.DeviceID, l.IdpUserID}] = l.UserName
 	}
 	var matches []syncMatch
-	// key holds a placeholder for each of keyArgs, and nothing else of the
-	// caller's: literal text of a naming format is an argument.
-	joinArgs := append(append([]any{}, keyArgs...), job.OrgID)
 	if err := tx.NewSelect().TableExpr("device_accounts AS a").
-		ColumnExpr("a.id AS account_id, min(u.id) AS user_id, count(*) AS users").
-		Join("JOIN users AS u ON "+key+" = lower(a.user_name) AND "+nonEmpty+" AND u.org_id = ?", joinArgs...).
-		Where("a.id IN (?)", bun.In(ids)).GroupExpr("a.id").Scan(ctx, &matches); err != nil {
+		ColumnExpr("a.id AS account_id, k.user_id, k.users").
+		Join("JOIN device_sync_keys AS k ON k.job_id = ? AND k.link_key = lower(a.user_name)", job.ID).
+		Where("a.id IN (?)", bun.In(ids)).Scan(ctx, &matches); err != nil {
 		return fmt.Errorf("match users: %w", err)
 	}
 	match := make(map[int64]syncMatch, len(matches))
@@ -310,11 +327,22 @@ func (s *DeviceStore) syncAccounts(ctx context.Context, tx bun.Tx, job *Job, set
 	var cmds []Command
 	var events []LinkEvent
 	var links []string // VALUES rows (account, user, command)
-	results := make([]JobResult, 0, len(accs))
+	byAccount := make(map[int64]*LocalAccount, len(accs))
 	for i := range accs {
-		a := &accs[i]
+		byAccount[accs[i].ID] = &accs[i]
+	}
+	// One result per id, so that the last result is the batch's last id:
+	// the next batch's cursor.
+	results := make([]JobResult, 0, len(ids))
+	for _, id := range ids {
+		res := JobResult{JobID: jobID, Seq: p.Processed + int64(len(results)) + 1, EntityID: FormatID(id), Status: ResultSkipped}
+		a := byAccount[id]
+		if a == nil {
+			res.Message = "skipped: the account was removed from its device"
+			results = append(results, res)
+			continue
+		}
 		d := byID[a.DeviceID]
-		res := JobResult{JobID: jobID, Seq: p.Processed + int64(len(results)) + 1, EntityID: FormatID(a.ID), Status: ResultSkipped}
 		m := match[a.ID]
 		switch {
 		case d == nil || d.UninstallRequestedAt != nil:
@@ -376,6 +404,27 @@ func (s *DeviceStore) syncAccounts(ctx context.Context, tx bun.Tx, job *Job, set
 		return fmt.Errorf("record job results: %w", err)
 	}
 	p.Processed += int64(len(results))
+	return nil
+}
+
+// materializeKeys writes, once per sync job, the key of every user of the
+// organization that has one (userLinkKey) with the number of users sharing
+// it and the least of their ids, and the job's state row (link_key '',
+// users 1 while the sync runs, 0 once it ended): one pass over the users,
+// so that each batch matches its accounts through the keys' index.
+func (s *DeviceStore) materializeKeys(ctx context.Context, tx bun.Tx, orgID, jobID int64, key string, keyArgs []any, nonEmpty string) error {
+	// key holds a placeholder for each of keyArgs, and nothing else of the
+	// caller's: literal text of a naming format is an argument.
+	args := append([]any{jobID}, keyArgs...)
+	args = append(args, orgID)
+	if _, err := tx.ExecContext(ctx, "INSERT INTO device_sync_keys (job_id, link_key, user_id, users) "+
+		"SELECT ?, x.k, min(x.id), count(*) FROM (SELECT u.id, "+key+" AS k FROM users AS u WHERE u.org_id = ? AND "+nonEmpty+
+		") AS x WHERE x.k <> '' GROUP BY x.k", args...); err != nil {
+		return fmt.Errorf("write the sync's user keys: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO device_sync_keys (job_id, link_key, user_id, users) VALUES (?, '', 0, 1)", jobID); err != nil {
+		return fmt.Errorf("write the sync's state: %w", err)
+	}
 	return nil
 }
 

@@ -33,6 +33,9 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sort"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -63,6 +66,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	fs := flag.NewFlagSet("syncbench", flag.ContinueOnError)
 	devices := fs.Int("devices", 10_000, "devices per organization")
 	accounts := fs.Int("accounts", 5, "local accounts per device (at least 5)")
+	trace := fs.Bool("trace", false, "print the time (2) spent in each kind of statement")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -158,6 +162,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if _, err := store.Jobs.Start(ctx, orgs[1].ID, job2.ID); err != nil {
 		return err
 	}
+	hook := &statementTimes{by: map[string]time.Duration{}}
+	if *trace {
+		db.AddQueryHook(hook)
+	}
 	t0 = time.Now()
 	batches := 0
 	var res *models.SyncBatchResult
@@ -170,6 +178,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	asBatches := time.Since(t0)
 	fmt.Fprintf(out, "(2) the same %d batches of %d, store only: %s (%d linked)\n",
 		batches, workflows.SyncBatchSize, asBatches.Round(time.Millisecond), res.Progress.Success)
+	if *trace {
+		hook.print(out)
+	}
 
 	// (3) One statement.
 	t0 = time.Now()
@@ -267,4 +278,41 @@ func linkDigest(ctx context.Context, db *bun.DB, orgID int64) (string, error) {
 		ColumnExpr("md5(string_agg(d.name || '/' || a.user_name || '/' || u.email, ',' ORDER BY d.name, a.user_name))").
 		Where("a.org_id = ? AND a.link_type = ?", orgID, models.LinkAutomatic).Scan(ctx, &digest)
 	return digest, err
+}
+
+// statementTimes sums the time of the statements it sees by their first
+// words (-trace).
+type statementTimes struct {
+	mu  sync.Mutex
+	off bool
+	by  map[string]time.Duration
+}
+
+func (h *statementTimes) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+
+func (h *statementTimes) AfterQuery(_ context.Context, ev *bun.QueryEvent) {
+	q := strings.Join(strings.Fields(ev.Query), " ")
+	if i := strings.Index(q, " WHERE "); i > 0 {
+		q = q[:i]
+	}
+	q = q[:min(len(q), 90)]
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.off {
+		h.by[q] += time.Since(ev.StartTime)
+	}
+}
+
+func (h *statementTimes) print(out io.Writer) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.off = true
+	keys := make([]string, 0, len(h.by))
+	for k := range h.by {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return h.by[keys[i]] > h.by[keys[j]] })
+	for _, k := range keys[:min(len(keys), 12)] {
+		fmt.Fprintf(out, "    %8s  %s\n", h.by[k].Round(time.Millisecond), k)
+	}
 }

@@ -17,3 +17,11 @@ CREATE TABLE agent_installations (
 );
 --bun:split
 CREATE INDEX agent_installations_org_type ON agent_installations (org_id, agent_type);
+--bun:split
+CREATE TABLE device_sync_keys (
+	job_id BIGINT NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+	link_key TEXT NOT NULL,
+	user_id BIGINT NOT NULL,
+	users BIGINT NOT NULL,
+	PRIMARY KEY (job_id, link_key)
+);
