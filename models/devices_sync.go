@@ -409,7 +409,7 @@ func (s *DeviceStore) syncAccounts(ctx context.Context, tx bun.Tx, job *Job, set
 
 // materializeKeys writes, once per sync job, the key of every user of the
 // organization that has one (userLinkKey) with the number of users sharing
-// it and the least of their ids, and the job's state row (link_key '',
+// it and the least of their ids, and the job's state row (an empty link_key,
 // users 1 while the sync runs, 0 once it ended): one pass over the users,
 // so that each batch matches its accounts through the keys' index.
 func (s *DeviceStore) materializeKeys(ctx context.Context, tx bun.Tx, orgID, jobID int64, key string, keyArgs []any, nonEmpty string) error {

@@ -288,7 +288,9 @@ type statementTimes struct {
 	by  map[string]time.Duration
 }
 
-func (h *statementTimes) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+func (h *statementTimes) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	return ctx
+}
 
 func (h *statementTimes) AfterQuery(_ context.Context, ev *bun.QueryEvent) {
 	q := strings.Join(strings.Fields(ev.Query), " ")
