@@ -149,18 +149,6 @@ func restricted(set *AccountLinkingSettings, name string) bool {
 	return false
 }
 
-type syncMatch struct {
-	AccountID int64 `bun:"account_id"`
-	UserID    int64 `bun:"user_id"`
-	Users     int64 `bun:"users"`
-}
-
-type linkedPair struct {
-	DeviceID  int64  `bun:"device_id"`
-	IdpUserID int64  `bun:"idp_user_id"`
-	UserName  string `bun:"user_name"`
-}
-
 // SyncBatch applies set to the next size unlinked local accounts (in id
 // order) of the organization's devices that are not being uninstalled, in
 // one transaction with the job's per-account results and progress: an
@@ -229,11 +217,12 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 			out.Done, out.Progress = true, p
 			return nil
 		}
-		var next []struct {
-			ID       int64 `bun:"id"`
-			DeviceID int64 `bun:"device_id"`
-		}
-		if err := candidates(tx.NewSelect().TableExpr("device_accounts AS a").ColumnExpr("a.id, a.device_id")).
+		// The next accounts with the user their name matches (by the job's
+		// keys), in one read.
+		var next []syncCandidate
+		if err := candidates(tx.NewSelect().TableExpr("device_accounts AS a").
+			ColumnExpr("a.id, a.device_id, coalesce(k.user_id, 0) AS user_id, coalesce(k.users, 0) AS users").
+			Join("LEFT JOIN device_sync_keys AS k ON k.job_id = ? AND k.link_key = lower(a.user_name)", jobID)).
 			Where("a.id > ?", out.Last).OrderExpr("a.id").Limit(int64(size+1)).Scan(ctx, &next); err != nil {
 			return fmt.Errorf("select accounts: %w", err)
 		}
@@ -243,14 +232,10 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 			next = next[:size]
 		}
 		if len(next) > 0 {
-			ids, devIDs := make([]int64, len(next)), make([]int64, len(next))
-			for i, n := range next {
-				ids[i], devIDs[i] = n.ID, n.DeviceID
-			}
-			if err := s.syncAccounts(ctx, tx, &job, set, ids, devIDs, &p); err != nil {
+			if err := s.syncAccounts(ctx, tx, &job, set, next, &p); err != nil {
 				return err
 			}
-			out.Last = ids[len(ids)-1]
+			out.Last = next[len(next)-1].ID
 		}
 		if out.Done {
 			p.Total = p.Processed
@@ -279,13 +264,27 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 	return out, nil
 }
 
-// syncAccounts links or skips the accounts ids (ascending; on the devices
-// devIDs) for job and writes their results after p.Processed, advancing p.
+// syncCandidate is an account a batch takes, with the user its name
+// matched (UserID the least of Users users; 0 and 0 for none).
+type syncCandidate struct {
+	ID       int64 `bun:"id"`
+	DeviceID int64 `bun:"device_id"`
+	UserID   int64 `bun:"user_id"`
+	Users    int64 `bun:"users"`
+}
+
+// syncAccounts links or skips the accounts next (ascending ids) for job and
+// writes their results after p.Processed, advancing p.
 func (s *DeviceStore) syncAccounts(ctx context.Context, tx bun.Tx, job *Job, set *AccountLinkingSettings,
-	ids, devIDs []int64, p *JobProgress) error {
+	next []syncCandidate, p *JobProgress) error {
 	// Lock the accounts' devices (in id order, as every writer of several
-	// devices does), then read the accounts as they are now: an account
-	// never moves to another device.
+	// devices does), then read their accounts as they are now (an account
+	// never moves to another device): the batch's, and the links the
+	// devices have.
+	devIDs := make([]int64, len(next))
+	for i, c := range next {
+		devIDs[i] = c.DeviceID
+	}
 	devIDs = slices.Compact(slices.Sorted(slices.Values(devIDs)))
 	var devs []Device
 	if err := s.d.lockRows(tx.NewSelect().Model(&devs).Column("id", "org_id", "name", "uninstall_requested_at").
@@ -297,53 +296,36 @@ func (s *DeviceStore) syncAccounts(ctx context.Context, tx bun.Tx, job *Job, set
 		byID[devs[i].ID] = &devs[i]
 	}
 	var accs []LocalAccount
-	if err := tx.NewSelect().Model(&accs).Where("id IN (?)", bun.In(ids)).OrderExpr("id").Scan(ctx); err != nil {
+	if err := tx.NewSelect().Model(&accs).Where("device_id IN (?)", bun.In(devIDs)).Scan(ctx); err != nil {
 		return fmt.Errorf("read accounts: %w", err)
 	}
-	var pairs []linkedPair
-	if err := tx.NewSelect().Table("device_accounts").Column("device_id", "idp_user_id", "user_name").
-		Where("device_id IN (?) AND idp_user_id IS NOT NULL", bun.In(devIDs)).Scan(ctx, &pairs); err != nil {
-		return fmt.Errorf("read links: %w", err)
-	}
 	type pair struct{ dev, user int64 }
-	taken := make(map[pair]string, len(pairs))
-	for _, l := range pairs {
-		taken[pair{l.DeviceID, l.IdpUserID}] = l.UserName
+	taken := make(map[pair]string)
+	byAccount := make(map[int64]*LocalAccount, len(accs))
+	for i := range accs {
+		a := &accs[i]
+		byAccount[a.ID] = a
+		if a.IdpUserID != nil {
+			taken[pair{a.DeviceID, *a.IdpUserID}] = a.UserName
+		}
 	}
-	var matches []syncMatch
-	if err := tx.NewSelect().TableExpr("device_accounts AS a").
-		ColumnExpr("a.id AS account_id, k.user_id, k.users").
-		Join("JOIN device_sync_keys AS k ON k.job_id = ? AND k.link_key = lower(a.user_name)", job.ID).
-		Where("a.id IN (?)", bun.In(ids)).Scan(ctx, &matches); err != nil {
-		return fmt.Errorf("match users: %w", err)
-	}
-	match := make(map[int64]syncMatch, len(matches))
-	for _, m := range matches {
-		match[m.AccountID] = m
-	}
-
 	now := time.Now().UTC()
 	jobID := job.ID
 	var cmds []Command
 	var events []LinkEvent
 	var links []string // VALUES rows (account, user, command)
-	byAccount := make(map[int64]*LocalAccount, len(accs))
-	for i := range accs {
-		byAccount[accs[i].ID] = &accs[i]
-	}
 	// One result per id, so that the last result is the batch's last id:
 	// the next batch's cursor.
-	results := make([]JobResult, 0, len(ids))
-	for _, id := range ids {
-		res := JobResult{JobID: jobID, Seq: p.Processed + int64(len(results)) + 1, EntityID: FormatID(id), Status: ResultSkipped}
-		a := byAccount[id]
+	results := make([]JobResult, 0, len(next))
+	for _, m := range next {
+		res := JobResult{JobID: jobID, Seq: p.Processed + int64(len(results)) + 1, EntityID: FormatID(m.ID), Status: ResultSkipped}
+		a := byAccount[m.ID]
 		if a == nil {
 			res.Message = "skipped: the account was removed from its device"
 			results = append(results, res)
 			continue
 		}
 		d := byID[a.DeviceID]
-		m := match[a.ID]
 		switch {
 		case d == nil || d.UninstallRequestedAt != nil:
 			res.Message = "skipped: the device's agent is being uninstalled"
