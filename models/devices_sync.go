@@ -376,9 +376,9 @@ func (s *DeviceStore) syncAccounts(ctx context.Context, tx bun.Tx, job *Job, set
 			"UPDATE device_accounts SET link_status = ?, link_type = ?, idp_user_id = v.uid, link_permission_level = v.lvl, "+
 			"link_command_id = v.cmd, linked_at = NULL, updated_at = ? FROM v WHERE device_accounts.id = v.id AND device_accounts.link_status = ?",
 			LinkPending, LinkAutomatic, now, LinkUnlinked); err != nil {
-			if isUniqueViolation(err) {
-				return Errorf(ECONFLICT, "a user was linked to another account of a device meanwhile")
-			}
+			// A unique violation (a user linked meanwhile on one of the
+			// devices, which the devices' locks should rule out) is no
+			// domain error: the batch is retried and sees the link.
 			return fmt.Errorf("link accounts: %w", err)
 		}
 	}
