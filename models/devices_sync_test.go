@@ -278,3 +278,81 @@ func TestDeviceStore_SyncNamingFormat(t *testing.T) {
 		}
 	})
 }
+
+// Accounts of a device being uninstalled are no candidates of a sync.
+func TestDeviceStore_SyncSkipsUninstalledDevices(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newDeviceFixture(t, db, 0)
+		u := &models.User{OrgID: f.org.ID, Email: "alice@example.com", Status: models.UserActive}
+		if err := f.store.Users.Create(ctx, u, ""); err != nil {
+			t.Fatal(err)
+		}
+		devs, err := f.dev.SeedDevices(ctx, f.org.ID, []models.SeedDevice{{Name: "gone", Accounts: []string{"alice"}}, {Name: "kept", Accounts: []string{"alice"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.dev.Delete(ctx, f.org.ID, devs[0]); err != nil {
+			t.Fatal(err)
+		}
+		set := models.DefaultAccountLinkingSettings()
+		set.IsEnabled = true
+		if err := f.dev.PutLinkingSettings(ctx, f.org.ID, &set); err != nil {
+			t.Fatal(err)
+		}
+		job, _, err := f.dev.StartSync(ctx, f.org.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.store.Jobs.Start(ctx, f.org.ID, job.ID); err != nil {
+			t.Fatal(err)
+		}
+		res, err := f.dev.SyncBatch(ctx, f.org.ID, job.ID, &set, 10)
+		if err != nil || !res.Done || res.Progress != (models.JobProgress{Processed: 1, Total: 1, Success: 1}) {
+			t.Fatalf("%+v %v", res, err)
+		}
+		if links := syncLinks(t, db, f.org.ID); len(links) != 1 || links[0].Device != "kept" {
+			t.Fatalf("links %+v", links)
+		}
+	})
+}
+
+// An NPS extension or IIS module registers with its own type's key as an
+// installation, not a device; the same server again takes over its row.
+func TestDeviceStore_RegisterInstallation(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newDeviceFixture(t, db, 0)
+		nps, err := f.dev.InstallKey(ctx, f.org.ID, models.AgentNPS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fa := facts("NPS1", "")
+		reg := models.Registration{InstallationKey: nps, AgentType: models.AgentNPS, Platform: "windows", Facts: fa}
+		_, _, err = f.dev.RegisterInstallation(ctx, models.Registration{InstallationKey: f.key, AgentType: models.AgentNPS, Platform: "windows", Facts: fa})
+		wantCode(t, err, models.EUNAUTHORIZED)
+		_, _, err = f.dev.RegisterInstallation(ctx, models.Registration{InstallationKey: nps, AgentType: models.AgentDevice, Platform: "windows", Facts: fa})
+		wantCode(t, err, models.EINVALID)
+		first, sec1, err := f.dev.RegisterInstallation(ctx, reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// No serial number: the DNS host name, without regard to case, names the server.
+		reg.Facts.DNSHostname = "NPS1.CORP"
+		again, sec2, err := f.dev.RegisterInstallation(ctx, reg)
+		if err != nil || again.ID != first.ID || sec1 == sec2 {
+			t.Fatalf("again: %+v %v (first %d)", again, err, first.ID)
+		}
+		reg.Facts = facts("NPS2", "")
+		if other, _, err := f.dev.RegisterInstallation(ctx, reg); err != nil || other.ID == first.ID {
+			t.Fatalf("another server: %+v %v", other, err)
+		}
+		counts, err := f.dev.InstallationCounts(ctx, f.org.ID)
+		if err != nil || counts[models.AgentNPS] != 2 || counts[models.AgentIIS] != 0 {
+			t.Fatalf("counts %v %v", counts, err)
+		}
+		if n, err := db.NewSelect().Table("devices").Where("org_id = ?", f.org.ID).Count(ctx); err != nil || n != 0 {
+			t.Fatalf("%d devices (%v), want none", n, err)
+		}
+	})
+}
