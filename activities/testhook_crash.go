@@ -15,7 +15,7 @@ import (
 // hit on purpose.
 //
 // IAM_TEST_CRASH_AFTER_CHUNK_COMMIT=<n> makes the process SIGKILL itself
-// right after the n-th enrollment chunk or management batch it commits
+// right after the n-th enrollment chunk, management batch or sync batch it commits
 // (ApplyChunk returned) and before the activity completes: Temporal then
 // retries a chunk whose rows, results and progress are already written.
 const testCrashAfterChunkCommitEnv = "IAM_TEST_CRASH_AFTER_CHUNK_COMMIT"
@@ -27,7 +27,7 @@ var testCrash struct {
 }
 
 // testHookChunkCommitted is called after each committed enrollment chunk
-// and management batch.
+// management batch and account-linking sync batch.
 // Unless the test-only variable above is set, it does nothing.
 func testHookChunkCommitted() {
 	testCrash.once.Do(func() {

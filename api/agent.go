@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -106,10 +107,21 @@ func (s *Server) agentRegister(c *gin.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	dev, sec, err := s.store.Devices.Register(c.Request.Context(), models.Registration{
+	reg := models.Registration{
 		InstallationKey: req.InstallationKey, AgentType: req.AgentType, Platform: req.Platform,
 		Facts: req.Facts, Interval: s.cfg.AgentCheckinInterval,
-	})
+	}
+	if models.ServerAgent(req.AgentType) {
+		// An NPS extension or IIS module: an installation, not a device.
+		in, sec, err := s.store.Devices.RegisterInstallation(c.Request.Context(), reg)
+		if err != nil {
+			return agentError(err)
+		}
+		c.JSON(http.StatusCreated, agentRegisterResponse{DeviceID: models.FormatID(in.ID), DeviceSecret: sec,
+			CheckinIntervalSeconds: int64(cmp.Or(s.cfg.AgentCheckinInterval, models.DefaultCheckinInterval) / time.Second)})
+		return nil
+	}
+	dev, sec, err := s.store.Devices.Register(c.Request.Context(), reg)
 	if err != nil {
 		return agentError(err)
 	}

@@ -145,6 +145,10 @@ func (s *Server) agentsInfo(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	installs, err := s.store.Devices.InstallationCounts(ctx, org)
+	if err != nil {
+		return err
+	}
 	pkgs := s.packages.current()
 	out := make([]agentView, 0, len(models.AgentTypes))
 	for _, typ := range models.AgentTypes {
@@ -154,7 +158,7 @@ func (s *Server) agentsInfo(c *gin.Context) error {
 		}
 		v := agentView{Type: typ, DisplayName: agentNames[typ][0], EndpointName: agentNames[typ][1],
 			DownloadURL: downloadURL(typ, ""), Version: pkgs[typ].version, InstallationKey: key,
-			InstallationDetails: installDetails{Status: status(false)}}
+			InstallationDetails: installDetails{Status: status(installs[typ] > 0)}}
 		if typ == models.AgentDevice {
 			var any bool
 			for _, plat := range models.DevicePlatforms {

@@ -7,11 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/client"
-
-	"iam/api/apitest"
 	"iam/models"
-	"iam/models/dbtest"
 )
 
 // A 100,000-user delete whose worker is SIGKILLed three times still
@@ -26,22 +22,9 @@ func TestManagement_WorkerKilledThreeTimes(t *testing.T) {
 		t.Skip("long fault test")
 	}
 	const users = 100_000
-	dsn := dbtest.PostgresURL(t)
 	ctx := context.Background()
-	db, err := models.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	env := apitest.New(t, db, apitest.Options{})
-	hostPort, ns := apitest.TemporalAddress(t)
-	tc, err := client.Dial(client.Options{HostPort: hostPort, Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tc.Close)
-	env.Jobs.Client = tc
-	env.Jobs.TaskQueue = fmt.Sprintf("mgmt-fault-%d", models.NewID())
+	f := newFaultEnv(t, "mgmt-fault")
+	env, db, tc := f.Env, f.DB, f.Temporal
 
 	disturbed, undisturbed := env.Org, env.NewOrg("Reference")
 	seedUsers(t, db, disturbed, users)
@@ -54,24 +37,18 @@ func TestManagement_WorkerKilledThreeTimes(t *testing.T) {
 
 	began := time.Now()
 	pathA, jobA := run(disturbed)
-	for range 2 {
-		w := startWorkerProcess(t, dsn, hostPort, ns, env.Jobs.TaskQueue, envCrashAfterChunkCommit+"=7")
-		_ = w.Wait()
-		ws, ok := w.ProcessState.Sys().(syscall.WaitStatus)
-		if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-			t.Fatalf("the worker with %s=7 ended %s, want killed by SIGKILL", envCrashAfterChunkCommit, w.ProcessState)
-		}
+	f.killSelfAfterCommits(t, 2, 7, began, func() string {
 		j, _ := env.Store.Jobs.Get(ctx, disturbed.ID, jobA)
-		t.Logf("the worker killed itself after a batch's commit at %d users processed (%s)", j.Processed, time.Since(began).Round(time.Millisecond))
-	}
-	w := startWorkerProcess(t, dsn, hostPort, ns, env.Jobs.TaskQueue)
+		return fmt.Sprintf("%d users processed", j.Processed)
+	})
+	w := f.startWorker(t)
 	env.WaitJob(disturbed, jobA, 3*time.Minute, func(j *models.Job) bool { return j.Processed >= 40_000 })
 	if err := w.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = w.Wait()
 	t.Logf("killed the worker from outside (%s)", time.Since(began).Round(time.Millisecond))
-	w = startWorkerProcess(t, dsn, hostPort, ns, env.Jobs.TaskQueue)
+	w = f.startWorker(t)
 	a := env.WaitJob(disturbed, jobA, 5*time.Minute, finished)
 	t.Logf("disturbed delete ended %s in %s", a.Status, time.Since(began).Round(time.Millisecond))
 

@@ -65,6 +65,7 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Path: "/device-account-linking", Scopes: Scopes("device", "READ", "ALL"), Handler: handle(s.getLinkingSettings)},
 		{Method: "PATCH", Path: "/device-account-linking", Scopes: Scopes("device", "WRITE", "ALL"), Handler: handle(s.patchLinkingSettings)},
 		{Method: "GET", Path: "/device-account-linking/history", Scopes: Scopes("device", "READ", "ALL"), Handler: handle(s.linkHistory)},
+		{Method: "POST", Path: "/device-account-linking/sync-now", Scopes: Scopes("device", "WRITE", "ALL"), Handler: handle(s.syncNow)},
 		{Method: "GET", Path: "/devices/:device_id/offline-enrolled-users", Scopes: Scopes("device", "READ", "ALL"), Handler: handle(s.listOfflineUsers)},
 		{Method: "DELETE", Path: "/devices/:device_id/offline-enrolled-users", Scopes: Scopes("device", "WRITE", "DELETE", "ALL"), Handler: handle(s.deleteOfflineUsers)},
 		{Method: "DELETE", Path: "/devices/:device_id/offline-enrolled-users/:user_id", Scopes: Scopes("device", "WRITE", "DELETE", "ALL"), Handler: handle(s.deleteOfflineUser)},

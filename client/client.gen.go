@@ -90,7 +90,9 @@ const (
 
 // Defines values for AgentRegistrationAgentType.
 const (
-	AgentRegistrationAgentTypeDeviceAgent AgentRegistrationAgentType = "DeviceAgent"
+	AgentRegistrationAgentTypeDeviceAgent  AgentRegistrationAgentType = "DeviceAgent"
+	AgentRegistrationAgentTypeIISModule    AgentRegistrationAgentType = "IISModule"
+	AgentRegistrationAgentTypeNPSExtension AgentRegistrationAgentType = "NPSExtension"
 )
 
 // Defines values for AgentRegistrationPlatform.
@@ -251,6 +253,7 @@ const (
 // Defines values for JobResultStatus.
 const (
 	JobResultStatusERROR   JobResultStatus = "ERROR"
+	JobResultStatusSKIPPED JobResultStatus = "SKIPPED"
 	JobResultStatusSUCCESS JobResultStatus = "SUCCESS"
 )
 
@@ -785,15 +788,17 @@ type AgentRegistration struct {
 	AgentType AgentRegistrationAgentType `json:"agent_type"`
 
 	// Facts The device fields an agent reports (spec 2.3); each string at most 255 bytes.
-	Facts           DeviceFacts               `json:"facts"`
-	InstallationKey string                    `json:"installation_key"`
-	Platform        AgentRegistrationPlatform `json:"platform"`
+	Facts           DeviceFacts `json:"facts"`
+	InstallationKey string      `json:"installation_key"`
+
+	// Platform NPSExtension and IISModule run on windows only.
+	Platform AgentRegistrationPlatform `json:"platform"`
 }
 
 // AgentRegistrationAgentType defines model for AgentRegistration.AgentType.
 type AgentRegistrationAgentType string
 
-// AgentRegistrationPlatform defines model for AgentRegistration.Platform.
+// AgentRegistrationPlatform NPSExtension and IISModule run on windows only.
 type AgentRegistrationPlatform string
 
 // BulkDeleteResult defines model for BulkDeleteResult.
@@ -1348,11 +1353,13 @@ type JobResult struct {
 	Message *string `json:"message,omitempty"`
 
 	// Row The entity's position (the row number for files).
-	Row    *int             `json:"row,omitempty"`
+	Row *int `json:"row,omitempty"`
+
+	// Status SKIPPED is an entity a job left as it was on purpose (an account a sync did not link); the message says why.
 	Status *JobResultStatus `json:"status,omitempty"`
 }
 
-// JobResultStatus defines model for JobResult.Status.
+// JobResultStatus SKIPPED is an entity a job left as it was on purpose (an account a sync did not link); the message says why.
 type JobResultStatus string
 
 // JobStatus defines model for JobStatus.
@@ -3554,6 +3561,9 @@ type ClientInterface interface {
 	// ListAccountLinkingHistory request
 	ListAccountLinkingHistory(ctx context.Context, params *ListAccountLinkingHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// SyncAccountLinks request
+	SyncAccountLinks(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListDevices request
 	ListDevices(ctx context.Context, params *ListDevicesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -4012,6 +4022,18 @@ func (c *Client) UpdateAccountLinkingSettings(ctx context.Context, body UpdateAc
 
 func (c *Client) ListAccountLinkingHistory(ctx context.Context, params *ListAccountLinkingHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListAccountLinkingHistoryRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) SyncAccountLinks(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSyncAccountLinksRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -5850,6 +5872,33 @@ func NewListAccountLinkingHistoryRequest(server string, params *ListAccountLinki
 	}
 
 	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSyncAccountLinksRequest generates requests for SyncAccountLinks
+func NewSyncAccountLinksRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/device-account-linking/sync-now")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -11888,6 +11937,9 @@ type ClientWithResponsesInterface interface {
 	// ListAccountLinkingHistoryWithResponse request
 	ListAccountLinkingHistoryWithResponse(ctx context.Context, params *ListAccountLinkingHistoryParams, reqEditors ...RequestEditorFn) (*ListAccountLinkingHistoryResponse, error)
 
+	// SyncAccountLinksWithResponse request
+	SyncAccountLinksWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*SyncAccountLinksResponse, error)
+
 	// ListDevicesWithResponse request
 	ListDevicesWithResponse(ctx context.Context, params *ListDevicesParams, reqEditors ...RequestEditorFn) (*ListDevicesResponse, error)
 
@@ -12421,6 +12473,32 @@ func (r ListAccountLinkingHistoryResponse) Status() string {
 
 // StatusCode returns HTTPResponse.StatusCode
 func (r ListAccountLinkingHistoryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type SyncAccountLinksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON202      *JobAccepted
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON409      *Conflict
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r SyncAccountLinksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SyncAccountLinksResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -15363,6 +15441,15 @@ func (c *ClientWithResponses) ListAccountLinkingHistoryWithResponse(ctx context.
 	return ParseListAccountLinkingHistoryResponse(rsp)
 }
 
+// SyncAccountLinksWithResponse request returning *SyncAccountLinksResponse
+func (c *ClientWithResponses) SyncAccountLinksWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*SyncAccountLinksResponse, error) {
+	rsp, err := c.SyncAccountLinks(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSyncAccountLinksResponse(rsp)
+}
+
 // ListDevicesWithResponse request returning *ListDevicesResponse
 func (c *ClientWithResponses) ListDevicesWithResponse(ctx context.Context, params *ListDevicesParams, reqEditors ...RequestEditorFn) (*ListDevicesResponse, error) {
 	rsp, err := c.ListDevices(ctx, params, reqEditors...)
@@ -16824,6 +16911,60 @@ func ParseListAccountLinkingHistoryResponse(rsp *http.Response) (*ListAccountLin
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSyncAccountLinksResponse parses an HTTP response from a SyncAccountLinksWithResponse call
+func ParseSyncAccountLinksResponse(rsp *http.Response) (*SyncAccountLinksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SyncAccountLinksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest JobAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable

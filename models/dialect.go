@@ -53,6 +53,10 @@ type sqlDialect interface {
 	// applyEnrollChunk is EnrollmentStore.ApplyChunk, in a transaction of
 	// its own.
 	applyEnrollChunk(ctx context.Context, db *bun.DB, c *EnrollChunk) (JobProgress, error)
+
+	// emailLocalPart is the SQL of the part of the email column col before
+	// its '@' (the whole value when it has none).
+	emailLocalPart(col string) string
 }
 
 // dialectOf returns the statements for db's database.

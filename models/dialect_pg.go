@@ -271,3 +271,7 @@ func (pgDialect) matchUsers(ctx context.Context, db *bun.DB, orgID int64, key Us
 	return matchedUsers(db.DB.QueryContext(ctx, `SELECT v.k, u.id FROM unnest($2::text[]) AS v(k)
 		CROSS JOIN LATERAL (SELECT id FROM users WHERE org_id = $1 AND `+probe+` OFFSET 0) AS u`, orgID, values))
 }
+
+func (pgDialect) emailLocalPart(col string) string {
+	return "split_part(" + col + ", '@', 1)"
+}

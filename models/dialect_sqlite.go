@@ -194,3 +194,7 @@ func upsertEnrollmentsSQLite(ctx context.Context, tx bun.Tx, overwrite bool, wri
 	}
 	return nil
 }
+
+func (sqliteDialect) emailLocalPart(col string) string {
+	return "CASE WHEN instr(" + col + ", '@') > 0 THEN substr(" + col + ", 1, instr(" + col + ", '@') - 1) ELSE " + col + " END"
+}

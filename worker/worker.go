@@ -62,6 +62,7 @@ func RegisterWorkflows(r sdkworker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.EnrollSmartCards, workflow.RegisterOptions{Name: workflows.EnrollSmartCardsWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.NotificationRun, workflow.RegisterOptions{Name: workflows.NotifyWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.ManagementExecution, workflow.RegisterOptions{Name: workflows.ManagementWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.DeviceAccountSync, workflow.RegisterOptions{Name: workflows.DeviceSyncWorkflowName})
 }
 
 // RegisterActivities adds every activity to r.
@@ -70,6 +71,7 @@ func RegisterActivities(r sdkworker.ActivityRegistry, deps Deps) {
 	r.RegisterActivity(&activities.Diagnostics{Store: deps.Store})
 	r.RegisterActivity(&activities.Groups{Store: deps.Store})
 	r.RegisterActivity(&activities.Management{Store: deps.Store, Timeout: deps.MgmtExecutionTimeout})
+	r.RegisterActivity(&activities.Devices{Store: deps.Store})
 	r.RegisterActivity(&activities.Enrollment{Store: deps.Store, Secrets: deps.Secrets})
 	// Prepare and finish of notification runs; their send step runs on the
 	// notify worker (NewNotify).

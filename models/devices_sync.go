@@ -1,0 +1,500 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Account-linking sync jobs (POST /device-account-linking/sync-now): the
+// organization's settings applied to every unlinked local account of every
+// device, in batches, by a job of module Devices.
+const (
+	// DeviceSyncJobKind is the workflow type of sync jobs; a partial unique
+	// index lets an organization have one QUEUED or RUNNING at a time.
+	DeviceSyncJobKind = "DeviceAccountSync"
+	DevicesModule     = "Devices"
+	DeviceSyncAction  = "Sync account links"
+	// ResultSkipped is the per-account result of an account a sync left
+	// unlinked; its message says why.
+	ResultSkipped = "SKIPPED"
+	// SyncActor is the actor the link history names for a sync's links.
+	SyncActor = "sync"
+)
+
+// ErrLinkingDisabled answers a sync asked while account linking is off.
+var ErrLinkingDisabled = &Error{Code: ECONFLICT, Title: "Account Linking Disabled",
+	Detail: "account linking is off (is_enabled false): enable it before a sync"}
+
+// StartSync writes a QUEUED sync job of the organization with its current
+// account-linking settings as input, or returns the sync already queued or
+// running (created false). Two concurrent calls make one job: the second
+// insert meets the partial unique index and reads the first's job.
+// ECONFLICT (ErrLinkingDisabled) when linking is off.
+func (s *DeviceStore) StartSync(ctx context.Context, orgID, createdBy int64) (job *Job, created bool, err error) {
+	set, err := linkingSettings(ctx, s.db, orgID)
+	if err != nil {
+		return nil, false, err
+	}
+	if !set.IsEnabled {
+		return nil, false, ErrLinkingDisabled
+	}
+	input, err := json.Marshal(set)
+	if err != nil {
+		return nil, false, err
+	}
+	for range 5 {
+		if running, err := s.RunningSync(ctx, orgID); err != nil || running != nil {
+			return running, false, err
+		}
+		job = &Job{OrgID: orgID, Kind: DeviceSyncJobKind, Module: DevicesModule, ActionName: DeviceSyncAction,
+			Entity: "local_account", Input: input, CreatedBy: createdBy}
+		err := insertJob(ctx, s.db, job)
+		if err == nil {
+			return job, true, nil
+		}
+		if !isUniqueViolation(err) {
+			return nil, false, unavailable(err)
+		}
+		// Another request made the job meanwhile: read it (or, should it
+		// have ended already, try again).
+	}
+	return nil, false, Errorf(ECONFLICT, "a sync job is being started; try again")
+}
+
+// RunningSync returns the organization's QUEUED or RUNNING sync job, nil
+// when there is none.
+func (s *DeviceStore) RunningSync(ctx context.Context, orgID int64) (*Job, error) {
+	var jobs []Job
+	if err := s.db.NewSelect().Model(&jobs).
+		Where("org_id = ? AND kind = ? AND status IN (?)", orgID, DeviceSyncJobKind, bun.In([]JobStatus{JobQueued, JobRunning})).
+		Limit(1).Scan(ctx); err != nil {
+		return nil, unavailable(fmt.Errorf("read sync jobs: %w", err))
+	}
+	if len(jobs) == 0 {
+		return nil, nil
+	}
+	return &jobs[0], nil
+}
+
+// SyncBatchResult is where a sync batch left the job.
+type SyncBatchResult struct {
+	Last     int64       // the last account covered (0: none yet)
+	Done     bool        // no unlinked account is left after Last
+	Progress JobProgress // the job's absolute progress
+}
+
+// userLinkKey is the SQL expression (over users aliased u) whose value the
+// lower-cased local account name must equal for set, its arguments, and the
+// condition that the attributes it reads are not empty.
+func userLinkKey(d sqlDialect, set *AccountLinkingSettings) (expr string, args []any, nonEmpty string, err error) {
+	cols := map[string]string{
+		"email": "u.email", "employeeID": "u.employee_id", "displayName": "u.display_name",
+		"firstName": "u.first_name", "lastName": "u.last_name", "mobileNumber": "u.mobile_number",
+		"%first_name%": "u.first_name", "%last_name%": "u.last_name", "%display_name%": "u.display_name",
+		"%email%": "u.email", "%employee_id%": "u.employee_id",
+	}
+	local := d.emailLocalPart("u.email")
+	cols["email_local_part"], cols["%email_local_part%"] = local, local
+	var used []string
+	switch set.AttributeType {
+	case "attribute":
+		c, ok := cols[set.AttributeValue]
+		if !ok {
+			return "", nil, "", Invalid("attribute_value", "unknown attribute %q", set.AttributeValue)
+		}
+		expr, used = "lower("+c+")", []string{c}
+	case "naming_format":
+		var parts []string
+		pat, prev := set.AttributeValue, 0
+		for _, loc := range macroRe.FindAllStringIndex(pat, -1) {
+			if loc[0] > prev {
+				parts, args = append(parts, "?"), append(args, strings.ToLower(pat[prev:loc[0]]))
+			}
+			c, ok := cols[pat[loc[0]:loc[1]]]
+			if !ok {
+				return "", nil, "", Invalid("attribute_value", "unknown macro %s", pat[loc[0]:loc[1]])
+			}
+			parts, used = append(parts, c), append(used, c)
+			prev = loc[1]
+		}
+		if prev < len(pat) {
+			parts, args = append(parts, "?"), append(args, strings.ToLower(pat[prev:]))
+		}
+		if len(used) == 0 {
+			return "", nil, "", Invalid("attribute_value", "a naming format uses at least one macro")
+		}
+		expr = "lower(" + strings.Join(parts, " || ") + ")"
+	default:
+		return "", nil, "", Invalid("attribute_type", "must be attribute or naming_format")
+	}
+	conds := make([]string, 0, len(used))
+	for _, c := range slices.Compact(slices.Sorted(slices.Values(used))) {
+		conds = append(conds, c+" <> ''")
+	}
+	return expr, args, strings.Join(conds, " AND "), nil
+}
+
+func restricted(set *AccountLinkingSettings, name string) bool {
+	for _, n := range set.LinkRestrictedLocalAccounts {
+		if strings.EqualFold(n, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// SyncBatch applies set to the next size unlinked local accounts (in id
+// order) of the organization's devices that are not being uninstalled, in
+// one transaction with the job's per-account results and progress: an
+// account whose name matches exactly one user (without regard to case; see
+// userLinkKey) gets an Automatic link (pending_link, a link command, a
+// history entry) unless that user is linked or pending to another account
+// of the device; every other account is SKIPPED with the reason.
+//
+// The job row is the cursor: it is locked first, and the batch starts after
+// the account of its last result, so a batch retried after its commit (a
+// worker killed before its activity completed) finds its work done and goes
+// on with the next accounts; no account is linked twice. On the first batch
+// the job's total is the count of unlinked accounts. ENOTFOUND when the job
+// was deleted; ECONFLICT when it is not RUNNING.
+func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *AccountLinkingSettings, size int) (*SyncBatchResult, error) {
+	key, keyArgs, nonEmpty, err := userLinkKey(s.d, set)
+	if err != nil {
+		return nil, err
+	}
+	size = min(max(size, 1), 5000)
+	out := &SyncBatchResult{}
+	err = inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		*out = SyncBatchResult{}
+		var job Job
+		if err := s.d.lockRows(tx.NewSelect().Model(&job).Where("org_id = ? AND id = ?", orgID, jobID), "UPDATE").Scan(ctx); err != nil {
+			if isNoRows(err) {
+				return ErrJobNotFound
+			}
+			return fmt.Errorf("read job: %w", err)
+		}
+		if job.Status != JobRunning {
+			return Errorf(ECONFLICT, "the job is %s, not RUNNING", job.Status)
+		}
+		p := job.Progress()
+		if p.Processed > 0 {
+			var last string
+			if err := tx.NewSelect().Table("job_results").Column("entity_id").
+				Where("job_id = ? AND seq = ?", jobID, p.Processed).Scan(ctx, &last); err != nil {
+				return fmt.Errorf("read the job's last result: %w", err)
+			}
+			if out.Last, err = ParseID("entity_id", last); err != nil {
+				return err
+			}
+		}
+		candidates := func(q *bun.SelectQuery) *bun.SelectQuery {
+			return q.Join("JOIN devices AS d ON d.id = a.device_id").
+				Where("a.org_id = ? AND a.link_status = ? AND d.uninstall_requested_at IS NULL", orgID, LinkUnlinked)
+		}
+		// The job's user keys: made by its first batch, emptied by its last.
+		var state []int64
+		if err := tx.NewSelect().Table("device_sync_keys").Column("users").
+			Where("job_id = ? AND link_key = ''", jobID).Scan(ctx, &state); err != nil {
+			return fmt.Errorf("read the sync's state: %w", err)
+		}
+		switch {
+		case len(state) == 0:
+			n, err := candidates(tx.NewSelect().TableExpr("device_accounts AS a")).Count(ctx)
+			if err != nil {
+				return fmt.Errorf("count accounts: %w", err)
+			}
+			p.Total = int64(n)
+			if err := s.materializeKeys(ctx, tx, orgID, jobID, key, keyArgs, nonEmpty); err != nil {
+				return err
+			}
+		case state[0] == 0: // the sync has ended: a batch retried after the last
+			out.Done, out.Progress = true, p
+			return nil
+		}
+		// The next accounts with the user their name matches (by the job's
+		// keys), in one read.
+		var next []syncCandidate
+		if err := candidates(tx.NewSelect().TableExpr("device_accounts AS a").
+			ColumnExpr("a.id, a.device_id, coalesce(k.user_id, 0) AS user_id, coalesce(k.users, 0) AS users").
+			Join("LEFT JOIN device_sync_keys AS k ON k.job_id = ? AND k.link_key = lower(a.user_name)", jobID)).
+			Where("a.id > ?", out.Last).OrderExpr("a.id").Limit(int64(size+1)).Scan(ctx, &next); err != nil {
+			return fmt.Errorf("select accounts: %w", err)
+		}
+		if len(next) <= size {
+			out.Done = true
+		} else {
+			next = next[:size]
+		}
+		if len(next) > 0 {
+			if err := s.syncAccounts(ctx, tx, &job, set, next, &p); err != nil {
+				return err
+			}
+			out.Last = next[len(next)-1].ID
+		}
+		if out.Done {
+			p.Total = p.Processed
+			if _, err := tx.NewDelete().Table("device_sync_keys").Where("job_id = ? AND link_key <> ''", jobID).Exec(ctx); err != nil {
+				return fmt.Errorf("drop the sync's keys: %w", err)
+			}
+			if _, err := tx.NewUpdate().Table("device_sync_keys").Set("users = 0").Where("job_id = ? AND link_key = ''", jobID).Exec(ctx); err != nil {
+				return fmt.Errorf("end the sync: %w", err)
+			}
+		}
+		p.Total = max(p.Total, p.Processed)
+		out.Progress = p
+		_, err := tx.NewUpdate().Model((*Job)(nil)).
+			Set("processed = ?", p.Processed).Set("total = ?", p.Total).
+			Set("success_count = ?", p.Success).Set("error_count = ?", p.Failed).
+			Set("updated_at = ?", time.Now().UTC()).
+			Where("id = ?", jobID).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("record job progress: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// syncCandidate is an account a batch takes, with the user its name
+// matched (UserID the least of Users users; 0 and 0 for none).
+type syncCandidate struct {
+	ID       int64 `bun:"id"`
+	DeviceID int64 `bun:"device_id"`
+	UserID   int64 `bun:"user_id"`
+	Users    int64 `bun:"users"`
+}
+
+// syncAccounts links or skips the accounts next (ascending ids) for job and
+// writes their results after p.Processed, advancing p.
+func (s *DeviceStore) syncAccounts(ctx context.Context, tx bun.Tx, job *Job, set *AccountLinkingSettings,
+	next []syncCandidate, p *JobProgress) error {
+	// Lock the accounts' devices (in id order, as every writer of several
+	// devices does), then read their accounts as they are now (an account
+	// never moves to another device): the batch's, and the links the
+	// devices have.
+	devIDs := make([]int64, len(next))
+	for i, c := range next {
+		devIDs[i] = c.DeviceID
+	}
+	devIDs = slices.Compact(slices.Sorted(slices.Values(devIDs)))
+	var devs []Device
+	if err := s.d.lockRows(tx.NewSelect().Model(&devs).Column("id", "org_id", "name", "uninstall_requested_at").
+		Where("id IN (?)", bun.In(devIDs)).OrderExpr("id"), "UPDATE").Scan(ctx); err != nil {
+		return fmt.Errorf("lock devices: %w", err)
+	}
+	byID := make(map[int64]*Device, len(devs))
+	for i := range devs {
+		byID[devs[i].ID] = &devs[i]
+	}
+	var accs []LocalAccount
+	if err := tx.NewSelect().Model(&accs).Where("device_id IN (?)", bun.In(devIDs)).Scan(ctx); err != nil {
+		return fmt.Errorf("read accounts: %w", err)
+	}
+	type pair struct{ dev, user int64 }
+	taken := make(map[pair]string)
+	byAccount := make(map[int64]*LocalAccount, len(accs))
+	for i := range accs {
+		a := &accs[i]
+		byAccount[a.ID] = a
+		if a.IdpUserID != nil {
+			taken[pair{a.DeviceID, *a.IdpUserID}] = a.UserName
+		}
+	}
+	now := time.Now().UTC()
+	jobID := job.ID
+	var cmds []Command
+	var events []LinkEvent
+	var links []string // VALUES rows (account, user, command)
+	// One result per id, so that the last result is the batch's last id:
+	// the next batch's cursor.
+	results := make([]JobResult, 0, len(next))
+	for _, m := range next {
+		res := JobResult{JobID: jobID, Seq: p.Processed + int64(len(results)) + 1, EntityID: FormatID(m.ID), Status: ResultSkipped}
+		a := byAccount[m.ID]
+		if a == nil {
+			res.Message = "skipped: the account was removed from its device"
+			results = append(results, res)
+			continue
+		}
+		d := byID[a.DeviceID]
+		switch {
+		case d == nil || d.UninstallRequestedAt != nil:
+			res.Message = "skipped: the device's agent is being uninstalled"
+		case a.LinkStatus != LinkUnlinked:
+			res.Message = "skipped: the account is " + a.LinkStatus
+		case restricted(set, a.UserName):
+			res.Message = fmt.Sprintf("skipped: %q is restricted from linking", a.UserName)
+		case m.Users == 0:
+			res.Message = fmt.Sprintf("skipped: no user matches %q", a.UserName)
+		case m.Users > 1:
+			res.Message = fmt.Sprintf("skipped: %d users match %q", m.Users, a.UserName)
+		case taken[pair{a.DeviceID, m.UserID}] != "":
+			res.Message = fmt.Sprintf("skipped: user %s is already linked to the local account %q of this device",
+				FormatID(m.UserID), taken[pair{a.DeviceID, m.UserID}])
+		default:
+			taken[pair{a.DeviceID, m.UserID}] = a.UserName
+			args, err := json.Marshal(map[string]string{
+				"account_id": FormatID(a.ID), "user_name": a.UserName,
+				"idp_user_id": FormatID(m.UserID), "permission_level": a.PermissionLevel,
+			})
+			if err != nil {
+				return err
+			}
+			accID, uid := a.ID, m.UserID
+			c := Command{ID: NewID(), OrgID: job.OrgID, DeviceID: d.ID, AccountID: &accID, Type: CmdLink,
+				Args: args, Status: CommandPending, CreatedAt: now}
+			cmds = append(cmds, c)
+			events = append(events, LinkEvent{ID: NewID(), OrgID: job.OrgID, DeviceID: d.ID, DeviceName: d.Name,
+				AccountID: &accID, UserName: a.UserName, IdpUserID: &uid, Action: "link", LinkType: LinkAutomatic,
+				OldState: LinkUnlinked, NewState: LinkPending, Actor: SyncActor, JobID: &jobID, CreatedAt: now})
+			links = append(links, fmt.Sprintf("(%d, %d, %d, %s)", a.ID, uid, c.ID, quoteLevel(a.PermissionLevel)))
+			res.Status = ResultSuccess
+			res.Message = fmt.Sprintf("linked to user %s on device %s (pending the agent)", FormatID(uid), FormatID(d.ID))
+			p.Success++
+		}
+		results = append(results, res)
+	}
+	if len(cmds) > 0 {
+		if _, err := tx.NewInsert().Model(&cmds).Exec(ctx); err != nil {
+			return fmt.Errorf("queue commands: %w", err)
+		}
+		if _, err := tx.NewInsert().Model(&events).Exec(ctx); err != nil {
+			return fmt.Errorf("record link history: %w", err)
+		}
+		// One statement for the batch's links; the values are integers and
+		// known permission levels, written by this code.
+		if _, err := tx.ExecContext(ctx, "WITH v(id, uid, cmd, lvl) AS (VALUES "+strings.Join(links, ", ")+") "+
+			"UPDATE device_accounts SET link_status = ?, link_type = ?, idp_user_id = v.uid, link_permission_level = v.lvl, "+
+			"link_command_id = v.cmd, linked_at = NULL, updated_at = ? FROM v WHERE device_accounts.id = v.id AND device_accounts.link_status = ?",
+			LinkPending, LinkAutomatic, now, LinkUnlinked); err != nil {
+			// A unique violation (a user linked meanwhile on one of the
+			// devices, which the devices' locks should rule out) is no
+			// domain error: the batch is retried and sees the link.
+			return fmt.Errorf("link accounts: %w", err)
+		}
+	}
+	if _, err := tx.NewInsert().Model(&results).Exec(ctx); err != nil {
+		return fmt.Errorf("record job results: %w", err)
+	}
+	p.Processed += int64(len(results))
+	return nil
+}
+
+// materializeKeys writes, once per sync job, the key of every user of the
+// organization that has one (userLinkKey) with the number of users sharing
+// it and the least of their ids, and the job's state row (an empty link_key,
+// users 1 while the sync runs, 0 once it ended): one pass over the users,
+// so that each batch matches its accounts through the keys' index.
+func (s *DeviceStore) materializeKeys(ctx context.Context, tx bun.Tx, orgID, jobID int64, key string, keyArgs []any, nonEmpty string) error {
+	// key holds a placeholder for each of keyArgs, and nothing else of the
+	// caller's: literal text of a naming format is an argument.
+	args := append([]any{jobID}, keyArgs...)
+	args = append(args, orgID)
+	if _, err := tx.ExecContext(ctx, "INSERT INTO device_sync_keys (job_id, link_key, user_id, users) "+
+		"SELECT ?, x.k, min(x.id), count(*) FROM (SELECT u.id, "+key+" AS k FROM users AS u WHERE u.org_id = ? AND "+nonEmpty+
+		") AS x WHERE x.k <> '' GROUP BY x.k", args...); err != nil {
+		return fmt.Errorf("write the sync's user keys: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO device_sync_keys (job_id, link_key, user_id, users) VALUES (?, '', 0, 1)", jobID); err != nil {
+		return fmt.Errorf("write the sync's state: %w", err)
+	}
+	return nil
+}
+
+// quoteLevel is the SQL literal of a permission level (one of
+// PermissionLevels; anything else reads Standard).
+func quoteLevel(l string) string {
+	if !oneOf(l, PermissionLevels) {
+		l = PermissionLevels[0]
+	}
+	return "'" + l + "'"
+}
+
+// SyncLinksSetBased makes, in one UPDATE statement, the links a sync of
+// set would make on the organization's accounts, without their commands,
+// history or results: the benchmark's yardstick (cmd/syncbench). It
+// returns the number of accounts linked.
+func (s *DeviceStore) SyncLinksSetBased(ctx context.Context, orgID int64, set *AccountLinkingSettings) (int64, error) {
+	key, keyArgs, nonEmpty, err := userLinkKey(s.d, set)
+	if err != nil {
+		return 0, err
+	}
+	restrictedNames := []string{""}
+	for _, n := range set.LinkRestrictedLocalAccounts {
+		restrictedNames = append(restrictedNames, strings.ToLower(n))
+	}
+	args := append([]any{orgID, LinkUnlinked, bun.In(restrictedNames)}, keyArgs...)
+	args = append(args, orgID, LinkPending, LinkAutomatic, time.Now().UTC())
+	res, err := s.db.ExecContext(ctx, `WITH cand AS (
+	SELECT a.id, a.device_id, lower(a.user_name) AS k FROM device_accounts AS a JOIN devices AS d ON d.id = a.device_id
+	WHERE a.org_id = ? AND a.link_status = ? AND d.uninstall_requested_at IS NULL AND lower(a.user_name) NOT IN (?)
+), m AS (
+	SELECT c.id, c.device_id, min(u.id) AS uid, count(*) AS n FROM cand AS c
+	JOIN users AS u ON `+key+` = c.k AND `+nonEmpty+` AND u.org_id = ? GROUP BY c.id, c.device_id
+), one AS (
+	SELECT m.id, m.uid, row_number() OVER (PARTITION BY m.device_id, m.uid ORDER BY m.id) AS r FROM m
+	WHERE m.n = 1 AND NOT EXISTS (SELECT 1 FROM device_accounts AS x WHERE x.device_id = m.device_id AND x.idp_user_id = m.uid)
+)
+UPDATE device_accounts SET link_status = ?, link_type = ?, idp_user_id = one.uid, updated_at = ?
+FROM one WHERE device_accounts.id = one.id AND one.r = 1`, args...)
+	if err != nil {
+		return 0, unavailable(fmt.Errorf("link accounts: %w", err))
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}
+
+// SeedDevice is a device SeedDevices writes: a SvcJoined device named Name
+// with the local accounts Accounts (Standard, unlinked).
+type SeedDevice struct {
+	Name     string
+	Accounts []string
+}
+
+// SeedDevices writes devices of the organization in multi-row inserts,
+// for tests and benchmarks that need many (no agent registers them; they
+// are pending until one checks in, which none can: they have no secret).
+func (s *DeviceStore) SeedDevices(ctx context.Context, orgID int64, devices []SeedDevice) ([]int64, error) {
+	const batch = 1000
+	now := time.Now().UTC()
+	ids := make([]int64, 0, len(devices))
+	for start := 0; start < len(devices); start += batch {
+		part := devices[start:min(start+batch, len(devices))]
+		rows := make([]Device, len(part))
+		var accs []LocalAccount
+		for i, sd := range part {
+			rows[i] = Device{ID: NewID(), OrgID: orgID, Platform: "linux", CheckinIntervalSeconds: 60,
+				AgentInstalledTime: now, DateAdded: now, UpdatedAt: now, TotalLocalAccounts: int64(len(sd.Accounts))}
+			rows[i].Name, rows[i].OSType, rows[i].JoinType, rows[i].SerialNumber = sd.Name, "Linux", "SvcJoined", sd.Name
+			ids = append(ids, rows[i].ID)
+			for _, n := range sd.Accounts {
+				accs = append(accs, LocalAccount{ID: NewID(), OrgID: orgID, DeviceID: rows[i].ID, UserName: n,
+					PermissionLevel: PermissionLevels[0], LinkStatus: LinkUnlinked, CreatedAt: now, UpdatedAt: now})
+			}
+		}
+		err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+			if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
+				return fmt.Errorf("insert devices: %w", err)
+			}
+			if len(accs) > 0 {
+				if _, err := tx.NewInsert().Model(&accs).Exec(ctx); err != nil {
+					return fmt.Errorf("insert accounts: %w", err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return ids, nil
+}

@@ -1,0 +1,358 @@
+package models_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/uptrace/bun"
+
+	"iam/models"
+	"iam/models/dbtest"
+)
+
+// syncOrg makes an organization with users and two seeded devices whose
+// accounts cover every case of a sync by email local part.
+func syncOrg(t *testing.T, f *deviceFixture, s *models.Store) (*models.Organization, map[string]int64, []int64) {
+	t.Helper()
+	org := newOrg(t, s)
+	users := map[string]int64{}
+	for _, u := range []struct{ email, first, last string }{
+		{"alice@example.com", "Alice", "Smith"}, {"bob@example.com", "Bob", "Jones"},
+		{"sam@example.com", "Sam", "Lee"}, {"sam@example.org", "Sam", "Lee"}, {"carol@example.com", "Carol", "King"},
+	} {
+		user := &models.User{OrgID: org.ID, Email: u.email, FirstName: u.first, LastName: u.last, Status: models.UserActive}
+		if err := s.Users.Create(t.Context(), user, ""); err != nil {
+			t.Fatal(err)
+		}
+		users[u.email] = user.ID
+	}
+	ids, err := f.dev.SeedDevices(t.Context(), org.ID, []models.SeedDevice{
+		{Name: "pc1", Accounts: []string{"alice", "ALICE", "administrator", "nobody", "sam", "Alice.Smith"}},
+		{Name: "pc2", Accounts: []string{"Bob", "alice", "carol"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return org, users, ids
+}
+
+type syncedLink struct {
+	Device, Account string
+	User            int64
+}
+
+func syncLinks(t *testing.T, db bun.IDB, orgID int64) []syncedLink {
+	t.Helper()
+	var out []syncedLink
+	if err := db.NewSelect().TableExpr("device_accounts AS a").Join("JOIN devices AS d ON d.id = a.device_id").
+		ColumnExpr("d.name AS device, a.user_name AS account, a.idp_user_id AS user").
+		Where("a.org_id = ? AND a.link_type = ?", orgID, models.LinkAutomatic).OrderExpr("d.name, a.user_name").
+		Scan(t.Context(), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestDeviceStore_Sync(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newDeviceFixture(t, db, 0)
+		org, users, devs := syncOrg(t, f, f.store)
+
+		// Off: no sync.
+		_, _, err := f.dev.StartSync(ctx, org.ID, 0)
+		wantCode(t, err, models.ECONFLICT)
+		set := models.DefaultAccountLinkingSettings()
+		set.IsEnabled = true
+		if err := f.dev.PutLinkingSettings(ctx, org.ID, &set); err != nil {
+			t.Fatal(err)
+		}
+		// carol is linked by hand to pc2's "Bob" before the sync; the sync
+		// must not give her pc2's "carol" too.
+		linkBy(t, f, org.ID, devs[1], "Bob", users["carol@example.com"])
+
+		// Concurrent starts make one job.
+		var wg sync.WaitGroup
+		jobs := make([]int64, 8)
+		created := make([]bool, 8)
+		for i := range jobs {
+			wg.Go(func() {
+				j, c, err := f.dev.StartSync(ctx, org.ID, 0)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				jobs[i], created[i] = j.ID, c
+			})
+		}
+		wg.Wait()
+		n := 0
+		for i := range jobs {
+			if jobs[i] != jobs[0] {
+				t.Fatalf("concurrent starts made jobs %v, want one", jobs)
+			}
+			if created[i] {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("%d starts created the job, want 1", n)
+		}
+		jobID := jobs[0]
+		if _, err := f.store.Jobs.Start(ctx, org.ID, jobID); err != nil {
+			t.Fatal(err)
+		}
+		// Batches of two; a batch asked again after the end changes nothing.
+		var res *models.SyncBatchResult
+		for i := 0; res == nil || !res.Done; i++ {
+			if res, err = f.dev.SyncBatch(ctx, org.ID, jobID, &set, 2); err != nil {
+				t.Fatal(err)
+			}
+			if i > 10 {
+				t.Fatal("the sync does not end")
+			}
+		}
+		again, err := f.dev.SyncBatch(ctx, org.ID, jobID, &set, 2)
+		if err != nil || !again.Done || again.Progress != res.Progress {
+			t.Fatalf("a batch after the end: %+v %v, want %+v", again, err, res.Progress)
+		}
+		// 8 unlinked accounts (pc2's Bob is pending): alice on pc1 and
+		// pc2, carol skipped on pc2 (the user holds Bob), ALICE skipped
+		// (alice holds alice on pc1), administrator restricted, nobody
+		// and Alice.Smith unmatched, sam matched twice.
+		if res.Progress != (models.JobProgress{Processed: 8, Total: 8, Success: 2}) {
+			t.Fatalf("progress %+v", res.Progress)
+		}
+		rs, err := f.store.Jobs.Results(ctx, jobID, "", 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs := map[string]string{}
+		for i, r := range rs {
+			if r.Seq != int64(i+1) {
+				t.Fatalf("result %d has seq %d", i, r.Seq)
+			}
+			msgs[r.EntityID] = r.Status + " " + r.Message
+		}
+		for _, d := range devs {
+			accs, _ := f.dev.Accounts(ctx, org.ID, d)
+			for _, a := range accs {
+				m, ok := msgs[models.FormatID(a.ID)]
+				if a.UserName == "Bob" {
+					if ok {
+						t.Errorf("Bob (pending) has a result: %s", m)
+					}
+					continue
+				}
+				t.Logf("%s: %s", a.UserName, m)
+				want := map[string]string{
+					"alice":         "SUCCESS linked to user " + models.FormatID(users["alice@example.com"]),
+					"ALICE":         "SKIPPED skipped: user " + models.FormatID(users["alice@example.com"]) + " is already linked",
+					"administrator": `SKIPPED skipped: "administrator" is restricted`, "nobody": "SKIPPED skipped: no user matches",
+					"Alice.Smith": "SKIPPED skipped: no user matches", "sam": `SKIPPED skipped: 2 users match "sam"`,
+					"carol": "SKIPPED skipped: user " + models.FormatID(users["carol@example.com"]) + " is already linked",
+				}[a.UserName]
+				if len(m) < len(want) || m[:len(want)] != want {
+					t.Errorf("%s: %q, want %q…", a.UserName, m, want)
+				}
+				if a.UserName == "alice" {
+					if a.LinkStatus != models.LinkPending || a.LinkType != models.LinkAutomatic || a.IdpUserID == nil ||
+						*a.IdpUserID != users["alice@example.com"] || a.LinkCommandID == nil {
+						t.Errorf("alice: %+v", a)
+					}
+				}
+			}
+		}
+		// Each link has its command and history entry naming the job.
+		cmds, err := db.NewSelect().Table("device_commands").Where("org_id = ? AND type = ? AND status = ?", org.ID, models.CmdLink, models.CommandPending).Count(ctx)
+		if err != nil || cmds != 3 {
+			t.Errorf("%d pending link commands (%v), want 3 (carol's and the two of the sync)", cmds, err)
+		}
+		hist, err := db.NewSelect().Table("device_link_history").Where("org_id = ? AND job_id = ? AND link_type = ? AND actor = ?",
+			org.ID, jobID, models.LinkAutomatic, models.SyncActor).Count(ctx)
+		if err != nil || hist != 2 {
+			t.Errorf("%d history entries of the sync (%v), want 2", hist, err)
+		}
+		// The job is over: a new start makes a new job.
+		if err := f.store.Jobs.Finish(ctx, org.ID, jobID, models.JobCompleted, "", res.Progress); err != nil {
+			t.Fatal(err)
+		}
+		j2, c2, err := f.dev.StartSync(ctx, org.ID, 0)
+		if err != nil || !c2 || j2.ID == jobID {
+			t.Fatalf("start after the end: %v %v %v", j2, c2, err)
+		}
+
+		// The one-statement yardstick makes the same links on the same data.
+		ref, _, _ := syncOrg(t, f, f.store)
+		linkBy(t, f, ref.ID, refDevice(t, db, ref.ID, "pc2"), "Bob", refUser(t, db, ref.ID, "carol@example.com"))
+		linked, err := f.dev.SyncLinksSetBased(ctx, ref.ID, &set)
+		if err != nil || linked != 2 {
+			t.Fatalf("set-based links: %d %v, want 2", linked, err)
+		}
+		got, want := syncLinks(t, db, ref.ID), syncLinks(t, db, org.ID)
+		for i := range want {
+			want[i].User = refUser(t, db, ref.ID, emailOf(t, db, want[i].User))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("set-based links %v, sync's %v", got, want)
+		}
+	})
+}
+
+func linkBy(t *testing.T, f *deviceFixture, orgID, deviceID int64, account string, userID int64) {
+	t.Helper()
+	accs, err := f.dev.Accounts(t.Context(), orgID, deviceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range accs {
+		if a.UserName == account {
+			if _, err := f.dev.Link(t.Context(), orgID, deviceID, a.ID, models.LinkRequest{UserID: userID,
+				PermissionLevel: "Standard", Actor: "admin"}); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("no account %s", account)
+}
+
+func refDevice(t *testing.T, db bun.IDB, orgID int64, name string) int64 {
+	t.Helper()
+	var id int64
+	if err := db.NewSelect().Table("devices").Column("id").Where("org_id = ? AND name = ?", orgID, name).Scan(t.Context(), &id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func refUser(t *testing.T, db bun.IDB, orgID int64, email string) int64 {
+	t.Helper()
+	var id int64
+	if err := db.NewSelect().Table("users").Column("id").Where("org_id = ? AND email = ?", orgID, email).Scan(t.Context(), &id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func emailOf(t *testing.T, db bun.IDB, id int64) string {
+	t.Helper()
+	var e string
+	if err := db.NewSelect().Table("users").Column("email").Where("id = ?", id).Scan(t.Context(), &e); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// A naming format matches without regard to case; literal text of the
+// format is data, not SQL.
+func TestDeviceStore_SyncNamingFormat(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newDeviceFixture(t, db, 0)
+		org, users, _ := syncOrg(t, f, f.store)
+		set := models.DefaultAccountLinkingSettings()
+		set.IsEnabled, set.AttributeType, set.AttributeValue = true, "naming_format", "%first_name%.%last_name%"
+		if err := f.dev.PutLinkingSettings(ctx, org.ID, &set); err != nil {
+			t.Fatal(err)
+		}
+		job, _, err := f.dev.StartSync(ctx, org.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.store.Jobs.Start(ctx, org.ID, job.ID); err != nil {
+			t.Fatal(err)
+		}
+		res, err := f.dev.SyncBatch(ctx, org.ID, job.ID, &set, 100)
+		if err != nil || !res.Done || res.Progress.Success != 1 {
+			t.Fatalf("%+v %v", res, err)
+		}
+		links := syncLinks(t, db, org.ID)
+		if len(links) != 1 || links[0].Account != "Alice.Smith" || links[0].User != users["alice@example.com"] {
+			t.Fatalf("links %+v", links)
+		}
+		set.AttributeValue = "%first_name%') OR 1=1 OR ('x'='"
+		if n, err := f.dev.SyncLinksSetBased(ctx, org.ID, &set); err != nil || n != 0 {
+			t.Fatalf("a hostile format linked %d (%v)", n, err)
+		}
+	})
+}
+
+// Accounts of a device being uninstalled are no candidates of a sync.
+func TestDeviceStore_SyncSkipsUninstalledDevices(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newDeviceFixture(t, db, 0)
+		u := &models.User{OrgID: f.org.ID, Email: "alice@example.com", Status: models.UserActive}
+		if err := f.store.Users.Create(ctx, u, ""); err != nil {
+			t.Fatal(err)
+		}
+		devs, err := f.dev.SeedDevices(ctx, f.org.ID, []models.SeedDevice{{Name: "gone", Accounts: []string{"alice"}}, {Name: "kept", Accounts: []string{"alice"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.dev.Delete(ctx, f.org.ID, devs[0]); err != nil {
+			t.Fatal(err)
+		}
+		set := models.DefaultAccountLinkingSettings()
+		set.IsEnabled = true
+		if err := f.dev.PutLinkingSettings(ctx, f.org.ID, &set); err != nil {
+			t.Fatal(err)
+		}
+		job, _, err := f.dev.StartSync(ctx, f.org.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.store.Jobs.Start(ctx, f.org.ID, job.ID); err != nil {
+			t.Fatal(err)
+		}
+		res, err := f.dev.SyncBatch(ctx, f.org.ID, job.ID, &set, 10)
+		if err != nil || !res.Done || res.Progress != (models.JobProgress{Processed: 1, Total: 1, Success: 1}) {
+			t.Fatalf("%+v %v", res, err)
+		}
+		if links := syncLinks(t, db, f.org.ID); len(links) != 1 || links[0].Device != "kept" {
+			t.Fatalf("links %+v", links)
+		}
+	})
+}
+
+// An NPS extension or IIS module registers with its own type's key as an
+// installation, not a device; the same server again takes over its row.
+func TestDeviceStore_RegisterInstallation(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newDeviceFixture(t, db, 0)
+		nps, err := f.dev.InstallKey(ctx, f.org.ID, models.AgentNPS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fa := facts("NPS1", "")
+		reg := models.Registration{InstallationKey: nps, AgentType: models.AgentNPS, Platform: "windows", Facts: fa}
+		_, _, err = f.dev.RegisterInstallation(ctx, models.Registration{InstallationKey: f.key, AgentType: models.AgentNPS, Platform: "windows", Facts: fa})
+		wantCode(t, err, models.EUNAUTHORIZED)
+		_, _, err = f.dev.RegisterInstallation(ctx, models.Registration{InstallationKey: nps, AgentType: models.AgentDevice, Platform: "windows", Facts: fa})
+		wantCode(t, err, models.EINVALID)
+		first, sec1, err := f.dev.RegisterInstallation(ctx, reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// No serial number: the DNS host name, without regard to case, names the server.
+		reg.Facts.DNSHostname = "NPS1.CORP"
+		again, sec2, err := f.dev.RegisterInstallation(ctx, reg)
+		if err != nil || again.ID != first.ID || sec1 == sec2 {
+			t.Fatalf("again: %+v %v (first %d)", again, err, first.ID)
+		}
+		reg.Facts = facts("NPS2", "")
+		if other, _, err := f.dev.RegisterInstallation(ctx, reg); err != nil || other.ID == first.ID {
+			t.Fatalf("another server: %+v %v", other, err)
+		}
+		counts, err := f.dev.InstallationCounts(ctx, f.org.ID)
+		if err != nil || counts[models.AgentNPS] != 2 || counts[models.AgentIIS] != 0 {
+			t.Fatalf("counts %v %v", counts, err)
+		}
+		if n, err := db.NewSelect().Table("devices").Where("org_id = ?", f.org.ID).Count(ctx); err != nil || n != 0 {
+			t.Fatalf("%d devices (%v), want none", n, err)
+		}
+	})
+}
