@@ -148,7 +148,7 @@ func (s *Server) newEngine() *gin.Engine {
 	// The agent channel: device credentials, not OAuth tokens (agent.go).
 	agent := r.Group("/agent/v1", limitBody(DefaultAgentMaxBody))
 	agent.POST("/register", handle(s.agentRegister))
-	agent.POST("/checkin", handle(s.agentCheckin))
+	agent.POST("/checkin", quiet(), handle(s.agentCheckin))
 
 	v1 := r.Group("/api/v1", authenticate(s.deps.Tokens))
 	for _, rt := range s.Routes() {
