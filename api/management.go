@@ -34,6 +34,21 @@ func mgmtAction(c *gin.Context) (models.MgmtAction, error) {
 	return a, nil
 }
 
+// mgmtActionID reads the action and the id in path parameter param (an
+// upload's or an execution's): an unknown action is 404, and so is an id
+// that is not one (notFound).
+func mgmtActionID(c *gin.Context, param string, notFound error) (models.MgmtAction, int64, error) {
+	a, err := mgmtAction(c)
+	if err != nil {
+		return "", 0, err
+	}
+	id, err := pathID(c, param, notFound)
+	if err != nil {
+		return "", 0, err
+	}
+	return a, id, nil
+}
+
 // mgmtEntity is a user as an action's data shows it (spec 2.16), with the
 // organization's view columns' values (the service's addition).
 type mgmtEntity struct {
@@ -240,11 +255,7 @@ func truncateName(s string) string {
 
 // mgmtGetUpload: GET …/uploads/{upload_id}.
 func (s *Server) mgmtGetUpload(c *gin.Context) error {
-	a, err := mgmtAction(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c, "upload_id", models.ErrUploadNotFound)
+	a, id, err := mgmtActionID(c, "upload_id", models.ErrUploadNotFound)
 	if err != nil {
 		return err
 	}
@@ -259,11 +270,7 @@ func (s *Server) mgmtGetUpload(c *gin.Context) error {
 // mgmtUploadData: GET …/uploads/{upload_id}/data (offset paging, filter
 // on id, user_id, status, message).
 func (s *Server) mgmtUploadData(c *gin.Context) error {
-	a, err := mgmtAction(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c, "upload_id", models.ErrUploadNotFound)
+	a, id, err := mgmtActionID(c, "upload_id", models.ErrUploadNotFound)
 	if err != nil {
 		return err
 	}
@@ -290,11 +297,7 @@ func (s *Server) mgmtUploadData(c *gin.Context) error {
 // Answers 200 {data: {deleted_count, results: [{resource_id, status: 204 |
 // 404}]}}, one result per id in the order given.
 func (s *Server) mgmtDeleteUploadData(c *gin.Context) error {
-	a, err := mgmtAction(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c, "upload_id", models.ErrUploadNotFound)
+	a, id, err := mgmtActionID(c, "upload_id", models.ErrUploadNotFound)
 	if err != nil {
 		return err
 	}
@@ -471,11 +474,7 @@ type attemptView struct {
 }
 
 func (s *Server) execution(c *gin.Context) (models.MgmtAction, *models.Execution, error) {
-	a, err := mgmtAction(c)
-	if err != nil {
-		return "", nil, err
-	}
-	id, err := pathID(c, "execution_id", models.ErrExecutionNotFound)
+	a, id, err := mgmtActionID(c, "execution_id", models.ErrExecutionNotFound)
 	if err != nil {
 		return "", nil, err
 	}
@@ -539,11 +538,7 @@ type executionResultView struct {
 // filter on user_id, email, status, message; attempt, default the
 // current).
 func (s *Server) mgmtExecutionData(c *gin.Context) error {
-	a, err := mgmtAction(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c, "execution_id", models.ErrExecutionNotFound)
+	a, id, err := mgmtActionID(c, "execution_id", models.ErrExecutionNotFound)
 	if err != nil {
 		return err
 	}
@@ -576,11 +571,7 @@ func (s *Server) mgmtExecutionData(c *gin.Context) error {
 // the current one did not succeed for, with a new job; 202 as execute.
 // 409 while the execution runs, or when nothing failed.
 func (s *Server) mgmtRetry(c *gin.Context) error {
-	a, err := mgmtAction(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c, "execution_id", models.ErrExecutionNotFound)
+	a, id, err := mgmtActionID(c, "execution_id", models.ErrExecutionNotFound)
 	if err != nil {
 		return err
 	}
