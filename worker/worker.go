@@ -62,6 +62,7 @@ func RegisterWorkflows(r sdkworker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.EnrollSmartCards, workflow.RegisterOptions{Name: workflows.EnrollSmartCardsWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.NotificationRun, workflow.RegisterOptions{Name: workflows.NotifyWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.ManagementExecution, workflow.RegisterOptions{Name: workflows.ManagementWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.ManagementUploadResolve, workflow.RegisterOptions{Name: workflows.ManagementResolveWorkflowName})
 }
 
 // RegisterActivities adds every activity to r.
