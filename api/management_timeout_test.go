@@ -7,6 +7,7 @@ import (
 	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/workflows"
 )
 
 // An execution that passes its deadline (the worker's
@@ -18,11 +19,12 @@ import (
 //
 // The first batch is held back by a transaction of the test that locks the
 // organization's active administrator (every batch locks the active
-// administrators), until the deadline has passed: the first chunk (5,000
+// administrators), until the deadline has passed: the first chunk (10,000
 // users) then runs to its end, and the check before the next chunk ends the
 // attempt.
 func TestManagement_ExecutionTimesOut(t *testing.T) {
-	const users, timeout = 6000, 4 * time.Second
+	const chunk = workflows.MgmtBatchSize * workflows.MgmtBatchesPerChunk
+	const users, timeout = chunk + 1000, 4 * time.Second
 	db := dbtest.Postgres(t)
 	env := apitest.New(t, db, apitest.Options{Temporal: true, MgmtExecutionTimeout: timeout})
 	ctx := t.Context()
@@ -80,26 +82,26 @@ func TestManagement_ExecutionTimesOut(t *testing.T) {
 		} `json:"data"`
 	}
 	env.Get(path, tok).JSON(t, &got)
-	if d := got.Data; d.Total != users || d.SuccessCount != 5000 || d.FailedCount != users-5000 || d.FinishedAt == nil {
-		t.Errorf("execution %+v: want 5,000 of %d succeeded, the %d not reached failed", d, users, users-5000)
+	if d := got.Data; d.Total != users || d.SuccessCount != chunk || d.FailedCount != users-chunk || d.FinishedAt == nil {
+		t.Errorf("execution %+v: want %d of %d succeeded, the %d not reached failed", d, chunk, users, users-chunk)
 	}
 	var results mgmtResults
 	env.Get(path+"/data?limit=1", tok).JSON(t, &results)
-	if results.Meta.Total != 5000 {
-		t.Errorf("%d results, want 5,000 (the users not reached have none)", results.Meta.Total)
+	if results.Meta.Total != chunk {
+		t.Errorf("%d results, want %d (the users not reached have none)", results.Meta.Total, chunk)
 	}
 	left, err := db.NewSelect().Table("users").Where("org_id = ? AND email LIKE '%@example.com'", env.Org.ID).Count(ctx)
-	if err != nil || left != users-5000 {
-		t.Errorf("%d users left (%v), want the %d not reached", left, err, users-5000)
+	if err != nil || left != users-chunk {
+		t.Errorf("%d users left (%v), want the %d not reached", left, err, users-chunk)
 	}
-	for i := 5001; i <= users; i += 333 { // the last 1,000 in seq (id) order are the ones left
+	for i := chunk + 1; i <= users; i += 333 { // the last 1,000 in seq (id) order are the ones left
 		if _, err := env.Store.Users.Get(ctx, env.Org.ID, ids[i]); err != nil {
 			t.Errorf("user %d: %v, want it left", i, err)
 		}
 	}
 	job := env.WaitJob(env.Org, mustID(t, acc.Data.JobID), time.Minute, finished)
-	if job.Status != models.JobWarning || job.Processed != users || job.ErrorCount != users-5000 {
-		t.Errorf("job %s processed %d errors %d, want WARNING, %d, %d", job.Status, job.Processed, job.ErrorCount, users, users-5000)
+	if job.Status != models.JobWarning || job.Processed != users || job.ErrorCount != users-chunk {
+		t.Errorf("job %s processed %d errors %d, want WARNING, %d, %d", job.Status, job.Processed, job.ErrorCount, users, users-chunk)
 	}
 
 	retry := env.Do(apitest.Request{Method: "POST", Path: path + "/retry", Token: tok})
@@ -111,7 +113,7 @@ func TestManagement_ExecutionTimesOut(t *testing.T) {
 	}
 	env.Get(path, tok).JSON(t, &got)
 	if d := got.Data; d.Attempt != 2 || d.SuccessCount != users || d.FailedCount != 0 || len(d.Attempts) != 2 ||
-		d.Attempts[1].Total != users-5000 || d.Attempts[0].Status != "time_out" {
+		d.Attempts[1].Total != users-chunk || d.Attempts[0].Status != "time_out" {
 		t.Errorf("after the retry %+v", d)
 	}
 	if left, _ := db.NewSelect().Table("users").Where("org_id = ? AND email LIKE '%@example.com'", env.Org.ID).Count(ctx); left != 0 {

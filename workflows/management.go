@@ -18,8 +18,8 @@ const ManagementWorkflowName = models.MgmtJobKind
 // Execution sizing: targets per batch (one transaction each) and batches
 // per activity (one heartbeat per batch).
 const (
-	MgmtBatchSize       = 1000
-	MgmtBatchesPerChunk = 5
+	MgmtBatchSize       = 2500
+	MgmtBatchesPerChunk = 4
 )
 
 var mgmtActivities *activities.Management

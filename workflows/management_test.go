@@ -27,7 +27,7 @@ func newMgmtEnv(t *testing.T, deadline time.Time) *testsuite.TestWorkflowEnviron
 	env.OnActivity(jobActivities.StartJob, mock.Anything, ref).Return(activities.JobInfo{Kind: ManagementWorkflowName}, nil)
 	env.OnActivity(mgmtActivities.StartExecutionAttempt, mock.Anything, ref).Return(
 		activities.MgmtAttempt{ExecutionID: 77, Attempt: 2, Action: "delete-users", Deadline: deadline,
-			Progress: activities.Progress{Total: 12_000}}, nil)
+			Progress: activities.Progress{Total: 25_000}}, nil)
 	return env
 }
 
@@ -49,7 +49,7 @@ func fakeTargets(n int64, calls *int, pause time.Duration) func(context.Context,
 func TestManagementExecution_RunsChunksAndCompletes(t *testing.T) {
 	env := newMgmtEnv(t, time.Time{})
 	calls := 0
-	env.OnActivity(mgmtActivities.ExecuteChunk, mock.Anything, mock.Anything).Return(fakeTargets(12_000, &calls, 0))
+	env.OnActivity(mgmtActivities.ExecuteChunk, mock.Anything, mock.Anything).Return(fakeTargets(25_000, &calls, 0))
 	var ended activities.MgmtFinish
 	env.OnActivity(mgmtActivities.FinishExecutionAttempt, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.MgmtFinish) (activities.Progress, error) {
@@ -66,8 +66,8 @@ func TestManagementExecution_RunsChunksAndCompletes(t *testing.T) {
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 		t.Fatalf("workflow: %v", env.GetWorkflowError())
 	}
-	if calls != 3 { // 5,000 a chunk
-		t.Errorf("%d chunks for 12,000 users, want 3", calls)
+	if calls != 3 { // 10,000 a chunk
+		t.Errorf("%d chunks for 25,000 users, want 3", calls)
 	}
 	if ended.Status != string(models.ExecCompleted) || ended.ExecutionID != 77 || ended.Attempt != 2 {
 		t.Errorf("attempt ended with %+v", ended)
@@ -86,7 +86,7 @@ func TestManagementExecution_TimesOut(t *testing.T) {
 	// after the second.
 	env.OnActivity(mgmtActivities.ExecuteChunk, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.MgmtChunk) (activities.MgmtChunkResult, error) {
-			return fakeTargets(12_000, &calls, 0)(ctx, in)
+			return fakeTargets(25_000, &calls, 0)(ctx, in)
 		}).After(time.Minute)
 	var ended activities.MgmtFinish
 	env.OnActivity(mgmtActivities.FinishExecutionAttempt, mock.Anything, mock.Anything).Return(
@@ -142,7 +142,7 @@ func TestManagementExecution_CancelInterrupts(t *testing.T) {
 	env.OnActivity(mgmtActivities.ExecuteChunk, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.MgmtChunk) (activities.MgmtChunkResult, error) {
 			calls := 0
-			return fakeTargets(12_000, &calls, 0)(ctx, in)
+			return fakeTargets(25_000, &calls, 0)(ctx, in)
 		}).After(time.Minute)
 	env.RegisterDelayedCallback(env.CancelWorkflow, 90*time.Second)
 	var ended activities.MgmtFinish

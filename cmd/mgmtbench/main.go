@@ -1,7 +1,7 @@
 // Command mgmtbench measures management executions on PostgreSQL, in one
 // run:
 //
-//	go run ./cmd/mgmtbench [-users 100000] [-only move|delete] [-keep-cluster]
+//	go run ./cmd/mgmtbench [-users 100000] [-only move|delete] [-turns 3] [-statements N]
 //
 // It seeds two organizations alike with N users each (COPY), every user in a
 // static and a dynamic group, with an enrollment, an access and a refresh
@@ -11,7 +11,8 @@
 // status route polled until the execution has finished), and on the second
 // with plain set-based SQL in one transaction, it times:
 //
-//   - moving the users to another container, next to one plain UPDATE;
+//   - moving the users to another container, next to one plain UPDATE, by
+//     turns (-turns, each to another container; the means are compared);
 //   - deleting them, next to a plain DELETE with the same cascades (group
 //     memberships and group counts, enrollments and tokens through the
 //     foreign keys, the device accounts unlinked with their history rows and
@@ -36,9 +37,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	users := flag.Int("users", 100_000, "users of each organization")
-	only := flag.String("only", "", "run one pair only: move or delete (delete alone still moves nothing first)")
+	only := flag.String("only", "", "run one pair only: move or delete")
+	turns := flag.Int("turns", 3, "moves of the users, each through the API and plainly by turns")
+	statements := flag.Int("statements", 0, "print the N statements of each API run that took the most database time (pg_stat_statements)")
 	flag.Parse()
-	if err := run(ctx, *users, *only); err != nil {
+	if err := run(ctx, *users, *only, *turns, *statements); err != nil {
 		fmt.Fprintln(os.Stderr, "mgmtbench:", err)
 		os.Exit(1)
 	}
@@ -48,9 +51,10 @@ func main() {
 const benchPGConfig = `
 shared_buffers = 256MB
 max_wal_size = 2GB
+shared_preload_libraries = 'pg_stat_statements'
 `
 
-func run(ctx context.Context, users int, only string) error {
+func run(ctx context.Context, users int, only string, turns, statements int) error {
 	pg, err := pgcluster.Start(ctx, pgcluster.Options{Config: benchPGConfig, Prefix: "iam-mgmtbench-pg-"})
 	if err != nil {
 		return err
@@ -66,13 +70,14 @@ func run(ctx context.Context, users int, only string) error {
 	if err != nil {
 		return err
 	}
+	b.statements = statements
 	defer b.close()
 	if err := b.seed(ctx); err != nil {
 		return err
 	}
 	var rows []pair
 	if only == "" || only == "move" {
-		p, err := b.move(ctx)
+		p, err := b.move(ctx, max(turns, 1))
 		if err != nil {
 			return err
 		}

@@ -1,3 +1,5 @@
+DROP INDEX users_org_admins
+--bun:split
 ALTER TABLE mgmt_uploads DROP COLUMN next_offset
 --bun:split
 ALTER TABLE mgmt_uploads DROP COLUMN next_row

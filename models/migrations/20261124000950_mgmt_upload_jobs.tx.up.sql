@@ -13,3 +13,8 @@ ALTER TABLE mgmt_uploads ADD COLUMN file_rows BIGINT NOT NULL DEFAULT 0
 ALTER TABLE mgmt_uploads ADD COLUMN next_row BIGINT NOT NULL DEFAULT 0
 --bun:split
 ALTER TABLE mgmt_uploads ADD COLUMN next_offset BIGINT NOT NULL DEFAULT 0
+--bun:split
+-- The organization's administrators, which every batch of a management
+-- execution locks (the last active one is kept): found without reading
+-- every user of the organization.
+CREATE INDEX users_org_admins ON users (org_id, status, id) WHERE role = 'admin'
