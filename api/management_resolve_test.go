@@ -37,6 +37,8 @@ type resolvingUploadBody struct {
 //
 // The API runs first without a worker, so that the upload is surely still
 // resolving when execute is tried; the job is then started on a worker.
+// A second large upload whose job is deleted is failed, and execute says
+// so (409).
 func TestManagement_LargeUploadResolvedByAJob(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		const users, rows = 10_000, 12_000
@@ -78,6 +80,25 @@ func TestManagement_LargeUploadResolvedByAJob(t *testing.T) {
 		wantError(t, env.Do(apitest.Request{Method: "POST", Path: mgmtBase + "delete-users/execute", Token: tok,
 			Body: map[string]any{"upload_id": fmt.Sprint(up.Data.ID)}}), 409, "00000105", "still resolving")
 		wantError(t, env.Do(apitest.Request{Method: "DELETE", Path: path + "/data?ids=1", Token: tok}), 409, "00000105", "still resolving")
+
+		// Another large upload whose job is deleted before it ran: failed,
+		// saying why; execute answers 409 saying so.
+		resp = env.Do(apitest.Request{Method: "POST", Path: mgmtBase + "delete-users/uploads", Token: tok, Body: body, Header: h})
+		var gone resolvingUploadBody
+		resp.JSON(t, &gone)
+		if resp.Status != 202 {
+			t.Fatalf("second upload: %d %s", resp.Status, resp.Body)
+		}
+		if del := env.Do(apitest.Request{Method: "DELETE", Path: "/api/v1/jobs/" + gone.Data.JobID, Token: env.Token(env.Org, "svc.job.DELETE")}); del.Status != 204 {
+			t.Fatalf("delete the job: %d %s", del.Status, del.Body)
+		}
+		gonePath := mgmtBase + "delete-users/uploads/" + fmt.Sprint(gone.Data.ID)
+		env.Get(gonePath, tok).JSON(t, &gone)
+		if gone.Data.Status != "failed" || !strings.Contains(gone.Data.Message, "deleted") {
+			t.Errorf("upload whose job was deleted: %+v", gone.Data)
+		}
+		wantError(t, env.Do(apitest.Request{Method: "POST", Path: mgmtBase + "delete-users/execute", Token: tok,
+			Body: map[string]any{"upload_id": fmt.Sprint(gone.Data.ID)}}), 409, "00000105", "could not be resolved")
 
 		hostPort, ns := apitest.TemporalAddress(t)
 		tc, err := client.Dial(client.Options{HostPort: hostPort, Namespace: ns})
