@@ -21,9 +21,9 @@ import (
 // mgmtPath is the prefix of the management action routes (spec 4.5).
 const mgmtPath = "/management/actions/:action_id"
 
-// mgmtUploadMaxBytes caps a management upload: the rows resolved inside
-// the request (models.MaxUploadRowsSync) fit in it many times over.
-const mgmtUploadMaxBytes = 8 << 20
+// mgmtUploadMaxBytes caps a management upload: models.MaxUploadRows rows
+// of a few match values fit in it.
+const mgmtUploadMaxBytes = 32 << 20
 
 // mgmtAction reads the action of the path: an unknown one is 404.
 func mgmtAction(c *gin.Context) (models.MgmtAction, error) {
@@ -32,6 +32,21 @@ func mgmtAction(c *gin.Context) (models.MgmtAction, error) {
 		return "", models.ErrMgmtActionNotFound
 	}
 	return a, nil
+}
+
+// mgmtActionID reads the action and the id in path parameter param (an
+// upload's or an execution's): an unknown action is 404, and so is an id
+// that is not one (notFound).
+func mgmtActionID(c *gin.Context, param string, notFound error) (models.MgmtAction, int64, error) {
+	a, err := mgmtAction(c)
+	if err != nil {
+		return "", 0, err
+	}
+	id, err := pathID(c, param, notFound)
+	if err != nil {
+		return "", 0, err
+	}
+	return a, id, nil
 }
 
 // mgmtEntity is a user as an action's data shows it (spec 2.16), with the
@@ -141,11 +156,21 @@ type uploadView struct {
 	FileName     string                `json:"file_name"`
 	RowCount     int64                 `json:"row_count"`
 	CreatedAt    time.Time             `json:"created_at"`
+	// The service's additions: the state (resolving, resolved, failed),
+	// the rows of the file, the job resolving them and why it failed.
+	Status    string `json:"status"`
+	TotalRows int64  `json:"total_rows"`
+	JobID     string `json:"job_id,omitempty"`
+	Message   string `json:"message,omitempty"`
 }
 
 func newUploadView(u *models.MgmtUpload) uploadView {
-	return uploadView{ID: u.ID, Header: u.Header, MatchColumns: u.MatchColumns, FileName: u.FileName,
-		RowCount: u.RowCount, CreatedAt: u.CreatedAt.UTC()}
+	v := uploadView{ID: u.ID, Header: u.Header, MatchColumns: u.MatchColumns, FileName: u.FileName,
+		RowCount: u.RowCount, CreatedAt: u.CreatedAt.UTC(), Status: u.Status, TotalRows: u.FileRows, Message: u.Message}
+	if u.JobID != nil {
+		v.JobID = models.FormatID(*u.JobID)
+	}
+	return v
 }
 
 // uploadRowView is an uploaded row (spec 2.16).
@@ -159,8 +184,12 @@ type uploadRowView struct {
 
 // mgmtUpload: POST …/uploads, a multipart form with a CSV file (and
 // file_encoding, the encodings of quick enrollment; parts in any order).
-// The form is read whole and spooled first; the rows are read and
-// resolved after, and the upload stored in one transaction.
+// The form is read whole and spooled first; the rows are read and counted
+// after. Up to models.MaxUploadRowsSync rows are resolved in the request
+// and the upload stored in one transaction (201, resolved); a larger file
+// (up to models.MaxUploadRows rows) is stored sealed with the upload
+// (resolving) and the job that resolves its rows, started after the commit
+// (202).
 func (s *Server) mgmtUpload(c *gin.Context) error {
 	a, err := mgmtAction(c)
 	if err != nil {
@@ -205,6 +234,7 @@ func (s *Server) mgmtUpload(c *gin.Context) error {
 	}
 	r := csvimport.NewReader(form.file, ins.Encoding, ins.DataOffset, 1)
 	var records []models.UploadRecord
+	var rows int64
 	for {
 		rec, err := r.Read()
 		if errors.Is(err, io.EOF) {
@@ -213,8 +243,12 @@ func (s *Server) mgmtUpload(c *gin.Context) error {
 		if err != nil {
 			return fmt.Errorf("read upload: %w", err)
 		}
-		if len(records) == models.MaxUploadRowsSync {
-			return models.Invalid("file", "has more than %d rows", models.MaxUploadRowsSync)
+		if rows++; rows > models.MaxUploadRows {
+			return models.Invalid("file", "has more than %d rows", models.MaxUploadRows)
+		}
+		if rows > models.MaxUploadRowsSync {
+			records = nil // resolved by a job: the rows are only counted
+			continue
 		}
 		ur := models.UploadRecord{RowNo: rec.Row, Fields: rec.Fields}
 		if rec.Err != nil {
@@ -224,10 +258,29 @@ func (s *Server) mgmtUpload(c *gin.Context) error {
 	}
 	up := &models.MgmtUpload{OrgID: p.OrgID, Action: a, FileName: truncateName(form.fileName), Header: header,
 		MatchColumns: match, CreatedBy: p.UserID}
-	if err := s.store.Management.CreateUpload(c.Request.Context(), up, records); err != nil {
+	if rows <= models.MaxUploadRowsSync {
+		if err := s.store.Management.CreateUpload(c.Request.Context(), up, records); err != nil {
+			return uploadWriteError(c, err)
+		}
+		c.JSON(http.StatusCreated, gin.H{"data": newUploadView(up)})
+		return nil
+	}
+	if _, err := form.file.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("rewind upload: %w", err)
+	}
+	up.FileRows = rows
+	file := models.FileUpload{Name: form.fileName, ContentType: "text/csv", Body: form.file, MaxSize: mgmtUploadMaxBytes}
+	job, err := s.store.CreateResolvingUpload(c.Request.Context(), up, file, ins.Encoding.Name, ins.DataOffset)
+	if err != nil {
 		return uploadWriteError(c, err)
 	}
-	c.JSON(http.StatusCreated, gin.H{"data": newUploadView(up)})
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
+	defer cancel()
+	if err := s.startEnrollmentJob(ctx, job); err != nil {
+		logger(c).Warn("job start deferred to the reconciler", "job_id", job.ID, "error", err)
+	}
+	c.Header("Location", "/api/v1/management/actions/"+string(a)+"/uploads/"+models.FormatID(up.ID))
+	c.JSON(http.StatusAccepted, gin.H{"data": newUploadView(up)})
 	return nil
 }
 
@@ -240,11 +293,7 @@ func truncateName(s string) string {
 
 // mgmtGetUpload: GET …/uploads/{upload_id}.
 func (s *Server) mgmtGetUpload(c *gin.Context) error {
-	a, err := mgmtAction(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c, "upload_id", models.ErrUploadNotFound)
+	a, id, err := mgmtActionID(c, "upload_id", models.ErrUploadNotFound)
 	if err != nil {
 		return err
 	}
@@ -259,11 +308,7 @@ func (s *Server) mgmtGetUpload(c *gin.Context) error {
 // mgmtUploadData: GET …/uploads/{upload_id}/data (offset paging, filter
 // on id, user_id, status, message).
 func (s *Server) mgmtUploadData(c *gin.Context) error {
-	a, err := mgmtAction(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c, "upload_id", models.ErrUploadNotFound)
+	a, id, err := mgmtActionID(c, "upload_id", models.ErrUploadNotFound)
 	if err != nil {
 		return err
 	}
@@ -290,11 +335,7 @@ func (s *Server) mgmtUploadData(c *gin.Context) error {
 // Answers 200 {data: {deleted_count, results: [{resource_id, status: 204 |
 // 404}]}}, one result per id in the order given.
 func (s *Server) mgmtDeleteUploadData(c *gin.Context) error {
-	a, err := mgmtAction(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c, "upload_id", models.ErrUploadNotFound)
+	a, id, err := mgmtActionID(c, "upload_id", models.ErrUploadNotFound)
 	if err != nil {
 		return err
 	}
@@ -388,6 +429,11 @@ func (s *Server) mgmtExecute(c *gin.Context) error {
 		if sel.UploadID, err = models.ParseID("upload_id", string(req.UploadID)); err != nil {
 			return err
 		}
+		// Reading it first settles an upload whose resolving job is gone
+		// (failed), so that the refusal says so.
+		if _, err := s.store.Management.GetUpload(c.Request.Context(), p.OrgID, a, sel.UploadID); err != nil {
+			return err
+		}
 	}
 	if req.UserIDs != nil {
 		if len(req.UserIDs) > models.MaxSelectionUserIDs {
@@ -471,11 +517,7 @@ type attemptView struct {
 }
 
 func (s *Server) execution(c *gin.Context) (models.MgmtAction, *models.Execution, error) {
-	a, err := mgmtAction(c)
-	if err != nil {
-		return "", nil, err
-	}
-	id, err := pathID(c, "execution_id", models.ErrExecutionNotFound)
+	a, id, err := mgmtActionID(c, "execution_id", models.ErrExecutionNotFound)
 	if err != nil {
 		return "", nil, err
 	}
@@ -539,11 +581,7 @@ type executionResultView struct {
 // filter on user_id, email, status, message; attempt, default the
 // current).
 func (s *Server) mgmtExecutionData(c *gin.Context) error {
-	a, err := mgmtAction(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c, "execution_id", models.ErrExecutionNotFound)
+	a, id, err := mgmtActionID(c, "execution_id", models.ErrExecutionNotFound)
 	if err != nil {
 		return err
 	}
@@ -576,11 +614,7 @@ func (s *Server) mgmtExecutionData(c *gin.Context) error {
 // the current one did not succeed for, with a new job; 202 as execute.
 // 409 while the execution runs, or when nothing failed.
 func (s *Server) mgmtRetry(c *gin.Context) error {
-	a, err := mgmtAction(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathID(c, "execution_id", models.ErrExecutionNotFound)
+	a, id, err := mgmtActionID(c, "execution_id", models.ErrExecutionNotFound)
 	if err != nil {
 		return err
 	}

@@ -360,13 +360,13 @@ func TestManagement_UploadRefused(t *testing.T) {
 				wantError(t, env.Do(apitest.Request{Method: "POST", Path: mgmtBase + "delete-users/uploads", Token: tok, Body: body, Header: h}), c.status, c.code, c.detail)
 			})
 		}
-		big := "Primary Email\n" + strings.Repeat("someone@example.com\n", models.MaxUploadRowsSync+1)
+		big := "Primary Email\n" + strings.Repeat("a@b.c\n", models.MaxUploadRows+1)
 		body, h := csvUpload(t, []byte(big), "", false)
 		wantError(t, env.Do(apitest.Request{Method: "POST", Path: mgmtBase + "delete-users/uploads", Token: tok, Body: body, Header: h}), 400, "00000109", "rows")
-		huge := bytes.Repeat([]byte("x"), 9<<20)
+		huge := bytes.Repeat([]byte("x"), 33<<20)
 		body, h = csvUpload(t, huge, "", false)
 		if resp := env.Do(apitest.Request{Method: "POST", Path: mgmtBase + "delete-users/uploads", Token: tok, Body: body, Header: h}); resp.Status != 413 {
-			t.Errorf("a 9 MiB upload: %d, want 413", resp.Status)
+			t.Errorf("a 33 MiB upload: %d, want 413", resp.Status)
 		}
 		wantError(t, env.Do(apitest.Request{Method: "POST", Path: mgmtBase + "delete-users/uploads", Token: tok, Body: "x",
 			Header: http.Header{"Content-Type": {"text/csv"}}}), 415, "00000111", "")

@@ -317,6 +317,13 @@ const (
 	ManagementUploadMatchColumnsUserID       ManagementUploadMatchColumns = "User ID"
 )
 
+// Defines values for ManagementUploadStatus.
+const (
+	ManagementUploadStatusFailed    ManagementUploadStatus = "failed"
+	ManagementUploadStatusResolved  ManagementUploadStatus = "resolved"
+	ManagementUploadStatusResolving ManagementUploadStatus = "resolving"
+)
+
 // Defines values for ManagementUploadRowStatus.
 const (
 	ManagementUploadRowStatusDUPLICATEUSER ManagementUploadRowStatus = "DUPLICATE_USER"
@@ -1464,13 +1471,30 @@ type ManagementUpload struct {
 		IsMatchColumn bool   `json:"is_match_column"`
 		Name          string `json:"name"`
 	} `json:"header"`
-	Id           int64                          `json:"id"`
+	Id int64 `json:"id"`
+
+	// JobId The service's addition: the job resolving (that resolved) the rows of a large file; absent when they were resolved in the request.
+	JobId        *string                        `json:"job_id,omitempty"`
 	MatchColumns []ManagementUploadMatchColumns `json:"match_columns"`
-	RowCount     int                            `json:"row_count"`
+
+	// Message The service's addition: why the upload failed.
+	Message *string `json:"message,omitempty"`
+
+	// RowCount The rows resolved so far, less those removed.
+	RowCount int `json:"row_count"`
+
+	// Status The service's addition (docs/management.md): resolved when every row is resolved (at once for up to 5,000 rows); resolving while a job resolves a larger file; failed when that job could not (deleted, cancelled), message saying why. Only a resolved upload can be executed or have rows removed.
+	Status ManagementUploadStatus `json:"status"`
+
+	// TotalRows The service's addition: the data rows of the file.
+	TotalRows int `json:"total_rows"`
 }
 
 // ManagementUploadMatchColumns defines model for ManagementUpload.MatchColumns.
 type ManagementUploadMatchColumns string
+
+// ManagementUploadStatus The service's addition (docs/management.md): resolved when every row is resolved (at once for up to 5,000 rows); resolving while a job resolves a larger file; failed when that job could not (deleted, cancelled), message saying why. Only a resolved upload can be executed or have rows removed.
+type ManagementUploadStatus string
 
 // ManagementUploadRow An uploaded row (spec 2.16); user_id is empty unless MAPPED or DUPLICATE_USER.
 type ManagementUploadRow struct {
@@ -13201,6 +13225,7 @@ type ExecuteManagementActionResponse struct {
 	JSON401      *Unauthorized
 	JSON403      *AccessDenied
 	JSON404      *NotFound
+	JSON409      *Conflict
 	JSON413      *TooLarge
 	JSON415      *UnsupportedMediaType
 	JSON503      *Unavailable
@@ -13345,6 +13370,10 @@ type UploadManagementFileResponse struct {
 		// Data An uploaded file (spec 2.16); id is an integer as the spec types it.
 		Data ManagementUpload `json:"data"`
 	}
+	JSON202 *struct {
+		// Data An uploaded file (spec 2.16); id is an integer as the spec types it.
+		Data ManagementUpload `json:"data"`
+	}
 	JSON400 *BadRequest
 	JSON401 *Unauthorized
 	JSON403 *AccessDenied
@@ -13412,6 +13441,7 @@ type DeleteManagementUploadRowsResponse struct {
 	JSON401 *Unauthorized
 	JSON403 *AccessDenied
 	JSON404 *NotFound
+	JSON409 *Conflict
 	JSON503 *Unavailable
 }
 
@@ -18512,6 +18542,13 @@ func ParseExecuteManagementActionResponse(rsp *http.Response) (*ExecuteManagemen
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest TooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18802,6 +18839,16 @@ func ParseUploadManagementFileResponse(rsp *http.Response) (*UploadManagementFil
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest struct {
+			// Data An uploaded file (spec 2.16); id is an integer as the spec types it.
+			Data ManagementUpload `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18966,6 +19013,13 @@ func ParseDeleteManagementUploadRowsResponse(rsp *http.Response) (*DeleteManagem
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable

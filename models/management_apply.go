@@ -5,10 +5,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"iam/models/listing"
 )
 
 // ChunkResult is what ApplyChunk did: the results of the chunk's targets
@@ -21,6 +25,9 @@ type ChunkResult struct {
 	Success int64
 	Failed  int64
 }
+
+// resultsPerInsert is how many results one INSERT writes.
+const resultsPerInsert = 2500
 
 // The messages of per-user results.
 const (
@@ -108,7 +115,8 @@ func applyTargets(ctx context.Context, tx bun.Tx, d sqlDialect, exec *Execution,
 	if len(todo) == 0 {
 		return done, nil
 	}
-	if _, err := lockDynamicGroups(ctx, tx, exec.OrgID); err != nil {
+	dynamic, err := lockDynamicGroups(ctx, tx, exec.OrgID)
+	if err != nil {
 		return nil, err
 	}
 	// The active administrators, locked: two executions cannot each leave
@@ -198,7 +206,12 @@ func applyTargets(ctx context.Context, tx bun.Tx, d sqlDialect, exec *Execution,
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return nil, fmt.Errorf("move users: %w", err)
 			}
-			err = syncMembership(ctx, tx, exec.OrgID, got)
+			err = nil
+			// A move changes the container alone: only rules naming it
+			// can change the users' dynamic memberships.
+			if rulesName(dynamic, "container") {
+				err = syncMembership(ctx, tx, exec.OrgID, got)
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -223,15 +236,79 @@ func applyTargets(ctx context.Context, tx bun.Tx, d sqlDialect, exec *Execution,
 			r.Message = msgDeleted
 		}
 	}
-	for start := 0; start < len(results); start += 500 {
-		chunk := results[start:min(start+500, len(results))]
+	// A batch's results in few statements: each statement costs more than
+	// its rows.
+	for start := 0; start < len(results); start += resultsPerInsert {
+		chunk := results[start:min(start+resultsPerInsert, len(results))]
 		if _, err := tx.NewInsert().Model(&chunk).Exec(ctx); err != nil {
 			return nil, fmt.Errorf("insert results: %w", err)
 		}
 	}
 	all := append(done, results...)
 	sort.Slice(all, func(i, j int) bool { return all[i].Seq < all[j].Seq })
-	return all, refreshCounts(ctx, tx, exec, nil)
+	return all, addCounts(ctx, tx, exec, results)
+}
+
+// addCounts adds the new results of a batch to the counts of the
+// execution's current attempt and of the execution, in the batch's
+// transaction. The results are new (a target with a result is never
+// applied again, under the execution's lock), so adding keeps the counts
+// those of the stored results without reading them all again, as
+// refreshCounts does, for every batch.
+func addCounts(ctx context.Context, tx bun.Tx, exec *Execution, results []ExecutionResult) error {
+	var success, failed int64
+	for _, r := range results {
+		if r.Status == ExecResultSuccess {
+			success++
+		} else {
+			failed++
+		}
+	}
+	var attFailed int64
+	err := tx.NewUpdate().Model((*ExecutionAttempt)(nil)).
+		Set("success_count = success_count + ?", success).Set("failed_count = failed_count + ?", failed).
+		Where("execution_id = ? AND attempt = ?", exec.ID, exec.Attempt).Returning("failed_count").Scan(ctx, &attFailed)
+	if err != nil {
+		return fmt.Errorf("update attempt: %w", err)
+	}
+	_, err = tx.NewUpdate().Model((*Execution)(nil)).Set("success_count = success_count + ?", success).
+		Set("failed_count = ?", attFailed).Set("updated_at = ?", time.Now().UTC()).Where("id = ?", exec.ID).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("update execution: %w", err)
+	}
+	return nil
+}
+
+// rulesName reports whether a rule of groups names the user attribute
+// attr (a rule that does not parse counts as naming it: its evaluation
+// then says what is wrong).
+func rulesName(groups []dynamicGroup, attr string) bool {
+	for _, g := range groups {
+		expr, err := parseRule(g.Rule)
+		if err != nil || exprNames(expr, attr) {
+			return true
+		}
+	}
+	return false
+}
+
+// exprNames reports whether a filter names attr (attribute names compare
+// ignoring case, as the filter language has them). An expression of a kind
+// it does not know counts as naming it.
+func exprNames(e listing.Expr, attr string) bool {
+	switch e := e.(type) {
+	case *listing.And:
+		return slices.ContainsFunc(e.Terms, func(t listing.Expr) bool { return exprNames(t, attr) })
+	case *listing.Or:
+		return slices.ContainsFunc(e.Terms, func(t listing.Expr) bool { return exprNames(t, attr) })
+	case *listing.Not:
+		return exprNames(e.Expr, attr)
+	case *listing.Compare:
+		return strings.EqualFold(e.Attr.Name, attr)
+	case *listing.Present:
+		return strings.EqualFold(e.Attr.Name, attr)
+	}
+	return true
 }
 
 // countResults reads the counts of the execution's current attempt.

@@ -180,7 +180,8 @@ type NewExecution struct {
 // one transaction; the caller starts the job's workflow after. EINVALID
 // when the selection names none or more than one kind of selector, a bad
 // filter, an upload of another action, no user at all, or (move) a target
-// container that is not an RFC 4514 name; ENOTFOUND for an unknown upload.
+// container that is not an RFC 4514 name; ENOTFOUND for an unknown upload;
+// ECONFLICT for an upload still resolving, or one that failed.
 func (s *MgmtStore) CreateExecution(ctx context.Context, n NewExecution) (*Execution, *Job, error) {
 	sel := n.Selection
 	kinds := 0
@@ -244,8 +245,12 @@ func (s *MgmtStore) CreateExecution(ctx context.Context, n NewExecution) (*Execu
 		var err error
 		switch {
 		case sel.UploadID != 0:
-			if _, err := getUpload(ctx, tx, n.OrgID, n.Action, sel.UploadID); err != nil {
+			up, err := getUpload(ctx, tx, n.OrgID, n.Action, sel.UploadID)
+			if err != nil {
 				return err
+			}
+			if up.Status != UploadResolved {
+				return errUploadNotResolved(up)
 			}
 			count, err = insertTargets(ctx, tx, exec.ID, 1, tx.NewSelect().Table("mgmt_upload_rows").
 				ColumnExpr("row_no AS k").ColumnExpr("user_id AS u").

@@ -38,7 +38,18 @@ const (
 const (
 	MaxUploadColumns  = 64
 	MaxUploadCellLen  = 1024
-	MaxUploadRowsSync = 5000 // rows resolved inside the request
+	MaxUploadRowsSync = 5000    // rows resolved inside the request; more are resolved by a job
+	MaxUploadRows     = 200_000 // rows of an upload
+)
+
+// Upload states: an upload resolved inside the request is resolved at
+// once; a larger one is resolving until its job has resolved every row,
+// or failed when the job could not (deleted, cancelled, the file
+// unreadable).
+const (
+	UploadResolving = "resolving"
+	UploadResolved  = "resolved"
+	UploadFailed    = "failed"
 )
 
 // UploadColumn is a column of an upload's header.
@@ -61,6 +72,19 @@ type MgmtUpload struct {
 	RowCount     int64          `bun:"row_count"`
 	CreatedBy    int64          `bun:"created_by"`
 	CreatedAt    time.Time      `bun:"created_at"`
+	// Status is UploadResolving, UploadResolved or UploadFailed; Message
+	// says why it failed.
+	Status  string `bun:"status"`
+	Message string `bun:"message"`
+	// JobID is the job that resolves (resolved) the rows; nil when they
+	// were resolved inside the request.
+	JobID *int64 `bun:"job_id"`
+	// FileRows is the number of data rows of the file; NextRow and
+	// NextOffset where the job resolving it has got to (the next row's
+	// number and byte offset in the file).
+	FileRows   int64 `bun:"file_rows"`
+	NextRow    int64 `bun:"next_row"`
+	NextOffset int64 `bun:"next_offset"`
 }
 
 // UploadRow is a row of an upload (spec 2.16): its number (1 for the first
@@ -173,12 +197,13 @@ func (s *MgmtStore) CreateUpload(ctx context.Context, up *MgmtUpload, records []
 	if len(records) > MaxUploadRowsSync {
 		return Invalid("file", "has %d rows; at most %d", len(records), MaxUploadRowsSync)
 	}
-	rows, err := s.resolveRows(ctx, up.OrgID, up.Header, records)
+	rows, err := resolveRows(ctx, s.db, up.OrgID, up.Header, records, nil)
 	if err != nil {
 		return err
 	}
 	up.ID = NewID()
-	up.RowCount = int64(len(rows))
+	up.RowCount, up.FileRows, up.NextRow = int64(len(rows)), int64(len(rows)), int64(len(rows))+1
+	up.Status = UploadResolved
 	up.CreatedAt = time.Now().UTC()
 	for i := range rows {
 		rows[i].UploadID = up.ID
@@ -197,8 +222,16 @@ func (s *MgmtStore) CreateUpload(ctx context.Context, up *MgmtUpload, records []
 	})
 }
 
-// resolveRows turns records into rows with their users and states.
-func (s *MgmtStore) resolveRows(ctx context.Context, orgID int64, header []UploadColumn, records []UploadRecord) ([]UploadRow, error) {
+// earlierRows returns, for users of ids, the number of the row before the
+// records being resolved that already names them (MAPPED): the rows a job
+// stored in earlier chunks of the same upload.
+type earlierRows func(ctx context.Context, ids []int64) (map[int64]int64, error)
+
+// resolveRows turns records into rows with their users and states: the one
+// resolver of uploads, inside the request (earlier nil) and chunk by chunk
+// in a job (earlier names the users earlier chunks mapped, so that a later
+// row naming one is DUPLICATE_USER however far apart they are).
+func resolveRows(ctx context.Context, db bun.IDB, orgID int64, header []UploadColumn, records []UploadRecord, earlier earlierRows) ([]UploadRow, error) {
 	rows := make([]UploadRow, len(records))
 	// values[column] are the normalized values to look up.
 	values := map[string][]string{}
@@ -252,13 +285,32 @@ func (s *MgmtStore) resolveRows(ctx context.Context, orgID int64, header []Uploa
 	}
 	found := map[string]map[string][]int64{}
 	for col, vs := range values {
-		m, err := s.lookupMatches(ctx, orgID, col, vs)
+		m, err := lookupMatches(ctx, db, orgID, col, vs)
 		if err != nil {
 			return nil, err
 		}
 		found[col] = m
 	}
 	named := map[int64]int64{} // user id → first row naming it
+	if earlier != nil {
+		var ids []int64
+		for _, m := range found {
+			for _, us := range m {
+				if len(us) == 1 {
+					ids = append(ids, us[0])
+				}
+			}
+		}
+		if len(ids) > 0 {
+			var err error
+			if named, err = earlier(ctx, ids); err != nil {
+				return nil, err
+			}
+			if named == nil {
+				named = map[int64]int64{}
+			}
+		}
+	}
 	for i := range rows {
 		row := &rows[i]
 		if row.Status != "" {
@@ -345,7 +397,7 @@ func normalizeMatch(col, v string) string {
 
 // lookupMatches returns, for each value of a match column, the ids of the
 // organization's users that have it (several when a value is shared).
-func (s *MgmtStore) lookupMatches(ctx context.Context, orgID int64, col string, values []string) (map[string][]int64, error) {
+func lookupMatches(ctx context.Context, db bun.IDB, orgID int64, col string, values []string) (map[string][]int64, error) {
 	out := map[string][]int64{}
 	var expr string
 	switch col {
@@ -366,7 +418,7 @@ func (s *MgmtStore) lookupMatches(ctx context.Context, orgID int64, col string, 
 			ID    int64  `bun:"id"`
 			Value string `bun:"v"`
 		}
-		q := s.db.NewSelect().Table("users").ColumnExpr("id").ColumnExpr(expr+" AS v").Where("org_id = ?", orgID)
+		q := db.NewSelect().Table("users").ColumnExpr("id").ColumnExpr(expr+" AS v").Where("org_id = ?", orgID)
 		if col == MatchUserID {
 			ids := make([]int64, 0, len(chunk))
 			for _, v := range chunk {
@@ -388,18 +440,46 @@ func (s *MgmtStore) lookupMatches(ctx context.Context, orgID int64, col string, 
 	return out, nil
 }
 
-// GetUpload returns an upload of the organization and action. ENOTFOUND
-// when it is another's.
+// GetUpload returns an upload of the organization and action. An upload
+// still resolving whose job is gone (deleted) or has ended without
+// resolving it is failed: it is stored so and returned so. ENOTFOUND when
+// it is another's.
 func (s *MgmtStore) GetUpload(ctx context.Context, orgID int64, a MgmtAction, id int64) (*MgmtUpload, error) {
-	up := new(MgmtUpload)
-	err := s.db.NewSelect().Model(up).Where("org_id = ? AND action = ? AND id = ?", orgID, a, id).Scan(ctx)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrUploadNotFound
+	up, err := getUpload(ctx, s.db, orgID, a, id)
+	if err != nil || up.Status != UploadResolving || up.JobID == nil {
+		return up, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("select upload: %w", err)
+	job := new(Job)
+	err = s.db.NewSelect().Model(job).Column("status", "message").Where("id = ?", *up.JobID).Scan(ctx)
+	var why string
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		why = "the job resolving the upload was deleted"
+	case err != nil:
+		return nil, fmt.Errorf("select upload job: %w", err)
+	case job.Status.Finished():
+		why = "the job resolving the upload ended " + string(job.Status)
+		if job.Message != "" {
+			why += ": " + job.Message
+		}
+	default:
+		return up, nil
 	}
-	return up, nil
+	if _, err := s.db.NewUpdate().Model((*MgmtUpload)(nil)).Set("status = ?", UploadFailed).Set("message = ?", truncate(why, 512)).
+		Where("id = ? AND status = ?", id, UploadResolving).Exec(ctx); err != nil {
+		return nil, fmt.Errorf("fail upload: %w", err)
+	}
+	return getUpload(ctx, s.db, orgID, a, id)
+}
+
+// errUploadNotResolved refuses to act on an upload whose rows are not all
+// resolved.
+func errUploadNotResolved(up *MgmtUpload) error {
+	if up.Status == UploadFailed {
+		return Errorf(ECONFLICT, "the upload could not be resolved (%s); upload the file again", up.Message)
+	}
+	return Errorf(ECONFLICT, "the upload is still resolving (%d of %d rows so far): wait until its status is resolved",
+		up.RowCount, up.FileRows)
 }
 
 // ListUploadRows returns a page of an upload's rows. ENOTFOUND when the
@@ -423,7 +503,8 @@ const MaxUploadRowIDs = 1000
 // id of rowNos in order, whether it existed and was removed, and the number
 // of rows removed in all. The upload's row count follows. ENOTFOUND when
 // the upload is not the organization's and action's; EINVALID for a bad
-// filter or neither selector.
+// filter or neither selector; ECONFLICT while it is resolving, or when it
+// failed.
 func (s *MgmtStore) DeleteUploadRows(ctx context.Context, orgID int64, a MgmtAction, uploadID int64, rowNos []int64, filter string) (removed []bool, total int64, err error) {
 	if len(rowNos) == 0 && filter == "" {
 		return nil, 0, Invalid("ids", "name the rows to delete by ids or filter")
@@ -450,6 +531,9 @@ func (s *MgmtStore) DeleteUploadRows(ctx context.Context, orgID int64, a MgmtAct
 			return ErrUploadNotFound
 		} else if err != nil {
 			return fmt.Errorf("select upload: %w", err)
+		}
+		if up.Status != UploadResolved {
+			return errUploadNotResolved(up)
 		}
 		del := tx.NewDelete().Model((*UploadRow)(nil)).Where("upload_id = ?", uploadID)
 		if len(rowNos) > 0 {

@@ -26,6 +26,13 @@ type FileUpload struct {
 // process that dies half way leaves an incomplete blob the sweep removes.
 // The blob is deleted when the job ends or is deleted.
 func (s *Store) CreateUploadJob(ctx context.Context, job *Job, file FileUpload, input func(*Blob) (json.RawMessage, error)) error {
+	return s.createUploadJob(ctx, job, file, input, nil)
+}
+
+// createUploadJob is CreateUploadJob writing also (when not nil) in the
+// transaction that inserts the job, after it.
+func (s *Store) createUploadJob(ctx context.Context, job *Job, file FileUpload, input func(*Blob) (json.RawMessage, error),
+	also func(ctx context.Context, tx bun.Tx) error) error {
 	blob, err := s.Blobs.Stage(ctx, job.OrgID, file.Name, file.ContentType, file.Body, file.MaxSize)
 	if err != nil {
 		return err
@@ -41,7 +48,13 @@ func (s *Store) CreateUploadJob(ctx context.Context, job *Job, file FileUpload, 
 		if job.Input, err = input(blob); err != nil {
 			return err
 		}
-		return insertJob(ctx, tx, job)
+		if err := insertJob(ctx, tx, job); err != nil {
+			return err
+		}
+		if also != nil {
+			return also(ctx, tx)
+		}
+		return nil
 	})
 	if err != nil {
 		if derr := s.Blobs.Delete(context.WithoutCancel(ctx), job.OrgID, blob.ID); derr != nil {

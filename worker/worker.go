@@ -63,6 +63,7 @@ func RegisterWorkflows(r sdkworker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.NotificationRun, workflow.RegisterOptions{Name: workflows.NotifyWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.ManagementExecution, workflow.RegisterOptions{Name: workflows.ManagementWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.DeviceAccountSync, workflow.RegisterOptions{Name: workflows.DeviceSyncWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.ManagementUploadResolve, workflow.RegisterOptions{Name: workflows.ManagementResolveWorkflowName})
 }
 
 // RegisterActivities adds every activity to r.

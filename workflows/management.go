@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"errors"
 
 	"go.temporal.io/sdk/temporal"
@@ -17,8 +18,8 @@ const ManagementWorkflowName = models.MgmtJobKind
 // Execution sizing: targets per batch (one transaction each) and batches
 // per activity (one heartbeat per batch).
 const (
-	MgmtBatchSize       = 1000
-	MgmtBatchesPerChunk = 5
+	MgmtBatchSize       = 2500
+	MgmtBatchesPerChunk = 4
 )
 
 var mgmtActivities *activities.Management
@@ -86,4 +87,50 @@ func runManagement(ctx workflow.Context, run *jobRun) error {
 	// A time_out ends the job by its counts (the users never reached count
 	// as failed): WARNING or ERROR.
 	return err
+}
+
+// ManagementResolveWorkflowName is the workflow type that resolves a large
+// upload's rows (models.MgmtResolveJobKind).
+const ManagementResolveWorkflowName = models.MgmtResolveJobKind
+
+// MgmtResolveRows is how many rows of an upload one activity resolves (one
+// transaction).
+const MgmtResolveRows = 2000
+
+// ManagementUploadResolve resolves a large upload's rows in chunks of
+// consecutive rows, each chunk reading its rows from the byte offset the
+// previous one recorded; the last chunk marks the upload resolved. Only
+// row numbers and counts pass through the history; the file stays in the
+// blob store.
+func ManagementUploadResolve(ctx workflow.Context, in JobInput) error {
+	run, err := startJob(ctx, in)
+	if err != nil {
+		return err
+	}
+	return run.finish(ctx, runUploadResolve(ctx, run))
+}
+
+func runUploadResolve(ctx workflow.Context, run *jobRun) error {
+	var params models.UploadResolveInput
+	if err := json.Unmarshal(run.info.Input, &params); err != nil {
+		return temporal.NewNonRetryableApplicationError("the job input is not valid", activities.ErrInvalid, err)
+	}
+	if run.next == 0 {
+		run.next = 1
+	}
+	cctx := workflow.WithActivityOptions(ctx, chunkOptions)
+	for {
+		if run.shouldContinueAsNew(ctx) {
+			return run.continueAsNew(ctx, ManagementUploadResolve)
+		}
+		chunk := activities.MgmtResolveChunk{Job: run.ref, Params: params, From: run.next, Rows: MgmtResolveRows, Before: run.progress}
+		var res activities.MgmtResolveResult
+		if err := workflow.ExecuteActivity(cctx, mgmtActivities.ResolveUploadRows, chunk).Get(cctx, &res); err != nil {
+			return err
+		}
+		run.advance(ctx, res.Next, res.Progress)
+		if res.Done {
+			return nil
+		}
+	}
 }

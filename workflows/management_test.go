@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -27,7 +29,7 @@ func newMgmtEnv(t *testing.T, deadline time.Time) *testsuite.TestWorkflowEnviron
 	env.OnActivity(jobActivities.StartJob, mock.Anything, ref).Return(activities.JobInfo{Kind: ManagementWorkflowName}, nil)
 	env.OnActivity(mgmtActivities.StartExecutionAttempt, mock.Anything, ref).Return(
 		activities.MgmtAttempt{ExecutionID: 77, Attempt: 2, Action: "delete-users", Deadline: deadline,
-			Progress: activities.Progress{Total: 12_000}}, nil)
+			Progress: activities.Progress{Total: 25_000}}, nil)
 	return env
 }
 
@@ -49,7 +51,7 @@ func fakeTargets(n int64, calls *int, pause time.Duration) func(context.Context,
 func TestManagementExecution_RunsChunksAndCompletes(t *testing.T) {
 	env := newMgmtEnv(t, time.Time{})
 	calls := 0
-	env.OnActivity(mgmtActivities.ExecuteChunk, mock.Anything, mock.Anything).Return(fakeTargets(12_000, &calls, 0))
+	env.OnActivity(mgmtActivities.ExecuteChunk, mock.Anything, mock.Anything).Return(fakeTargets(25_000, &calls, 0))
 	var ended activities.MgmtFinish
 	env.OnActivity(mgmtActivities.FinishExecutionAttempt, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.MgmtFinish) (activities.Progress, error) {
@@ -66,8 +68,8 @@ func TestManagementExecution_RunsChunksAndCompletes(t *testing.T) {
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 		t.Fatalf("workflow: %v", env.GetWorkflowError())
 	}
-	if calls != 3 { // 5,000 a chunk
-		t.Errorf("%d chunks for 12,000 users, want 3", calls)
+	if calls != 3 { // 10,000 a chunk
+		t.Errorf("%d chunks for 25,000 users, want 3", calls)
 	}
 	if ended.Status != string(models.ExecCompleted) || ended.ExecutionID != 77 || ended.Attempt != 2 {
 		t.Errorf("attempt ended with %+v", ended)
@@ -86,7 +88,7 @@ func TestManagementExecution_TimesOut(t *testing.T) {
 	// after the second.
 	env.OnActivity(mgmtActivities.ExecuteChunk, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.MgmtChunk) (activities.MgmtChunkResult, error) {
-			return fakeTargets(12_000, &calls, 0)(ctx, in)
+			return fakeTargets(25_000, &calls, 0)(ctx, in)
 		}).After(time.Minute)
 	var ended activities.MgmtFinish
 	env.OnActivity(mgmtActivities.FinishExecutionAttempt, mock.Anything, mock.Anything).Return(
@@ -142,7 +144,7 @@ func TestManagementExecution_CancelInterrupts(t *testing.T) {
 	env.OnActivity(mgmtActivities.ExecuteChunk, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.MgmtChunk) (activities.MgmtChunkResult, error) {
 			calls := 0
-			return fakeTargets(12_000, &calls, 0)(ctx, in)
+			return fakeTargets(25_000, &calls, 0)(ctx, in)
 		}).After(time.Minute)
 	env.RegisterDelayedCallback(env.CancelWorkflow, 90*time.Second)
 	var ended activities.MgmtFinish
@@ -160,5 +162,48 @@ func TestManagementExecution_CancelInterrupts(t *testing.T) {
 	env.ExecuteWorkflow(ManagementWorkflowName, JobInput{Job: ref})
 	if ended.Status != string(models.ExecInterrupted) || finished.Failure != "the job was cancelled" {
 		t.Errorf("attempt ended %+v, job finished %+v; want interrupted and cancelled", ended, finished)
+	}
+}
+
+// A large upload's resolving job reads its rows in chunks of consecutive
+// row numbers, each from where the last ended, until a chunk says the
+// upload is resolved; the job ends by the counts.
+func TestManagementUploadResolve_ChunksUntilResolved(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(ManagementUploadResolve, workflow.RegisterOptions{Name: ManagementResolveWorkflowName})
+	env.RegisterActivity(&activities.Jobs{})
+	env.RegisterActivity(&activities.Management{})
+	input, _ := json.Marshal(models.UploadResolveInput{UploadID: 5, BlobID: 6, Encoding: "UTF-8", DataOffset: 20})
+	env.OnActivity(jobActivities.StartJob, mock.Anything, ref).Return(activities.JobInfo{Kind: ManagementResolveWorkflowName, Input: input}, nil)
+	const rows = 4500
+	var froms []int64
+	env.OnActivity(mgmtActivities.ResolveUploadRows, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.MgmtResolveChunk) (activities.MgmtResolveResult, error) {
+			if in.Params.UploadID != 5 || in.Params.BlobID != 6 || in.Rows != MgmtResolveRows {
+				panic("wrong chunk input")
+			}
+			froms = append(froms, in.From)
+			next := min(in.From+int64(in.Rows), rows+1)
+			p := in.Before
+			p.Total, p.Processed, p.Success = rows, next-1, next-1
+			return activities.MgmtResolveResult{Next: next, Done: next > rows, Progress: p}, nil
+		})
+	var finished activities.FinishInput
+	env.OnActivity(jobActivities.FinishJob, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.FinishInput) (models.JobStatus, error) {
+			finished = in
+			return models.JobCompleted, nil
+		})
+	env.ExecuteWorkflow(ManagementResolveWorkflowName, JobInput{Job: ref})
+	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
+		t.Fatalf("workflow: %v", env.GetWorkflowError())
+	}
+	if fmt.Sprint(froms) != "[1 2001 4001]" {
+		t.Errorf("chunks from rows %v, want [1 2001 4001]", froms)
+	}
+	if finished.Failure != "" || finished.Progress.Processed != rows || finished.Progress.Total != rows {
+		t.Errorf("job finished with %+v", finished)
 	}
 }

@@ -54,6 +54,9 @@ type Options struct {
 	// folder of the test's own holding a small package of every agent type
 	// and platform (version 1.0.0).
 	AgentPackagesDir string
+	// MgmtExecutionTimeout is the worker's deadline of a management
+	// execution's attempt (IAM_MGMT_EXECUTION_TIMEOUT); zero: none.
+	MgmtExecutionTimeout time.Duration
 }
 
 // packageFiles are the packages a test's packages folder holds.
@@ -128,7 +131,8 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 		e.Temporal = sharedTemporal(t)
 		e.Jobs.Client = e.Temporal
 		e.Jobs.TaskQueue = fmt.Sprintf("test-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), models.NewID())
-		w := worker.NewOn(e.Temporal, e.Jobs.TaskQueue, worker.Deps{Store: e.Store, Secrets: Secrets})
+		w := worker.NewOn(e.Temporal, e.Jobs.TaskQueue, worker.Deps{Store: e.Store, Secrets: Secrets,
+			MgmtExecutionTimeout: opts.MgmtExecutionTimeout})
 		if err := w.Start(); err != nil {
 			t.Fatalf("start worker: %v", err)
 		}

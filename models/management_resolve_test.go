@@ -1,0 +1,166 @@
+package models_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/uptrace/bun"
+
+	"iam/models"
+	"iam/models/dbtest"
+)
+
+// The rows of TestMgmtStore_Upload's file: every state, a duplicate of row
+// 1 in row 3 and of row 2 in row 11.
+func resolveFixtureRows(u []*models.User) [][]string {
+	return [][]string{
+		{"user0@example.com", "", "", "", "a"},
+		{"", "E1", "", "", "b"},
+		{"", "", "", models.FormatID(u[0].ID), "c"},
+		{"nobody@example.com", "", "", "", "d"},
+		{"", "", "+49 555", "", "e"},
+		{"", "", "", "", "f"},
+		{"", "", "", "12ab", "g"},
+		{"user2@example.com", "E1", "", "", "h"},
+		{"user2@example.com", "E2", "", "", "i", "extra"},
+		{" user2@example.com ", "E2", "", models.FormatID(u[2].ID)},
+		{"USER1@example.com", "", "", "", "k"},
+	}
+}
+
+// A large upload resolved chunk by chunk (here three rows a chunk) gets
+// exactly the rows the request's path gives the same file: the one
+// resolver, with users mapped by earlier chunks making later rows
+// DUPLICATE_USER. Until its last chunk the upload is resolving: it cannot
+// be executed nor have rows removed (ECONFLICT); a chunk written twice
+// changes nothing; one past the cursor is refused.
+func TestMgmtStore_ResolveUploadInChunks(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newMgmtFixture(t, db)
+		m := f.store.Management
+		names := []string{"Primary Email", "Employee ID", "Mobile Number", "User ID", "Note"}
+		rows := resolveFixtureRows(f.users)
+		inRequest := f.upload(t, models.ActionDeleteUsers, names, rows)
+
+		header, match, _ := models.UploadHeader(names)
+		up := &models.MgmtUpload{OrgID: f.org.ID, Action: models.ActionDeleteUsers, FileName: "big.csv", Header: header,
+			MatchColumns: match, FileRows: int64(len(rows))}
+		file := models.FileUpload{Name: "big.csv", ContentType: "text/csv", Body: strings.NewReader("the file"), MaxSize: 1 << 20}
+		job, err := f.store.CreateResolvingUpload(ctx, up, file, "UTF-8", 42)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if job.Kind != models.MgmtResolveJobKind || job.Module != models.MgmtModule || job.Total != int64(len(rows)) {
+			t.Errorf("job %+v", job)
+		}
+		got, err := m.GetUpload(ctx, f.org.ID, models.ActionDeleteUsers, up.ID)
+		if err != nil || got.Status != models.UploadResolving || got.JobID == nil || *got.JobID != job.ID ||
+			got.NextRow != 1 || got.NextOffset != 42 || got.RowCount != 0 || got.FileRows != int64(len(rows)) {
+			t.Fatalf("GetUpload = %+v, %v", got, err)
+		}
+
+		recs := records(rows)
+		for i := range recs {
+			recs[i].RowNo = int64(i + 1)
+		}
+		for from := 0; from < len(recs); from += 3 {
+			to := min(from+3, len(recs))
+			done := to == len(recs)
+			if from > 0 {
+				_, _, err := m.CreateExecution(ctx, models.NewExecution{OrgID: f.org.ID, Action: models.ActionDeleteUsers,
+					Selection: models.Selection{UploadID: up.ID}})
+				if models.ErrorCode(err) != models.ECONFLICT || !strings.Contains(err.Error(), "still resolving") {
+					t.Errorf("execute while resolving = %v, want ECONFLICT", err)
+				}
+				if _, _, err := m.DeleteUploadRows(ctx, f.org.ID, models.ActionDeleteUsers, up.ID, []int64{1}, ""); models.ErrorCode(err) != models.ECONFLICT {
+					t.Errorf("delete rows while resolving = %v, want ECONFLICT", err)
+				}
+				if _, err := m.ResolveUploadChunk(ctx, f.org.ID, up.ID, int64(from+2), recs[from:to], int64(100+to), done); models.ErrorCode(err) != models.ECONFLICT {
+					t.Errorf("a chunk past the cursor = %v, want ECONFLICT", err)
+				}
+			}
+			for range 2 { // the second: a retry after the commit
+				res, err := m.ResolveUploadChunk(ctx, f.org.ID, up.ID, int64(from+1), recs[from:to], int64(100+to), done)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(res.Rows) != to-from || res.NextRow != int64(to+1) || res.Done != done {
+					t.Fatalf("chunk from %d = %+v", from+1, res)
+				}
+			}
+		}
+		got, err = m.GetUpload(ctx, f.org.ID, models.ActionDeleteUsers, up.ID)
+		if err != nil || got.Status != models.UploadResolved || got.RowCount != int64(len(rows)) || got.NextOffset != int64(100+len(rows)) {
+			t.Fatalf("after the last chunk = %+v, %v", got, err)
+		}
+		want := listUploadRows(t, m, f.org.ID, inRequest.ID, "")
+		have := listUploadRows(t, m, f.org.ID, up.ID, "")
+		if len(have) != len(want) {
+			t.Fatalf("%d rows, want %d", len(have), len(want))
+		}
+		for i := range want {
+			w, h := want[i], have[i]
+			if h.RowNo != w.RowNo || h.Status != w.Status || h.Message != w.Message || fmt.Sprint(deref(h.UserID)) != fmt.Sprint(deref(w.UserID)) ||
+				fmt.Sprint(h.ImportedData) != fmt.Sprint(w.ImportedData) {
+				t.Errorf("row %d = %+v, the request's path gives %+v", i+1, h, w)
+			}
+		}
+		if have[2].Status != models.RowDuplicateUser || !strings.Contains(have[2].Message, "row 1") ||
+			have[10].Status != models.RowDuplicateUser || !strings.Contains(have[10].Message, "row 2") {
+			t.Errorf("duplicates across chunks: %+v / %+v", have[2], have[10])
+		}
+		exec, _, err := m.CreateExecution(ctx, models.NewExecution{OrgID: f.org.ID, Action: models.ActionDeleteUsers,
+			Selection: models.Selection{UploadID: up.ID}})
+		if err != nil || exec.Total != 3 {
+			t.Errorf("execute the resolved upload = %+v, %v; want its 3 MAPPED rows", exec, err)
+		}
+	})
+}
+
+// An upload whose resolving job is deleted is failed when next read; it
+// cannot be executed (ECONFLICT saying why), and a late chunk is refused.
+func TestMgmtStore_ResolvingUploadFailsWithItsJob(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newMgmtFixture(t, db)
+		m := f.store.Management
+		header, match, _ := models.UploadHeader([]string{"Primary Email"})
+		up := &models.MgmtUpload{OrgID: f.org.ID, Action: models.ActionMoveUsers, FileName: "big.csv", Header: header,
+			MatchColumns: match, FileRows: 2}
+		job, err := f.store.CreateResolvingUpload(ctx, up, models.FileUpload{Name: "big.csv", Body: strings.NewReader("x")}, "UTF-8", 14)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.ResolveUploadChunk(ctx, f.org.ID, up.ID, 1, records([][]string{{"user0@example.com"}}), 30, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.store.Jobs.Delete(ctx, f.org.ID, job.ID); err != nil {
+			t.Fatal(err)
+		}
+		got, err := m.GetUpload(ctx, f.org.ID, models.ActionMoveUsers, up.ID)
+		if err != nil || got.Status != models.UploadFailed || !strings.Contains(got.Message, "deleted") || got.RowCount != 1 {
+			t.Fatalf("GetUpload = %+v, %v; want failed", got, err)
+		}
+		_, _, err = m.CreateExecution(ctx, models.NewExecution{OrgID: f.org.ID, Action: models.ActionMoveUsers,
+			Selection: models.Selection{UploadID: up.ID}, TargetContainer: "OU=X"})
+		if models.ErrorCode(err) != models.ECONFLICT || !strings.Contains(err.Error(), "could not be resolved") {
+			t.Errorf("execute a failed upload = %v", err)
+		}
+		if _, err := m.ResolveUploadChunk(ctx, f.org.ID, up.ID, 2, records([][]string{{"user1@example.com"}}), 50, true); models.ErrorCode(err) != models.ECONFLICT {
+			t.Errorf("a chunk of a failed upload = %v, want ECONFLICT", err)
+		}
+		if _, err := f.store.CreateResolvingUpload(ctx, &models.MgmtUpload{OrgID: f.org.ID, Action: models.ActionMoveUsers, Header: header,
+			MatchColumns: match, FileRows: models.MaxUploadRows + 1}, models.FileUpload{Body: strings.NewReader("x")}, "UTF-8", 0); models.ErrorCode(err) != models.EINVALID {
+			t.Errorf("%d rows = %v, want EINVALID", models.MaxUploadRows+1, err)
+		}
+	})
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
