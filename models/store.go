@@ -45,6 +45,9 @@ type Store struct {
 	// Management holds management actions' view columns, uploads and
 	// executions.
 	Management *MgmtStore
+	// Idempotency keeps the answers of requests sent with an
+	// Idempotency-Key.
+	Idempotency *IdempotencyStore
 
 	// idLease is the process's id node lease, when LeaseIDs took one.
 	idLease *IDLease
@@ -97,6 +100,7 @@ func NewStore(db *bun.DB) *Store {
 		Settings:    &SettingsStore{db: db},
 		Devices:     &DeviceStore{db: db, d: d},
 		Management:  &MgmtStore{db: db, d: d},
+		Idempotency: &IdempotencyStore{db: db},
 	}
 	s.Templates = &TemplateStore{db: db, blobs: s.Blobs}
 	s.Notifications = &NotificationStore{db: db, Groups: s.Groups, Templates: s.Templates}
