@@ -54,6 +54,9 @@ type Options struct {
 	// folder of the test's own holding a small package of every agent type
 	// and platform (version 1.0.0).
 	AgentPackagesDir string
+	// IdempotencyLease overrides how long a request owns its
+	// Idempotency-Key without renewing it.
+	IdempotencyLease time.Duration
 }
 
 // packageFiles are the packages a test's packages folder holds.
@@ -147,7 +150,8 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 		tokens = opts.Tokens
 	}
 	e.Server = api.New(api.Config{MaxBodyBytes: opts.MaxBodyBytes, UploadMaxBytes: opts.UploadMaxBytes, UploadIdleTimeout: opts.UploadIdleTimeout,
-		AgentRate: opts.AgentRate, AgentBurst: opts.AgentBurst, AgentPackagesDir: opts.AgentPackagesDir}, api.Deps{
+		AgentRate: opts.AgentRate, AgentBurst: opts.AgentBurst, AgentPackagesDir: opts.AgentPackagesDir,
+		IdempotencyLease: opts.IdempotencyLease}, api.Deps{
 		Store:    e.Store,
 		Temporal: e.Temporal,
 		Jobs:     e.Jobs,
