@@ -173,6 +173,7 @@ func (s *Server) runIdempotent(c *gin.Context, h gin.HandlerFunc, key models.Ide
 	if hook := idempotencyAfterAnswerHook.Load(); hook != nil {
 		(*hook)(c)
 	}
+	testHookIdempotentAnswered(held.status)
 	ans := models.IdempotentAnswer{Fingerprint: sum, Status: held.status, ContentType: held.Header().Get("Content-Type"),
 		Location: held.Header().Get("Location"), Body: held.buf.Bytes()}
 	bg := context.WithoutCancel(ctx)

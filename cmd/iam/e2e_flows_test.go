@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -161,37 +160,8 @@ func e2eFlowCSV(rows int) []byte {
 // factor configs and returns the job's id.
 func e2eStartEnrollment(t *testing.T, addr, token string) int64 {
 	t.Helper()
-	var configs struct {
-		Data []struct {
-			ID   string `json:"id"`
-			Type string `json:"factor_type"`
-		} `json:"data"`
-	}
-	e2eAPIJSON(t, addr, "GET", "/api/v1/protection/authnfactor-configs", token, nil, http.StatusOK, &configs)
-	var ids []string
-	for _, c := range configs.Data {
-		if c.Type == string(models.FactorEmailOTP) || c.Type == string(models.FactorSMSOTP) {
-			ids = append(ids, c.ID)
-		}
-	}
-	if len(ids) != 2 {
-		t.Fatalf("factor configs %+v: want Email OTP and SMS OTP", configs.Data)
-	}
-	var b bytes.Buffer
-	w := multipart.NewWriter(&b)
-	for _, f := range [][2]string{{"factor_configs", strings.Join(ids, ",")}, {"file_encoding", "UTF-8"},
-		{"overwrite_enrollment_data", "false"}, {"chunk_rows", fmt.Sprint(e2eFlowChunkRows)}} {
-		if err := w.WriteField(f[0], f[1]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fw, err := w.CreateFormFile("file", "users.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fw.Write(e2eFlowCSV(e2eFlowCSVRows))
-	w.Close()
-	status, data := e2eAPIDo(t, addr, "POST", "/api/v1/protection/quick-enrollment/upload-csv", token, w.FormDataContentType(), b.Bytes())
+	body, ct := e2eEnrollmentForm(t, addr, token)
+	status, data := e2eAPIDo(t, addr, "POST", "/api/v1/protection/quick-enrollment/upload-csv", token, ct, body)
 	if status != http.StatusAccepted {
 		t.Fatalf("upload-csv answered %d: %.500s", status, data)
 	}

@@ -32,23 +32,49 @@ import (
 // environment, observed through its output, its HTTP endpoints and its
 // database, and stopped (or killed) from outside.
 
-// e2eBin holds the iam binary this test process built.
-var e2eBin struct {
+// e2eBuild is an iam binary this test process builds once.
+type e2eBuild struct {
 	once sync.Once
 	path string
 	err  error
-	// keep is the write end of the pipe whose closing, when this process
-	// exits however it exits, makes the janitor remove the binary's folder.
-	keep *os.File
 }
 
-// e2eBinary builds ./cmd/iam once and returns the executable's path.
-func e2eBinary(t *testing.T) string {
+// e2eDevBin is the default build, with `iam dev` (the embedded Temporal
+// server); e2eProdBin the production build of deploy/Dockerfile (-tags
+// nodev), which runs every other command.
+var e2eDevBin, e2eProdBin e2eBuild
+
+// e2eKeep holds the write ends of the pipes whose closing, when this
+// process exits however it exits, makes the janitors remove the binaries'
+// folders.
+var e2eKeep struct {
+	sync.Mutex
+	files []*os.File
+}
+
+// e2eBinary builds ./cmd/iam once, with `iam dev`, and returns the
+// executable's path.
+func e2eBinary(t *testing.T) string { return e2eDevBin.build(t, "") }
+
+// e2eProdBinary builds ./cmd/iam once as deploy/Dockerfile builds it (-tags
+// nodev: no embedded Temporal server) and returns the executable's path.
+func e2eProdBinary(t *testing.T) string { return e2eProdBin.build(t, "nodev") }
+
+// e2eBinaryFor is the binary that runs args: the default build for dev,
+// the production build for everything else.
+func e2eBinaryFor(t *testing.T, args []string) string {
+	if len(args) > 0 && args[0] == "dev" {
+		return e2eBinary(t)
+	}
+	return e2eProdBinary(t)
+}
+
+func (b *e2eBuild) build(t *testing.T, tags string) string {
 	t.Helper()
-	e2eBin.once.Do(func() {
+	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "iam-e2e-bin-")
 		if err != nil {
-			e2eBin.err = err
+			b.err = err
 			return
 		}
 		e2eRemoveWhenProcessEnds(dir)
@@ -60,18 +86,18 @@ func e2eBinary(t *testing.T) string {
 		began := time.Now()
 		// Linked without symbol tables and DWARF, as deploy/Dockerfile links
 		// it: a third smaller and quicker to link.
-		out, err := exec.Command(goTool, "build", "-ldflags=-s -w", "-o", path, ".").CombinedOutput()
+		out, err := exec.Command(goTool, "build", "-tags", tags, "-ldflags=-s -w", "-o", path, ".").CombinedOutput()
 		if err != nil {
-			e2eBin.err = fmt.Errorf("go build ./cmd/iam: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build -tags %q ./cmd/iam: %v\n%s", tags, err, out)
 			return
 		}
-		t.Logf("built %s in %v", path, time.Since(began).Round(time.Millisecond))
-		e2eBin.path = path
+		t.Logf("built %s (-tags %q) in %v", path, tags, time.Since(began).Round(time.Millisecond))
+		b.path = path
 	})
-	if e2eBin.err != nil {
-		t.Fatal(e2eBin.err)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return e2eBin.path
+	return b.path
 }
 
 // e2eRemoveWhenProcessEnds starts a janitor that removes dir once this test
@@ -91,7 +117,9 @@ func e2eRemoveWhenProcessEnds(dir string) {
 		return
 	}
 	r.Close()
-	e2eBin.keep = w
+	e2eKeep.Lock()
+	e2eKeep.files = append(e2eKeep.files, w)
+	e2eKeep.Unlock()
 	go janitor.Wait() //nolint:errcheck // reaps it should this process outlive it
 }
 
@@ -124,7 +152,7 @@ func e2eBaseEnv() []string {
 // is killed when the test ends, if it still runs.
 func e2eStart(t *testing.T, name string, env []string, args ...string) *e2eProc {
 	t.Helper()
-	bin := e2eBinary(t)
+	bin := e2eBinaryFor(t, args)
 	logDir := t.TempDir() // before the cleanup below, so removed after it
 	p := &e2eProc{
 		t:       t,

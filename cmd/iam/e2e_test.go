@@ -540,7 +540,7 @@ func TestBadConfiguration_ExitsWithOneLine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			env := append(tc.env(t), "IAM_TEMPORAL_ADDRESS=127.0.0.1:1")
-			e2eBinary(t) // not timed below
+			e2eBinaryFor(t, tc.args) // not timed below
 			began := time.Now()
 			code, out, errOut := e2eRun(t, "iam", env, tc.args...)
 			t.Logf("iam %s exited %d after %v: %s", strings.Join(tc.args, " "), code,
