@@ -125,11 +125,17 @@ func TestIdempotency_InstanceDiesAfterItsJob(t *testing.T) {
 		body := map[string]any{"name": "Sales", "is_dynamic": true, "membership_rule": `department eq "Sales"`}
 		const key = "group-sales-1"
 
+		// The first request to reach its answer is held there; any other
+		// passes (a second one would be a duplicate: counted below).
 		held, release := make(chan struct{}), make(chan struct{})
 		var once sync.Once
 		t.Cleanup(api.SetIdempotencyAfterAnswerHook(func(c *gin.Context) {
-			if c.GetHeader(api.IdempotencyKeyHeader) == key {
-				once.Do(func() { close(held) })
+			if c.GetHeader(api.IdempotencyKeyHeader) != key {
+				return
+			}
+			first := false
+			once.Do(func() { first = true; close(held) })
+			if first {
 				<-release
 			}
 		}))
