@@ -185,8 +185,14 @@ func e2eStartEnrollment(t *testing.T, addr, token string) int64 {
 // enrollment per factor of every good row, written by its own row.
 func e2eCheckEnrollment(t *testing.T, store *e2eDB, org *models.Organization, job *models.Job, users map[int]int64) {
 	t.Helper()
+	e2eCheckEnrollmentOf(t, store, org, job, users, e2eFlowCSVRows)
+}
+
+// e2eCheckEnrollmentOf is e2eCheckEnrollment for a file of rows rows.
+func e2eCheckEnrollmentOf(t *testing.T, store *e2eDB, org *models.Organization, job *models.Job, users map[int]int64, fileRows int) {
+	t.Helper()
 	ctx := context.Background()
-	rows := int64(e2eFlowCSVRows)
+	rows := int64(fileRows)
 	bad := rows / 97
 	if job.Status != models.JobWarning || job.Processed != rows || job.Total != rows || job.SuccessCount != rows-bad || job.ErrorCount != bad {
 		t.Errorf("enrollment job %d: %s %d/%d, %d ok, %d failed; want WARNING %d/%d, %d ok, %d failed",

@@ -153,6 +153,12 @@ func TestProduction_IdempotentUploadSurvivesKilledServe(t *testing.T) {
 // Email OTP and SMS OTP factor configs), with a new boundary each call.
 func e2eEnrollmentForm(t *testing.T, addr, token string) (body []byte, contentType string) {
 	t.Helper()
+	return e2eEnrollmentFormOf(t, addr, token, e2eFlowCSVRows, e2eFlowChunkRows)
+}
+
+// e2eEnrollmentFormOf is e2eEnrollmentForm with rows rows in chunks of chunk.
+func e2eEnrollmentFormOf(t *testing.T, addr, token string, rows, chunk int) (body []byte, contentType string) {
+	t.Helper()
 	var configs struct {
 		Data []struct {
 			ID   string `json:"id"`
@@ -172,7 +178,7 @@ func e2eEnrollmentForm(t *testing.T, addr, token string) (body []byte, contentTy
 	var b bytes.Buffer
 	w := multipart.NewWriter(&b)
 	for _, f := range [][2]string{{"factor_configs", strings.Join(ids, ",")}, {"file_encoding", "UTF-8"},
-		{"overwrite_enrollment_data", "false"}, {"chunk_rows", fmt.Sprint(e2eFlowChunkRows)}} {
+		{"overwrite_enrollment_data", "false"}, {"chunk_rows", fmt.Sprint(chunk)}} {
 		if err := w.WriteField(f[0], f[1]); err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +187,7 @@ func e2eEnrollmentForm(t *testing.T, addr, token string) (body []byte, contentTy
 	if err != nil {
 		t.Fatal(err)
 	}
-	fw.Write(e2eFlowCSV(e2eFlowCSVRows))
+	fw.Write(e2eFlowCSV(rows))
 	w.Close()
 	return b.Bytes(), w.FormDataContentType()
 }
