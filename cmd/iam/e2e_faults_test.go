@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"testing"
 	"time"
 
+	"iam/deploy/devserver"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/workflows"
 )
 
 // e2eRestartRows is the size of the enrollment the PostgreSQL restart hits.
@@ -105,4 +110,145 @@ func TestProduction_EnrollmentSurvivesPostgresRestart(t *testing.T) {
 			t.Errorf("%s exited across the restart: %s", p.name, p.status())
 		}
 	}
+}
+
+// e2eOutageRows is the size of the enrollment the Temporal outage hits.
+const (
+	e2eOutageRows  = 60_000
+	e2eOutageChunk = 2_000
+	e2eOutageFor   = 30 * time.Second
+)
+
+// TestProduction_EnrollmentSurvivesTemporalOutage (LONG: about 1–2 min,
+// skipped with -short): `iam serve` and two `iam worker` processes of the
+// production build on PostgreSQL, against a Temporal server (SQLite, a
+// fixed port) that is stopped for 30 s in the middle of a 60,000-row
+// enrollment and started again on the same data. Meanwhile `/readyz` says
+// Temporal is down (503, checks.temporal "unavailable") and an upload is
+// accepted (202, QUEUED). Afterwards the first job completes with every row
+// exactly once, and the upload accepted during the outage starts by itself
+// (the reconciler) and completes.
+func TestProduction_EnrollmentSurvivesTemporalOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a 30 s Temporal outage")
+	}
+	t.Parallel()
+	dsn := dbtest.PostgresURL(t)
+	e2eEmptySchema(t, dsn)
+	dbEnv := []string{"IAM_DATABASE_URL=" + dsn}
+	if code, _, errOut := e2eRun(t, "migrate-up", dbEnv, "migrate", "up"); code != 0 {
+		t.Fatalf("iam migrate up exited %d: %s", code, errOut)
+	}
+	port := e2eFreeTCPPort(t)
+	temporalCfg := devserver.Config{DataDir: t.TempDir(), FrontendPort: port, DisableUI: true,
+		SearchAttributes: workflows.SearchAttributes()}
+	startTemporal := func() *devserver.Server {
+		ts, err := devserver.Start(context.Background(), temporalCfg)
+		if err != nil {
+			t.Fatalf("start Temporal on port %d: %v", port, err)
+		}
+		return ts
+	}
+	ts := startTemporal()
+	t.Cleanup(func() { ts.Stop() })
+	env := append(append(e2eAdminEnv(), dbEnv...),
+		"IAM_SECRET_KEY="+e2eSecretKey,
+		"IAM_ENCRYPTION_KEY="+e2eEncryptionKey,
+		"IAM_TEMPORAL_ADDRESS="+ts.FrontendAddress(),
+		"IAM_TEMPORAL_NAMESPACE="+ts.Namespace(),
+		"IAM_HTTP_ADDR=127.0.0.1:0",
+		"IAM_RECONCILE_INTERVAL=300ms",
+		"IAM_RECONCILE_GRACE=0s",
+	)
+	serve := e2eStart(t, "serve", env, "serve")
+	var apiAddr string
+	e2eWaitFor(t, 30*time.Second, 20*time.Millisecond, "iam serve logs where it listens", func() (bool, string) {
+		rec := serve.logLine("API listening")
+		apiAddr, _ = rec["address"].(string)
+		return apiAddr != "", "no \"API listening\" record yet"
+	}, serve)
+	e2eWaitReady(t, serve, apiAddr, 30*time.Second)
+	all := []*e2eProc{serve}
+	for i := 1; i <= 2; i++ {
+		w := e2eStart(t, fmt.Sprintf("worker-%d", i), env, "worker")
+		e2eWaitFor(t, 30*time.Second, 20*time.Millisecond, w.name+" polls", func() (bool, string) {
+			return w.logLine("worker polling") != nil, "no \"worker polling\" record yet"
+		}, w, serve)
+		all = append(all, w)
+	}
+
+	store := e2eOpenDB(t, dsn)
+	org := e2eFirstOrg(t, store.Store)
+	users := e2eSeedFlowUsers(t, store, org, e2eOutageRows)
+	token := e2eIssueToken(t, []string{"IAM_DATABASE_URL=" + dsn, "IAM_SECRET_KEY=" + e2eSecretKey}, e2eFlowScopes, "--user", e2eAdminEmail)
+	upload := func(rows, chunk int) (id int64, status string) {
+		body, ct := e2eEnrollmentFormOf(t, apiAddr, token, rows, chunk)
+		code, data := e2eAPIDo(t, apiAddr, "POST", "/api/v1/protection/quick-enrollment/upload-csv", token, ct, body)
+		if code != http.StatusAccepted {
+			t.Fatalf("upload-csv answered %d: %.500s", code, data)
+		}
+		var acc struct {
+			Data struct{ ID, Status string } `json:"data"`
+		}
+		if err := json.Unmarshal(data, &acc); err != nil {
+			t.Fatal(err)
+		}
+		id, err := models.ParseID("id", acc.Data.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id, acc.Data.Status
+	}
+	first, _ := upload(e2eOutageRows, e2eOutageChunk)
+	job := e2eWaitJob(t, store.Store, org, first, 2*time.Minute, func(j *models.Job) bool {
+		return j.Processed >= 3*e2eOutageChunk || j.Status.Finished()
+	}, all...)
+	if job.Status.Finished() || job.Processed > e2eOutageRows/2 {
+		t.Fatalf("the job was %s at %d/%d before the outage: make it longer", job.Status, job.Processed, job.Total)
+	}
+	if err := ts.Stop(); err != nil {
+		t.Fatalf("stop Temporal: %v", err)
+	}
+	stopped := time.Now()
+	t.Logf("Temporal stopped with the job at %d/%d", job.Processed, job.Total)
+
+	e2eWaitFor(t, 20*time.Second, 200*time.Millisecond, "/readyz says Temporal is down", func() (bool, string) {
+		code, data := e2eHTTPGet("http://" + apiAddr + "/readyz")
+		var r struct {
+			Checks map[string]string `json:"checks"`
+		}
+		_ = json.Unmarshal(data, &r)
+		return code == http.StatusServiceUnavailable && r.Checks["temporal"] == "unavailable" && r.Checks["database"] == "ok",
+			fmt.Sprintf("%d %s", code, data)
+	}, all...)
+	during, status := upload(1_000, 500)
+	if status != string(models.JobQueued) {
+		t.Errorf("an upload during the outage is %s, want QUEUED", status)
+	}
+	time.Sleep(time.Until(stopped.Add(e2eOutageFor)))
+	ts = startTemporal()
+	back := time.Now()
+	t.Logf("Temporal started again after %v", back.Sub(stopped).Round(time.Millisecond))
+
+	job = e2eWaitJob(t, store.Store, org, first, 5*time.Minute, e2eFinished, all...)
+	t.Logf("the job finished %v after Temporal was back", time.Since(back).Round(time.Millisecond))
+	e2eCheckEnrollmentOf(t, store, org, job, users, e2eOutageRows)
+	queued := e2eWaitJob(t, store.Store, org, during, 2*time.Minute, e2eFinished, all...)
+	if queued.Processed != 1_000 || queued.Total != 1_000 {
+		t.Errorf("the upload accepted during the outage ended %s at %d/%d, want 1000/1000", queued.Status, queued.Processed, queued.Total)
+	}
+	if code, data := e2eHTTPGet("http://" + apiAddr + "/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz after the outage: %d %s", code, data)
+	}
+}
+
+// e2eFreeTCPPort is a port free on 127.0.0.1 a moment ago.
+func e2eFreeTCPPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
