@@ -324,41 +324,44 @@ func (f *fingerprint) abandon() {
 	}
 }
 
-// hashParts hashes the parts of a multipart body read from r; a body that
-// does not parse is hashed by its bytes from where parsing stopped, with the
-// error. It reads r to its end whatever happens.
+// hashParts hashes the parts of a multipart body read from r (not its
+// preamble and epilogue, which carry nothing); a body that does not parse,
+// or holds no part, is hashed by its bytes instead. It reads r to its end
+// whatever happens.
 func hashParts(r io.Reader, boundary string) string {
 	h := sha256.New()
 	raw := sha256.New()
-	tr := io.TeeReader(r, raw)
-	mr := multipart.NewReader(tr, boundary)
+	mr := multipart.NewReader(io.TeeReader(r, raw), boundary)
+	byBytes := func() string {
+		_, _ = io.Copy(raw, r)
+		return "bytes:" + hex.EncodeToString(raw.Sum(nil))
+	}
+	parts := 0
 	for {
 		part, err := mr.NextRawPart()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			_, _ = io.Copy(raw, r)
-			writeField(h, "malformed")
-			writeField(h, hex.EncodeToString(raw.Sum(nil)))
-			break
+			return byBytes()
 		}
+		parts++
 		writeField(h, part.FormName())
 		writeField(h, part.FileName())
 		writeField(h, part.Header.Get("Content-Type"))
 		ph := sha256.New()
 		n, err := io.Copy(ph, part)
 		if err != nil {
-			_, _ = io.Copy(raw, r)
-			writeField(h, "malformed")
-			writeField(h, hex.EncodeToString(raw.Sum(nil)))
-			break
+			return byBytes()
 		}
 		writeField(h, strconv.FormatInt(n, 10))
 		writeField(h, hex.EncodeToString(ph.Sum(nil)))
 	}
+	if parts == 0 {
+		return byBytes()
+	}
 	_, _ = io.Copy(io.Discard, r) // the epilogue
-	return hex.EncodeToString(h.Sum(nil))
+	return "parts:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // writeField writes s length-prefixed, so that fields cannot run together.
