@@ -7,13 +7,16 @@ import (
 // Route is one /api/v1 route: its method and path (relative to /api/v1), the
 // scopes of which the token must hold any one, and its handler: a
 // func(*gin.Context) error wrapped by handle, which answers the error it
-// returns. MaxBody overrides the default body limit (uploads).
+// returns. MaxBody overrides the default body limit (uploads). Idempotent
+// routes (those that start jobs) honour an Idempotency-Key header
+// (idempotency.go): the key's first answer is replayed for 24 hours.
 type Route struct {
-	Method  string
-	Path    string
-	Scopes  []string
-	Handler gin.HandlerFunc
-	MaxBody int64
+	Method     string
+	Path       string
+	Scopes     []string
+	Handler    gin.HandlerFunc
+	MaxBody    int64
+	Idempotent bool
 }
 
 // Routes lists the whole /api/v1 surface. Every route sits behind one
@@ -35,7 +38,7 @@ func (s *Server) Routes() []Route {
 		{Method: "PATCH", Path: "/users/:user_id", Scopes: Scopes("user", "UPDATE", "WRITE", "ALL"), Handler: handle(s.updateUser)},
 		{Method: "DELETE", Path: "/users/:user_id", Scopes: Scopes("user", "DELETE", "WRITE", "ALL"), Handler: handle(s.deleteUser)},
 		{Method: "GET", Path: "/groups", Scopes: Scopes("group", "READ", "ALL"), Handler: handle(s.listGroups)},
-		{Method: "POST", Path: "/groups", Scopes: Scopes("group", "CREATE", "WRITE", "ALL"), Handler: handle(s.createGroup)},
+		{Method: "POST", Path: "/groups", Scopes: Scopes("group", "CREATE", "WRITE", "ALL"), Handler: handle(s.createGroup), Idempotent: true},
 		{Method: "DELETE", Path: "/groups", Scopes: Scopes("group", "DELETE", "WRITE", "ALL"), Handler: handle(s.deleteGroups)},
 		{Method: "GET", Path: "/groups/:group_id", Scopes: Scopes("group", "READ", "ALL"), Handler: handle(s.getGroup)},
 		{Method: "PATCH", Path: "/groups/:group_id", Scopes: Scopes("group", "UPDATE", "WRITE", "ALL"), Handler: handle(s.updateGroup)},
@@ -47,8 +50,8 @@ func (s *Server) Routes() []Route {
 		// Authentication factor configs and quick enrollment (spec 4.3, 4.4).
 		{Method: "GET", Path: "/protection/authnfactor-configs", Scopes: append(Scopes("auth", "READ", "ALL"), Scopes("quick_enrollment", "READ", "ALL")...), Handler: handle(s.listFactorConfigs)},
 		{Method: "GET", Path: "/protection/quick-enrollment/sample-csv", Scopes: Scopes("quick_enrollment", "ALL", "READ"), Handler: handle(s.sampleCSV)},
-		{Method: "POST", Path: "/protection/quick-enrollment/upload-csv", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "CREATE"), Handler: handle(s.uploadCSV), MaxBody: s.cfg.UploadMaxBytes},
-		{Method: "POST", Path: "/protection/quick-enrollment/upload-smartcards", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "CREATE"), Handler: handle(s.uploadSmartCards), MaxBody: s.cfg.UploadMaxBytes},
+		{Method: "POST", Path: "/protection/quick-enrollment/upload-csv", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "CREATE"), Handler: handle(s.uploadCSV), MaxBody: s.cfg.UploadMaxBytes, Idempotent: true},
+		{Method: "POST", Path: "/protection/quick-enrollment/upload-smartcards", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "CREATE"), Handler: handle(s.uploadSmartCards), MaxBody: s.cfg.UploadMaxBytes, Idempotent: true},
 		{Method: "GET", Path: "/protection/quick-enrollment/logon-script-config", Scopes: Scopes("quick_enrollment", "ALL", "READ"), Handler: handle(s.getLogonScript)},
 		{Method: "PUT", Path: "/protection/quick-enrollment/logon-script-config", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "UPDATE"), Handler: handle(s.putLogonScript)},
 		{Method: "PATCH", Path: "/protection/quick-enrollment/logon-script-config", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "UPDATE"), Handler: handle(s.patchLogonScript)},
@@ -65,7 +68,7 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Path: "/device-account-linking", Scopes: Scopes("device", "READ", "ALL"), Handler: handle(s.getLinkingSettings)},
 		{Method: "PATCH", Path: "/device-account-linking", Scopes: Scopes("device", "WRITE", "ALL"), Handler: handle(s.patchLinkingSettings)},
 		{Method: "GET", Path: "/device-account-linking/history", Scopes: Scopes("device", "READ", "ALL"), Handler: handle(s.linkHistory)},
-		{Method: "POST", Path: "/device-account-linking/sync-now", Scopes: Scopes("device", "WRITE", "ALL"), Handler: handle(s.syncNow)},
+		{Method: "POST", Path: "/device-account-linking/sync-now", Scopes: Scopes("device", "WRITE", "ALL"), Handler: handle(s.syncNow), Idempotent: true},
 		{Method: "GET", Path: "/devices/:device_id/offline-enrolled-users", Scopes: Scopes("device", "READ", "ALL"), Handler: handle(s.listOfflineUsers)},
 		{Method: "DELETE", Path: "/devices/:device_id/offline-enrolled-users", Scopes: Scopes("device", "WRITE", "DELETE", "ALL"), Handler: handle(s.deleteOfflineUsers)},
 		{Method: "DELETE", Path: "/devices/:device_id/offline-enrolled-users/:user_id", Scopes: Scopes("device", "WRITE", "DELETE", "ALL"), Handler: handle(s.deleteOfflineUser)},
@@ -111,15 +114,15 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Path: mgmtPath + "/data", Scopes: Scopes("management", "READ", "ALL"), Handler: handle(s.mgmtData)},
 		{Method: "GET", Path: mgmtPath + "/view-columns", Scopes: Scopes("management", "READ", "ALL"), Handler: handle(s.getViewColumns)},
 		{Method: "PUT", Path: mgmtPath + "/view-columns", Scopes: Scopes("management", "WRITE", "UPDATE", "ALL"), Handler: handle(s.putViewColumns)},
-		{Method: "POST", Path: mgmtPath + "/execute", Scopes: Scopes("management", "WRITE", "ALL"), Handler: handle(s.mgmtExecute), MaxBody: mgmtExecuteMaxBody},
-		{Method: "POST", Path: mgmtPath + "/uploads", Scopes: Scopes("management", "WRITE", "CREATE", "ALL"), Handler: handle(s.mgmtUpload), MaxBody: mgmtUploadMaxBytes + 64<<10},
+		{Method: "POST", Path: mgmtPath + "/execute", Scopes: Scopes("management", "WRITE", "ALL"), Handler: handle(s.mgmtExecute), MaxBody: mgmtExecuteMaxBody, Idempotent: true},
+		{Method: "POST", Path: mgmtPath + "/uploads", Scopes: Scopes("management", "WRITE", "CREATE", "ALL"), Handler: handle(s.mgmtUpload), MaxBody: mgmtUploadMaxBytes + 64<<10, Idempotent: true},
 		{Method: "GET", Path: mgmtPath + "/uploads/:upload_id", Scopes: Scopes("management", "READ", "ALL"), Handler: handle(s.mgmtGetUpload)},
 		{Method: "GET", Path: mgmtPath + "/uploads/:upload_id/data", Scopes: Scopes("management", "READ", "ALL"), Handler: handle(s.mgmtUploadData)},
 		{Method: "DELETE", Path: mgmtPath + "/uploads/:upload_id/data", Scopes: Scopes("management", "WRITE", "DELETE", "ALL"), Handler: handle(s.mgmtDeleteUploadData)},
 		{Method: "GET", Path: mgmtPath + "/executions/:execution_id/status", Scopes: Scopes("management", "READ", "ALL"), Handler: handle(s.mgmtExecutionStatus)},
 		{Method: "GET", Path: mgmtPath + "/executions/:execution_id", Scopes: Scopes("management", "READ", "ALL"), Handler: handle(s.mgmtGetExecution)},
 		{Method: "GET", Path: mgmtPath + "/executions/:execution_id/data", Scopes: Scopes("management", "READ", "ALL"), Handler: handle(s.mgmtExecutionData)},
-		{Method: "POST", Path: mgmtPath + "/executions/:execution_id/retry", Scopes: Scopes("management", "WRITE", "ALL"), Handler: handle(s.mgmtRetry)},
+		{Method: "POST", Path: mgmtPath + "/executions/:execution_id/retry", Scopes: Scopes("management", "WRITE", "ALL"), Handler: handle(s.mgmtRetry), Idempotent: true},
 
 		// Notification templates and their metadata (spec 4.7).
 		{Method: "GET", Path: "/templates/notification", Scopes: Scopes("notification_template", "READ", "ALL"), Handler: handle(s.listTemplates)},
@@ -139,7 +142,7 @@ func (s *Server) Routes() []Route {
 		{Method: "DELETE", Path: schedulesPath + "/:schedule_id", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "DELETE"), Handler: handle(s.deleteSchedule)},
 		{Method: "POST", Path: schedulesPath + "/:schedule_id/pause", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "UPDATE"), Handler: handle(s.pauseSchedule)},
 		{Method: "POST", Path: schedulesPath + "/:schedule_id/resume", Scopes: Scopes("quick_enrollment", "ALL", "WRITE", "UPDATE"), Handler: handle(s.resumeSchedule)},
-		{Method: "POST", Path: schedulesPath + "/:schedule_id/run-now", Scopes: Scopes("quick_enrollment", "ALL", "WRITE"), Handler: handle(s.runSchedule)},
+		{Method: "POST", Path: schedulesPath + "/:schedule_id/run-now", Scopes: Scopes("quick_enrollment", "ALL", "WRITE"), Handler: handle(s.runSchedule), Idempotent: true},
 		{Method: "GET", Path: schedulesPath + "/:schedule_id/runs", Scopes: Scopes("quick_enrollment", "ALL", "READ"), Handler: handle(s.listScheduleRuns)},
 		{Method: "GET", Path: schedulesPath + "/:schedule_id/runs/:run_id/deliveries", Scopes: Scopes("quick_enrollment", "ALL", "READ"), Handler: handle(s.listRunDeliveries)},
 	}

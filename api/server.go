@@ -45,6 +45,10 @@ type Config struct {
 	// AgentPackagesDir holds the agent packages agents-info shows and
 	// download serves (IAM_AGENT_PACKAGES_DIR; agents.go names the files).
 	AgentPackagesDir string
+	// IdempotencyLease is how long a request owns its Idempotency-Key
+	// without renewing it; DefaultIdempotencyLease when zero (tests shorten
+	// it).
+	IdempotencyLease time.Duration
 }
 
 // DefaultUploadIdleTimeout is the upload idle limit when Config sets none.
@@ -156,7 +160,11 @@ func (s *Server) newEngine() *gin.Engine {
 		if limit == 0 {
 			limit = s.cfg.MaxBodyBytes
 		}
-		v1.Handle(rt.Method, rt.Path, limitBody(limit), requireScopes(rt.Scopes), rt.Handler)
+		h := rt.Handler
+		if rt.Idempotent {
+			h = s.idempotent(h)
+		}
+		v1.Handle(rt.Method, rt.Path, limitBody(limit), requireScopes(rt.Scopes), h)
 	}
 	return r
 }

@@ -2378,6 +2378,9 @@ type UserProfileGender string
 // UserProfileStatus 1 active, 0 inactive.
 type UserProfileStatus int
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // AccountID defines model for accountID.
 type AccountID = string
 
@@ -2471,6 +2474,12 @@ type ExecutionAccepted struct {
 	} `json:"links"`
 }
 
+// IdempotencyConflict defines model for IdempotencyConflict.
+type IdempotencyConflict = Error
+
+// IdempotencyKeyReused defines model for IdempotencyKeyReused.
+type IdempotencyKeyReused = Error
+
 // JobAccepted defines model for JobAccepted.
 type JobAccepted = JobAcceptance
 
@@ -2531,6 +2540,25 @@ type ListAccountLinkingHistoryParams struct {
 
 	// Fields Comma-separated attributes to return (`id` always is).
 	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+}
+
+// SyncAccountLinksParams defines parameters for SyncAccountLinks.
+type SyncAccountLinksParams struct {
+	// IdempotencyKey Makes the request safe to retry (docs/operations.md, "Retrying
+	// job-starting requests"). The first answer to a key is kept 24 hours
+	// per organization and OAuth client and sent again, with
+	// `Idempotent-Replayed: true`, to every later request with the key:
+	// at most one job is made, even when the process serving the first
+	// request dies and the retry reaches another. The request is compared
+	// by method, path, query and body (a multipart form by its parts, so a
+	// new boundary is the same request): the key with another request is
+	// refused 422 (00000115). While the first request runs, the key's
+	// requests answer 409 with Retry-After; when its process died after
+	// writing its job, 409 "Idempotent Request Interrupted" with the job's
+	// `Location`. Answers that a retry may change (408, 409, 413, 429,
+	// 5xx) are not kept: the key is free again. 1 to 255 visible ASCII
+	// characters (400 otherwise); a random UUID is a good key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListDevicesParams defines parameters for ListDevices.
@@ -2631,6 +2659,25 @@ type ListGroupsParams struct {
 	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
+// CreateGroupParams defines parameters for CreateGroup.
+type CreateGroupParams struct {
+	// IdempotencyKey Makes the request safe to retry (docs/operations.md, "Retrying
+	// job-starting requests"). The first answer to a key is kept 24 hours
+	// per organization and OAuth client and sent again, with
+	// `Idempotent-Replayed: true`, to every later request with the key:
+	// at most one job is made, even when the process serving the first
+	// request dies and the retry reaches another. The request is compared
+	// by method, path, query and body (a multipart form by its parts, so a
+	// new boundary is the same request): the key with another request is
+	// refused 422 (00000115). While the first request runs, the key's
+	// requests answer 409 with Retry-After; when its process died after
+	// writing its job, 409 "Idempotent Request Interrupted" with the job's
+	// `Location`. Answers that a retry may change (408, 409, 413, 429,
+	// 5xx) are not kept: the key is free again. 1 to 255 visible ASCII
+	// characters (400 otherwise); a random UUID is a good key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // GetGroupParams defines parameters for GetGroup.
 type GetGroupParams struct {
 	// Fields Comma-separated attributes to return (`id` always is).
@@ -2716,6 +2763,22 @@ type ListManagementActionDataParams struct {
 type ExecuteManagementActionParams struct {
 	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
 	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+
+	// IdempotencyKey Makes the request safe to retry (docs/operations.md, "Retrying
+	// job-starting requests"). The first answer to a key is kept 24 hours
+	// per organization and OAuth client and sent again, with
+	// `Idempotent-Replayed: true`, to every later request with the key:
+	// at most one job is made, even when the process serving the first
+	// request dies and the retry reaches another. The request is compared
+	// by method, path, query and body (a multipart form by its parts, so a
+	// new boundary is the same request): the key with another request is
+	// refused 422 (00000115). While the first request runs, the key's
+	// requests answer 409 with Retry-After; when its process died after
+	// writing its job, 409 "Idempotent Request Interrupted" with the job's
+	// `Location`. Answers that a retry may change (408, 409, 413, 429,
+	// 5xx) are not kept: the key is free again. 1 to 255 visible ASCII
+	// characters (400 otherwise); a random UUID is a good key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListManagementExecutionResultsParams defines parameters for ListManagementExecutionResults.
@@ -2731,10 +2794,48 @@ type ListManagementExecutionResultsParams struct {
 	Attempt *int    `form:"attempt,omitempty" json:"attempt,omitempty"`
 }
 
+// RetryManagementExecutionParams defines parameters for RetryManagementExecution.
+type RetryManagementExecutionParams struct {
+	// IdempotencyKey Makes the request safe to retry (docs/operations.md, "Retrying
+	// job-starting requests"). The first answer to a key is kept 24 hours
+	// per organization and OAuth client and sent again, with
+	// `Idempotent-Replayed: true`, to every later request with the key:
+	// at most one job is made, even when the process serving the first
+	// request dies and the retry reaches another. The request is compared
+	// by method, path, query and body (a multipart form by its parts, so a
+	// new boundary is the same request): the key with another request is
+	// refused 422 (00000115). While the first request runs, the key's
+	// requests answer 409 with Retry-After; when its process died after
+	// writing its job, 409 "Idempotent Request Interrupted" with the job's
+	// `Location`. Answers that a retry may change (408, 409, 413, 429,
+	// 5xx) are not kept: the key is free again. 1 to 255 visible ASCII
+	// characters (400 otherwise); a random UUID is a good key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // UploadManagementFileMultipartBody defines parameters for UploadManagementFile.
 type UploadManagementFileMultipartBody struct {
 	File         openapi_types.File                             `json:"file"`
 	FileEncoding *UploadManagementFileMultipartBodyFileEncoding `json:"file_encoding,omitempty"`
+}
+
+// UploadManagementFileParams defines parameters for UploadManagementFile.
+type UploadManagementFileParams struct {
+	// IdempotencyKey Makes the request safe to retry (docs/operations.md, "Retrying
+	// job-starting requests"). The first answer to a key is kept 24 hours
+	// per organization and OAuth client and sent again, with
+	// `Idempotent-Replayed: true`, to every later request with the key:
+	// at most one job is made, even when the process serving the first
+	// request dies and the retry reaches another. The request is compared
+	// by method, path, query and body (a multipart form by its parts, so a
+	// new boundary is the same request): the key with another request is
+	// refused 422 (00000115). While the first request runs, the key's
+	// requests answer 409 with Retry-After; when its process died after
+	// writing its job, 409 "Idempotent Request Interrupted" with the job's
+	// `Location`. Answers that a retry may change (408, 409, 413, 429,
+	// 5xx) are not kept: the key is free again. 1 to 255 visible ASCII
+	// characters (400 otherwise); a random UUID is a good key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // UploadManagementFileMultipartBodyFileEncoding defines parameters for UploadManagementFile.
@@ -2962,6 +3063,25 @@ type ListNotificationSchedulesParams struct {
 // UpdateNotificationScheduleJSONBody defines parameters for UpdateNotificationSchedule.
 type UpdateNotificationScheduleJSONBody = map[string]interface{}
 
+// RunNotificationScheduleNowParams defines parameters for RunNotificationScheduleNow.
+type RunNotificationScheduleNowParams struct {
+	// IdempotencyKey Makes the request safe to retry (docs/operations.md, "Retrying
+	// job-starting requests"). The first answer to a key is kept 24 hours
+	// per organization and OAuth client and sent again, with
+	// `Idempotent-Replayed: true`, to every later request with the key:
+	// at most one job is made, even when the process serving the first
+	// request dies and the retry reaches another. The request is compared
+	// by method, path, query and body (a multipart form by its parts, so a
+	// new boundary is the same request): the key with another request is
+	// refused 422 (00000115). While the first request runs, the key's
+	// requests answer 409 with Retry-After; when its process died after
+	// writing its job, 409 "Idempotent Request Interrupted" with the job's
+	// `Location`. Answers that a retry may change (408, 409, 413, 429,
+	// 5xx) are not kept: the key is free again. 1 to 255 visible ASCII
+	// characters (400 otherwise); a random UUID is a good key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListNotificationRunsParams defines parameters for ListNotificationRuns.
 type ListNotificationRunsParams struct {
 	// Limit Page size; default 100, at most 1000.
@@ -3020,6 +3140,25 @@ type UploadEnrollmentCSVMultipartBody struct {
 	OverwriteEnrollmentData *bool                                         `json:"overwrite_enrollment_data,omitempty"`
 }
 
+// UploadEnrollmentCSVParams defines parameters for UploadEnrollmentCSV.
+type UploadEnrollmentCSVParams struct {
+	// IdempotencyKey Makes the request safe to retry (docs/operations.md, "Retrying
+	// job-starting requests"). The first answer to a key is kept 24 hours
+	// per organization and OAuth client and sent again, with
+	// `Idempotent-Replayed: true`, to every later request with the key:
+	// at most one job is made, even when the process serving the first
+	// request dies and the retry reaches another. The request is compared
+	// by method, path, query and body (a multipart form by its parts, so a
+	// new boundary is the same request): the key with another request is
+	// refused 422 (00000115). While the first request runs, the key's
+	// requests answer 409 with Retry-After; when its process died after
+	// writing its job, 409 "Idempotent Request Interrupted" with the job's
+	// `Location`. Answers that a retry may change (408, 409, 413, 429,
+	// 5xx) are not kept: the key is free again. 1 to 255 visible ASCII
+	// characters (400 otherwise); a random UUID is a good key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // UploadEnrollmentCSVMultipartBodyFileEncoding defines parameters for UploadEnrollmentCSV.
 type UploadEnrollmentCSVMultipartBodyFileEncoding string
 
@@ -3032,6 +3171,25 @@ type UploadSmartCardsMultipartBody struct {
 	FactorConfigs           *string            `json:"factor_configs,omitempty"`
 	File                    openapi_types.File `json:"file"`
 	OverwriteEnrollmentData *bool              `json:"overwrite_enrollment_data,omitempty"`
+}
+
+// UploadSmartCardsParams defines parameters for UploadSmartCards.
+type UploadSmartCardsParams struct {
+	// IdempotencyKey Makes the request safe to retry (docs/operations.md, "Retrying
+	// job-starting requests"). The first answer to a key is kept 24 hours
+	// per organization and OAuth client and sent again, with
+	// `Idempotent-Replayed: true`, to every later request with the key:
+	// at most one job is made, even when the process serving the first
+	// request dies and the retry reaches another. The request is compared
+	// by method, path, query and body (a multipart form by its parts, so a
+	// new boundary is the same request): the key with another request is
+	// refused 422 (00000115). While the first request runs, the key's
+	// requests answer 409 with Retry-After; when its process died after
+	// writing its job, 409 "Idempotent Request Interrupted" with the job's
+	// `Location`. Answers that a retry may change (408, 409, 413, 429,
+	// 5xx) are not kept: the key is free again. 1 to 255 visible ASCII
+	// characters (400 otherwise); a random UUID is a good key.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // UploadSmartCardsMultipartBodyCertificateFilenamePattern defines parameters for UploadSmartCards.
@@ -3586,7 +3744,7 @@ type ClientInterface interface {
 	ListAccountLinkingHistory(ctx context.Context, params *ListAccountLinkingHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SyncAccountLinks request
-	SyncAccountLinks(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	SyncAccountLinks(ctx context.Context, params *SyncAccountLinksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListDevices request
 	ListDevices(ctx context.Context, params *ListDevicesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3629,9 +3787,9 @@ type ClientInterface interface {
 	ListGroups(ctx context.Context, params *ListGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateGroupWithBody request with any body
-	CreateGroupWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateGroupWithBody(ctx context.Context, params *CreateGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	CreateGroup(ctx context.Context, body CreateGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateGroup(ctx context.Context, params *CreateGroupParams, body CreateGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteGroup request
 	DeleteGroup(ctx context.Context, groupId GroupID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3682,13 +3840,13 @@ type ClientInterface interface {
 	ListManagementExecutionResults(ctx context.Context, actionId ActionID, executionId ExecutionID, params *ListManagementExecutionResultsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RetryManagementExecution request
-	RetryManagementExecution(ctx context.Context, actionId ActionID, executionId ExecutionID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RetryManagementExecution(ctx context.Context, actionId ActionID, executionId ExecutionID, params *RetryManagementExecutionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetManagementExecutionStatus request
 	GetManagementExecutionStatus(ctx context.Context, actionId ActionID, executionId ExecutionID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UploadManagementFileWithBody request with any body
-	UploadManagementFileWithBody(ctx context.Context, actionId ActionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UploadManagementFileWithBody(ctx context.Context, actionId ActionID, params *UploadManagementFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetManagementUpload request
 	GetManagementUpload(ctx context.Context, actionId ActionID, uploadId UploadID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3857,7 +4015,7 @@ type ClientInterface interface {
 	ResumeNotificationSchedule(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RunNotificationScheduleNow request
-	RunNotificationScheduleNow(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RunNotificationScheduleNow(ctx context.Context, scheduleId ScheduleID, params *RunNotificationScheduleNowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListNotificationRuns request
 	ListNotificationRuns(ctx context.Context, scheduleId ScheduleID, params *ListNotificationRunsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3869,10 +4027,10 @@ type ClientInterface interface {
 	GetEnrollmentSampleCSV(ctx context.Context, params *GetEnrollmentSampleCSVParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UploadEnrollmentCSVWithBody request with any body
-	UploadEnrollmentCSVWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UploadEnrollmentCSVWithBody(ctx context.Context, params *UploadEnrollmentCSVParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UploadSmartCardsWithBody request with any body
-	UploadSmartCardsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UploadSmartCardsWithBody(ctx context.Context, params *UploadSmartCardsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListNotificationTemplates request
 	ListNotificationTemplates(ctx context.Context, params *ListNotificationTemplatesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4056,8 +4214,8 @@ func (c *Client) ListAccountLinkingHistory(ctx context.Context, params *ListAcco
 	return c.Client.Do(req)
 }
 
-func (c *Client) SyncAccountLinks(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSyncAccountLinksRequest(c.Server)
+func (c *Client) SyncAccountLinks(ctx context.Context, params *SyncAccountLinksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSyncAccountLinksRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4236,8 +4394,8 @@ func (c *Client) ListGroups(ctx context.Context, params *ListGroupsParams, reqEd
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreateGroupWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateGroupRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateGroupWithBody(ctx context.Context, params *CreateGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateGroupRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4248,8 +4406,8 @@ func (c *Client) CreateGroupWithBody(ctx context.Context, contentType string, bo
 	return c.Client.Do(req)
 }
 
-func (c *Client) CreateGroup(ctx context.Context, body CreateGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateGroupRequest(c.Server, body)
+func (c *Client) CreateGroup(ctx context.Context, params *CreateGroupParams, body CreateGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateGroupRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4464,8 +4622,8 @@ func (c *Client) ListManagementExecutionResults(ctx context.Context, actionId Ac
 	return c.Client.Do(req)
 }
 
-func (c *Client) RetryManagementExecution(ctx context.Context, actionId ActionID, executionId ExecutionID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRetryManagementExecutionRequest(c.Server, actionId, executionId)
+func (c *Client) RetryManagementExecution(ctx context.Context, actionId ActionID, executionId ExecutionID, params *RetryManagementExecutionParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetryManagementExecutionRequest(c.Server, actionId, executionId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4488,8 +4646,8 @@ func (c *Client) GetManagementExecutionStatus(ctx context.Context, actionId Acti
 	return c.Client.Do(req)
 }
 
-func (c *Client) UploadManagementFileWithBody(ctx context.Context, actionId ActionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUploadManagementFileRequestWithBody(c.Server, actionId, contentType, body)
+func (c *Client) UploadManagementFileWithBody(ctx context.Context, actionId ActionID, params *UploadManagementFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUploadManagementFileRequestWithBody(c.Server, actionId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5220,8 +5378,8 @@ func (c *Client) ResumeNotificationSchedule(ctx context.Context, scheduleId Sche
 	return c.Client.Do(req)
 }
 
-func (c *Client) RunNotificationScheduleNow(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRunNotificationScheduleNowRequest(c.Server, scheduleId)
+func (c *Client) RunNotificationScheduleNow(ctx context.Context, scheduleId ScheduleID, params *RunNotificationScheduleNowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunNotificationScheduleNowRequest(c.Server, scheduleId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5268,8 +5426,8 @@ func (c *Client) GetEnrollmentSampleCSV(ctx context.Context, params *GetEnrollme
 	return c.Client.Do(req)
 }
 
-func (c *Client) UploadEnrollmentCSVWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUploadEnrollmentCSVRequestWithBody(c.Server, contentType, body)
+func (c *Client) UploadEnrollmentCSVWithBody(ctx context.Context, params *UploadEnrollmentCSVParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUploadEnrollmentCSVRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5280,8 +5438,8 @@ func (c *Client) UploadEnrollmentCSVWithBody(ctx context.Context, contentType st
 	return c.Client.Do(req)
 }
 
-func (c *Client) UploadSmartCardsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUploadSmartCardsRequestWithBody(c.Server, contentType, body)
+func (c *Client) UploadSmartCardsWithBody(ctx context.Context, params *UploadSmartCardsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUploadSmartCardsRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5904,7 +6062,7 @@ func NewListAccountLinkingHistoryRequest(server string, params *ListAccountLinki
 }
 
 // NewSyncAccountLinksRequest generates requests for SyncAccountLinks
-func NewSyncAccountLinksRequest(server string) (*http.Request, error) {
+func NewSyncAccountLinksRequest(server string, params *SyncAccountLinksParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -5925,6 +6083,21 @@ func NewSyncAccountLinksRequest(server string) (*http.Request, error) {
 	req, err := http.NewRequest("POST", queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -6752,18 +6925,18 @@ func NewListGroupsRequest(server string, params *ListGroupsParams) (*http.Reques
 }
 
 // NewCreateGroupRequest calls the generic CreateGroup builder with application/json body
-func NewCreateGroupRequest(server string, body CreateGroupJSONRequestBody) (*http.Request, error) {
+func NewCreateGroupRequest(server string, params *CreateGroupParams, body CreateGroupJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateGroupRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateGroupRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateGroupRequestWithBody generates requests for CreateGroup with any type of body
-func NewCreateGroupRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateGroupRequestWithBody(server string, params *CreateGroupParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -6787,6 +6960,21 @@ func NewCreateGroupRequestWithBody(server string, contentType string, body io.Re
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -7618,6 +7806,21 @@ func NewExecuteManagementActionRequestWithBody(server string, actionId ActionID,
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -7774,7 +7977,7 @@ func NewListManagementExecutionResultsRequest(server string, actionId ActionID, 
 }
 
 // NewRetryManagementExecutionRequest generates requests for RetryManagementExecution
-func NewRetryManagementExecutionRequest(server string, actionId ActionID, executionId ExecutionID) (*http.Request, error) {
+func NewRetryManagementExecutionRequest(server string, actionId ActionID, executionId ExecutionID, params *RetryManagementExecutionParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -7809,6 +8012,21 @@ func NewRetryManagementExecutionRequest(server string, actionId ActionID, execut
 	req, err := http.NewRequest("POST", queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -7856,7 +8074,7 @@ func NewGetManagementExecutionStatusRequest(server string, actionId ActionID, ex
 }
 
 // NewUploadManagementFileRequestWithBody generates requests for UploadManagementFile with any type of body
-func NewUploadManagementFileRequestWithBody(server string, actionId ActionID, contentType string, body io.Reader) (*http.Request, error) {
+func NewUploadManagementFileRequestWithBody(server string, actionId ActionID, params *UploadManagementFileParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -7887,6 +8105,21 @@ func NewUploadManagementFileRequestWithBody(server string, actionId ActionID, co
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -10366,7 +10599,7 @@ func NewResumeNotificationScheduleRequest(server string, scheduleId ScheduleID) 
 }
 
 // NewRunNotificationScheduleNowRequest generates requests for RunNotificationScheduleNow
-func NewRunNotificationScheduleNowRequest(server string, scheduleId ScheduleID) (*http.Request, error) {
+func NewRunNotificationScheduleNowRequest(server string, scheduleId ScheduleID, params *RunNotificationScheduleNowParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -10394,6 +10627,21 @@ func NewRunNotificationScheduleNowRequest(server string, scheduleId ScheduleID) 
 	req, err := http.NewRequest("POST", queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -10692,7 +10940,7 @@ func NewGetEnrollmentSampleCSVRequest(server string, params *GetEnrollmentSample
 }
 
 // NewUploadEnrollmentCSVRequestWithBody generates requests for UploadEnrollmentCSV with any type of body
-func NewUploadEnrollmentCSVRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewUploadEnrollmentCSVRequestWithBody(server string, params *UploadEnrollmentCSVParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -10717,11 +10965,26 @@ func NewUploadEnrollmentCSVRequestWithBody(server string, contentType string, bo
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewUploadSmartCardsRequestWithBody generates requests for UploadSmartCards with any type of body
-func NewUploadSmartCardsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewUploadSmartCardsRequestWithBody(server string, params *UploadSmartCardsParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -10745,6 +11008,21 @@ func NewUploadSmartCardsRequestWithBody(server string, contentType string, body 
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Idempotency-Key", runtime.ParamLocationHeader, *params.IdempotencyKey)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -11962,7 +12240,7 @@ type ClientWithResponsesInterface interface {
 	ListAccountLinkingHistoryWithResponse(ctx context.Context, params *ListAccountLinkingHistoryParams, reqEditors ...RequestEditorFn) (*ListAccountLinkingHistoryResponse, error)
 
 	// SyncAccountLinksWithResponse request
-	SyncAccountLinksWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*SyncAccountLinksResponse, error)
+	SyncAccountLinksWithResponse(ctx context.Context, params *SyncAccountLinksParams, reqEditors ...RequestEditorFn) (*SyncAccountLinksResponse, error)
 
 	// ListDevicesWithResponse request
 	ListDevicesWithResponse(ctx context.Context, params *ListDevicesParams, reqEditors ...RequestEditorFn) (*ListDevicesResponse, error)
@@ -12005,9 +12283,9 @@ type ClientWithResponsesInterface interface {
 	ListGroupsWithResponse(ctx context.Context, params *ListGroupsParams, reqEditors ...RequestEditorFn) (*ListGroupsResponse, error)
 
 	// CreateGroupWithBodyWithResponse request with any body
-	CreateGroupWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateGroupResponse, error)
+	CreateGroupWithBodyWithResponse(ctx context.Context, params *CreateGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateGroupResponse, error)
 
-	CreateGroupWithResponse(ctx context.Context, body CreateGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateGroupResponse, error)
+	CreateGroupWithResponse(ctx context.Context, params *CreateGroupParams, body CreateGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateGroupResponse, error)
 
 	// DeleteGroupWithResponse request
 	DeleteGroupWithResponse(ctx context.Context, groupId GroupID, reqEditors ...RequestEditorFn) (*DeleteGroupResponse, error)
@@ -12058,13 +12336,13 @@ type ClientWithResponsesInterface interface {
 	ListManagementExecutionResultsWithResponse(ctx context.Context, actionId ActionID, executionId ExecutionID, params *ListManagementExecutionResultsParams, reqEditors ...RequestEditorFn) (*ListManagementExecutionResultsResponse, error)
 
 	// RetryManagementExecutionWithResponse request
-	RetryManagementExecutionWithResponse(ctx context.Context, actionId ActionID, executionId ExecutionID, reqEditors ...RequestEditorFn) (*RetryManagementExecutionResponse, error)
+	RetryManagementExecutionWithResponse(ctx context.Context, actionId ActionID, executionId ExecutionID, params *RetryManagementExecutionParams, reqEditors ...RequestEditorFn) (*RetryManagementExecutionResponse, error)
 
 	// GetManagementExecutionStatusWithResponse request
 	GetManagementExecutionStatusWithResponse(ctx context.Context, actionId ActionID, executionId ExecutionID, reqEditors ...RequestEditorFn) (*GetManagementExecutionStatusResponse, error)
 
 	// UploadManagementFileWithBodyWithResponse request with any body
-	UploadManagementFileWithBodyWithResponse(ctx context.Context, actionId ActionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadManagementFileResponse, error)
+	UploadManagementFileWithBodyWithResponse(ctx context.Context, actionId ActionID, params *UploadManagementFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadManagementFileResponse, error)
 
 	// GetManagementUploadWithResponse request
 	GetManagementUploadWithResponse(ctx context.Context, actionId ActionID, uploadId UploadID, reqEditors ...RequestEditorFn) (*GetManagementUploadResponse, error)
@@ -12233,7 +12511,7 @@ type ClientWithResponsesInterface interface {
 	ResumeNotificationScheduleWithResponse(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*ResumeNotificationScheduleResponse, error)
 
 	// RunNotificationScheduleNowWithResponse request
-	RunNotificationScheduleNowWithResponse(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*RunNotificationScheduleNowResponse, error)
+	RunNotificationScheduleNowWithResponse(ctx context.Context, scheduleId ScheduleID, params *RunNotificationScheduleNowParams, reqEditors ...RequestEditorFn) (*RunNotificationScheduleNowResponse, error)
 
 	// ListNotificationRunsWithResponse request
 	ListNotificationRunsWithResponse(ctx context.Context, scheduleId ScheduleID, params *ListNotificationRunsParams, reqEditors ...RequestEditorFn) (*ListNotificationRunsResponse, error)
@@ -12245,10 +12523,10 @@ type ClientWithResponsesInterface interface {
 	GetEnrollmentSampleCSVWithResponse(ctx context.Context, params *GetEnrollmentSampleCSVParams, reqEditors ...RequestEditorFn) (*GetEnrollmentSampleCSVResponse, error)
 
 	// UploadEnrollmentCSVWithBodyWithResponse request with any body
-	UploadEnrollmentCSVWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadEnrollmentCSVResponse, error)
+	UploadEnrollmentCSVWithBodyWithResponse(ctx context.Context, params *UploadEnrollmentCSVParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadEnrollmentCSVResponse, error)
 
 	// UploadSmartCardsWithBodyWithResponse request with any body
-	UploadSmartCardsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadSmartCardsResponse, error)
+	UploadSmartCardsWithBodyWithResponse(ctx context.Context, params *UploadSmartCardsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadSmartCardsResponse, error)
 
 	// ListNotificationTemplatesWithResponse request
 	ListNotificationTemplatesWithResponse(ctx context.Context, params *ListNotificationTemplatesParams, reqEditors ...RequestEditorFn) (*ListNotificationTemplatesResponse, error)
@@ -12507,9 +12785,11 @@ type SyncAccountLinksResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	JSON202      *JobAccepted
+	JSON400      *BadRequest
 	JSON401      *Unauthorized
 	JSON403      *AccessDenied
-	JSON409      *Conflict
+	JSON409      *IdempotencyConflict
+	JSON422      *IdempotencyKeyReused
 	JSON503      *Unavailable
 }
 
@@ -12881,6 +13161,7 @@ type CreateGroupResponse struct {
 	JSON409      *Conflict
 	JSON413      *TooLarge
 	JSON415      *UnsupportedMediaType
+	JSON422      *IdempotencyKeyReused
 	JSON503      *Unavailable
 }
 
@@ -13225,9 +13506,10 @@ type ExecuteManagementActionResponse struct {
 	JSON401      *Unauthorized
 	JSON403      *AccessDenied
 	JSON404      *NotFound
-	JSON409      *Conflict
+	JSON409      *IdempotencyConflict
 	JSON413      *TooLarge
 	JSON415      *UnsupportedMediaType
+	JSON422      *IdempotencyKeyReused
 	JSON503      *Unavailable
 }
 
@@ -13312,10 +13594,12 @@ type RetryManagementExecutionResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	JSON202      *ExecutionAccepted
+	JSON400      *BadRequest
 	JSON401      *Unauthorized
 	JSON403      *AccessDenied
 	JSON404      *NotFound
 	JSON409      *Conflict
+	JSON422      *IdempotencyKeyReused
 	JSON503      *Unavailable
 }
 
@@ -13378,8 +13662,10 @@ type UploadManagementFileResponse struct {
 	JSON401 *Unauthorized
 	JSON403 *AccessDenied
 	JSON404 *NotFound
+	JSON409 *IdempotencyConflict
 	JSON413 *TooLarge
 	JSON415 *UnsupportedMediaType
+	JSON422 *IdempotencyKeyReused
 	JSON503 *Unavailable
 }
 
@@ -14733,9 +15019,12 @@ type RunNotificationScheduleNowResponse struct {
 	JSON202      *struct {
 		Data NotificationSchedule `json:"data"`
 	}
+	JSON400 *BadRequest
 	JSON401 *Unauthorized
 	JSON403 *AccessDenied
 	JSON404 *NotFound
+	JSON409 *IdempotencyConflict
+	JSON422 *IdempotencyKeyReused
 	JSON503 *Unavailable
 }
 
@@ -14847,8 +15136,10 @@ type UploadEnrollmentCSVResponse struct {
 	JSON400      *BadRequest
 	JSON401      *Unauthorized
 	JSON403      *AccessDenied
+	JSON409      *IdempotencyConflict
 	JSON413      *TooLarge
 	JSON415      *BadRequest
+	JSON422      *IdempotencyKeyReused
 	JSON503      *Unavailable
 }
 
@@ -14875,8 +15166,10 @@ type UploadSmartCardsResponse struct {
 	JSON400      *BadRequest
 	JSON401      *Unauthorized
 	JSON403      *AccessDenied
+	JSON409      *IdempotencyConflict
 	JSON413      *TooLarge
 	JSON415      *BadRequest
+	JSON422      *IdempotencyKeyReused
 	JSON503      *Unavailable
 }
 
@@ -15472,8 +15765,8 @@ func (c *ClientWithResponses) ListAccountLinkingHistoryWithResponse(ctx context.
 }
 
 // SyncAccountLinksWithResponse request returning *SyncAccountLinksResponse
-func (c *ClientWithResponses) SyncAccountLinksWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*SyncAccountLinksResponse, error) {
-	rsp, err := c.SyncAccountLinks(ctx, reqEditors...)
+func (c *ClientWithResponses) SyncAccountLinksWithResponse(ctx context.Context, params *SyncAccountLinksParams, reqEditors ...RequestEditorFn) (*SyncAccountLinksResponse, error) {
+	rsp, err := c.SyncAccountLinks(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -15605,16 +15898,16 @@ func (c *ClientWithResponses) ListGroupsWithResponse(ctx context.Context, params
 }
 
 // CreateGroupWithBodyWithResponse request with arbitrary body returning *CreateGroupResponse
-func (c *ClientWithResponses) CreateGroupWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateGroupResponse, error) {
-	rsp, err := c.CreateGroupWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateGroupWithBodyWithResponse(ctx context.Context, params *CreateGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateGroupResponse, error) {
+	rsp, err := c.CreateGroupWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseCreateGroupResponse(rsp)
 }
 
-func (c *ClientWithResponses) CreateGroupWithResponse(ctx context.Context, body CreateGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateGroupResponse, error) {
-	rsp, err := c.CreateGroup(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateGroupWithResponse(ctx context.Context, params *CreateGroupParams, body CreateGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateGroupResponse, error) {
+	rsp, err := c.CreateGroup(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -15772,8 +16065,8 @@ func (c *ClientWithResponses) ListManagementExecutionResultsWithResponse(ctx con
 }
 
 // RetryManagementExecutionWithResponse request returning *RetryManagementExecutionResponse
-func (c *ClientWithResponses) RetryManagementExecutionWithResponse(ctx context.Context, actionId ActionID, executionId ExecutionID, reqEditors ...RequestEditorFn) (*RetryManagementExecutionResponse, error) {
-	rsp, err := c.RetryManagementExecution(ctx, actionId, executionId, reqEditors...)
+func (c *ClientWithResponses) RetryManagementExecutionWithResponse(ctx context.Context, actionId ActionID, executionId ExecutionID, params *RetryManagementExecutionParams, reqEditors ...RequestEditorFn) (*RetryManagementExecutionResponse, error) {
+	rsp, err := c.RetryManagementExecution(ctx, actionId, executionId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -15790,8 +16083,8 @@ func (c *ClientWithResponses) GetManagementExecutionStatusWithResponse(ctx conte
 }
 
 // UploadManagementFileWithBodyWithResponse request with arbitrary body returning *UploadManagementFileResponse
-func (c *ClientWithResponses) UploadManagementFileWithBodyWithResponse(ctx context.Context, actionId ActionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadManagementFileResponse, error) {
-	rsp, err := c.UploadManagementFileWithBody(ctx, actionId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) UploadManagementFileWithBodyWithResponse(ctx context.Context, actionId ActionID, params *UploadManagementFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadManagementFileResponse, error) {
+	rsp, err := c.UploadManagementFileWithBody(ctx, actionId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -16325,8 +16618,8 @@ func (c *ClientWithResponses) ResumeNotificationScheduleWithResponse(ctx context
 }
 
 // RunNotificationScheduleNowWithResponse request returning *RunNotificationScheduleNowResponse
-func (c *ClientWithResponses) RunNotificationScheduleNowWithResponse(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*RunNotificationScheduleNowResponse, error) {
-	rsp, err := c.RunNotificationScheduleNow(ctx, scheduleId, reqEditors...)
+func (c *ClientWithResponses) RunNotificationScheduleNowWithResponse(ctx context.Context, scheduleId ScheduleID, params *RunNotificationScheduleNowParams, reqEditors ...RequestEditorFn) (*RunNotificationScheduleNowResponse, error) {
+	rsp, err := c.RunNotificationScheduleNow(ctx, scheduleId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -16361,8 +16654,8 @@ func (c *ClientWithResponses) GetEnrollmentSampleCSVWithResponse(ctx context.Con
 }
 
 // UploadEnrollmentCSVWithBodyWithResponse request with arbitrary body returning *UploadEnrollmentCSVResponse
-func (c *ClientWithResponses) UploadEnrollmentCSVWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadEnrollmentCSVResponse, error) {
-	rsp, err := c.UploadEnrollmentCSVWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) UploadEnrollmentCSVWithBodyWithResponse(ctx context.Context, params *UploadEnrollmentCSVParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadEnrollmentCSVResponse, error) {
+	rsp, err := c.UploadEnrollmentCSVWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -16370,8 +16663,8 @@ func (c *ClientWithResponses) UploadEnrollmentCSVWithBodyWithResponse(ctx contex
 }
 
 // UploadSmartCardsWithBodyWithResponse request with arbitrary body returning *UploadSmartCardsResponse
-func (c *ClientWithResponses) UploadSmartCardsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadSmartCardsResponse, error) {
-	rsp, err := c.UploadSmartCardsWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) UploadSmartCardsWithBodyWithResponse(ctx context.Context, params *UploadSmartCardsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadSmartCardsResponse, error) {
+	rsp, err := c.UploadSmartCardsWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -16975,6 +17268,13 @@ func ParseSyncAccountLinksResponse(rsp *http.Response) (*SyncAccountLinksRespons
 		}
 		response.JSON202 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16990,11 +17290,18 @@ func ParseSyncAccountLinksResponse(rsp *http.Response) (*SyncAccountLinksRespons
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest Conflict
+		var dest IdempotencyConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -17796,6 +18103,13 @@ func ParseCreateGroupResponse(rsp *http.Response) (*CreateGroupResponse, error) 
 		}
 		response.JSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18543,7 +18857,7 @@ func ParseExecuteManagementActionResponse(rsp *http.Response) (*ExecuteManagemen
 		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest Conflict
+		var dest IdempotencyConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18562,6 +18876,13 @@ func ParseExecuteManagementActionResponse(rsp *http.Response) (*ExecuteManagemen
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18719,6 +19040,13 @@ func ParseRetryManagementExecutionResponse(rsp *http.Response) (*RetryManagement
 		}
 		response.JSON202 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18746,6 +19074,13 @@ func ParseRetryManagementExecutionResponse(rsp *http.Response) (*RetryManagement
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -18877,6 +19212,13 @@ func ParseUploadManagementFileResponse(rsp *http.Response) (*UploadManagementFil
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest TooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18890,6 +19232,13 @@ func ParseUploadManagementFileResponse(rsp *http.Response) (*UploadManagementFil
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -21769,6 +22118,13 @@ func ParseRunNotificationScheduleNowResponse(rsp *http.Response) (*RunNotificati
 		}
 		response.JSON202 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21789,6 +22145,20 @@ func ParseRunNotificationScheduleNowResponse(rsp *http.Response) (*RunNotificati
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -22019,6 +22389,13 @@ func ParseUploadEnrollmentCSVResponse(rsp *http.Response) (*UploadEnrollmentCSVR
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest TooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22032,6 +22409,13 @@ func ParseUploadEnrollmentCSVResponse(rsp *http.Response) (*UploadEnrollmentCSVR
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -22087,6 +22471,13 @@ func ParseUploadSmartCardsResponse(rsp *http.Response) (*UploadSmartCardsRespons
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest TooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22100,6 +22491,13 @@ func ParseUploadSmartCardsResponse(rsp *http.Response) (*UploadSmartCardsRespons
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable

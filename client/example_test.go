@@ -57,7 +57,11 @@ func Example() {
 	file, _ := form.CreateFormFile("file", "users.csv")
 	_, _ = file.Write([]byte("Primary Email,Email Address\nann@example.com,ann.otp@example.com\n"))
 	_ = form.Close()
-	accepted, err := api.UploadEnrollmentCSVWithBodyWithResponse(ctx, form.FormDataContentType(), &body)
+	// The Idempotency-Key makes the upload safe to retry: a retry with the
+	// same key gets the first answer and starts no second job.
+	key := client.IdempotencyKey("upload-users-2026-11-24")
+	accepted, err := api.UploadEnrollmentCSVWithBodyWithResponse(ctx, &client.UploadEnrollmentCSVParams{IdempotencyKey: &key},
+		form.FormDataContentType(), &body)
 	if err != nil || accepted.JSON202 == nil {
 		log.Fatal(err, accepted.Status())
 	}

@@ -131,7 +131,9 @@ var ErrJobNotFound = NotFound("Job", "the job does not exist or was deleted")
 // kind, module or action name is missing. (A job written with its input, as
 // an upload's, is Store.CreateUploadJob.)
 func (s *JobStore) Create(ctx context.Context, job *Job) error {
-	return insertJob(ctx, s.db, job)
+	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		return insertJob(ctx, tx, job)
+	})
 }
 
 // insertJob is JobStore.Create inside db, which may be the caller's
@@ -157,7 +159,9 @@ func insertJob(ctx context.Context, db bun.IDB, job *Job) error {
 	if _, err := db.NewInsert().Model(job).Exec(ctx); err != nil {
 		return fmt.Errorf("insert job: %w", err)
 	}
-	return nil
+	// A request sent with an Idempotency-Key claims its key for this job in
+	// the same transaction (idempotency.go).
+	return claimJob(ctx, db, job)
 }
 
 // Get returns one job of the organization. ENOTFOUND when missing.

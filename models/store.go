@@ -51,6 +51,9 @@ type Store struct {
 	// configs conditional access policies name; Policies the policies.
 	ConditionConfigs *ConditionConfigStore
 	Policies         *PolicyStore
+	// Idempotency keeps the answers of requests sent with an
+	// Idempotency-Key.
+	Idempotency *IdempotencyStore
 
 	// idLease is the process's id node lease, when LeaseIDs took one.
 	idLease *IDLease
@@ -112,6 +115,7 @@ func NewStore(db *bun.DB) *Store {
 
 		ConditionConfigs: &ConditionConfigStore{db: db},
 		Policies:         &PolicyStore{db: db},
+		Idempotency:      &IdempotencyStore{db: db},
 	}
 	s.Templates = &TemplateStore{db: db, blobs: s.Blobs}
 	s.Notifications = &NotificationStore{db: db, Groups: s.Groups, Templates: s.Templates}

@@ -57,6 +57,9 @@ type Options struct {
 	// MgmtExecutionTimeout is the worker's deadline of a management
 	// execution's attempt (IAM_MGMT_EXECUTION_TIMEOUT); zero: none.
 	MgmtExecutionTimeout time.Duration
+	// IdempotencyLease overrides how long a request owns its
+	// Idempotency-Key without renewing it.
+	IdempotencyLease time.Duration
 }
 
 // packageFiles are the packages a test's packages folder holds.
@@ -151,7 +154,8 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 		tokens = opts.Tokens
 	}
 	e.Server = api.New(api.Config{MaxBodyBytes: opts.MaxBodyBytes, UploadMaxBytes: opts.UploadMaxBytes, UploadIdleTimeout: opts.UploadIdleTimeout,
-		AgentRate: opts.AgentRate, AgentBurst: opts.AgentBurst, AgentPackagesDir: opts.AgentPackagesDir}, api.Deps{
+		AgentRate: opts.AgentRate, AgentBurst: opts.AgentBurst, AgentPackagesDir: opts.AgentPackagesDir,
+		IdempotencyLease: opts.IdempotencyLease}, api.Deps{
 		Store:    e.Store,
 		Temporal: e.Temporal,
 		Jobs:     e.Jobs,

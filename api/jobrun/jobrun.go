@@ -88,8 +88,9 @@ func (l *Launcher) Cancel(ctx context.Context, jobID int64) error {
 }
 
 // Reconciler starts QUEUED jobs whose start was lost, and sweeps the
-// uploaded files no job needs any more. Several may run at once (one per API
-// process): starts are idempotent, and so are deletes.
+// uploaded files no job needs any more and the expired idempotency keys.
+// Several may run at once (one per API process): starts are idempotent, and
+// so are deletes.
 type Reconciler struct {
 	Launcher *Launcher
 	// Interval between passes; Grace is how long a job may stay QUEUED before
@@ -113,6 +114,9 @@ func (r *Reconciler) Run(ctx context.Context) {
 		}
 		if _, err := r.Sweep(ctx); err != nil && ctx.Err() == nil {
 			r.Launcher.Log.Warn("upload sweep failed", "error", err)
+		}
+		if _, err := r.Launcher.Store.Idempotency.Sweep(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			r.Launcher.Log.Warn("idempotency key sweep failed", "error", err)
 		}
 		select {
 		case <-ctx.Done():

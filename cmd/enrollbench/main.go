@@ -6,7 +6,8 @@
 // ratio and the API's peak RSS (VmHWM) during the upload.
 //
 // It runs twice: on a throwaway PostgreSQL cluster in the production shape
-// (`iam serve` and `iam worker` processes, a Temporal server in this
+// (`iam serve` and `iam worker` processes of the production binary, built
+// with -tags nodev as deploy/Dockerfile builds it, a Temporal server in this
 // process), and on the embedded default (`iam dev` on SQLite, one process
 // holding the API, a worker and the Temporal server, so its RSS covers all
 // three).
@@ -51,17 +52,18 @@ func run(ctx context.Context, rows, chunkRows int, only string, keep bool) error
 	if err := os.Chmod(work, 0o755); err != nil { // the PostgreSQL user must reach its folder
 		return err
 	}
-	bin := filepath.Join(work, "iam")
-	fmt.Printf("building iam ...\n")
-	if out, err := command("go", "build", "-o", bin, "./cmd/iam").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
-	}
 	csvPath := filepath.Join(work, "users.csv")
 	if err := writeCSV(csvPath, rows); err != nil {
 		return err
 	}
 	var results []result
 	if only == "" || only == "postgres" {
+		// The production binary, as deploy/Dockerfile builds it: no
+		// embedded Temporal server (-tags nodev).
+		bin, err := buildIAM(work, "iam", "nodev")
+		if err != nil {
+			return err
+		}
 		pg, err := startPostgres(ctx)
 		if err != nil {
 			return err
@@ -74,6 +76,10 @@ func run(ctx context.Context, rows, chunkRows int, only string, keep bool) error
 		results = append(results, r)
 	}
 	if only == "" || only == "sqlite" {
+		bin, err := buildIAM(work, "iam-dev", "")
+		if err != nil {
+			return err
+		}
 		r, err := measure(ctx, bin, work, csvPath, rows, chunkRows, "")
 		if err != nil {
 			return fmt.Errorf("sqlite: %w", err)
@@ -95,6 +101,20 @@ func run(ctx context.Context, rows, chunkRows int, only string, keep bool) error
 		fmt.Printf("  API memory before the upload: %s\n  API memory at the end: %s\n", r.idle, r.end)
 	}
 	return nil
+}
+
+// buildIAM builds ./cmd/iam into work/name with the build tags given,
+// linked as deploy/Dockerfile links it, and prints its size.
+func buildIAM(work, name, tags string) (string, error) {
+	bin := filepath.Join(work, name)
+	fmt.Printf("building %s (go build -tags %q) ...\n", name, tags)
+	if out, err := command("go", "build", "-trimpath", "-ldflags=-s -w", "-tags", tags, "-o", bin, "./cmd/iam").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	if fi, err := os.Stat(bin); err == nil {
+		fmt.Printf("  %s: %.1f MB\n", name, float64(fi.Size())/1e6)
+	}
+	return bin, nil
 }
 
 type result struct {

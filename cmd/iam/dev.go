@@ -1,3 +1,10 @@
+//go:build !nodev
+
+// The dev command links the embedded Temporal server and its Web UI
+// (iam/deploy/devserver). The production binary is built with -tags nodev
+// (deploy/Dockerfile) and leaves them out: serve, worker and migrate do not
+// page in what only dev uses (docs/benchmarks.md, "A lighter API process").
+
 package main
 
 import (

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -144,13 +143,10 @@ func e2eAPIJSON(t *testing.T, addr, method, path, token string, v any, want int,
 
 // e2eFlowCSV is the enrollment file: Primary Email, Email Address and
 // Mobile Number of users 1..rows; every 97th number is not one.
-func e2eFlowCSV(rows int) []byte { return e2eFlowCSVRange(1, rows) }
-
-// e2eFlowCSVRange is e2eFlowCSV of users from..to.
-func e2eFlowCSVRange(from, to int) []byte {
+func e2eFlowCSV(rows int) []byte {
 	var b bytes.Buffer
 	b.WriteString("Primary Email,Email Address,Mobile Number\n")
-	for i := from; i <= to; i++ {
+	for i := 1; i <= rows; i++ {
 		mobile := fmt.Sprintf("+1415%07d", i)
 		if i%97 == 0 {
 			mobile = "not a number"
@@ -164,45 +160,14 @@ func e2eFlowCSVRange(from, to int) []byte {
 // factor configs and returns the job's id.
 func e2eStartEnrollment(t *testing.T, addr, token string) int64 {
 	t.Helper()
-	return e2eUploadEnrollment(t, addr, token, e2eFlowCSV(e2eFlowCSVRows), e2eFlowChunkRows)
+	return e2eStartEnrollmentOf(t, addr, token, e2eFlowCSVRows, e2eFlowChunkRows)
 }
 
-// e2eUploadEnrollment uploads csv (Primary Email, Email Address, Mobile
-// Number) for the Email OTP and SMS OTP factor configs in chunks of
-// chunkRows, and returns the job's id.
-func e2eUploadEnrollment(t *testing.T, addr, token string, csv []byte, chunkRows int) int64 {
+// e2eStartEnrollmentOf is e2eStartEnrollment of rows rows in chunks of chunk.
+func e2eStartEnrollmentOf(t *testing.T, addr, token string, rows, chunk int) int64 {
 	t.Helper()
-	var configs struct {
-		Data []struct {
-			ID   string `json:"id"`
-			Type string `json:"factor_type"`
-		} `json:"data"`
-	}
-	e2eAPIJSON(t, addr, "GET", "/api/v1/protection/authnfactor-configs", token, nil, http.StatusOK, &configs)
-	var ids []string
-	for _, c := range configs.Data {
-		if c.Type == string(models.FactorEmailOTP) || c.Type == string(models.FactorSMSOTP) {
-			ids = append(ids, c.ID)
-		}
-	}
-	if len(ids) != 2 {
-		t.Fatalf("factor configs %+v: want Email OTP and SMS OTP", configs.Data)
-	}
-	var b bytes.Buffer
-	w := multipart.NewWriter(&b)
-	for _, f := range [][2]string{{"factor_configs", strings.Join(ids, ",")}, {"file_encoding", "UTF-8"},
-		{"overwrite_enrollment_data", "false"}, {"chunk_rows", fmt.Sprint(chunkRows)}} {
-		if err := w.WriteField(f[0], f[1]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fw, err := w.CreateFormFile("file", "users.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fw.Write(csv)
-	w.Close()
-	status, data := e2eAPIDo(t, addr, "POST", "/api/v1/protection/quick-enrollment/upload-csv", token, w.FormDataContentType(), b.Bytes())
+	body, ct := e2eEnrollmentFormOf(t, addr, token, rows, chunk)
+	status, data := e2eAPIDo(t, addr, "POST", "/api/v1/protection/quick-enrollment/upload-csv", token, ct, body)
 	if status != http.StatusAccepted {
 		t.Fatalf("upload-csv answered %d: %.500s", status, data)
 	}
@@ -226,16 +191,15 @@ func e2eUploadEnrollment(t *testing.T, addr, token string, csv []byte, chunkRows
 // enrollment per factor of every good row, written by its own row.
 func e2eCheckEnrollment(t *testing.T, store *e2eDB, org *models.Organization, job *models.Job, users map[int]int64) {
 	t.Helper()
-	e2eCheckEnrollmentOf(t, store, org, job, users, 1, e2eFlowCSVRows)
+	e2eCheckEnrollmentOf(t, store, org, job, users, e2eFlowCSVRows)
 }
 
-// e2eCheckEnrollmentOf is e2eCheckEnrollment for a job of
-// e2eFlowCSVRange(from, to).
-func e2eCheckEnrollmentOf(t *testing.T, store *e2eDB, org *models.Organization, job *models.Job, users map[int]int64, from, to int) {
+// e2eCheckEnrollmentOf is e2eCheckEnrollment for a file of rows rows.
+func e2eCheckEnrollmentOf(t *testing.T, store *e2eDB, org *models.Organization, job *models.Job, users map[int]int64, fileRows int) {
 	t.Helper()
 	ctx := context.Background()
-	rows := int64(to - from + 1)
-	bad := int64(to/97 - (from-1)/97)
+	rows := int64(fileRows)
+	bad := rows / 97
 	if job.Status != models.JobWarning || job.Processed != rows || job.Total != rows || job.SuccessCount != rows-bad || job.ErrorCount != bad {
 		t.Errorf("enrollment job %d: %s %d/%d, %d ok, %d failed; want WARNING %d/%d, %d ok, %d failed",
 			job.ID, job.Status, job.Processed, job.Total, job.SuccessCount, job.ErrorCount, rows, rows, rows-bad, bad)
@@ -248,13 +212,13 @@ func e2eCheckEnrollmentOf(t *testing.T, store *e2eDB, org *models.Organization, 
 		t.Errorf("enrollment job %d has %d results, want one per row: %d", job.ID, len(results), rows)
 	}
 	for i, r := range results {
-		row, user := i+1, from+i
+		row := i + 1
 		want := models.ResultSuccess
-		if user%97 == 0 {
+		if row%97 == 0 {
 			want = models.ResultError
 		}
-		if r.Seq != int64(row) || r.Status != want || r.EntityID != models.FormatID(users[user]) {
-			t.Fatalf("result %d: %+v, want row %d %s of user %d", i, r, row, want, users[user])
+		if r.Seq != int64(row) || r.Status != want || r.EntityID != models.FormatID(users[row]) {
+			t.Fatalf("result %d: %+v, want row %d %s of user %d", i, r, row, want, users[row])
 		}
 	}
 	n, err := store.DB.NewSelect().Table("enrollments").Where("org_id = ? AND job_id = ?", org.ID, job.ID).Count(ctx)
@@ -262,7 +226,7 @@ func e2eCheckEnrollmentOf(t *testing.T, store *e2eDB, org *models.Organization, 
 		t.Errorf("%d enrollments (%v), want %d", n, err, 2*(rows-bad))
 	}
 	wrong, err := store.DB.NewSelect().Table("enrollments").
-		Where("org_id = ? AND job_id = ? AND factor_type = 'EMAIL_OTP' AND value <> 'otp' || CAST(source_row + ? AS TEXT) || '@example.com'", org.ID, job.ID, from-1).Count(ctx)
+		Where("org_id = ? AND factor_type = 'EMAIL_OTP' AND value <> 'otp' || CAST(source_row AS TEXT) || '@example.com'", org.ID).Count(ctx)
 	if err != nil || wrong != 0 {
 		t.Errorf("%d enrollments hold another row's data (%v)", wrong, err)
 	}

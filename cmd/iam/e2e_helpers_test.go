@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,23 +33,49 @@ import (
 // environment, observed through its output, its HTTP endpoints and its
 // database, and stopped (or killed) from outside.
 
-// e2eBin holds the iam binary this test process built.
-var e2eBin struct {
+// e2eBuild is an iam binary this test process builds once.
+type e2eBuild struct {
 	once sync.Once
 	path string
 	err  error
-	// keep is the write end of the pipe whose closing, when this process
-	// exits however it exits, makes the janitor remove the binary's folder.
-	keep *os.File
 }
 
-// e2eBinary builds ./cmd/iam once and returns the executable's path.
-func e2eBinary(t *testing.T) string {
+// e2eDevBin is the default build, with `iam dev` (the embedded Temporal
+// server); e2eProdBin the production build of deploy/Dockerfile (-tags
+// nodev), which runs every other command.
+var e2eDevBin, e2eProdBin e2eBuild
+
+// e2eKeep holds the write ends of the pipes whose closing, when this
+// process exits however it exits, makes the janitors remove the binaries'
+// folders.
+var e2eKeep struct {
+	sync.Mutex
+	files []*os.File
+}
+
+// e2eBinary builds ./cmd/iam once, with `iam dev`, and returns the
+// executable's path.
+func e2eBinary(t *testing.T) string { return e2eDevBin.build(t, "") }
+
+// e2eProdBinary builds ./cmd/iam once as deploy/Dockerfile builds it (-tags
+// nodev: no embedded Temporal server) and returns the executable's path.
+func e2eProdBinary(t *testing.T) string { return e2eProdBin.build(t, "nodev") }
+
+// e2eBinaryFor is the binary that runs args: the default build for dev,
+// the production build for everything else.
+func e2eBinaryFor(t *testing.T, args []string) string {
+	if len(args) > 0 && args[0] == "dev" {
+		return e2eBinary(t)
+	}
+	return e2eProdBinary(t)
+}
+
+func (b *e2eBuild) build(t *testing.T, tags string) string {
 	t.Helper()
-	e2eBin.once.Do(func() {
+	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "iam-e2e-bin-")
 		if err != nil {
-			e2eBin.err = err
+			b.err = err
 			return
 		}
 		e2eRemoveWhenProcessEnds(dir)
@@ -60,18 +87,18 @@ func e2eBinary(t *testing.T) string {
 		began := time.Now()
 		// Linked without symbol tables and DWARF, as deploy/Dockerfile links
 		// it: a third smaller and quicker to link.
-		out, err := exec.Command(goTool, "build", "-ldflags=-s -w", "-o", path, ".").CombinedOutput()
+		out, err := exec.Command(goTool, "build", "-tags", tags, "-ldflags=-s -w", "-o", path, ".").CombinedOutput()
 		if err != nil {
-			e2eBin.err = fmt.Errorf("go build ./cmd/iam: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build -tags %q ./cmd/iam: %v\n%s", tags, err, out)
 			return
 		}
-		t.Logf("built %s in %v", path, time.Since(began).Round(time.Millisecond))
-		e2eBin.path = path
+		t.Logf("built %s (-tags %q) in %v", path, tags, time.Since(began).Round(time.Millisecond))
+		b.path = path
 	})
-	if e2eBin.err != nil {
-		t.Fatal(e2eBin.err)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return e2eBin.path
+	return b.path
 }
 
 // e2eRemoveWhenProcessEnds starts a janitor that removes dir once this test
@@ -91,7 +118,9 @@ func e2eRemoveWhenProcessEnds(dir string) {
 		return
 	}
 	r.Close()
-	e2eBin.keep = w
+	e2eKeep.Lock()
+	e2eKeep.files = append(e2eKeep.files, w)
+	e2eKeep.Unlock()
 	go janitor.Wait() //nolint:errcheck // reaps it should this process outlive it
 }
 
@@ -124,13 +153,7 @@ func e2eBaseEnv() []string {
 // is killed when the test ends, if it still runs.
 func e2eStart(t *testing.T, name string, env []string, args ...string) *e2eProc {
 	t.Helper()
-	return e2eStartProgram(t, e2eBinary(t), name, env, args...)
-}
-
-// e2eStartProgram is e2eStart with another program than the binary (the
-// test binary itself, for a helper process).
-func e2eStartProgram(t *testing.T, bin, name string, env []string, args ...string) *e2eProc {
-	t.Helper()
+	bin := e2eBinaryFor(t, args)
 	logDir := t.TempDir() // before the cleanup below, so removed after it
 	p := &e2eProc{
 		t:       t,
@@ -581,4 +604,54 @@ func e2eTemporal(t *testing.T) (hostPort, namespace string) {
 	t.Helper()
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	return ts.GetFrontendHostPort(), ts.GetDefaultNamespace()
+}
+
+// e2eShape is the production shape of one test: `iam serve` and workers on
+// one database and one Temporal namespace.
+type e2eShape struct {
+	t       *testing.T
+	env     []string
+	serve   *e2eProc
+	apiAddr string
+	n       int
+}
+
+// e2eStartShape migrates nothing (the database must be migrated) and starts
+// `iam serve` with the reconciler at a quick pace, waiting until it is ready.
+func e2eStartShape(t *testing.T, dsn, temporalAddr, namespace string, extra ...string) *e2eShape {
+	t.Helper()
+	s := &e2eShape{t: t, env: append(append(e2eAdminEnv(),
+		"IAM_DATABASE_URL="+dsn,
+		"IAM_SECRET_KEY="+e2eSecretKey,
+		"IAM_ENCRYPTION_KEY="+e2eEncryptionKey,
+		"IAM_TEMPORAL_ADDRESS="+temporalAddr,
+		"IAM_TEMPORAL_NAMESPACE="+namespace,
+		"IAM_HTTP_ADDR=127.0.0.1:0",
+		"IAM_RECONCILE_INTERVAL=300ms",
+		"IAM_RECONCILE_GRACE=0s",
+	), extra...)}
+	s.serve = e2eStart(t, "serve", s.env, "serve")
+	e2eWaitFor(t, 30*time.Second, 20*time.Millisecond, "iam serve logs where it listens", func() (bool, string) {
+		rec := s.serve.logLine("API listening")
+		s.apiAddr, _ = rec["address"].(string)
+		return s.apiAddr != "", "no \"API listening\" record yet"
+	}, s.serve)
+	e2eWaitReady(t, s.serve, s.apiAddr, 30*time.Second)
+	return s
+}
+
+// startWorkers starts count workers with the shape's environment and extra,
+// and waits until each polls.
+func (s *e2eShape) startWorkers(count int, extra ...string) []*e2eProc {
+	s.t.Helper()
+	var ws []*e2eProc
+	for range count {
+		s.n++
+		w := e2eStart(s.t, fmt.Sprintf("worker-%d", s.n), append(slices.Clone(s.env), extra...), "worker")
+		e2eWaitFor(s.t, 30*time.Second, 20*time.Millisecond, w.name+" polls", func() (bool, string) {
+			return w.logLine("worker polling") != nil, "no \"worker polling\" record yet"
+		}, w, s.serve)
+		ws = append(ws, w)
+	}
+	return ws
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -39,12 +38,7 @@ import (
 // group's recompute, a notification run) through both shapes over HTTP,
 // with kills in the middle of each.
 
-func TestMain(m *testing.M) {
-	if dir := os.Getenv(e2eTemporalHelperDir); dir != "" {
-		os.Exit(runTemporalHelper(dir)) // a helper process (e2e_faults_test.go)
-	}
-	dbtest.Main(m)
-}
+func TestMain(m *testing.M) { dbtest.Main(m) }
 
 // e2eDevReadyWithin is how soon `iam dev` must answer /readyz after it starts.
 const e2eDevReadyWithin = 5 * time.Second
@@ -525,7 +519,7 @@ func TestBadConfiguration_ExitsWithOneLine(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			env := append(tc.env(t), "IAM_TEMPORAL_ADDRESS=127.0.0.1:1")
-			e2eBinary(t) // not timed below
+			e2eBinaryFor(t, tc.args) // not timed below
 			began := time.Now()
 			code, out, errOut := e2eRun(t, "iam", env, tc.args...)
 			t.Logf("iam %s exited %d after %v: %s", strings.Join(tc.args, " "), code,

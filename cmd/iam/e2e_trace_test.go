@@ -88,12 +88,7 @@ func TestProduction_OneUploadIsOneTrace(t *testing.T) {
 		t.Fatalf("iam migrate up exited %d: %s", code, errOut)
 	}
 	temporalAddr, namespace := e2eTemporal(t)
-	healthLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	healthAddr := healthLn.Addr().String()
-	healthLn.Close()
+	healthAddr := fmt.Sprintf("127.0.0.1:%d", e2eFreeTCPPort(t))
 	shape := e2eStartShape(t, dsn, temporalAddr, namespace,
 		"OTEL_EXPORTER_OTLP_ENDPOINT=http://"+collectorAddr,
 		"OTEL_BSP_SCHEDULE_DELAY=100", // milliseconds: export at once
@@ -106,7 +101,7 @@ func TestProduction_OneUploadIsOneTrace(t *testing.T) {
 	const rows, chunk = 30, 10
 	e2eSeedFlowUsers(t, store, org, rows)
 	token := e2eIssueToken(t, []string{"IAM_DATABASE_URL=" + dsn, "IAM_SECRET_KEY=" + e2eSecretKey}, e2eFlowScopes, "--user", e2eAdminEmail)
-	jobID := e2eUploadEnrollment(t, apiAddr, token, e2eFlowCSV(rows), chunk)
+	jobID := e2eStartEnrollmentOf(t, apiAddr, token, rows, chunk)
 	job := e2eWaitJob(t, store.Store, org, jobID, time.Minute, e2eFinished, serve, w)
 	if job.Processed != rows {
 		t.Fatalf("job %+v: want %d rows processed", job, rows)

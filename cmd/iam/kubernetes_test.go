@@ -360,9 +360,9 @@ func TestKubernetes_ManifestsAreValid(t *testing.T) {
 		}
 	}
 
-	// Requests measured (docs/benchmarks.md): in the 1M-row enrollment serve
-	// peaks at 179 MiB RSS, a worker at 186 MiB.
-	for name, peak := range map[string]string{"iam-serve": "179Mi", "iam-worker": "186Mi"} {
+	// Requests measured (docs/benchmarks.md): in the 1M-row enrollment the
+	// production build's serve peaks at 78 MiB RSS, a worker at 102 MiB.
+	for name, peak := range map[string]string{"iam-serve": "78Mi", "iam-worker": "102Mi"} {
 		if d := o.deployments[name]; d != nil {
 			if mem := d.Spec.Template.Spec.Containers[0].Resources.Requests.Memory(); mem.Cmp(resource.MustParse(peak)) < 0 {
 				t.Errorf("%s requests %s, under the %s it uses (docs/benchmarks.md)", name, mem, peak)
@@ -451,7 +451,7 @@ func TestKubernetes_StrictDecodingRefusesAMistake(t *testing.T) {
 	}
 	for _, c := range []struct{ from, to string }{
 		{"readinessProbe:", "readynessProbe:"},      // unknown field
-		{"memory: 256Mi", "memory: 256 megabytes"},  // not a quantity
+		{"memory: 128Mi", "memory: 128 megabytes"},  // not a quantity
 		{"containerPort: 8080", "containerPort: x"}, // not a number
 	} {
 		bad := bytes.Replace(data, []byte(c.from), []byte(c.to), 1)

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -109,9 +110,18 @@ func TestSDK_TokenUploadWaitAndPage(t *testing.T) {
 	}
 	csv.WriteString("nobody@example.com,otp@example.com\n") // no such user: an error row
 	body, contentType := multipartCSV(t, map[string]string{"factor_configs": emailOTP}, "users.csv", csv.String())
-	accepted, err := api.UploadEnrollmentCSVWithBodyWithResponse(ctx, contentType, body)
+	key := client.IdempotencyKey("sdk-upload-" + strconv.FormatInt(time.Now().UnixNano(), 36))
+	params := &client.UploadEnrollmentCSVParams{IdempotencyKey: &key}
+	accepted, err := api.UploadEnrollmentCSVWithBodyWithResponse(ctx, params, contentType, body)
 	if err != nil || accepted.JSON202 == nil {
 		t.Fatalf("upload: %v %d %s", err, accepted.StatusCode(), accepted.Body)
+	}
+	// The SDK sends the key: the same upload again is the first answer.
+	body, contentType = multipartCSV(t, map[string]string{"factor_configs": emailOTP}, "users.csv", csv.String())
+	again, err := api.UploadEnrollmentCSVWithBodyWithResponse(ctx, params, contentType, body)
+	if err != nil || again.JSON202 == nil || again.JSON202.Data.Id != accepted.JSON202.Data.Id ||
+		again.HTTPResponse.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("the upload again with its key: %v %d %s; want the first answer (job %s)", err, again.StatusCode(), again.Body, accepted.JSON202.Data.Id)
 	}
 	jobID := accepted.JSON202.Data.Id
 
