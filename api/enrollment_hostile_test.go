@@ -26,8 +26,10 @@ const (
 	csvPath   = "/api/v1/protection/quick-enrollment/upload-csv"
 	cardsPath = "/api/v1/protection/quick-enrollment/upload-smartcards"
 	// answerWithin is how soon the service must answer other requests while
-	// a hostile one is under way.
-	answerWithin = time.Second
+	// a hostile one is under way: a third of a slow upload's 6 s, so that a
+	// request waiting on a transaction held while a client sends cannot make
+	// it, while a loaded machine under the race detector still does.
+	answerWithin = 2 * time.Second
 )
 
 // whileServing runs fn while it asks GET /api/v1/jobs again and again, and
@@ -308,7 +310,7 @@ func TestHostile_SlowUploadsDoNotHoldTheDatabase(t *testing.T) {
 		}
 		// The idle limit is eight times the slow uploads' pause, so that a
 		// loaded machine does not make a slow upload look stalled.
-		const idle = 2 * time.Second
+		const idle = 4 * time.Second
 		env := apitest.New(t, db, apitest.Options{UploadIdleTimeout: idle})
 		ids := factorIDs(t, env, env.Org)
 		tok := env.Token(env.Org, "svc.quick_enrollment.CREATE")
@@ -326,8 +328,8 @@ func TestHostile_SlowUploadsDoNotHoldTheDatabase(t *testing.T) {
 			if _, err := io.WriteString(fw, head.String()); err != nil {
 				return err
 			}
-			for i := range 12 { // 12 rows, one every 250 ms: 3 s
-				time.Sleep(250 * time.Millisecond)
+			for i := range 12 { // 12 rows, one every 500 ms: 6 s
+				time.Sleep(500 * time.Millisecond)
 				if _, err := fmt.Fprintf(fw, "late%d@example.com,otp@example.com\n", i); err != nil {
 					return err
 				}
