@@ -231,8 +231,9 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 		} else {
 			next = next[:size]
 		}
+		w := &syncWrite{OrgID: orgID, JobID: jobID, Now: time.Now().UTC()}
 		if len(next) > 0 {
-			if err := s.syncAccounts(ctx, tx, &job, set, next, &p); err != nil {
+			if err := s.planSync(ctx, tx, w, set, next, &p); err != nil {
 				return err
 			}
 			out.Last = next[len(next)-1].ID
@@ -247,16 +248,8 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 			}
 		}
 		p.Total = max(p.Total, p.Processed)
-		out.Progress = p
-		_, err := tx.NewUpdate().Model((*Job)(nil)).
-			Set("processed = ?", p.Processed).Set("total = ?", p.Total).
-			Set("success_count = ?", p.Success).Set("error_count = ?", p.Failed).
-			Set("updated_at = ?", time.Now().UTC()).
-			Where("id = ?", jobID).Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("record job progress: %w", err)
-		}
-		return nil
+		out.Progress, w.Progress = p, p
+		return s.d.writeSyncBatch(ctx, tx, w)
 	})
 	if err != nil {
 		return nil, err
@@ -273,9 +266,10 @@ type syncCandidate struct {
 	Users    int64 `bun:"users"`
 }
 
-// syncAccounts links or skips the accounts next (ascending ids) for job and
-// writes their results after p.Processed, advancing p.
-func (s *DeviceStore) syncAccounts(ctx context.Context, tx bun.Tx, job *Job, set *AccountLinkingSettings,
+// planSync decides, for the accounts next (ascending ids), which are
+// linked and which skipped, into w's links and results (numbered after
+// p.Processed), advancing p. It locks the accounts' devices first.
+func (s *DeviceStore) planSync(ctx context.Context, tx bun.Tx, w *syncWrite, set *AccountLinkingSettings,
 	next []syncCandidate, p *JobProgress) error {
 	// Lock the accounts' devices (in id order, as every writer of several
 	// devices does), then read their accounts as they are now (an account
@@ -296,7 +290,8 @@ func (s *DeviceStore) syncAccounts(ctx context.Context, tx bun.Tx, job *Job, set
 		byID[devs[i].ID] = &devs[i]
 	}
 	var accs []LocalAccount
-	if err := tx.NewSelect().Model(&accs).Where("device_id IN (?)", bun.In(devIDs)).Scan(ctx); err != nil {
+	if err := tx.NewSelect().Model(&accs).Column("id", "device_id", "user_name", "permission_level", "link_status", "idp_user_id").
+		Where("device_id IN (?)", bun.In(devIDs)).Scan(ctx); err != nil {
 		return fmt.Errorf("read accounts: %w", err)
 	}
 	type pair struct{ dev, user int64 }
@@ -309,16 +304,11 @@ func (s *DeviceStore) syncAccounts(ctx context.Context, tx bun.Tx, job *Job, set
 			taken[pair{a.DeviceID, *a.IdpUserID}] = a.UserName
 		}
 	}
-	now := time.Now().UTC()
-	jobID := job.ID
-	var cmds []Command
-	var events []LinkEvent
-	var links []string // VALUES rows (account, user, command)
 	// One result per id, so that the last result is the batch's last id:
 	// the next batch's cursor.
 	results := make([]JobResult, 0, len(next))
 	for _, m := range next {
-		res := JobResult{JobID: jobID, Seq: p.Processed + int64(len(results)) + 1, EntityID: FormatID(m.ID), Status: ResultSkipped}
+		res := JobResult{JobID: w.JobID, Seq: p.Processed + int64(len(results)) + 1, EntityID: FormatID(m.ID), Status: ResultSkipped}
 		a := byAccount[m.ID]
 		if a == nil {
 			res.Message = "skipped: the account was removed from its device"
@@ -342,50 +332,112 @@ func (s *DeviceStore) syncAccounts(ctx context.Context, tx bun.Tx, job *Job, set
 				FormatID(m.UserID), taken[pair{a.DeviceID, m.UserID}])
 		default:
 			taken[pair{a.DeviceID, m.UserID}] = a.UserName
-			args, err := json.Marshal(map[string]string{
-				"account_id": FormatID(a.ID), "user_name": a.UserName,
-				"idp_user_id": FormatID(m.UserID), "permission_level": a.PermissionLevel,
-			})
-			if err != nil {
-				return err
+			level := a.PermissionLevel
+			if !oneOf(level, PermissionLevels) {
+				level = PermissionLevels[0]
 			}
-			accID, uid := a.ID, m.UserID
-			c := Command{ID: NewID(), OrgID: job.OrgID, DeviceID: d.ID, AccountID: &accID, Type: CmdLink,
-				Args: args, Status: CommandPending, CreatedAt: now}
-			cmds = append(cmds, c)
-			events = append(events, LinkEvent{ID: NewID(), OrgID: job.OrgID, DeviceID: d.ID, DeviceName: d.Name,
-				AccountID: &accID, UserName: a.UserName, IdpUserID: &uid, Action: "link", LinkType: LinkAutomatic,
-				OldState: LinkUnlinked, NewState: LinkPending, Actor: SyncActor, JobID: &jobID, CreatedAt: now})
-			links = append(links, fmt.Sprintf("(%d, %d, %d, %s)", a.ID, uid, c.ID, quoteLevel(a.PermissionLevel)))
+			w.Links = append(w.Links, syncLink{AccountID: a.ID, DeviceID: d.ID, UserID: m.UserID,
+				CommandID: NewID(), EventID: NewID(), UserName: a.UserName, DeviceName: d.Name, Level: level})
 			res.Status = ResultSuccess
-			res.Message = fmt.Sprintf("linked to user %s on device %s (pending the agent)", FormatID(uid), FormatID(d.ID))
+			res.Message = fmt.Sprintf("linked to user %s on device %s (pending the agent)", FormatID(m.UserID), FormatID(d.ID))
 			p.Success++
 		}
 		results = append(results, res)
 	}
-	if len(cmds) > 0 {
+	w.Results = append(w.Results, results...)
+	p.Processed += int64(len(results))
+	return nil
+}
+
+// syncWrite is what a sync batch writes in its transaction (the dialect's
+// writeSyncBatch): for each link, the account's pending_link state, its
+// link command and history entry; the per-account results; the job's
+// progress.
+type syncWrite struct {
+	OrgID, JobID int64
+	Now          time.Time
+	Links        []syncLink
+	Results      []JobResult // consecutive seqs
+	Progress     JobProgress
+}
+
+// syncLink is an Automatic link a sync makes: the account, its device, the
+// user, the ids of its command and history entry, and the link's
+// permission level (one of PermissionLevels).
+type syncLink struct {
+	AccountID, DeviceID, UserID, CommandID, EventID int64
+	UserName, DeviceName, Level                     string
+}
+
+// errSyncRace is a batch whose accounts changed under it (which the
+// devices' locks rule out): the transaction is rolled back and the batch
+// retried.
+var errSyncRace = fmt.Errorf("link accounts: an account of the batch is no longer unlinked")
+
+// linkArgs are the arguments of a link command (the agent's view of it).
+func (l *syncLink) linkArgs() (json.RawMessage, error) {
+	return json.Marshal(map[string]string{
+		"account_id": FormatID(l.AccountID), "user_name": l.UserName,
+		"idp_user_id": FormatID(l.UserID), "permission_level": l.Level,
+	})
+}
+
+// writeSyncBatchRows is writeSyncBatch a statement per kind of row, with
+// bun's multi-row inserts.
+func writeSyncBatchRows(ctx context.Context, tx bun.Tx, w *syncWrite) error {
+	if len(w.Links) > 0 {
+		cmds := make([]Command, len(w.Links))
+		events := make([]LinkEvent, len(w.Links))
+		ids := make([]int64, len(w.Links))
+		for i := range w.Links {
+			l := &w.Links[i]
+			args, err := l.linkArgs()
+			if err != nil {
+				return err
+			}
+			ids[i] = l.AccountID
+			cmds[i] = Command{ID: l.CommandID, OrgID: w.OrgID, DeviceID: l.DeviceID, AccountID: &l.AccountID, Type: CmdLink,
+				Args: args, Status: CommandPending, CreatedAt: w.Now}
+			events[i] = LinkEvent{ID: l.EventID, OrgID: w.OrgID, DeviceID: l.DeviceID, DeviceName: l.DeviceName,
+				AccountID: &l.AccountID, UserName: l.UserName, IdpUserID: &l.UserID, Action: "link", LinkType: LinkAutomatic,
+				OldState: LinkUnlinked, NewState: LinkPending, Actor: SyncActor, JobID: &w.JobID, CreatedAt: w.Now}
+		}
+		for i := range w.Links {
+			l := &w.Links[i]
+			res, err := tx.NewUpdate().Table("device_accounts").
+				Set("link_status = ?, link_type = ?, idp_user_id = ?", LinkPending, LinkAutomatic, l.UserID).
+				Set("link_permission_level = ?, link_command_id = ?, linked_at = NULL, updated_at = ?", l.Level, l.CommandID, w.Now).
+				Where("id = ? AND link_status = ?", l.AccountID, LinkUnlinked).Exec(ctx)
+			if err != nil {
+				// A unique violation (a user linked meanwhile on one of the
+				// devices, which the devices' locks rule out) is no domain
+				// error: the batch is retried and sees the link.
+				return fmt.Errorf("link accounts: %w", err)
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				return errSyncRace
+			}
+		}
 		if _, err := tx.NewInsert().Model(&cmds).Exec(ctx); err != nil {
 			return fmt.Errorf("queue commands: %w", err)
 		}
 		if _, err := tx.NewInsert().Model(&events).Exec(ctx); err != nil {
 			return fmt.Errorf("record link history: %w", err)
 		}
-		// One statement for the batch's links; the values are integers and
-		// known permission levels, written by this code.
-		if _, err := tx.ExecContext(ctx, "WITH v(id, uid, cmd, lvl) AS (VALUES "+strings.Join(links, ", ")+") "+
-			"UPDATE device_accounts SET link_status = ?, link_type = ?, idp_user_id = v.uid, link_permission_level = v.lvl, "+
-			"link_command_id = v.cmd, linked_at = NULL, updated_at = ? FROM v WHERE device_accounts.id = v.id AND device_accounts.link_status = ?",
-			LinkPending, LinkAutomatic, now, LinkUnlinked); err != nil {
-			// A unique violation (a user linked meanwhile on one of the
-			// devices, which the devices' locks should rule out) is no
-			// domain error: the batch is retried and sees the link.
-			return fmt.Errorf("link accounts: %w", err)
+	}
+	if len(w.Results) > 0 {
+		if _, err := tx.NewInsert().Model(&w.Results).Exec(ctx); err != nil {
+			return fmt.Errorf("record job results: %w", err)
 		}
 	}
-	if _, err := tx.NewInsert().Model(&results).Exec(ctx); err != nil {
-		return fmt.Errorf("record job results: %w", err)
+	p := w.Progress
+	if _, err := tx.NewUpdate().Model((*Job)(nil)).
+		Set("processed = ?", p.Processed).Set("total = ?", p.Total).
+		Set("success_count = ?", p.Success).Set("error_count = ?", p.Failed).
+		Set("updated_at = ?", w.Now).
+		Where("id = ?", w.JobID).Exec(ctx); err != nil {
+		return fmt.Errorf("record job progress: %w", err)
 	}
-	p.Processed += int64(len(results))
 	return nil
 }
 
@@ -408,15 +460,6 @@ func (s *DeviceStore) materializeKeys(ctx context.Context, tx bun.Tx, orgID, job
 		return fmt.Errorf("write the sync's state: %w", err)
 	}
 	return nil
-}
-
-// quoteLevel is the SQL literal of a permission level (one of
-// PermissionLevels; anything else reads Standard).
-func quoteLevel(l string) string {
-	if !oneOf(l, PermissionLevels) {
-		l = PermissionLevels[0]
-	}
-	return "'" + l + "'"
 }
 
 // SyncLinksSetBased makes, in one UPDATE statement, the links a sync of
