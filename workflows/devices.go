@@ -14,8 +14,8 @@ const DeviceSyncWorkflowName = models.DeviceSyncJobKind
 // Sync sizing: accounts per batch (one transaction each) and batches per
 // activity (one heartbeat per batch).
 const (
-	SyncBatchSize       = 1000
-	SyncBatchesPerChunk = 5
+	SyncBatchSize       = 2000
+	SyncBatchesPerChunk = 10
 )
 
 var deviceActivities *activities.Devices

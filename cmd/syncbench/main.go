@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	fs := flag.NewFlagSet("syncbench", flag.ContinueOnError)
 	devices := fs.Int("devices", 10_000, "devices per organization")
 	accounts := fs.Int("accounts", 5, "local accounts per device (at least 5)")
-	trace := fs.Bool("trace", false, "print the time (2) spent in each kind of statement")
+	trace := fs.Bool("trace", false, "print the time (2) spent in each kind of statement bun sends")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	fmt.Fprintf(out, "(2) the same %d batches of %d, store only: %s (%d linked)\n",
 		batches, workflows.SyncBatchSize, asBatches.Round(time.Millisecond), res.Progress.Success)
 	if *trace {
-		hook.print(out)
+		hook.print(out, asBatches)
 	}
 
 	// (3) One statement.
@@ -305,16 +305,22 @@ func (h *statementTimes) AfterQuery(_ context.Context, ev *bun.QueryEvent) {
 	}
 }
 
-func (h *statementTimes) print(out io.Writer) {
+// print prints the statements' times, the longest first, then what is
+// left of total: the statements sent past bun (on PostgreSQL, the batch's
+// writes: one statement per batch) and the Go code between statements.
+func (h *statementTimes) print(out io.Writer, total time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.off = true
 	keys := make([]string, 0, len(h.by))
-	for k := range h.by {
+	for k, d := range h.by {
 		keys = append(keys, k)
+		total -= d
 	}
 	sort.Slice(keys, func(i, j int) bool { return h.by[keys[i]] > h.by[keys[j]] })
 	for _, k := range keys[:min(len(keys), 12)] {
 		fmt.Fprintf(out, "    %8s  %s\n", h.by[k].Round(time.Millisecond), k)
 	}
+	fmt.Fprintf(out, "    %8s  the rest: statements past bun's hooks (the batches' writes on PostgreSQL) and Go\n",
+		total.Round(time.Millisecond))
 }
