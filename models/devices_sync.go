@@ -2,9 +2,11 @@ package models
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -219,11 +221,17 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 		}
 		// The next accounts with the user their name matches (by the job's
 		// keys), in one read.
-		var next []syncCandidate
-		if err := candidates(tx.NewSelect().TableExpr("device_accounts AS a").
+		rows, err := candidates(tx.NewSelect().TableExpr("device_accounts AS a").
 			ColumnExpr("a.id, a.device_id, coalesce(k.user_id, 0) AS user_id, coalesce(k.users, 0) AS users").
 			Join("LEFT JOIN device_sync_keys AS k ON k.job_id = ? AND k.link_key = lower(a.user_name)", jobID)).
-			Where("a.id > ?", out.Last).OrderExpr("a.id").Limit(int64(size+1)).Scan(ctx, &next); err != nil {
+			Where("a.id > ?", out.Last).OrderExpr("a.id").Limit(int64(size + 1)).Rows(ctx)
+		next := make([]syncCandidate, 0, size+1)
+		if err := scanEach(rows, err, func(rows *sql.Rows) error {
+			var c syncCandidate
+			err := rows.Scan(&c.ID, &c.DeviceID, &c.UserID, &c.Users)
+			next = append(next, c)
+			return err
+		}); err != nil {
 			return fmt.Errorf("select accounts: %w", err)
 		}
 		if len(next) <= size {
@@ -289,19 +297,26 @@ func (s *DeviceStore) planSync(ctx context.Context, tx bun.Tx, w *syncWrite, set
 	for i := range devs {
 		byID[devs[i].ID] = &devs[i]
 	}
-	var accs []LocalAccount
-	if err := tx.NewSelect().Model(&accs).Column("id", "device_id", "user_name", "permission_level", "link_status", "idp_user_id").
-		Where("device_id IN (?)", bun.In(devIDs)).Scan(ctx); err != nil {
+	// Scanned by hand: a batch reads thousands of accounts.
+	rows, err := tx.NewSelect().Table("device_accounts").Column("id", "device_id", "user_name", "permission_level", "link_status", "idp_user_id").
+		Where("device_id IN (?)", bun.In(devIDs)).Rows(ctx)
+	var accs []syncAccount
+	if err := scanEach(rows, err, func(rows *sql.Rows) error {
+		var a syncAccount
+		err := rows.Scan(&a.ID, &a.DeviceID, &a.UserName, &a.PermissionLevel, &a.LinkStatus, &a.IdpUserID)
+		accs = append(accs, a)
+		return err
+	}); err != nil {
 		return fmt.Errorf("read accounts: %w", err)
 	}
 	type pair struct{ dev, user int64 }
 	taken := make(map[pair]string)
-	byAccount := make(map[int64]*LocalAccount, len(accs))
+	byAccount := make(map[int64]*syncAccount, len(accs))
 	for i := range accs {
 		a := &accs[i]
 		byAccount[a.ID] = a
-		if a.IdpUserID != nil {
-			taken[pair{a.DeviceID, *a.IdpUserID}] = a.UserName
+		if a.IdpUserID.Valid {
+			taken[pair{a.DeviceID, a.IdpUserID.Int64}] = a.UserName
 		}
 	}
 	// One result per id, so that the last result is the batch's last id:
@@ -322,14 +337,14 @@ func (s *DeviceStore) planSync(ctx context.Context, tx bun.Tx, w *syncWrite, set
 		case a.LinkStatus != LinkUnlinked:
 			res.Message = "skipped: the account is " + a.LinkStatus
 		case restricted(set, a.UserName):
-			res.Message = fmt.Sprintf("skipped: %q is restricted from linking", a.UserName)
+			res.Message = "skipped: " + strconv.Quote(a.UserName) + " is restricted from linking"
 		case m.Users == 0:
-			res.Message = fmt.Sprintf("skipped: no user matches %q", a.UserName)
+			res.Message = "skipped: no user matches " + strconv.Quote(a.UserName)
 		case m.Users > 1:
-			res.Message = fmt.Sprintf("skipped: %d users match %q", m.Users, a.UserName)
+			res.Message = "skipped: " + strconv.FormatInt(m.Users, 10) + " users match " + strconv.Quote(a.UserName)
 		case taken[pair{a.DeviceID, m.UserID}] != "":
-			res.Message = fmt.Sprintf("skipped: user %s is already linked to the local account %q of this device",
-				FormatID(m.UserID), taken[pair{a.DeviceID, m.UserID}])
+			res.Message = "skipped: user " + FormatID(m.UserID) + " is already linked to the local account " +
+				strconv.Quote(taken[pair{a.DeviceID, m.UserID}]) + " of this device"
 		default:
 			taken[pair{a.DeviceID, m.UserID}] = a.UserName
 			level := a.PermissionLevel
@@ -339,7 +354,7 @@ func (s *DeviceStore) planSync(ctx context.Context, tx bun.Tx, w *syncWrite, set
 			w.Links = append(w.Links, syncLink{AccountID: a.ID, DeviceID: d.ID, UserID: m.UserID,
 				CommandID: NewID(), EventID: NewID(), UserName: a.UserName, DeviceName: d.Name, Level: level})
 			res.Status = ResultSuccess
-			res.Message = fmt.Sprintf("linked to user %s on device %s (pending the agent)", FormatID(m.UserID), FormatID(d.ID))
+			res.Message = "linked to user " + FormatID(m.UserID) + " on device " + FormatID(d.ID) + " (pending the agent)"
 			p.Success++
 		}
 		results = append(results, res)
@@ -347,6 +362,29 @@ func (s *DeviceStore) planSync(ctx context.Context, tx bun.Tx, w *syncWrite, set
 	w.Results = append(w.Results, results...)
 	p.Processed += int64(len(results))
 	return nil
+}
+
+// syncAccount is an account as a sync batch reads it after locking its
+// device.
+type syncAccount struct {
+	ID, DeviceID                          int64
+	UserName, PermissionLevel, LinkStatus string
+	IdpUserID                             sql.NullInt64
+}
+
+// scanEach calls fn for each row of rows (the answer of a query that
+// failed with err, or did not), then closes rows.
+func scanEach(rows *sql.Rows, err error, fn func(*sql.Rows) error) error {
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // syncWrite is what a sync batch writes in its transaction (the dialect's
