@@ -1,6 +1,7 @@
 package models
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -185,13 +186,20 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 			return Errorf(ECONFLICT, "the job is %s, not RUNNING", job.Status)
 		}
 		p := job.Progress()
+		// The job's last result (the cursor) and its state (the row of the
+		// user keys made by its first batch, users 0 once the last ended),
+		// read in one statement now that the job is locked.
+		var last sql.NullString
+		var state sql.NullInt64
+		if err := tx.QueryRowContext(ctx, "SELECT (SELECT entity_id FROM job_results WHERE job_id = ? AND seq = ?), "+
+			"(SELECT users FROM device_sync_keys WHERE job_id = ? AND link_key = '')", jobID, p.Processed, jobID).Scan(&last, &state); err != nil {
+			return fmt.Errorf("read the sync's cursor: %w", err)
+		}
 		if p.Processed > 0 {
-			var last string
-			if err := tx.NewSelect().Table("job_results").Column("entity_id").
-				Where("job_id = ? AND seq = ?", jobID, p.Processed).Scan(ctx, &last); err != nil {
-				return fmt.Errorf("read the job's last result: %w", err)
+			if !last.Valid {
+				return fmt.Errorf("read the job's last result: result %d is missing", p.Processed)
 			}
-			if out.Last, err = ParseID("entity_id", last); err != nil {
+			if out.Last, err = ParseID("entity_id", last.String); err != nil {
 				return err
 			}
 		}
@@ -199,14 +207,8 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 			return q.Join("JOIN devices AS d ON d.id = a.device_id").
 				Where("a.org_id = ? AND a.link_status = ? AND d.uninstall_requested_at IS NULL", orgID, LinkUnlinked)
 		}
-		// The job's user keys: made by its first batch, emptied by its last.
-		var state []int64
-		if err := tx.NewSelect().Table("device_sync_keys").Column("users").
-			Where("job_id = ? AND link_key = ''", jobID).Scan(ctx, &state); err != nil {
-			return fmt.Errorf("read the sync's state: %w", err)
-		}
 		switch {
-		case len(state) == 0:
+		case !state.Valid:
 			n, err := candidates(tx.NewSelect().TableExpr("device_accounts AS a")).Count(ctx)
 			if err != nil {
 				return fmt.Errorf("count accounts: %w", err)
@@ -215,29 +217,47 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 			if err := s.materializeKeys(ctx, tx, orgID, jobID, key, keyArgs, nonEmpty); err != nil {
 				return err
 			}
-		case state[0] == 0: // the sync has ended: a batch retried after the last
+		case state.Int64 == 0: // the sync has ended: a batch retried after the last
 			out.Done, out.Progress = true, p
 			return nil
 		}
 		// The next accounts with the user their name matches (by the job's
-		// keys), in one read.
-		rows, err := candidates(tx.NewSelect().TableExpr("device_accounts AS a").
-			ColumnExpr("a.id, a.device_id, coalesce(k.user_id, 0) AS user_id, coalesce(k.users, 0) AS users").
-			Join("LEFT JOIN device_sync_keys AS k ON k.job_id = ? AND k.link_key = lower(a.user_name)", jobID)).
-			Where("a.id > ?", out.Last).OrderExpr("a.id").Limit(int64(size + 1)).Rows(ctx)
+		// keys) and their devices, locked (in id order, as every writer of
+		// several devices does), in one statement. The device columns are
+		// the locked rows' own; a device deleted meanwhile drops its
+		// accounts from the answer.
+		rows, err := s.d.lockRows(tx.NewSelect().TableExpr("devices AS ld").
+			ColumnExpr("c.id, c.device_id, c.user_id, c.users, ld.name, ld.uninstall_requested_at IS NOT NULL AS uninstalling").
+			Join("JOIN (?) AS c ON c.device_id = ld.id", candidates(tx.NewSelect().TableExpr("device_accounts AS a").
+				ColumnExpr("a.id, a.device_id, coalesce(k.user_id, 0) AS user_id, coalesce(k.users, 0) AS users").
+				Join("LEFT JOIN device_sync_keys AS k ON k.job_id = ? AND k.link_key = lower(a.user_name)", jobID)).
+				Where("a.id > ?", out.Last).OrderExpr("a.id").Limit(int64(size+1))).
+			OrderExpr("ld.id, c.id"), "UPDATE OF ld").Rows(ctx)
 		next := make([]syncCandidate, 0, size+1)
 		if err := scanEach(rows, err, func(rows *sql.Rows) error {
 			var c syncCandidate
-			err := rows.Scan(&c.ID, &c.DeviceID, &c.UserID, &c.Users)
+			err := rows.Scan(&c.ID, &c.DeviceID, &c.UserID, &c.Users, &c.DeviceName, &c.Uninstalling)
 			next = append(next, c)
 			return err
 		}); err != nil {
 			return fmt.Errorf("select accounts: %w", err)
 		}
-		if len(next) <= size {
-			out.Done = true
-		} else {
+		slices.SortFunc(next, func(a, b syncCandidate) int { return cmp.Compare(a.ID, b.ID) })
+		if len(next) > size {
 			next = next[:size]
+		} else {
+			// A short answer ends the sync, unless accounts of devices
+			// deleted meanwhile made it short: then an account after it
+			// says so.
+			after := out.Last
+			if len(next) > 0 {
+				after = next[len(next)-1].ID
+			}
+			more, err := candidates(tx.NewSelect().TableExpr("device_accounts AS a")).Where("a.id > ?", after).Exists(ctx)
+			if err != nil {
+				return fmt.Errorf("select accounts: %w", err)
+			}
+			out.Done = !more
 		}
 		w := &syncWrite{OrgID: orgID, JobID: jobID, Now: time.Now().UTC()}
 		if len(next) > 0 {
@@ -268,35 +288,28 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 // syncCandidate is an account a batch takes, with the user its name
 // matched (UserID the least of Users users; 0 and 0 for none).
 type syncCandidate struct {
-	ID       int64 `bun:"id"`
-	DeviceID int64 `bun:"device_id"`
-	UserID   int64 `bun:"user_id"`
-	Users    int64 `bun:"users"`
+	ID, DeviceID, UserID, Users int64
+	// The device (as locked): its name, and whether its agent is being
+	// uninstalled.
+	DeviceName   string
+	Uninstalling bool
 }
 
-// planSync decides, for the accounts next (ascending ids), which are
-// linked and which skipped, into w's links and results (numbered after
-// p.Processed), advancing p. It locks the accounts' devices first.
+// planSync decides, for the accounts next (ascending ids, their devices
+// locked), which are linked and which skipped, into w's links and results
+// (numbered after p.Processed), advancing p.
 func (s *DeviceStore) planSync(ctx context.Context, tx bun.Tx, w *syncWrite, set *AccountLinkingSettings,
 	next []syncCandidate, p *JobProgress) error {
-	// Lock the accounts' devices (in id order, as every writer of several
-	// devices does), then read their accounts as they are now (an account
-	// never moves to another device): the batch's, and the links the
-	// devices have.
+	// The devices' accounts as they are now that the devices are locked
+	// (an account never moves to another device): the batch's, and the
+	// links the devices have.
 	devIDs := make([]int64, len(next))
-	for i, c := range next {
-		devIDs[i] = c.DeviceID
+	byID := make(map[int64]*syncCandidate, len(next))
+	for i := range next {
+		devIDs[i] = next[i].DeviceID
+		byID[next[i].DeviceID] = &next[i]
 	}
 	devIDs = slices.Compact(slices.Sorted(slices.Values(devIDs)))
-	var devs []Device
-	if err := s.d.lockRows(tx.NewSelect().Model(&devs).Column("id", "org_id", "name", "uninstall_requested_at").
-		Where("id IN (?)", bun.In(devIDs)).OrderExpr("id"), "UPDATE").Scan(ctx); err != nil {
-		return fmt.Errorf("lock devices: %w", err)
-	}
-	byID := make(map[int64]*Device, len(devs))
-	for i := range devs {
-		byID[devs[i].ID] = &devs[i]
-	}
 	// Scanned by hand: a batch reads thousands of accounts.
 	rows, err := tx.NewSelect().Table("device_accounts").Column("id", "device_id", "user_name", "permission_level", "link_status", "idp_user_id").
 		Where("device_id IN (?)", bun.In(devIDs)).Rows(ctx)
@@ -332,7 +345,7 @@ func (s *DeviceStore) planSync(ctx context.Context, tx bun.Tx, w *syncWrite, set
 		}
 		d := byID[a.DeviceID]
 		switch {
-		case d == nil || d.UninstallRequestedAt != nil:
+		case d == nil || d.Uninstalling:
 			res.Message = "skipped: the device's agent is being uninstalled"
 		case a.LinkStatus != LinkUnlinked:
 			res.Message = "skipped: the account is " + a.LinkStatus
@@ -351,10 +364,10 @@ func (s *DeviceStore) planSync(ctx context.Context, tx bun.Tx, w *syncWrite, set
 			if !oneOf(level, PermissionLevels) {
 				level = PermissionLevels[0]
 			}
-			w.Links = append(w.Links, syncLink{AccountID: a.ID, DeviceID: d.ID, UserID: m.UserID,
-				CommandID: NewID(), EventID: NewID(), UserName: a.UserName, DeviceName: d.Name, Level: level})
+			w.Links = append(w.Links, syncLink{AccountID: a.ID, DeviceID: d.DeviceID, UserID: m.UserID,
+				CommandID: NewID(), EventID: NewID(), UserName: a.UserName, DeviceName: d.DeviceName, Level: level})
 			res.Status = ResultSuccess
-			res.Message = "linked to user " + FormatID(m.UserID) + " on device " + FormatID(d.ID) + " (pending the agent)"
+			res.Message = "linked to user " + FormatID(m.UserID) + " on device " + FormatID(d.DeviceID) + " (pending the agent)"
 			p.Success++
 		}
 		results = append(results, res)
