@@ -15,7 +15,7 @@ const DeviceSyncWorkflowName = models.DeviceSyncJobKind
 // activity (one heartbeat per batch).
 const (
 	SyncBatchSize       = 2000
-	SyncBatchesPerChunk = 10
+	SyncBatchesPerChunk = 5
 )
 
 var deviceActivities *activities.Devices
