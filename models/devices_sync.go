@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -164,8 +165,10 @@ func restricted(set *AccountLinkingSettings, name string) bool {
 // the account of its last result, so a batch retried after its commit (a
 // worker killed before its activity completed) finds its work done and goes
 // on with the next accounts; no account is linked twice. On the first batch
-// the job's total is the count of unlinked accounts. ENOTFOUND when the job
-// was deleted; ECONFLICT when it is not RUNNING.
+// the job's total is the count of unlinked accounts. The decisions are made
+// here (planSync), the batch's rows written by the dialect (writeSyncBatch:
+// one statement on PostgreSQL). ENOTFOUND when the job was deleted;
+// ECONFLICT when it is not RUNNING.
 func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *AccountLinkingSettings, size int) (*SyncBatchResult, error) {
 	key, keyArgs, nonEmpty, err := userLinkKey(s.d, set)
 	if err != nil {
@@ -423,7 +426,7 @@ type syncLink struct {
 // errSyncRace is a batch whose accounts changed under it (which the
 // devices' locks rule out): the transaction is rolled back and the batch
 // retried.
-var errSyncRace = fmt.Errorf("link accounts: an account of the batch is no longer unlinked")
+var errSyncRace = errors.New("link accounts: an account of the batch is no longer unlinked")
 
 // linkArgs are the arguments of a link command (the agent's view of it).
 func (l *syncLink) linkArgs() (json.RawMessage, error) {
