@@ -1,10 +1,14 @@
 package models
 
 import (
+	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -161,8 +165,10 @@ func restricted(set *AccountLinkingSettings, name string) bool {
 // the account of its last result, so a batch retried after its commit (a
 // worker killed before its activity completed) finds its work done and goes
 // on with the next accounts; no account is linked twice. On the first batch
-// the job's total is the count of unlinked accounts. ENOTFOUND when the job
-// was deleted; ECONFLICT when it is not RUNNING.
+// the job's total is the count of unlinked accounts. The decisions are made
+// here (planSync), the batch's rows written by the dialect (writeSyncBatch:
+// one statement on PostgreSQL). ENOTFOUND when the job was deleted;
+// ECONFLICT when it is not RUNNING.
 func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *AccountLinkingSettings, size int) (*SyncBatchResult, error) {
 	key, keyArgs, nonEmpty, err := userLinkKey(s.d, set)
 	if err != nil {
@@ -183,13 +189,20 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 			return Errorf(ECONFLICT, "the job is %s, not RUNNING", job.Status)
 		}
 		p := job.Progress()
+		// The job's last result (the cursor) and its state (the row of the
+		// user keys made by its first batch, users 0 once the last ended),
+		// read in one statement now that the job is locked.
+		var last sql.NullString
+		var state sql.NullInt64
+		if err := tx.QueryRowContext(ctx, "SELECT (SELECT entity_id FROM job_results WHERE job_id = ? AND seq = ?), "+
+			"(SELECT users FROM device_sync_keys WHERE job_id = ? AND link_key = '')", jobID, p.Processed, jobID).Scan(&last, &state); err != nil {
+			return fmt.Errorf("read the sync's cursor: %w", err)
+		}
 		if p.Processed > 0 {
-			var last string
-			if err := tx.NewSelect().Table("job_results").Column("entity_id").
-				Where("job_id = ? AND seq = ?", jobID, p.Processed).Scan(ctx, &last); err != nil {
-				return fmt.Errorf("read the job's last result: %w", err)
+			if !last.Valid {
+				return fmt.Errorf("read the job's last result: result %d is missing", p.Processed)
 			}
-			if out.Last, err = ParseID("entity_id", last); err != nil {
+			if out.Last, err = ParseID("entity_id", last.String); err != nil {
 				return err
 			}
 		}
@@ -197,14 +210,8 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 			return q.Join("JOIN devices AS d ON d.id = a.device_id").
 				Where("a.org_id = ? AND a.link_status = ? AND d.uninstall_requested_at IS NULL", orgID, LinkUnlinked)
 		}
-		// The job's user keys: made by its first batch, emptied by its last.
-		var state []int64
-		if err := tx.NewSelect().Table("device_sync_keys").Column("users").
-			Where("job_id = ? AND link_key = ''", jobID).Scan(ctx, &state); err != nil {
-			return fmt.Errorf("read the sync's state: %w", err)
-		}
 		switch {
-		case len(state) == 0:
+		case !state.Valid:
 			n, err := candidates(tx.NewSelect().TableExpr("device_accounts AS a")).Count(ctx)
 			if err != nil {
 				return fmt.Errorf("count accounts: %w", err)
@@ -213,26 +220,51 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 			if err := s.materializeKeys(ctx, tx, orgID, jobID, key, keyArgs, nonEmpty); err != nil {
 				return err
 			}
-		case state[0] == 0: // the sync has ended: a batch retried after the last
+		case state.Int64 == 0: // the sync has ended: a batch retried after the last
 			out.Done, out.Progress = true, p
 			return nil
 		}
 		// The next accounts with the user their name matches (by the job's
-		// keys), in one read.
-		var next []syncCandidate
-		if err := candidates(tx.NewSelect().TableExpr("device_accounts AS a").
-			ColumnExpr("a.id, a.device_id, coalesce(k.user_id, 0) AS user_id, coalesce(k.users, 0) AS users").
-			Join("LEFT JOIN device_sync_keys AS k ON k.job_id = ? AND k.link_key = lower(a.user_name)", jobID)).
-			Where("a.id > ?", out.Last).OrderExpr("a.id").Limit(int64(size+1)).Scan(ctx, &next); err != nil {
+		// keys) and their devices, locked (in id order, as every writer of
+		// several devices does), in one statement. The device columns are
+		// the locked rows' own; a device deleted meanwhile drops its
+		// accounts from the answer.
+		rows, err := s.d.lockRows(tx.NewSelect().TableExpr("devices AS ld").
+			ColumnExpr("c.id, c.device_id, c.user_id, c.users, ld.name, ld.uninstall_requested_at IS NOT NULL AS uninstalling").
+			Join("JOIN (?) AS c ON c.device_id = ld.id", candidates(tx.NewSelect().TableExpr("device_accounts AS a").
+				ColumnExpr("a.id, a.device_id, coalesce(k.user_id, 0) AS user_id, coalesce(k.users, 0) AS users").
+				Join("LEFT JOIN device_sync_keys AS k ON k.job_id = ? AND k.link_key = lower(a.user_name)", jobID)).
+				Where("a.id > ?", out.Last).OrderExpr("a.id").Limit(int64(size+1))).
+			OrderExpr("ld.id, c.id"), "UPDATE OF ld").Rows(ctx)
+		next := make([]syncCandidate, 0, size+1)
+		if err := scanEach(rows, err, func(rows *sql.Rows) error {
+			var c syncCandidate
+			err := rows.Scan(&c.ID, &c.DeviceID, &c.UserID, &c.Users, &c.DeviceName, &c.Uninstalling)
+			next = append(next, c)
+			return err
+		}); err != nil {
 			return fmt.Errorf("select accounts: %w", err)
 		}
-		if len(next) <= size {
-			out.Done = true
-		} else {
+		slices.SortFunc(next, func(a, b syncCandidate) int { return cmp.Compare(a.ID, b.ID) })
+		if len(next) > size {
 			next = next[:size]
+		} else {
+			// A short answer ends the sync, unless accounts of devices
+			// deleted meanwhile made it short: then an account after it
+			// says so.
+			after := out.Last
+			if len(next) > 0 {
+				after = next[len(next)-1].ID
+			}
+			more, err := candidates(tx.NewSelect().TableExpr("device_accounts AS a")).Where("a.id > ?", after).Exists(ctx)
+			if err != nil {
+				return fmt.Errorf("select accounts: %w", err)
+			}
+			out.Done = !more
 		}
+		w := &syncWrite{OrgID: orgID, JobID: jobID, Now: time.Now().UTC()}
 		if len(next) > 0 {
-			if err := s.syncAccounts(ctx, tx, &job, set, next, &p); err != nil {
+			if err := s.planSync(ctx, tx, w, set, next, &p); err != nil {
 				return err
 			}
 			out.Last = next[len(next)-1].ID
@@ -247,16 +279,8 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 			}
 		}
 		p.Total = max(p.Total, p.Processed)
-		out.Progress = p
-		_, err := tx.NewUpdate().Model((*Job)(nil)).
-			Set("processed = ?", p.Processed).Set("total = ?", p.Total).
-			Set("success_count = ?", p.Success).Set("error_count = ?", p.Failed).
-			Set("updated_at = ?", time.Now().UTC()).
-			Where("id = ?", jobID).Exec(ctx)
-		if err != nil {
-			return fmt.Errorf("record job progress: %w", err)
-		}
-		return nil
+		out.Progress, w.Progress = p, p
+		return s.d.writeSyncBatch(ctx, tx, w)
 	})
 	if err != nil {
 		return nil, err
@@ -267,58 +291,55 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 // syncCandidate is an account a batch takes, with the user its name
 // matched (UserID the least of Users users; 0 and 0 for none).
 type syncCandidate struct {
-	ID       int64 `bun:"id"`
-	DeviceID int64 `bun:"device_id"`
-	UserID   int64 `bun:"user_id"`
-	Users    int64 `bun:"users"`
+	ID, DeviceID, UserID, Users int64
+	// The device (as locked): its name, and whether its agent is being
+	// uninstalled.
+	DeviceName   string
+	Uninstalling bool
 }
 
-// syncAccounts links or skips the accounts next (ascending ids) for job and
-// writes their results after p.Processed, advancing p.
-func (s *DeviceStore) syncAccounts(ctx context.Context, tx bun.Tx, job *Job, set *AccountLinkingSettings,
+// planSync decides, for the accounts next (ascending ids, their devices
+// locked), which are linked and which skipped, into w's links and results
+// (numbered after p.Processed), advancing p.
+func (s *DeviceStore) planSync(ctx context.Context, tx bun.Tx, w *syncWrite, set *AccountLinkingSettings,
 	next []syncCandidate, p *JobProgress) error {
-	// Lock the accounts' devices (in id order, as every writer of several
-	// devices does), then read their accounts as they are now (an account
-	// never moves to another device): the batch's, and the links the
-	// devices have.
+	// The devices' accounts as they are now that the devices are locked
+	// (an account never moves to another device): the batch's, and the
+	// links the devices have.
 	devIDs := make([]int64, len(next))
-	for i, c := range next {
-		devIDs[i] = c.DeviceID
+	byID := make(map[int64]*syncCandidate, len(next))
+	for i := range next {
+		devIDs[i] = next[i].DeviceID
+		byID[next[i].DeviceID] = &next[i]
 	}
 	devIDs = slices.Compact(slices.Sorted(slices.Values(devIDs)))
-	var devs []Device
-	if err := s.d.lockRows(tx.NewSelect().Model(&devs).Column("id", "org_id", "name", "uninstall_requested_at").
-		Where("id IN (?)", bun.In(devIDs)).OrderExpr("id"), "UPDATE").Scan(ctx); err != nil {
-		return fmt.Errorf("lock devices: %w", err)
-	}
-	byID := make(map[int64]*Device, len(devs))
-	for i := range devs {
-		byID[devs[i].ID] = &devs[i]
-	}
-	var accs []LocalAccount
-	if err := tx.NewSelect().Model(&accs).Where("device_id IN (?)", bun.In(devIDs)).Scan(ctx); err != nil {
+	// Scanned by hand: a batch reads thousands of accounts.
+	rows, err := tx.NewSelect().Table("device_accounts").Column("id", "device_id", "user_name", "permission_level", "link_status", "idp_user_id").
+		Where("device_id IN (?)", bun.In(devIDs)).Rows(ctx)
+	var accs []syncAccount
+	if err := scanEach(rows, err, func(rows *sql.Rows) error {
+		var a syncAccount
+		err := rows.Scan(&a.ID, &a.DeviceID, &a.UserName, &a.PermissionLevel, &a.LinkStatus, &a.IdpUserID)
+		accs = append(accs, a)
+		return err
+	}); err != nil {
 		return fmt.Errorf("read accounts: %w", err)
 	}
 	type pair struct{ dev, user int64 }
 	taken := make(map[pair]string)
-	byAccount := make(map[int64]*LocalAccount, len(accs))
+	byAccount := make(map[int64]*syncAccount, len(accs))
 	for i := range accs {
 		a := &accs[i]
 		byAccount[a.ID] = a
-		if a.IdpUserID != nil {
-			taken[pair{a.DeviceID, *a.IdpUserID}] = a.UserName
+		if a.IdpUserID.Valid {
+			taken[pair{a.DeviceID, a.IdpUserID.Int64}] = a.UserName
 		}
 	}
-	now := time.Now().UTC()
-	jobID := job.ID
-	var cmds []Command
-	var events []LinkEvent
-	var links []string // VALUES rows (account, user, command)
 	// One result per id, so that the last result is the batch's last id:
 	// the next batch's cursor.
 	results := make([]JobResult, 0, len(next))
 	for _, m := range next {
-		res := JobResult{JobID: jobID, Seq: p.Processed + int64(len(results)) + 1, EntityID: FormatID(m.ID), Status: ResultSkipped}
+		res := JobResult{JobID: w.JobID, Seq: p.Processed + int64(len(results)) + 1, EntityID: FormatID(m.ID), Status: ResultSkipped}
 		a := byAccount[m.ID]
 		if a == nil {
 			res.Message = "skipped: the account was removed from its device"
@@ -327,65 +348,150 @@ func (s *DeviceStore) syncAccounts(ctx context.Context, tx bun.Tx, job *Job, set
 		}
 		d := byID[a.DeviceID]
 		switch {
-		case d == nil || d.UninstallRequestedAt != nil:
+		case d == nil || d.Uninstalling:
 			res.Message = "skipped: the device's agent is being uninstalled"
 		case a.LinkStatus != LinkUnlinked:
 			res.Message = "skipped: the account is " + a.LinkStatus
 		case restricted(set, a.UserName):
-			res.Message = fmt.Sprintf("skipped: %q is restricted from linking", a.UserName)
+			res.Message = "skipped: " + strconv.Quote(a.UserName) + " is restricted from linking"
 		case m.Users == 0:
-			res.Message = fmt.Sprintf("skipped: no user matches %q", a.UserName)
+			res.Message = "skipped: no user matches " + strconv.Quote(a.UserName)
 		case m.Users > 1:
-			res.Message = fmt.Sprintf("skipped: %d users match %q", m.Users, a.UserName)
+			res.Message = "skipped: " + strconv.FormatInt(m.Users, 10) + " users match " + strconv.Quote(a.UserName)
 		case taken[pair{a.DeviceID, m.UserID}] != "":
-			res.Message = fmt.Sprintf("skipped: user %s is already linked to the local account %q of this device",
-				FormatID(m.UserID), taken[pair{a.DeviceID, m.UserID}])
+			res.Message = "skipped: user " + FormatID(m.UserID) + " is already linked to the local account " +
+				strconv.Quote(taken[pair{a.DeviceID, m.UserID}]) + " of this device"
 		default:
 			taken[pair{a.DeviceID, m.UserID}] = a.UserName
-			args, err := json.Marshal(map[string]string{
-				"account_id": FormatID(a.ID), "user_name": a.UserName,
-				"idp_user_id": FormatID(m.UserID), "permission_level": a.PermissionLevel,
-			})
-			if err != nil {
-				return err
+			level := a.PermissionLevel
+			if !oneOf(level, PermissionLevels) {
+				level = PermissionLevels[0]
 			}
-			accID, uid := a.ID, m.UserID
-			c := Command{ID: NewID(), OrgID: job.OrgID, DeviceID: d.ID, AccountID: &accID, Type: CmdLink,
-				Args: args, Status: CommandPending, CreatedAt: now}
-			cmds = append(cmds, c)
-			events = append(events, LinkEvent{ID: NewID(), OrgID: job.OrgID, DeviceID: d.ID, DeviceName: d.Name,
-				AccountID: &accID, UserName: a.UserName, IdpUserID: &uid, Action: "link", LinkType: LinkAutomatic,
-				OldState: LinkUnlinked, NewState: LinkPending, Actor: SyncActor, JobID: &jobID, CreatedAt: now})
-			links = append(links, fmt.Sprintf("(%d, %d, %d, %s)", a.ID, uid, c.ID, quoteLevel(a.PermissionLevel)))
+			w.Links = append(w.Links, syncLink{AccountID: a.ID, DeviceID: d.DeviceID, UserID: m.UserID,
+				CommandID: NewID(), EventID: NewID(), UserName: a.UserName, DeviceName: d.DeviceName, Level: level})
 			res.Status = ResultSuccess
-			res.Message = fmt.Sprintf("linked to user %s on device %s (pending the agent)", FormatID(uid), FormatID(d.ID))
+			res.Message = "linked to user " + FormatID(m.UserID) + " on device " + FormatID(d.DeviceID) + " (pending the agent)"
 			p.Success++
 		}
 		results = append(results, res)
 	}
-	if len(cmds) > 0 {
+	w.Results = append(w.Results, results...)
+	p.Processed += int64(len(results))
+	return nil
+}
+
+// syncAccount is an account as a sync batch reads it after locking its
+// device.
+type syncAccount struct {
+	ID, DeviceID                          int64
+	UserName, PermissionLevel, LinkStatus string
+	IdpUserID                             sql.NullInt64
+}
+
+// scanEach calls fn for each row of rows (the answer of a query that
+// failed with err, or did not), then closes rows.
+func scanEach(rows *sql.Rows, err error, fn func(*sql.Rows) error) error {
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// syncWrite is what a sync batch writes in its transaction (the dialect's
+// writeSyncBatch): for each link, the account's pending_link state, its
+// link command and history entry; the per-account results; the job's
+// progress.
+type syncWrite struct {
+	OrgID, JobID int64
+	Now          time.Time
+	Links        []syncLink
+	Results      []JobResult // consecutive seqs
+	Progress     JobProgress
+}
+
+// syncLink is an Automatic link a sync makes: the account, its device, the
+// user, the ids of its command and history entry, and the link's
+// permission level (one of PermissionLevels).
+type syncLink struct {
+	AccountID, DeviceID, UserID, CommandID, EventID int64
+	UserName, DeviceName, Level                     string
+}
+
+// errSyncRace is a batch whose accounts changed under it (which the
+// devices' locks rule out): the transaction is rolled back and the batch
+// retried.
+var errSyncRace = errors.New("link accounts: an account of the batch is no longer unlinked")
+
+// linkArgs are the arguments of a link command (the agent's view of it).
+func (l *syncLink) linkArgs() (json.RawMessage, error) {
+	return json.Marshal(map[string]string{
+		"account_id": FormatID(l.AccountID), "user_name": l.UserName,
+		"idp_user_id": FormatID(l.UserID), "permission_level": l.Level,
+	})
+}
+
+// writeSyncBatchRows is writeSyncBatch a statement per kind of row, with
+// bun's multi-row inserts.
+func writeSyncBatchRows(ctx context.Context, tx bun.Tx, w *syncWrite) error {
+	if len(w.Links) > 0 {
+		cmds := make([]Command, len(w.Links))
+		events := make([]LinkEvent, len(w.Links))
+		ids := make([]int64, len(w.Links))
+		for i := range w.Links {
+			l := &w.Links[i]
+			args, err := l.linkArgs()
+			if err != nil {
+				return err
+			}
+			ids[i] = l.AccountID
+			cmds[i] = Command{ID: l.CommandID, OrgID: w.OrgID, DeviceID: l.DeviceID, AccountID: &l.AccountID, Type: CmdLink,
+				Args: args, Status: CommandPending, CreatedAt: w.Now}
+			events[i] = LinkEvent{ID: l.EventID, OrgID: w.OrgID, DeviceID: l.DeviceID, DeviceName: l.DeviceName,
+				AccountID: &l.AccountID, UserName: l.UserName, IdpUserID: &l.UserID, Action: "link", LinkType: LinkAutomatic,
+				OldState: LinkUnlinked, NewState: LinkPending, Actor: SyncActor, JobID: &w.JobID, CreatedAt: w.Now}
+		}
+		for i := range w.Links {
+			l := &w.Links[i]
+			res, err := tx.NewUpdate().Table("device_accounts").
+				Set("link_status = ?, link_type = ?, idp_user_id = ?", LinkPending, LinkAutomatic, l.UserID).
+				Set("link_permission_level = ?, link_command_id = ?, linked_at = NULL, updated_at = ?", l.Level, l.CommandID, w.Now).
+				Where("id = ? AND link_status = ?", l.AccountID, LinkUnlinked).Exec(ctx)
+			if err != nil {
+				// A unique violation (a user linked meanwhile on one of the
+				// devices, which the devices' locks rule out) is no domain
+				// error: the batch is retried and sees the link.
+				return fmt.Errorf("link accounts: %w", err)
+			}
+			if n, _ := res.RowsAffected(); n != 1 {
+				return errSyncRace
+			}
+		}
 		if _, err := tx.NewInsert().Model(&cmds).Exec(ctx); err != nil {
 			return fmt.Errorf("queue commands: %w", err)
 		}
 		if _, err := tx.NewInsert().Model(&events).Exec(ctx); err != nil {
 			return fmt.Errorf("record link history: %w", err)
 		}
-		// One statement for the batch's links; the values are integers and
-		// known permission levels, written by this code.
-		if _, err := tx.ExecContext(ctx, "WITH v(id, uid, cmd, lvl) AS (VALUES "+strings.Join(links, ", ")+") "+
-			"UPDATE device_accounts SET link_status = ?, link_type = ?, idp_user_id = v.uid, link_permission_level = v.lvl, "+
-			"link_command_id = v.cmd, linked_at = NULL, updated_at = ? FROM v WHERE device_accounts.id = v.id AND device_accounts.link_status = ?",
-			LinkPending, LinkAutomatic, now, LinkUnlinked); err != nil {
-			// A unique violation (a user linked meanwhile on one of the
-			// devices, which the devices' locks should rule out) is no
-			// domain error: the batch is retried and sees the link.
-			return fmt.Errorf("link accounts: %w", err)
+	}
+	if len(w.Results) > 0 {
+		if _, err := tx.NewInsert().Model(&w.Results).Exec(ctx); err != nil {
+			return fmt.Errorf("record job results: %w", err)
 		}
 	}
-	if _, err := tx.NewInsert().Model(&results).Exec(ctx); err != nil {
-		return fmt.Errorf("record job results: %w", err)
+	p := w.Progress
+	if _, err := tx.NewUpdate().Model((*Job)(nil)).
+		Set("processed = ?", p.Processed).Set("total = ?", p.Total).
+		Set("success_count = ?", p.Success).Set("error_count = ?", p.Failed).
+		Set("updated_at = ?", w.Now).
+		Where("id = ?", w.JobID).Exec(ctx); err != nil {
+		return fmt.Errorf("record job progress: %w", err)
 	}
-	p.Processed += int64(len(results))
 	return nil
 }
 
@@ -408,15 +514,6 @@ func (s *DeviceStore) materializeKeys(ctx context.Context, tx bun.Tx, orgID, job
 		return fmt.Errorf("write the sync's state: %w", err)
 	}
 	return nil
-}
-
-// quoteLevel is the SQL literal of a permission level (one of
-// PermissionLevels; anything else reads Standard).
-func quoteLevel(l string) string {
-	if !oneOf(l, PermissionLevels) {
-		l = PermissionLevels[0]
-	}
-	return "'" + l + "'"
 }
 
 // SyncLinksSetBased makes, in one UPDATE statement, the links a sync of

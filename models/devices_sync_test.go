@@ -1,7 +1,9 @@
 package models_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 
@@ -158,9 +160,10 @@ func TestDeviceStore_Sync(t *testing.T) {
 				}
 				if a.UserName == "alice" {
 					if a.LinkStatus != models.LinkPending || a.LinkType != models.LinkAutomatic || a.IdpUserID == nil ||
-						*a.IdpUserID != users["alice@example.com"] || a.LinkCommandID == nil {
+						*a.IdpUserID != users["alice@example.com"] || a.LinkCommandID == nil || a.LinkPermissionLevel != a.PermissionLevel {
 						t.Errorf("alice: %+v", a)
 					}
+					checkSyncLinkRows(t, db, org.ID, jobID, d, &a)
 				}
 			}
 		}
@@ -355,4 +358,39 @@ func TestDeviceStore_RegisterInstallation(t *testing.T) {
 			t.Fatalf("%d devices (%v), want none", n, err)
 		}
 	})
+}
+
+// checkSyncLinkRows checks the command and the history entry of the link a
+// sync made for the account a of the device devID.
+func checkSyncLinkRows(t *testing.T, db *bun.DB, orgID, jobID, devID int64, a *models.LocalAccount) {
+	t.Helper()
+	ctx := t.Context()
+	var cmd models.Command
+	if err := db.NewSelect().Model(&cmd).Where("id = ?", *a.LinkCommandID).Scan(ctx); err != nil {
+		t.Fatalf("%s's link command: %v", a.UserName, err)
+	}
+	var args map[string]string
+	if err := json.Unmarshal(cmd.Args, &args); err != nil {
+		t.Fatalf("command args %s: %v", cmd.Args, err)
+	}
+	wantArgs := map[string]string{"account_id": models.FormatID(a.ID), "user_name": a.UserName,
+		"idp_user_id": models.FormatID(*a.IdpUserID), "permission_level": a.PermissionLevel}
+	if cmd.OrgID != orgID || cmd.DeviceID != devID || cmd.AccountID == nil || *cmd.AccountID != a.ID ||
+		cmd.Type != models.CmdLink || cmd.Status != models.CommandPending || !maps.Equal(args, wantArgs) {
+		t.Errorf("%s's link command %+v args %v, want args %v", a.UserName, cmd, args, wantArgs)
+	}
+	var evs []models.LinkEvent
+	if err := db.NewSelect().Model(&evs).Where("account_id = ? AND job_id = ?", a.ID, jobID).Scan(ctx); err != nil || len(evs) != 1 {
+		t.Fatalf("%s's history entries of the sync: %d, %v", a.UserName, len(evs), err)
+	}
+	var devName string
+	if err := db.NewSelect().Table("devices").Column("name").Where("id = ?", devID).Scan(ctx, &devName); err != nil {
+		t.Fatal(err)
+	}
+	ev := evs[0]
+	if ev.OrgID != orgID || ev.DeviceID != devID || ev.DeviceName != devName || ev.UserName != a.UserName ||
+		ev.IdpUserID == nil || *ev.IdpUserID != *a.IdpUserID || ev.Action != "link" || ev.LinkType != models.LinkAutomatic ||
+		ev.OldState != models.LinkUnlinked || ev.NewState != models.LinkPending || ev.Actor != models.SyncActor {
+		t.Errorf("%s's history entry %+v", a.UserName, ev)
+	}
 }

@@ -54,6 +54,11 @@ type sqlDialect interface {
 	// its own.
 	applyEnrollChunk(ctx context.Context, db *bun.DB, c *EnrollChunk) (JobProgress, error)
 
+	// writeSyncBatch writes a sync batch's links (the accounts' state, their
+	// commands and history entries), results and the job's progress in tx;
+	// errSyncRace when an account of w.Links is no longer unlinked.
+	writeSyncBatch(ctx context.Context, tx bun.Tx, w *syncWrite) error
+
 	// emailLocalPart is the SQL of the part of the email column col before
 	// its '@' (the whole value when it has none).
 	emailLocalPart(col string) string

@@ -198,3 +198,8 @@ func upsertEnrollmentsSQLite(ctx context.Context, tx bun.Tx, overwrite bool, wri
 func (sqliteDialect) emailLocalPart(col string) string {
 	return "CASE WHEN instr(" + col + ", '@') > 0 THEN substr(" + col + ", 1, instr(" + col + ", '@') - 1) ELSE " + col + " END"
 }
+
+// writeSyncBatch writes a statement per kind of row (an UPDATE per link).
+func (sqliteDialect) writeSyncBatch(ctx context.Context, tx bun.Tx, w *syncWrite) error {
+	return writeSyncBatchRows(ctx, tx, w)
+}

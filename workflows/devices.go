@@ -14,7 +14,7 @@ const DeviceSyncWorkflowName = models.DeviceSyncJobKind
 // Sync sizing: accounts per batch (one transaction each) and batches per
 // activity (one heartbeat per batch).
 const (
-	SyncBatchSize       = 1000
+	SyncBatchSize       = 2000
 	SyncBatchesPerChunk = 5
 )
 
