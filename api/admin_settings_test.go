@@ -71,7 +71,7 @@ func TestAdminSettings_OfflineMFAReachesAssignedDevices(t *testing.T) {
 
 		// Validation through the API names the field.
 		for field, body := range map[string]map[string]any{
-			"offline_mfa_settings.devices_assignment.group_ids": {"offline_mfa_settings": map[string]any{"devices_assignment": map[string]any{"group_ids": []string{"999"}}}},
+			"offline_mfa_settings.devices_assignment.group_ids":       {"offline_mfa_settings": map[string]any{"devices_assignment": map[string]any{"group_ids": []string{"999"}}}},
 			"offline_mfa_settings.offline_verification_duration.unit": {"offline_mfa_settings": map[string]any{"offline_verification_duration": map[string]any{"unit": "attempts"}}},
 			"account_blocking_settings.blocking_duration":             {"account_blocking_settings": map[string]any{"blocking_duration": 0}},
 		} {

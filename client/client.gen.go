@@ -106,6 +106,20 @@ const (
 	BulkDeleteResultStatusN404 BulkDeleteResultStatus = 404
 )
 
+// Defines values for CAConfigCertificateMappingAttribute.
+const (
+	CAConfigCertificateMappingAttributeDisplayName CAConfigCertificateMappingAttribute = "displayName"
+	CAConfigCertificateMappingAttributeEmail       CAConfigCertificateMappingAttribute = "email"
+	CAConfigCertificateMappingAttributeEmployeeID  CAConfigCertificateMappingAttribute = "employeeID"
+)
+
+// Defines values for CAConfigFormCertificateMappingAttribute.
+const (
+	CAConfigFormCertificateMappingAttributeDisplayName CAConfigFormCertificateMappingAttribute = "displayName"
+	CAConfigFormCertificateMappingAttributeEmail       CAConfigFormCertificateMappingAttribute = "email"
+	CAConfigFormCertificateMappingAttributeEmployeeID  CAConfigFormCertificateMappingAttribute = "employeeID"
+)
+
 // Defines values for DeviceAgentStatus.
 const (
 	DeviceAgentStatusActive   DeviceAgentStatus = "active"
@@ -665,6 +679,41 @@ type BulkDeleteResult struct {
 
 // BulkDeleteResultStatus defines model for BulkDeleteResult.Status.
 type BulkDeleteResultStatus int
+
+// CAConfig defines model for CAConfig.
+type CAConfig struct {
+	AddedTime           time.Time `json:"added_time"`
+	AuthnFactorConfigId string    `json:"authn_factor_config_id"`
+
+	// CaFile The CA certificate in PEM form.
+	CaFile                      string                              `json:"ca_file"`
+	CertificateMappingAttribute CAConfigCertificateMappingAttribute `json:"certificate_mapping_attribute"`
+	ExpiresOn                   time.Time                           `json:"expires_on"`
+	Id                          string                              `json:"id"`
+	IsEnabled                   bool                                `json:"is_enabled"`
+	SubjectName                 string                              `json:"subject_name"`
+
+	// Thumbprint SHA-1 of the DER bytes, upper-case hex.
+	Thumbprint string `json:"thumbprint"`
+}
+
+// CAConfigCertificateMappingAttribute defines model for CAConfig.CertificateMappingAttribute.
+type CAConfigCertificateMappingAttribute string
+
+// CAConfigEnvelope defines model for CAConfigEnvelope.
+type CAConfigEnvelope struct {
+	Data CAConfig `json:"data"`
+}
+
+// CAConfigForm defines model for CAConfigForm.
+type CAConfigForm struct {
+	CaFile                      *openapi_types.File                      `json:"ca_file,omitempty"`
+	CertificateMappingAttribute *CAConfigFormCertificateMappingAttribute `json:"certificate_mapping_attribute,omitempty"`
+	IsEnabled                   *bool                                    `json:"is_enabled,omitempty"`
+}
+
+// CAConfigFormCertificateMappingAttribute defines model for CAConfigForm.CertificateMappingAttribute.
+type CAConfigFormCertificateMappingAttribute string
 
 // CursorMeta defines model for CursorMeta.
 type CursorMeta struct {
@@ -1894,8 +1943,14 @@ type AccountID = string
 // ActionID defines model for actionID.
 type ActionID = string
 
+// AuthnFactorConfigID defines model for authnFactorConfigID.
+type AuthnFactorConfigID = string
+
 // BulkIDs defines model for bulkIDs.
 type BulkIDs = string
+
+// CaConfigID defines model for caConfigID.
+type CaConfigID = string
 
 // Cursor defines model for cursor.
 type Cursor = string
@@ -2619,6 +2674,12 @@ type PutManagementViewColumnsJSONRequestBody = PutManagementViewColumnsJSONBody
 // UpdateAdminSettingsJSONRequestBody defines body for UpdateAdminSettings for application/json ContentType.
 type UpdateAdminSettingsJSONRequestBody = UpdateAdminSettingsJSONBody
 
+// CreateCAConfigMultipartRequestBody defines body for CreateCAConfig for multipart/form-data ContentType.
+type CreateCAConfigMultipartRequestBody = CAConfigForm
+
+// UpdateCAConfigMultipartRequestBody defines body for UpdateCAConfig for multipart/form-data ContentType.
+type UpdateCAConfigMultipartRequestBody = CAConfigForm
+
 // CreateDeviceGroupJSONRequestBody defines body for CreateDeviceGroup for application/json ContentType.
 type CreateDeviceGroupJSONRequestBody = DeviceGroupWrite
 
@@ -2976,6 +3037,21 @@ type ClientInterface interface {
 
 	// ListAuthnFactorConfigs request
 	ListAuthnFactorConfigs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListCAConfigs request
+	ListCAConfigs(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateCAConfigWithBody request with any body
+	CreateCAConfigWithBody(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteCAConfig request
+	DeleteCAConfig(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetCAConfig request
+	GetCAConfig(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateCAConfigWithBody request with any body
+	UpdateCAConfigWithBody(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListDeviceGroups request
 	ListDeviceGroups(ctx context.Context, params *ListDeviceGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3859,6 +3935,66 @@ func (c *Client) RegenerateAgentInstallKey(ctx context.Context, agentType AgentT
 
 func (c *Client) ListAuthnFactorConfigs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListAuthnFactorConfigsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListCAConfigs(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListCAConfigsRequest(c.Server, authnfactorConfigId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) CreateCAConfigWithBody(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateCAConfigRequestWithBody(c.Server, authnfactorConfigId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) DeleteCAConfig(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteCAConfigRequest(c.Server, authnfactorConfigId, caConfigId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) GetCAConfig(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetCAConfigRequest(c.Server, authnfactorConfigId, caConfigId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UpdateCAConfigWithBody(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateCAConfigRequestWithBody(c.Server, authnfactorConfigId, caConfigId, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7423,6 +7559,201 @@ func NewListAuthnFactorConfigsRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListCAConfigsRequest generates requests for ListCAConfigs
+func NewListCAConfigsRequest(server string, authnfactorConfigId AuthnFactorConfigID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "authnfactor_config_id", runtime.ParamLocationPath, authnfactorConfigId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/authnfactor-configs/%s/ca-configs", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateCAConfigRequestWithBody generates requests for CreateCAConfig with any type of body
+func NewCreateCAConfigRequestWithBody(server string, authnfactorConfigId AuthnFactorConfigID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "authnfactor_config_id", runtime.ParamLocationPath, authnfactorConfigId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/authnfactor-configs/%s/ca-configs", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteCAConfigRequest generates requests for DeleteCAConfig
+func NewDeleteCAConfigRequest(server string, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "authnfactor_config_id", runtime.ParamLocationPath, authnfactorConfigId)
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithLocation("simple", false, "ca_config_id", runtime.ParamLocationPath, caConfigId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/authnfactor-configs/%s/ca-configs/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("DELETE", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetCAConfigRequest generates requests for GetCAConfig
+func NewGetCAConfigRequest(server string, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "authnfactor_config_id", runtime.ParamLocationPath, authnfactorConfigId)
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithLocation("simple", false, "ca_config_id", runtime.ParamLocationPath, caConfigId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/authnfactor-configs/%s/ca-configs/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateCAConfigRequestWithBody generates requests for UpdateCAConfig with any type of body
+func NewUpdateCAConfigRequestWithBody(server string, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "authnfactor_config_id", runtime.ParamLocationPath, authnfactorConfigId)
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithLocation("simple", false, "ca_config_id", runtime.ParamLocationPath, caConfigId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/authnfactor-configs/%s/ca-configs/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("PATCH", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListDeviceGroupsRequest generates requests for ListDeviceGroups
 func NewListDeviceGroupsRequest(server string, params *ListDeviceGroupsParams) (*http.Request, error) {
 	var err error
@@ -10097,6 +10428,21 @@ type ClientWithResponsesInterface interface {
 	// ListAuthnFactorConfigsWithResponse request
 	ListAuthnFactorConfigsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAuthnFactorConfigsResponse, error)
 
+	// ListCAConfigsWithResponse request
+	ListCAConfigsWithResponse(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, reqEditors ...RequestEditorFn) (*ListCAConfigsResponse, error)
+
+	// CreateCAConfigWithBodyWithResponse request with any body
+	CreateCAConfigWithBodyWithResponse(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCAConfigResponse, error)
+
+	// DeleteCAConfigWithResponse request
+	DeleteCAConfigWithResponse(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, reqEditors ...RequestEditorFn) (*DeleteCAConfigResponse, error)
+
+	// GetCAConfigWithResponse request
+	GetCAConfigWithResponse(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, reqEditors ...RequestEditorFn) (*GetCAConfigResponse, error)
+
+	// UpdateCAConfigWithBodyWithResponse request with any body
+	UpdateCAConfigWithBodyWithResponse(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCAConfigResponse, error)
+
 	// ListDeviceGroupsWithResponse request
 	ListDeviceGroupsWithResponse(ctx context.Context, params *ListDeviceGroupsParams, reqEditors ...RequestEditorFn) (*ListDeviceGroupsResponse, error)
 
@@ -11684,6 +12030,148 @@ func (r ListAuthnFactorConfigsResponse) Status() string {
 
 // StatusCode returns HTTPResponse.StatusCode
 func (r ListAuthnFactorConfigsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListCAConfigsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []CAConfig `json:"data"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListCAConfigsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListCAConfigsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type CreateCAConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON201      *CAConfigEnvelope
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON409      *Conflict
+	JSON413      *TooLarge
+	JSON415      *UnsupportedMediaType
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateCAConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateCAConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type DeleteCAConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteCAConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteCAConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type GetCAConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *CAConfigEnvelope
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r GetCAConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetCAConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type UpdateCAConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *CAConfigEnvelope
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON409      *Conflict
+	JSON413      *TooLarge
+	JSON415      *UnsupportedMediaType
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateCAConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateCAConfigResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -13395,6 +13883,51 @@ func (c *ClientWithResponses) ListAuthnFactorConfigsWithResponse(ctx context.Con
 		return nil, err
 	}
 	return ParseListAuthnFactorConfigsResponse(rsp)
+}
+
+// ListCAConfigsWithResponse request returning *ListCAConfigsResponse
+func (c *ClientWithResponses) ListCAConfigsWithResponse(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, reqEditors ...RequestEditorFn) (*ListCAConfigsResponse, error) {
+	rsp, err := c.ListCAConfigs(ctx, authnfactorConfigId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListCAConfigsResponse(rsp)
+}
+
+// CreateCAConfigWithBodyWithResponse request with arbitrary body returning *CreateCAConfigResponse
+func (c *ClientWithResponses) CreateCAConfigWithBodyWithResponse(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCAConfigResponse, error) {
+	rsp, err := c.CreateCAConfigWithBody(ctx, authnfactorConfigId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateCAConfigResponse(rsp)
+}
+
+// DeleteCAConfigWithResponse request returning *DeleteCAConfigResponse
+func (c *ClientWithResponses) DeleteCAConfigWithResponse(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, reqEditors ...RequestEditorFn) (*DeleteCAConfigResponse, error) {
+	rsp, err := c.DeleteCAConfig(ctx, authnfactorConfigId, caConfigId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteCAConfigResponse(rsp)
+}
+
+// GetCAConfigWithResponse request returning *GetCAConfigResponse
+func (c *ClientWithResponses) GetCAConfigWithResponse(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, reqEditors ...RequestEditorFn) (*GetCAConfigResponse, error) {
+	rsp, err := c.GetCAConfig(ctx, authnfactorConfigId, caConfigId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetCAConfigResponse(rsp)
+}
+
+// UpdateCAConfigWithBodyWithResponse request with arbitrary body returning *UpdateCAConfigResponse
+func (c *ClientWithResponses) UpdateCAConfigWithBodyWithResponse(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCAConfigResponse, error) {
+	rsp, err := c.UpdateCAConfigWithBody(ctx, authnfactorConfigId, caConfigId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateCAConfigResponse(rsp)
 }
 
 // ListDeviceGroupsWithResponse request returning *ListDeviceGroupsResponse
@@ -16885,6 +17418,348 @@ func ParseListAuthnFactorConfigsResponse(rsp *http.Response) (*ListAuthnFactorCo
 			return nil, err
 		}
 		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListCAConfigsResponse parses an HTTP response from a ListCAConfigsWithResponse call
+func ParseListCAConfigsResponse(rsp *http.Response) (*ListCAConfigsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListCAConfigsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []CAConfig `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateCAConfigResponse parses an HTTP response from a CreateCAConfigWithResponse call
+func ParseCreateCAConfigResponse(rsp *http.Response) (*CreateCAConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateCAConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest CAConfigEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteCAConfigResponse parses an HTTP response from a DeleteCAConfigWithResponse call
+func ParseDeleteCAConfigResponse(rsp *http.Response) (*DeleteCAConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteCAConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetCAConfigResponse parses an HTTP response from a GetCAConfigWithResponse call
+func ParseGetCAConfigResponse(rsp *http.Response) (*GetCAConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetCAConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CAConfigEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUpdateCAConfigResponse parses an HTTP response from a UpdateCAConfigWithResponse call
+func ParseUpdateCAConfigResponse(rsp *http.Response) (*UpdateCAConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateCAConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CAConfigEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
