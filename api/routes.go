@@ -72,6 +72,24 @@ func (s *Server) Routes() []Route {
 		{Method: "POST", Path: "/protection/agents-info/:agent_type/regenerate-install-key", Scopes: Scopes("conditional_access_policy", "WRITE", "ALL"), Handler: handle(s.regenerateInstallKey)},
 		{Method: "GET", Path: "/protection/agents-info/:agent_type/download", Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.downloadAgent)},
 
+		// Condition configs and conditional access policies (spec 4.3). The
+		// policy list also accepts the notification_template scopes the spec
+		// lists for it (docs/protection.md).
+		{Method: "GET", Path: configsPath + "/:family", Scopes: Scopes("conditional_factor_config", "READ", "ALL"), Handler: handle(s.listConfigs)},
+		{Method: "POST", Path: configsPath + "/:family", Scopes: Scopes("conditional_factor_config", "CREATE", "ALL"), Handler: handle(s.createConfig)},
+		{Method: "DELETE", Path: configsPath + "/:family", Scopes: Scopes("conditional_factor_config", "DELETE", "ALL"), Handler: handle(s.deleteConfigs)},
+		{Method: "GET", Path: configsPath + "/:family/:config_id", Scopes: Scopes("conditional_factor_config", "READ", "ALL"), Handler: handle(s.getConfig)},
+		{Method: "PATCH", Path: configsPath + "/:family/:config_id", Scopes: Scopes("conditional_factor_config", "UPDATE", "WRITE", "ALL"), Handler: handle(s.updateConfig)},
+		{Method: "GET", Path: policiesPath, Scopes: append(Scopes("conditional_access_policy", "READ", "ALL"), Scopes("notification_template", "READ", "ALL")...), Handler: handle(s.listPolicies)},
+		{Method: "POST", Path: policiesPath, Scopes: Scopes("conditional_access_policy", "CREATE", "ALL"), Handler: handle(s.createPolicy)},
+		{Method: "PUT", Path: policiesPath + "/priority", Scopes: Scopes("conditional_access_policy", "UPDATE", "WRITE", "ALL"), Handler: handle(s.reorderPolicies)},
+		{Method: "GET", Path: policiesPath + "/:policy_id", Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.getPolicy)},
+		{Method: "PATCH", Path: policiesPath + "/:policy_id", Scopes: Scopes("conditional_access_policy", "UPDATE", "WRITE", "ALL"), Handler: handle(s.updatePolicy)},
+		{Method: "DELETE", Path: policiesPath + "/:policy_id", Scopes: Scopes("conditional_access_policy", "DELETE", "WRITE", "ALL"), Handler: handle(s.deletePolicy)},
+		{Method: "GET", Path: policiesPath + "/:policy_id/user-assignment-users", Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.policyUsers)},
+		{Method: "GET", Path: policiesPath + "/:policy_id/user-assignment-groups", Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.policyGroups)},
+		{Method: "GET", Path: policiesPath + "/:policy_id/protected-devices", Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.policyDevices)},
+
 		// Device groups: named static sets of devices that policies and the
 		// offline MFA settings name (docs/protection.md).
 		{Method: "GET", Path: deviceGroupsPath, Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.listDeviceGroups)},

@@ -120,6 +120,13 @@ const (
 	CAConfigFormCertificateMappingAttributeEmployeeID  CAConfigFormCertificateMappingAttribute = "employeeID"
 )
 
+// Defines values for ConfigBulkDeleteResultStatus.
+const (
+	ConfigBulkDeleteResultStatusN204 ConfigBulkDeleteResultStatus = 204
+	ConfigBulkDeleteResultStatusN404 ConfigBulkDeleteResultStatus = 404
+	ConfigBulkDeleteResultStatusN409 ConfigBulkDeleteResultStatus = 409
+)
+
 // Defines values for DeviceAgentStatus.
 const (
 	DeviceAgentStatusActive   DeviceAgentStatus = "active"
@@ -157,6 +164,66 @@ const (
 	DeviceFactsOsTypeLinux   DeviceFactsOsType = "Linux"
 	DeviceFactsOsTypeMacOS   DeviceFactsOsType = "macOS"
 	DeviceFactsOsTypeWindows DeviceFactsOsType = "Windows"
+)
+
+// Defines values for EndpointSettingAdvancedSettingsMfaTrustDurationUnit.
+const (
+	EndpointSettingAdvancedSettingsMfaTrustDurationUnitDays    EndpointSettingAdvancedSettingsMfaTrustDurationUnit = "days"
+	EndpointSettingAdvancedSettingsMfaTrustDurationUnitEmpty   EndpointSettingAdvancedSettingsMfaTrustDurationUnit = ""
+	EndpointSettingAdvancedSettingsMfaTrustDurationUnitHours   EndpointSettingAdvancedSettingsMfaTrustDurationUnit = "hours"
+	EndpointSettingAdvancedSettingsMfaTrustDurationUnitMinutes EndpointSettingAdvancedSettingsMfaTrustDurationUnit = "minutes"
+)
+
+// Defines values for EndpointSettingAdvancedSettingsMfaTrustInitiatorType.
+const (
+	EndpointSettingAdvancedSettingsMfaTrustInitiatorTypeAdmin EndpointSettingAdvancedSettingsMfaTrustInitiatorType = "admin"
+	EndpointSettingAdvancedSettingsMfaTrustInitiatorTypeUser  EndpointSettingAdvancedSettingsMfaTrustInitiatorType = "user"
+)
+
+// Defines values for EndpointSettingAdvancedSettingsMfaUnenrolledAction.
+const (
+	EndpointSettingAdvancedSettingsMfaUnenrolledActionAllow EndpointSettingAdvancedSettingsMfaUnenrolledAction = "allow"
+	EndpointSettingAdvancedSettingsMfaUnenrolledActionDeny  EndpointSettingAdvancedSettingsMfaUnenrolledAction = "deny"
+)
+
+// Defines values for EndpointSettingAdvancedSettingsRadiusResponseConfigAttributesListDataType.
+const (
+	EndpointSettingAdvancedSettingsRadiusResponseConfigAttributesListDataTypeEnum        EndpointSettingAdvancedSettingsRadiusResponseConfigAttributesListDataType = "enum"
+	EndpointSettingAdvancedSettingsRadiusResponseConfigAttributesListDataTypeInteger     EndpointSettingAdvancedSettingsRadiusResponseConfigAttributesListDataType = "integer"
+	EndpointSettingAdvancedSettingsRadiusResponseConfigAttributesListDataTypeIpv4address EndpointSettingAdvancedSettingsRadiusResponseConfigAttributesListDataType = "ipv4address"
+	EndpointSettingAdvancedSettingsRadiusResponseConfigAttributesListDataTypeIpv6address EndpointSettingAdvancedSettingsRadiusResponseConfigAttributesListDataType = "ipv6address"
+	EndpointSettingAdvancedSettingsRadiusResponseConfigAttributesListDataTypeString      EndpointSettingAdvancedSettingsRadiusResponseConfigAttributesListDataType = "string"
+)
+
+// Defines values for EndpointSettingAdvancedSettingsRadiusResponseConfigAttributesListType.
+const (
+	EndpointSettingAdvancedSettingsRadiusResponseConfigAttributesListTypeStandard EndpointSettingAdvancedSettingsRadiusResponseConfigAttributesListType = "standard"
+	EndpointSettingAdvancedSettingsRadiusResponseConfigAttributesListTypeVendor   EndpointSettingAdvancedSettingsRadiusResponseConfigAttributesListType = "vendor"
+)
+
+// Defines values for EndpointSettingEndpoint.
+const (
+	EndpointSettingEndpointComputerDevices EndpointSettingEndpoint = "ComputerDevices"
+	EndpointSettingEndpointIIS             EndpointSettingEndpoint = "IIS"
+	EndpointSettingEndpointIdentityServer  EndpointSettingEndpoint = "IdentityServer"
+	EndpointSettingEndpointNPS             EndpointSettingEndpoint = "NPS"
+	EndpointSettingEndpointSSOApplications EndpointSettingEndpoint = "SSOApplications"
+)
+
+// Defines values for EndpointSettingSecondaryAuthenticationAuthnMode.
+const (
+	EndpointSettingSecondaryAuthenticationAuthnModeNative     EndpointSettingSecondaryAuthenticationAuthnMode = "native"
+	EndpointSettingSecondaryAuthenticationAuthnModeSecureLink EndpointSettingSecondaryAuthenticationAuthnMode = "secure_link"
+)
+
+// Defines values for EndpointSettingType.
+const (
+	EndpointSettingTypeComputerDevices  EndpointSettingType = "ComputerDevices"
+	EndpointSettingTypeIIS              EndpointSettingType = "IIS"
+	EndpointSettingTypeLogin            EndpointSettingType = "Login"
+	EndpointSettingTypeNPSVPN           EndpointSettingType = "NPS_VPN"
+	EndpointSettingTypeSSOApplications  EndpointSettingType = "SSOApplications"
+	EndpointSettingTypeSensitiveActions EndpointSettingType = "SensitiveActions"
 )
 
 // Defines values for ExecutionAction.
@@ -354,6 +421,76 @@ const (
 	OfflineMFASettingsOfflineVerificationDurationUnitHours OfflineMFASettingsOfflineVerificationDurationUnit = "hours"
 )
 
+// Defines values for PolicyAccessType.
+const (
+	PolicyAccessTypeAllow PolicyAccessType = "allow"
+	PolicyAccessTypeDeny  PolicyAccessType = "deny"
+)
+
+// Defines values for PolicyEndpoints.
+const (
+	PolicyEndpointsComputerDevices PolicyEndpoints = "ComputerDevices"
+	PolicyEndpointsIIS             PolicyEndpoints = "IIS"
+	PolicyEndpointsIdentityServer  PolicyEndpoints = "IdentityServer"
+	PolicyEndpointsNPS             PolicyEndpoints = "NPS"
+	PolicyEndpointsSSOApplications PolicyEndpoints = "SSOApplications"
+)
+
+// Defines values for PolicyAdvancedSettingsCaptchaFrequencyType.
+const (
+	PolicyAdvancedSettingsCaptchaFrequencyTypeAfterFailedAttempts PolicyAdvancedSettingsCaptchaFrequencyType = "after_failed_attempts"
+	PolicyAdvancedSettingsCaptchaFrequencyTypeAlways              PolicyAdvancedSettingsCaptchaFrequencyType = "always"
+)
+
+// Defines values for PolicyAdvancedSettingsEmailaddressSelectionMode.
+const (
+	PolicyAdvancedSettingsEmailaddressSelectionModeInput   PolicyAdvancedSettingsEmailaddressSelectionMode = "input"
+	PolicyAdvancedSettingsEmailaddressSelectionModePrimary PolicyAdvancedSettingsEmailaddressSelectionMode = "primary"
+	PolicyAdvancedSettingsEmailaddressSelectionModeSelect  PolicyAdvancedSettingsEmailaddressSelectionMode = "select"
+)
+
+// Defines values for PolicyAdvancedSettingsMobilenoSelectionMode.
+const (
+	PolicyAdvancedSettingsMobilenoSelectionModeInput   PolicyAdvancedSettingsMobilenoSelectionMode = "input"
+	PolicyAdvancedSettingsMobilenoSelectionModePrimary PolicyAdvancedSettingsMobilenoSelectionMode = "primary"
+	PolicyAdvancedSettingsMobilenoSelectionModeSelect  PolicyAdvancedSettingsMobilenoSelectionMode = "select"
+)
+
+// Defines values for PolicyConditionComparator.
+const (
+	PolicyConditionComparatorIn    PolicyConditionComparator = "in"
+	PolicyConditionComparatorNotIn PolicyConditionComparator = "not_in"
+)
+
+// Defines values for PolicyConditionFactorType.
+const (
+	PolicyConditionFactorTypeGeolocation PolicyConditionFactorType = "geolocation"
+	PolicyConditionFactorTypeIpaddress   PolicyConditionFactorType = "ipaddress"
+	PolicyConditionFactorTypeTime        PolicyConditionFactorType = "time"
+)
+
+// Defines values for PolicyItemAccessType.
+const (
+	PolicyItemAccessTypeAllow PolicyItemAccessType = "allow"
+	PolicyItemAccessTypeDeny  PolicyItemAccessType = "deny"
+)
+
+// Defines values for PolicyItemEndpoints.
+const (
+	PolicyItemEndpointsAllEndpoints    PolicyItemEndpoints = "All Endpoints"
+	PolicyItemEndpointsComputerDevices PolicyItemEndpoints = "ComputerDevices"
+	PolicyItemEndpointsIIS             PolicyItemEndpoints = "IIS"
+	PolicyItemEndpointsIdentityServer  PolicyItemEndpoints = "IdentityServer"
+	PolicyItemEndpointsNPS             PolicyItemEndpoints = "NPS"
+	PolicyItemEndpointsSSOApplications PolicyItemEndpoints = "SSOApplications"
+)
+
+// Defines values for PolicyWriteAccessType.
+const (
+	PolicyWriteAccessTypeAllow PolicyWriteAccessType = "allow"
+	PolicyWriteAccessTypeDeny  PolicyWriteAccessType = "deny"
+)
+
 // Defines values for ScheduleSettingsSchedulerInterval.
 const (
 	ScheduleSettingsSchedulerIntervalDAILY   ScheduleSettingsSchedulerInterval = "DAILY"
@@ -414,6 +551,13 @@ const (
 const (
 	UserProfileStatusN0 UserProfileStatus = 0
 	UserProfileStatusN1 UserProfileStatus = 1
+)
+
+// Defines values for ConfigFamily.
+const (
+	ConfigFamilyBusinesshours ConfigFamily = "businesshours"
+	ConfigFamilyGeolocations  ConfigFamily = "geolocations"
+	ConfigFamilyIpsources     ConfigFamily = "ipsources"
 )
 
 // Defines values for LinkDeviceAccountJSONBodyPermissionLevel.
@@ -680,6 +824,18 @@ type BulkDeleteResult struct {
 // BulkDeleteResultStatus defines model for BulkDeleteResult.Status.
 type BulkDeleteResultStatus int
 
+// BusinessHoursConfig defines model for BusinessHoursConfig.
+type BusinessHoursConfig struct {
+	BusinessHoursBitmap string `json:"business_hours_bitmap"`
+
+	// CaPoliciesUsageCount Policies whose conditions name the config.
+	CaPoliciesUsageCount int       `json:"ca_policies_usage_count"`
+	DisplayName          string    `json:"display_name"`
+	Id                   string    `json:"id"`
+	LastModifiedTime     time.Time `json:"last_modified_time"`
+	Timezone             string    `json:"timezone"`
+}
+
 // CAConfig defines model for CAConfig.
 type CAConfig struct {
 	AddedTime           time.Time `json:"added_time"`
@@ -714,6 +870,65 @@ type CAConfigForm struct {
 
 // CAConfigFormCertificateMappingAttribute defines model for CAConfigForm.CertificateMappingAttribute.
 type CAConfigFormCertificateMappingAttribute string
+
+// ConditionConfig A condition config of the path's family.
+type ConditionConfig struct {
+	union json.RawMessage
+}
+
+// ConditionConfigCommon defines model for ConditionConfigCommon.
+type ConditionConfigCommon struct {
+	// CaPoliciesUsageCount Policies whose conditions name the config.
+	CaPoliciesUsageCount int       `json:"ca_policies_usage_count"`
+	DisplayName          string    `json:"display_name"`
+	Id                   string    `json:"id"`
+	LastModifiedTime     time.Time `json:"last_modified_time"`
+}
+
+// ConditionConfigItem A condition config as a list shows it (fields may pick some members).
+type ConditionConfigItem struct {
+	BusinessHoursBitmap          *string    `json:"business_hours_bitmap,omitempty"`
+	CaPoliciesUsageCount         *int       `json:"ca_policies_usage_count,omitempty"`
+	Countries                    *[]string  `json:"countries,omitempty"`
+	DisplayName                  *string    `json:"display_name,omitempty"`
+	Id                           string     `json:"id"`
+	IpAddressRanges              *[]IPRange `json:"ip_address_ranges,omitempty"`
+	IpAddresses                  *string    `json:"ip_addresses,omitempty"`
+	IsTrustedSource              *bool      `json:"is_trusted_source,omitempty"`
+	IsUnknownIpLocationsIncluded *bool      `json:"is_unknown_ip_locations_included,omitempty"`
+	LastModifiedTime             *time.Time `json:"last_modified_time,omitempty"`
+	Timezone                     *string    `json:"timezone,omitempty"`
+}
+
+// ConditionConfigWrite The writable fields of a condition config; a body may hold only those
+// of the path's family (businesshours: display_name,
+// business_hours_bitmap, timezone; geolocations: display_name, countries,
+// is_unknown_ip_locations_included; ipsources: display_name,
+// is_trusted_source, ip_addresses, ip_address_ranges).
+type ConditionConfigWrite struct {
+	BusinessHoursBitmap          *string    `json:"business_hours_bitmap,omitempty"`
+	Countries                    *[]string  `json:"countries,omitempty"`
+	DisplayName                  *string    `json:"display_name,omitempty"`
+	IpAddressRanges              *[]IPRange `json:"ip_address_ranges,omitempty"`
+	IpAddresses                  *string    `json:"ip_addresses,omitempty"`
+	IsTrustedSource              *bool      `json:"is_trusted_source,omitempty"`
+	IsUnknownIpLocationsIncluded *bool      `json:"is_unknown_ip_locations_included,omitempty"`
+	Timezone                     *string    `json:"timezone,omitempty"`
+}
+
+// ConfigBulkDeleteResult defines model for ConfigBulkDeleteResult.
+type ConfigBulkDeleteResult struct {
+	Error *struct {
+		Code   string `json:"code"`
+		Detail string `json:"detail"`
+		Title  string `json:"title"`
+	} `json:"error,omitempty"`
+	ResourceId string                       `json:"resource_id"`
+	Status     ConfigBulkDeleteResultStatus `json:"status"`
+}
+
+// ConfigBulkDeleteResultStatus defines model for ConfigBulkDeleteResult.Status.
+type ConfigBulkDeleteResultStatus int
 
 // CursorMeta defines model for CursorMeta.
 type CursorMeta struct {
@@ -828,6 +1043,86 @@ type DeviceGroupWrite struct {
 	DeviceIds   *[]string `json:"device_ids,omitempty"`
 	Name        string    `json:"name"`
 }
+
+// EndpointSetting defines model for EndpointSetting.
+type EndpointSetting struct {
+	Actions          *[]string `json:"actions,omitempty"`
+	AdvancedSettings *struct {
+		// MfaTimeout Seconds, 30 to 3600 (300 when 0 or absent).
+		MfaTimeout *int `json:"mfa_timeout,omitempty"`
+		MfaTrust   *struct {
+			Duration *struct {
+				Unit  *EndpointSettingAdvancedSettingsMfaTrustDurationUnit `json:"unit,omitempty"`
+				Value *int                                                 `json:"value,omitempty"`
+			} `json:"duration,omitempty"`
+			InitiatorType *EndpointSettingAdvancedSettingsMfaTrustInitiatorType `json:"initiator_type,omitempty"`
+			IsEnabled     *bool                                                 `json:"is_enabled,omitempty"`
+		} `json:"mfa_trust,omitempty"`
+		MfaUnenrolledAction *EndpointSettingAdvancedSettingsMfaUnenrolledAction `json:"mfa_unenrolled_action,omitempty"`
+
+		// NotificationTemplate Response only.
+		NotificationTemplate *struct {
+			Id   string `json:"id"`
+			Name string `json:"name"`
+		} `json:"notification_template,omitempty"`
+
+		// NotificationTemplateId An id; answered as a digit string, accepted as a string or an integer.
+		NotificationTemplateId *RefID `json:"notification_template_id,omitempty"`
+		RadiusResponseConfig   *struct {
+			AttributesList *[]struct {
+				DataType *EndpointSettingAdvancedSettingsRadiusResponseConfigAttributesListDataType `json:"data_type,omitempty"`
+				Number   *int                                                                       `json:"number,omitempty"`
+				Type     *EndpointSettingAdvancedSettingsRadiusResponseConfigAttributesListType     `json:"type,omitempty"`
+				Value    *string                                                                    `json:"value,omitempty"`
+			} `json:"attributes_list,omitempty"`
+			VendorId *string `json:"vendor_id,omitempty"`
+		} `json:"radius_response_config,omitempty"`
+	} `json:"advanced_settings,omitempty"`
+	AppAssignment *struct {
+		AppIds *[]string `json:"app_ids,omitempty"`
+	} `json:"app_assignment,omitempty"`
+	DeviceAssignment *struct {
+		AllDevicesGroupSelected *bool    `json:"all_devices_group_selected,omitempty"`
+		DeviceIds               *[]RefID `json:"device_ids,omitempty"`
+		GroupIds                *[]RefID `json:"group_ids,omitempty"`
+	} `json:"device_assignment,omitempty"`
+	Endpoint              EndpointSettingEndpoint `json:"endpoint"`
+	PrimaryAuthentication *struct {
+		FactorConfigs         *[]PolicyFactor `json:"factor_configs,omitempty"`
+		IsPasswordlessEnabled *bool           `json:"is_passwordless_enabled,omitempty"`
+	} `json:"primary_authentication,omitempty"`
+	SecondaryAuthentication *struct {
+		AuthnMode           *EndpointSettingSecondaryAuthenticationAuthnMode `json:"authn_mode,omitempty"`
+		FactorConfigs       *[]PolicyFactor                                  `json:"factor_configs,omitempty"`
+		IsMfaEnabled        *bool                                            `json:"is_mfa_enabled,omitempty"`
+		NoOfRequiredFactors *int                                             `json:"no_of_required_factors,omitempty"`
+	} `json:"secondary_authentication,omitempty"`
+	Type *EndpointSettingType `json:"type,omitempty"`
+}
+
+// EndpointSettingAdvancedSettingsMfaTrustDurationUnit defines model for EndpointSetting.AdvancedSettings.MfaTrust.Duration.Unit.
+type EndpointSettingAdvancedSettingsMfaTrustDurationUnit string
+
+// EndpointSettingAdvancedSettingsMfaTrustInitiatorType defines model for EndpointSetting.AdvancedSettings.MfaTrust.InitiatorType.
+type EndpointSettingAdvancedSettingsMfaTrustInitiatorType string
+
+// EndpointSettingAdvancedSettingsMfaUnenrolledAction defines model for EndpointSetting.AdvancedSettings.MfaUnenrolledAction.
+type EndpointSettingAdvancedSettingsMfaUnenrolledAction string
+
+// EndpointSettingAdvancedSettingsRadiusResponseConfigAttributesListDataType defines model for EndpointSetting.AdvancedSettings.RadiusResponseConfig.AttributesList.DataType.
+type EndpointSettingAdvancedSettingsRadiusResponseConfigAttributesListDataType string
+
+// EndpointSettingAdvancedSettingsRadiusResponseConfigAttributesListType defines model for EndpointSetting.AdvancedSettings.RadiusResponseConfig.AttributesList.Type.
+type EndpointSettingAdvancedSettingsRadiusResponseConfigAttributesListType string
+
+// EndpointSettingEndpoint defines model for EndpointSetting.Endpoint.
+type EndpointSettingEndpoint string
+
+// EndpointSettingSecondaryAuthenticationAuthnMode defines model for EndpointSetting.SecondaryAuthentication.AuthnMode.
+type EndpointSettingSecondaryAuthenticationAuthnMode string
+
+// EndpointSettingType defines model for EndpointSetting.Type.
+type EndpointSettingType string
 
 // Error defines model for Error.
 type Error struct {
@@ -948,6 +1243,17 @@ type FactorConfigSetting struct {
 	VerificationOrder   int   `json:"verification_order"`
 }
 
+// GeolocationConfig defines model for GeolocationConfig.
+type GeolocationConfig struct {
+	// CaPoliciesUsageCount Policies whose conditions name the config.
+	CaPoliciesUsageCount         int       `json:"ca_policies_usage_count"`
+	Countries                    []string  `json:"countries"`
+	DisplayName                  string    `json:"display_name"`
+	Id                           string    `json:"id"`
+	IsUnknownIpLocationsIncluded bool      `json:"is_unknown_ip_locations_included"`
+	LastModifiedTime             time.Time `json:"last_modified_time"`
+}
+
 // Group A group (spec 2.2) without members.
 type Group struct {
 	Description  string    `json:"description"`
@@ -1022,6 +1328,24 @@ type GroupSource struct {
 	} `json:"application_service"`
 	Id   string `json:"id"`
 	Name string `json:"name"`
+}
+
+// IPRange defines model for IPRange.
+type IPRange struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// IPSourceConfig defines model for IPSourceConfig.
+type IPSourceConfig struct {
+	// CaPoliciesUsageCount Policies whose conditions name the config.
+	CaPoliciesUsageCount int       `json:"ca_policies_usage_count"`
+	DisplayName          string    `json:"display_name"`
+	Id                   string    `json:"id"`
+	IpAddressRanges      []IPRange `json:"ip_address_ranges"`
+	IpAddresses          string    `json:"ip_addresses"`
+	IsTrustedSource      bool      `json:"is_trusted_source"`
+	LastModifiedTime     time.Time `json:"last_modified_time"`
 }
 
 // Job defines model for Job.
@@ -1522,6 +1846,130 @@ type OffsetMetaString struct {
 	TotalNoOfObjects int    `json:"total_no_of_objects"`
 }
 
+// Policy A conditional access policy (spec 2.11) with the list item's fields.
+type Policy struct {
+	AccessConditions struct {
+		Conditions         []PolicyCondition `json:"conditions"`
+		CriteriaExpression string            `json:"criteria_expression"`
+	} `json:"access_conditions"`
+	AccessType        PolicyAccessType       `json:"access_type"`
+	AdvancedSettings  PolicyAdvancedSettings `json:"advanced_settings"`
+	Description       string                 `json:"description"`
+	Endpoints         []PolicyEndpoints      `json:"endpoints"`
+	EndpointsSettings []EndpointSetting      `json:"endpoints_settings"`
+	Id                string                 `json:"id"`
+	IsAgentRequired   bool                   `json:"is_agent_required"`
+	IsDefaultPolicy   bool                   `json:"is_default_policy"`
+	IsEnabled         bool                   `json:"is_enabled"`
+	LastModifiedTime  time.Time              `json:"last_modified_time"`
+	LastModifiedUser  string                 `json:"last_modified_user"`
+	Name              string                 `json:"name"`
+	Priority          int                    `json:"priority"`
+	UserAssignments   struct {
+		GroupIds    []string `json:"group_ids"`
+		GroupsCount int      `json:"groups_count"`
+		UserIds     []string `json:"user_ids"`
+		UsersCount  int      `json:"users_count"`
+	} `json:"user_assignments"`
+}
+
+// PolicyAccessType defines model for Policy.AccessType.
+type PolicyAccessType string
+
+// PolicyEndpoints defines model for Policy.Endpoints.
+type PolicyEndpoints string
+
+// PolicyAdvancedSettings defines model for PolicyAdvancedSettings.
+type PolicyAdvancedSettings struct {
+	CaptchaFailedAttemptsThreshold *int                                             `json:"captcha_failed_attempts_threshold,omitempty"`
+	CaptchaFrequencyType           *PolicyAdvancedSettingsCaptchaFrequencyType      `json:"captcha_frequency_type,omitempty"`
+	EmailaddressSelectionMode      *PolicyAdvancedSettingsEmailaddressSelectionMode `json:"emailaddress_selection_mode,omitempty"`
+	IsBackupCodesEnabled           *bool                                            `json:"is_backup_codes_enabled,omitempty"`
+	IsCaptchaEnabled               *bool                                            `json:"is_captcha_enabled,omitempty"`
+	MobilenoSelectionMode          *PolicyAdvancedSettingsMobilenoSelectionMode     `json:"mobileno_selection_mode,omitempty"`
+}
+
+// PolicyAdvancedSettingsCaptchaFrequencyType defines model for PolicyAdvancedSettings.CaptchaFrequencyType.
+type PolicyAdvancedSettingsCaptchaFrequencyType string
+
+// PolicyAdvancedSettingsEmailaddressSelectionMode defines model for PolicyAdvancedSettings.EmailaddressSelectionMode.
+type PolicyAdvancedSettingsEmailaddressSelectionMode string
+
+// PolicyAdvancedSettingsMobilenoSelectionMode defines model for PolicyAdvancedSettings.MobilenoSelectionMode.
+type PolicyAdvancedSettingsMobilenoSelectionMode string
+
+// PolicyCondition defines model for PolicyCondition.
+type PolicyCondition struct {
+	Comparator               PolicyConditionComparator `json:"comparator"`
+	FactorConfigs            []RefID                   `json:"factor_configs"`
+	FactorType               PolicyConditionFactorType `json:"factor_type"`
+	IncludeAllTrustedSources *bool                     `json:"include_all_trusted_sources,omitempty"`
+	SequenceNumber           int                       `json:"sequence_number"`
+}
+
+// PolicyConditionComparator defines model for PolicyCondition.Comparator.
+type PolicyConditionComparator string
+
+// PolicyConditionFactorType defines model for PolicyCondition.FactorType.
+type PolicyConditionFactorType string
+
+// PolicyFactor defines model for PolicyFactor.
+type PolicyFactor struct {
+	// AuthnFactorConfigId An id; answered as a digit string, accepted as a string or an integer.
+	AuthnFactorConfigId RefID `json:"authn_factor_config_id"`
+	IsMandatory         *bool `json:"is_mandatory,omitempty"`
+	VerificationOrder   int   `json:"verification_order"`
+}
+
+// PolicyItem A policy as the list shows it (spec 2.11 list item); fields may pick some members.
+type PolicyItem struct {
+	AccessType  *PolicyItemAccessType  `json:"access_type,omitempty"`
+	Description *string                `json:"description,omitempty"`
+	DisplayName *string                `json:"display_name,omitempty"`
+	Endpoints   *[]PolicyItemEndpoints `json:"endpoints,omitempty"`
+	Id          string                 `json:"id"`
+
+	// IsAgentRequired The policy covers ComputerDevices, NPS or IIS, which an agent enforces.
+	IsAgentRequired  *bool      `json:"is_agent_required,omitempty"`
+	IsDefaultPolicy  *bool      `json:"is_default_policy,omitempty"`
+	IsEnabled        *bool      `json:"is_enabled,omitempty"`
+	LastModifiedTime *time.Time `json:"last_modified_time,omitempty"`
+	LastModifiedUser *string    `json:"last_modified_user,omitempty"`
+
+	// Priority 1 is evaluated first; the default policy is last.
+	Priority *int `json:"priority,omitempty"`
+}
+
+// PolicyItemAccessType defines model for PolicyItem.AccessType.
+type PolicyItemAccessType string
+
+// PolicyItemEndpoints defines model for PolicyItem.Endpoints.
+type PolicyItemEndpoints string
+
+// PolicyWrite The body of a policy create (spec 2.11). is_enabled defaults to true; endpoints, when given, must list the endpoints of endpoints_settings.
+type PolicyWrite struct {
+	AccessConditions *struct {
+		Conditions *[]PolicyCondition `json:"conditions,omitempty"`
+
+		// CriteriaExpression Sequence numbers joined with and, or and parentheses, e.g. "1 and (2 or 3)".
+		CriteriaExpression *string `json:"criteria_expression,omitempty"`
+	} `json:"access_conditions,omitempty"`
+	AccessType        PolicyWriteAccessType   `json:"access_type"`
+	AdvancedSettings  *PolicyAdvancedSettings `json:"advanced_settings,omitempty"`
+	Description       *string                 `json:"description,omitempty"`
+	Endpoints         *[]string               `json:"endpoints,omitempty"`
+	EndpointsSettings []EndpointSetting       `json:"endpoints_settings"`
+	IsEnabled         *bool                   `json:"is_enabled,omitempty"`
+	Name              string                  `json:"name"`
+	UserAssignments   *struct {
+		GroupIds *[]RefID `json:"group_ids,omitempty"`
+		UserIds  *[]RefID `json:"user_ids,omitempty"`
+	} `json:"user_assignments,omitempty"`
+}
+
+// PolicyWriteAccessType defines model for PolicyWrite.AccessType.
+type PolicyWriteAccessType string
+
 // PrimarySource defines model for PrimarySource.
 type PrimarySource struct {
 	ApplicationName    string `json:"applicationName"`
@@ -1568,6 +2016,17 @@ type Ref struct {
 	Id   string `json:"id"`
 	Name string `json:"name"`
 }
+
+// RefID An id; answered as a digit string, accepted as a string or an integer.
+type RefID struct {
+	union json.RawMessage
+}
+
+// RefID0 defines model for .
+type RefID0 = string
+
+// RefID1 defines model for .
+type RefID1 = int
 
 // ScheduleSettings defines model for ScheduleSettings.
 type ScheduleSettings struct {
@@ -1952,6 +2411,9 @@ type BulkIDs = string
 // CaConfigID defines model for caConfigID.
 type CaConfigID = string
 
+// ConfigFamily defines model for configFamily.
+type ConfigFamily string
+
 // Cursor defines model for cursor.
 type Cursor = string
 
@@ -1984,6 +2446,9 @@ type Limit100 = int
 
 // Limit200 defines model for limit200.
 type Limit200 = int
+
+// PolicyID defines model for policyID.
+type PolicyID = string
 
 // RunID defines model for runID.
 type RunID = string
@@ -2340,6 +2805,101 @@ type DownloadAgentParams struct {
 // DownloadAgentParamsPlatform defines parameters for DownloadAgent.
 type DownloadAgentParamsPlatform string
 
+// ListPoliciesParams defines parameters for ListPolicies.
+type ListPoliciesParams struct {
+	// Limit Page size; default 100, at most 1000.
+	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// From Start index (offset paging); default 0.
+	From *From `form:"from,omitempty" json:"from,omitempty"`
+
+	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
+	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+
+	// Sort Comma-separated sortable attributes, `-` prefix for descending.
+	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// Fields Comma-separated attributes to return (`id` always is).
+	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+}
+
+// ReorderPoliciesJSONBody defines parameters for ReorderPolicies.
+type ReorderPoliciesJSONBody struct {
+	Ids []string `json:"ids"`
+}
+
+// UpdatePolicyJSONBody defines parameters for UpdatePolicy.
+type UpdatePolicyJSONBody = map[string]interface{}
+
+// ListPolicyDevicesParams defines parameters for ListPolicyDevices.
+type ListPolicyDevicesParams struct {
+	// Limit Page size; default 100, at most 1000.
+	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// From Start index (offset paging); default 0.
+	From *From `form:"from,omitempty" json:"from,omitempty"`
+
+	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
+	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+
+	// Fields Comma-separated attributes to return (`id` always is).
+	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+}
+
+// ListPolicyGroupsParams defines parameters for ListPolicyGroups.
+type ListPolicyGroupsParams struct {
+	// Limit Page size; default 100, at most 1000.
+	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// From Start index (offset paging); default 0.
+	From *From `form:"from,omitempty" json:"from,omitempty"`
+
+	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
+	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+
+	// Fields Comma-separated attributes to return (`id` always is).
+	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+}
+
+// ListPolicyUsersParams defines parameters for ListPolicyUsers.
+type ListPolicyUsersParams struct {
+	// Limit Page size; default 100, at most 1000.
+	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// From Start index (offset paging); default 0.
+	From *From `form:"from,omitempty" json:"from,omitempty"`
+
+	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
+	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+
+	// Fields Comma-separated attributes to return (`id` always is).
+	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+}
+
+// DeleteConditionConfigsParams defines parameters for DeleteConditionConfigs.
+type DeleteConditionConfigsParams struct {
+	// Ids Comma-separated ids, at most 1000.
+	Ids BulkIDs `form:"ids" json:"ids"`
+}
+
+// ListConditionConfigsParams defines parameters for ListConditionConfigs.
+type ListConditionConfigsParams struct {
+	// Limit Page size; default 100, at most 1000.
+	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// From Start index (offset paging); default 0.
+	From *From `form:"from,omitempty" json:"from,omitempty"`
+
+	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
+	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+
+	// Sort Comma-separated sortable attributes, `-` prefix for descending.
+	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// Fields Comma-separated attributes to return (`id` always is).
+	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+}
+
 // ListDeviceGroupsParams defines parameters for ListDeviceGroups.
 type ListDeviceGroupsParams struct {
 	// Limit Page size; default 100, at most 1000.
@@ -2680,6 +3240,21 @@ type CreateCAConfigMultipartRequestBody = CAConfigForm
 // UpdateCAConfigMultipartRequestBody defines body for UpdateCAConfig for multipart/form-data ContentType.
 type UpdateCAConfigMultipartRequestBody = CAConfigForm
 
+// CreatePolicyJSONRequestBody defines body for CreatePolicy for application/json ContentType.
+type CreatePolicyJSONRequestBody = PolicyWrite
+
+// ReorderPoliciesJSONRequestBody defines body for ReorderPolicies for application/json ContentType.
+type ReorderPoliciesJSONRequestBody ReorderPoliciesJSONBody
+
+// UpdatePolicyJSONRequestBody defines body for UpdatePolicy for application/json ContentType.
+type UpdatePolicyJSONRequestBody = UpdatePolicyJSONBody
+
+// CreateConditionConfigJSONRequestBody defines body for CreateConditionConfig for application/json ContentType.
+type CreateConditionConfigJSONRequestBody = ConditionConfigWrite
+
+// UpdateConditionConfigJSONRequestBody defines body for UpdateConditionConfig for application/json ContentType.
+type UpdateConditionConfigJSONRequestBody = ConditionConfigWrite
+
 // CreateDeviceGroupJSONRequestBody defines body for CreateDeviceGroup for application/json ContentType.
 type CreateDeviceGroupJSONRequestBody = DeviceGroupWrite
 
@@ -2730,6 +3305,94 @@ type OauthTokenFormdataRequestBody = OAuthTokenRequest
 
 // OauthRevokeTokenFormdataRequestBody defines body for OauthRevokeToken for application/x-www-form-urlencoded ContentType.
 type OauthRevokeTokenFormdataRequestBody OauthRevokeTokenFormdataBody
+
+// AsBusinessHoursConfig returns the union data inside the ConditionConfig as a BusinessHoursConfig
+func (t ConditionConfig) AsBusinessHoursConfig() (BusinessHoursConfig, error) {
+	var body BusinessHoursConfig
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBusinessHoursConfig overwrites any union data inside the ConditionConfig as the provided BusinessHoursConfig
+func (t *ConditionConfig) FromBusinessHoursConfig(v BusinessHoursConfig) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeBusinessHoursConfig performs a merge with any union data inside the ConditionConfig, using the provided BusinessHoursConfig
+func (t *ConditionConfig) MergeBusinessHoursConfig(v BusinessHoursConfig) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsGeolocationConfig returns the union data inside the ConditionConfig as a GeolocationConfig
+func (t ConditionConfig) AsGeolocationConfig() (GeolocationConfig, error) {
+	var body GeolocationConfig
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGeolocationConfig overwrites any union data inside the ConditionConfig as the provided GeolocationConfig
+func (t *ConditionConfig) FromGeolocationConfig(v GeolocationConfig) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGeolocationConfig performs a merge with any union data inside the ConditionConfig, using the provided GeolocationConfig
+func (t *ConditionConfig) MergeGeolocationConfig(v GeolocationConfig) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsIPSourceConfig returns the union data inside the ConditionConfig as a IPSourceConfig
+func (t ConditionConfig) AsIPSourceConfig() (IPSourceConfig, error) {
+	var body IPSourceConfig
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromIPSourceConfig overwrites any union data inside the ConditionConfig as the provided IPSourceConfig
+func (t *ConditionConfig) FromIPSourceConfig(v IPSourceConfig) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeIPSourceConfig performs a merge with any union data inside the ConditionConfig, using the provided IPSourceConfig
+func (t *ConditionConfig) MergeIPSourceConfig(v IPSourceConfig) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ConditionConfig) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ConditionConfig) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // AsExecuteRequestUploadId0 returns the union data inside the ExecuteRequest_UploadId as a ExecuteRequestUploadId0
 func (t ExecuteRequest_UploadId) AsExecuteRequestUploadId0() (ExecuteRequestUploadId0, error) {
@@ -2789,6 +3452,68 @@ func (t ExecuteRequest_UploadId) MarshalJSON() ([]byte, error) {
 }
 
 func (t *ExecuteRequest_UploadId) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsRefID0 returns the union data inside the RefID as a RefID0
+func (t RefID) AsRefID0() (RefID0, error) {
+	var body RefID0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRefID0 overwrites any union data inside the RefID as the provided RefID0
+func (t *RefID) FromRefID0(v RefID0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRefID0 performs a merge with any union data inside the RefID, using the provided RefID0
+func (t *RefID) MergeRefID0(v RefID0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRefID1 returns the union data inside the RefID as a RefID1
+func (t RefID) AsRefID1() (RefID1, error) {
+	var body RefID1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRefID1 overwrites any union data inside the RefID as the provided RefID1
+func (t *RefID) FromRefID1(v RefID1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRefID1 performs a merge with any union data inside the RefID, using the provided RefID1
+func (t *RefID) MergeRefID1(v RefID1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t RefID) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *RefID) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -3052,6 +3777,58 @@ type ClientInterface interface {
 
 	// UpdateCAConfigWithBody request with any body
 	UpdateCAConfigWithBody(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPolicies request
+	ListPolicies(ctx context.Context, params *ListPoliciesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreatePolicyWithBody request with any body
+	CreatePolicyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	CreatePolicy(ctx context.Context, body CreatePolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReorderPoliciesWithBody request with any body
+	ReorderPoliciesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	ReorderPolicies(ctx context.Context, body ReorderPoliciesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeletePolicy request
+	DeletePolicy(ctx context.Context, policyId PolicyID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetPolicy request
+	GetPolicy(ctx context.Context, policyId PolicyID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdatePolicyWithBody request with any body
+	UpdatePolicyWithBody(ctx context.Context, policyId PolicyID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	UpdatePolicy(ctx context.Context, policyId PolicyID, body UpdatePolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPolicyDevices request
+	ListPolicyDevices(ctx context.Context, policyId PolicyID, params *ListPolicyDevicesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPolicyGroups request
+	ListPolicyGroups(ctx context.Context, policyId PolicyID, params *ListPolicyGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPolicyUsers request
+	ListPolicyUsers(ctx context.Context, policyId PolicyID, params *ListPolicyUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteConditionConfigs request
+	DeleteConditionConfigs(ctx context.Context, family ConfigFamily, params *DeleteConditionConfigsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListConditionConfigs request
+	ListConditionConfigs(ctx context.Context, family ConfigFamily, params *ListConditionConfigsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateConditionConfigWithBody request with any body
+	CreateConditionConfigWithBody(ctx context.Context, family ConfigFamily, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	CreateConditionConfig(ctx context.Context, family ConfigFamily, body CreateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetConditionConfig request
+	GetConditionConfig(ctx context.Context, family ConfigFamily, configId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateConditionConfigWithBody request with any body
+	UpdateConditionConfigWithBody(ctx context.Context, family ConfigFamily, configId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	UpdateConditionConfig(ctx context.Context, family ConfigFamily, configId string, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListDeviceGroups request
 	ListDeviceGroups(ctx context.Context, params *ListDeviceGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3995,6 +4772,234 @@ func (c *Client) GetCAConfig(ctx context.Context, authnfactorConfigId AuthnFacto
 
 func (c *Client) UpdateCAConfigWithBody(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateCAConfigRequestWithBody(c.Server, authnfactorConfigId, caConfigId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListPolicies(ctx context.Context, params *ListPoliciesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPoliciesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) CreatePolicyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePolicyRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) CreatePolicy(ctx context.Context, body CreatePolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePolicyRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ReorderPoliciesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReorderPoliciesRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ReorderPolicies(ctx context.Context, body ReorderPoliciesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReorderPoliciesRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) DeletePolicy(ctx context.Context, policyId PolicyID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeletePolicyRequest(c.Server, policyId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) GetPolicy(ctx context.Context, policyId PolicyID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPolicyRequest(c.Server, policyId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UpdatePolicyWithBody(ctx context.Context, policyId PolicyID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdatePolicyRequestWithBody(c.Server, policyId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UpdatePolicy(ctx context.Context, policyId PolicyID, body UpdatePolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdatePolicyRequest(c.Server, policyId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListPolicyDevices(ctx context.Context, policyId PolicyID, params *ListPolicyDevicesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPolicyDevicesRequest(c.Server, policyId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListPolicyGroups(ctx context.Context, policyId PolicyID, params *ListPolicyGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPolicyGroupsRequest(c.Server, policyId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListPolicyUsers(ctx context.Context, policyId PolicyID, params *ListPolicyUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPolicyUsersRequest(c.Server, policyId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) DeleteConditionConfigs(ctx context.Context, family ConfigFamily, params *DeleteConditionConfigsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteConditionConfigsRequest(c.Server, family, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListConditionConfigs(ctx context.Context, family ConfigFamily, params *ListConditionConfigsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListConditionConfigsRequest(c.Server, family, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) CreateConditionConfigWithBody(ctx context.Context, family ConfigFamily, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateConditionConfigRequestWithBody(c.Server, family, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) CreateConditionConfig(ctx context.Context, family ConfigFamily, body CreateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateConditionConfigRequest(c.Server, family, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) GetConditionConfig(ctx context.Context, family ConfigFamily, configId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetConditionConfigRequest(c.Server, family, configId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UpdateConditionConfigWithBody(ctx context.Context, family ConfigFamily, configId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateConditionConfigRequestWithBody(c.Server, family, configId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UpdateConditionConfig(ctx context.Context, family ConfigFamily, configId string, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateConditionConfigRequest(c.Server, family, configId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7754,6 +8759,940 @@ func NewUpdateCAConfigRequestWithBody(server string, authnfactorConfigId AuthnFa
 	return req, nil
 }
 
+// NewListPoliciesRequest generates requests for ListPolicies
+func NewListPoliciesRequest(server string, params *ListPoliciesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/conditional-access-policies")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "from", runtime.ParamLocationQuery, *params.From); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "filter", runtime.ParamLocationQuery, *params.Filter); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "sort", runtime.ParamLocationQuery, *params.Sort); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Fields != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "fields", runtime.ParamLocationQuery, *params.Fields); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreatePolicyRequest calls the generic CreatePolicy builder with application/json body
+func NewCreatePolicyRequest(server string, body CreatePolicyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreatePolicyRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreatePolicyRequestWithBody generates requests for CreatePolicy with any type of body
+func NewCreatePolicyRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/conditional-access-policies")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewReorderPoliciesRequest calls the generic ReorderPolicies builder with application/json body
+func NewReorderPoliciesRequest(server string, body ReorderPoliciesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReorderPoliciesRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewReorderPoliciesRequestWithBody generates requests for ReorderPolicies with any type of body
+func NewReorderPoliciesRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/conditional-access-policies/priority")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("PUT", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeletePolicyRequest generates requests for DeletePolicy
+func NewDeletePolicyRequest(server string, policyId PolicyID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "policy_id", runtime.ParamLocationPath, policyId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/conditional-access-policies/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("DELETE", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetPolicyRequest generates requests for GetPolicy
+func NewGetPolicyRequest(server string, policyId PolicyID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "policy_id", runtime.ParamLocationPath, policyId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/conditional-access-policies/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdatePolicyRequest calls the generic UpdatePolicy builder with application/json body
+func NewUpdatePolicyRequest(server string, policyId PolicyID, body UpdatePolicyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdatePolicyRequestWithBody(server, policyId, "application/json", bodyReader)
+}
+
+// NewUpdatePolicyRequestWithBody generates requests for UpdatePolicy with any type of body
+func NewUpdatePolicyRequestWithBody(server string, policyId PolicyID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "policy_id", runtime.ParamLocationPath, policyId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/conditional-access-policies/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("PATCH", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListPolicyDevicesRequest generates requests for ListPolicyDevices
+func NewListPolicyDevicesRequest(server string, policyId PolicyID, params *ListPolicyDevicesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "policy_id", runtime.ParamLocationPath, policyId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/conditional-access-policies/%s/protected-devices", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "from", runtime.ParamLocationQuery, *params.From); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "filter", runtime.ParamLocationQuery, *params.Filter); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Fields != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "fields", runtime.ParamLocationQuery, *params.Fields); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListPolicyGroupsRequest generates requests for ListPolicyGroups
+func NewListPolicyGroupsRequest(server string, policyId PolicyID, params *ListPolicyGroupsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "policy_id", runtime.ParamLocationPath, policyId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/conditional-access-policies/%s/user-assignment-groups", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "from", runtime.ParamLocationQuery, *params.From); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "filter", runtime.ParamLocationQuery, *params.Filter); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Fields != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "fields", runtime.ParamLocationQuery, *params.Fields); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListPolicyUsersRequest generates requests for ListPolicyUsers
+func NewListPolicyUsersRequest(server string, policyId PolicyID, params *ListPolicyUsersParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "policy_id", runtime.ParamLocationPath, policyId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/conditional-access-policies/%s/user-assignment-users", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "from", runtime.ParamLocationQuery, *params.From); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "filter", runtime.ParamLocationQuery, *params.Filter); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Fields != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "fields", runtime.ParamLocationQuery, *params.Fields); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteConditionConfigsRequest generates requests for DeleteConditionConfigs
+func NewDeleteConditionConfigsRequest(server string, family ConfigFamily, params *DeleteConditionConfigsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "family", runtime.ParamLocationPath, family)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/conditionalfactor-configs/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if queryFrag, err := runtime.StyleParamWithLocation("form", true, "ids", runtime.ParamLocationQuery, params.Ids); err != nil {
+			return nil, err
+		} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+			return nil, err
+		} else {
+			for k, v := range parsed {
+				for _, v2 := range v {
+					queryValues.Add(k, v2)
+				}
+			}
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("DELETE", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListConditionConfigsRequest generates requests for ListConditionConfigs
+func NewListConditionConfigsRequest(server string, family ConfigFamily, params *ListConditionConfigsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "family", runtime.ParamLocationPath, family)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/conditionalfactor-configs/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "from", runtime.ParamLocationQuery, *params.From); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "filter", runtime.ParamLocationQuery, *params.Filter); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "sort", runtime.ParamLocationQuery, *params.Sort); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Fields != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "fields", runtime.ParamLocationQuery, *params.Fields); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateConditionConfigRequest calls the generic CreateConditionConfig builder with application/json body
+func NewCreateConditionConfigRequest(server string, family ConfigFamily, body CreateConditionConfigJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateConditionConfigRequestWithBody(server, family, "application/json", bodyReader)
+}
+
+// NewCreateConditionConfigRequestWithBody generates requests for CreateConditionConfig with any type of body
+func NewCreateConditionConfigRequestWithBody(server string, family ConfigFamily, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "family", runtime.ParamLocationPath, family)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/conditionalfactor-configs/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetConditionConfigRequest generates requests for GetConditionConfig
+func NewGetConditionConfigRequest(server string, family ConfigFamily, configId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "family", runtime.ParamLocationPath, family)
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithLocation("simple", false, "config_id", runtime.ParamLocationPath, configId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/conditionalfactor-configs/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateConditionConfigRequest calls the generic UpdateConditionConfig builder with application/json body
+func NewUpdateConditionConfigRequest(server string, family ConfigFamily, configId string, body UpdateConditionConfigJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateConditionConfigRequestWithBody(server, family, configId, "application/json", bodyReader)
+}
+
+// NewUpdateConditionConfigRequestWithBody generates requests for UpdateConditionConfig with any type of body
+func NewUpdateConditionConfigRequestWithBody(server string, family ConfigFamily, configId string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "family", runtime.ParamLocationPath, family)
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithLocation("simple", false, "config_id", runtime.ParamLocationPath, configId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/conditionalfactor-configs/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("PATCH", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListDeviceGroupsRequest generates requests for ListDeviceGroups
 func NewListDeviceGroupsRequest(server string, params *ListDeviceGroupsParams) (*http.Request, error) {
 	var err error
@@ -10443,6 +12382,58 @@ type ClientWithResponsesInterface interface {
 	// UpdateCAConfigWithBodyWithResponse request with any body
 	UpdateCAConfigWithBodyWithResponse(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCAConfigResponse, error)
 
+	// ListPoliciesWithResponse request
+	ListPoliciesWithResponse(ctx context.Context, params *ListPoliciesParams, reqEditors ...RequestEditorFn) (*ListPoliciesResponse, error)
+
+	// CreatePolicyWithBodyWithResponse request with any body
+	CreatePolicyWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePolicyResponse, error)
+
+	CreatePolicyWithResponse(ctx context.Context, body CreatePolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePolicyResponse, error)
+
+	// ReorderPoliciesWithBodyWithResponse request with any body
+	ReorderPoliciesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReorderPoliciesResponse, error)
+
+	ReorderPoliciesWithResponse(ctx context.Context, body ReorderPoliciesJSONRequestBody, reqEditors ...RequestEditorFn) (*ReorderPoliciesResponse, error)
+
+	// DeletePolicyWithResponse request
+	DeletePolicyWithResponse(ctx context.Context, policyId PolicyID, reqEditors ...RequestEditorFn) (*DeletePolicyResponse, error)
+
+	// GetPolicyWithResponse request
+	GetPolicyWithResponse(ctx context.Context, policyId PolicyID, reqEditors ...RequestEditorFn) (*GetPolicyResponse, error)
+
+	// UpdatePolicyWithBodyWithResponse request with any body
+	UpdatePolicyWithBodyWithResponse(ctx context.Context, policyId PolicyID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdatePolicyResponse, error)
+
+	UpdatePolicyWithResponse(ctx context.Context, policyId PolicyID, body UpdatePolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePolicyResponse, error)
+
+	// ListPolicyDevicesWithResponse request
+	ListPolicyDevicesWithResponse(ctx context.Context, policyId PolicyID, params *ListPolicyDevicesParams, reqEditors ...RequestEditorFn) (*ListPolicyDevicesResponse, error)
+
+	// ListPolicyGroupsWithResponse request
+	ListPolicyGroupsWithResponse(ctx context.Context, policyId PolicyID, params *ListPolicyGroupsParams, reqEditors ...RequestEditorFn) (*ListPolicyGroupsResponse, error)
+
+	// ListPolicyUsersWithResponse request
+	ListPolicyUsersWithResponse(ctx context.Context, policyId PolicyID, params *ListPolicyUsersParams, reqEditors ...RequestEditorFn) (*ListPolicyUsersResponse, error)
+
+	// DeleteConditionConfigsWithResponse request
+	DeleteConditionConfigsWithResponse(ctx context.Context, family ConfigFamily, params *DeleteConditionConfigsParams, reqEditors ...RequestEditorFn) (*DeleteConditionConfigsResponse, error)
+
+	// ListConditionConfigsWithResponse request
+	ListConditionConfigsWithResponse(ctx context.Context, family ConfigFamily, params *ListConditionConfigsParams, reqEditors ...RequestEditorFn) (*ListConditionConfigsResponse, error)
+
+	// CreateConditionConfigWithBodyWithResponse request with any body
+	CreateConditionConfigWithBodyWithResponse(ctx context.Context, family ConfigFamily, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateConditionConfigResponse, error)
+
+	CreateConditionConfigWithResponse(ctx context.Context, family ConfigFamily, body CreateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateConditionConfigResponse, error)
+
+	// GetConditionConfigWithResponse request
+	GetConditionConfigWithResponse(ctx context.Context, family ConfigFamily, configId string, reqEditors ...RequestEditorFn) (*GetConditionConfigResponse, error)
+
+	// UpdateConditionConfigWithBodyWithResponse request with any body
+	UpdateConditionConfigWithBodyWithResponse(ctx context.Context, family ConfigFamily, configId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error)
+
+	UpdateConditionConfigWithResponse(ctx context.Context, family ConfigFamily, configId string, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error)
+
 	// ListDeviceGroupsWithResponse request
 	ListDeviceGroupsWithResponse(ctx context.Context, params *ListDeviceGroupsParams, reqEditors ...RequestEditorFn) (*ListDeviceGroupsResponse, error)
 
@@ -12172,6 +14163,441 @@ func (r UpdateCAConfigResponse) Status() string {
 
 // StatusCode returns HTTPResponse.StatusCode
 func (r UpdateCAConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListPoliciesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []PolicyItem `json:"data"`
+		Meta OffsetMeta   `json:"meta"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPoliciesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPoliciesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type CreatePolicyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON201      *struct {
+		// Data A conditional access policy (spec 2.11) with the list item's fields.
+		Data Policy `json:"data"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON409 *Conflict
+	JSON413 *TooLarge
+	JSON415 *UnsupportedMediaType
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r CreatePolicyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreatePolicyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ReorderPoliciesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []PolicyItem `json:"data"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON413 *TooLarge
+	JSON415 *UnsupportedMediaType
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ReorderPoliciesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReorderPoliciesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type DeletePolicyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON409      *Conflict
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r DeletePolicyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeletePolicyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type GetPolicyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		// Data A conditional access policy (spec 2.11) with the list item's fields.
+		Data Policy `json:"data"`
+	}
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPolicyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPolicyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type UpdatePolicyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		// Data A conditional access policy (spec 2.11) with the list item's fields.
+		Data Policy `json:"data"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON409 *Conflict
+	JSON413 *TooLarge
+	JSON415 *UnsupportedMediaType
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdatePolicyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdatePolicyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListPolicyDevicesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []struct {
+			AgentStatus   *string                 `json:"agent_status,omitempty"`
+			Id            string                  `json:"id"`
+			JoinType      *string                 `json:"join_type,omitempty"`
+			Name          *string                 `json:"name,omitempty"`
+			PrimarySource *map[string]interface{} `json:"primary_source"`
+		} `json:"data"`
+		Meta OffsetMeta `json:"meta"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPolicyDevicesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPolicyDevicesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListPolicyGroupsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []struct {
+			Id            string                       `json:"id"`
+			Name          *string                      `json:"name,omitempty"`
+			PrimarySource *map[string]interface{}      `json:"primary_source"`
+			Type          *ListPolicyGroups200DataType `json:"type,omitempty"`
+		} `json:"data"`
+		Meta OffsetMeta `json:"meta"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+type ListPolicyGroups200DataType string
+
+// Status returns HTTPResponse.Status
+func (r ListPolicyGroupsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPolicyGroupsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListPolicyUsersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []struct {
+			Email         *string                 `json:"email,omitempty"`
+			Id            string                  `json:"id"`
+			Name          *string                 `json:"name,omitempty"`
+			PrimarySource *map[string]interface{} `json:"primary_source"`
+		} `json:"data"`
+		Meta OffsetMeta `json:"meta"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPolicyUsersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPolicyUsersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type DeleteConditionConfigsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *[]ConfigBulkDeleteResult
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteConditionConfigsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteConditionConfigsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListConditionConfigsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []ConditionConfigItem `json:"data"`
+		Meta OffsetMeta            `json:"meta"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListConditionConfigsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListConditionConfigsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type CreateConditionConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON201      *ConditionConfig
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON409      *Conflict
+	JSON413      *TooLarge
+	JSON415      *UnsupportedMediaType
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateConditionConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateConditionConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type GetConditionConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		// Data A condition config of the path's family.
+		Data ConditionConfig `json:"data"`
+	}
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r GetConditionConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetConditionConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type UpdateConditionConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		// Data A condition config of the path's family.
+		Data ConditionConfig `json:"data"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON409 *Conflict
+	JSON413 *TooLarge
+	JSON415 *UnsupportedMediaType
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateConditionConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateConditionConfigResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -13928,6 +16354,172 @@ func (c *ClientWithResponses) UpdateCAConfigWithBodyWithResponse(ctx context.Con
 		return nil, err
 	}
 	return ParseUpdateCAConfigResponse(rsp)
+}
+
+// ListPoliciesWithResponse request returning *ListPoliciesResponse
+func (c *ClientWithResponses) ListPoliciesWithResponse(ctx context.Context, params *ListPoliciesParams, reqEditors ...RequestEditorFn) (*ListPoliciesResponse, error) {
+	rsp, err := c.ListPolicies(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPoliciesResponse(rsp)
+}
+
+// CreatePolicyWithBodyWithResponse request with arbitrary body returning *CreatePolicyResponse
+func (c *ClientWithResponses) CreatePolicyWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePolicyResponse, error) {
+	rsp, err := c.CreatePolicyWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePolicyResponse(rsp)
+}
+
+func (c *ClientWithResponses) CreatePolicyWithResponse(ctx context.Context, body CreatePolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePolicyResponse, error) {
+	rsp, err := c.CreatePolicy(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePolicyResponse(rsp)
+}
+
+// ReorderPoliciesWithBodyWithResponse request with arbitrary body returning *ReorderPoliciesResponse
+func (c *ClientWithResponses) ReorderPoliciesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReorderPoliciesResponse, error) {
+	rsp, err := c.ReorderPoliciesWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReorderPoliciesResponse(rsp)
+}
+
+func (c *ClientWithResponses) ReorderPoliciesWithResponse(ctx context.Context, body ReorderPoliciesJSONRequestBody, reqEditors ...RequestEditorFn) (*ReorderPoliciesResponse, error) {
+	rsp, err := c.ReorderPolicies(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReorderPoliciesResponse(rsp)
+}
+
+// DeletePolicyWithResponse request returning *DeletePolicyResponse
+func (c *ClientWithResponses) DeletePolicyWithResponse(ctx context.Context, policyId PolicyID, reqEditors ...RequestEditorFn) (*DeletePolicyResponse, error) {
+	rsp, err := c.DeletePolicy(ctx, policyId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeletePolicyResponse(rsp)
+}
+
+// GetPolicyWithResponse request returning *GetPolicyResponse
+func (c *ClientWithResponses) GetPolicyWithResponse(ctx context.Context, policyId PolicyID, reqEditors ...RequestEditorFn) (*GetPolicyResponse, error) {
+	rsp, err := c.GetPolicy(ctx, policyId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPolicyResponse(rsp)
+}
+
+// UpdatePolicyWithBodyWithResponse request with arbitrary body returning *UpdatePolicyResponse
+func (c *ClientWithResponses) UpdatePolicyWithBodyWithResponse(ctx context.Context, policyId PolicyID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdatePolicyResponse, error) {
+	rsp, err := c.UpdatePolicyWithBody(ctx, policyId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdatePolicyResponse(rsp)
+}
+
+func (c *ClientWithResponses) UpdatePolicyWithResponse(ctx context.Context, policyId PolicyID, body UpdatePolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePolicyResponse, error) {
+	rsp, err := c.UpdatePolicy(ctx, policyId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdatePolicyResponse(rsp)
+}
+
+// ListPolicyDevicesWithResponse request returning *ListPolicyDevicesResponse
+func (c *ClientWithResponses) ListPolicyDevicesWithResponse(ctx context.Context, policyId PolicyID, params *ListPolicyDevicesParams, reqEditors ...RequestEditorFn) (*ListPolicyDevicesResponse, error) {
+	rsp, err := c.ListPolicyDevices(ctx, policyId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPolicyDevicesResponse(rsp)
+}
+
+// ListPolicyGroupsWithResponse request returning *ListPolicyGroupsResponse
+func (c *ClientWithResponses) ListPolicyGroupsWithResponse(ctx context.Context, policyId PolicyID, params *ListPolicyGroupsParams, reqEditors ...RequestEditorFn) (*ListPolicyGroupsResponse, error) {
+	rsp, err := c.ListPolicyGroups(ctx, policyId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPolicyGroupsResponse(rsp)
+}
+
+// ListPolicyUsersWithResponse request returning *ListPolicyUsersResponse
+func (c *ClientWithResponses) ListPolicyUsersWithResponse(ctx context.Context, policyId PolicyID, params *ListPolicyUsersParams, reqEditors ...RequestEditorFn) (*ListPolicyUsersResponse, error) {
+	rsp, err := c.ListPolicyUsers(ctx, policyId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPolicyUsersResponse(rsp)
+}
+
+// DeleteConditionConfigsWithResponse request returning *DeleteConditionConfigsResponse
+func (c *ClientWithResponses) DeleteConditionConfigsWithResponse(ctx context.Context, family ConfigFamily, params *DeleteConditionConfigsParams, reqEditors ...RequestEditorFn) (*DeleteConditionConfigsResponse, error) {
+	rsp, err := c.DeleteConditionConfigs(ctx, family, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteConditionConfigsResponse(rsp)
+}
+
+// ListConditionConfigsWithResponse request returning *ListConditionConfigsResponse
+func (c *ClientWithResponses) ListConditionConfigsWithResponse(ctx context.Context, family ConfigFamily, params *ListConditionConfigsParams, reqEditors ...RequestEditorFn) (*ListConditionConfigsResponse, error) {
+	rsp, err := c.ListConditionConfigs(ctx, family, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListConditionConfigsResponse(rsp)
+}
+
+// CreateConditionConfigWithBodyWithResponse request with arbitrary body returning *CreateConditionConfigResponse
+func (c *ClientWithResponses) CreateConditionConfigWithBodyWithResponse(ctx context.Context, family ConfigFamily, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateConditionConfigResponse, error) {
+	rsp, err := c.CreateConditionConfigWithBody(ctx, family, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateConditionConfigResponse(rsp)
+}
+
+func (c *ClientWithResponses) CreateConditionConfigWithResponse(ctx context.Context, family ConfigFamily, body CreateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateConditionConfigResponse, error) {
+	rsp, err := c.CreateConditionConfig(ctx, family, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateConditionConfigResponse(rsp)
+}
+
+// GetConditionConfigWithResponse request returning *GetConditionConfigResponse
+func (c *ClientWithResponses) GetConditionConfigWithResponse(ctx context.Context, family ConfigFamily, configId string, reqEditors ...RequestEditorFn) (*GetConditionConfigResponse, error) {
+	rsp, err := c.GetConditionConfig(ctx, family, configId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetConditionConfigResponse(rsp)
+}
+
+// UpdateConditionConfigWithBodyWithResponse request with arbitrary body returning *UpdateConditionConfigResponse
+func (c *ClientWithResponses) UpdateConditionConfigWithBodyWithResponse(ctx context.Context, family ConfigFamily, configId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error) {
+	rsp, err := c.UpdateConditionConfigWithBody(ctx, family, configId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateConditionConfigResponse(rsp)
+}
+
+func (c *ClientWithResponses) UpdateConditionConfigWithResponse(ctx context.Context, family ConfigFamily, configId string, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error) {
+	rsp, err := c.UpdateConditionConfig(ctx, family, configId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateConditionConfigResponse(rsp)
 }
 
 // ListDeviceGroupsWithResponse request returning *ListDeviceGroupsResponse
@@ -17707,6 +20299,964 @@ func ParseUpdateCAConfigResponse(rsp *http.Response) (*UpdateCAConfigResponse, e
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest CAConfigEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListPoliciesResponse parses an HTTP response from a ListPoliciesWithResponse call
+func ParseListPoliciesResponse(rsp *http.Response) (*ListPoliciesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPoliciesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []PolicyItem `json:"data"`
+			Meta OffsetMeta   `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreatePolicyResponse parses an HTTP response from a CreatePolicyWithResponse call
+func ParseCreatePolicyResponse(rsp *http.Response) (*CreatePolicyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreatePolicyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			// Data A conditional access policy (spec 2.11) with the list item's fields.
+			Data Policy `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseReorderPoliciesResponse parses an HTTP response from a ReorderPoliciesWithResponse call
+func ParseReorderPoliciesResponse(rsp *http.Response) (*ReorderPoliciesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReorderPoliciesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []PolicyItem `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeletePolicyResponse parses an HTTP response from a DeletePolicyWithResponse call
+func ParseDeletePolicyResponse(rsp *http.Response) (*DeletePolicyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeletePolicyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetPolicyResponse parses an HTTP response from a GetPolicyWithResponse call
+func ParseGetPolicyResponse(rsp *http.Response) (*GetPolicyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPolicyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A conditional access policy (spec 2.11) with the list item's fields.
+			Data Policy `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUpdatePolicyResponse parses an HTTP response from a UpdatePolicyWithResponse call
+func ParseUpdatePolicyResponse(rsp *http.Response) (*UpdatePolicyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdatePolicyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A conditional access policy (spec 2.11) with the list item's fields.
+			Data Policy `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListPolicyDevicesResponse parses an HTTP response from a ListPolicyDevicesWithResponse call
+func ParseListPolicyDevicesResponse(rsp *http.Response) (*ListPolicyDevicesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPolicyDevicesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []struct {
+				AgentStatus   *string                 `json:"agent_status,omitempty"`
+				Id            string                  `json:"id"`
+				JoinType      *string                 `json:"join_type,omitempty"`
+				Name          *string                 `json:"name,omitempty"`
+				PrimarySource *map[string]interface{} `json:"primary_source"`
+			} `json:"data"`
+			Meta OffsetMeta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListPolicyGroupsResponse parses an HTTP response from a ListPolicyGroupsWithResponse call
+func ParseListPolicyGroupsResponse(rsp *http.Response) (*ListPolicyGroupsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPolicyGroupsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []struct {
+				Id            string                       `json:"id"`
+				Name          *string                      `json:"name,omitempty"`
+				PrimarySource *map[string]interface{}      `json:"primary_source"`
+				Type          *ListPolicyGroups200DataType `json:"type,omitempty"`
+			} `json:"data"`
+			Meta OffsetMeta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListPolicyUsersResponse parses an HTTP response from a ListPolicyUsersWithResponse call
+func ParseListPolicyUsersResponse(rsp *http.Response) (*ListPolicyUsersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPolicyUsersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []struct {
+				Email         *string                 `json:"email,omitempty"`
+				Id            string                  `json:"id"`
+				Name          *string                 `json:"name,omitempty"`
+				PrimarySource *map[string]interface{} `json:"primary_source"`
+			} `json:"data"`
+			Meta OffsetMeta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteConditionConfigsResponse parses an HTTP response from a DeleteConditionConfigsWithResponse call
+func ParseDeleteConditionConfigsResponse(rsp *http.Response) (*DeleteConditionConfigsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteConditionConfigsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []ConfigBulkDeleteResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListConditionConfigsResponse parses an HTTP response from a ListConditionConfigsWithResponse call
+func ParseListConditionConfigsResponse(rsp *http.Response) (*ListConditionConfigsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListConditionConfigsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []ConditionConfigItem `json:"data"`
+			Meta OffsetMeta            `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateConditionConfigResponse parses an HTTP response from a CreateConditionConfigWithResponse call
+func ParseCreateConditionConfigResponse(rsp *http.Response) (*CreateConditionConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateConditionConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest ConditionConfig
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetConditionConfigResponse parses an HTTP response from a GetConditionConfigWithResponse call
+func ParseGetConditionConfigResponse(rsp *http.Response) (*GetConditionConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetConditionConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A condition config of the path's family.
+			Data ConditionConfig `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUpdateConditionConfigResponse parses an HTTP response from a UpdateConditionConfigWithResponse call
+func ParseUpdateConditionConfigResponse(rsp *http.Response) (*UpdateConditionConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateConditionConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data A condition config of the path's family.
+			Data ConditionConfig `json:"data"`
+		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

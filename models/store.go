@@ -49,6 +49,10 @@ type Store struct {
 	// Management holds management actions' view columns, uploads and
 	// executions.
 	Management *MgmtStore
+	// ConditionConfigs are the business hours, geolocation and IP source
+	// configs conditional access policies name; Policies the policies.
+	ConditionConfigs *ConditionConfigStore
+	Policies         *PolicyStore
 
 	// idLease is the process's id node lease, when LeaseIDs took one.
 	idLease *IDLease
@@ -103,6 +107,9 @@ func NewStore(db *bun.DB) *Store {
 		DeviceGroups: &DeviceGroupStore{db: db},
 		CAs:          &CAStore{db: db},
 		Management:   &MgmtStore{db: db, d: d},
+
+		ConditionConfigs: &ConditionConfigStore{db: db},
+		Policies:         &PolicyStore{db: db},
 	}
 	s.Templates = &TemplateStore{db: db, blobs: s.Blobs}
 	s.Notifications = &NotificationStore{db: db, Groups: s.Groups, Templates: s.Templates}

@@ -145,6 +145,25 @@ var fixtures = map[string]func(t *testing.T, env *apitest.Env, org *models.Organ
 		}
 		return models.FormatID(tpl.ID)
 	},
+	// Condition configs and conditional access policies.
+	"family": func(*testing.T, *apitest.Env, *models.Organization, map[string]string) string {
+		return string(models.FamilyIPSources)
+	},
+	"config_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
+		c := &models.ConditionConfig{OrgID: org.ID, Family: models.FamilyIPSources, DisplayName: "Fixture " + models.FormatID(models.NewID()), IPAddresses: "192.0.2.0/24"}
+		if err := env.Store.ConditionConfigs.Create(context.Background(), c); err != nil {
+			t.Fatalf("condition config fixture: %v", err)
+		}
+		return models.FormatID(c.ID)
+	},
+	"policy_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
+		p := &models.Policy{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID()), IsEnabled: true, AccessType: models.AccessAllow,
+			EndpointsSettings: []models.EndpointSetting{{Endpoint: models.EndpointNPS}}}
+		if err := env.Store.Policies.Create(context.Background(), p, models.PolicyActor{}); err != nil {
+			t.Fatalf("policy fixture: %v", err)
+		}
+		return models.FormatID(p.ID)
+	},
 }
 
 // deviceFixture registers a device with one local account.
@@ -175,7 +194,7 @@ var devicesByID = map[string]*models.Device{}
 // orgFree are path parameters that name no resource of an organization
 // (an agent type, a management action): a route with only those has no other organization's id
 // to refuse.
-var orgFree = map[string]bool{"agent_type": true, "action_id": true}
+var orgFree = map[string]bool{"agent_type": true, "action_id": true, "family": true}
 
 func orgScoped(path string) bool {
 	for _, m := range pathParam.FindAllStringSubmatch(path, -1) {

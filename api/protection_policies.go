@@ -1,0 +1,382 @@
+package api
+
+import (
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"iam/models"
+	"iam/models/listing"
+)
+
+// policiesPath is where the conditional access policies live (spec 4.3).
+const policiesPath = "/protection/conditional-access-policies"
+
+// policyView is a conditional access policy as the API shows it (spec
+// 2.11), with the list item's fields too.
+type policyView struct {
+	ID                string                        `json:"id"`
+	Name              string                        `json:"name"`
+	Description       string                        `json:"description"`
+	IsEnabled         bool                          `json:"is_enabled"`
+	IsDefaultPolicy   bool                          `json:"is_default_policy"`
+	Priority          int64                         `json:"priority"`
+	IsAgentRequired   bool                          `json:"is_agent_required"`
+	UserAssignments   models.UserAssignments        `json:"user_assignments"`
+	AccessConditions  models.AccessConditions       `json:"access_conditions"`
+	AccessType        string                        `json:"access_type"`
+	Endpoints         []string                      `json:"endpoints"`
+	EndpointsSettings []models.EndpointSetting      `json:"endpoints_settings"`
+	AdvancedSettings  models.PolicyAdvancedSettings `json:"advanced_settings"`
+	LastModifiedTime  time.Time                     `json:"last_modified_time"`
+	LastModifiedUser  string                        `json:"last_modified_user"`
+}
+
+// policyItem is a policy as the list shows it: display_name instead of
+// name, and "All Endpoints" for a policy covering every endpoint.
+type policyItem struct {
+	ID               string    `json:"id"`
+	DisplayName      string    `json:"display_name"`
+	Description      string    `json:"description"`
+	IsEnabled        bool      `json:"is_enabled"`
+	IsDefaultPolicy  bool      `json:"is_default_policy"`
+	Priority         int64     `json:"priority"`
+	IsAgentRequired  bool      `json:"is_agent_required"`
+	AccessType       string    `json:"access_type"`
+	Endpoints        []string  `json:"endpoints"`
+	LastModifiedTime time.Time `json:"last_modified_time"`
+	LastModifiedUser string    `json:"last_modified_user"`
+}
+
+func toRefIDs(ids []int64) []models.RefID {
+	out := make([]models.RefID, len(ids))
+	for i, id := range ids {
+		out[i] = models.RefID(id)
+	}
+	return out
+}
+
+func newPolicyView(p *models.Policy) policyView {
+	conds := p.Conditions
+	if conds == nil {
+		conds = []models.PolicyCondition{}
+	}
+	return policyView{
+		ID: models.FormatID(p.ID), Name: p.Name, Description: p.Description, IsEnabled: p.IsEnabled, IsDefaultPolicy: p.IsDefault,
+		Priority: p.Priority, IsAgentRequired: p.IsAgentRequired(),
+		UserAssignments:  models.UserAssignments{UserIDs: toRefIDs(p.UserIDs), GroupIDs: toRefIDs(p.GroupIDs), UsersCount: len(p.UserIDs), GroupsCount: len(p.GroupIDs)},
+		AccessConditions: models.AccessConditions{CriteriaExpression: p.CriteriaExpression, Conditions: conds},
+		AccessType:       p.AccessType, Endpoints: p.Endpoints(), EndpointsSettings: p.EndpointsSettings, AdvancedSettings: p.AdvancedSettings,
+		LastModifiedTime: p.UpdatedAt, LastModifiedUser: p.UpdatedByName,
+	}
+}
+
+func newPolicyItem(p *models.Policy) policyItem {
+	endpoints := p.Endpoints()
+	if len(endpoints) == len(models.Endpoints) {
+		endpoints = []string{models.AllEndpoints}
+	}
+	return policyItem{ID: models.FormatID(p.ID), DisplayName: p.Name, Description: p.Description, IsEnabled: p.IsEnabled,
+		IsDefaultPolicy: p.IsDefault, Priority: p.Priority, IsAgentRequired: p.IsAgentRequired(), AccessType: p.AccessType,
+		Endpoints: endpoints, LastModifiedTime: p.UpdatedAt, LastModifiedUser: p.UpdatedByName}
+}
+
+// policyRequest is the body of POST, and of PATCH once merged over the
+// policy as GET shows it. endpoints, when given, must be the endpoints of
+// endpoints_settings (it is derived from them).
+type policyRequest struct {
+	Name              string                        `json:"name"`
+	Description       string                        `json:"description"`
+	IsEnabled         *bool                         `json:"is_enabled"`
+	UserAssignments   models.UserAssignments        `json:"user_assignments"`
+	AccessConditions  models.AccessConditions       `json:"access_conditions"`
+	AccessType        string                        `json:"access_type"`
+	Endpoints         []string                      `json:"endpoints"`
+	EndpointsSettings []models.EndpointSetting      `json:"endpoints_settings"`
+	AdvancedSettings  models.PolicyAdvancedSettings `json:"advanced_settings"`
+}
+
+// toModel turns the request into a policy of orgID; is_enabled defaults to
+// true.
+func (r *policyRequest) toModel(orgID int64) (*models.Policy, error) {
+	p := &models.Policy{OrgID: orgID, Name: r.Name, Description: r.Description, IsEnabled: r.IsEnabled == nil || *r.IsEnabled,
+		AccessType: r.AccessType, CriteriaExpression: r.AccessConditions.CriteriaExpression, Conditions: r.AccessConditions.Conditions,
+		EndpointsSettings: r.EndpointsSettings, AdvancedSettings: r.AdvancedSettings}
+	for _, id := range r.UserAssignments.UserIDs {
+		p.UserIDs = append(p.UserIDs, int64(id))
+	}
+	for _, id := range r.UserAssignments.GroupIDs {
+		p.GroupIDs = append(p.GroupIDs, int64(id))
+	}
+	if r.Endpoints != nil {
+		want := slices.Clone(r.Endpoints)
+		if slices.Equal(want, []string{models.AllEndpoints}) {
+			want = slices.Clone(models.Endpoints)
+		}
+		slices.Sort(want)
+		var have []string
+		for _, s := range r.EndpointsSettings {
+			have = append(have, s.Endpoint)
+		}
+		slices.Sort(have)
+		if !slices.Equal(slices.Compact(want), have) {
+			return nil, models.Invalid("endpoints", "must list the endpoints of endpoints_settings (or leave endpoints out: it follows them)")
+		}
+	}
+	return p, nil
+}
+
+func actorOf(c *gin.Context) models.PolicyActor {
+	p := principal(c)
+	return models.PolicyActor{UserID: p.UserID, ClientID: p.ClientID}
+}
+
+// listPolicies: GET /protection/conditional-access-policies (offset
+// paging, priority order).
+func (s *Server) listPolicies(c *gin.Context) error {
+	params, err := listing.Parse(c.Request.URL.Query(), models.PolicyListing)
+	if err != nil {
+		return err
+	}
+	list, meta, err := s.store.Policies.List(c.Request.Context(), principal(c).OrgID, params)
+	if err != nil {
+		return err
+	}
+	items := make([]policyItem, len(list))
+	for i := range list {
+		items[i] = newPolicyItem(&list[i])
+	}
+	c.JSON(http.StatusOK, gin.H{"data": listing.Project(items, params.Fields), "meta": meta})
+	return nil
+}
+
+// createPolicy: POST /protection/conditional-access-policies, 201 {data:
+// policy}; the new policy comes just before the default one.
+func (s *Server) createPolicy(c *gin.Context) error {
+	var req policyRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	p, err := req.toModel(principal(c).OrgID)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request.Context()
+	if err := s.store.Policies.Create(ctx, p, actorOf(c)); err != nil {
+		return err
+	}
+	got, err := s.store.Policies.Get(ctx, p.OrgID, p.ID)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusCreated, gin.H{"data": newPolicyView(got)})
+	return nil
+}
+
+// getPolicy: GET .../{policy_id}, {data: policy}.
+func (s *Server) getPolicy(c *gin.Context) error {
+	id, err := pathID(c, "policy_id", models.ErrPolicyNotFound)
+	if err != nil {
+		return err
+	}
+	p, err := s.store.Policies.Get(c.Request.Context(), principal(c).OrgID, id)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, gin.H{"data": newPolicyView(p)})
+	return nil
+}
+
+// readOnlyPolicyFields are the members of a policy's view a PATCH cannot
+// set; they are dropped from the document the patch applies to.
+var readOnlyPolicyFields = []string{"id", "is_default_policy", "priority", "is_agent_required", "endpoints", "last_modified_time", "last_modified_user"}
+
+// updatePolicy: PATCH .../{policy_id}, a JSON merge patch over the policy
+// as GET shows it (arrays replace); the result is checked whole.
+func (s *Server) updatePolicy(c *gin.Context) error {
+	id, err := pathID(c, "policy_id", models.ErrPolicyNotFound)
+	if err != nil {
+		return err
+	}
+	patch, err := decodePatch(c)
+	if err != nil {
+		return err
+	}
+	orgID := principal(c).OrgID
+	p, err := s.store.Policies.Update(c.Request.Context(), orgID, id, actorOf(c), func(cur *models.Policy) (*models.Policy, error) {
+		var req policyRequest
+		err := mergeRequest(newPolicyView(cur), patch, func(doc, patch map[string]any) {
+			for _, k := range readOnlyPolicyFields {
+				if _, given := patch[k]; !given || k != "endpoints" {
+					delete(doc, k)
+				}
+			}
+		}, &req)
+		if err != nil {
+			return nil, err
+		}
+		return req.toModel(orgID)
+	})
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, gin.H{"data": newPolicyView(p)})
+	return nil
+}
+
+// deletePolicy: DELETE .../{policy_id}, 204; 409 for the default policy.
+func (s *Server) deletePolicy(c *gin.Context) error {
+	id, err := pathID(c, "policy_id", models.ErrPolicyNotFound)
+	if err != nil {
+		return err
+	}
+	if err := s.store.Policies.Delete(c.Request.Context(), principal(c).OrgID, id); err != nil {
+		return err
+	}
+	c.Status(http.StatusNoContent)
+	return nil
+}
+
+// priorityRequest is the body of PUT .../priority.
+type priorityRequest struct {
+	IDs []string `json:"ids"`
+}
+
+// reorderPolicies: PUT .../priority {ids: [every non-default policy id, in
+// the new order]}; 200 with the policies as the list shows them, in their
+// new order.
+func (s *Server) reorderPolicies(c *gin.Context) error {
+	var req priorityRequest
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.IDs == nil {
+		return models.Invalid("ids", "is required: every policy id but the default's, in the new order")
+	}
+	if len(req.IDs) > models.PolicyLimits.MaxPolicies {
+		return models.Invalid("ids", "holds more than %d ids", models.PolicyLimits.MaxPolicies)
+	}
+	ids := make([]int64, len(req.IDs))
+	for i, raw := range req.IDs {
+		id, err := models.ParseID("ids", raw)
+		if err != nil {
+			return models.Invalid("ids", "%q is not a policy id", raw)
+		}
+		ids[i] = id
+	}
+	ctx := c.Request.Context()
+	orgID := principal(c).OrgID
+	if err := s.store.Policies.Reorder(ctx, orgID, ids); err != nil {
+		return err
+	}
+	params, err := listing.Parse(map[string][]string{"limit": {"1000"}}, models.PolicyListing)
+	if err != nil {
+		return err
+	}
+	list, _, err := s.store.Policies.List(ctx, orgID, params)
+	if err != nil {
+		return err
+	}
+	items := make([]policyItem, len(list))
+	for i := range list {
+		items[i] = newPolicyItem(&list[i])
+	}
+	c.JSON(http.StatusOK, gin.H{"data": items})
+	return nil
+}
+
+// Sub-list items (spec 4.3).
+type policyUserItem struct {
+	ID            string                `json:"id"`
+	Name          string                `json:"name"`
+	Email         string                `json:"email"`
+	PrimarySource *models.PrimarySource `json:"primary_source"`
+}
+
+type policyGroupItem struct {
+	ID            string                `json:"id"`
+	Name          string                `json:"name"`
+	Type          string                `json:"type"`
+	PrimarySource *models.PrimarySource `json:"primary_source"`
+}
+
+type policyDeviceItem struct {
+	ID            string                `json:"id"`
+	Name          string                `json:"name"`
+	JoinType      string                `json:"join_type"`
+	PrimarySource *models.PrimarySource `json:"primary_source"`
+	AgentStatus   string                `json:"agent_status"`
+}
+
+// policyUsers: GET .../{policy_id}/user-assignment-users.
+func (s *Server) policyUsers(c *gin.Context) error {
+	id, err := pathID(c, "policy_id", models.ErrPolicyNotFound)
+	if err != nil {
+		return err
+	}
+	params, err := listing.Parse(c.Request.URL.Query(), models.PolicyUserListing)
+	if err != nil {
+		return err
+	}
+	list, meta, err := s.store.Policies.AssignedUsers(c.Request.Context(), principal(c).OrgID, id, params)
+	if err != nil {
+		return err
+	}
+	items := make([]policyUserItem, len(list))
+	for i, u := range list {
+		items[i] = policyUserItem{ID: models.FormatID(u.ID), Name: u.Name, Email: u.Email, PrimarySource: u.PrimarySource}
+	}
+	c.JSON(http.StatusOK, gin.H{"data": listing.Project(items, params.Fields), "meta": meta})
+	return nil
+}
+
+// policyGroups: GET .../{policy_id}/user-assignment-groups.
+func (s *Server) policyGroups(c *gin.Context) error {
+	id, err := pathID(c, "policy_id", models.ErrPolicyNotFound)
+	if err != nil {
+		return err
+	}
+	params, err := listing.Parse(c.Request.URL.Query(), models.PolicyGroupListing)
+	if err != nil {
+		return err
+	}
+	list, meta, err := s.store.Policies.AssignedGroups(c.Request.Context(), principal(c).OrgID, id, params)
+	if err != nil {
+		return err
+	}
+	items := make([]policyGroupItem, len(list))
+	for i, g := range list {
+		typ := "static"
+		if g.IsDynamic {
+			typ = "dynamic"
+		}
+		items[i] = policyGroupItem{ID: models.FormatID(g.ID), Name: g.Name, Type: typ, PrimarySource: g.PrimarySource}
+	}
+	c.JSON(http.StatusOK, gin.H{"data": listing.Project(items, params.Fields), "meta": meta})
+	return nil
+}
+
+// policyDevices: GET .../{policy_id}/protected-devices. Devices have no
+// directory source: primary_source is null.
+func (s *Server) policyDevices(c *gin.Context) error {
+	id, err := pathID(c, "policy_id", models.ErrPolicyNotFound)
+	if err != nil {
+		return err
+	}
+	params, err := listing.Parse(c.Request.URL.Query(), models.PolicyDeviceListing)
+	if err != nil {
+		return err
+	}
+	list, meta, err := s.store.Policies.ProtectedDevices(c.Request.Context(), principal(c).OrgID, id, params, s.packages.versions())
+	if err != nil {
+		return err
+	}
+	items := make([]policyDeviceItem, len(list))
+	for i, d := range list {
+		items[i] = policyDeviceItem{ID: models.FormatID(d.ID), Name: d.Name, JoinType: d.JoinType, AgentStatus: d.ListedAgentStatus}
+	}
+	c.JSON(http.StatusOK, gin.H{"data": listing.Project(items, params.Fields), "meta": meta})
+	return nil
+}
