@@ -112,6 +112,9 @@ func (s *Server) Routes() []Route {
 		{Method: "PATCH", Path: caConfigsPath + "/:ca_config_id", Scopes: Scopes("auth", "UPDATE", "WRITE", "ALL"), Handler: handle(s.updateCAConfig), MaxBody: caMaxBody},
 		{Method: "DELETE", Path: caConfigsPath + "/:ca_config_id", Scopes: Scopes("auth", "DELETE", "WRITE", "ALL"), Handler: handle(s.deleteCAConfig)},
 
+		// Conditional access decisions: "what if" for admins (docs/protection.md).
+		{Method: "POST", Path: policiesPath + "/evaluate", Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.evaluatePolicies)},
+
 		// Management actions (spec 4.5): scopes as the spec's table
 		// (operations compare ignoring case).
 		{Method: "GET", Path: mgmtPath + "/data", Scopes: Scopes("management", "READ", "ALL"), Handler: handle(s.mgmtData)},

@@ -127,6 +127,12 @@ const (
 	ConfigBulkDeleteResultStatusN409 ConfigBulkDeleteResultStatus = 409
 )
 
+// Defines values for DecisionDecision.
+const (
+	DecisionDecisionAllow DecisionDecision = "allow"
+	DecisionDecisionDeny  DecisionDecision = "deny"
+)
+
 // Defines values for DeviceAgentStatus.
 const (
 	DeviceAgentStatusActive   DeviceAgentStatus = "active"
@@ -224,6 +230,15 @@ const (
 	EndpointSettingTypeNPSVPN           EndpointSettingType = "NPS_VPN"
 	EndpointSettingTypeSSOApplications  EndpointSettingType = "SSOApplications"
 	EndpointSettingTypeSensitiveActions EndpointSettingType = "SensitiveActions"
+)
+
+// Defines values for EvaluateRequestEndpoint.
+const (
+	EvaluateRequestEndpointComputerDevices EvaluateRequestEndpoint = "ComputerDevices"
+	EvaluateRequestEndpointIIS             EvaluateRequestEndpoint = "IIS"
+	EvaluateRequestEndpointIdentityServer  EvaluateRequestEndpoint = "IdentityServer"
+	EvaluateRequestEndpointNPS             EvaluateRequestEndpoint = "NPS"
+	EvaluateRequestEndpointSSOApplications EvaluateRequestEndpoint = "SSOApplications"
 )
 
 // Defines values for ExecutionAction.
@@ -939,6 +954,43 @@ type CursorMeta struct {
 	TotalNoOfObjects int     `json:"total_no_of_objects"`
 }
 
+// Decision defines model for Decision.
+type Decision struct {
+	// AdvancedSettings The deciding policy's advanced_settings: captcha and backup codes (spec 2.11).
+	AdvancedSettings *map[string]interface{} `json:"advanced_settings"`
+	Decision         DecisionDecision        `json:"decision"`
+
+	// EndpointAdvancedSettings The deciding setting's advanced_settings (MFA timeout, trust, RADIUS).
+	EndpointAdvancedSettings *map[string]interface{} `json:"endpoint_advanced_settings"`
+	Evaluated                []struct {
+		Matched  bool     `json:"matched"`
+		Name     *string  `json:"name,omitempty"`
+		PolicyId string   `json:"policy_id"`
+		Priority *int     `json:"priority,omitempty"`
+		Reasons  []string `json:"reasons"`
+	} `json:"evaluated"`
+
+	// Policy The deciding policy; null when none applied (deny).
+	Policy *struct {
+		Id   string `json:"id"`
+		Name string `json:"name"`
+	} `json:"policy"`
+
+	// PrimaryAuthentication The deciding setting's primary_authentication (spec 2.11).
+	PrimaryAuthentication *map[string]interface{} `json:"primary_authentication"`
+
+	// SecondaryAuthentication The deciding setting's secondary_authentication (spec 2.11).
+	SecondaryAuthentication *map[string]interface{} `json:"secondary_authentication"`
+}
+
+// DecisionDecision defines model for Decision.Decision.
+type DecisionDecision string
+
+// DecisionEnvelope defines model for DecisionEnvelope.
+type DecisionEnvelope struct {
+	Data Decision `json:"data"`
+}
+
 // Device A device (spec 2.3). With `fields`, only the named attributes and id.
 type Device struct {
 	AgentInstalledTime *time.Time         `json:"agent_installed_time,omitempty"`
@@ -1136,6 +1188,21 @@ type Error struct {
 		Title  string `json:"title"`
 	} `json:"error"`
 }
+
+// EvaluateRequest defines model for EvaluateRequest.
+type EvaluateRequest struct {
+	Action   *string                 `json:"action,omitempty"`
+	DeviceId *string                 `json:"device_id,omitempty"`
+	Endpoint EvaluateRequestEndpoint `json:"endpoint"`
+
+	// Ip IPv4 or IPv6 address.
+	Ip     string     `json:"ip"`
+	Time   *time.Time `json:"time,omitempty"`
+	UserId string     `json:"user_id"`
+}
+
+// EvaluateRequestEndpoint defines model for EvaluateRequest.Endpoint.
+type EvaluateRequestEndpoint string
 
 // ExecuteRequest defines model for ExecuteRequest.
 type ExecuteRequest struct {
@@ -2536,6 +2603,14 @@ type ViewColumns struct {
 	Data []string `json:"data"`
 }
 
+// AgentAuthorizeJSONBody defines parameters for AgentAuthorize.
+type AgentAuthorizeJSONBody struct {
+	Action   string  `json:"action"`
+	Ip       string  `json:"ip"`
+	UserId   *string `json:"user_id,omitempty"`
+	UserName *string `json:"user_name,omitempty"`
+}
+
 // UpdateAccountLinkingSettingsJSONBody defines parameters for UpdateAccountLinkingSettings.
 type UpdateAccountLinkingSettingsJSONBody = map[string]interface{}
 
@@ -3198,6 +3273,9 @@ type OauthRevokeTokenParams struct {
 	Token *string `form:"token,omitempty" json:"token,omitempty"`
 }
 
+// AgentAuthorizeJSONRequestBody defines body for AgentAuthorize for application/json ContentType.
+type AgentAuthorizeJSONRequestBody AgentAuthorizeJSONBody
+
 // AgentCheckinJSONRequestBody defines body for AgentCheckin for application/json ContentType.
 type AgentCheckinJSONRequestBody = AgentCheckin
 
@@ -3242,6 +3320,9 @@ type UpdateCAConfigMultipartRequestBody = CAConfigForm
 
 // CreatePolicyJSONRequestBody defines body for CreatePolicy for application/json ContentType.
 type CreatePolicyJSONRequestBody = PolicyWrite
+
+// EvaluateConditionalAccessJSONRequestBody defines body for EvaluateConditionalAccess for application/json ContentType.
+type EvaluateConditionalAccessJSONRequestBody = EvaluateRequest
 
 // ReorderPoliciesJSONRequestBody defines body for ReorderPolicies for application/json ContentType.
 type ReorderPoliciesJSONRequestBody ReorderPoliciesJSONBody
@@ -3594,6 +3675,11 @@ type ClientInterface interface {
 	// GetOAuthServerMetadata request
 	GetOAuthServerMetadata(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// AgentAuthorizeWithBody request with any body
+	AgentAuthorizeWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	AgentAuthorize(ctx context.Context, body AgentAuthorizeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// AgentCheckinWithBody request with any body
 	AgentCheckinWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -3785,6 +3871,11 @@ type ClientInterface interface {
 	CreatePolicyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	CreatePolicy(ctx context.Context, body CreatePolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EvaluateConditionalAccessWithBody request with any body
+	EvaluateConditionalAccessWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	EvaluateConditionalAccess(ctx context.Context, body EvaluateConditionalAccessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReorderPoliciesWithBody request with any body
 	ReorderPoliciesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3992,6 +4083,30 @@ type ClientInterface interface {
 
 func (c *Client) GetOAuthServerMetadata(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOAuthServerMetadataRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) AgentAuthorizeWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAgentAuthorizeRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) AgentAuthorize(ctx context.Context, body AgentAuthorizeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAgentAuthorizeRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4808,6 +4923,30 @@ func (c *Client) CreatePolicyWithBody(ctx context.Context, contentType string, b
 
 func (c *Client) CreatePolicy(ctx context.Context, body CreatePolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreatePolicyRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) EvaluateConditionalAccessWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEvaluateConditionalAccessRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) EvaluateConditionalAccess(ctx context.Context, body EvaluateConditionalAccessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEvaluateConditionalAccessRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5729,6 +5868,46 @@ func NewGetOAuthServerMetadataRequest(server string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewAgentAuthorizeRequest calls the generic AgentAuthorize builder with application/json body
+func NewAgentAuthorizeRequest(server string, body AgentAuthorizeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAgentAuthorizeRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewAgentAuthorizeRequestWithBody generates requests for AgentAuthorize with any type of body
+func NewAgentAuthorizeRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/agent/v1/authorize")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -8893,6 +9072,46 @@ func NewCreatePolicyRequestWithBody(server string, contentType string, body io.R
 	}
 
 	operationPath := fmt.Sprintf("/api/v1/protection/conditional-access-policies")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewEvaluateConditionalAccessRequest calls the generic EvaluateConditionalAccess builder with application/json body
+func NewEvaluateConditionalAccessRequest(server string, body EvaluateConditionalAccessJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewEvaluateConditionalAccessRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewEvaluateConditionalAccessRequestWithBody generates requests for EvaluateConditionalAccess with any type of body
+func NewEvaluateConditionalAccessRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/conditional-access-policies/evaluate")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -12198,6 +12417,11 @@ type ClientWithResponsesInterface interface {
 	// GetOAuthServerMetadataWithResponse request
 	GetOAuthServerMetadataWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOAuthServerMetadataResponse, error)
 
+	// AgentAuthorizeWithBodyWithResponse request with any body
+	AgentAuthorizeWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AgentAuthorizeResponse, error)
+
+	AgentAuthorizeWithResponse(ctx context.Context, body AgentAuthorizeJSONRequestBody, reqEditors ...RequestEditorFn) (*AgentAuthorizeResponse, error)
+
 	// AgentCheckinWithBodyWithResponse request with any body
 	AgentCheckinWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AgentCheckinResponse, error)
 
@@ -12389,6 +12613,11 @@ type ClientWithResponsesInterface interface {
 	CreatePolicyWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePolicyResponse, error)
 
 	CreatePolicyWithResponse(ctx context.Context, body CreatePolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePolicyResponse, error)
+
+	// EvaluateConditionalAccessWithBodyWithResponse request with any body
+	EvaluateConditionalAccessWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EvaluateConditionalAccessResponse, error)
+
+	EvaluateConditionalAccessWithResponse(ctx context.Context, body EvaluateConditionalAccessJSONRequestBody, reqEditors ...RequestEditorFn) (*EvaluateConditionalAccessResponse, error)
 
 	// ReorderPoliciesWithBodyWithResponse request with any body
 	ReorderPoliciesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReorderPoliciesResponse, error)
@@ -12610,6 +12839,35 @@ func (r GetOAuthServerMetadataResponse) Status() string {
 
 // StatusCode returns HTTPResponse.StatusCode
 func (r GetOAuthServerMetadataResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type AgentAuthorizeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *DecisionEnvelope
+	JSON400      *BadRequest
+	JSON401      *Error
+	JSON404      *NotFound
+	JSON413      *TooLarge
+	JSON415      *UnsupportedMediaType
+	JSON429      *Error
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r AgentAuthorizeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AgentAuthorizeResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -14230,6 +14488,35 @@ func (r CreatePolicyResponse) StatusCode() int {
 	return 0
 }
 
+type EvaluateConditionalAccessResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *DecisionEnvelope
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON413      *TooLarge
+	JSON415      *UnsupportedMediaType
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r EvaluateConditionalAccessResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r EvaluateConditionalAccessResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
 type ReorderPoliciesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15782,6 +16069,23 @@ func (c *ClientWithResponses) GetOAuthServerMetadataWithResponse(ctx context.Con
 	return ParseGetOAuthServerMetadataResponse(rsp)
 }
 
+// AgentAuthorizeWithBodyWithResponse request with arbitrary body returning *AgentAuthorizeResponse
+func (c *ClientWithResponses) AgentAuthorizeWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AgentAuthorizeResponse, error) {
+	rsp, err := c.AgentAuthorizeWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAgentAuthorizeResponse(rsp)
+}
+
+func (c *ClientWithResponses) AgentAuthorizeWithResponse(ctx context.Context, body AgentAuthorizeJSONRequestBody, reqEditors ...RequestEditorFn) (*AgentAuthorizeResponse, error) {
+	rsp, err := c.AgentAuthorize(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAgentAuthorizeResponse(rsp)
+}
+
 // AgentCheckinWithBodyWithResponse request with arbitrary body returning *AgentCheckinResponse
 func (c *ClientWithResponses) AgentCheckinWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AgentCheckinResponse, error) {
 	rsp, err := c.AgentCheckinWithBody(ctx, contentType, body, reqEditors...)
@@ -16380,6 +16684,23 @@ func (c *ClientWithResponses) CreatePolicyWithResponse(ctx context.Context, body
 		return nil, err
 	}
 	return ParseCreatePolicyResponse(rsp)
+}
+
+// EvaluateConditionalAccessWithBodyWithResponse request with arbitrary body returning *EvaluateConditionalAccessResponse
+func (c *ClientWithResponses) EvaluateConditionalAccessWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EvaluateConditionalAccessResponse, error) {
+	rsp, err := c.EvaluateConditionalAccessWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEvaluateConditionalAccessResponse(rsp)
+}
+
+func (c *ClientWithResponses) EvaluateConditionalAccessWithResponse(ctx context.Context, body EvaluateConditionalAccessJSONRequestBody, reqEditors ...RequestEditorFn) (*EvaluateConditionalAccessResponse, error) {
+	rsp, err := c.EvaluateConditionalAccess(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEvaluateConditionalAccessResponse(rsp)
 }
 
 // ReorderPoliciesWithBodyWithResponse request with arbitrary body returning *ReorderPoliciesResponse
@@ -17049,6 +17370,81 @@ func ParseGetOAuthServerMetadataResponse(rsp *http.Response) (*GetOAuthServerMet
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseAgentAuthorizeResponse parses an HTTP response from a AgentAuthorizeWithResponse call
+func ParseAgentAuthorizeResponse(rsp *http.Response) (*AgentAuthorizeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AgentAuthorizeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DecisionEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -20473,6 +20869,81 @@ func ParseCreatePolicyResponse(rsp *http.Response) (*CreatePolicyResponse, error
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseEvaluateConditionalAccessResponse parses an HTTP response from a EvaluateConditionalAccessWithResponse call
+func ParseEvaluateConditionalAccessResponse(rsp *http.Response) (*EvaluateConditionalAccessResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &EvaluateConditionalAccessResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DecisionEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest TooLarge

@@ -125,7 +125,9 @@ func TestDecide_Table(t *testing.T) {
 	noon := at("2026-06-10T12:00:00Z")
 
 	// The deny policy of each case decides when its conditions hold; else the default allows.
-	denyIf := func(conds ...models.PolicyCondition) models.Policy { return base(1, "Guard", models.AccessDeny, conds...) }
+	denyIf := func(conds ...models.PolicyCondition) models.Policy {
+		return base(1, "Guard", models.AccessDeny, conds...)
+	}
 	cases := []struct {
 		name    string
 		set     *models.PolicySet
