@@ -51,7 +51,7 @@ func parseDecisionIP(s string) (netip.Addr, error) {
 // decideFor fills the request's user and device groups and decides.
 // ENOTFOUND for a user or device not of the organization.
 func (s *Server) decideFor(ctx context.Context, orgID int64, req decide.Request) (*decide.Decision, error) {
-	ok, groups, err := s.store.DeviceGroups.UserGroupIDs(ctx, orgID, req.UserID)
+	ok, groups, version, err := s.store.DeviceGroups.UserDecisionFacts(ctx, orgID, req.UserID)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +69,7 @@ func (s *Server) decideFor(ctx context.Context, orgID int64, req decide.Request)
 		}
 		req.DeviceGroups = dgroups
 	}
-	snap, err := s.decisions.Get(ctx, orgID)
+	snap, err := s.decisions.At(ctx, orgID, version)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +115,18 @@ func (s *Server) evaluatePolicies(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, gin.H{"data": d})
+	return writeDecision(c, d)
+}
+
+// writeDecision answers {data: decision}, written by hand (AppendJSON).
+func writeDecision(c *gin.Context, d *decide.Decision) error {
+	buf := make([]byte, 0, 4096)
+	buf = append(buf, `{"data":`...)
+	buf, err := d.AppendJSON(buf)
+	if err != nil {
+		return err
+	}
+	c.Data(http.StatusOK, "application/json; charset=utf-8", append(buf, '}'))
 	return nil
 }
 
@@ -161,6 +172,5 @@ func (s *Server) agentAuthorize(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, gin.H{"data": d})
-	return nil
+	return writeDecision(c, d)
 }

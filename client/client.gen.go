@@ -970,6 +970,9 @@ type Decision struct {
 		Reasons  []string `json:"reasons"`
 	} `json:"evaluated"`
 
+	// NotAssigned Policies before the deciding one passed over because they are not assigned to the user (not listed in evaluated).
+	NotAssigned *int `json:"not_assigned,omitempty"`
+
 	// Policy The deciding policy; null when none applied (deny).
 	Policy *struct {
 		Id   string `json:"id"`

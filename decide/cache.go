@@ -46,6 +46,12 @@ func (c *Cache) Get(ctx context.Context, orgID int64) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.At(ctx, orgID, v)
+}
+
+// At returns the organization's snapshot of version v, which the caller
+// read (with other facts, in one query) just before.
+func (c *Cache) At(ctx context.Context, orgID, v int64) (*Snapshot, error) {
 	c.mu.Lock()
 	e := c.m[orgID]
 	if e == nil {

@@ -1,8 +1,10 @@
 package decide
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,12 +41,30 @@ type PolicyRef struct {
 // Evaluated is one policy considered, in priority order, and why it
 // matched or not.
 type Evaluated struct {
-	PolicyID string   `json:"policy_id"`
-	Name     string   `json:"name"`
-	Priority int64    `json:"priority"`
-	Matched  bool     `json:"matched"`
-	Reasons  []string `json:"reasons"`
+	PolicyID string  `json:"policy_id"`
+	Name     string  `json:"name"`
+	Priority int64   `json:"priority"`
+	Matched  bool    `json:"matched"`
+	Reasons  Reasons `json:"reasons"`
 }
+
+// Reasons are the reasons of one policy, written out only when asked
+// (Strings, or JSON): a decision itself formats nothing.
+type Reasons []func() string
+
+// Strings writes the reasons out.
+func (r Reasons) Strings() []string {
+	out := make([]string, len(r))
+	for i, f := range r {
+		out[i] = f()
+	}
+	return out
+}
+
+// MarshalJSON writes the reasons as an array of strings.
+func (r Reasons) MarshalJSON() ([]byte, error) { return json.Marshal(r.Strings()) }
+
+func text(s string) func() string { return func() string { return s } }
 
 // Decision is the answer: allow or deny, the deciding policy, what it asks
 // for, and every policy considered.
@@ -56,6 +76,9 @@ type Decision struct {
 	AdvancedSettings         *models.PolicyAdvancedSettings   `json:"advanced_settings"`
 	EndpointAdvancedSettings *models.EndpointAdvancedSettings `json:"endpoint_advanced_settings"`
 	Evaluated                []Evaluated                      `json:"evaluated"`
+	// NotAssigned counts the policies before the deciding one that were not
+	// considered because they are not assigned to the user.
+	NotAssigned int `json:"not_assigned"`
 }
 
 // Decide evaluates the snapshot's policies in priority order (1 first, the
@@ -72,15 +95,17 @@ func Decide(s *Snapshot, req Request, geo Locator) Decision {
 		req.IP = req.IP.Unmap().WithZone("") // an IPv4-mapped address is the IPv4 address
 	}
 	ev := evaluator{req: req, geo: geo}
-	for i := range s.policies {
+	cands := s.candidates(req.UserID, req.UserGroups)
+	for k, i := range cands {
 		p := &s.policies[i]
-		e := Evaluated{PolicyID: models.FormatID(p.id), Name: p.name, Priority: p.priority}
+		e := Evaluated{PolicyID: models.FormatID(p.id), Name: p.name, Priority: p.priority, Reasons: make(Reasons, 0, 3+len(p.conds))}
 		st, ok := ev.applies(p, &e)
 		e.Matched = ok
 		out.Evaluated = append(out.Evaluated, e)
 		if !ok {
 			continue
 		}
+		out.NotAssigned = int(i) + 1 - (k + 1)
 		out.Decision = p.access
 		out.Policy = &PolicyRef{ID: models.FormatID(p.id), Name: p.name}
 		out.PrimaryAuthentication = &st.src.PrimaryAuthentication
@@ -90,26 +115,70 @@ func Decide(s *Snapshot, req Request, geo Locator) Decision {
 		out.AdvancedSettings = &adv
 		return out
 	}
+	out.NotAssigned = len(s.policies) - len(cands)
 	return out
 }
 
 type evaluator struct {
 	req Request
 	geo Locator
+	// The request's hour of the week in each zone met, computed once.
+	zones []zoneHour
 	// The address's country, looked up once per decision.
 	looked  bool
 	country string
 	why     string
 }
 
+type zoneHour struct {
+	loc   *time.Location
+	index int
+	local time.Time
+}
+
+// hourIn returns the request's hour of the week (Sunday 00:00 is 0) and
+// local time in loc.
+func (ev *evaluator) hourIn(loc *time.Location) (int, time.Time) {
+	for _, z := range ev.zones {
+		if z.loc == loc {
+			return z.index, z.local
+		}
+	}
+	lt := ev.req.Time.In(loc)
+	z := zoneHour{loc: loc, index: int(lt.Weekday())*24 + lt.Hour(), local: lt}
+	ev.zones = append(ev.zones, z)
+	return z.index, z.local
+}
+
+// applies reports whether the policy applies, with its reasons: every
+// check for a policy that applies; for one that does not, the checks that
+// failed and the criteria's value (what tells why not).
 func (ev *evaluator) applies(p *policy, e *Evaluated) (*setting, bool) {
+	var failed uint64 // bit i: reason i is a failed check (at most 3+20+1 reasons)
+	fail := func() { failed |= 1 << uint(len(e.Reasons)-1) }
+	st, ok := ev.check(p, e, fail)
+	if !ok {
+		kept := e.Reasons[:0]
+		for i, r := range e.Reasons {
+			if failed&(1<<uint(i)) != 0 {
+				kept = append(kept, r)
+			}
+		}
+		e.Reasons = kept
+	}
+	return st, ok
+}
+
+// check runs the policy's checks, appending a reason for each and calling
+// fail right after the reason of a check that failed.
+func (ev *evaluator) check(p *policy, e *Evaluated, fail func()) (*setting, bool) {
 	req := ev.req
-	// Users.
+	// Users (assigned already).
 	switch {
 	case p.isDefault:
-		e.Reasons = append(e.Reasons, "user: the default policy applies to every user")
+		e.Reasons = append(e.Reasons, text("user: the default policy applies to every user"))
 	case p.users[req.UserID]:
-		e.Reasons = append(e.Reasons, fmt.Sprintf("user: %d is assigned directly", req.UserID))
+		e.Reasons = append(e.Reasons, func() string { return "user: " + itoa(req.UserID) + " is assigned directly" })
 	default:
 		group := int64(0)
 		for _, g := range req.UserGroups {
@@ -118,46 +187,56 @@ func (ev *evaluator) applies(p *policy, e *Evaluated) (*setting, bool) {
 				break
 			}
 		}
-		if group == 0 {
-			e.Reasons = append(e.Reasons, fmt.Sprintf("user: %d is not assigned, directly or through a group", req.UserID))
-			return nil, false
-		}
-		e.Reasons = append(e.Reasons, fmt.Sprintf("user: %d is assigned through group %d", req.UserID, group))
+		e.Reasons = append(e.Reasons, func() string { return "user: " + itoa(req.UserID) + " is assigned through group " + itoa(group) })
 	}
 	// Endpoint, action, device.
 	st, why := ev.setting(p)
 	e.Reasons = append(e.Reasons, why)
 	if st == nil {
+		fail()
 		return nil, false
 	}
 	// Criteria.
 	if p.broken != "" {
-		e.Reasons = append(e.Reasons, "criteria: "+p.broken)
+		e.Reasons = append(e.Reasons, text("criteria: "+p.broken))
+		fail()
 		return nil, false
 	}
 	if len(p.conds) == 0 {
-		e.Reasons = append(e.Reasons, "criteria: no conditions")
+		e.Reasons = append(e.Reasons, text("criteria: no conditions"))
 		return st, true
 	}
-	holds := make(map[int]bool, len(p.conds))
+	var small [24]bool
+	holds := small[:0]
 	for i := range p.conds {
-		c := &p.conds[i]
-		ok, reason := ev.condition(c)
-		holds[c.seq] = ok
+		ok, reason := ev.condition(&p.conds[i])
+		holds = append(holds, ok)
 		e.Reasons = append(e.Reasons, reason)
+		if !ok {
+			fail()
+		}
 	}
 	var ok bool
 	if p.expr != nil {
-		ok = p.expr.Eval(func(n int) bool { return holds[n] })
-		e.Reasons = append(e.Reasons, fmt.Sprintf("criteria: %s is %v", p.expr.String(), ok))
+		ok = p.expr.Eval(func(n int) bool {
+			for i := range p.conds {
+				if p.conds[i].seq == n {
+					return holds[i]
+				}
+			}
+			return false
+		})
+		expr := p.expr
+		e.Reasons = append(e.Reasons, func() string { return "criteria: " + expr.String() + " is " + strconv.FormatBool(ok) })
 	} else {
 		ok = true
 		for _, h := range holds {
 			ok = ok && h
 		}
-		e.Reasons = append(e.Reasons, fmt.Sprintf("criteria: every condition (no expression) is %v", ok))
+		e.Reasons = append(e.Reasons, func() string { return "criteria: every condition (no expression) is " + strconv.FormatBool(ok) })
 	}
 	if !ok {
+		fail()
 		return nil, false
 	}
 	return st, true
@@ -165,9 +244,9 @@ func (ev *evaluator) applies(p *policy, e *Evaluated) (*setting, bool) {
 
 // setting finds the policy's setting of the request's endpoint that allows
 // its action and protects its device.
-func (ev *evaluator) setting(p *policy) (*setting, string) {
+func (ev *evaluator) setting(p *policy) (*setting, func() string) {
 	req := ev.req
-	var misses []string
+	var misses []func() string
 	for i := range p.settings {
 		st := &p.settings[i]
 		if st.endpoint != req.Endpoint {
@@ -175,24 +254,30 @@ func (ev *evaluator) setting(p *policy) (*setting, string) {
 		}
 		if st.actions != nil {
 			if !st.actions[req.Action] {
-				misses = append(misses, fmt.Sprintf("%s setting does not cover action %q", st.typ, req.Action))
+				misses = append(misses, func() string { return fmt.Sprintf("%s setting does not cover action %q", st.typ, req.Action) })
 				continue
 			}
 		} else if req.Action != "" && req.Action != st.typ {
-			misses = append(misses, fmt.Sprintf("%s setting takes no action (%q asked)", st.typ, req.Action))
+			misses = append(misses, func() string { return fmt.Sprintf("%s setting takes no action (%q asked)", st.typ, req.Action) })
 			continue
 		}
 		if st.endpoint != models.EndpointComputerDevices {
-			return st, fmt.Sprintf("endpoint: %s setting covers %s", st.typ, describeAction(req.Action))
+			return st, func() string {
+				return "endpoint: " + st.typ + " setting covers " + describeAction(req.Action)
+			}
 		}
 		switch {
 		case req.DeviceID == 0:
-			misses = append(misses, "ComputerDevices setting needs a device and none was given")
+			misses = append(misses, text("ComputerDevices setting needs a device and none was given"))
 			continue
 		case st.allDevices:
-			return st, fmt.Sprintf("endpoint: ComputerDevices setting covers %s on every device", describeAction(req.Action))
+			return st, func() string {
+				return fmt.Sprintf("endpoint: ComputerDevices setting covers %s on every device", describeAction(req.Action))
+			}
 		case st.devices[req.DeviceID]:
-			return st, fmt.Sprintf("endpoint: ComputerDevices setting covers %s on device %d (assigned directly)", describeAction(req.Action), req.DeviceID)
+			return st, func() string {
+				return fmt.Sprintf("endpoint: ComputerDevices setting covers %s on device %d (assigned directly)", describeAction(req.Action), req.DeviceID)
+			}
 		}
 		group := int64(0)
 		for _, g := range req.DeviceGroups {
@@ -202,14 +287,22 @@ func (ev *evaluator) setting(p *policy) (*setting, string) {
 			}
 		}
 		if group != 0 {
-			return st, fmt.Sprintf("endpoint: ComputerDevices setting covers %s on device %d (through device group %d)", describeAction(req.Action), req.DeviceID, group)
+			return st, func() string {
+				return fmt.Sprintf("endpoint: ComputerDevices setting covers %s on device %d (through device group %d)", describeAction(req.Action), req.DeviceID, group)
+			}
 		}
-		misses = append(misses, fmt.Sprintf("ComputerDevices setting does not protect device %d", req.DeviceID))
+		misses = append(misses, func() string { return fmt.Sprintf("ComputerDevices setting does not protect device %d", req.DeviceID) })
 	}
 	if len(misses) == 0 {
-		return nil, fmt.Sprintf("endpoint: the policy has no %s setting", req.Endpoint)
+		return nil, func() string { return fmt.Sprintf("endpoint: the policy has no %s setting", req.Endpoint) }
 	}
-	return nil, "endpoint: " + strings.Join(misses, "; ")
+	return nil, func() string {
+		parts := make([]string, len(misses))
+		for i, m := range misses {
+			parts[i] = m()
+		}
+		return "endpoint: " + strings.Join(parts, "; ")
+	}
 }
 
 func describeAction(a string) string {
@@ -219,15 +312,11 @@ func describeAction(a string) string {
 	return fmt.Sprintf("action %q", a)
 }
 
-// condition evaluates one condition and says why.
-func (ev *evaluator) condition(c *condition) (bool, string) {
-	cmp := models.ComparatorIn
-	if c.notIn {
-		cmp = models.ComparatorNotIn
-	}
-	head := fmt.Sprintf("condition %d (%s %s)", c.seq, c.factor, cmp)
+// condition evaluates one condition and says why (the text is made only
+// when asked).
+func (ev *evaluator) condition(c *condition) (bool, func() string) {
 	var in bool
-	var detail string
+	var detail func() string
 	switch c.factor {
 	case models.FactorTypeIPAddress:
 		in, detail = ev.inIPSources(c)
@@ -236,34 +325,55 @@ func (ev *evaluator) condition(c *condition) (bool, string) {
 	case models.FactorTypeTime:
 		in, detail = ev.inHours(c)
 	default:
-		return false, fmt.Sprintf("%s: unknown factor type", head)
+		return false, func() string { return fmt.Sprintf("condition %d (%s): unknown factor type", c.seq, c.factor) }
 	}
 	holds := in != c.notIn
-	return holds, fmt.Sprintf("%s: %s, so it %s", head, detail, map[bool]string{true: "holds", false: "does not hold"}[holds])
+	return holds, func() string {
+		cmp := models.ComparatorIn
+		if c.notIn {
+			cmp = models.ComparatorNotIn
+		}
+		verdict := "does not hold"
+		if holds {
+			verdict = "holds"
+		}
+		return "condition " + strconv.Itoa(c.seq) + " (" + c.factor + " " + cmp + "): " + detail() + ", so it " + verdict
+	}
 }
 
 func names(cs []*config) string {
-	out := make([]string, 0, len(cs))
-	for _, c := range cs {
-		out = append(out, fmt.Sprintf("%q (%d)", c.name, c.id))
+	b := make([]byte, 0, 32*len(cs))
+	for i, c := range cs {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendQuote(b, c.name)
+		b = append(b, " ("...)
+		b = strconv.AppendInt(b, c.id, 10)
+		b = append(b, ')')
 	}
-	return strings.Join(out, ", ")
+	return string(b)
 }
 
-func (ev *evaluator) inIPSources(c *condition) (bool, string) {
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// named is the config's quoted name and id.
+func named(c *config) string { return strconv.Quote(c.name) + " (" + itoa(c.id) + ")" }
+
+func (ev *evaluator) inIPSources(c *condition) (bool, func() string) {
 	ip := ev.req.IP
 	if !ip.IsValid() {
-		return false, "no address was given"
+		return false, text("no address was given")
 	}
 	for _, cfg := range c.configs {
 		if cfg.broken == "" && cfg.containsIP(ip) {
-			return true, fmt.Sprintf("address %s is in IP source %q (%d)", ip, cfg.name, cfg.id)
+			return true, func() string { return "address " + ip.String() + " is in IP source " + named(cfg) }
 		}
 	}
 	if len(c.configs) == 0 {
-		return false, fmt.Sprintf("address %s: the condition names no IP source", ip)
+		return false, func() string { return fmt.Sprintf("address %s: the condition names no IP source", ip) }
 	}
-	return false, fmt.Sprintf("address %s is in none of the IP sources %s", ip, names(c.configs))
+	return false, func() string { return "address " + ip.String() + " is in none of the IP sources " + names(c.configs) }
 }
 
 func (ev *evaluator) lookup() (string, string) {
@@ -281,37 +391,56 @@ func (ev *evaluator) lookup() (string, string) {
 	return ev.country, ev.why
 }
 
-func (ev *evaluator) inLocations(c *condition) (bool, string) {
+func (ev *evaluator) inLocations(c *condition) (bool, func() string) {
 	country, why := ev.lookup()
+	ip := ev.req.IP
 	if country == "" {
 		for _, cfg := range c.configs {
 			if cfg.broken == "" && cfg.unknownIn {
-				return true, fmt.Sprintf("address %s has an unknown location (%s), which geolocation %q (%d) includes", ev.req.IP, why, cfg.name, cfg.id)
+				return true, func() string {
+					return fmt.Sprintf("address %s has an unknown location (%s), which geolocation %q (%d) includes", ip, why, cfg.name, cfg.id)
+				}
 			}
 		}
-		return false, fmt.Sprintf("address %s has an unknown location (%s), which none of %s includes", ev.req.IP, why, names(c.configs))
+		return false, func() string {
+			return fmt.Sprintf("address %s has an unknown location (%s), which none of %s includes", ip, why, names(c.configs))
+		}
 	}
 	for _, cfg := range c.configs {
 		if cfg.broken == "" && cfg.countries[country] {
-			return true, fmt.Sprintf("address %s is in %s, a country of geolocation %q (%d)", ev.req.IP, country, cfg.name, cfg.id)
+			return true, func() string {
+				return fmt.Sprintf("address %s is in %s, a country of geolocation %q (%d)", ip, country, cfg.name, cfg.id)
+			}
 		}
 	}
-	return false, fmt.Sprintf("address %s is in %s, in none of the geolocations %s", ev.req.IP, country, names(c.configs))
+	return false, func() string {
+		return fmt.Sprintf("address %s is in %s, in none of the geolocations %s", ip, country, names(c.configs))
+	}
 }
 
-func (ev *evaluator) inHours(c *condition) (bool, string) {
+func (ev *evaluator) inHours(c *condition) (bool, func() string) {
 	t := ev.req.Time
-	var outside []string
+	const layout = "Mon 15:04 MST"
 	for _, cfg := range c.configs {
 		if cfg.broken != "" {
-			outside = append(outside, fmt.Sprintf("%q (%d) is unreadable: %s", cfg.name, cfg.id, cfg.broken))
 			continue
 		}
-		in, local := cfg.inHours(t)
-		if in {
-			return true, fmt.Sprintf("%s is %s, inside business hours %q (%d)", t.UTC().Format(time.RFC3339), local, cfg.name, cfg.id)
+		idx, local := ev.hourIn(cfg.loc)
+		if cfg.hours[idx] {
+			return true, func() string {
+				return t.UTC().Format(time.RFC3339) + " is " + local.Format(layout) + ", inside business hours " + named(cfg)
+			}
 		}
-		outside = append(outside, fmt.Sprintf("%s in %q (%d)", local, cfg.name, cfg.id))
 	}
-	return false, fmt.Sprintf("%s is outside business hours: %s", t.UTC().Format(time.RFC3339), strings.Join(outside, "; "))
+	return false, func() string {
+		var outside []string
+		for _, cfg := range c.configs {
+			if cfg.broken != "" {
+				outside = append(outside, fmt.Sprintf("%q (%d) is unreadable: %s", cfg.name, cfg.id, cfg.broken))
+				continue
+			}
+			outside = append(outside, fmt.Sprintf("%s in %q (%d)", t.In(cfg.loc).Format(layout), cfg.name, cfg.id))
+		}
+		return fmt.Sprintf("%s is outside business hours: %s", t.UTC().Format(time.RFC3339), strings.Join(outside, "; "))
+	}
 }

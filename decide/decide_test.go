@@ -137,84 +137,86 @@ func TestDecide_Table(t *testing.T) {
 		policy  string // deciding policy's name
 		inWhy   string // a reason of the first policy contains this
 		matched bool   // whether the first policy matched
+		// notAssigned: the first policy is not the user's, so only counted.
+		notAssigned bool
 	}{
 		{"IPv4 inside trusted sources (in)", single(denyIf(cond(1, "ipaddress", "in", true)), "1"),
-			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("10.1.2.3"), Time: noon}, nil, "deny", "Guard", `address 10.1.2.3 is in IP source "VPN"`, true},
+			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("10.1.2.3"), Time: noon}, nil, "deny", "Guard", `address 10.1.2.3 is in IP source "VPN"`, true, false},
 		{"IPv4 outside trusted sources", single(denyIf(cond(1, "ipaddress", "in", true)), "1"),
-			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("11.1.2.3"), Time: noon}, nil, "allow", "Default", "is in none of the IP sources", false},
+			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("11.1.2.3"), Time: noon}, nil, "allow", "Default", "is in none of the IP sources", false, false},
 		{"IPv6 inside trusted, not_in", single(denyIf(cond(1, "ipaddress", "not_in", true)), "1"),
-			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("2001:db8::1"), Time: noon}, nil, "allow", "Default", "does not hold", false},
+			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("2001:db8::1"), Time: noon}, nil, "allow", "Default", "does not hold", false, false},
 		{"IPv6 outside trusted, not_in", single(denyIf(cond(1, "ipaddress", "not_in", true)), "1"),
-			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("2001:db9::1"), Time: noon}, nil, "deny", "Guard", "so it holds", true},
+			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("2001:db9::1"), Time: noon}, nil, "deny", "Guard", "so it holds", true, false},
 		{"IPv4-mapped IPv6 counts as IPv4", single(denyIf(cond(1, "ipaddress", "in", false, office)), "1"),
-			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("::ffff:192.0.2.15"), Time: noon}, nil, "deny", "Guard", `"Office"`, true},
+			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("::ffff:192.0.2.15"), Time: noon}, nil, "deny", "Guard", `"Office"`, true, false},
 		{"range end inclusive", single(denyIf(cond(1, "ipaddress", "in", false, office)), "1"),
-			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("192.0.2.20"), Time: noon}, nil, "deny", "Guard", "", true},
+			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("192.0.2.20"), Time: noon}, nil, "deny", "Guard", "", true, false},
 		{"range just past", single(denyIf(cond(1, "ipaddress", "in", false, office)), "1"),
-			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("192.0.2.21"), Time: noon}, nil, "allow", "Default", "", false},
+			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("192.0.2.21"), Time: noon}, nil, "allow", "Default", "", false, false},
 		{"country in the list", single(denyIf(cond(1, "geolocation", "in", false, europe)), "1"),
-			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("81.2.3.4"), Time: noon}, geo, "deny", "Guard", "is in FR", true},
+			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("81.2.3.4"), Time: noon}, geo, "deny", "Guard", "is in FR", true, false},
 		{"IPv6 country in the list", single(denyIf(cond(1, "geolocation", "in", false, europe)), "1"),
-			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("2a01:e0a::1"), Time: noon}, geo, "deny", "Guard", "is in FR", true},
+			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("2a01:e0a::1"), Time: noon}, geo, "deny", "Guard", "is in FR", true, false},
 		{"country not in the list", single(denyIf(cond(1, "geolocation", "in", false, europe)), "1"),
-			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("8.8.8.8"), Time: noon}, geo, "allow", "Default", "is in US", false},
+			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("8.8.8.8"), Time: noon}, geo, "allow", "Default", "is in US", false, false},
 		{"unknown location not included", single(denyIf(cond(1, "geolocation", "in", false, europe)), "1"),
-			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("9.9.9.9"), Time: noon}, geo, "allow", "Default", "unknown location (not in the GeoIP database)", false},
+			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("9.9.9.9"), Time: noon}, geo, "allow", "Default", "unknown location (not in the GeoIP database)", false, false},
 		{"unknown location included", single(denyIf(cond(1, "geolocation", "in", false, unknownC)), "1"),
-			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("9.9.9.9"), Time: noon}, geo, "deny", "Guard", "which geolocation \"Unknown ok\"", true},
+			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("9.9.9.9"), Time: noon}, geo, "deny", "Guard", "which geolocation \"Unknown ok\"", true, false},
 		{"no database: every address unknown", single(denyIf(cond(1, "geolocation", "in", false, unknownC)), "1"),
-			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("81.2.3.4"), Time: noon}, nil, "deny", "Guard", "no GeoIP database is configured", true},
+			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("81.2.3.4"), Time: noon}, nil, "deny", "Guard", "no GeoIP database is configured", true, false},
 		{"no database, unknown not included", single(denyIf(cond(1, "geolocation", "in", false, europe)), "1"),
-			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("81.2.3.4"), Time: noon}, nil, "allow", "Default", "no GeoIP database is configured", false},
+			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("81.2.3.4"), Time: noon}, nil, "allow", "Default", "no GeoIP database is configured", false, false},
 		// 2026-03-08 is the Sunday New York moves to EDT (UTC-4) at 02:00.
 		{"business hours after the DST change", single(denyIf(cond(1, "time", "in", false, nyHours)), "1"),
-			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: at("2026-03-08T13:30:00Z")}, nil, "deny", "Guard", "Sun 09:30 EDT", true},
+			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: at("2026-03-08T13:30:00Z")}, nil, "deny", "Guard", "Sun 09:30 EDT", true, false},
 		{"same UTC hour a week before the change is 08:30 EST", single(denyIf(cond(1, "time", "in", false, nyHours)), "1"),
-			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: at("2026-03-01T13:30:00Z")}, nil, "allow", "Default", "Sun 08:30 EST", false},
+			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: at("2026-03-01T13:30:00Z")}, nil, "allow", "Default", "Sun 08:30 EST", false, false},
 		{"business hours before the change", single(denyIf(cond(1, "time", "in", false, nyHours)), "1"),
-			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: at("2026-03-01T14:30:00Z")}, nil, "deny", "Guard", "Sun 09:30 EST", true},
+			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: at("2026-03-01T14:30:00Z")}, nil, "deny", "Guard", "Sun 09:30 EST", true, false},
 		{"across midnight: Sunday UTC is Monday in Tokyo", single(denyIf(cond(1, "time", "in", false, tokyoMon)), "1"),
-			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: at("2026-06-14T15:30:00Z")}, nil, "deny", "Guard", "Mon 00:30 JST", true},
+			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: at("2026-06-14T15:30:00Z")}, nil, "deny", "Guard", "Mon 00:30 JST", true, false},
 		{"an hour before Tokyo midnight", single(denyIf(cond(1, "time", "in", false, tokyoMon)), "1"),
-			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: at("2026-06-14T14:30:00Z")}, nil, "allow", "Default", "Sun 23:30 JST", false},
+			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: at("2026-06-14T14:30:00Z")}, nil, "allow", "Default", "Sun 23:30 JST", false, false},
 		{"expression: 1 or (2 and 3)", single(denyIf(cond(1, "ipaddress", "in", false, office), cond(2, "geolocation", "in", false, europe), cond(3, "time", "not_in", false, nyHours)), "1 or (2 and 3)"),
-			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("81.2.3.4"), Time: noon}, geo, "deny", "Guard", "criteria: 1 or (2 and 3) is true", true},
+			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("81.2.3.4"), Time: noon}, geo, "deny", "Guard", "criteria: 1 or (2 and 3) is true", true, false},
 		{"user not assigned falls to the default", single(denyIf(), ""),
-			decide.Request{UserID: otherUser, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "allow", "Default", "is not assigned", false},
+			decide.Request{UserID: otherUser, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "allow", "Default", "", false, true},
 		{"user through a group", func() *models.PolicySet {
 			p := denyIf()
 			p.UserIDs, p.GroupIDs = nil, []int64{group}
 			return single(p, "")
-		}(), decide.Request{UserID: otherUser, UserGroups: []int64{7, group}, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "deny", "Guard", "through group 200", true},
+		}(), decide.Request{UserID: otherUser, UserGroups: []int64{7, group}, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "deny", "Guard", "through group 200", true, false},
 		{"endpoint not covered", single(denyIf(), ""),
-			decide.Request{UserID: user, Endpoint: "IIS", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "deny", "", "has no IIS setting", false},
+			decide.Request{UserID: user, Endpoint: "IIS", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "deny", "", "has no IIS setting", false, false},
 		{"device through a device group", func() *models.PolicySet {
 			p := denyIf()
 			p.EndpointsSettings = []models.EndpointSetting{{Endpoint: models.EndpointComputerDevices, Type: models.EndpointTypeComputerDevices,
 				Actions: []string{"RDP", "SSH"}, DeviceAssignment: &models.DeviceAssignment{GroupIDs: []models.RefID{devGroup}}}}
 			return single(p, "")
-		}(), decide.Request{UserID: user, DeviceID: device, DeviceGroups: []int64{devGroup}, Endpoint: "ComputerDevices", Action: "SSH", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "deny", "Guard", "through device group 400", true},
+		}(), decide.Request{UserID: user, DeviceID: device, DeviceGroups: []int64{devGroup}, Endpoint: "ComputerDevices", Action: "SSH", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "deny", "Guard", "through device group 400", true, false},
 		{"device outside the device group", func() *models.PolicySet {
 			p := denyIf()
 			p.EndpointsSettings = []models.EndpointSetting{{Endpoint: models.EndpointComputerDevices, Type: models.EndpointTypeComputerDevices,
 				Actions: []string{"RDP"}, DeviceAssignment: &models.DeviceAssignment{GroupIDs: []models.RefID{devGroup}}}}
 			return single(p, "")
-		}(), decide.Request{UserID: user, DeviceID: device, Endpoint: "ComputerDevices", Action: "RDP", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "allow", "Default", "does not protect device 300", false},
+		}(), decide.Request{UserID: user, DeviceID: device, Endpoint: "ComputerDevices", Action: "RDP", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "allow", "Default", "does not protect device 300", false, false},
 		{"action not covered", func() *models.PolicySet {
 			p := denyIf()
 			p.EndpointsSettings = []models.EndpointSetting{{Endpoint: models.EndpointComputerDevices, Type: models.EndpointTypeComputerDevices,
 				Actions: []string{"SSH"}, DeviceAssignment: &models.DeviceAssignment{AllDevicesGroupSelected: true}}}
 			return single(p, "")
-		}(), decide.Request{UserID: user, DeviceID: device, Endpoint: "ComputerDevices", Action: "RDP", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "allow", "Default", `does not cover action "RDP"`, false},
+		}(), decide.Request{UserID: user, DeviceID: device, Endpoint: "ComputerDevices", Action: "RDP", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "allow", "Default", `does not cover action "RDP"`, false, false},
 		{"deny above allow by priority", &models.PolicySet{Policies: []models.Policy{base(1, "Deny first", models.AccessDeny), base(2, "Allow second", models.AccessAllow), def}, Configs: configs},
-			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "deny", "Deny first", "no conditions", true},
+			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "deny", "Deny first", "no conditions", true, false},
 		{"disabled policy skipped", func() *models.PolicySet {
 			off := base(1, "Off", models.AccessDeny)
 			off.IsEnabled = false
 			return &models.PolicySet{Policies: []models.Policy{off, base(2, "Allow", models.AccessAllow), def}, Configs: configs}
-		}(), decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "allow", "Allow", "no conditions", true},
+		}(), decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "allow", "Allow", "no conditions", true, false},
 		{"broken expression never matches", single(denyIf(cond(1, "ipaddress", "in", true)), "1 and ("),
-			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "allow", "Default", "does not parse", false},
+			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "allow", "Default", "does not parse", false, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -231,8 +233,12 @@ func TestDecide_Table(t *testing.T) {
 				t.Fatal("nothing evaluated")
 			}
 			first := d.Evaluated[0]
-			if first.Matched != c.matched || !strings.Contains(strings.Join(first.Reasons, "\n"), c.inWhy) {
-				t.Errorf("first policy matched %v, want %v; reasons %q want %q", first.Matched, c.matched, first.Reasons, c.inWhy)
+			if c.notAssigned {
+				if d.NotAssigned != 1 || first.Name != "Default" {
+					t.Errorf("the unassigned policy should be counted, not considered: %d %+v", d.NotAssigned, d.Evaluated)
+				}
+			} else if first.Matched != c.matched || !strings.Contains(strings.Join(first.Reasons.Strings(), "\n"), c.inWhy) {
+				t.Errorf("first policy matched %v, want %v; reasons %q want %q", first.Matched, c.matched, first.Reasons.Strings(), c.inWhy)
 			}
 			// The default policy is considered last and only when nothing else applied.
 			last := d.Evaluated[len(d.Evaluated)-1]

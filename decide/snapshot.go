@@ -26,6 +26,11 @@ type Snapshot struct {
 	OrgID    int64
 	Version  int64
 	policies []policy
+	// The policies assigned to each user and group, and the default ones,
+	// as ascending indexes into policies: a decision visits only those.
+	byUser    map[int64][]int32
+	byGroup   map[int64][]int32
+	forAnyone []int32
 }
 
 // Policies reports how many policies the snapshot holds.
@@ -148,7 +153,34 @@ func Compile(orgID, version int64, set *models.PolicySet) *Snapshot {
 		}
 		s.policies = append(s.policies, cp)
 	}
+	s.byUser, s.byGroup = map[int64][]int32{}, map[int64][]int32{}
+	for i := range s.policies {
+		p := &s.policies[i]
+		if p.isDefault {
+			s.forAnyone = append(s.forAnyone, int32(i))
+			continue
+		}
+		for u := range p.users {
+			s.byUser[u] = append(s.byUser[u], int32(i))
+		}
+		for g := range p.groups {
+			s.byGroup[g] = append(s.byGroup[g], int32(i))
+		}
+	}
 	return s
+}
+
+// candidates returns the indexes of the policies assigned to the user,
+// directly, through one of groups, or as default ones, ascending.
+func (s *Snapshot) candidates(user int64, groups []int64) []int32 {
+	out := make([]int32, 0, 16)
+	out = append(out, s.forAnyone...)
+	out = append(out, s.byUser[user]...)
+	for _, g := range groups {
+		out = append(out, s.byGroup[g]...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func refs(ids []models.RefID) []int64 {
@@ -267,11 +299,4 @@ func (c *config) containsIP(a netip.Addr) bool {
 	}
 	i := sort.Search(len(rs), func(i int) bool { return !rs[i].to.Less(a) })
 	return i < len(rs) && !a.Less(rs[i].from)
-}
-
-// inHours reports whether t is in a marked hour of the week, read as wall
-// clock time in the config's zone.
-func (c *config) inHours(t time.Time) (bool, string) {
-	lt := t.In(c.loc)
-	return c.hours[int(lt.Weekday())*24+lt.Hour()], lt.Format("Mon 15:04 MST")
 }

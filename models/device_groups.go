@@ -520,3 +520,30 @@ func (s *DeviceGroupStore) DeviceGroupIDs(ctx context.Context, orgID, deviceID i
 	}
 	return len(rows) > 0, groups, nil
 }
+
+// UserDecisionFacts is UserGroupIDs and ProtectionVersion in one query: what
+// a decision reads besides its cached snapshot. The version is 0 when the
+// user does not exist.
+func (s *DeviceGroupStore) UserDecisionFacts(ctx context.Context, orgID, userID int64) (exists bool, groups []int64, version int64, err error) {
+	var rows []struct {
+		Version *int64 `bun:"version"`
+		ID      int64  `bun:"id"`
+		GroupID *int64 `bun:"group_id"`
+	}
+	err = s.db.NewRaw("SELECT (SELECT pv.version FROM protection_versions AS pv WHERE pv.org_id = u.org_id) AS version, u.id, gm.group_id "+
+		"FROM users AS u LEFT JOIN group_members AS gm ON gm.user_id = u.id AND gm.org_id = u.org_id "+
+		"WHERE u.org_id = ? AND u.id = ? ORDER BY gm.group_id", orgID, userID).Scan(ctx, &rows)
+	if err != nil {
+		return false, nil, 0, unavailable(fmt.Errorf("select user decision facts: %w", err))
+	}
+	groups = []int64{}
+	for _, r := range rows {
+		if r.GroupID != nil {
+			groups = append(groups, *r.GroupID)
+		}
+		if r.Version != nil {
+			version = *r.Version
+		}
+	}
+	return len(rows) > 0, groups, version, nil
+}
