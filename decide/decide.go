@@ -90,7 +90,7 @@ type Decision struct {
 // criteria hold. That policy's access type is the decision. No policy
 // applying is a deny.
 func Decide(s *Snapshot, req Request, geo Locator) Decision {
-	out := Decision{Decision: models.AccessDeny, Evaluated: make([]Evaluated, 0, 4)}
+	out := Decision{Decision: models.AccessDeny, Evaluated: make([]Evaluated, 0, 16)}
 	if req.IP.IsValid() {
 		req.IP = req.IP.Unmap().WithZone("") // an IPv4-mapped address is the IPv4 address
 	}
@@ -98,7 +98,7 @@ func Decide(s *Snapshot, req Request, geo Locator) Decision {
 	cands := s.candidates(req.UserID, req.UserGroups)
 	for k, i := range cands {
 		p := &s.policies[i]
-		e := Evaluated{PolicyID: models.FormatID(p.id), Name: p.name, Priority: p.priority, Reasons: make(Reasons, 0, 3+len(p.conds))}
+		e := Evaluated{PolicyID: p.idText, Name: p.name, Priority: p.priority}
 		st, ok := ev.applies(p, &e)
 		e.Matched = ok
 		out.Evaluated = append(out.Evaluated, e)
@@ -107,7 +107,7 @@ func Decide(s *Snapshot, req Request, geo Locator) Decision {
 		}
 		out.NotAssigned = int(i) + 1 - (k + 1)
 		out.Decision = p.access
-		out.Policy = &PolicyRef{ID: models.FormatID(p.id), Name: p.name}
+		out.Policy = &PolicyRef{ID: p.idText, Name: p.name}
 		out.PrimaryAuthentication = &st.src.PrimaryAuthentication
 		out.SecondaryAuthentication = &st.src.SecondaryAuthentication
 		out.EndpointAdvancedSettings = &st.src.AdvancedSettings
@@ -122,6 +122,10 @@ func Decide(s *Snapshot, req Request, geo Locator) Decision {
 type evaluator struct {
 	req Request
 	geo Locator
+	// all: give the reasons of passed checks too (the policy applies);
+	// otherwise only failed checks get a reason, so that the many policies
+	// that do not apply cost no text.
+	all bool
 	// The request's hour of the week in each zone met, computed once.
 	zones []zoneHour
 	// The address's country, looked up once per decision.
@@ -154,56 +158,61 @@ func (ev *evaluator) hourIn(loc *time.Location) (int, time.Time) {
 // check for a policy that applies; for one that does not, the checks that
 // failed and the criteria's value (what tells why not).
 func (ev *evaluator) applies(p *policy, e *Evaluated) (*setting, bool) {
-	var failed uint64 // bit i: reason i is a failed check (at most 3+20+1 reasons)
-	fail := func() { failed |= 1 << uint(len(e.Reasons)-1) }
-	st, ok := ev.check(p, e, fail)
-	if !ok {
-		kept := e.Reasons[:0]
-		for i, r := range e.Reasons {
-			if failed&(1<<uint(i)) != 0 {
-				kept = append(kept, r)
-			}
-		}
-		e.Reasons = kept
+	ev.all = false
+	st, ok := ev.check(p, e)
+	if ok {
+		// It applies: every check again, with its reason.
+		ev.all = true
+		e.Reasons = e.Reasons[:0]
+		st, ok = ev.check(p, e)
 	}
 	return st, ok
 }
 
-// check runs the policy's checks, appending a reason for each and calling
-// fail right after the reason of a check that failed.
-func (ev *evaluator) check(p *policy, e *Evaluated, fail func()) (*setting, bool) {
+// reason appends r unless it is nil (a passed check's reason, not asked for).
+func (e *Evaluated) reason(r func() string) {
+	if r != nil {
+		e.Reasons = append(e.Reasons, r)
+	}
+}
+
+// check runs the policy's checks, adding the reasons of those that failed,
+// and of all when ev.all.
+func (ev *evaluator) check(p *policy, e *Evaluated) (*setting, bool) {
 	req := ev.req
 	// Users (assigned already).
-	switch {
-	case p.isDefault:
-		e.Reasons = append(e.Reasons, text("user: the default policy applies to every user"))
-	case p.users[req.UserID]:
-		e.Reasons = append(e.Reasons, func() string { return "user: " + itoa(req.UserID) + " is assigned directly" })
-	default:
-		group := int64(0)
-		for _, g := range req.UserGroups {
-			if p.groups[g] {
-				group = g
-				break
+	if ev.all {
+		switch {
+		case p.isDefault:
+			e.reason(text("user: the default policy applies to every user"))
+		case p.users[req.UserID]:
+			e.reason(func() string { return "user: " + itoa(req.UserID) + " is assigned directly" })
+		default:
+			group := int64(0)
+			for _, g := range req.UserGroups {
+				if p.groups[g] {
+					group = g
+					break
+				}
 			}
+			e.reason(func() string { return "user: " + itoa(req.UserID) + " is assigned through group " + itoa(group) })
 		}
-		e.Reasons = append(e.Reasons, func() string { return "user: " + itoa(req.UserID) + " is assigned through group " + itoa(group) })
 	}
 	// Endpoint, action, device.
 	st, why := ev.setting(p)
-	e.Reasons = append(e.Reasons, why)
+	e.reason(why)
 	if st == nil {
-		fail()
 		return nil, false
 	}
 	// Criteria.
 	if p.broken != "" {
-		e.Reasons = append(e.Reasons, text("criteria: "+p.broken))
-		fail()
+		e.reason(text("criteria: " + p.broken))
 		return nil, false
 	}
 	if len(p.conds) == 0 {
-		e.Reasons = append(e.Reasons, text("criteria: no conditions"))
+		if ev.all {
+			e.reason(text("criteria: no conditions"))
+		}
 		return st, true
 	}
 	var small [24]bool
@@ -211,10 +220,7 @@ func (ev *evaluator) check(p *policy, e *Evaluated, fail func()) (*setting, bool
 	for i := range p.conds {
 		ok, reason := ev.condition(&p.conds[i])
 		holds = append(holds, ok)
-		e.Reasons = append(e.Reasons, reason)
-		if !ok {
-			fail()
-		}
+		e.reason(reason)
 	}
 	var ok bool
 	if p.expr != nil {
@@ -226,17 +232,15 @@ func (ev *evaluator) check(p *policy, e *Evaluated, fail func()) (*setting, bool
 			}
 			return false
 		})
-		expr := p.expr
-		e.Reasons = append(e.Reasons, func() string { return "criteria: " + expr.String() + " is " + strconv.FormatBool(ok) })
+		e.reason(func() string { return "criteria: " + p.exprText + " is " + strconv.FormatBool(ok) })
 	} else {
 		ok = true
 		for _, h := range holds {
 			ok = ok && h
 		}
-		e.Reasons = append(e.Reasons, func() string { return "criteria: every condition (no expression) is " + strconv.FormatBool(ok) })
+		e.reason(func() string { return "criteria: every condition (no expression) is " + strconv.FormatBool(ok) })
 	}
 	if !ok {
-		fail()
 		return nil, false
 	}
 	return st, true
@@ -260,6 +264,9 @@ func (ev *evaluator) setting(p *policy) (*setting, func() string) {
 		} else if req.Action != "" && req.Action != st.typ {
 			misses = append(misses, func() string { return fmt.Sprintf("%s setting takes no action (%q asked)", st.typ, req.Action) })
 			continue
+		}
+		if !ev.all && (st.endpoint != models.EndpointComputerDevices || req.DeviceID != 0 && ev.protects(st)) {
+			return st, nil
 		}
 		if st.endpoint != models.EndpointComputerDevices {
 			return st, func() string {
@@ -305,6 +312,19 @@ func (ev *evaluator) setting(p *policy) (*setting, func() string) {
 	}
 }
 
+// protects reports whether a ComputerDevices setting protects the device.
+func (ev *evaluator) protects(st *setting) bool {
+	if st.allDevices || st.devices[ev.req.DeviceID] {
+		return true
+	}
+	for _, g := range ev.req.DeviceGroups {
+		if st.deviceGroups[g] {
+			return true
+		}
+	}
+	return false
+}
+
 func describeAction(a string) string {
 	if a == "" {
 		return "the sign-in"
@@ -328,18 +348,21 @@ func (ev *evaluator) condition(c *condition) (bool, func() string) {
 		return false, func() string { return fmt.Sprintf("condition %d (%s): unknown factor type", c.seq, c.factor) }
 	}
 	holds := in != c.notIn
+	if holds && !ev.all {
+		return true, nil
+	}
 	return holds, func() string {
-		cmp := models.ComparatorIn
-		if c.notIn {
-			cmp = models.ComparatorNotIn
-		}
-		verdict := "does not hold"
+		verdict := ", so it does not hold"
 		if holds {
-			verdict = "holds"
+			verdict = ", so it holds"
 		}
-		return "condition " + strconv.Itoa(c.seq) + " (" + c.factor + " " + cmp + "): " + detail() + ", so it " + verdict
+		return c.head + detail() + verdict
 	}
 }
+
+// quiet says that a condition's value in needs no reason: the condition
+// holds and only failed checks are explained.
+func (ev *evaluator) quiet(c *condition, in bool) bool { return !ev.all && in != c.notIn }
 
 func names(cs []*config) string {
 	b := make([]byte, 0, 32*len(cs))
@@ -367,13 +390,19 @@ func (ev *evaluator) inIPSources(c *condition) (bool, func() string) {
 	}
 	for _, cfg := range c.configs {
 		if cfg.broken == "" && cfg.containsIP(ip) {
+			if ev.quiet(c, true) {
+				return true, nil
+			}
 			return true, func() string { return "address " + ip.String() + " is in IP source " + named(cfg) }
 		}
+	}
+	if ev.quiet(c, false) {
+		return false, nil
 	}
 	if len(c.configs) == 0 {
 		return false, func() string { return fmt.Sprintf("address %s: the condition names no IP source", ip) }
 	}
-	return false, func() string { return "address " + ip.String() + " is in none of the IP sources " + names(c.configs) }
+	return false, func() string { return "address " + ip.String() + " is in none of the IP sources " + c.names }
 }
 
 func (ev *evaluator) lookup() (string, string) {
@@ -427,10 +456,16 @@ func (ev *evaluator) inHours(c *condition) (bool, func() string) {
 		}
 		idx, local := ev.hourIn(cfg.loc)
 		if cfg.hours[idx] {
+			if ev.quiet(c, true) {
+				return true, nil
+			}
 			return true, func() string {
 				return t.UTC().Format(time.RFC3339) + " is " + local.Format(layout) + ", inside business hours " + named(cfg)
 			}
 		}
+	}
+	if ev.quiet(c, false) {
+		return false, nil
 	}
 	return false, func() string {
 		var outside []string

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +39,7 @@ func (s *Snapshot) Policies() int { return len(s.policies) }
 
 type policy struct {
 	id        int64
+	idText    string
 	name      string
 	isDefault bool
 	priority  int64
@@ -47,7 +49,8 @@ type policy struct {
 	settings  []setting
 	expr      criteria.Expr // nil: every condition must hold (none: always)
 	broken    string        // why the expression cannot be read: never matches
-	conds     []condition   // by sequence number ascending
+	exprText  string
+	conds     []condition // by sequence number ascending
 	advanced  models.PolicyAdvancedSettings
 }
 
@@ -66,6 +69,10 @@ type condition struct {
 	factor  string
 	notIn   bool
 	configs []*config
+	// head ("condition 1 (ipaddress in): ") and names (the configs named)
+	// are made once for the reasons.
+	head  string
+	names string
 }
 
 type config struct {
@@ -110,7 +117,7 @@ func Compile(orgID, version int64, set *models.PolicySet) *Snapshot {
 		if !p.IsEnabled {
 			continue // a disabled policy decides nothing
 		}
-		cp := policy{id: p.ID, name: p.Name, isDefault: p.IsDefault, priority: p.Priority, access: p.AccessType,
+		cp := policy{id: p.ID, idText: models.FormatID(p.ID), name: p.Name, isDefault: p.IsDefault, priority: p.Priority, access: p.AccessType,
 			users: setOf(p.UserIDs), groups: setOf(p.GroupIDs), advanced: p.AdvancedSettings}
 		for j := range p.EndpointsSettings {
 			st := &p.EndpointsSettings[j]
@@ -140,6 +147,12 @@ func Compile(orgID, version int64, set *models.PolicySet) *Snapshot {
 					}
 				}
 			}
+			cmp := models.ComparatorIn
+			if cc.notIn {
+				cmp = models.ComparatorNotIn
+			}
+			cc.head = "condition " + strconv.Itoa(cc.seq) + " (" + cc.factor + " " + cmp + "): "
+			cc.names = names(cc.configs)
 			cp.conds = append(cp.conds, cc)
 		}
 		sort.Slice(cp.conds, func(a, b int) bool { return cp.conds[a].seq < cp.conds[b].seq })
@@ -149,6 +162,7 @@ func Compile(orgID, version int64, set *models.PolicySet) *Snapshot {
 				cp.broken = fmt.Sprintf("criteria_expression %q does not parse: %v", p.CriteriaExpression, err)
 			} else {
 				cp.expr = expr
+				cp.exprText = expr.String()
 			}
 		}
 		s.policies = append(s.policies, cp)
