@@ -64,7 +64,7 @@ func (d *Decision) AppendJSON(b []byte) ([]byte, error) {
 			if j > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, r())
+			b = appendString(b, r.String())
 		}
 		b = append(b, "]}"...)
 	}
