@@ -356,3 +356,37 @@ func TestPolicies_API(t *testing.T) {
 		}
 	})
 }
+
+// TestPolicies_HostileBodies: malformed or odd bodies are answered 400,
+// never 500.
+func TestPolicies_HostileBodies(t *testing.T) {
+	db := dbtest.SQLite(t)
+	env := apitest.New(t, db, apitest.Options{})
+	tok := env.Token(env.Org, "svc.conditional_access_policy.all", "svc.conditional_factor_config.all")
+	for _, body := range []string{
+		`{}`, `[]`, `null`, `{"name": 5}`,
+		`{"name":"x","access_type":"allow","endpoints_settings":[null]}`,
+		`{"name":"x","access_type":"allow","endpoints_settings":[{"endpoint":"NPS"}],"access_conditions":{"conditions":[null],"criteria_expression":"1"}}`,
+		`{"name":"x","access_type":"allow","endpoints_settings":[{"endpoint":"NPS"}],"user_assignments":{"user_ids":["abc", -1, 1.5]}}`,
+		`{"name":"x","access_type":"allow","endpoints_settings":[{"endpoint":"NPS","primary_authentication":{"factor_configs":[{"authn_factor_config_id":"99999999999999999999"}]}}]}`,
+		`{"name":"x","access_type":"allow","endpoints_settings":[{"endpoint":"NPS"}],"access_conditions":{"criteria_expression":"` + strings.Repeat("(", 5000) + `"}}`,
+		`{"name":"x","access_type":"allow","endpoints":["All Endpoints"],"endpoints_settings":[{"endpoint":"NPS"}]}`,
+	} {
+		resp := env.Do(apitest.Request{Method: "POST", Path: policiesPath, Token: tok, Body: []byte(body), Header: http.Header{"Content-Type": {"application/json"}}})
+		if resp.Status != http.StatusBadRequest {
+			t.Errorf("%.80s: %d %s", body, resp.Status, resp.Body)
+		}
+	}
+	for _, q := range []string{"ids=1", "ids=" + strings.Repeat("9", 30)} {
+		resp := env.Do(apitest.Request{Method: "PUT", Path: policiesPath + "/priority", Token: tok, Body: map[string]any{"ids": strings.Split(q[4:], ",")}})
+		if resp.Status != http.StatusBadRequest {
+			t.Errorf("priority %s: %d %s", q, resp.Status, resp.Body)
+		}
+	}
+	for _, body := range []string{`{"display_name":"x","ip_address_ranges":[null]}`, `{"display_name":"x","ip_addresses":5}`, `{"display_name":"x","ip_address_ranges":[{"from":"1.1.1.1"}]}`} {
+		resp := env.Do(apitest.Request{Method: "POST", Path: configsPath + "/ipsources", Token: tok, Body: []byte(body), Header: http.Header{"Content-Type": {"application/json"}}})
+		if resp.Status != http.StatusBadRequest {
+			t.Errorf("%s: %d %s", body, resp.Status, resp.Body)
+		}
+	}
+}

@@ -419,3 +419,75 @@ func TestPolicyStore_SubLists(t *testing.T) {
 		}
 	})
 }
+
+// TestPolicyStore_CreateRacesConfigDelete runs a policy create naming a
+// config against a bulk delete of that config: one of them wins cleanly,
+// never both, never an internal error.
+func TestPolicyStore_CreateRacesConfigDelete(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := context.Background()
+		store := models.NewStore(db)
+		org := newOrg(t, store)
+		for i := range 10 {
+			c := &models.ConditionConfig{OrgID: org.ID, Family: models.FamilyIPSources, DisplayName: "C" + itoa(i), IPAddresses: "10.0.0.1"}
+			if err := store.ConditionConfigs.Create(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			p := policyWith(org.ID, models.PolicyCondition{SequenceNumber: 1, FactorType: "ipaddress", Comparator: "in", FactorConfigs: []models.RefID{models.RefID(c.ID)}})
+			p.Name = "P" + itoa(i)
+			var createErr, deleteErr error
+			var res map[int64]error
+			var wg sync.WaitGroup
+			wg.Add(2)
+			go func() { defer wg.Done(); createErr = store.Policies.Create(ctx, p, models.PolicyActor{}) }()
+			go func() {
+				defer wg.Done()
+				res, deleteErr = store.ConditionConfigs.DeleteMany(ctx, org.ID, models.FamilyIPSources, []int64{c.ID})
+			}()
+			wg.Wait()
+			if deleteErr != nil {
+				t.Fatalf("delete: %v", deleteErr)
+			}
+			switch {
+			case createErr == nil && models.ErrorCode(res[c.ID]) == models.ECONFLICT:
+			case res[c.ID] == nil && models.ErrorCode(createErr) == models.EINVALID:
+			default:
+				t.Fatalf("round %d: create %v, delete %v", i, createErr, res[c.ID])
+			}
+		}
+	})
+}
+
+// TestPolicyStore_ConcurrentCreates: policies created at once on a fresh
+// organization get priorities 1..n without gaps or repeats, the default last.
+func TestPolicyStore_ConcurrentCreates(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := context.Background()
+		store := models.NewStore(db)
+		org := newOrg(t, store)
+		const n = 8
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p := policyWith(org.ID)
+				p.Name = "P" + itoa(i)
+				if err := store.Policies.Create(ctx, p, models.PolicyActor{}); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		params, _ := listing.Parse(url.Values{}, models.PolicyListing)
+		list, _, err := store.Policies.List(ctx, org.ID, params)
+		if err != nil || len(list) != n+1 {
+			t.Fatalf("%d policies %v", len(list), err)
+		}
+		for i, p := range list {
+			if p.Priority != int64(i+1) || p.IsDefault != (i == n) {
+				t.Errorf("position %d: %s priority %d default %v", i, p.Name, p.Priority, p.IsDefault)
+			}
+		}
+	})
+}

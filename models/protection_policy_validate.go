@@ -560,8 +560,11 @@ func checkPolicyRefs(ctx context.Context, tx bun.IDB, orgID int64, refs *policyR
 			ID     int64        `bun:"id"`
 			Family ConfigFamily `bun:"family"`
 		}
-		err := tx.NewSelect().Table("ca_condition_configs").Column("id", "family").
-			Where("org_id = ? AND id IN (?)", orgID, bun.In(mapKeys(refs.configs))).Scan(ctx, &rows)
+		// KEY SHARE: a concurrent bulk delete of these configs waits for
+		// this transaction, then sees the policy using them (409).
+		q := tx.NewSelect().Table("ca_condition_configs").Column("id", "family").
+			Where("org_id = ? AND id IN (?)", orgID, bun.In(mapKeys(refs.configs)))
+		err := dialectOf(tx).lockRows(q, "KEY SHARE").Scan(ctx, &rows)
 		if err != nil {
 			return fmt.Errorf("select condition configs: %w", err)
 		}
