@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -96,7 +97,7 @@ type caBody struct {
 func TestCAConfigs(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		env := apitest.New(t, db, apitest.Options{Temporal: true})
-		users := seedUsers(t, db, env.Org, 4)
+		users := seedUsers(t, db, env.Org, 6)
 		tok := env.Token(env.Org, "svc.auth.ALL")
 		qtok := env.Token(env.Org, "svc.quick_enrollment.ALL")
 		smart := factorIDs(t, env, env.Org)[models.FactorSmartCard]
@@ -175,6 +176,18 @@ func TestCAConfigs(t *testing.T) {
 		}
 		if es, _ := env.Store.Enrollments.List(context.Background(), env.Org.ID, users[1]); len(es) != 1 {
 			t.Errorf("user1 enrollments %+v", es)
+		}
+
+		// The Certificate column of a CSV is checked alike.
+		b64 := func(der []byte) string { return base64.StdEncoding.EncodeToString(der) }
+		csvJob := uploadCSV(t, env, qtok, [][2]string{{"factor_configs", smart}}, "Primary Email,Certificate\n"+
+			"user5@example.com,"+b64(enabled.issue(t, "User Five", "user5@example.com"))+"\n"+
+			"user6@example.com,"+b64(unknown.issue(t, "User Six", "user6@example.com"))+"\n")
+		env.WaitJob(env.Org, csvJob, time.Minute, finished)
+		csvRows := allResults(t, env, csvJob)
+		if len(csvRows) != 2 || csvRows[0].Status != models.ResultSuccess || csvRows[1].Status == models.ResultSuccess ||
+			!strings.Contains(csvRows[1].Message, "not signed by an enabled certificate authority") {
+			t.Errorf("CSV rows %+v", csvRows)
 		}
 
 		// Enabling the disabled CA lets its certificate through.
