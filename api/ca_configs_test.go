@@ -2,13 +2,13 @@ package api_test
 
 import (
 	"bytes"
-	"encoding/base64"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"math/big"
 	"mime/multipart"
