@@ -214,7 +214,7 @@ func (e *Evaluated) reason(r func() string) {
 // check runs the policy's checks, adding the reasons of those that failed,
 // and of all when ev.all.
 func (ev *evaluator) check(p *policy, e *Evaluated) (*setting, bool) {
-	req := ev.req
+	req := &ev.req
 	// Users (assigned already).
 	if ev.all {
 		switch {
@@ -276,14 +276,7 @@ func (ev *evaluator) check(p *policy, e *Evaluated) (*setting, bool) {
 	}
 	var ok bool
 	if p.expr != nil {
-		ok = p.expr.Eval(func(n int) bool {
-			for i := range p.conds {
-				if p.conds[i].seq == n {
-					return holds[i]
-				}
-			}
-			return false
-		})
+		ok = p.prog.eval(holds)
 		e.Reasons = append(e.Reasons, Reason{kind: reasonCriteria, holds: ok, p: p})
 	} else {
 		ok = true
@@ -301,7 +294,7 @@ func (ev *evaluator) check(p *policy, e *Evaluated) (*setting, bool) {
 // setting finds the policy's setting of the request's endpoint that allows
 // its action and protects its device.
 func (ev *evaluator) setting(p *policy) (*setting, func() string) {
-	req := ev.req
+	req := &ev.req
 	var misses []func() string
 	for i := range p.settings {
 		st := &p.settings[i]
@@ -456,7 +449,8 @@ func (ev *evaluator) inIPSources(c *condition) (bool, func() string) {
 			if ev.quiet(c, true) {
 				return true, nil
 			}
-			return true, func() string { return "address " + ip.String() + " is in IP source " + named(cfg) }
+			hit := cfg
+			return true, func() string { return "address " + ip.String() + " is in IP source " + named(hit) }
 		}
 	}
 	if ev.quiet(c, false) {
@@ -489,8 +483,9 @@ func (ev *evaluator) inLocations(c *condition) (bool, func() string) {
 	if country == "" {
 		for _, cfg := range c.configs {
 			if cfg.broken == "" && cfg.unknownIn {
+				hit := cfg
 				return true, func() string {
-					return fmt.Sprintf("address %s has an unknown location (%s), which geolocation %q (%d) includes", ip, why, cfg.name, cfg.id)
+					return fmt.Sprintf("address %s has an unknown location (%s), which geolocation %q (%d) includes", ip, why, hit.name, hit.id)
 				}
 			}
 		}
@@ -500,8 +495,9 @@ func (ev *evaluator) inLocations(c *condition) (bool, func() string) {
 	}
 	for _, cfg := range c.configs {
 		if cfg.broken == "" && cfg.countries[country] {
+			hit := cfg
 			return true, func() string {
-				return fmt.Sprintf("address %s is in %s, a country of geolocation %q (%d)", ip, country, cfg.name, cfg.id)
+				return fmt.Sprintf("address %s is in %s, a country of geolocation %q (%d)", ip, country, hit.name, hit.id)
 			}
 		}
 	}
@@ -522,8 +518,9 @@ func (ev *evaluator) inHours(c *condition) (bool, func() string) {
 			if ev.quiet(c, true) {
 				return true, nil
 			}
+			hit := cfg
 			return true, func() string {
-				return t.UTC().Format(time.RFC3339) + " is " + local.Format(layout) + ", inside business hours " + named(cfg)
+				return t.UTC().Format(time.RFC3339) + " is " + local.Format(layout) + ", inside business hours " + named(hit)
 			}
 		}
 	}

@@ -50,8 +50,11 @@ type policy struct {
 	expr      criteria.Expr // nil: every condition must hold (none: always)
 	broken    string        // why the expression cannot be read: never matches
 	exprText  string
-	conds     []condition // by sequence number ascending
-	advanced  models.PolicyAdvancedSettings
+	// prog is the expression over the indexes of conds (not their
+	// sequence numbers), evaluated without closures.
+	prog     node
+	conds    []condition // by sequence number ascending
+	advanced models.PolicyAdvancedSettings
 }
 
 type setting struct {
@@ -163,6 +166,7 @@ func Compile(orgID, version int64, set *models.PolicySet) *Snapshot {
 			} else {
 				cp.expr = expr
 				cp.exprText = expr.String()
+				cp.prog = compileExpr(expr, cp.conds)
 			}
 		}
 		s.policies = append(s.policies, cp)
@@ -211,6 +215,60 @@ func setOf(ids []int64) map[int64]bool {
 		m[id] = true
 	}
 	return m
+}
+
+// node is a compiled criteria expression: a leaf names a condition by its
+// index in policy.conds (-1: no such condition, false).
+type node struct {
+	and, or bool
+	kids    []node
+	idx     int
+}
+
+func compileExpr(e criteria.Expr, conds []condition) node {
+	switch e := e.(type) {
+	case criteria.Ref:
+		for i := range conds {
+			if conds[i].seq == int(e) {
+				return node{idx: i}
+			}
+		}
+		return node{idx: -1}
+	case *criteria.And:
+		n := node{and: true}
+		for _, t := range e.Terms {
+			n.kids = append(n.kids, compileExpr(t, conds))
+		}
+		return n
+	case *criteria.Or:
+		n := node{or: true}
+		for _, t := range e.Terms {
+			n.kids = append(n.kids, compileExpr(t, conds))
+		}
+		return n
+	}
+	return node{idx: -1}
+}
+
+// eval evaluates the node over the conditions' values.
+func (n *node) eval(holds []bool) bool {
+	switch {
+	case n.and:
+		for i := range n.kids {
+			if !n.kids[i].eval(holds) {
+				return false
+			}
+		}
+		return true
+	case n.or:
+		for i := range n.kids {
+			if n.kids[i].eval(holds) {
+				return true
+			}
+		}
+		return false
+	}
+	return n.idx >= 0 && holds[n.idx]
 }
 
 func compileConfig(id int64, c *models.ConditionConfig) *config {
