@@ -14,8 +14,10 @@ require (
 	github.com/go-playground/validator/v10 v10.30.1
 	github.com/gorilla/securecookie v1.1.1
 	github.com/jackc/pgx/v5 v5.10.0
+	github.com/maxmind/mmdbwriter v1.2.0
 	github.com/oapi-codegen/runtime v1.8.0
 	github.com/ory/fosite v0.49.0
+	github.com/oschwald/maxminddb-golang/v2 v2.1.1
 	github.com/prometheus/client_golang v1.21.0
 	github.com/spf13/cobra v1.7.0
 	github.com/stretchr/testify v1.12.1
@@ -46,6 +48,8 @@ require (
 	modernc.org/sqlite v1.51.0
 	sigs.k8s.io/yaml v1.6.0
 )
+
+require go4.org/netipx v0.0.0-20231129151722-fdeea329fbba // indirect
 
 require (
 	cel.dev/expr v0.25.2 // indirect

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"strings"
 
@@ -74,10 +75,70 @@ type pendingRow struct {
 	errs   []string
 	data   []models.Enrollment
 	secret map[int64]string // factor config id -> normalized secret
+	// certs are the row's smart-card certificates by factor config id,
+	// checked against the configs' enabled CAs once the user is known.
+	certs map[int64]*x509.Certificate
+}
+
+func (p *pendingRow) addCert(factorID int64, cert *x509.Certificate) {
+	if p.certs == nil {
+		p.certs = map[int64]*x509.Certificate{}
+	}
+	p.certs[factorID] = cert
 }
 
 func (p *pendingRow) fail(format string, args ...any) {
 	p.errs = append(p.errs, fmt.Sprintf(format, args...))
+}
+
+// checkCerts fails the rows whose smart-card certificate no enabled CA of
+// its factor config signed, or that does not name the row's user by the
+// CA's mapping attribute (models.CATrust.Check). A config with no enabled CA
+// accepts its certificates.
+func (a *Enrollment) checkCerts(ctx context.Context, orgID int64, rows []pendingRow, users map[string]int64) error {
+	factorIDs, userIDs := []int64{}, []int64{}
+	seen := map[int64]bool{}
+	for _, r := range rows {
+		if len(r.errs) > 0 || users[r.key] == 0 {
+			continue
+		}
+		for id := range r.certs {
+			if !seen[id] {
+				seen[id] = true
+				factorIDs = append(factorIDs, id)
+			}
+		}
+		if len(r.certs) > 0 {
+			userIDs = append(userIDs, users[r.key])
+		}
+	}
+	if len(userIDs) == 0 {
+		return nil
+	}
+	trust, err := a.Store.CAs.Trust(ctx, orgID, factorIDs)
+	if err != nil {
+		return temporalError(err)
+	}
+	if len(trust) == 0 {
+		return nil
+	}
+	byID, err := a.Store.Users.ByIDs(ctx, orgID, userIDs)
+	if err != nil {
+		return temporalError(err)
+	}
+	for i := range rows {
+		r := &rows[i]
+		u := byID[users[r.key]]
+		if len(r.errs) > 0 || u == nil {
+			continue
+		}
+		for id, cert := range r.certs {
+			if err := trust[id].Check(cert, u); err != nil {
+				r.fail("%v", err)
+			}
+		}
+	}
+	return nil
 }
 
 // finish matches the rows' users and seals their secrets, and returns the
@@ -89,6 +150,9 @@ func (a *Enrollment) finish(ctx context.Context, orgID int64, key models.UserKey
 	}
 	users, err := a.Store.Enrollments.MatchUsers(ctx, orgID, key, keys)
 	if err != nil {
+		return nil, err
+	}
+	if err := a.checkCerts(ctx, orgID, rows, users); err != nil {
 		return nil, err
 	}
 	out := make([]models.ChunkRow, len(rows))

@@ -252,6 +252,7 @@ func parseCSVRow(rec csvimport.Record, encName string, width int, cols csvimport
 				break
 			}
 			e.Value, e.Thumbprint, e.ExpiresAt = info.Subject, info.Thumbprint, &info.NotAfter
+			row.addCert(c.ID, info.Cert)
 		}
 		row.data = append(row.data, e)
 	}

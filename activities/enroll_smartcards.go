@@ -107,6 +107,7 @@ func (a *Enrollment) parseEntry(archive *safezip.Archive, e safezip.Entry, key m
 		return row
 	}
 	for _, c := range plan.configs {
+		row.addCert(c.ID, info.Cert)
 		row.data = append(row.data, models.Enrollment{
 			FactorConfigID: c.ID, FactorType: c.Type,
 			Value: info.Subject, Thumbprint: info.Thumbprint, ExpiresAt: &info.NotAfter,

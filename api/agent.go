@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -238,27 +239,39 @@ type agentCheckinResponse struct {
 	NextCheckinSeconds int64          `json:"next_checkin_seconds"`
 }
 
-// agentCheckin records a check-in and answers the device's commands and
-// settings (POST /agent/v1/checkin).
-func (s *Server) agentCheckin(c *gin.Context) error {
+// agentDevice authenticates the device credential of an agent request with
+// authenticate (check-ins read the pending commands in the same statement:
+// DeviceStore.AuthenticateCheckIn) and applies the device's rate limit
+// (shared by check-ins and authorizations).
+func (s *Server) agentDevice(c *gin.Context, authenticate func(ctx context.Context, id int64, secret string) (*models.Device, error)) (*models.Device, error) {
 	scheme, cred, _ := strings.Cut(c.GetHeader("Authorization"), " ")
 	if scheme != DeviceScheme {
-		return errDeviceUnauthorized("send Authorization: Device <device_id>:<device_secret>")
+		return nil, errDeviceUnauthorized("send Authorization: Device <device_id>:<device_secret>")
 	}
 	id, sec, err := models.ParseDeviceCredential(strings.TrimSpace(cred))
 	if err != nil {
-		return agentError(err)
+		return nil, agentError(err)
 	}
-	ctx := c.Request.Context()
-	dev, err := s.store.Devices.AuthenticateCheckIn(ctx, id, sec)
+	dev, err := authenticate(c.Request.Context(), id, sec)
 	if err != nil {
-		return agentError(err)
+		return nil, agentError(err)
 	}
 	if ok, wait := s.agentLimits.allow(dev.ID); !ok {
 		ae := newAPIError(http.StatusTooManyRequests, CodeRateLimited, "Too Many Requests", "the device checks in too often")
 		ae.RetryAfter = wait
-		return ae
+		return nil, ae
 	}
+	return dev, nil
+}
+
+// agentCheckin records a check-in and answers the device's commands and
+// settings (POST /agent/v1/checkin).
+func (s *Server) agentCheckin(c *gin.Context) error {
+	dev, err := s.agentDevice(c, s.store.Devices.AuthenticateCheckIn)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request.Context()
 	in, raw, err := s.agentReport(c, dev)
 	if err != nil {
 		return err

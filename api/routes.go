@@ -109,6 +109,16 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Path: adminSettingsPath, Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.getAdminSettings)},
 		{Method: "PATCH", Path: adminSettingsPath, Scopes: Scopes("conditional_access_policy", "CREATE", "WRITE", "ALL"), Handler: handle(s.patchAdminSettings)},
 
+		// Certificate authorities of the smart card factor config (spec 2.10, 4.3).
+		{Method: "GET", Path: caConfigsPath, Scopes: Scopes("auth", "READ", "ALL"), Handler: handle(s.listCAConfigs)},
+		{Method: "POST", Path: caConfigsPath, Scopes: Scopes("auth", "CREATE", "WRITE", "ALL"), Handler: handle(s.createCAConfig), MaxBody: caMaxBody},
+		{Method: "GET", Path: caConfigsPath + "/:ca_config_id", Scopes: Scopes("auth", "READ", "ALL"), Handler: handle(s.getCAConfig)},
+		{Method: "PATCH", Path: caConfigsPath + "/:ca_config_id", Scopes: Scopes("auth", "UPDATE", "WRITE", "ALL"), Handler: handle(s.updateCAConfig), MaxBody: caMaxBody},
+		{Method: "DELETE", Path: caConfigsPath + "/:ca_config_id", Scopes: Scopes("auth", "DELETE", "WRITE", "ALL"), Handler: handle(s.deleteCAConfig)},
+
+		// Conditional access decisions: "what if" for admins (docs/protection.md).
+		{Method: "POST", Path: policiesPath + "/evaluate", Scopes: Scopes("conditional_access_policy", "READ", "ALL"), Handler: handle(s.evaluatePolicies)},
+
 		// Management actions (spec 4.5): scopes as the spec's table
 		// (operations compare ignoring case).
 		{Method: "GET", Path: mgmtPath + "/data", Scopes: Scopes("management", "READ", "ALL"), Handler: handle(s.mgmtData)},

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"iam/api/jobrun"
+	"iam/decide"
 	"iam/models"
 	"iam/models/lru"
 )
@@ -67,6 +68,9 @@ type Deps struct {
 	// OAuth serves /oauth/v2/... and the authorization server metadata;
 	// nil leaves them unrouted.
 	OAuth http.Handler
+	// Geo locates addresses for geolocation conditions (IAM_GEOIP_DB); nil:
+	// every address has an unknown location.
+	Geo decide.Locator
 }
 
 // Server is the HTTP API.
@@ -85,6 +89,8 @@ type Server struct {
 	// agentReports remembers each device's last accepted check-in
 	// (agentReport).
 	agentReports *lru.Cache[int64, reportMemo]
+	// decisions caches each organization's compiled policies.
+	decisions *decide.Cache
 }
 
 // New builds the API's handler with every route of routes.go.
@@ -104,6 +110,7 @@ func New(cfg Config, deps Deps) *Server {
 	s := &Server{cfg: cfg, deps: deps, store: deps.Store, log: deps.Log, metrics: prometheus.NewRegistry(),
 		agentLimits: newAgentLimits(cfg.AgentRate, cfg.AgentBurst), packages: agentPackages{dir: cfg.AgentPackagesDir},
 		agentSettings: lru.New[int64, cachedSettings](10_000), agentReports: lru.New[int64, reportMemo](agentLimiters)}
+	s.decisions = decide.NewCache(decisionSource{store: deps.Store}, 10_000)
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if deps.Store != nil {
 		s.metrics.MustRegister(newJobsCollector(deps.Store, deps.Log))
@@ -153,6 +160,7 @@ func (s *Server) newEngine() *gin.Engine {
 	agent := r.Group("/agent/v1", limitBody(DefaultAgentMaxBody))
 	agent.POST("/register", handle(s.agentRegister))
 	agent.POST("/checkin", quiet(), handle(s.agentCheckin))
+	agent.POST("/authorize", handle(s.agentAuthorize))
 
 	v1 := r.Group("/api/v1", authenticate(s.deps.Tokens))
 	for _, rt := range s.Routes() {

@@ -108,11 +108,31 @@ const (
 	BulkDeleteResultStatusN404 BulkDeleteResultStatus = 404
 )
 
+// Defines values for CAConfigCertificateMappingAttribute.
+const (
+	CAConfigCertificateMappingAttributeDisplayName CAConfigCertificateMappingAttribute = "displayName"
+	CAConfigCertificateMappingAttributeEmail       CAConfigCertificateMappingAttribute = "email"
+	CAConfigCertificateMappingAttributeEmployeeID  CAConfigCertificateMappingAttribute = "employeeID"
+)
+
+// Defines values for CAConfigFormCertificateMappingAttribute.
+const (
+	CAConfigFormCertificateMappingAttributeDisplayName CAConfigFormCertificateMappingAttribute = "displayName"
+	CAConfigFormCertificateMappingAttributeEmail       CAConfigFormCertificateMappingAttribute = "email"
+	CAConfigFormCertificateMappingAttributeEmployeeID  CAConfigFormCertificateMappingAttribute = "employeeID"
+)
+
 // Defines values for ConfigBulkDeleteResultStatus.
 const (
 	ConfigBulkDeleteResultStatusN204 ConfigBulkDeleteResultStatus = 204
 	ConfigBulkDeleteResultStatusN404 ConfigBulkDeleteResultStatus = 404
 	ConfigBulkDeleteResultStatusN409 ConfigBulkDeleteResultStatus = 409
+)
+
+// Defines values for DecisionDecision.
+const (
+	DecisionDecisionAllow DecisionDecision = "allow"
+	DecisionDecisionDeny  DecisionDecision = "deny"
 )
 
 // Defines values for DeviceAgentStatus.
@@ -212,6 +232,15 @@ const (
 	EndpointSettingTypeNPSVPN           EndpointSettingType = "NPS_VPN"
 	EndpointSettingTypeSSOApplications  EndpointSettingType = "SSOApplications"
 	EndpointSettingTypeSensitiveActions EndpointSettingType = "SensitiveActions"
+)
+
+// Defines values for EvaluateRequestEndpoint.
+const (
+	EvaluateRequestEndpointComputerDevices EvaluateRequestEndpoint = "ComputerDevices"
+	EvaluateRequestEndpointIIS             EvaluateRequestEndpoint = "IIS"
+	EvaluateRequestEndpointIdentityServer  EvaluateRequestEndpoint = "IdentityServer"
+	EvaluateRequestEndpointNPS             EvaluateRequestEndpoint = "NPS"
+	EvaluateRequestEndpointSSOApplications EvaluateRequestEndpoint = "SSOApplications"
 )
 
 // Defines values for ExecutionAction.
@@ -834,6 +863,41 @@ type BusinessHoursConfig struct {
 	Timezone             string    `json:"timezone"`
 }
 
+// CAConfig defines model for CAConfig.
+type CAConfig struct {
+	AddedTime           time.Time `json:"added_time"`
+	AuthnFactorConfigId string    `json:"authn_factor_config_id"`
+
+	// CaFile The CA certificate in PEM form.
+	CaFile                      string                              `json:"ca_file"`
+	CertificateMappingAttribute CAConfigCertificateMappingAttribute `json:"certificate_mapping_attribute"`
+	ExpiresOn                   time.Time                           `json:"expires_on"`
+	Id                          string                              `json:"id"`
+	IsEnabled                   bool                                `json:"is_enabled"`
+	SubjectName                 string                              `json:"subject_name"`
+
+	// Thumbprint SHA-1 of the DER bytes, upper-case hex.
+	Thumbprint string `json:"thumbprint"`
+}
+
+// CAConfigCertificateMappingAttribute defines model for CAConfig.CertificateMappingAttribute.
+type CAConfigCertificateMappingAttribute string
+
+// CAConfigEnvelope defines model for CAConfigEnvelope.
+type CAConfigEnvelope struct {
+	Data CAConfig `json:"data"`
+}
+
+// CAConfigForm defines model for CAConfigForm.
+type CAConfigForm struct {
+	CaFile                      *openapi_types.File                      `json:"ca_file,omitempty"`
+	CertificateMappingAttribute *CAConfigFormCertificateMappingAttribute `json:"certificate_mapping_attribute,omitempty"`
+	IsEnabled                   *bool                                    `json:"is_enabled,omitempty"`
+}
+
+// CAConfigFormCertificateMappingAttribute defines model for CAConfigForm.CertificateMappingAttribute.
+type CAConfigFormCertificateMappingAttribute string
+
 // ConditionConfig A condition config of the path's family.
 type ConditionConfig struct {
 	union json.RawMessage
@@ -900,6 +964,46 @@ type CursorMeta struct {
 	Limit            int     `json:"limit"`
 	NextCursor       *string `json:"next_cursor"`
 	TotalNoOfObjects int     `json:"total_no_of_objects"`
+}
+
+// Decision defines model for Decision.
+type Decision struct {
+	// AdvancedSettings The deciding policy's advanced_settings: captcha and backup codes (spec 2.11).
+	AdvancedSettings *map[string]interface{} `json:"advanced_settings"`
+	Decision         DecisionDecision        `json:"decision"`
+
+	// EndpointAdvancedSettings The deciding setting's advanced_settings (MFA timeout, trust, RADIUS).
+	EndpointAdvancedSettings *map[string]interface{} `json:"endpoint_advanced_settings"`
+	Evaluated                []struct {
+		Matched  bool     `json:"matched"`
+		Name     *string  `json:"name,omitempty"`
+		PolicyId string   `json:"policy_id"`
+		Priority *int     `json:"priority,omitempty"`
+		Reasons  []string `json:"reasons"`
+	} `json:"evaluated"`
+
+	// NotAssigned Policies before the deciding one passed over because they are not assigned to the user (not listed in evaluated).
+	NotAssigned *int `json:"not_assigned,omitempty"`
+
+	// Policy The deciding policy; null when none applied (deny).
+	Policy *struct {
+		Id   string `json:"id"`
+		Name string `json:"name"`
+	} `json:"policy"`
+
+	// PrimaryAuthentication The deciding setting's primary_authentication (spec 2.11).
+	PrimaryAuthentication *map[string]interface{} `json:"primary_authentication"`
+
+	// SecondaryAuthentication The deciding setting's secondary_authentication (spec 2.11).
+	SecondaryAuthentication *map[string]interface{} `json:"secondary_authentication"`
+}
+
+// DecisionDecision defines model for Decision.Decision.
+type DecisionDecision string
+
+// DecisionEnvelope defines model for DecisionEnvelope.
+type DecisionEnvelope struct {
+	Data Decision `json:"data"`
 }
 
 // Device A device (spec 2.3). With `fields`, only the named attributes and id.
@@ -1099,6 +1203,21 @@ type Error struct {
 		Title  string `json:"title"`
 	} `json:"error"`
 }
+
+// EvaluateRequest defines model for EvaluateRequest.
+type EvaluateRequest struct {
+	Action   *string                 `json:"action,omitempty"`
+	DeviceId *string                 `json:"device_id,omitempty"`
+	Endpoint EvaluateRequestEndpoint `json:"endpoint"`
+
+	// Ip IPv4 or IPv6 address.
+	Ip     string     `json:"ip"`
+	Time   *time.Time `json:"time,omitempty"`
+	UserId string     `json:"user_id"`
+}
+
+// EvaluateRequestEndpoint defines model for EvaluateRequest.Endpoint.
+type EvaluateRequestEndpoint string
 
 // ExecuteRequest defines model for ExecuteRequest.
 type ExecuteRequest struct {
@@ -2387,8 +2506,14 @@ type AccountID = string
 // ActionID defines model for actionID.
 type ActionID = string
 
+// AuthnFactorConfigID defines model for authnFactorConfigID.
+type AuthnFactorConfigID = string
+
 // BulkIDs defines model for bulkIDs.
 type BulkIDs = string
+
+// CaConfigID defines model for caConfigID.
+type CaConfigID = string
 
 // ConfigFamily defines model for configFamily.
 type ConfigFamily string
@@ -2519,6 +2644,14 @@ type UnsupportedMediaType = Error
 // ViewColumns defines model for ViewColumns.
 type ViewColumns struct {
 	Data []string `json:"data"`
+}
+
+// AgentAuthorizeJSONBody defines parameters for AgentAuthorize.
+type AgentAuthorizeJSONBody struct {
+	Action   string  `json:"action"`
+	Ip       string  `json:"ip"`
+	UserId   *string `json:"user_id,omitempty"`
+	UserName *string `json:"user_name,omitempty"`
 }
 
 // UpdateAccountLinkingSettingsJSONBody defines parameters for UpdateAccountLinkingSettings.
@@ -3332,6 +3465,9 @@ type OauthRevokeTokenParams struct {
 	Token *string `form:"token,omitempty" json:"token,omitempty"`
 }
 
+// AgentAuthorizeJSONRequestBody defines body for AgentAuthorize for application/json ContentType.
+type AgentAuthorizeJSONRequestBody AgentAuthorizeJSONBody
+
 // AgentCheckinJSONRequestBody defines body for AgentCheckin for application/json ContentType.
 type AgentCheckinJSONRequestBody = AgentCheckin
 
@@ -3368,8 +3504,17 @@ type PutManagementViewColumnsJSONRequestBody = PutManagementViewColumnsJSONBody
 // UpdateAdminSettingsJSONRequestBody defines body for UpdateAdminSettings for application/json ContentType.
 type UpdateAdminSettingsJSONRequestBody = UpdateAdminSettingsJSONBody
 
+// CreateCAConfigMultipartRequestBody defines body for CreateCAConfig for multipart/form-data ContentType.
+type CreateCAConfigMultipartRequestBody = CAConfigForm
+
+// UpdateCAConfigMultipartRequestBody defines body for UpdateCAConfig for multipart/form-data ContentType.
+type UpdateCAConfigMultipartRequestBody = CAConfigForm
+
 // CreatePolicyJSONRequestBody defines body for CreatePolicy for application/json ContentType.
 type CreatePolicyJSONRequestBody = PolicyWrite
+
+// EvaluateConditionalAccessJSONRequestBody defines body for EvaluateConditionalAccess for application/json ContentType.
+type EvaluateConditionalAccessJSONRequestBody = EvaluateRequest
 
 // ReorderPoliciesJSONRequestBody defines body for ReorderPolicies for application/json ContentType.
 type ReorderPoliciesJSONRequestBody ReorderPoliciesJSONBody
@@ -3722,6 +3867,11 @@ type ClientInterface interface {
 	// GetOAuthServerMetadata request
 	GetOAuthServerMetadata(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// AgentAuthorizeWithBody request with any body
+	AgentAuthorizeWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	AgentAuthorize(ctx context.Context, body AgentAuthorizeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// AgentCheckinWithBody request with any body
 	AgentCheckinWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -3894,6 +4044,21 @@ type ClientInterface interface {
 	// ListAuthnFactorConfigs request
 	ListAuthnFactorConfigs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListCAConfigs request
+	ListCAConfigs(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateCAConfigWithBody request with any body
+	CreateCAConfigWithBody(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteCAConfig request
+	DeleteCAConfig(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetCAConfig request
+	GetCAConfig(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateCAConfigWithBody request with any body
+	UpdateCAConfigWithBody(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListPolicies request
 	ListPolicies(ctx context.Context, params *ListPoliciesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -3901,6 +4066,11 @@ type ClientInterface interface {
 	CreatePolicyWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	CreatePolicy(ctx context.Context, body CreatePolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EvaluateConditionalAccessWithBody request with any body
+	EvaluateConditionalAccessWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	EvaluateConditionalAccess(ctx context.Context, body EvaluateConditionalAccessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReorderPoliciesWithBody request with any body
 	ReorderPoliciesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4108,6 +4278,30 @@ type ClientInterface interface {
 
 func (c *Client) GetOAuthServerMetadata(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOAuthServerMetadataRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) AgentAuthorizeWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAgentAuthorizeRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) AgentAuthorize(ctx context.Context, body AgentAuthorizeJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAgentAuthorizeRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4850,6 +5044,66 @@ func (c *Client) ListAuthnFactorConfigs(ctx context.Context, reqEditors ...Reque
 	return c.Client.Do(req)
 }
 
+func (c *Client) ListCAConfigs(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListCAConfigsRequest(c.Server, authnfactorConfigId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) CreateCAConfigWithBody(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateCAConfigRequestWithBody(c.Server, authnfactorConfigId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) DeleteCAConfig(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteCAConfigRequest(c.Server, authnfactorConfigId, caConfigId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) GetCAConfig(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetCAConfigRequest(c.Server, authnfactorConfigId, caConfigId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UpdateCAConfigWithBody(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateCAConfigRequestWithBody(c.Server, authnfactorConfigId, caConfigId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 func (c *Client) ListPolicies(ctx context.Context, params *ListPoliciesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListPoliciesRequest(c.Server, params)
 	if err != nil {
@@ -4876,6 +5130,30 @@ func (c *Client) CreatePolicyWithBody(ctx context.Context, contentType string, b
 
 func (c *Client) CreatePolicy(ctx context.Context, body CreatePolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreatePolicyRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) EvaluateConditionalAccessWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEvaluateConditionalAccessRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) EvaluateConditionalAccess(ctx context.Context, body EvaluateConditionalAccessJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEvaluateConditionalAccessRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5797,6 +6075,46 @@ func NewGetOAuthServerMetadataRequest(server string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewAgentAuthorizeRequest calls the generic AgentAuthorize builder with application/json body
+func NewAgentAuthorizeRequest(server string, body AgentAuthorizeJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAgentAuthorizeRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewAgentAuthorizeRequestWithBody generates requests for AgentAuthorize with any type of body
+func NewAgentAuthorizeRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/agent/v1/authorize")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -8734,6 +9052,201 @@ func NewListAuthnFactorConfigsRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListCAConfigsRequest generates requests for ListCAConfigs
+func NewListCAConfigsRequest(server string, authnfactorConfigId AuthnFactorConfigID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "authnfactor_config_id", runtime.ParamLocationPath, authnfactorConfigId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/authnfactor-configs/%s/ca-configs", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateCAConfigRequestWithBody generates requests for CreateCAConfig with any type of body
+func NewCreateCAConfigRequestWithBody(server string, authnfactorConfigId AuthnFactorConfigID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "authnfactor_config_id", runtime.ParamLocationPath, authnfactorConfigId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/authnfactor-configs/%s/ca-configs", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteCAConfigRequest generates requests for DeleteCAConfig
+func NewDeleteCAConfigRequest(server string, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "authnfactor_config_id", runtime.ParamLocationPath, authnfactorConfigId)
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithLocation("simple", false, "ca_config_id", runtime.ParamLocationPath, caConfigId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/authnfactor-configs/%s/ca-configs/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("DELETE", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetCAConfigRequest generates requests for GetCAConfig
+func NewGetCAConfigRequest(server string, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "authnfactor_config_id", runtime.ParamLocationPath, authnfactorConfigId)
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithLocation("simple", false, "ca_config_id", runtime.ParamLocationPath, caConfigId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/authnfactor-configs/%s/ca-configs/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateCAConfigRequestWithBody generates requests for UpdateCAConfig with any type of body
+func NewUpdateCAConfigRequestWithBody(server string, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "authnfactor_config_id", runtime.ParamLocationPath, authnfactorConfigId)
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithLocation("simple", false, "ca_config_id", runtime.ParamLocationPath, caConfigId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/authnfactor-configs/%s/ca-configs/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("PATCH", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListPoliciesRequest generates requests for ListPolicies
 func NewListPoliciesRequest(server string, params *ListPoliciesParams) (*http.Request, error) {
 	var err error
@@ -8868,6 +9381,46 @@ func NewCreatePolicyRequestWithBody(server string, contentType string, body io.R
 	}
 
 	operationPath := fmt.Sprintf("/api/v1/protection/conditional-access-policies")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewEvaluateConditionalAccessRequest calls the generic EvaluateConditionalAccess builder with application/json body
+func NewEvaluateConditionalAccessRequest(server string, body EvaluateConditionalAccessJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewEvaluateConditionalAccessRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewEvaluateConditionalAccessRequestWithBody generates requests for EvaluateConditionalAccess with any type of body
+func NewEvaluateConditionalAccessRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/protection/conditional-access-policies/evaluate")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -12218,6 +12771,11 @@ type ClientWithResponsesInterface interface {
 	// GetOAuthServerMetadataWithResponse request
 	GetOAuthServerMetadataWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOAuthServerMetadataResponse, error)
 
+	// AgentAuthorizeWithBodyWithResponse request with any body
+	AgentAuthorizeWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AgentAuthorizeResponse, error)
+
+	AgentAuthorizeWithResponse(ctx context.Context, body AgentAuthorizeJSONRequestBody, reqEditors ...RequestEditorFn) (*AgentAuthorizeResponse, error)
+
 	// AgentCheckinWithBodyWithResponse request with any body
 	AgentCheckinWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AgentCheckinResponse, error)
 
@@ -12390,6 +12948,21 @@ type ClientWithResponsesInterface interface {
 	// ListAuthnFactorConfigsWithResponse request
 	ListAuthnFactorConfigsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAuthnFactorConfigsResponse, error)
 
+	// ListCAConfigsWithResponse request
+	ListCAConfigsWithResponse(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, reqEditors ...RequestEditorFn) (*ListCAConfigsResponse, error)
+
+	// CreateCAConfigWithBodyWithResponse request with any body
+	CreateCAConfigWithBodyWithResponse(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCAConfigResponse, error)
+
+	// DeleteCAConfigWithResponse request
+	DeleteCAConfigWithResponse(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, reqEditors ...RequestEditorFn) (*DeleteCAConfigResponse, error)
+
+	// GetCAConfigWithResponse request
+	GetCAConfigWithResponse(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, reqEditors ...RequestEditorFn) (*GetCAConfigResponse, error)
+
+	// UpdateCAConfigWithBodyWithResponse request with any body
+	UpdateCAConfigWithBodyWithResponse(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCAConfigResponse, error)
+
 	// ListPoliciesWithResponse request
 	ListPoliciesWithResponse(ctx context.Context, params *ListPoliciesParams, reqEditors ...RequestEditorFn) (*ListPoliciesResponse, error)
 
@@ -12397,6 +12970,11 @@ type ClientWithResponsesInterface interface {
 	CreatePolicyWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePolicyResponse, error)
 
 	CreatePolicyWithResponse(ctx context.Context, body CreatePolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePolicyResponse, error)
+
+	// EvaluateConditionalAccessWithBodyWithResponse request with any body
+	EvaluateConditionalAccessWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EvaluateConditionalAccessResponse, error)
+
+	EvaluateConditionalAccessWithResponse(ctx context.Context, body EvaluateConditionalAccessJSONRequestBody, reqEditors ...RequestEditorFn) (*EvaluateConditionalAccessResponse, error)
 
 	// ReorderPoliciesWithBodyWithResponse request with any body
 	ReorderPoliciesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReorderPoliciesResponse, error)
@@ -12618,6 +13196,35 @@ func (r GetOAuthServerMetadataResponse) Status() string {
 
 // StatusCode returns HTTPResponse.StatusCode
 func (r GetOAuthServerMetadataResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type AgentAuthorizeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *DecisionEnvelope
+	JSON400      *BadRequest
+	JSON401      *Error
+	JSON404      *NotFound
+	JSON413      *TooLarge
+	JSON415      *UnsupportedMediaType
+	JSON429      *Error
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r AgentAuthorizeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AgentAuthorizeResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -14075,6 +14682,148 @@ func (r ListAuthnFactorConfigsResponse) StatusCode() int {
 	return 0
 }
 
+type ListCAConfigsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []CAConfig `json:"data"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListCAConfigsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListCAConfigsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type CreateCAConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON201      *CAConfigEnvelope
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON409      *Conflict
+	JSON413      *TooLarge
+	JSON415      *UnsupportedMediaType
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateCAConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateCAConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type DeleteCAConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteCAConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteCAConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type GetCAConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *CAConfigEnvelope
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r GetCAConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetCAConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type UpdateCAConfigResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *CAConfigEnvelope
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON409      *Conflict
+	JSON413      *TooLarge
+	JSON415      *UnsupportedMediaType
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateCAConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateCAConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
 type ListPoliciesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14130,6 +14879,35 @@ func (r CreatePolicyResponse) Status() string {
 
 // StatusCode returns HTTPResponse.StatusCode
 func (r CreatePolicyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type EvaluateConditionalAccessResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *DecisionEnvelope
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON413      *TooLarge
+	JSON415      *UnsupportedMediaType
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r EvaluateConditionalAccessResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r EvaluateConditionalAccessResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -15695,6 +16473,23 @@ func (c *ClientWithResponses) GetOAuthServerMetadataWithResponse(ctx context.Con
 	return ParseGetOAuthServerMetadataResponse(rsp)
 }
 
+// AgentAuthorizeWithBodyWithResponse request with arbitrary body returning *AgentAuthorizeResponse
+func (c *ClientWithResponses) AgentAuthorizeWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AgentAuthorizeResponse, error) {
+	rsp, err := c.AgentAuthorizeWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAgentAuthorizeResponse(rsp)
+}
+
+func (c *ClientWithResponses) AgentAuthorizeWithResponse(ctx context.Context, body AgentAuthorizeJSONRequestBody, reqEditors ...RequestEditorFn) (*AgentAuthorizeResponse, error) {
+	rsp, err := c.AgentAuthorize(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAgentAuthorizeResponse(rsp)
+}
+
 // AgentCheckinWithBodyWithResponse request with arbitrary body returning *AgentCheckinResponse
 func (c *ClientWithResponses) AgentCheckinWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AgentCheckinResponse, error) {
 	rsp, err := c.AgentCheckinWithBody(ctx, contentType, body, reqEditors...)
@@ -16233,6 +17028,51 @@ func (c *ClientWithResponses) ListAuthnFactorConfigsWithResponse(ctx context.Con
 	return ParseListAuthnFactorConfigsResponse(rsp)
 }
 
+// ListCAConfigsWithResponse request returning *ListCAConfigsResponse
+func (c *ClientWithResponses) ListCAConfigsWithResponse(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, reqEditors ...RequestEditorFn) (*ListCAConfigsResponse, error) {
+	rsp, err := c.ListCAConfigs(ctx, authnfactorConfigId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListCAConfigsResponse(rsp)
+}
+
+// CreateCAConfigWithBodyWithResponse request with arbitrary body returning *CreateCAConfigResponse
+func (c *ClientWithResponses) CreateCAConfigWithBodyWithResponse(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateCAConfigResponse, error) {
+	rsp, err := c.CreateCAConfigWithBody(ctx, authnfactorConfigId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateCAConfigResponse(rsp)
+}
+
+// DeleteCAConfigWithResponse request returning *DeleteCAConfigResponse
+func (c *ClientWithResponses) DeleteCAConfigWithResponse(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, reqEditors ...RequestEditorFn) (*DeleteCAConfigResponse, error) {
+	rsp, err := c.DeleteCAConfig(ctx, authnfactorConfigId, caConfigId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteCAConfigResponse(rsp)
+}
+
+// GetCAConfigWithResponse request returning *GetCAConfigResponse
+func (c *ClientWithResponses) GetCAConfigWithResponse(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, reqEditors ...RequestEditorFn) (*GetCAConfigResponse, error) {
+	rsp, err := c.GetCAConfig(ctx, authnfactorConfigId, caConfigId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetCAConfigResponse(rsp)
+}
+
+// UpdateCAConfigWithBodyWithResponse request with arbitrary body returning *UpdateCAConfigResponse
+func (c *ClientWithResponses) UpdateCAConfigWithBodyWithResponse(ctx context.Context, authnfactorConfigId AuthnFactorConfigID, caConfigId CaConfigID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateCAConfigResponse, error) {
+	rsp, err := c.UpdateCAConfigWithBody(ctx, authnfactorConfigId, caConfigId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateCAConfigResponse(rsp)
+}
+
 // ListPoliciesWithResponse request returning *ListPoliciesResponse
 func (c *ClientWithResponses) ListPoliciesWithResponse(ctx context.Context, params *ListPoliciesParams, reqEditors ...RequestEditorFn) (*ListPoliciesResponse, error) {
 	rsp, err := c.ListPolicies(ctx, params, reqEditors...)
@@ -16257,6 +17097,23 @@ func (c *ClientWithResponses) CreatePolicyWithResponse(ctx context.Context, body
 		return nil, err
 	}
 	return ParseCreatePolicyResponse(rsp)
+}
+
+// EvaluateConditionalAccessWithBodyWithResponse request with arbitrary body returning *EvaluateConditionalAccessResponse
+func (c *ClientWithResponses) EvaluateConditionalAccessWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EvaluateConditionalAccessResponse, error) {
+	rsp, err := c.EvaluateConditionalAccessWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEvaluateConditionalAccessResponse(rsp)
+}
+
+func (c *ClientWithResponses) EvaluateConditionalAccessWithResponse(ctx context.Context, body EvaluateConditionalAccessJSONRequestBody, reqEditors ...RequestEditorFn) (*EvaluateConditionalAccessResponse, error) {
+	rsp, err := c.EvaluateConditionalAccess(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEvaluateConditionalAccessResponse(rsp)
 }
 
 // ReorderPoliciesWithBodyWithResponse request with arbitrary body returning *ReorderPoliciesResponse
@@ -16926,6 +17783,81 @@ func ParseGetOAuthServerMetadataResponse(rsp *http.Response) (*GetOAuthServerMet
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseAgentAuthorizeResponse parses an HTTP response from a AgentAuthorizeWithResponse call
+func ParseAgentAuthorizeResponse(rsp *http.Response) (*AgentAuthorizeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AgentAuthorizeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DecisionEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -20034,6 +20966,348 @@ func ParseListAuthnFactorConfigsResponse(rsp *http.Response) (*ListAuthnFactorCo
 	return response, nil
 }
 
+// ParseListCAConfigsResponse parses an HTTP response from a ListCAConfigsWithResponse call
+func ParseListCAConfigsResponse(rsp *http.Response) (*ListCAConfigsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListCAConfigsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []CAConfig `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateCAConfigResponse parses an HTTP response from a CreateCAConfigWithResponse call
+func ParseCreateCAConfigResponse(rsp *http.Response) (*CreateCAConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateCAConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest CAConfigEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteCAConfigResponse parses an HTTP response from a DeleteCAConfigWithResponse call
+func ParseDeleteCAConfigResponse(rsp *http.Response) (*DeleteCAConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteCAConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetCAConfigResponse parses an HTTP response from a GetCAConfigWithResponse call
+func ParseGetCAConfigResponse(rsp *http.Response) (*GetCAConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetCAConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CAConfigEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUpdateCAConfigResponse parses an HTTP response from a UpdateCAConfigWithResponse call
+func ParseUpdateCAConfigResponse(rsp *http.Response) (*UpdateCAConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateCAConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CAConfigEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseListPoliciesResponse parses an HTTP response from a ListPoliciesWithResponse call
 func ParseListPoliciesResponse(rsp *http.Response) (*ListPoliciesResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -20142,6 +21416,81 @@ func ParseCreatePolicyResponse(rsp *http.Response) (*CreatePolicyResponse, error
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseEvaluateConditionalAccessResponse parses an HTTP response from a EvaluateConditionalAccessWithResponse call
+func ParseEvaluateConditionalAccessResponse(rsp *http.Response) (*EvaluateConditionalAccessResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &EvaluateConditionalAccessResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DecisionEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest TooLarge

@@ -17,6 +17,8 @@ type CertificateInfo struct {
 	Subject    string
 	Thumbprint string // SHA-1 of the DER bytes, upper-case hex
 	NotAfter   time.Time
+	// Cert is the parsed certificate, for the CA checks.
+	Cert *x509.Certificate
 }
 
 // maxCertificateBytes bounds the size of one certificate file.
@@ -42,6 +44,7 @@ func ParseCertificate(data []byte) (*CertificateInfo, error) {
 		Subject:    cert.Subject.String(),
 		Thumbprint: strings.ToUpper(hex.EncodeToString(sum[:])),
 		NotAfter:   cert.NotAfter.UTC(),
+		Cert:       cert,
 	}, nil
 }
 

@@ -44,6 +44,8 @@ type Store struct {
 	Devices *DeviceStore
 	// DeviceGroups are named sets of devices that protection settings name.
 	DeviceGroups *DeviceGroupStore
+	// CAs are the certificate authorities of smart card factor configs.
+	CAs *CAStore
 	// Management holds management actions' view columns, uploads and
 	// executions.
 	Management *MgmtStore
@@ -111,6 +113,7 @@ func NewStore(db *bun.DB) *Store {
 		Settings:     &SettingsStore{db: db},
 		Devices:      &DeviceStore{db: db, d: d},
 		DeviceGroups: &DeviceGroupStore{db: db},
+		CAs:          &CAStore{db: db},
 		Management:   &MgmtStore{db: db, d: d},
 
 		ConditionConfigs: &ConditionConfigStore{db: db},

@@ -2,6 +2,12 @@ package oauth_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -117,6 +123,19 @@ var fixtures = map[string]func(t *testing.T, env *apitest.Env, org *models.Organ
 			t.Fatalf("device group fixture: %v", err)
 		}
 		return models.FormatID(g.ID)
+	},
+	"authnfactor_config_id": smartCardFixture,
+	"ca_config_id": func(t *testing.T, env *apitest.Env, org *models.Organization, parents map[string]string) string {
+		factor, ok := parents["authnfactor_config_id"]
+		if !ok {
+			factor = smartCardFixture(t, env, org, parents)
+		}
+		factorID, _ := models.ParseID("authnfactor_config_id", factor)
+		ca, err := env.Store.CAs.Create(context.Background(), org.ID, factorID, models.CAInput{File: fixtureCA(t), MappingAttribute: ptr("email")})
+		if err != nil {
+			t.Fatalf("CA config fixture: %v", err)
+		}
+		return models.FormatID(ca.ID)
 	},
 	"template_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
 		tpl := &models.Template{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID()), Module: "reports",
@@ -421,3 +440,35 @@ func scheduleFixture(t *testing.T, env *apitest.Env, org *models.Organization) s
 	}
 	return models.FormatID(sc.ID)
 }
+
+// smartCardFixture is the organization's smart card factor config.
+func smartCardFixture(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
+	configs, err := env.Store.Factors.List(context.Background(), org.ID)
+	if err != nil {
+		t.Fatalf("factor config fixture: %v", err)
+	}
+	for _, c := range configs {
+		if c.Type == models.FactorSmartCard {
+			return models.FormatID(c.ID)
+		}
+	}
+	t.Fatal("factor config fixture: no smart card config")
+	return ""
+}
+
+// fixtureCA makes a fresh self-signed CA certificate (DER).
+func fixtureCA(t *testing.T) []byte {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(models.NewID()), Subject: pkix.Name{CommonName: "Fixture CA " + models.FormatID(models.NewID())},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), BasicConstraintsValid: true, IsCA: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -17,6 +17,7 @@ import (
 	"iam/api"
 	"iam/api/jobrun"
 	"iam/api/oauth"
+	"iam/decide"
 	"iam/models"
 )
 
@@ -113,7 +114,7 @@ func dialTemporal(ctx context.Context, opts client.Options, log *slog.Logger) (c
 
 // apiServer builds the API with its launcher, behind the authorization
 // server auth (which validates the API's tokens and serves /oauth/v2).
-func apiServer(cfg Config, store *models.Store, tc client.Client, auth *oauth.Server, log *slog.Logger) (*api.Server, *jobrun.Launcher) {
+func apiServer(cfg Config, store *models.Store, tc client.Client, auth *oauth.Server, geo decide.Locator, log *slog.Logger) (*api.Server, *jobrun.Launcher) {
 	launcher := &jobrun.Launcher{Client: tc, Store: store, Log: log}
 	srv := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, UploadMaxBytes: cfg.UploadMaxBytes, UploadIdleTimeout: cfg.UploadIdleTimeout, SeparateMetrics: cfg.MetricsAddr != "",
 		AgentPackagesDir: cfg.AgentPackagesDir, AgentCheckinInterval: cfg.AgentCheckinInterval}, api.Deps{
@@ -123,6 +124,7 @@ func apiServer(cfg Config, store *models.Store, tc client.Client, auth *oauth.Se
 		Tokens:   auth,
 		OAuth:    auth.Handler(),
 		Log:      log,
+		Geo:      geo,
 	})
 	return srv, launcher
 }
@@ -188,7 +190,16 @@ func bootstrapAuth(ctx context.Context, cfg Config, store *models.Store, secret 
 // runAPI serves the API on addr, with the reconciler of lost job starts and
 // orphaned uploads, until ctx ends.
 func runAPI(ctx context.Context, cfg Config, addr string, store *models.Store, tc client.Client, auth *oauth.Server, log *slog.Logger, ready func(net.Addr)) error {
-	srv, launcher := apiServer(cfg, store, tc, auth, log)
+	var geo decide.Locator
+	if cfg.GeoIPDB != "" {
+		g, err := decide.OpenGeoIP(cfg.GeoIPDB)
+		if err != nil {
+			return fmt.Errorf("IAM_GEOIP_DB: %w", err)
+		}
+		defer g.Close()
+		geo = g
+	}
+	srv, launcher := apiServer(cfg, store, tc, auth, geo, log)
 	rec := &jobrun.Reconciler{Launcher: launcher, Interval: cfg.ReconcileInterval, Grace: cfg.ReconcileGrace, UploadGrace: cfg.UploadSweepGrace}
 	go rec.Run(ctx)
 	if cfg.MetricsAddr == "" {

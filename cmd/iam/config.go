@@ -55,6 +55,10 @@ type Config struct {
 	// AgentPackagesDir holds the agent packages agents-info shows and
 	// download serves (docs/devices.md names the files).
 	AgentPackagesDir string `env:"IAM_AGENT_PACKAGES_DIR"`
+	// GeoIPDB is a MaxMind-format database (GeoLite2/GeoIP2 Country or City)
+	// that geolocation conditions read; without it every address has an
+	// unknown location.
+	GeoIPDB string `env:"IAM_GEOIP_DB"`
 	// AgentCheckinInterval is the check-in interval devices are given.
 	AgentCheckinInterval time.Duration `env:"IAM_AGENT_CHECKIN_INTERVAL" envDefault:"60s"`
 	// MgmtExecutionTimeout is how long an attempt of a management execution

@@ -1,0 +1,389 @@
+// Command decidebench measures conditional access decisions with 1,000
+// policies and 10,000 condition entries in one organization:
+//
+//   - in process: decide.Decide over the organization's compiled snapshot
+//     (loaded from the store as the API loads it), requests spread so that
+//     the deciding policy is anywhere from the first to the default one
+//     (every policy considered with its reasons); it prints p50, p99 and the
+//     worst latency and the decisions per second of one core;
+//   - over HTTP: POST /protection/conditional-access-policies/evaluate
+//     against GET /users?limit=1 on the same server, taking turns, at
+//     -concurrency clients; it prints both throughputs and their ratio.
+//
+// The database is a throwaway PostgreSQL cluster, or IAM_BENCH_DATABASE_URL
+// (an empty database, migrated here).
+//
+// Usage: go run ./cmd/decidebench [-decisions 20000] [-duration 10s] [-turns 4] [-concurrency 16]
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"iam/api"
+	"iam/decide"
+	"iam/models"
+	"iam/models/dbtest/pgcluster"
+)
+
+const (
+	policies       = 1000 // besides the default policy
+	entriesPerSrc  = 10   // entries of each IP source config: 1,000 × 10 = 10,000
+	token          = "decidebench"
+	businessConfig = 10
+	teamCount      = 20
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "decidebench:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	decisions   int
+	duration    time.Duration
+	turns       int
+	concurrency int
+	cpuProfile  string
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
+	fs := flag.NewFlagSet("decidebench", flag.ContinueOnError)
+	var cfg config
+	fs.IntVar(&cfg.decisions, "decisions", 20000, "in-process decisions to time")
+	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "HTTP load in all, shared by the turns of both routes")
+	fs.IntVar(&cfg.turns, "turns", 4, "turns each route takes, in alternation")
+	fs.IntVar(&cfg.concurrency, "concurrency", 16, "concurrent HTTP clients")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the HTTP evaluate turns to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	dsn := getenv("IAM_BENCH_DATABASE_URL")
+	if dsn == "" {
+		c, err := pgcluster.Start(ctx, pgcluster.Options{Prefix: "iam-decidebench-pg-"})
+		if err != nil {
+			return err
+		}
+		defer c.Stop()
+		dsn = c.URL("postgres").String()
+		fmt.Fprintf(out, "throwaway PostgreSQL cluster %s\n", c.Describe())
+	}
+	db, err := models.Open(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.DB.SetMaxOpenConns(cfg.concurrency + 8)
+	db.DB.SetMaxIdleConns(cfg.concurrency + 8)
+	if _, err := models.MigrateUp(ctx, db); err != nil {
+		return err
+	}
+	store := models.NewStore(db)
+	start := time.Now()
+	s, err := seed(ctx, store)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "seeded %d policies (+ default), %d IP source configs of %d entries (%d entries), %d business hours configs in %v\n",
+		policies, policies, entriesPerSrc, policies*entriesPerSrc, businessConfig, time.Since(start).Round(time.Millisecond))
+	if err := inProcess(ctx, store, s, cfg, out); err != nil {
+		return err
+	}
+	return overHTTP(ctx, store, s, cfg, out)
+}
+
+// seeded is what the requests name.
+type seeded struct {
+	org   *models.Organization
+	users []int64 // each in one team
+	worst int64   // in every team
+}
+
+// srcAddr is address k of IP source i: 10.a.b.(16k+1), a.b = i.
+func srcAddr(i, k int) netip.Addr {
+	return netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), byte(16*k + 1)})
+}
+
+func seed(ctx context.Context, store *models.Store) (*seeded, error) {
+	org := &models.Organization{Name: "decidebench"}
+	if err := store.Orgs.Create(ctx, org); err != nil {
+		return nil, err
+	}
+	s := &seeded{org: org}
+	// Each policy targets one of the teams; each user is in one team, so
+	// policies/teams policies reach a user. The worst-case user is in every
+	// team: every policy reaches them.
+	var teams []*models.Group
+	for k := 0; k < teamCount; k++ {
+		g := &models.Group{OrgID: org.ID, Name: fmt.Sprintf("Team %d", k)}
+		if err := store.Groups.Create(ctx, g, nil, nil); err != nil {
+			return nil, err
+		}
+		teams = append(teams, g)
+	}
+	for i := 0; i < 100; i++ {
+		u := &models.User{OrgID: org.ID, Email: fmt.Sprintf("user%d@example.com", i), Status: models.UserActive}
+		if err := store.Users.Create(ctx, u, ""); err != nil {
+			return nil, err
+		}
+		s.users = append(s.users, u.ID)
+		if _, err := store.Groups.AddMembers(ctx, org.ID, teams[i%teamCount].ID, []int64{u.ID}); err != nil {
+			return nil, err
+		}
+	}
+	worst := &models.User{OrgID: org.ID, Email: "everywhere@example.com", Status: models.UserActive}
+	if err := store.Users.Create(ctx, worst, ""); err != nil {
+		return nil, err
+	}
+	s.worst = worst.ID
+	for _, g := range teams {
+		if _, err := store.Groups.AddMembers(ctx, org.ID, g.ID, []int64{worst.ID}); err != nil {
+			return nil, err
+		}
+	}
+	var hours []int64
+	for i := 0; i < businessConfig; i++ {
+		c := &models.ConditionConfig{OrgID: org.ID, Family: models.FamilyBusinessHours, DisplayName: fmt.Sprintf("Hours %d", i),
+			Timezone: []string{"UTC", "Europe/Paris", "America/New_York", "Asia/Tokyo"}[i%4], BusinessHoursBitmap: strings.Repeat("1", models.BusinessHoursBits)}
+		if err := store.ConditionConfigs.Create(ctx, c); err != nil {
+			return nil, err
+		}
+		hours = append(hours, c.ID)
+	}
+	for i := 0; i < policies; i++ {
+		var items []string
+		for k := 0; k < entriesPerSrc-2; k++ {
+			items = append(items, netip.PrefixFrom(srcAddr(i, k), 28).Masked().String())
+		}
+		v6 := func(k int) string { return fmt.Sprintf("2001:db8:%x::%x", i, k) }
+		c := &models.ConditionConfig{OrgID: org.ID, Family: models.FamilyIPSources, DisplayName: fmt.Sprintf("Source %d", i),
+			IPAddresses: strings.Join(items, ","), IPAddressRanges: []models.IPRange{{From: v6(0x10), To: v6(0x1f)}, {From: v6(0x100), To: v6(0x1ff)}}}
+		if err := store.ConditionConfigs.Create(ctx, c); err != nil {
+			return nil, fmt.Errorf("IP source %d: %w", i, err)
+		}
+		p := &models.Policy{OrgID: org.ID, Name: fmt.Sprintf("Policy %d", i), IsEnabled: true, AccessType: []string{models.AccessAllow, models.AccessDeny}[i%2],
+			GroupIDs:          []int64{teams[i%teamCount].ID},
+			EndpointsSettings: []models.EndpointSetting{{Endpoint: models.EndpointNPS}},
+			Conditions: []models.PolicyCondition{
+				{SequenceNumber: 1, FactorType: models.FactorTypeIPAddress, Comparator: models.ComparatorIn, FactorConfigs: []models.RefID{models.RefID(c.ID)}},
+				{SequenceNumber: 2, FactorType: models.FactorTypeTime, Comparator: models.ComparatorIn, FactorConfigs: []models.RefID{models.RefID(hours[i%len(hours)])}},
+			},
+			CriteriaExpression: "1 and 2"}
+		if err := store.Policies.Create(ctx, p, models.PolicyActor{}); err != nil {
+			return nil, fmt.Errorf("policy %d: %w", i, err)
+		}
+	}
+	return s, nil
+}
+
+// request is request n: the address of a random policy's source (that policy
+// decides), or one in no source (every policy considered, the default decides).
+func request(r *rand.Rand, s *seeded) (netip.Addr, int64) {
+	user := s.users[r.IntN(len(s.users))]
+	if r.IntN(10) == 0 {
+		return netip.AddrFrom4([4]byte{172, 16, byte(r.IntN(256)), byte(r.IntN(256))}), user
+	}
+	return srcAddr(r.IntN(policies), r.IntN(entriesPerSrc-2)).Next(), user
+}
+
+func inProcess(ctx context.Context, store *models.Store, s *seeded, cfg config, out io.Writer) error {
+	start := time.Now()
+	set, err := store.Policies.LoadEnabledPolicies(ctx, s.org.ID)
+	if err != nil {
+		return err
+	}
+	loaded := time.Since(start)
+	start = time.Now()
+	snap := decide.Compile(s.org.ID, 1, set)
+	compiled := time.Since(start)
+	fmt.Fprintf(out, "\nin process: %d policies loaded in %v, compiled in %v\n", snap.Policies(), loaded.Round(time.Microsecond), compiled.Round(time.Microsecond))
+	for _, c := range []struct {
+		name  string
+		users []int64
+	}{{fmt.Sprintf("a user in one team (%d of the policies reach them)", policies/teamCount), s.users}, {"the worst case: a user every policy reaches", []int64{s.worst}}} {
+		if err := timeDecisions(ctx, store, s, snap, c.users, cfg, c.name, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func timeDecisions(ctx context.Context, store *models.Store, s *seeded, snap *decide.Snapshot, users []int64, cfg config, name string, out io.Writer) error {
+	groups := map[int64][]int64{}
+	for _, u := range users {
+		ok, g, err := store.DeviceGroups.UserGroupIDs(ctx, s.org.ID, u)
+		if err != nil || !ok {
+			return fmt.Errorf("user groups: %v", err)
+		}
+		groups[u] = g
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	lat := make([]time.Duration, cfg.decisions)
+	considered, notAssigned := 0, 0
+	now := time.Now()
+	for i := range lat {
+		ip, _ := request(r, s)
+		user := users[r.IntN(len(users))]
+		req := decide.Request{UserID: user, UserGroups: groups[user], Endpoint: models.EndpointNPS, IP: ip, Time: now}
+		t0 := time.Now()
+		d := decide.Decide(snap, req, nil)
+		lat[i] = time.Since(t0)
+		considered += len(d.Evaluated)
+		notAssigned += d.NotAssigned
+		if d.Policy == nil {
+			return errors.New("no policy decided")
+		}
+	}
+	slices.Sort(lat)
+	var total time.Duration
+	for _, l := range lat {
+		total += l
+	}
+	p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
+	fmt.Fprintf(out, "  %s: %d decisions, %.0f policies considered and %.0f passed over (not assigned) on average: p50 %v, p99 %v (target <= 1ms), max %v, %.0f decisions/s on one core\n",
+		name, len(lat), float64(considered)/float64(len(lat)), float64(notAssigned)/float64(len(lat)),
+		p(0.5).Round(time.Microsecond), p(0.99).Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond), float64(len(lat))/total.Seconds())
+	return nil
+}
+
+type benchTokens struct{ orgID int64 }
+
+func (t benchTokens) ValidateAccessToken(_ context.Context, tok string) (*api.Principal, error) {
+	if tok != token {
+		return nil, errors.New("unknown token")
+	}
+	return &api.Principal{UserID: 1, OrgID: t.orgID, Scopes: []string{"svc.user.READ", "svc.conditional_access_policy.READ"}}, nil
+}
+
+type result struct {
+	n   int64
+	dur time.Duration
+	lat []time.Duration
+}
+
+func overHTTP(ctx context.Context, store *models.Store, s *seeded, cfg config, out io.Writer) error {
+	server := api.New(api.Config{}, api.Deps{Store: store, Tokens: benchTokens{orgID: s.org.ID}, Log: slog.New(slog.DiscardHandler)})
+	srv := httptest.NewServer(server.Handler())
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}}
+	evaluate := func(r *rand.Rand) *http.Request {
+		ip, user := request(r, s)
+		body := fmt.Sprintf(`{"user_id":"%d","endpoint":"NPS","ip":"%s"}`, user, ip)
+		req, _ := http.NewRequest("POST", srv.URL+"/api/v1/protection/conditional-access-policies/evaluate", bytes.NewReader([]byte(body)))
+		req.Header.Set("Content-Type", "application/json")
+		return req
+	}
+	users := func(*rand.Rand) *http.Request {
+		req, _ := http.NewRequest("GET", srv.URL+"/api/v1/users?limit=1", nil)
+		return req
+	}
+	// Warm up both (the first decision compiles the snapshot).
+	for _, mk := range []func(*rand.Rand) *http.Request{evaluate, users} {
+		if _, err := load(ctx, client, mk, 2, 300*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	var ev, us result
+	turn := cfg.duration / time.Duration(2*cfg.turns)
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	for i := 0; i < cfg.turns; i++ {
+		for _, x := range []struct {
+			mk  func(*rand.Rand) *http.Request
+			acc *result
+		}{{evaluate, &ev}, {users, &us}} {
+			r, err := load(ctx, client, x.mk, cfg.concurrency, turn)
+			if err != nil {
+				return err
+			}
+			x.acc.n += r.n
+			x.acc.dur += r.dur
+			x.acc.lat = append(x.acc.lat, r.lat...)
+		}
+	}
+	rate := func(r result) float64 { return float64(r.n) / r.dur.Seconds() }
+	p99 := func(r result) time.Duration {
+		slices.Sort(r.lat)
+		return r.lat[int(0.99*float64(len(r.lat)-1))].Round(10 * time.Microsecond)
+	}
+	fmt.Fprintf(out, "\nover HTTP, %d clients, %d turns of %v each:\n", cfg.concurrency, cfg.turns, turn)
+	fmt.Fprintf(out, "  POST /protection/conditional-access-policies/evaluate: %.0f req/s, p99 %v\n", rate(ev), p99(ev))
+	fmt.Fprintf(out, "  GET /users?limit=1:                                    %.0f req/s, p99 %v\n", rate(us), p99(us))
+	fmt.Fprintf(out, "  evaluate at %.0f%% of GET /users?limit=1 (target >= 50%%)\n", 100*rate(ev)/rate(us))
+	return nil
+}
+
+// load runs conc clients sending mk's requests for d.
+func load(ctx context.Context, client *http.Client, mk func(*rand.Rand) *http.Request, conc int, d time.Duration) (result, error) {
+	var n atomic.Int64
+	var mu sync.Mutex
+	var lat []time.Duration
+	var firstErr error
+	deadline := time.Now().Add(d)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for c := 0; c < conc; c++ {
+		wg.Add(1)
+		go func(seed uint64) {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(seed, seed+1))
+			var mine []time.Duration
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				req := mk(r)
+				req.Header.Set("Authorization", api.AuthScheme+" "+token)
+				t0 := time.Now()
+				resp, err := client.Do(req)
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						err = fmt.Errorf("%s %s: status %d", req.Method, req.URL.Path, resp.StatusCode)
+					}
+				}
+				if err != nil {
+					mu.Lock()
+					firstErr = errors.Join(firstErr, err)
+					mu.Unlock()
+					return
+				}
+				mine = append(mine, time.Since(t0))
+				n.Add(1)
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		}(uint64(c + 1))
+	}
+	wg.Wait()
+	return result{n: n.Load(), dur: time.Since(start), lat: lat}, firstErr
+}
