@@ -10,8 +10,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"iam/decide"
 	"iam/models"
+	"iam/models/decide"
 )
 
 // Conditional access decisions: admins ask "what if" at

@@ -17,8 +17,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"iam/api/jobrun"
-	"iam/decide"
 	"iam/models"
+	"iam/models/decide"
 	"iam/models/lru"
 )
 

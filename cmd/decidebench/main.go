@@ -38,9 +38,9 @@ import (
 	"time"
 
 	"iam/api"
-	"iam/decide"
 	"iam/models"
 	"iam/models/dbtest/pgcluster"
+	"iam/models/decide"
 )
 
 const (

@@ -17,8 +17,8 @@ import (
 	"iam/api"
 	"iam/api/jobrun"
 	"iam/api/oauth"
-	"iam/decide"
 	"iam/models"
+	"iam/models/decide"
 )
 
 // The pieces every command assembles from: logger, store, Temporal client,

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"iam/decide"
 	"iam/models"
+	"iam/models/decide"
 )
 
 // TestDecision_JSON: the hand-written JSON reads back like encoding/json's

@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"iam/decide"
 	"iam/models"
+	"iam/models/decide"
 )
 
 type fakeSource struct {

@@ -12,8 +12,8 @@ import (
 	"github.com/maxmind/mmdbwriter"
 	"github.com/maxmind/mmdbwriter/mmdbtype"
 
-	"iam/decide"
 	"iam/models"
+	"iam/models/decide"
 )
 
 // geoDB writes a MaxMind database mapping networks to countries and opens it.
