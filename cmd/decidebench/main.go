@@ -249,7 +249,7 @@ func timeDecisions(ctx context.Context, store *models.Store, s *seeded, snap *de
 		t0 := time.Now()
 		d := decide.Decide(snap, req, nil)
 		lat[i] = time.Since(t0)
-		considered += len(d.Evaluated)
+		considered += d.Considered
 		notAssigned += d.NotAssigned
 		if d.Policy == nil {
 			return errors.New("no policy decided")
