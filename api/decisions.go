@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -118,15 +120,31 @@ func (s *Server) evaluatePolicies(c *gin.Context) error {
 	return writeDecision(c, d)
 }
 
-// writeDecision answers {data: decision}, written by hand (AppendJSON).
+// decisionBuffers hold the answers being written: an answer lists every
+// policy considered with its reasons (about 250 bytes each), so a buffer
+// of its size is reused rather than grown for each request. Buffers grown
+// past maxPooledDecision are left to the collector.
+var decisionBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}
+
+const maxPooledDecision = 1 << 20
+
+// writeDecision answers {data: decision}, written by hand (AppendJSON),
+// with its length (not chunked).
 func writeDecision(c *gin.Context, d *decide.Decision) error {
-	buf := make([]byte, 0, 4096)
-	buf = append(buf, `{"data":`...)
+	bp := decisionBuffers.Get().(*[]byte)
+	buf := append((*bp)[:0], `{"data":`...)
 	buf, err := d.AppendJSON(buf)
 	if err != nil {
 		return err
 	}
-	c.Data(http.StatusOK, "application/json; charset=utf-8", append(buf, '}'))
+	buf = append(buf, '}')
+	c.Header("Content-Length", strconv.Itoa(len(buf)))
+	c.Data(http.StatusOK, "application/json; charset=utf-8", buf)
+	// Data has copied the answer to the connection's buffer or written it.
+	if cap(buf) <= maxPooledDecision {
+		*bp = buf[:0]
+		decisionBuffers.Put(bp)
+	}
 	return nil
 }
 
