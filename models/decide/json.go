@@ -75,8 +75,9 @@ func (d *Decision) AppendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// MarshalJSON is AppendJSON.
-func (d *Decision) MarshalJSON() ([]byte, error) { return d.AppendJSON(nil) }
+// MarshalJSON is AppendJSON (on a value too: a Decision marshalled by
+// value still lists what it evaluated).
+func (d Decision) MarshalJSON() ([]byte, error) { return d.AppendJSON(nil) }
 
 // appendString appends s as a JSON string.
 func appendString(b []byte, s string) []byte {

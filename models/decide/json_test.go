@@ -25,6 +25,9 @@ func TestDecision_JSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if byValue, err := json.Marshal(d); err != nil || string(byValue) != string(raw) {
+		t.Errorf("by value %s (%v), by pointer %s", byValue, err, raw)
+	}
 	var got map[string]any
 	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatalf("%v: %s", err, raw)
