@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -48,28 +50,22 @@ func parseDecisionIP(s string) (netip.Addr, error) {
 	return a, nil
 }
 
-// decideFor fills the request's user and device groups and decides.
+// decideFor fills the request's user and device groups (read with the
+// protection version in one query) and decides.
 // ENOTFOUND for a user or device not of the organization.
 func (s *Server) decideFor(ctx context.Context, orgID int64, req decide.Request) (*decide.Decision, error) {
-	ok, groups, version, err := s.store.DeviceGroups.UserDecisionFacts(ctx, orgID, req.UserID)
+	f, err := s.store.DeviceGroups.DecisionFacts(ctx, orgID, req.UserID, req.DeviceID)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
+	if !f.UserExists {
 		return nil, models.ErrUserNotFound
 	}
-	req.UserGroups = groups
-	if req.DeviceID != 0 {
-		ok, dgroups, err := s.store.DeviceGroups.DeviceGroupIDs(ctx, orgID, req.DeviceID)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return nil, models.DeviceNotFound(req.DeviceID)
-		}
-		req.DeviceGroups = dgroups
+	if req.DeviceID != 0 && !f.DeviceExists {
+		return nil, models.DeviceNotFound(req.DeviceID)
 	}
-	snap, err := s.decisions.At(ctx, orgID, version)
+	req.UserGroups, req.DeviceGroups = f.UserGroups, f.DeviceGroups
+	snap, err := s.decisions.At(ctx, orgID, f.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -118,15 +114,31 @@ func (s *Server) evaluatePolicies(c *gin.Context) error {
 	return writeDecision(c, d)
 }
 
-// writeDecision answers {data: decision}, written by hand (AppendJSON).
+// decisionBuffers hold the answers being written: an answer lists every
+// policy considered with its reasons (about 250 bytes each), so a buffer
+// of its size is reused rather than grown for each request. Buffers grown
+// past maxPooledDecision are left to the collector.
+var decisionBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 32<<10); return &b }}
+
+const maxPooledDecision = 1 << 20
+
+// writeDecision answers {data: decision}, written by hand (AppendJSON),
+// with its length (not chunked).
 func writeDecision(c *gin.Context, d *decide.Decision) error {
-	buf := make([]byte, 0, 4096)
-	buf = append(buf, `{"data":`...)
+	bp := decisionBuffers.Get().(*[]byte)
+	buf := append((*bp)[:0], `{"data":`...)
 	buf, err := d.AppendJSON(buf)
 	if err != nil {
 		return err
 	}
-	c.Data(http.StatusOK, "application/json; charset=utf-8", append(buf, '}'))
+	buf = append(buf, '}')
+	c.Header("Content-Length", strconv.Itoa(len(buf)))
+	c.Data(http.StatusOK, "application/json; charset=utf-8", buf)
+	// Data has copied the answer to the connection's buffer or written it.
+	if cap(buf) <= maxPooledDecision {
+		*bp = buf[:0]
+		decisionBuffers.Put(bp)
+	}
 	return nil
 }
 

@@ -141,6 +141,10 @@ func TestDecisions_EvaluateAndAuthorize(t *testing.T) {
 			Body: map[string]any{"user_id": sellerID, "endpoint": "NPS", "ip": "not-an-ip"}}), 400, "00000109", "ip")
 		wantError(t, env.Do(apitest.Request{Method: "POST", Path: "/api/v1/protection/conditional-access-policies/evaluate", Token: tok,
 			Body: map[string]any{"user_id": sellerID, "endpoint": "Mainframe", "ip": "10.0.0.1"}}), 400, "00000109", "endpoint")
+		if e := env.Do(apitest.Request{Method: "POST", Path: "/api/v1/protection/conditional-access-policies/evaluate", Token: tok,
+			Body: map[string]any{"user_id": sellerID, "device_id": "999999", "endpoint": "ComputerDevices", "action": "RDP", "ip": "10.0.0.1"}}); e.Status != 404 || e.ErrorBody(t).Title != "Device Not Found" {
+			t.Errorf("unknown device: %d %s", e.Status, e.Body)
+		}
 		otherOrg := env.NewOrg("Other")
 		wantError(t, env.Do(apitest.Request{Method: "POST", Path: "/api/v1/protection/conditional-access-policies/evaluate",
 			Token: env.Token(otherOrg, "svc.conditional_access_policy.ALL"),

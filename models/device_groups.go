@@ -521,29 +521,54 @@ func (s *DeviceGroupStore) DeviceGroupIDs(ctx context.Context, orgID, deviceID i
 	return len(rows) > 0, groups, nil
 }
 
-// UserDecisionFacts is UserGroupIDs and ProtectionVersion in one query: what
-// a decision reads besides its cached snapshot. The version is 0 when the
-// user does not exist.
-func (s *DeviceGroupStore) UserDecisionFacts(ctx context.Context, orgID, userID int64) (exists bool, groups []int64, version int64, err error) {
+// DecisionFacts is what a decision reads besides its cached snapshot.
+type DecisionFacts struct {
+	UserExists bool
+	UserGroups []int64 // static and dynamic memberships, ascending
+	// DeviceExists: the device asked about is of the organization and not
+	// deleted (false when none was asked about).
+	DeviceExists bool
+	DeviceGroups []int64 // ascending
+	Version      int64   // the organization's protection version
+}
+
+// DecisionFacts reads, in one query, the organization's protection
+// version, whether userID is a user of the organization and its groups,
+// and, when deviceID is not 0, whether it is a device of the organization
+// and its device groups.
+func (s *DeviceGroupStore) DecisionFacts(ctx context.Context, orgID, userID, deviceID int64) (DecisionFacts, error) {
 	var rows []struct {
-		Version *int64 `bun:"version"`
-		ID      int64  `bun:"id"`
+		Kind    string `bun:"kind"`
+		ID      *int64 `bun:"id"`
 		GroupID *int64 `bun:"group_id"`
 	}
-	err = s.db.NewRaw("SELECT (SELECT pv.version FROM protection_versions AS pv WHERE pv.org_id = u.org_id) AS version, u.id, gm.group_id "+
-		"FROM users AS u LEFT JOIN group_members AS gm ON gm.user_id = u.id AND gm.org_id = u.org_id "+
-		"WHERE u.org_id = ? AND u.id = ? ORDER BY gm.group_id", orgID, userID).Scan(ctx, &rows)
+	err := s.db.NewRaw("SELECT 'v' AS kind, pv.version AS id, CAST(NULL AS BIGINT) AS group_id FROM protection_versions AS pv WHERE pv.org_id = ? "+
+		"UNION ALL SELECT 'u', u.id, gm.group_id FROM users AS u LEFT JOIN group_members AS gm ON gm.user_id = u.id AND gm.org_id = u.org_id "+
+		"WHERE u.org_id = ? AND u.id = ? "+
+		"UNION ALL SELECT 'd', d.id, m.group_id FROM devices AS d LEFT JOIN device_group_members AS m ON m.device_id = d.id "+
+		"WHERE d.org_id = ? AND d.id = ? AND d.deleted_at IS NULL ORDER BY 1, 3",
+		orgID, orgID, userID, orgID, deviceID).Scan(ctx, &rows)
 	if err != nil {
-		return false, nil, 0, unavailable(fmt.Errorf("select user decision facts: %w", err))
+		return DecisionFacts{}, unavailable(fmt.Errorf("select decision facts: %w", err))
 	}
-	groups = []int64{}
+	f := DecisionFacts{UserGroups: []int64{}, DeviceGroups: []int64{}}
 	for _, r := range rows {
-		if r.GroupID != nil {
-			groups = append(groups, *r.GroupID)
-		}
-		if r.Version != nil {
-			version = *r.Version
+		switch r.Kind {
+		case "v":
+			if r.ID != nil {
+				f.Version = *r.ID
+			}
+		case "u":
+			f.UserExists = true
+			if r.GroupID != nil {
+				f.UserGroups = append(f.UserGroups, *r.GroupID)
+			}
+		case "d":
+			f.DeviceExists = deviceID != 0
+			if r.GroupID != nil {
+				f.DeviceGroups = append(f.DeviceGroups, *r.GroupID)
+			}
 		}
 	}
-	return len(rows) > 0, groups, version, nil
+	return f, nil
 }

@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"net/url"
+	"slices"
 	"testing"
 
 	"github.com/uptrace/bun"
@@ -111,6 +112,76 @@ func TestDeviceGroups_Store(t *testing.T) {
 		}
 		if err := dg.Delete(ctx, f.org.ID, g.ID); models.ErrorCode(err) != models.ENOTFOUND {
 			t.Fatalf("second delete: %v", err)
+		}
+	})
+}
+
+// TestDeviceGroups_DecisionFacts: one query gives a decision the protection
+// version, the user's groups and the device's device groups; a user or
+// device of another organization, or a deleted device, does not exist.
+func TestDeviceGroups_DecisionFacts(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newDeviceFixture(t, db, 2)
+		dg := f.store.DeviceGroups
+		other := newDeviceFixture(t, db, 1)
+		d1, _ := f.register(t, facts("PC1", "S1"))
+		d2, _ := f.register(t, facts("PC2", "S2"))
+		foreign, _ := other.register(t, facts("PC9", "S9"))
+		var devGroups []int64
+		for _, name := range []string{"B", "A"} {
+			g := &models.DeviceGroup{OrgID: f.org.ID, Name: name}
+			if err := dg.Create(ctx, g, []int64{d1.ID}); err != nil {
+				t.Fatal(err)
+			}
+			devGroups = append(devGroups, g.ID)
+		}
+		slices.Sort(devGroups)
+		var userGroups []int64
+		for _, name := range []string{"Team A", "Team B"} {
+			g := &models.Group{OrgID: f.org.ID, Name: name}
+			if err := f.store.Groups.Create(ctx, g, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.store.Groups.AddMembers(ctx, f.org.ID, g.ID, []int64{f.users[0].ID}); err != nil {
+				t.Fatal(err)
+			}
+			userGroups = append(userGroups, g.ID)
+		}
+		version, err := dg.ProtectionVersion(ctx, f.org.ID)
+		if err != nil || version == 0 {
+			t.Fatalf("version %d %v", version, err)
+		}
+		got, err := dg.DecisionFacts(ctx, f.org.ID, f.users[0].ID, d1.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.UserExists || !got.DeviceExists || got.Version != version || !slices.Equal(got.UserGroups, userGroups) || !slices.Equal(got.DeviceGroups, devGroups) {
+			t.Errorf("facts %+v, want user groups %v, device groups %v, version %d", got, userGroups, devGroups, version)
+		}
+		// A user in no group, a device in none, no device asked about.
+		if got, err := dg.DecisionFacts(ctx, f.org.ID, f.users[1].ID, d2.ID); err != nil || !got.UserExists || !got.DeviceExists || len(got.UserGroups)+len(got.DeviceGroups) != 0 || got.Version != version {
+			t.Errorf("no groups: %+v %v", got, err)
+		}
+		if got, err := dg.DecisionFacts(ctx, f.org.ID, f.users[0].ID, 0); err != nil || !got.UserExists || got.DeviceExists || len(got.DeviceGroups) != 0 {
+			t.Errorf("no device: %+v %v", got, err)
+		}
+		// Another organization's user and device do not exist here.
+		if got, err := dg.DecisionFacts(ctx, f.org.ID, other.users[0].ID, foreign.ID); err != nil || got.UserExists || got.DeviceExists || len(got.UserGroups)+len(got.DeviceGroups) != 0 {
+			t.Errorf("foreign user and device: %+v %v", got, err)
+		}
+		// A deleted device does not exist (a SvcJoined one leaves at once).
+		svc := facts("PC3", "S3")
+		svc.JoinType = models.JoinSvc
+		d3, _ := f.register(t, svc)
+		if got, err := dg.DecisionFacts(ctx, f.org.ID, f.users[0].ID, d3.ID); err != nil || !got.DeviceExists {
+			t.Fatalf("before deletion: %+v %v", got, err)
+		}
+		if _, err := f.dev.Delete(ctx, f.org.ID, d3.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := dg.DecisionFacts(ctx, f.org.ID, f.users[0].ID, d3.ID); err != nil || got.DeviceExists {
+			t.Errorf("deleted device: %+v %v", got, err)
 		}
 	})
 }

@@ -4,8 +4,10 @@
 //   - in process: decide.Decide over the organization's compiled snapshot
 //     (loaded from the store as the API loads it), requests spread so that
 //     the deciding policy is anywhere from the first to the default one
-//     (every policy considered with its reasons); it prints p50, p99 and the
-//     worst latency and the decisions per second of one core;
+//     (every policy considered); it prints p50, p99 and the worst latency
+//     and the decisions per second of one core, and the same percentiles
+//     with the answer written (Decision.AppendJSON: the reasons of every
+//     policy considered);
 //   - over HTTP: POST /protection/conditional-access-policies/evaluate
 //     against GET /users?limit=1 on the same server, taking turns, at
 //     -concurrency clients; it prints both throughputs and their ratio.
@@ -240,7 +242,9 @@ func timeDecisions(ctx context.Context, store *models.Store, s *seeded, snap *de
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	lat := make([]time.Duration, cfg.decisions)
-	considered, notAssigned := 0, 0
+	written := make([]time.Duration, cfg.decisions) // the decision and its answer
+	var buf []byte
+	considered, notAssigned, size := 0, 0, 0
 	now := time.Now()
 	for i := range lat {
 		ip, _ := request(r, s)
@@ -249,13 +253,20 @@ func timeDecisions(ctx context.Context, store *models.Store, s *seeded, snap *de
 		t0 := time.Now()
 		d := decide.Decide(snap, req, nil)
 		lat[i] = time.Since(t0)
-		considered += len(d.Evaluated)
+		var err error
+		if buf, err = d.AppendJSON(buf[:0]); err != nil {
+			return err
+		}
+		written[i] = time.Since(t0)
+		size += len(buf)
+		considered += d.Considered
 		notAssigned += d.NotAssigned
 		if d.Policy == nil {
 			return errors.New("no policy decided")
 		}
 	}
 	slices.Sort(lat)
+	slices.Sort(written)
 	var total time.Duration
 	for _, l := range lat {
 		total += l
@@ -264,6 +275,9 @@ func timeDecisions(ctx context.Context, store *models.Store, s *seeded, snap *de
 	fmt.Fprintf(out, "  %s: %d decisions, %.0f policies considered and %.0f passed over (not assigned) on average: p50 %v, p99 %v (target <= 1ms), max %v, %.0f decisions/s on one core\n",
 		name, len(lat), float64(considered)/float64(len(lat)), float64(notAssigned)/float64(len(lat)),
 		p(0.5).Round(time.Microsecond), p(0.99).Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond), float64(len(lat))/total.Seconds())
+	q := func(q float64) time.Duration { return written[int(q*float64(len(written)-1))] }
+	fmt.Fprintf(out, "    with the answer written (%.0f bytes on average, reasons of every policy considered): p50 %v, p99 %v, max %v\n",
+		float64(size)/float64(len(written)), q(0.5).Round(time.Microsecond), q(0.99).Round(time.Microsecond), written[len(written)-1].Round(time.Microsecond))
 	return nil
 }
 

@@ -30,6 +30,9 @@ func TestDecideBench_PrintsFigures(t *testing.T) {
 	if n := len(regexp.MustCompile(`(?m)^  .*: 200 decisions, .* p99 .*decisions/s`).FindAllString(out.String(), -1)); n != 2 {
 		t.Errorf("%d in-process lines, want 2", n)
 	}
+	if n := len(regexp.MustCompile(`(?m)^    with the answer written \(\d+ bytes .*\): p50 .* p99 `).FindAllString(out.String(), -1)); n != 2 {
+		t.Errorf("%d lines with the answer written, want 2", n)
+	}
 	if !regexp.MustCompile(`(?m)^  evaluate at \d+% of GET /users\?limit=1`).MatchString(out.String()) {
 		t.Error("no HTTP ratio")
 	}

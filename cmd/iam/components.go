@@ -187,15 +187,30 @@ func bootstrapAuth(ctx context.Context, cfg Config, store *models.Store, secret 
 	return auth, nil
 }
 
+// openGeoIP opens the MaxMind-format database IAM_GEOIP_DB names (nil
+// when none is named: every address is then an unknown location). A path
+// that does not open as such a database is an error that stops the start,
+// rather than decisions that silently locate nothing.
+func openGeoIP(path string) (*decide.GeoIP, error) {
+	if path == "" {
+		return nil, nil
+	}
+	g, err := decide.OpenGeoIP(path)
+	if err != nil {
+		return nil, fmt.Errorf("IAM_GEOIP_DB: %w", err)
+	}
+	return g, nil
+}
+
 // runAPI serves the API on addr, with the reconciler of lost job starts and
 // orphaned uploads, until ctx ends.
 func runAPI(ctx context.Context, cfg Config, addr string, store *models.Store, tc client.Client, auth *oauth.Server, log *slog.Logger, ready func(net.Addr)) error {
 	var geo decide.Locator
-	if cfg.GeoIPDB != "" {
-		g, err := decide.OpenGeoIP(cfg.GeoIPDB)
-		if err != nil {
-			return fmt.Errorf("IAM_GEOIP_DB: %w", err)
-		}
+	g, err := openGeoIP(cfg.GeoIPDB)
+	if err != nil {
+		return err
+	}
+	if g != nil {
 		defer g.Close()
 		geo = g
 	}
@@ -219,7 +234,7 @@ func runAPI(ctx context.Context, cfg Config, addr string, store *models.Store, t
 		cancel()
 		metricsErr <- err
 	}()
-	err := serveHTTP(ctx, addr, srv.Handler(), cfg.ShutdownTimeout, ready)
+	err = serveHTTP(ctx, addr, srv.Handler(), cfg.ShutdownTimeout, ready)
 	cancel()
 	return errors.Join(err, <-metricsErr)
 }

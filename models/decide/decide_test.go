@@ -222,28 +222,29 @@ func TestDecide_Table(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			snap := decide.Compile(1, 1, c.set)
 			d := decide.Decide(snap, c.req, c.geo)
+			evaluated := d.Evaluated()
 			name := ""
 			if d.Policy != nil {
 				name = d.Policy.Name
 			}
 			if d.Decision != c.want || name != c.policy {
-				t.Errorf("decision %s by %q, want %s by %q; evaluated %+v", d.Decision, name, c.want, c.policy, d.Evaluated)
+				t.Errorf("decision %s by %q, want %s by %q; evaluated %+v", d.Decision, name, c.want, c.policy, evaluated)
 			}
-			if len(d.Evaluated) == 0 {
+			if len(evaluated) == 0 {
 				t.Fatal("nothing evaluated")
 			}
-			first := d.Evaluated[0]
+			first := evaluated[0]
 			if c.notAssigned {
 				if d.NotAssigned != 1 || first.Name != "Default" {
-					t.Errorf("the unassigned policy should be counted, not considered: %d %+v", d.NotAssigned, d.Evaluated)
+					t.Errorf("the unassigned policy should be counted, not considered: %d %+v", d.NotAssigned, evaluated)
 				}
 			} else if first.Matched != c.matched || !strings.Contains(strings.Join(first.Reasons.Strings(), "\n"), c.inWhy) {
 				t.Errorf("first policy matched %v, want %v; reasons %q want %q", first.Matched, c.matched, first.Reasons.Strings(), c.inWhy)
 			}
 			// The default policy is considered last and only when nothing else applied.
-			last := d.Evaluated[len(d.Evaluated)-1]
+			last := evaluated[len(evaluated)-1]
 			if c.policy == "Default" && (last.Name != "Default" || !last.Matched) {
-				t.Errorf("the default policy should decide last: %+v", d.Evaluated)
+				t.Errorf("the default policy should decide last: %+v", evaluated)
 			}
 			if d.Policy != nil && (d.SecondaryAuthentication == nil || d.AdvancedSettings == nil) {
 				t.Errorf("settings missing: %+v", d)

@@ -22,7 +22,11 @@ func (d *Decision) AppendJSON(b []byte) ([]byte, error) {
 		b = appendString(b, d.Policy.Name)
 		b = append(b, '}')
 	}
-	for _, f := range []struct {
+	var pre [4][]byte // written at compile time
+	if d.st != nil && d.ev != nil && d.ev.decided >= 0 {
+		pre = [4][]byte{d.st.primaryJSON, d.st.secondaryJSON, d.ev.snap.policies[d.ev.decided].advJSON, d.st.advJSON}
+	}
+	for k, f := range []struct {
 		name string
 		v    any
 		nil  bool
@@ -39,6 +43,10 @@ func (d *Decision) AppendJSON(b []byte) ([]byte, error) {
 			b = append(b, "null"...)
 			continue
 		}
+		if pre[k] != nil {
+			b = append(b, pre[k]...)
+			continue
+		}
 		raw, err := json.Marshal(f.v)
 		if err != nil {
 			return nil, err
@@ -46,35 +54,30 @@ func (d *Decision) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, raw...)
 	}
 	b = append(b, `,"evaluated":[`...)
-	for i := range d.Evaluated {
-		e := &d.Evaluated[i]
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"policy_id":`...)
-		b = appendString(b, e.PolicyID)
-		b = append(b, `,"name":`...)
-		b = appendString(b, e.Name)
-		b = append(b, `,"priority":`...)
-		b = strconv.AppendInt(b, e.Priority, 10)
-		b = append(b, `,"matched":`...)
-		b = strconv.AppendBool(b, e.Matched)
-		b = append(b, `,"reasons":[`...)
-		for j, r := range e.Reasons {
-			if j > 0 {
+	if d.ev != nil {
+		var small [16]reason
+		scratch := small[:0]
+		first := true
+		d.ev.considered(func(p *policy, matched bool) {
+			if !first {
 				b = append(b, ',')
 			}
-			b = appendString(b, r.String())
-		}
-		b = append(b, "]}"...)
+			first = false
+			b = append(b, p.headJSON...)
+			b = strconv.AppendBool(b, matched)
+			b = append(b, `,"reasons":`...)
+			b, scratch = d.ev.appendReasons(b, p, matched, scratch)
+			b = append(b, '}')
+		})
 	}
 	b = append(b, `],"not_assigned":`...)
 	b = strconv.AppendInt(b, int64(d.NotAssigned), 10)
 	return append(b, '}'), nil
 }
 
-// MarshalJSON is AppendJSON.
-func (d *Decision) MarshalJSON() ([]byte, error) { return d.AppendJSON(nil) }
+// MarshalJSON is AppendJSON (on a value too: a Decision marshalled by
+// value still lists what it evaluated).
+func (d Decision) MarshalJSON() ([]byte, error) { return d.AppendJSON(nil) }
 
 // appendString appends s as a JSON string.
 func appendString(b []byte, s string) []byte {

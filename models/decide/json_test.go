@@ -25,6 +25,9 @@ func TestDecision_JSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if byValue, err := json.Marshal(d); err != nil || string(byValue) != string(raw) {
+		t.Errorf("by value %s (%v), by pointer %s", byValue, err, raw)
+	}
 	var got map[string]any
 	if err := json.Unmarshal(raw, &got); err != nil {
 		t.Fatalf("%v: %s", err, raw)
@@ -40,7 +43,7 @@ func TestDecision_JSON(t *testing.T) {
 		NotAssign int               `json:"not_assigned"`
 	}
 	ev := []map[string]any{}
-	for _, e := range d.Evaluated {
+	for _, e := range d.Evaluated() {
 		ev = append(ev, map[string]any{"policy_id": e.PolicyID, "name": e.Name, "priority": e.Priority, "matched": e.Matched, "reasons": e.Reasons.Strings()})
 	}
 	ref, _ := json.Marshal(plain{d.Decision, d.Policy, d.PrimaryAuthentication, d.SecondaryAuthentication, d.AdvancedSettings, d.EndpointAdvancedSettings, ev, d.NotAssigned})

@@ -9,6 +9,8 @@
 package decide
 
 import (
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -32,6 +34,9 @@ type Snapshot struct {
 	byUser    map[int64][]int32
 	byGroup   map[int64][]int32
 	forAnyone []int32
+	// zones are the time zones of the business hours configs (config.zone
+	// indexes them): a decision finds its hour once per zone.
+	zones []*time.Location
 }
 
 // Policies reports how many policies the snapshot holds.
@@ -41,6 +46,7 @@ type policy struct {
 	id        int64
 	idText    string
 	name      string
+	ref       PolicyRef
 	isDefault bool
 	priority  int64
 	access    string
@@ -55,6 +61,12 @@ type policy struct {
 	prog     node
 	conds    []condition // by sequence number ascending
 	advanced models.PolicyAdvancedSettings
+	// Written once for the answers: the start of the policy's evaluated
+	// entry up to "matched":, the expression's text and the advanced
+	// settings in JSON.
+	headJSON []byte
+	exprJSON string
+	advJSON  []byte
 }
 
 type setting struct {
@@ -65,6 +77,8 @@ type setting struct {
 	allDevices   bool
 	devices      map[int64]bool
 	deviceGroups map[int64]bool
+	// The setting's parts of an answer in JSON, written once.
+	primaryJSON, secondaryJSON, advJSON []byte
 }
 
 type condition struct {
@@ -76,24 +90,43 @@ type condition struct {
 	// are made once for the reasons.
 	head  string
 	names string
+	// The same, escaped for a JSON string.
+	headJSON, namesJSON string
 }
 
 type config struct {
 	id   int64
 	name string
-	// ipsources: merged sorted ranges per family.
-	v4, v6 []ipRange
+	// ipsources: merged sorted ranges per family, as integers.
+	v4 []v4Range
+	v6 []v6Range
 	// geolocations.
 	countries map[string]bool
 	unknownIn bool
-	// businesshours: hours of the week from Sunday 00:00, in loc.
+	// businesshours: hours of the week from Sunday 00:00, in loc (the
+	// snapshot's zone number zone).
 	loc   *time.Location
+	zone  int
 	hours [models.BusinessHoursBits]bool
 	// broken says why a config cannot be read (it then never matches).
 	broken string
 }
 
 type ipRange struct{ from, to netip.Addr }
+
+type v4Range struct{ from, to uint32 }
+
+type v6Range struct{ from, to u128 }
+
+// u128 is an IPv6 address as an integer.
+type u128 struct{ hi, lo uint64 }
+
+func u128From(a netip.Addr) u128 {
+	b := a.As16()
+	return u128{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}
+}
+
+func (a u128) less(b u128) bool { return a.hi < b.hi || a.hi == b.hi && a.lo < b.lo }
 
 // Compile builds the snapshot of a policy set, whose policies are in
 // priority order (the default policy last); disabled ones are left out. A policy whose criteria
@@ -103,11 +136,21 @@ type ipRange struct{ from, to netip.Addr }
 func Compile(orgID, version int64, set *models.PolicySet) *Snapshot {
 	s := &Snapshot{OrgID: orgID, Version: version}
 	configs := map[int64]*config{}
+	zones := map[string]int{}
 	cfg := func(id int64) *config {
 		if c, ok := configs[id]; ok {
 			return c
 		}
 		c := compileConfig(id, set.Configs[id])
+		if c.loc != nil {
+			z, ok := zones[c.loc.String()]
+			if !ok {
+				z = len(s.zones)
+				zones[c.loc.String()] = z
+				s.zones = append(s.zones, c.loc)
+			}
+			c.zone = z
+		}
 		configs[id] = c
 		return c
 	}
@@ -122,9 +165,15 @@ func Compile(orgID, version int64, set *models.PolicySet) *Snapshot {
 		}
 		cp := policy{id: p.ID, idText: models.FormatID(p.ID), name: p.Name, isDefault: p.IsDefault, priority: p.Priority, access: p.AccessType,
 			users: setOf(p.UserIDs), groups: setOf(p.GroupIDs), advanced: p.AdvancedSettings}
+		cp.ref = PolicyRef{ID: cp.idText, Name: cp.name}
+		cp.headJSON = append(appendString([]byte(`{"policy_id":`), cp.idText), `,"name":`...)
+		cp.headJSON = append(appendString(cp.headJSON, cp.name), `,"priority":`...)
+		cp.headJSON = append(strconv.AppendInt(cp.headJSON, cp.priority, 10), `,"matched":`...)
+		cp.advJSON = marshalOrNil(&cp.advanced)
 		for j := range p.EndpointsSettings {
 			st := &p.EndpointsSettings[j]
-			cs := setting{src: st, endpoint: st.Endpoint, typ: st.Type}
+			cs := setting{src: st, endpoint: st.Endpoint, typ: st.Type, primaryJSON: marshalOrNil(&st.PrimaryAuthentication),
+				secondaryJSON: marshalOrNil(&st.SecondaryAuthentication), advJSON: marshalOrNil(&st.AdvancedSettings)}
 			if _, ok := models.EndpointActions[st.Type]; ok {
 				cs.actions = map[string]bool{}
 				for _, a := range st.Actions {
@@ -156,6 +205,7 @@ func Compile(orgID, version int64, set *models.PolicySet) *Snapshot {
 			}
 			cc.head = "condition " + strconv.Itoa(cc.seq) + " (" + cc.factor + " " + cmp + "): "
 			cc.names = names(cc.configs)
+			cc.headJSON, cc.namesJSON = escaped(cc.head), escaped(cc.names)
 			cp.conds = append(cp.conds, cc)
 		}
 		sort.Slice(cp.conds, func(a, b int) bool { return cp.conds[a].seq < cp.conds[b].seq })
@@ -166,6 +216,7 @@ func Compile(orgID, version int64, set *models.PolicySet) *Snapshot {
 			} else {
 				cp.expr = expr
 				cp.exprText = expr.String()
+				cp.exprJSON = escaped(cp.exprText)
 				cp.prog = compileExpr(expr, cp.conds)
 			}
 		}
@@ -290,14 +341,21 @@ func compileConfig(id int64, c *models.ConditionConfig) *config {
 		for _, r := range set.Ranges {
 			rs = append(rs, ipRange{r[0], r[1]})
 		}
+		var v4, v6 []ipRange
 		for _, r := range rs {
 			if r.from.Is4() {
-				out.v4 = append(out.v4, r)
+				v4 = append(v4, r)
 			} else {
-				out.v6 = append(out.v6, r)
+				v6 = append(v6, r)
 			}
 		}
-		out.v4, out.v6 = merge(out.v4), merge(out.v6)
+		for _, r := range merge(v4) {
+			from, to := r.from.As4(), r.to.As4()
+			out.v4 = append(out.v4, v4Range{binary.BigEndian.Uint32(from[:]), binary.BigEndian.Uint32(to[:])})
+		}
+		for _, r := range merge(v6) {
+			out.v6 = append(out.v6, v6Range{u128From(r.from), u128From(r.to)})
+		}
 	case models.FamilyGeolocations:
 		out.countries = map[string]bool{}
 		for _, cc := range c.Countries {
@@ -363,12 +421,40 @@ func merge(rs []ipRange) []ipRange {
 	return out
 }
 
-// containsIP searches the sorted, disjoint ranges.
-func (c *config) containsIP(a netip.Addr) bool {
-	rs := c.v6
-	if a.Is4() {
-		rs = c.v4
+// marshalOrNil is v in JSON, nil when it does not marshal (the answer
+// then marshals it itself and reports the error).
+func marshalOrNil(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
 	}
-	i := sort.Search(len(rs), func(i int) bool { return !rs[i].to.Less(a) })
-	return i < len(rs) && !a.Less(rs[i].from)
+	return b
+}
+
+// escaped is s as the inside of a JSON string.
+func escaped(s string) string {
+	b := appendString(nil, s)
+	return string(b[1 : len(b)-1])
+}
+
+// evalBits evaluates the node over the conditions' values, bit i the
+// value of condition i (at most 64 conditions).
+func (n *node) evalBits(holds uint64) bool {
+	switch {
+	case n.and:
+		for i := range n.kids {
+			if !n.kids[i].evalBits(holds) {
+				return false
+			}
+		}
+		return true
+	case n.or:
+		for i := range n.kids {
+			if n.kids[i].evalBits(holds) {
+				return true
+			}
+		}
+		return false
+	}
+	return n.idx >= 0 && holds&(1<<n.idx) != 0
 }
