@@ -115,7 +115,13 @@ func TestDeviceStore_InstallKeys(t *testing.T) {
 		if _, _, err := f.dev.Register(ctx, reg); err != nil {
 			t.Fatal(err)
 		}
-		for _, bad := range []string{"", "x", f.key[:42] + "A", strings.Repeat("k", 1000)} {
+		// A key one character off: its last character (one of 16 a 256-bit
+		// key may end with) replaced by another.
+		offByOne := f.key[:42] + "A"
+		if offByOne == f.key {
+			offByOne = f.key[:42] + "Q"
+		}
+		for _, bad := range []string{"", "x", offByOne, strings.Repeat("k", 1000)} {
 			r := reg
 			r.InstallationKey = bad
 			_, _, err := f.dev.Register(ctx, r)
