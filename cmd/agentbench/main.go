@@ -34,6 +34,7 @@ import (
 	"strconv"
 	"time"
 
+	"iam/cmd/internal/iamproc"
 	"iam/models"
 	"iam/models/dbtest/pgcluster"
 	"iam/models/secret"
@@ -86,10 +87,9 @@ func run(ctx context.Context, o options) error {
 	if err := os.Chmod(work, 0o755); err != nil { // the PostgreSQL user must reach its folder
 		return err
 	}
-	bin := filepath.Join(work, "iam")
-	fmt.Printf("building iam ...\n")
-	if out, err := command("go", "build", "-o", bin, "./cmd/iam").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
+	bin, err := iamproc.Build(work, "iam", "nodev") // serve as the image ships it
+	if err != nil {
+		return err
 	}
 	pg, err := pgcluster.Start(ctx, pgcluster.Options{Config: benchPGConfig, Prefix: "iam-agentbench-pg-"})
 	if err != nil {
@@ -105,25 +105,26 @@ func run(ctx context.Context, o options) error {
 		"IAM_ENCRYPTION_KEY=" + encKey, "IAM_DATA_DIR=" + filepath.Join(work, "data"),
 		// No Temporal: the agent channel does not use it (serve's client is lazy).
 		"IAM_TEMPORAL_ADDRESS=127.0.0.1:1"}
-	if out, err := runIAM(bin, env, "migrate", "up"); err != nil {
+	if out, err := iamproc.Run(bin, env, "migrate", "up"); err != nil {
 		return fmt.Errorf("migrate: %v\n%s", err, out)
 	}
 	key, err := installKey(ctx, dsn, encKey)
 	if err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := iamproc.FreePort()
 	if err != nil {
 		return err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	api, err := startIAM(bin, work, "serve", append(env, "IAM_HTTP_ADDR="+addr))
+	api, err := iamproc.Start(bin, work, "serve", append(env, "IAM_HTTP_ADDR="+addr))
 	if err != nil {
 		return err
 	}
-	defer api.stop()
+	defer api.Stop()
 	base := "http://" + addr
-	if err := waitHealthy(base, 2*time.Minute); err != nil {
+	// /healthz, not /readyz: the benchmark runs no Temporal server.
+	if err := iamproc.WaitFor(base+"/healthz", 2*time.Minute); err != nil {
 		return err
 	}
 	pgPID := postmasterPID(pg)
@@ -145,9 +146,9 @@ func run(ctx context.Context, o options) error {
 	var results []*stats
 	measure := func(name string, p phase) error {
 		p.name = name
-		sCPU, pCPU := cpuTime(api.cmd.Process.Pid), treeCPU(pgPID)
+		sCPU, pCPU := iamproc.CPUTime(api.Pid()), treeCPU(pgPID)
 		st := g.measure(p)
-		st.serveCPU, st.pgCPU = cpuTime(api.cmd.Process.Pid)-sCPU, treeCPU(pgPID)-pCPU
+		st.serveCPU, st.pgCPU = iamproc.CPUTime(api.Pid())-sCPU, treeCPU(pgPID)-pCPU
 		fmt.Printf("  %-44s %s\n", name, st.line())
 		results = append(results, st)
 		if st.errors > 0 {

@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"time"
 
+	"iam/cmd/internal/iamproc"
 	"iam/models/dbtest/pgcluster"
 )
 
@@ -60,7 +61,7 @@ func run(ctx context.Context, rows, chunkRows int, only string, keep bool) error
 	if only == "" || only == "postgres" {
 		// The production binary, as deploy/Dockerfile builds it: no
 		// embedded Temporal server (-tags nodev).
-		bin, err := buildIAM(work, "iam", "nodev")
+		bin, err := iamproc.Build(work, "iam", "nodev")
 		if err != nil {
 			return err
 		}
@@ -76,7 +77,7 @@ func run(ctx context.Context, rows, chunkRows int, only string, keep bool) error
 		results = append(results, r)
 	}
 	if only == "" || only == "sqlite" {
-		bin, err := buildIAM(work, "iam-dev", "")
+		bin, err := iamproc.Build(work, "iam-dev", "")
 		if err != nil {
 			return err
 		}
@@ -101,20 +102,6 @@ func run(ctx context.Context, rows, chunkRows int, only string, keep bool) error
 		fmt.Printf("  API memory before the upload: %s\n  API memory at the end: %s\n", r.idle, r.end)
 	}
 	return nil
-}
-
-// buildIAM builds ./cmd/iam into work/name with the build tags given,
-// linked as deploy/Dockerfile links it, and prints its size.
-func buildIAM(work, name, tags string) (string, error) {
-	bin := filepath.Join(work, name)
-	fmt.Printf("building %s (go build -tags %q) ...\n", name, tags)
-	if out, err := command("go", "build", "-trimpath", "-ldflags=-s -w", "-tags", tags, "-o", bin, "./cmd/iam").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	if fi, err := os.Stat(bin); err == nil {
-		fmt.Printf("  %s: %.1f MB\n", name, float64(fi.Size())/1e6)
-	}
-	return bin, nil
 }
 
 type result struct {

@@ -7,16 +7,14 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"iam/cmd/internal/iamproc"
 	"iam/deploy/devserver"
 	"iam/models"
 	"iam/models/secret"
@@ -27,8 +25,6 @@ const (
 	adminEmail = "bench-admin@example.com"
 	secretKey  = "enrollbench-secret-key-0123456789abcdef-0123456789"
 )
-
-func command(name string, args ...string) *exec.Cmd { return exec.Command(name, args...) }
 
 // writeCSV writes the benchmark file: one user per row, SMS OTP numbers.
 func writeCSV(path string, rows int) error {
@@ -68,7 +64,7 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 		storeURL = "sqlite:" + filepath.Join(dataDir, "iam.db")
 	}
 	fmt.Printf("[%s] migrating and seeding %d users ...\n", r.mode, rows)
-	if out, err := runIAM(bin, append(env, "IAM_DATABASE_URL="+storeURL), "migrate", "up"); err != nil {
+	if out, err := iamproc.Run(bin, append(env, "IAM_DATABASE_URL="+storeURL), "migrate", "up"); err != nil {
 		return r, fmt.Errorf("migrate: %v\n%s", err, out)
 	}
 	db, err := models.Open(ctx, storeURL)
@@ -89,14 +85,14 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 		return r, fmt.Errorf("seed users: %w", err)
 	}
 
-	port, err := freePort()
+	port, err := iamproc.FreePort()
 	if err != nil {
 		return r, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	var api, worker *process
+	var api, worker *iamproc.Process
 	if dsn == "" {
-		if api, err = startIAM(bin, work, "dev", append(env, "IAM_HTTP_ADDR="+addr)); err != nil {
+		if api, err = iamproc.Start(bin, work, "dev", append(env, "IAM_HTTP_ADDR="+addr)); err != nil {
 			return r, err
 		}
 	} else {
@@ -107,20 +103,20 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 		}
 		defer ts.Stop()
 		env = append(env, "IAM_TEMPORAL_ADDRESS="+ts.FrontendAddress(), "IAM_TEMPORAL_NAMESPACE="+ts.Namespace())
-		if worker, err = startIAM(bin, work, "worker", env); err != nil {
+		if worker, err = iamproc.Start(bin, work, "worker", env); err != nil {
 			return r, err
 		}
-		defer worker.stop()
-		if api, err = startIAM(bin, work, "serve", append(env, "IAM_HTTP_ADDR="+addr)); err != nil {
+		defer worker.Stop()
+		if api, err = iamproc.Start(bin, work, "serve", append(env, "IAM_HTTP_ADDR="+addr)); err != nil {
 			return r, err
 		}
 	}
-	defer api.stop()
+	defer api.Stop()
 	base := "http://" + addr
-	if err := waitHealthy(base, 2*time.Minute); err != nil {
+	if err := iamproc.WaitFor(base+"/readyz", 2*time.Minute); err != nil {
 		return r, err
 	}
-	out, err := runIAM(bin, env, "token", "--user", adminEmail, "--scopes", "svc.quick_enrollment.ALL,svc.job.READ")
+	out, err := iamproc.Run(bin, env, "token", "--user", adminEmail, "--scopes", "svc.quick_enrollment.ALL,svc.job.READ")
 	if err != nil {
 		return r, fmt.Errorf("iam token: %v\n%s", err, out)
 	}
@@ -135,7 +131,7 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 		return r, err
 	}
 
-	r.idle = memStatus(api.cmd.Process.Pid)
+	r.idle = memStatus(api.Pid())
 	fmt.Printf("[%s] uploading %s ...\n", r.mode, csvPath)
 	began := time.Now()
 	jobID, err := uploadFile(base, tok.AccessToken, cfgID, csvPath, chunkRows)
@@ -143,7 +139,7 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 		return r, err
 	}
 	r.upload = time.Since(began)
-	r.peakKB = vmHWM(api.cmd.Process.Pid)
+	r.peakKB = vmHWM(api.Pid())
 	var last string
 	for {
 		status, processed, err := jobStatus(base, tok.AccessToken, jobID)
@@ -163,50 +159,15 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	r.endKB = vmHWM(api.cmd.Process.Pid)
-	r.end = memStatus(api.cmd.Process.Pid)
-	r.apiCPU = cpuTime(api.cmd.Process.Pid)
+	r.endKB = vmHWM(api.Pid())
+	r.end = memStatus(api.Pid())
+	r.apiCPU = iamproc.CPUTime(api.Pid())
 	if worker != nil {
-		r.workerKB, r.workerCPU = vmHWM(worker.cmd.Process.Pid), cpuTime(worker.cmd.Process.Pid)
+		r.workerKB, r.workerCPU = vmHWM(worker.Pid()), iamproc.CPUTime(worker.Pid())
 	}
 	fmt.Printf("[%s] job COMPLETED in %.1f s; timing the bulk load ...\n", r.mode, r.job.Seconds())
 	r.load, err = bulkLoad(ctx, db, org.ID, cfgID, rows)
 	return r, err
-}
-
-// process is an iam subprocess whose output goes to a log file in work.
-type process struct {
-	cmd *exec.Cmd
-	log *os.File
-}
-
-func startIAM(bin, work, sub string, env []string) (*process, error) {
-	cmd := exec.Command(bin, sub)
-	cmd.Env = append(os.Environ(), env...)
-	logf, err := os.CreateTemp(work, sub+"-*.log")
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start iam %s: %w", sub, err)
-	}
-	return &process{cmd: cmd, log: logf}, nil
-}
-
-func (p *process) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	_ = p.cmd.Wait()
-	p.log.Close()
-}
-
-func runIAM(bin string, env []string, args ...string) (string, error) {
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
 }
 
 // lastLine returns the JSON object in the command's output.
@@ -216,29 +177,6 @@ func lastLine(s string) string {
 		return s
 	}
 	return s[i : j+1]
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func waitHealthy(base string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(base + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return fmt.Errorf("the server at %s did not become ready", base)
 }
 
 func authed(method, url, token string, body io.Reader) (*http.Response, error) {
@@ -366,20 +304,4 @@ func vmHWM(pid int) int64 {
 		}
 	}
 	return 0
-}
-
-// cpuTime reads the CPU time (user and system) a process has used so far.
-func cpuTime(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The fields after the command name, which is in parentheses.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
 }
