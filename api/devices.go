@@ -214,6 +214,23 @@ func (s *Server) answerAccount(c *gin.Context, a *models.LocalAccount) error {
 	return nil
 }
 
+// accountRequest reads a link action's device and account from the path,
+// answers 404 for an account that is not the organization's before any
+// error of the body, then decodes the body into req (an empty body is
+// allowed when optional).
+func (s *Server) accountRequest(c *gin.Context, req any, optional bool) (dev, acc int64, err error) {
+	if dev, acc, err = accountIDs(c); err != nil {
+		return 0, 0, err
+	}
+	if _, err := s.store.Devices.Account(c.Request.Context(), principal(c).OrgID, dev, acc); err != nil {
+		return 0, 0, err
+	}
+	if optional && c.Request.ContentLength == 0 {
+		return dev, acc, nil
+	}
+	return dev, acc, decodeJSON(c, req)
+}
+
 type linkRequest struct {
 	PermissionLevel string `json:"permission_level" validate:"required"`
 	IdpUserID       string `json:"idp_user_id" validate:"required"`
@@ -222,18 +239,12 @@ type linkRequest struct {
 // linkAccount: POST .../accounts/{account_id}/link: unlinked → pending_link
 // with a link command for the device.
 func (s *Server) linkAccount(c *gin.Context) error {
-	dev, acc, err := accountIDs(c)
+	var req linkRequest
+	dev, acc, err := s.accountRequest(c, &req, false)
 	if err != nil {
 		return err
 	}
 	p := principal(c)
-	if _, err := s.store.Devices.Account(c.Request.Context(), p.OrgID, dev, acc); err != nil {
-		return err
-	}
-	var req linkRequest
-	if err := decodeJSON(c, &req); err != nil {
-		return err
-	}
 	uid, err := models.ParseID("idp_user_id", req.IdpUserID)
 	if err != nil {
 		return err
@@ -268,20 +279,12 @@ type unlinkRequest struct {
 // unlinkAccount: POST .../accounts/{account_id}/unlink {reason?}: linked →
 // unlinked at once, an unlink command for the device.
 func (s *Server) unlinkAccount(c *gin.Context) error {
-	dev, acc, err := accountIDs(c)
+	var req unlinkRequest
+	dev, acc, err := s.accountRequest(c, &req, true)
 	if err != nil {
 		return err
 	}
 	p := principal(c)
-	if _, err := s.store.Devices.Account(c.Request.Context(), p.OrgID, dev, acc); err != nil {
-		return err
-	}
-	var req unlinkRequest
-	if c.Request.ContentLength != 0 {
-		if err := decodeJSON(c, &req); err != nil {
-			return err
-		}
-	}
 	a, err := s.store.Devices.Unlink(c.Request.Context(), p.OrgID, dev, acc, models.FormatID(p.UserID), req.Reason)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"time"
@@ -310,73 +311,57 @@ type policyDeviceItem struct {
 	AgentStatus   string                `json:"agent_status"`
 }
 
-// policyUsers: GET .../{policy_id}/user-assignment-users.
-func (s *Server) policyUsers(c *gin.Context) error {
+// policySubList answers one of a policy's sub-lists: the policy from the
+// path (404 Policy Not Found), the list's parameters by schema, the page
+// load reads, each item shown by view.
+func policySubList[T, V any](c *gin.Context, schema *listing.Schema,
+	load func(ctx context.Context, orgID, policyID int64, p listing.Params) ([]T, listing.Meta, error), view func(T) V) error {
 	id, err := pathID(c, "policy_id", models.ErrPolicyNotFound)
 	if err != nil {
 		return err
 	}
-	params, err := listing.Parse(c.Request.URL.Query(), models.PolicyUserListing)
+	params, err := listing.Parse(c.Request.URL.Query(), schema)
 	if err != nil {
 		return err
 	}
-	list, meta, err := s.store.Policies.AssignedUsers(c.Request.Context(), principal(c).OrgID, id, params)
+	list, meta, err := load(c.Request.Context(), principal(c).OrgID, id, params)
 	if err != nil {
 		return err
 	}
-	items := make([]policyUserItem, len(list))
-	for i, u := range list {
-		items[i] = policyUserItem{ID: models.FormatID(u.ID), Name: u.Name, Email: u.Email, PrimarySource: u.PrimarySource}
+	items := make([]V, len(list))
+	for i, x := range list {
+		items[i] = view(x)
 	}
 	c.JSON(http.StatusOK, gin.H{"data": listing.Project(items, params.Fields), "meta": meta})
 	return nil
 }
 
+// policyUsers: GET .../{policy_id}/user-assignment-users.
+func (s *Server) policyUsers(c *gin.Context) error {
+	return policySubList(c, models.PolicyUserListing, s.store.Policies.AssignedUsers, func(u models.PolicyUser) policyUserItem {
+		return policyUserItem{ID: models.FormatID(u.ID), Name: u.Name, Email: u.Email, PrimarySource: u.PrimarySource}
+	})
+}
+
 // policyGroups: GET .../{policy_id}/user-assignment-groups.
 func (s *Server) policyGroups(c *gin.Context) error {
-	id, err := pathID(c, "policy_id", models.ErrPolicyNotFound)
-	if err != nil {
-		return err
-	}
-	params, err := listing.Parse(c.Request.URL.Query(), models.PolicyGroupListing)
-	if err != nil {
-		return err
-	}
-	list, meta, err := s.store.Policies.AssignedGroups(c.Request.Context(), principal(c).OrgID, id, params)
-	if err != nil {
-		return err
-	}
-	items := make([]policyGroupItem, len(list))
-	for i, g := range list {
+	return policySubList(c, models.PolicyGroupListing, s.store.Policies.AssignedGroups, func(g models.PolicyGroup) policyGroupItem {
 		typ := "static"
 		if g.IsDynamic {
 			typ = "dynamic"
 		}
-		items[i] = policyGroupItem{ID: models.FormatID(g.ID), Name: g.Name, Type: typ, PrimarySource: g.PrimarySource}
-	}
-	c.JSON(http.StatusOK, gin.H{"data": listing.Project(items, params.Fields), "meta": meta})
-	return nil
+		return policyGroupItem{ID: models.FormatID(g.ID), Name: g.Name, Type: typ, PrimarySource: g.PrimarySource}
+	})
 }
 
 // policyDevices: GET .../{policy_id}/protected-devices. Devices have no
 // directory source: primary_source is null.
 func (s *Server) policyDevices(c *gin.Context) error {
-	id, err := pathID(c, "policy_id", models.ErrPolicyNotFound)
-	if err != nil {
-		return err
+	versions := s.packages.versions()
+	load := func(ctx context.Context, orgID, policyID int64, p listing.Params) ([]models.Device, listing.Meta, error) {
+		return s.store.Policies.ProtectedDevices(ctx, orgID, policyID, p, versions)
 	}
-	params, err := listing.Parse(c.Request.URL.Query(), models.PolicyDeviceListing)
-	if err != nil {
-		return err
-	}
-	list, meta, err := s.store.Policies.ProtectedDevices(c.Request.Context(), principal(c).OrgID, id, params, s.packages.versions())
-	if err != nil {
-		return err
-	}
-	items := make([]policyDeviceItem, len(list))
-	for i, d := range list {
-		items[i] = policyDeviceItem{ID: models.FormatID(d.ID), Name: d.Name, JoinType: d.JoinType, AgentStatus: d.ListedAgentStatus}
-	}
-	c.JSON(http.StatusOK, gin.H{"data": listing.Project(items, params.Fields), "meta": meta})
-	return nil
+	return policySubList(c, models.PolicyDeviceListing, load, func(d models.Device) policyDeviceItem {
+		return policyDeviceItem{ID: models.FormatID(d.ID), Name: d.Name, JoinType: d.JoinType, AgentStatus: d.ListedAgentStatus}
+	})
 }

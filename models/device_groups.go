@@ -478,49 +478,6 @@ func (s *DeviceGroupStore) ProtectionVersion(ctx context.Context, orgID int64) (
 	return v[0], nil
 }
 
-// UserGroupIDs says whether userID is a user of the organization and
-// returns the groups (static and dynamic, whose memberships are kept as
-// rows) it belongs to, ascending, in one query.
-func (s *DeviceGroupStore) UserGroupIDs(ctx context.Context, orgID, userID int64) (bool, []int64, error) {
-	var rows []struct {
-		ID      int64  `bun:"id"`
-		GroupID *int64 `bun:"group_id"`
-	}
-	err := s.db.NewRaw("SELECT u.id, gm.group_id FROM users AS u LEFT JOIN group_members AS gm ON gm.user_id = u.id AND gm.org_id = u.org_id "+
-		"WHERE u.org_id = ? AND u.id = ? ORDER BY gm.group_id", orgID, userID).Scan(ctx, &rows)
-	if err != nil {
-		return false, nil, unavailable(fmt.Errorf("select user groups: %w", err))
-	}
-	groups := []int64{}
-	for _, r := range rows {
-		if r.GroupID != nil {
-			groups = append(groups, *r.GroupID)
-		}
-	}
-	return len(rows) > 0, groups, nil
-}
-
-// DeviceGroupIDs says whether deviceID is a device of the organization (not
-// deleted) and returns its device groups, ascending, in one query.
-func (s *DeviceGroupStore) DeviceGroupIDs(ctx context.Context, orgID, deviceID int64) (bool, []int64, error) {
-	var rows []struct {
-		ID      int64  `bun:"id"`
-		GroupID *int64 `bun:"group_id"`
-	}
-	err := s.db.NewRaw("SELECT d.id, m.group_id FROM devices AS d LEFT JOIN device_group_members AS m ON m.device_id = d.id "+
-		"WHERE d.org_id = ? AND d.id = ? AND d.deleted_at IS NULL ORDER BY m.group_id", orgID, deviceID).Scan(ctx, &rows)
-	if err != nil {
-		return false, nil, unavailable(fmt.Errorf("select device groups: %w", err))
-	}
-	groups := []int64{}
-	for _, r := range rows {
-		if r.GroupID != nil {
-			groups = append(groups, *r.GroupID)
-		}
-	}
-	return len(rows) > 0, groups, nil
-}
-
 // DecisionFacts is what a decision reads besides its cached snapshot.
 type DecisionFacts struct {
 	UserExists bool

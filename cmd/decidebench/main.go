@@ -234,11 +234,11 @@ func inProcess(ctx context.Context, store *models.Store, s *seeded, cfg config, 
 func timeDecisions(ctx context.Context, store *models.Store, s *seeded, snap *decide.Snapshot, users []int64, cfg config, name string, out io.Writer) error {
 	groups := map[int64][]int64{}
 	for _, u := range users {
-		ok, g, err := store.DeviceGroups.UserGroupIDs(ctx, s.org.ID, u)
-		if err != nil || !ok {
+		facts, err := store.DeviceGroups.DecisionFacts(ctx, s.org.ID, u, 0)
+		if err != nil || !facts.UserExists {
 			return fmt.Errorf("user groups: %v", err)
 		}
-		groups[u] = g
+		groups[u] = facts.UserGroups
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	lat := make([]time.Duration, cfg.decisions)
