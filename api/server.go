@@ -50,6 +50,10 @@ type Config struct {
 	// without renewing it; DefaultIdempotencyLease when zero (tests shorten
 	// it).
 	IdempotencyLease time.Duration
+	// MgmtUploadConcurrency is how many management uploads the process
+	// resolves at once (IAM_MGMT_UPLOAD_CONCURRENCY); past it an upload is
+	// answered 429. DefaultMgmtUploadConcurrency when zero.
+	MgmtUploadConcurrency int
 }
 
 // DefaultUploadIdleTimeout is the upload idle limit when Config sets none.
@@ -91,6 +95,9 @@ type Server struct {
 	agentReports *lru.Cache[int64, reportMemo]
 	// decisions caches each organization's compiled policies.
 	decisions *decide.Cache
+	// mgmtUploads holds a token for each management upload being resolved
+	// (Config.MgmtUploadConcurrency of them at most).
+	mgmtUploads chan struct{}
 }
 
 // New builds the API's handler with every route of routes.go.
@@ -104,6 +111,9 @@ func New(cfg Config, deps Deps) *Server {
 	if cfg.UploadIdleTimeout == 0 {
 		cfg.UploadIdleTimeout = DefaultUploadIdleTimeout
 	}
+	if cfg.MgmtUploadConcurrency <= 0 {
+		cfg.MgmtUploadConcurrency = DefaultMgmtUploadConcurrency
+	}
 	if deps.Log == nil {
 		deps.Log = slog.Default()
 	}
@@ -111,6 +121,7 @@ func New(cfg Config, deps Deps) *Server {
 		agentLimits: newAgentLimits(cfg.AgentRate, cfg.AgentBurst), packages: agentPackages{dir: cfg.AgentPackagesDir},
 		agentSettings: lru.New[int64, cachedSettings](10_000), agentReports: lru.New[int64, reportMemo](agentLimiters)}
 	s.decisions = decide.NewCache(decisionSource{store: deps.Store}, 10_000)
+	s.mgmtUploads = make(chan struct{}, cfg.MgmtUploadConcurrency)
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if deps.Store != nil {
 		s.metrics.MustRegister(newJobsCollector(deps.Store, deps.Log))

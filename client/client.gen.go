@@ -14273,6 +14273,7 @@ type UploadManagementFileResponse struct {
 	JSON413 *TooLarge
 	JSON415 *UnsupportedMediaType
 	JSON422 *IdempotencyKeyReused
+	JSON429 *Error
 	JSON503 *Unavailable
 }
 
@@ -20171,6 +20172,13 @@ func ParseUploadManagementFileResponse(rsp *http.Response) (*UploadManagementFil
 			return nil, err
 		}
 		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable

@@ -60,6 +60,9 @@ type Options struct {
 	// IdempotencyLease overrides how long a request owns its
 	// Idempotency-Key without renewing it.
 	IdempotencyLease time.Duration
+	// MgmtUploadConcurrency overrides how many management uploads the API
+	// resolves at once.
+	MgmtUploadConcurrency int
 }
 
 // packageFiles are the packages a test's packages folder holds.
@@ -155,7 +158,7 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 	}
 	e.Server = api.New(api.Config{MaxBodyBytes: opts.MaxBodyBytes, UploadMaxBytes: opts.UploadMaxBytes, UploadIdleTimeout: opts.UploadIdleTimeout,
 		AgentRate: opts.AgentRate, AgentBurst: opts.AgentBurst, AgentPackagesDir: opts.AgentPackagesDir,
-		IdempotencyLease: opts.IdempotencyLease}, api.Deps{
+		IdempotencyLease: opts.IdempotencyLease, MgmtUploadConcurrency: opts.MgmtUploadConcurrency}, api.Deps{
 		Store:    e.Store,
 		Temporal: e.Temporal,
 		Jobs:     e.Jobs,

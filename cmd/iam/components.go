@@ -117,7 +117,8 @@ func dialTemporal(ctx context.Context, opts client.Options, log *slog.Logger) (c
 func apiServer(cfg Config, store *models.Store, tc client.Client, auth *oauth.Server, geo decide.Locator, log *slog.Logger) (*api.Server, *jobrun.Launcher) {
 	launcher := &jobrun.Launcher{Client: tc, Store: store, Log: log}
 	srv := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, UploadMaxBytes: cfg.UploadMaxBytes, UploadIdleTimeout: cfg.UploadIdleTimeout, SeparateMetrics: cfg.MetricsAddr != "",
-		AgentPackagesDir: cfg.AgentPackagesDir, AgentCheckinInterval: cfg.AgentCheckinInterval}, api.Deps{
+		AgentPackagesDir: cfg.AgentPackagesDir, AgentCheckinInterval: cfg.AgentCheckinInterval,
+		MgmtUploadConcurrency: cfg.MgmtUploadConcurrency}, api.Deps{
 		Store:    store,
 		Temporal: tc,
 		Jobs:     launcher,
