@@ -1,14 +1,12 @@
 package api
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -192,9 +190,8 @@ type reportMemo struct {
 // decoded and validated. It returns the body's SHA-256 too.
 func (s *Server) agentReport(c *gin.Context, dev *models.Device) (*models.CheckIn, [sha256.Size]byte, error) {
 	var raw [sha256.Size]byte
-	mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
-	if err != nil || mt != "application/json" {
-		return nil, raw, newAPIError(http.StatusUnsupportedMediaType, CodeMediaType, "Unsupported Media Type", "the request body must be application/json")
+	if err := jsonMediaType(c); err != nil {
+		return nil, raw, err
 	}
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
@@ -205,7 +202,7 @@ func (s *Server) agentReport(c *gin.Context, dev *models.Device) (*models.CheckI
 		return models.SameReport(m.digest), raw, nil
 	}
 	var in models.CheckIn
-	if err := decodeRequest(bytes.NewReader(body), &in); err != nil {
+	if err := decodeBody(body, &in); err != nil {
 		return nil, raw, err
 	}
 	if err := in.Validate(); err != nil {

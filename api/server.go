@@ -152,9 +152,9 @@ func (s *Server) newEngine() *gin.Engine {
 	r.NoRoute(func(c *gin.Context) {
 		abortWithError(c, newAPIError(http.StatusNotFound, CodeRouteNotFound, "Route Not Found", "no route "+c.Request.Method+" "+c.Request.URL.Path))
 	})
-	r.NoMethod(func(c *gin.Context) {
-		abortWithError(c, newAPIError(http.StatusMethodNotAllowed, CodeRouteNotFound, "Method Not Allowed", "the route does not accept "+c.Request.Method))
-	})
+	routes := s.Routes()
+	fixed := newFixedPaths("/api/v1", routes)
+	r.NoMethod(fixed.methodNotAllowed)
 
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
@@ -173,8 +173,8 @@ func (s *Server) newEngine() *gin.Engine {
 	agent.POST("/checkin", quiet(), handle(s.agentCheckin))
 	agent.POST("/authorize", handle(s.agentAuthorize))
 
-	v1 := r.Group("/api/v1", authenticate(s.deps.Tokens))
-	for _, rt := range s.Routes() {
+	v1 := r.Group("/api/v1", fixed.win(), authenticate(s.deps.Tokens), noEmptyQuery())
+	for _, rt := range routes {
 		limit := rt.MaxBody
 		if limit == 0 {
 			limit = s.cfg.MaxBodyBytes

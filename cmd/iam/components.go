@@ -137,6 +137,9 @@ func serveHTTP(ctx context.Context, addr string, h http.Handler, timeout time.Du
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	// Requests net/http refuses before any handler runs (a malformed
+	// header) get the API's JSON error body too.
+	ln = api.Listener(ln)
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	if ready != nil {
 		ready(ln.Addr())
