@@ -66,6 +66,10 @@ type Config struct {
 	// without renewing it; DefaultIdempotencyLease when zero (tests shorten
 	// it).
 	IdempotencyLease time.Duration
+	// MgmtUploadConcurrency is how many management uploads the process
+	// resolves at once (IAM_MGMT_UPLOAD_CONCURRENCY); past it an upload is
+	// answered 429. DefaultMgmtUploadConcurrency when zero.
+	MgmtUploadConcurrency int
 }
 
 // DefaultUploadIdleTimeout is the upload idle limit when Config sets none.
@@ -109,6 +113,9 @@ type Server struct {
 	agentReports *lru.Cache[int64, reportMemo]
 	// decisions caches each organization's compiled policies.
 	decisions *decide.Cache
+	// mgmtUploads holds a token for each management upload being resolved
+	// (Config.MgmtUploadConcurrency of them at most).
+	mgmtUploads chan struct{}
 }
 
 // New builds the API's handler with every route of routes.go.
@@ -125,6 +132,9 @@ func New(cfg Config, deps Deps) *Server {
 	if cfg.MaxDevicesPerOrg <= 0 {
 		cfg.MaxDevicesPerOrg = DefaultMaxDevicesPerOrg
 	}
+	if cfg.MgmtUploadConcurrency <= 0 {
+		cfg.MgmtUploadConcurrency = DefaultMgmtUploadConcurrency
+	}
 	if deps.Log == nil {
 		deps.Log = slog.Default()
 	}
@@ -134,6 +144,7 @@ func New(cfg Config, deps Deps) *Server {
 		packages:      agentPackages{dir: cfg.AgentPackagesDir},
 		agentSettings: lru.New[int64, cachedSettings](10_000), agentReports: lru.New[int64, reportMemo](agentLimiters)}
 	s.decisions = decide.NewCache(decisionSource{store: deps.Store}, 10_000)
+	s.mgmtUploads = make(chan struct{}, cfg.MgmtUploadConcurrency)
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if deps.Store != nil {
 		s.metrics.MustRegister(newJobsCollector(deps.Store, deps.Log))

@@ -14281,6 +14281,7 @@ type UploadManagementFileResponse struct {
 	JSON413 *TooLarge
 	JSON415 *UnsupportedMediaType
 	JSON422 *IdempotencyKeyReused
+	JSON429 *Error
 	JSON503 *Unavailable
 }
 
@@ -20193,6 +20194,13 @@ func ParseUploadManagementFileResponse(rsp *http.Response) (*UploadManagementFil
 			return nil, err
 		}
 		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable

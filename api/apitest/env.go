@@ -68,6 +68,9 @@ type Options struct {
 	// IdempotencyLease overrides how long a request owns its
 	// Idempotency-Key without renewing it.
 	IdempotencyLease time.Duration
+	// MgmtUploadConcurrency overrides how many management uploads the API
+	// resolves at once.
+	MgmtUploadConcurrency int
 }
 
 // packageFiles are the packages a test's packages folder holds.
@@ -165,7 +168,7 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 		AgentRate: opts.AgentRate, AgentBurst: opts.AgentBurst, AgentPackagesDir: opts.AgentPackagesDir,
 		RegistrationsPerAddress: opts.RegistrationsPerAddress, RegistrationsPerKey: opts.RegistrationsPerKey,
 		MaxDevicesPerOrg: opts.MaxDevicesPerOrg, TrustedProxies: opts.TrustedProxies,
-		IdempotencyLease: opts.IdempotencyLease}, api.Deps{
+		IdempotencyLease: opts.IdempotencyLease, MgmtUploadConcurrency: opts.MgmtUploadConcurrency}, api.Deps{
 		Store:    e.Store,
 		Temporal: e.Temporal,
 		Jobs:     e.Jobs,

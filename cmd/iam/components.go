@@ -120,7 +120,7 @@ func apiServer(cfg Config, store *models.Store, tc client.Client, auth *oauth.Se
 	srv := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, UploadMaxBytes: cfg.UploadMaxBytes, UploadIdleTimeout: cfg.UploadIdleTimeout, SeparateMetrics: cfg.MetricsAddr != "",
 		AgentPackagesDir: cfg.AgentPackagesDir, AgentCheckinInterval: cfg.AgentCheckinInterval,
 		RegistrationsPerAddress: cfg.AgentRegistrationsPerAddress, RegistrationsPerKey: cfg.AgentRegistrationsPerKey,
-		MaxDevicesPerOrg: cfg.MaxDevicesPerOrg, TrustedProxies: proxies}, api.Deps{
+		MaxDevicesPerOrg: cfg.MaxDevicesPerOrg, TrustedProxies: proxies, MgmtUploadConcurrency: cfg.MgmtUploadConcurrency}, api.Deps{
 		Store:    store,
 		Temporal: tc,
 		Jobs:     launcher,

@@ -72,6 +72,9 @@ type Config struct {
 	// MgmtExecutionTimeout is how long an attempt of a management execution
 	// may run before it ends time_out; 0 for no deadline.
 	MgmtExecutionTimeout time.Duration `env:"IAM_MGMT_EXECUTION_TIMEOUT" envDefault:"24h"`
+	// MgmtUploadConcurrency is how many management uploads a process
+	// resolves at once; past it an upload is answered 429.
+	MgmtUploadConcurrency int `env:"IAM_MGMT_UPLOAD_CONCURRENCY" envDefault:"2"`
 
 	Temporal TemporalConfig
 	Dev      DevConfig
@@ -195,6 +198,9 @@ func (c Config) check() error {
 	}
 	if c.MgmtExecutionTimeout < 0 {
 		problems = append(problems, "IAM_MGMT_EXECUTION_TIMEOUT must not be negative (0: no deadline)")
+	}
+	if c.MgmtUploadConcurrency < 1 {
+		problems = append(problems, "IAM_MGMT_UPLOAD_CONCURRENCY must be at least 1")
 	}
 	if c.EncryptionKey != "" {
 		if _, err := secret.ParseKey(c.EncryptionKey); err != nil {
