@@ -8,6 +8,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -46,6 +47,21 @@ type Config struct {
 	// AgentPackagesDir holds the agent packages agents-info shows and
 	// download serves (IAM_AGENT_PACKAGES_DIR; agents.go names the files).
 	AgentPackagesDir string
+	// RegistrationsPerAddress and RegistrationsPerKey bound agent
+	// registrations per minute from one client address and with one
+	// installation key (IAM_AGENT_REGISTRATIONS_PER_ADDRESS, _PER_KEY);
+	// DefaultRegistrationsPerAddress and DefaultRegistrationsPerKey when
+	// zero.
+	RegistrationsPerAddress int
+	RegistrationsPerKey     int
+	// MaxDevicesPerOrg caps each organization's devices, and apart its
+	// installations (IAM_MAX_DEVICES_PER_ORG); DefaultMaxDevicesPerOrg
+	// when zero.
+	MaxDevicesPerOrg int
+	// TrustedProxies are the proxies whose X-Forwarded-For names the
+	// client for the agent channel's limits (IAM_TRUSTED_PROXIES; the
+	// authorization server's rule, clientaddr.Key).
+	TrustedProxies []netip.Prefix
 	// IdempotencyLease is how long a request owns its Idempotency-Key
 	// without renewing it; DefaultIdempotencyLease when zero (tests shorten
 	// it).
@@ -85,9 +101,11 @@ type Server struct {
 	log     *slog.Logger
 	metrics *prometheus.Registry
 	engine  *gin.Engine
-	// agentLimits rate-limits each device's check-ins.
-	agentLimits *agentLimits
-	packages    agentPackages
+	// agentLimits rate-limits each device's check-ins and authorizations,
+	// registrations the agent channel's registrations.
+	agentLimits   *keyLimits[int64]
+	registrations *registrationLimits
+	packages      agentPackages
 	// agentSettings caches each organization's check-in settings briefly.
 	agentSettings *lru.Cache[int64, cachedSettings]
 	// agentReports remembers each device's last accepted check-in
@@ -111,6 +129,9 @@ func New(cfg Config, deps Deps) *Server {
 	if cfg.UploadIdleTimeout == 0 {
 		cfg.UploadIdleTimeout = DefaultUploadIdleTimeout
 	}
+	if cfg.MaxDevicesPerOrg <= 0 {
+		cfg.MaxDevicesPerOrg = DefaultMaxDevicesPerOrg
+	}
 	if cfg.MgmtUploadConcurrency <= 0 {
 		cfg.MgmtUploadConcurrency = DefaultMgmtUploadConcurrency
 	}
@@ -118,7 +139,9 @@ func New(cfg Config, deps Deps) *Server {
 		deps.Log = slog.Default()
 	}
 	s := &Server{cfg: cfg, deps: deps, store: deps.Store, log: deps.Log, metrics: prometheus.NewRegistry(),
-		agentLimits: newAgentLimits(cfg.AgentRate, cfg.AgentBurst), packages: agentPackages{dir: cfg.AgentPackagesDir},
+		agentLimits:   newAgentLimits(cfg.AgentRate, cfg.AgentBurst),
+		registrations: newRegistrationLimits(cfg.RegistrationsPerAddress, cfg.RegistrationsPerKey),
+		packages:      agentPackages{dir: cfg.AgentPackagesDir},
 		agentSettings: lru.New[int64, cachedSettings](10_000), agentReports: lru.New[int64, reportMemo](agentLimiters)}
 	s.decisions = decide.NewCache(decisionSource{store: deps.Store}, 10_000)
 	s.mgmtUploads = make(chan struct{}, cfg.MgmtUploadConcurrency)

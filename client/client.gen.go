@@ -1041,8 +1041,14 @@ type Device struct {
 	OsReleaseName   *string         `json:"os_release_name,omitempty"`
 	OsType          *DeviceOsType   `json:"os_type,omitempty"`
 	Owner           *string         `json:"owner,omitempty"`
-	SerialNumber    *string         `json:"serial_number,omitempty"`
-	Tenant          *string         `json:"tenant,omitempty"`
+
+	// PossibleDuplicateOf The live device of the same machine (serial number, or DNS host
+	// name without one) this device registered beside without proving
+	// that device's credential: one of the two may be a copy or an
+	// impostor. Deleting either clears it; null otherwise.
+	PossibleDuplicateOf *string `json:"possible_duplicate_of"`
+	SerialNumber        *string `json:"serial_number,omitempty"`
+	Tenant              *string `json:"tenant,omitempty"`
 }
 
 // DeviceAgentStatus defines model for Device.AgentStatus.
@@ -13625,8 +13631,10 @@ type AgentRegisterResponse struct {
 	}
 	JSON400 *BadRequest
 	JSON401 *Error
+	JSON409 *Error
 	JSON413 *TooLarge
 	JSON415 *UnsupportedMediaType
+	JSON429 *Error
 	JSON503 *Unavailable
 }
 
@@ -18408,6 +18416,13 @@ func ParseAgentRegisterResponse(rsp *http.Response) (*AgentRegisterResponse, err
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest TooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18421,6 +18436,13 @@ func ParseAgentRegisterResponse(rsp *http.Response) (*AgentRegisterResponse, err
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -247,6 +248,35 @@ func (in *CheckIn) Validate() error {
 		}
 	}
 	return nil
+}
+
+// UninstallCheckIn is the check-in of a device being uninstalled, which
+// is never refused: only its acks count (CheckIn ignores the rest), and of
+// those only the ones that can be applied: each decodes as an Ack, names a
+// command id and says done or failed. A message is kept as valid text
+// without NUL characters, cut at MaxAckMessageLen bytes; at most MaxAcks
+// acks are kept.
+func UninstallCheckIn(acks []json.RawMessage) *CheckIn {
+	in := &CheckIn{}
+	for _, raw := range acks {
+		var a Ack
+		if len(in.Acks) == MaxAcks || json.Unmarshal(raw, &a) != nil {
+			continue
+		}
+		if _, err := ParseID("command_id", a.CommandID); err != nil || a.Status != CommandDone && a.Status != CommandFailed {
+			continue
+		}
+		a.Message = strings.ReplaceAll(strings.ToValidUTF8(a.Message, ""), "\x00", "")
+		if len(a.Message) > MaxAckMessageLen {
+			cut := MaxAckMessageLen
+			for cut > 0 && !utf8.RuneStart(a.Message[cut]) {
+				cut--
+			}
+			a.Message = a.Message[:cut]
+		}
+		in.Acks = append(in.Acks, a)
+	}
+	return in
 }
 
 // digest is the digest of what the check-in reports (facts, accounts and

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +51,13 @@ type Options struct {
 	// AgentRate and AgentBurst override each device's check-in rate limit.
 	AgentRate  float64
 	AgentBurst int
+	// RegistrationsPerAddress, RegistrationsPerKey and MaxDevicesPerOrg
+	// override the agent registration limits; TrustedProxies the proxies
+	// whose X-Forwarded-For names the client.
+	RegistrationsPerAddress int
+	RegistrationsPerKey     int
+	MaxDevicesPerOrg        int
+	TrustedProxies          []netip.Prefix
 	// AgentPackagesDir is the API's agent packages folder; unset, a
 	// folder of the test's own holding a small package of every agent type
 	// and platform (version 1.0.0).
@@ -158,6 +166,8 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 	}
 	e.Server = api.New(api.Config{MaxBodyBytes: opts.MaxBodyBytes, UploadMaxBytes: opts.UploadMaxBytes, UploadIdleTimeout: opts.UploadIdleTimeout,
 		AgentRate: opts.AgentRate, AgentBurst: opts.AgentBurst, AgentPackagesDir: opts.AgentPackagesDir,
+		RegistrationsPerAddress: opts.RegistrationsPerAddress, RegistrationsPerKey: opts.RegistrationsPerKey,
+		MaxDevicesPerOrg: opts.MaxDevicesPerOrg, TrustedProxies: opts.TrustedProxies,
 		IdempotencyLease: opts.IdempotencyLease, MgmtUploadConcurrency: opts.MgmtUploadConcurrency}, api.Deps{
 		Store:    e.Store,
 		Temporal: e.Temporal,

@@ -116,9 +116,11 @@ func dialTemporal(ctx context.Context, opts client.Options, log *slog.Logger) (c
 // server auth (which validates the API's tokens and serves /oauth/v2).
 func apiServer(cfg Config, store *models.Store, tc client.Client, auth *oauth.Server, geo decide.Locator, log *slog.Logger) (*api.Server, *jobrun.Launcher) {
 	launcher := &jobrun.Launcher{Client: tc, Store: store, Log: log}
+	proxies, _ := trustedProxies(cfg.OAuth) // newOAuthServer refused them if they are not valid
 	srv := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, UploadMaxBytes: cfg.UploadMaxBytes, UploadIdleTimeout: cfg.UploadIdleTimeout, SeparateMetrics: cfg.MetricsAddr != "",
 		AgentPackagesDir: cfg.AgentPackagesDir, AgentCheckinInterval: cfg.AgentCheckinInterval,
-		MgmtUploadConcurrency: cfg.MgmtUploadConcurrency}, api.Deps{
+		RegistrationsPerAddress: cfg.AgentRegistrationsPerAddress, RegistrationsPerKey: cfg.AgentRegistrationsPerKey,
+		MaxDevicesPerOrg: cfg.MaxDevicesPerOrg, TrustedProxies: proxies, MgmtUploadConcurrency: cfg.MgmtUploadConcurrency}, api.Deps{
 		Store:    store,
 		Temporal: tc,
 		Jobs:     launcher,

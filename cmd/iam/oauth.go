@@ -95,8 +95,8 @@ func publicURL(cfg OAuthConfig, addr string) string {
 	return (&url.URL{Scheme: "http", Host: net.JoinHostPort(host, port)}).String()
 }
 
-// newOAuthServer builds the authorization server of the service.
-func newOAuthServer(cfg OAuthConfig, store *models.Store, secret []byte, issuer string, log *slog.Logger) (*oauth.Server, error) {
+// trustedProxies parses IAM_TRUSTED_PROXIES: CIDR ranges or addresses.
+func trustedProxies(cfg OAuthConfig) ([]netip.Prefix, error) {
 	var proxies []netip.Prefix
 	for _, raw := range cfg.TrustedProxies {
 		raw = strings.TrimSpace(raw)
@@ -112,6 +112,15 @@ func newOAuthServer(cfg OAuthConfig, store *models.Store, secret []byte, issuer 
 			p = netip.PrefixFrom(addr, addr.BitLen())
 		}
 		proxies = append(proxies, p)
+	}
+	return proxies, nil
+}
+
+// newOAuthServer builds the authorization server of the service.
+func newOAuthServer(cfg OAuthConfig, store *models.Store, secret []byte, issuer string, log *slog.Logger) (*oauth.Server, error) {
+	proxies, err := trustedProxies(cfg)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.TokenRate < 0 || cfg.LoginRate < 0 {
 		return nil, errors.New("invalid configuration: IAM_OAUTH_TOKEN_RATE and IAM_OAUTH_LOGIN_RATE must not be negative")
