@@ -64,6 +64,9 @@ type Config struct {
 	// MgmtExecutionTimeout is how long an attempt of a management execution
 	// may run before it ends time_out; 0 for no deadline.
 	MgmtExecutionTimeout time.Duration `env:"IAM_MGMT_EXECUTION_TIMEOUT" envDefault:"24h"`
+	// AdminPassword is the password `iam orgs create` gives the new
+	// organization's admin; empty, one is generated and printed once.
+	AdminPassword string `env:"IAM_ADMIN_PASSWORD"`
 
 	Temporal TemporalConfig
 	Dev      DevConfig
