@@ -166,13 +166,20 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 	srv := httptest.NewServer(e.Server.Handler())
 	t.Cleanup(srv.Close)
 	e.URL = srv.URL
-	// The test's own organization starts empty (no admin), so that a test
-	// counts its users from zero.
-	e.Org = &models.Organization{Name: "Test organization"}
-	if err := e.Store.Orgs.Create(context.Background(), e.Org); err != nil {
-		t.Fatalf("create organization: %v", err)
-	}
+	e.Org = e.NewBareOrg("Test organization")
 	return e
+}
+
+// NewBareOrg creates an organization without any user, as Env.Org is (so
+// that a test counts its users from zero): for a test that compares two
+// organizations' runs. A test of tenant isolation takes NewOrg.
+func (e *Env) NewBareOrg(name string) *models.Organization {
+	e.t.Helper()
+	org := &models.Organization{Name: name}
+	if err := e.Store.Orgs.Create(context.Background(), org); err != nil {
+		e.t.Fatalf("create organization: %v", err)
+	}
+	return org
 }
 
 // NewOrg creates another organization, the way `iam orgs create` does
