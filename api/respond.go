@@ -135,6 +135,8 @@ func jsonError(err error) error {
 		return errInvalidBody("the request body is not complete JSON")
 	case errors.As(err, &syntax):
 		return errInvalidBody("malformed JSON at byte %d", syntax.Offset)
+	case errors.As(err, &typeErr) && typeErr.Type == reflect.TypeFor[models.RefID]():
+		return models.Invalid(typeErr.Field, "must be an id: a positive integer written in digits")
 	case errors.As(err, &typeErr):
 		if typeErr.Field == "" {
 			return errInvalidBody("the body must be a JSON %s", typeErr.Type.Kind())

@@ -212,9 +212,11 @@ func (in *CheckIn) Validate() error {
 	ids := make(map[string]bool, len(in.OfflineUsers))
 	for i := range in.OfflineUsers {
 		u := &in.OfflineUsers[i]
-		if _, err := ParseID("offline_enrolled_users.id", u.ID); err != nil {
+		id, err := ParseID("offline_enrolled_users.id", u.ID)
+		if err != nil {
 			return err
 		}
+		u.ID = FormatID(id) // "+7" and "07" are 7
 		if ids[u.ID] {
 			return Invalid("offline_enrolled_users.id", "%s is reported twice", u.ID)
 		}
@@ -236,10 +238,13 @@ func (in *CheckIn) Validate() error {
 	if len(in.Acks) > MaxAcks {
 		return Invalid("acks", "at most %d acks", MaxAcks)
 	}
-	for _, a := range in.Acks {
-		if _, err := ParseID("acks.command_id", a.CommandID); err != nil {
+	for i := range in.Acks {
+		a := &in.Acks[i]
+		id, err := ParseID("acks.command_id", a.CommandID)
+		if err != nil {
 			return err
 		}
+		a.CommandID = FormatID(id)
 		if a.Status != CommandDone && a.Status != CommandFailed {
 			return Invalid("acks.status", "must be done or failed")
 		}

@@ -179,15 +179,30 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 	srv := httptest.NewServer(e.Server.Handler())
 	t.Cleanup(srv.Close)
 	e.URL = srv.URL
-	e.Org = e.NewOrg("Test organization")
+	e.Org = e.NewBareOrg("Test organization")
 	return e
 }
 
-// NewOrg creates an organization.
-func (e *Env) NewOrg(name string) *models.Organization {
+// NewBareOrg creates an organization without any user, as Env.Org is (so
+// that a test counts its users from zero): for a test that compares two
+// organizations' runs. A test of tenant isolation takes NewOrg.
+func (e *Env) NewBareOrg(name string) *models.Organization {
 	e.t.Helper()
 	org := &models.Organization{Name: name}
 	if err := e.Store.Orgs.Create(context.Background(), org); err != nil {
+		e.t.Fatalf("create organization: %v", err)
+	}
+	return org
+}
+
+// NewOrg creates another organization, the way `iam orgs create` does
+// (models.Store.CreateOrganization: the organization with its first admin),
+// for the tests that prove one tenant cannot reach another's data.
+func (e *Env) NewOrg(name string) *models.Organization {
+	e.t.Helper()
+	org := &models.Organization{Name: name}
+	admin := models.FirstAdmin{Email: fmt.Sprintf("admin-%d@example.com", models.NewID()), Password: "tenant admin password"}
+	if _, _, err := e.Store.CreateOrganization(context.Background(), org, admin); err != nil {
 		e.t.Fatalf("create organization: %v", err)
 	}
 	return org

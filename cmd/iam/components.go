@@ -161,28 +161,10 @@ func serveHTTP(ctx context.Context, addr string, h http.Handler, timeout time.Du
 	return nil
 }
 
-// ensureOrganization creates the first organization on a fresh database.
-func ensureOrganization(ctx context.Context, store *models.Store, log *slog.Logger) (*models.Organization, error) {
-	org, err := store.Orgs.First(ctx)
-	if models.ErrorCode(err) != models.ENOTFOUND {
-		return org, err
-	}
-	org = &models.Organization{Name: "Default organization"}
-	if err := store.Orgs.Create(ctx, org); err != nil {
-		return nil, err
-	}
-	log.Info("created the first organization", "org_id", org.ID)
-	return org, nil
-}
-
 // bootstrapAuth makes the first organization and its admin on a fresh
 // database, and the authorization server with its token janitor.
 func bootstrapAuth(ctx context.Context, cfg Config, store *models.Store, secret []byte, addr string, stdout io.Writer, log *slog.Logger) (*oauth.Server, error) {
-	org, err := ensureOrganization(ctx, store, log)
-	if err != nil {
-		return nil, err
-	}
-	if err := ensureAdmin(ctx, store, org, cfg.OAuth, stdout, log); err != nil {
+	if _, err := bootstrapOrg(ctx, store, cfg.OAuth, stdout, log); err != nil {
 		return nil, err
 	}
 	auth, err := newOAuthServer(cfg.OAuth, store, secret, publicURL(cfg.OAuth, addr), log)

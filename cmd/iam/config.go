@@ -75,6 +75,9 @@ type Config struct {
 	// MgmtUploadConcurrency is how many management uploads a process
 	// resolves at once; past it an upload is answered 429.
 	MgmtUploadConcurrency int `env:"IAM_MGMT_UPLOAD_CONCURRENCY" envDefault:"2"`
+	// AdminPassword is the password `iam orgs create` gives the new
+	// organization's admin; empty, one is generated and printed once.
+	AdminPassword string `env:"IAM_ADMIN_PASSWORD"`
 
 	Temporal TemporalConfig
 	Dev      DevConfig

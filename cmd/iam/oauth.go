@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -156,10 +157,11 @@ func openAdminStore(ctx context.Context, cfg Config, log *slog.Logger) (store *m
 }
 
 // adminOrg is the organization an admin command works in: the one of id, or
-// the first one (made, as on dev's first start, when there is none).
-func adminOrg(ctx context.Context, store *models.Store, id int64, log *slog.Logger) (*models.Organization, error) {
+// the first one (made with its admin, as on dev's first start, when there is
+// none; a generated password is printed to out).
+func adminOrg(ctx context.Context, store *models.Store, id int64, cfg OAuthConfig, out io.Writer, log *slog.Logger) (*models.Organization, error) {
 	if id != 0 {
 		return store.Orgs.Get(ctx, id)
 	}
-	return ensureOrganization(ctx, store, log)
+	return bootstrapOrg(ctx, store, cfg, out, log)
 }
