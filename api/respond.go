@@ -135,14 +135,12 @@ func jsonError(err error) error {
 		return errInvalidBody("the request body is not complete JSON")
 	case errors.As(err, &syntax):
 		return errInvalidBody("malformed JSON at byte %d", syntax.Offset)
-	case errors.As(err, &typeErr) && typeErr.Type == reflect.TypeFor[models.RefID]():
-		return models.Invalid(typeErr.Field, "must be an id: a positive integer written in digits")
 	case errors.As(err, &typeErr):
 		if typeErr.Field == "" {
 			return errInvalidBody("the body must be a JSON %s", typeErr.Type.Kind())
 		}
 		if typeErr.Type == reflect.TypeFor[models.RefID]() {
-			// An id of the wrong shape (0, "0", -3, "+3", "x"), not of the
+			// An id of the wrong shape (0, "0", -3, "x"), not of the
 			// wrong JSON type.
 			return models.Invalid(typeErr.Field, "must be an id: a positive integer as a digit string")
 		}
