@@ -73,8 +73,13 @@ func (c *errorBodyConn) ReadFrom(r io.Reader) (int64, error) {
 // own error answer: "HTTP/1.1 <code> <text>[: <reason>]", the error
 // headers, then the same status text as body.
 func rewriteServerError(p []byte) ([]byte, bool) {
+	// Most writes are a handler's answer or a piece of its body: the prefix
+	// tells them apart before any search.
+	if !bytes.HasPrefix(p, []byte("HTTP/1.1 4")) && !bytes.HasPrefix(p, []byte("HTTP/1.1 5")) {
+		return nil, false
+	}
 	statusLine, body, ok := bytes.Cut(p, []byte(serverErrorHeaders))
-	if !ok || !bytes.HasPrefix(statusLine, []byte("HTTP/1.1 ")) || bytes.IndexByte(statusLine, '\n') >= 0 {
+	if !ok || bytes.IndexByte(statusLine, '\n') >= 0 {
 		return nil, false
 	}
 	status := string(statusLine[len("HTTP/1.1 "):])
