@@ -245,8 +245,8 @@ func (s *MgmtStore) CreateExecution(ctx context.Context, n NewExecution) (*Execu
 		var err error
 		switch {
 		case sel.UploadID != 0:
-			up, err := getUpload(ctx, tx, n.OrgID, n.Action, sel.UploadID)
-			if err != nil {
+			var up *MgmtUpload
+			if up, err = getUpload(ctx, tx, n.OrgID, n.Action, sel.UploadID); err != nil {
 				return err
 			}
 			if up.Status != UploadResolved {

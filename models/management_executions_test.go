@@ -3,6 +3,7 @@ package models_test
 import (
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/uptrace/bun"
@@ -99,6 +100,26 @@ func TestMgmtStore_CreateExecution(t *testing.T) {
 		}
 		if _, err := m.GetExecution(ctx, f.org.ID, models.ActionDeleteUsers, exec.ID); models.ErrorCode(err) != models.ENOTFOUND {
 			t.Errorf("another action's execution = %v", err)
+		}
+	})
+}
+
+// A store failure while writing the targets of an upload-based selection
+// is that failure, not "names no users": the failure is not the client's.
+func TestMgmtStore_CreateExecutionFromUploadReportsStoreFailure(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newMgmtFixture(t, db)
+		up := f.upload(t, models.ActionDeleteUsers, []string{"Employee ID"}, [][]string{{"E1"}, {"E2"}})
+		// The upload is read; inserting its targets then fails.
+		if _, err := db.ExecContext(ctx, "ALTER TABLE mgmt_execution_targets RENAME TO mgmt_execution_targets_gone"); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := f.store.Management.CreateExecution(ctx, models.NewExecution{OrgID: f.org.ID,
+			Action: models.ActionDeleteUsers, Selection: models.Selection{UploadID: up.ID}})
+		wantCode(t, err, models.EINTERNAL)
+		if !strings.Contains(err.Error(), "insert targets") {
+			t.Errorf("err = %v, want the failed insert of the targets", err)
 		}
 	})
 }
