@@ -265,7 +265,7 @@ func (s *DBBlobStore) Sweep(ctx context.Context, staleBefore time.Time) (int, er
 		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
 			return q.Where("NOT blob.complete AND blob.created_at < ?", staleBefore.UTC()).
 				WhereOr("blob.job_id IS NOT NULL AND (j.id IS NULL OR j.status IN (?))",
-					bun.In([]JobStatus{JobCompleted, JobWarning, JobError}))
+					bun.List([]JobStatus{JobCompleted, JobWarning, JobError}))
 		}).
 		Limit(1000).Scan(ctx)
 	if err != nil {

@@ -334,7 +334,7 @@ func (s *CAStore) Trust(ctx context.Context, orgID int64, factorIDs []int64) (ma
 		return out, nil
 	}
 	var rows []CAConfig
-	err := s.db.NewSelect().Model(&rows).Where("org_id = ? AND factor_config_id IN (?) AND is_enabled", orgID, bun.In(factorIDs)).Scan(ctx)
+	err := s.db.NewSelect().Model(&rows).Where("org_id = ? AND factor_config_id IN (?) AND is_enabled", orgID, bun.List(factorIDs)).Scan(ctx)
 	if err != nil {
 		return nil, unavailable(fmt.Errorf("select CA configs: %w", err))
 	}
@@ -436,7 +436,7 @@ func (s *UserStore) ByIDs(ctx context.Context, orgID int64, ids []int64) (map[in
 		return out, nil
 	}
 	var users []User
-	if err := s.db.NewSelect().Model(&users).Where("org_id = ? AND id IN (?)", orgID, bun.In(ids)).Scan(ctx); err != nil {
+	if err := s.db.NewSelect().Model(&users).Where("org_id = ? AND id IN (?)", orgID, bun.List(ids)).Scan(ctx); err != nil {
 		return nil, unavailable(fmt.Errorf("select users: %w", err))
 	}
 	for i := range users {

@@ -184,7 +184,7 @@ func existingDevices(ctx context.Context, db bun.IDB, orgID int64, ids []int64) 
 	}
 	var rows []int64
 	err := db.NewSelect().Table("devices").Column("id").
-		Where("org_id = ? AND deleted_at IS NULL AND id IN (?)", orgID, bun.In(ids)).Scan(ctx, &rows)
+		Where("org_id = ? AND deleted_at IS NULL AND id IN (?)", orgID, bun.List(ids)).Scan(ctx, &rows)
 	if err != nil {
 		return nil, fmt.Errorf("select devices: %w", err)
 	}
@@ -349,7 +349,7 @@ func (s *DeviceGroupStore) RemoveMembers(ctx context.Context, orgID, id int64, d
 		}
 		if len(ids) > 0 {
 			if _, err := tx.NewDelete().Model((*DeviceGroupMember)(nil)).
-				Where("group_id = ? AND device_id IN (?)", g.ID, bun.In(ids)).Exec(ctx); err != nil {
+				Where("group_id = ? AND device_id IN (?)", g.ID, bun.List(ids)).Exec(ctx); err != nil {
 				return fmt.Errorf("delete device group members: %w", err)
 			}
 		}
@@ -406,7 +406,7 @@ func (s *DeviceGroupStore) MissingGroups(ctx context.Context, orgID int64, ids [
 	}
 	var rows []int64
 	err := s.db.NewSelect().Model((*DeviceGroup)(nil)).Column("id").
-		Where("org_id = ? AND id IN (?)", orgID, bun.In(ids)).Scan(ctx, &rows)
+		Where("org_id = ? AND id IN (?)", orgID, bun.List(ids)).Scan(ctx, &rows)
 	if err != nil {
 		return nil, unavailable(fmt.Errorf("select device groups: %w", err))
 	}

@@ -583,10 +583,10 @@ func (s *DeviceStore) reconcileAccounts(ctx context.Context, tx bun.Tx, d *Devic
 		}
 	}
 	if _, err := tx.NewUpdate().Table("device_commands").Set("status = ?", CommandWithdrawn).
-		Where("device_id = ? AND status = ? AND account_id IN (?)", d.ID, CommandPending, bun.In(gone)).Exec(ctx); err != nil {
+		Where("device_id = ? AND status = ? AND account_id IN (?)", d.ID, CommandPending, bun.List(gone)).Exec(ctx); err != nil {
 		return false, fmt.Errorf("withdraw commands: %w", err)
 	}
-	if _, err := tx.NewDelete().Table("device_accounts").Where("id IN (?)", bun.In(gone)).Exec(ctx); err != nil {
+	if _, err := tx.NewDelete().Table("device_accounts").Where("id IN (?)", bun.List(gone)).Exec(ctx); err != nil {
 		return false, fmt.Errorf("remove accounts: %w", err)
 	}
 	return true, nil
@@ -645,7 +645,7 @@ func reconcileOffline(ctx context.Context, tx bun.Tx, d *Device, reported []Offl
 	}
 	if len(gone) > 0 {
 		if _, err := tx.NewDelete().Table("device_offline_users").
-			Where("device_id = ? AND user_id IN (?)", d.ID, bun.In(gone)).Exec(ctx); err != nil {
+			Where("device_id = ? AND user_id IN (?)", d.ID, bun.List(gone)).Exec(ctx); err != nil {
 			return fmt.Errorf("remove offline users: %w", err)
 		}
 	}

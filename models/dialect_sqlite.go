@@ -138,7 +138,7 @@ func (sqliteDialect) applyEnrollChunk(ctx context.Context, db *bun.DB, c *Enroll
 			users := c.keptUsers(results, written)
 			var existing []Enrollment
 			err := tx.NewSelect().Model(&existing).Column("user_id", "factor_config_id", "job_id", "source_row").
-				Where("org_id = ? AND user_id IN (?)", c.OrgID, bun.In(users)).Scan(ctx)
+				Where("org_id = ? AND user_id IN (?)", c.OrgID, bun.List(users)).Scan(ctx)
 			if err != nil {
 				return fmt.Errorf("select kept enrollments: %w", err)
 			}

@@ -114,7 +114,7 @@ func syncMembership(ctx context.Context, tx bun.Tx, orgID int64, userIDs []int64
 		cols = append(cols, "CASE WHEN "+where+" THEN 1 ELSE 0 END")
 		args = append(args, wargs...)
 	}
-	args = append(args, orgID, bun.In(userIDs))
+	args = append(args, orgID, bun.List(userIDs))
 	rows, err := tx.QueryContext(ctx,
 		"SELECT id, "+strings.Join(cols, ", ")+" FROM users WHERE org_id = ? AND id IN (?)", args...)
 	if err != nil {
@@ -153,7 +153,7 @@ func applyMembership(ctx context.Context, tx bun.Tx, orgID int64, groups []dynam
 	}
 	var have []GroupMember
 	err := tx.NewSelect().Model(&have).
-		Where("user_id IN (?) AND group_id IN (?)", bun.In(userIDs), bun.In(groupIDs)).Scan(ctx)
+		Where("user_id IN (?) AND group_id IN (?)", bun.List(userIDs), bun.List(groupIDs)).Scan(ctx)
 	if err != nil {
 		return fmt.Errorf("select memberships: %w", err)
 	}

@@ -175,7 +175,7 @@ func (s *GroupStore) DeleteMany(ctx context.Context, orgID int64, ids []int64) (
 		return deleted, nil
 	}
 	err := s.db.NewDelete().Model((*Group)(nil)).
-		Where("org_id = ? AND id IN (?)", orgID, bun.In(ids)).
+		Where("org_id = ? AND id IN (?)", orgID, bun.List(ids)).
 		Returning("id").
 		Scan(ctx, &deleted)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {

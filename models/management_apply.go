@@ -129,7 +129,7 @@ func applyTargets(ctx context.Context, tx bun.Tx, d sqlDialect, exec *Execution,
 	}
 	var users []User
 	if err := tx.NewSelect().Model(&users).Column("id", "first_name", "last_name", "email", "role", "status", "container").
-		Where("org_id = ? AND id IN (?)", exec.OrgID, bun.In(ids)).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		Where("org_id = ? AND id IN (?)", exec.OrgID, bun.List(ids)).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("select users: %w", err)
 	}
 	byID := make(map[int64]*User, len(users))
@@ -201,7 +201,7 @@ func applyTargets(ctx context.Context, tx bun.Tx, d sqlDialect, exec *Execution,
 		} else {
 			err = tx.NewUpdate().Model((*User)(nil)).
 				Set("container = ?", exec.TargetContainer).Set("updated_at = ?", time.Now().UTC()).
-				Where("org_id = ? AND id IN (?)", exec.OrgID, bun.In(apply)).
+				Where("org_id = ? AND id IN (?)", exec.OrgID, bun.List(apply)).
 				Returning("id").Scan(ctx, &got)
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return nil, fmt.Errorf("move users: %w", err)
