@@ -80,23 +80,6 @@ type CAInput struct {
 	MappingAttribute *string
 }
 
-// ParseX509 reads one X.509 certificate written as PEM, DER or base64 of
-// DER (the error text fit to show).
-func ParseX509(data []byte) (*x509.Certificate, error) {
-	if len(data) > maxCertificateBytes {
-		return nil, errors.New("the certificate is larger than 64 KiB")
-	}
-	der, err := certificateDER(data)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, errors.New("not an X.509 certificate")
-	}
-	return cert, nil
-}
-
 // parseCAFile checks a CA file: a certificate, of a CA, valid at now (not
 // expired, and not before its NotBefore).
 func parseCAFile(data []byte, now time.Time) (*x509.Certificate, error) {
@@ -106,10 +89,11 @@ func parseCAFile(data []byte, now time.Time) (*x509.Certificate, error) {
 	if len(data) > MaxCAFileBytes {
 		return nil, &Error{Code: ETOOLARGE, Field: "ca_file", Detail: fmt.Sprintf("the file is larger than %d KiB", MaxCAFileBytes>>10)}
 	}
-	cert, err := ParseX509(data)
+	info, err := ParseCertificate(data)
 	if err != nil {
 		return nil, Invalid("ca_file", "%v", err)
 	}
+	cert := info.Cert
 	if !cert.BasicConstraintsValid || !cert.IsCA {
 		return nil, Invalid("ca_file", "%q is not a certificate authority certificate (basic constraints CA:TRUE missing)", cert.Subject.String())
 	}

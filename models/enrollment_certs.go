@@ -25,8 +25,9 @@ type CertificateInfo struct {
 const maxCertificateBytes = 64 << 10
 
 // ParseCertificate reads one X.509 certificate written as PEM (the first
-// CERTIFICATE block), DER, or base64 of DER (a .cer file in text form). The
-// error text is fit to show as a row's message.
+// CERTIFICATE block), DER, or base64 of DER (a .cer file in text form): the
+// certificates of smart-card enrollments and the CA files of CA configs. The
+// error text is fit to show as a row's message or a field's detail.
 func ParseCertificate(data []byte) (*CertificateInfo, error) {
 	if len(data) > maxCertificateBytes {
 		return nil, errors.New("the certificate is larger than 64 KiB")
