@@ -8,6 +8,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"iam/models"
+	"iam/models/csvimport"
 )
 
 // Bounds of an upload form's text: one field, the number of parts (text
@@ -199,6 +201,21 @@ func (f *uploadForm) value(name string) string {
 		return ""
 	}
 	return strings.TrimSpace(vs[len(vs)-1])
+}
+
+// encoding reads the file_encoding field (default UTF-8), one of
+// csvimport.Names. GBK and HZ-GB-2312, the decoders GB2312 text resolves to,
+// are known to csvimport.Lookup but are not names a client may give.
+func (f *uploadForm) encoding() (csvimport.Encoding, error) {
+	name := f.value("file_encoding")
+	if name == "" {
+		name = "UTF-8"
+	}
+	enc, ok := csvimport.Lookup(name)
+	if !ok || !slices.Contains(csvimport.Names, enc.Name) {
+		return csvimport.Encoding{}, models.Invalid("file_encoding", "must be one of: %s", strings.Join(csvimport.Names, ", "))
+	}
+	return enc, nil
 }
 
 // bool reads a boolean field (default false).

@@ -229,13 +229,9 @@ func (s *Server) mgmtUpload(c *gin.Context) error {
 		return err
 	}
 	defer form.Close()
-	encName := form.value("file_encoding")
-	if encName == "" {
-		encName = "UTF-8"
-	}
-	enc, ok := csvimport.Lookup(encName)
-	if !ok || strings.EqualFold(enc.Name, csvimport.GBK) || strings.EqualFold(enc.Name, csvimport.HZ) {
-		return models.Invalid("file_encoding", "must be one of: %s", strings.Join(csvimport.Names, ", "))
+	enc, err := form.encoding()
+	if err != nil {
+		return err
 	}
 	sample := make([]byte, min(form.fileSize, csvimport.SampleSize))
 	if _, err := form.file.ReadAt(sample, 0); err != nil {

@@ -354,6 +354,9 @@ func TestManagement_UploadRefused(t *testing.T) {
 			{"duplicate columns", "Primary Email,primary email\na@b.c,a@b.c\n", "", 400, "00000114", "DUPLICATE_COLUMNS"},
 			{"empty", "", "", 400, "00000114", "EMPTY_FILE"},
 			{"bad encoding", "Primary Email\na@b.c\n", "EBCDIC", 400, "00000109", "file_encoding"},
+			// GBK and HZ-GB-2312 are what GB2312 resolves to, not names to give.
+			{"resolved encoding GBK", "Primary Email\na@b.c\n", "gbk", 400, "00000109", "file_encoding"},
+			{"resolved encoding HZ", "Primary Email\na@b.c\n", "HZ-GB-2312", 400, "00000109", "file_encoding"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				body, h := csvUpload(t, []byte(c.csv), c.enc, false)
