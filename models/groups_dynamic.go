@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hashicorp/golang-lru/v2"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 
 	"iam/models/listing"
-	"iam/models/lru"
 )
 
 // A dynamic group's membership rule is a filter in the list filter language
@@ -43,7 +43,14 @@ func ParseMembershipRule(rule string) (string, error) {
 // from the cache is parsed again when next used.
 const ruleCacheSize = 1024
 
-var ruleCache = lru.New[string, listing.Expr](ruleCacheSize) // canonical or given rule text -> parsed rule
+// ruleCache maps a canonical or given rule text to its parsed rule.
+var ruleCache = func() *lru.Cache[string, listing.Expr] {
+	c, err := lru.New[string, listing.Expr](ruleCacheSize)
+	if err != nil { // only a size below one fails
+		panic(err)
+	}
+	return c
+}()
 
 func parseRule(rule string) (listing.Expr, error) {
 	if e, ok := ruleCache.Get(rule); ok {
@@ -59,7 +66,7 @@ func parseRule(rule string) (listing.Expr, error) {
 	if err != nil {
 		return nil, Invalid("membership_rule", "%v", err)
 	}
-	ruleCache.Put(rule, expr)
+	ruleCache.Add(rule, expr)
 	return expr, nil
 }
 

@@ -84,7 +84,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		tokenLim: newLimiter(cfg.TokenRate),
 		loginLim: newLimiter(cfg.LoginRate),
 	}
-	s.userStates = newUserStates(cfg.UserStateTTL, s.users)
+	if s.userStates, err = newUserStates(cfg.UserStateTTL, s.users); err != nil {
+		return nil, err
+	}
 	s.provider, s.strategy = newProvider(cfg, k, s.tokens, s.users)
 	s.mux = http.NewServeMux()
 	for _, e := range endpoints {
