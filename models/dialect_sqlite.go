@@ -109,7 +109,7 @@ func recordChunkSQLite(ctx context.Context, tx bun.Tx, orgID, id int64, results 
 	if len(results) == 0 {
 		return nil
 	}
-	stmt, err := tx.Tx.PrepareContext(ctx, `INSERT INTO job_results (job_id, seq, entity_id, status, message) VALUES (?, ?, ?, ?, ?)
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO job_results (job_id, seq, entity_id, status, message) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (job_id, seq) DO UPDATE SET entity_id = excluded.entity_id, status = excluded.status, message = excluded.message`)
 	if err != nil {
 		return fmt.Errorf("record job results: %w", err)
@@ -162,7 +162,7 @@ func upsertEnrollmentsSQLite(ctx context.Context, tx bun.Tx, overwrite bool, wri
 	if len(writes) == 0 {
 		return nil
 	}
-	stmt, err := tx.Tx.PrepareContext(ctx, `INSERT INTO enrollments AS e
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO enrollments AS e
 		(org_id, user_id, factor_config_id, factor_type, value, secret, thumbprint, expires_at, job_id, source_row, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (user_id, factor_config_id) DO UPDATE SET

@@ -184,14 +184,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return err
 	}
 	hook := &statementTimes{by: map[string]time.Duration{}}
+	batchStore := store
 	if *trace {
-		db.AddQueryHook(hook)
+		batchStore = models.NewStore(db.WithQueryHook(hook))
 	}
 	t0 = time.Now()
 	batches := 0
 	var res *models.SyncBatchResult
 	for res == nil || !res.Done {
-		if res, err = store.Devices.SyncBatch(ctx, orgs[1].ID, job2.ID, set, workflows.SyncBatchSize); err != nil {
+		if res, err = batchStore.Devices.SyncBatch(ctx, orgs[1].ID, job2.ID, set, workflows.SyncBatchSize); err != nil {
 			return err
 		}
 		batches++
