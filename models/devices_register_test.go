@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -197,7 +198,7 @@ func TestDeviceStore_RegisterCap(t *testing.T) {
 		f.register(t, facts("B", "SB"))
 		_, _, err := f.reRegister(t, facts("C", "SC"), 0, "", 2)
 		wantCode(t, err, models.ECONFLICT)
-		if me, ok := err.(*models.Error); !ok || me.Title != "Device Limit Reached" {
+		if me := (*models.Error)(nil); !errors.As(err, &me) || me.Title != "Device Limit Reached" {
 			t.Errorf("cap error %v", err)
 		}
 		// A duplicate is a new device too.

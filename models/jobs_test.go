@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -120,7 +121,7 @@ func TestJobStore_TenancyAndDelete(t *testing.T) {
 			t.Errorf("results outlive their job: %+v", rs)
 		}
 		err := store.Jobs.RecordChunk(ctx, mine.ID, job.ID, nil, models.JobProgress{})
-		if e, ok := err.(*models.Error); !ok || e.Title != "Job Not Found" {
+		if e := (*models.Error)(nil); !errors.As(err, &e) || e.Title != "Job Not Found" {
 			t.Errorf("writing to a deleted job: %v, want Job Not Found", err)
 		}
 	})

@@ -221,7 +221,7 @@ func TestNotificationStore_PrepareRun(t *testing.T) {
 		if err := ns.DeleteSchedule(ctx, f.org.ID, sc.ID, noSync); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ns.PrepareRun(ctx, models.PrepareRunInput{OrgID: f.org.ID, ScheduleID: sc.ID, ScheduledAt: first.Add(48 * time.Hour)}); err != models.ErrScheduleGone {
+		if _, err := ns.PrepareRun(ctx, models.PrepareRunInput{OrgID: f.org.ID, ScheduleID: sc.ID, ScheduledAt: first.Add(48 * time.Hour)}); !errors.Is(err, models.ErrScheduleGone) {
 			t.Errorf("a deleted schedule: %v", err)
 		}
 	})

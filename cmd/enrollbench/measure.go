@@ -65,7 +65,7 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 	}
 	fmt.Printf("[%s] migrating and seeding %d users ...\n", r.mode, rows)
 	if out, err := iamproc.Run(bin, append(env, "IAM_DATABASE_URL="+storeURL), "migrate", "up"); err != nil {
-		return r, fmt.Errorf("migrate: %v\n%s", err, out)
+		return r, fmt.Errorf("migrate: %w\n%s", err, out)
 	}
 	db, err := models.Open(ctx, storeURL)
 	if err != nil {
@@ -118,7 +118,7 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 	}
 	out, err := iamproc.Run(bin, env, "token", "--user", adminEmail, "--scopes", "svc.quick_enrollment.ALL,svc.job.READ")
 	if err != nil {
-		return r, fmt.Errorf("iam token: %v\n%s", err, out)
+		return r, fmt.Errorf("iam token: %w\n%s", err, out)
 	}
 	var tok struct {
 		AccessToken string `json:"access_token"`

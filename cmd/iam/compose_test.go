@@ -229,7 +229,7 @@ func TestCompose_GenEnvWritesUsableKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 		if out, err := exec.Command("sh", path).CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("%v: %s", err, out)
+			return nil, fmt.Errorf("%w: %s", err, out)
 		}
 		fi, err := os.Stat(filepath.Join(root, ".env"))
 		if err != nil {

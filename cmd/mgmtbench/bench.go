@@ -126,7 +126,7 @@ func (b *bench) seed(ctx context.Context) error {
 		}
 		configs, err := b.store.Factors.List(ctx, (*org).ID)
 		if err != nil || len(configs) == 0 {
-			return fmt.Errorf("factor configs: %v", err)
+			return fmt.Errorf("factor configs: %w", err)
 		}
 		if err := seedOrg(ctx, b.db, (*org).ID, configs[0].ID, b.users); err != nil {
 			return fmt.Errorf("seed: %w", err)

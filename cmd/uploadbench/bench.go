@@ -109,7 +109,7 @@ func newBench(ctx context.Context, bin, work, dsn string, rows int) (*bench, err
 		"IAM_ENCRYPTION_KEY=" + secret.NewKey(), "IAM_DATABASE_URL=" + dsn}
 	fmt.Printf("migrating and seeding %d users ...\n", rows)
 	if out, err := iamproc.Run(bin, b.env, "migrate", "up"); err != nil {
-		return nil, fmt.Errorf("migrate: %v\n%s", err, out)
+		return nil, fmt.Errorf("migrate: %w\n%s", err, out)
 	}
 	db, err := models.Open(ctx, dsn)
 	if err != nil {
@@ -142,7 +142,7 @@ func newBench(ctx context.Context, bin, work, dsn string, rows int) (*bench, err
 	out, err := iamproc.Run(bin, b.env, "token", "--user", adminEmail, "--scopes", "svc.management.ALL")
 	if err != nil {
 		b.close()
-		return nil, fmt.Errorf("iam token: %v\n%s", err, out)
+		return nil, fmt.Errorf("iam token: %w\n%s", err, out)
 	}
 	var tok struct {
 		AccessToken string `json:"access_token"`

@@ -91,7 +91,7 @@ func waitHTTPReady(ctx context.Context, url string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+			return fmt.Errorf("%w (last: %w)", ctx.Err(), err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -98,7 +98,7 @@ func (r *Reader) Read() (Record, error) {
 		var pe *csv.ParseError
 		switch {
 		case errors.As(err, &pe) && rec.Err == nil:
-			rec.Err = fmt.Errorf("malformed CSV: %v", pe.Err)
+			rec.Err = fmt.Errorf("malformed CSV: %w", pe.Err)
 		case err != nil && !errors.As(err, &pe):
 			return Record{}, err
 		case rec.Err == nil && len(fields) > MaxFields:

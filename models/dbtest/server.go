@@ -80,7 +80,7 @@ func startServer() (srv *pgServer, err error) {
 			}
 			if srv.cluster != nil {
 				if stopErr := srv.cluster.Stop(); stopErr != nil {
-					err = fmt.Errorf("%w; then stopping it: %v", err, stopErr)
+					err = fmt.Errorf("%w; then stopping it: %w", err, stopErr)
 				}
 			}
 		}
