@@ -41,8 +41,10 @@ type uploadForm struct {
 // Close removes the spooled file.
 func (f *uploadForm) Close() {
 	if f.file != nil {
-		f.file.Close()
-		os.Remove(f.file.Name())
+		// A spooled file that cannot be removed is left to the
+		// temporary folder's cleanup: nothing to tell the client.
+		_ = f.file.Close()
+		_ = os.Remove(f.file.Name())
 		f.file = nil
 	}
 }

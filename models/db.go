@@ -60,8 +60,7 @@ func Open(ctx context.Context, dsn string) (*bun.DB, error) {
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("connect to database: %w", err)
+		return nil, errors.Join(fmt.Errorf("connect to database: %w", err), db.Close())
 	}
 	return db, nil
 }

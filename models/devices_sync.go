@@ -394,7 +394,7 @@ func scanEach(rows *sql.Rows, err error, fn func(*sql.Rows) error) error {
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err reports the read's errors
 	for rows.Next() {
 		if err := fn(rows); err != nil {
 			return err

@@ -79,7 +79,7 @@ func withPgxTx(ctx context.Context, db *bun.DB, fn func(tx pgx.Tx) error) error 
 	if err != nil {
 		return fmt.Errorf("take a connection: %w", err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }() // returns it to the pool
 	return conn.Raw(func(dc any) error {
 		sc, ok := dc.(*stdlib.Conn)
 		if !ok {

@@ -114,7 +114,7 @@ func recordChunkSQLite(ctx context.Context, tx bun.Tx, orgID, id int64, results 
 	if err != nil {
 		return fmt.Errorf("record job results: %w", err)
 	}
-	defer stmt.Close()
+	defer func() { _ = stmt.Close() }() // a statement of the transaction, closed with it anyway
 	for i := range results {
 		r := &results[i]
 		r.JobID = id
@@ -173,7 +173,7 @@ func upsertEnrollmentsSQLite(ctx context.Context, tx bun.Tx, overwrite bool, wri
 	if err != nil {
 		return fmt.Errorf("upsert enrollments: %w", err)
 	}
-	defer stmt.Close()
+	defer func() { _ = stmt.Close() }() // a statement of the transaction, closed with it anyway
 	for i := range writes {
 		w := &writes[i]
 		var secret, expires any // NULL unless set

@@ -127,7 +127,7 @@ func syncMembership(ctx context.Context, tx bun.Tx, orgID int64, userIDs []int64
 	if err != nil {
 		return fmt.Errorf("evaluate membership rules: %w", err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err reports the read's errors
 	want := map[[2]int64]bool{}
 	for rows.Next() {
 		vals := make([]int64, len(groups)+1)
@@ -147,7 +147,7 @@ func syncMembership(ctx context.Context, tx bun.Tx, orgID int64, userIDs []int64
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read membership rules: %w", err)
 	}
-	rows.Close()
+	_ = rows.Close() // read to the end: rows.Err above reported its errors
 	return applyMembership(ctx, tx, orgID, groups, userIDs, want)
 }
 

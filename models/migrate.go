@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -146,10 +145,14 @@ func WriteMigrationStatus(ctx context.Context, db *bun.DB, w io.Writer) error {
 		if mig.IsApplied() {
 			state = "applied (group " + fmt.Sprint(mig.GroupID) + ")"
 		}
-		fmt.Fprintf(w, "%-50s %s\n", mig.String(), state)
+		if _, err := fmt.Fprintf(w, "%-50s %s\n", mig.String(), state); err != nil {
+			return err
+		}
 	}
 	if len(ms) == 0 {
-		fmt.Fprintln(w, strings.TrimSpace("no migrations"))
+		if _, err := fmt.Fprintln(w, "no migrations"); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -164,7 +164,7 @@ func (a *Archive) Read(e Entry) ([]byte, error) {
 	if err != nil {
 		return nil, errors.New("the entry cannot be read")
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // only read: a failed close loses nothing
 	limit := min(int64(e.file.UncompressedSize64), a.limits.MaxEntrySize)
 	data, err := io.ReadAll(io.LimitReader(rc, limit+1))
 	if int64(len(data)) > limit {
