@@ -80,7 +80,7 @@ func sqliteDSN(dsn string) (string, error) {
 		return "", Errorf(EINVALID, "sqlite database url: %v", err)
 	}
 	if path != ":memory:" && !strings.HasPrefix(path, ":memory:") {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 			return "", fmt.Errorf("create database folder: %w", err)
 		}
 	}

@@ -253,7 +253,7 @@ func loadPolicyDetails(ctx context.Context, db bun.IDB, orgID int64, policies []
 	}
 	for i := range policies {
 		for j := range policies[i].EndpointsSettings {
-			a := &policies[i].EndpointsSettings[j].AdvancedSettings
+			a := &policies[i].EndpointsSettings[j].AdvancedSettings //nolint:gosec // i and j range over the slices they index
 			if id := a.NotificationTemplateID; id != nil {
 				if name, ok := byID[int64(*id)]; ok {
 					a.NotificationTemplate = &TemplateRef{ID: *id, Name: name}

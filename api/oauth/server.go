@@ -19,7 +19,7 @@ const (
 	authPath     = "/oauth/v2/auth"
 	loginPath    = "/oauth/v2/login"
 	consentPath  = "/oauth/v2/consent"
-	tokenPath    = "/oauth/v2/token"
+	tokenPath    = "/oauth/v2/token" //nolint:gosec // a URL path, not a credential
 	revokePath   = "/oauth/v2/token/revoke"
 	metadataPath = "/.well-known/oauth-authorization-server"
 )
