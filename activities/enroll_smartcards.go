@@ -53,7 +53,7 @@ func (a *Enrollment) EnrollSmartCards(ctx context.Context, in EnrollSmartCardChu
 		e := archive.Entries[i]
 		rows = append(rows, a.parseEntry(archive, e, p.FilenamePattern, plan))
 		heartbeat(ctx, i)
-		if err := ctx.Err(); err != nil {
+		if err = ctx.Err(); err != nil {
 			return EnrollChunkResult{}, err
 		}
 	}

@@ -128,7 +128,7 @@ func TestRecomputeGroupChunk_RetryResumesAfterLastCommittedBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		var res activities.RecomputeChunkResult
-		if err := val.Get(&res); err != nil {
+		if err = val.Get(&res); err != nil {
 			t.Fatal(err)
 		}
 		if !res.Done || res.Stopped != "" || res.Progress.Processed != 50 || res.Progress.Total != 50 {

@@ -96,7 +96,7 @@ func DeliverChunk(ctx context.Context, a *Notifications, in ChunkInput, progress
 			}
 		}
 	}
-	if err := ns.AbandonClaims(ctx, run.ID, claim, stale); err != nil {
+	if err = ns.AbandonClaims(ctx, run.ID, claim, stale); err != nil {
 		return res, err
 	}
 	res.Uncertain += int64(len(stale))

@@ -158,7 +158,7 @@ func (s *Server) agentAuthorize(c *gin.Context) error {
 		return err
 	}
 	var in agentAuthorizeRequest
-	if err := decodeJSON(c, &in); err != nil {
+	if err = decodeJSON(c, &in); err != nil {
 		return err
 	}
 	ctx := c.Request.Context()

@@ -99,7 +99,7 @@ func (f *uploadForm) read(mr *multipart.Reader, maxFile int64) error {
 			if f.file != nil {
 				return models.Invalid("file", "is given twice; send one file")
 			}
-			if err := f.spool(part, maxFile); err != nil {
+			if err = f.spool(part, maxFile); err != nil {
 				return err
 			}
 			continue

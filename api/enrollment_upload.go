@@ -44,7 +44,7 @@ func (s *Server) uploadCSV(c *gin.Context) error {
 	}
 
 	sample := make([]byte, min(form.fileSize, csvimport.SampleSize))
-	if _, err := form.file.ReadAt(sample, 0); err != nil {
+	if _, err = form.file.ReadAt(sample, 0); err != nil {
 		return fmt.Errorf("read spooled upload: %w", err)
 	}
 	ins, problems := csvimport.Inspect(sample, form.fileSize <= csvimport.SampleSize, enc)

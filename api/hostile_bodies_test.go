@@ -124,7 +124,7 @@ func TestHostileBodies_NoRouteAnswers500(t *testing.T) {
 		}
 		dev := registerAgent(t, env, key, agentFacts("PC1", "S1"))
 		user := &models.User{OrgID: env.Org.ID, Email: "ada@example.com", Status: models.UserActive}
-		if err := env.Store.Users.Create(ctx, user, ""); err != nil {
+		if err = env.Store.Users.Create(ctx, user, ""); err != nil {
 			t.Fatal(err)
 		}
 		params := map[string]string{"account_id": "1", "agent_type": "DeviceAgent", "ca_config_id": "1", "config_id": "1",

@@ -163,7 +163,7 @@ func (s *Server) putViewColumns(c *gin.Context) error {
 		return err
 	}
 	var cols []string
-	if err := decodeJSON(c, &cols); err != nil {
+	if err = decodeJSON(c, &cols); err != nil {
 		return err
 	}
 	cols, err = s.store.Management.SetViewColumns(c.Request.Context(), principal(c).OrgID, a, cols)
@@ -234,7 +234,7 @@ func (s *Server) mgmtUpload(c *gin.Context) error {
 		return err
 	}
 	sample := make([]byte, min(form.fileSize, csvimport.SampleSize))
-	if _, err := form.file.ReadAt(sample, 0); err != nil {
+	if _, err = form.file.ReadAt(sample, 0); err != nil {
 		return fmt.Errorf("read spooled upload: %w", err)
 	}
 	ins, problems := csvimport.Inspect(sample, form.fileSize <= csvimport.SampleSize, enc)
@@ -262,7 +262,7 @@ func (s *Server) mgmtUpload(c *gin.Context) error {
 	if hook := mgmtUploadHook.Load(); hook != nil {
 		(*hook)()
 	}
-	if _, err := form.file.Seek(ins.DataOffset, io.SeekStart); err != nil {
+	if _, err = form.file.Seek(ins.DataOffset, io.SeekStart); err != nil {
 		return fmt.Errorf("rewind upload: %w", err)
 	}
 	rows, err := countUploadRows(csvimport.NewReader(form.file, ins.Encoding, ins.DataOffset, 1))
@@ -273,11 +273,11 @@ func (s *Server) mgmtUpload(c *gin.Context) error {
 		MatchColumns: match, CreatedBy: p.UserID}
 	if rows <= models.MaxUploadRowsSync {
 		// Read again, and resolved a chunk at a time: one chunk is held.
-		if _, err := form.file.Seek(ins.DataOffset, io.SeekStart); err != nil {
+		if _, err = form.file.Seek(ins.DataOffset, io.SeekStart); err != nil {
 			return fmt.Errorf("rewind upload: %w", err)
 		}
 		r := csvimport.NewReader(form.file, ins.Encoding, ins.DataOffset, 1)
-		if err := s.store.Management.CreateUploadFrom(c.Request.Context(), up, func() (models.UploadRecord, error) {
+		if err = s.store.Management.CreateUploadFrom(c.Request.Context(), up, func() (models.UploadRecord, error) {
 			return uploadRecord(r)
 		}); err != nil {
 			return uploadWriteError(c, err)
@@ -285,7 +285,7 @@ func (s *Server) mgmtUpload(c *gin.Context) error {
 		c.JSON(http.StatusCreated, gin.H{"data": newUploadView(up)})
 		return nil
 	}
-	if _, err := form.file.Seek(0, io.SeekStart); err != nil {
+	if _, err = form.file.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("rewind upload: %w", err)
 	}
 	up.FileRows = rows
@@ -470,7 +470,7 @@ func (s *Server) mgmtExecute(c *gin.Context) error {
 	}
 	p := principal(c)
 	var req executeRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err = decodeJSON(c, &req); err != nil {
 		return err
 	}
 	sel := models.Selection{Filter: strings.TrimSpace(req.Filter)}
@@ -486,7 +486,7 @@ func (s *Server) mgmtExecute(c *gin.Context) error {
 		}
 		// Reading it first settles an upload whose resolving job is gone
 		// (failed), so that the refusal says so.
-		if _, err := s.store.Management.GetUpload(c.Request.Context(), p.OrgID, a, sel.UploadID); err != nil {
+		if _, err = s.store.Management.GetUpload(c.Request.Context(), p.OrgID, a, sel.UploadID); err != nil {
 			return err
 		}
 	}
@@ -676,7 +676,7 @@ func (s *Server) mgmtRetry(c *gin.Context) error {
 	p := principal(c)
 	// Reading it first settles an execution whose job was deleted
 	// (interrupted), which may then be retried.
-	if _, err := s.store.Management.GetExecution(c.Request.Context(), p.OrgID, a, id); err != nil {
+	if _, err = s.store.Management.GetExecution(c.Request.Context(), p.OrgID, a, id); err != nil {
 		return err
 	}
 	exec, job, err := s.store.Management.Retry(c.Request.Context(), p.OrgID, a, id, p.UserID)

@@ -326,7 +326,7 @@ func TestManagement_UploadSelectAndExecute(t *testing.T) {
 		wantError(t, env.Get(mgmtBase+"move-users/executions/"+eid+"/data?attempt=0", tok), 400, "00000107", "attempt")
 
 		// Deleting the job interrupts the execution, which may then be retried.
-		if resp := env.Do(apitest.Request{Method: "DELETE", Path: "/api/v1/jobs/" + acc.Data.JobID, Token: env.Token(env.Org, "svc.job.ALL")}); resp.Status != 204 {
+		if resp = env.Do(apitest.Request{Method: "DELETE", Path: "/api/v1/jobs/" + acc.Data.JobID, Token: env.Token(env.Org, "svc.job.ALL")}); resp.Status != 204 {
 			t.Fatalf("delete job: %d", resp.Status)
 		}
 		env.Get(mgmtBase+"move-users/executions/"+eid+"/status", tok).JSON(t, &status)

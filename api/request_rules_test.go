@@ -196,7 +196,7 @@ func TestRequestRules_MalformedHeaderGetsTheErrorBody(t *testing.T) {
 			}
 			defer conn.Close()
 			conn.SetDeadline(time.Now().Add(10 * time.Second))
-			if _, err := io.WriteString(conn, tc.requests); err != nil {
+			if _, err = io.WriteString(conn, tc.requests); err != nil {
 				t.Fatal(err)
 			}
 			r := bufio.NewReader(conn)

@@ -128,8 +128,9 @@ func (s *DBBlobStore) writeChunks(ctx context.Context, db bun.IDB, blob *Blob, r
 			if blob.Sealed {
 				data = s.box.Seal(data, blobChunkAAD(blob.OrgID, blob.ID, seq))
 			}
-			if err := exec(seq, data); err != nil {
-				return fmt.Errorf("insert blob chunk: %w", err)
+			// err, the read's, says below whether the blob ended.
+			if execErr := exec(seq, data); execErr != nil {
+				return fmt.Errorf("insert blob chunk: %w", execErr)
 			}
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {

@@ -161,7 +161,7 @@ func (s *CAStore) Create(ctx context.Context, orgID, factorID int64, in CAInput)
 	if in.MappingAttribute == nil {
 		return nil, Invalid("certificate_mapping_attribute", "is required: one of %s", strings.Join(CAMappingAttributes, ", "))
 	}
-	if err := checkMapping(*in.MappingAttribute); err != nil {
+	if err = checkMapping(*in.MappingAttribute); err != nil {
 		return nil, err
 	}
 	c := &CAConfig{ID: NewID(), OrgID: orgID, FactorConfigID: factorID, IsEnabled: true, MappingAttribute: *in.MappingAttribute,

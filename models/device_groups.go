@@ -142,7 +142,7 @@ func (s *DeviceGroupStore) Create(ctx context.Context, g *DeviceGroup, deviceIDs
 		if n >= MaxDeviceGroupsPerOrg {
 			return Errorf(ECONFLICT, "an organization has at most %d device groups", MaxDeviceGroupsPerOrg)
 		}
-		if _, err := tx.NewInsert().Model(g).Exec(ctx); err != nil {
+		if _, err = tx.NewInsert().Model(g).Exec(ctx); err != nil {
 			if isUniqueViolation(err) {
 				return errDeviceGroupNameTaken(g.Name)
 			}
@@ -279,7 +279,7 @@ func (s *DeviceGroupStore) Update(ctx context.Context, orgID, id int64, ch Devic
 		if ch.Description != nil {
 			g.Description = *ch.Description
 		}
-		if err := checkDeviceGroup(g); err != nil {
+		if err = checkDeviceGroup(g); err != nil {
 			return err
 		}
 		g.UpdatedAt = time.Now().UTC()
@@ -325,7 +325,7 @@ func (s *DeviceGroupStore) AddMembers(ctx context.Context, orgID, id int64, devi
 		if err != nil {
 			return err
 		}
-		if _, err := addDeviceGroupMembers(ctx, tx, g, ids, time.Now().UTC()); err != nil {
+		if _, err = addDeviceGroupMembers(ctx, tx, g, ids, time.Now().UTC()); err != nil {
 			return err
 		}
 		out, err = touchDeviceGroup(ctx, tx, g)
@@ -348,7 +348,7 @@ func (s *DeviceGroupStore) RemoveMembers(ctx context.Context, orgID, id int64, d
 			return err
 		}
 		if len(ids) > 0 {
-			if _, err := tx.NewDelete().Model((*DeviceGroupMember)(nil)).
+			if _, err = tx.NewDelete().Model((*DeviceGroupMember)(nil)).
 				Where("group_id = ? AND device_id IN (?)", g.ID, bun.List(ids)).Exec(ctx); err != nil {
 				return fmt.Errorf("delete device group members: %w", err)
 			}

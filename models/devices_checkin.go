@@ -336,7 +336,7 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 			return ErrBadDeviceCredentials // removed by a concurrent ack
 		}
 		for _, a := range in.Acks {
-			if err := s.applyAck(ctx, tx, &d, a, now); err != nil {
+			if err = s.applyAck(ctx, tx, &d, a, now); err != nil {
 				return err
 			}
 		}
@@ -366,11 +366,11 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 				"os_build_version", "serial_number", "ip_address", "agent_version", "join_type",
 				"domain", "tenant", "dns_hostname", "container", "managed_by", "owner", "mdm", "description")
 		}
-		if _, err := tx.NewUpdate().Model(&d).WherePK().Column(cols...).Exec(ctx); err != nil {
+		if _, err = tx.NewUpdate().Model(&d).WherePK().Column(cols...).Exec(ctx); err != nil {
 			return fmt.Errorf("record check-in: %w", err)
 		}
 		if recount {
-			if err := recountAccounts(ctx, tx, d.ID); err != nil {
+			if err = recountAccounts(ctx, tx, d.ID); err != nil {
 				return err
 			}
 		}

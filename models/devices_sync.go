@@ -237,7 +237,7 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 				Where("a.id > ?", out.Last).OrderExpr("a.id").Limit(int64(size+1))).
 			OrderExpr("ld.id, c.id"), "UPDATE OF ld").Rows(ctx)
 		next := make([]syncCandidate, 0, size+1)
-		if err := scanEach(rows, err, func(rows *sql.Rows) error {
+		if err = scanEach(rows, err, func(rows *sql.Rows) error {
 			var c syncCandidate
 			err := rows.Scan(&c.ID, &c.DeviceID, &c.UserID, &c.Users, &c.DeviceName, &c.Uninstalling)
 			next = append(next, c)
@@ -317,7 +317,7 @@ func (s *DeviceStore) planSync(ctx context.Context, tx bun.Tx, w *syncWrite, set
 	rows, err := tx.NewSelect().Table("device_accounts").Column("id", "device_id", "user_name", "permission_level", "link_status", "idp_user_id").
 		Where("device_id IN (?)", bun.List(devIDs)).Rows(ctx)
 	var accs []syncAccount
-	if err := scanEach(rows, err, func(rows *sql.Rows) error {
+	if err = scanEach(rows, err, func(rows *sql.Rows) error {
 		var a syncAccount
 		err := rows.Scan(&a.ID, &a.DeviceID, &a.UserName, &a.PermissionLevel, &a.LinkStatus, &a.IdpUserID)
 		accs = append(accs, a)

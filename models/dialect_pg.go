@@ -103,7 +103,7 @@ func recordChunkPG(ctx context.Context, tx pgx.Tx, orgID, id int64, results []Jo
 	}
 	if tag.RowsAffected() == 0 {
 		var status string
-		err := tx.QueryRow(ctx, `SELECT status FROM jobs WHERE org_id = $1 AND id = $2`, orgID, id).Scan(&status)
+		err = tx.QueryRow(ctx, `SELECT status FROM jobs WHERE org_id = $1 AND id = $2`, orgID, id).Scan(&status)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrJobNotFound
 		}

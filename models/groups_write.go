@@ -111,7 +111,7 @@ func (s *GroupStore) Update(ctx context.Context, orgID, id int64, ch GroupChange
 		if ch.Description != nil {
 			g.Description = *ch.Description
 		}
-		if err := checkGroupFields(g); err != nil {
+		if err = checkGroupFields(g); err != nil {
 			return err
 		}
 		if ch.MembershipRule != nil {

@@ -60,7 +60,7 @@ func (s *MgmtStore) ApplyChunk(ctx context.Context, orgID, execID int64, attempt
 			return Errorf(ECONFLICT, "attempt %d of the execution is not running (%s)", attempt, exec.Status)
 		}
 		var targets []ExecutionTarget
-		if err := tx.NewSelect().Model(&targets).
+		if err = tx.NewSelect().Model(&targets).
 			Where("execution_id = ? AND attempt = ? AND seq > ?", execID, attempt, afterSeq).
 			Order("seq").Limit(int64(size + 1)).Scan(ctx); err != nil {
 			return fmt.Errorf("select targets: %w", err)
@@ -73,7 +73,7 @@ func (s *MgmtStore) ApplyChunk(ctx context.Context, orgID, execID int64, attempt
 		if len(targets) > 0 {
 			out.Last = targets[len(targets)-1].Seq
 			var caller int64
-			if err := tx.NewSelect().Model((*ExecutionAttempt)(nil)).Column("created_by").
+			if err = tx.NewSelect().Model((*ExecutionAttempt)(nil)).Column("created_by").
 				Where("execution_id = ? AND attempt = ?", execID, attempt).Scan(ctx, &caller); err != nil {
 				return fmt.Errorf("select attempt: %w", err)
 			}

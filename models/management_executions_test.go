@@ -143,10 +143,10 @@ func TestMgmtStore_ExecutionLifecycle(t *testing.T) {
 		}
 		_, _, err = m.Retry(ctx, org, models.ActionDeleteUsers, exec.ID, 0)
 		wantCode(t, err, models.ECONFLICT) // not finished
-		if err := m.StartAttempt(ctx, org, exec.ID, 1); err != nil {
+		if err = m.StartAttempt(ctx, org, exec.ID, 1); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.StartAttempt(ctx, org, exec.ID, 1); err != nil {
+		if err = m.StartAttempt(ctx, org, exec.ID, 1); err != nil {
 			t.Fatalf("a second start: %v", err)
 		}
 		got, _ := m.GetExecution(ctx, org, models.ActionDeleteUsers, exec.ID)
@@ -160,7 +160,7 @@ func TestMgmtStore_ExecutionLifecycle(t *testing.T) {
 			{Seq: 2, UserID: u[1].ID, Email: "b", Status: models.ExecResultFailure, Message: "boom"},
 		}
 		for range 2 {
-			if err := m.RecordResults(ctx, org, exec.ID, 1, slices.Clone(chunk)); err != nil {
+			if err = m.RecordResults(ctx, org, exec.ID, 1, slices.Clone(chunk)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -169,10 +169,10 @@ func TestMgmtStore_ExecutionLifecycle(t *testing.T) {
 			t.Errorf("counts while running = %d/%d, want 1/1", got.SuccessCount, got.FailedCount)
 		}
 		// The attempt times out before users 3 and 4.
-		if err := m.FinishAttempt(ctx, org, exec.ID, 1, models.ExecTimeOut); err != nil {
+		if err = m.FinishAttempt(ctx, org, exec.ID, 1, models.ExecTimeOut); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.FinishAttempt(ctx, org, exec.ID, 1, models.ExecCompleted); err != nil {
+		if err = m.FinishAttempt(ctx, org, exec.ID, 1, models.ExecCompleted); err != nil {
 			t.Fatalf("finishing again: %v", err)
 		}
 		got, _ = m.GetExecution(ctx, org, models.ActionDeleteUsers, exec.ID)
@@ -194,17 +194,17 @@ func TestMgmtStore_ExecutionLifecycle(t *testing.T) {
 		_, _, err = m.Retry(ctx, org, models.ActionDeleteUsers, exec.ID, 0)
 		wantCode(t, err, models.ECONFLICT)
 		wantCode(t, m.RecordResults(ctx, org, exec.ID, 1, chunk), models.ECONFLICT) // an old attempt
-		if err := m.StartAttempt(ctx, org, exec.ID, 2); err != nil {
+		if err = m.StartAttempt(ctx, org, exec.ID, 2); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.RecordResults(ctx, org, exec.ID, 2, []models.ExecutionResult{
+		if err = m.RecordResults(ctx, org, exec.ID, 2, []models.ExecutionResult{
 			{Seq: 1, UserID: u[1].ID, Status: models.ExecResultSuccess},
 			{Seq: 2, UserID: u[2].ID, Status: models.ExecResultSuccess},
 			{Seq: 3, UserID: u[3].ID, Status: models.ExecResultSuccess},
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.FinishAttempt(ctx, org, exec.ID, 2, models.ExecCompleted); err != nil {
+		if err = m.FinishAttempt(ctx, org, exec.ID, 2, models.ExecCompleted); err != nil {
 			t.Fatal(err)
 		}
 		got, _ = m.GetExecution(ctx, org, models.ActionDeleteUsers, exec.ID)
@@ -226,7 +226,7 @@ func TestMgmtStore_ExecutionLifecycle(t *testing.T) {
 		if rs, _, _ := m.ListResults(ctx, org, models.ActionDeleteUsers, exec.ID, 1, p); len(rs) != 1 || rs[0].Message != "boom" {
 			t.Errorf("failures of attempt 1 = %+v", rs)
 		}
-		if _, _, err := m.ListResults(ctx, org, models.ActionDeleteUsers, exec.ID, 3, p); models.ErrorCode(err) != models.ENOTFOUND {
+		if _, _, err = m.ListResults(ctx, org, models.ActionDeleteUsers, exec.ID, 3, p); models.ErrorCode(err) != models.ENOTFOUND {
 			t.Errorf("attempt 3 = %v", err)
 		}
 		if atts, _ := m.Attempts(ctx, exec.ID); len(atts) != 2 || atts[0].Status != models.ExecTimeOut || atts[1].Status != models.ExecCompleted {
@@ -239,7 +239,7 @@ func TestMgmtStore_ExecutionLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := f.store.Jobs.Delete(ctx, org, gjob.ID); err != nil {
+		if err = f.store.Jobs.Delete(ctx, org, gjob.ID); err != nil {
 			t.Fatal(err)
 		}
 		got, err = m.GetExecution(ctx, org, models.ActionDeleteUsers, gone.ID)

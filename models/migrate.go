@@ -70,7 +70,7 @@ func runLocked(ctx context.Context, db *bun.DB, what string, step func(*migrate.
 	if err != nil {
 		return nil, err
 	}
-	if err := initAndLock(ctx, m); err != nil {
+	if err = initAndLock(ctx, m); err != nil {
 		return nil, err
 	}
 	defer m.Unlock(context.WithoutCancel(ctx)) //nolint:errcheck
@@ -133,7 +133,7 @@ func WriteMigrationStatus(ctx context.Context, db *bun.DB, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := m.Init(ctx); err != nil {
+	if err = m.Init(ctx); err != nil {
 		return fmt.Errorf("init migrations: %w", err)
 	}
 	ms, err := m.MigrationsWithStatus(ctx)

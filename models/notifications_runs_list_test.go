@@ -48,10 +48,10 @@ func TestNotificationStore_ListRunsAndDeliveries(t *testing.T) {
 		if err != nil || len(claimed) != 1 {
 			t.Fatalf("claim: %v %v", claimed, err)
 		}
-		if _, err := ns.Step(ctx, done.ID, claim, []models.DeliveryOutcome{{Delivery: &claimed[0], Outcome: models.DeliverySent}}, nil); err != nil {
+		if _, err = ns.Step(ctx, done.ID, claim, []models.DeliveryOutcome{{Delivery: &claimed[0], Outcome: models.DeliverySent}}, nil); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ns.FinishRun(ctx, done.ID, "gave up"); err != nil {
+		if _, err = ns.FinishRun(ctx, done.ID, "gave up"); err != nil {
 			t.Fatal(err)
 		}
 		running, err := ns.PrepareRun(ctx, models.PrepareRunInput{OrgID: f.org.ID, ScheduleID: sc.ID, ScheduledAt: first.Add(24 * time.Hour)})

@@ -418,20 +418,20 @@ func (s *PolicyStore) Update(ctx context.Context, orgID, id int64, by PolicyActo
 		if next.IsDefault && next.Name != before.Name {
 			return Invalid("name", "the default policy's name cannot change")
 		}
-		if err := validatePolicy(ctx, tx, next); err != nil {
+		if err = validatePolicy(ctx, tx, next); err != nil {
 			return err
 		}
 		next.UpdatedAt = time.Now().UTC()
-		if err := stampActor(ctx, tx, next, by); err != nil {
+		if err = stampActor(ctx, tx, next, by); err != nil {
 			return err
 		}
-		if _, err := tx.NewUpdate().Model(next).WherePK().Exec(ctx); err != nil {
+		if _, err = tx.NewUpdate().Model(next).WherePK().Exec(ctx); err != nil {
 			return policyWriteError(err)
 		}
-		if err := writePolicyRows(ctx, tx, next, true); err != nil {
+		if err = writePolicyRows(ctx, tx, next, true); err != nil {
 			return err
 		}
-		if err := BumpProtectionVersion(ctx, tx, orgID); err != nil {
+		if err = BumpProtectionVersion(ctx, tx, orgID); err != nil {
 			return err
 		}
 		out, err = s.get(ctx, tx, orgID, id)

@@ -84,7 +84,7 @@ func run(ctx context.Context, o options) error {
 	} else {
 		defer os.RemoveAll(work)
 	}
-	if err := os.Chmod(work, 0o755); err != nil { // the PostgreSQL user must reach its folder
+	if err = os.Chmod(work, 0o755); err != nil { // the PostgreSQL user must reach its folder
 		return err
 	}
 	bin, err := iamproc.Build(work, "iam", "nodev") // serve as the image ships it

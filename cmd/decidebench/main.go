@@ -98,7 +98,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	defer db.Close()
 	db.SetMaxOpenConns(cfg.concurrency + 8)
 	db.SetMaxIdleConns(cfg.concurrency + 8)
-	if _, err := models.MigrateUp(ctx, db); err != nil {
+	if _, err = models.MigrateUp(ctx, db); err != nil {
 		return err
 	}
 	store := models.NewStore(db)

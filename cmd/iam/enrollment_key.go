@@ -48,7 +48,7 @@ func devKey(path string) (string, error) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("read the encryption key: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+	if err = os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return "", fmt.Errorf("create the data directory: %w", err)
 	}
 	key := secret.NewKey()

@@ -52,7 +52,7 @@ func run(ctx context.Context, rows, columns, concurrent, limit int, keep bool) e
 	} else {
 		defer os.RemoveAll(work)
 	}
-	if err := os.Chmod(work, 0o755); err != nil { // the PostgreSQL user must reach its folder
+	if err = os.Chmod(work, 0o755); err != nil { // the PostgreSQL user must reach its folder
 		return err
 	}
 	csvPath, size, err := writeCSV(work, rows, columns)

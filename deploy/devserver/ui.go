@@ -28,7 +28,7 @@ type webUI struct {
 // freePort); a port taken in the split second between the two checks is the
 // only way left to hit that exit.
 func startUI(ctx context.Context, ip string, port int, frontendAddr, namespace string) (ui *webUI, err error) {
-	if err := checkPortFree("UI", ip, port); err != nil {
+	if err = checkPortFree("UI", ip, port); err != nil {
 		return nil, err
 	}
 	host := ip

@@ -143,7 +143,7 @@ func (s *pgServer) dropDatabase(ctx context.Context, name string) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42601" {
 		// Before PostgreSQL 13 there is no FORCE: end the sessions by hand.
-		if _, err := s.admin.ExecContext(ctx,
+		if _, err = s.admin.ExecContext(ctx,
 			"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ? AND pid <> pg_backend_pid()", name); err != nil {
 			return err
 		}

@@ -104,7 +104,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		}
 	}()
 	if owner != nil {
-		if err := os.Chown(c.dir, owner.uid, owner.gid); err != nil {
+		if err = os.Chown(c.dir, owner.uid, owner.gid); err != nil {
 			return nil, fmt.Errorf("give cluster folder to user %s: %w", owner.name, err)
 		}
 	}
@@ -121,7 +121,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("initdb (%s) failed: %w\n%s", c.bin.dir, err, out)
 	}
-	if err := appendFile(filepath.Join(c.data, "postgresql.conf"), TestConfig+opts.Config); err != nil {
+	if err = appendFile(filepath.Join(c.data, "postgresql.conf"), TestConfig+opts.Config); err != nil {
 		return nil, fmt.Errorf("configure cluster: %w", err)
 	}
 
