@@ -168,19 +168,19 @@ func (a *Enrollment) prepareCSVChunk(ctx context.Context, orgID int64, rd *csvRe
 	rows := make([]pendingRow, 0, rd.size)
 	out := &csvChunk{end: at.offset}
 	for len(rows) < rd.size {
-		rec, err := r.Read()
-		if errors.Is(err, io.EOF) {
+		rec, readErr := r.Read()
+		if errors.Is(readErr, io.EOF) {
 			out.done = true
 			break
 		}
-		if err != nil {
-			return nil, err
+		if readErr != nil {
+			return nil, readErr
 		}
 		rows = append(rows, parseCSVRow(rec, rd.enc.Name, len(rd.params.Header), rd.cols, rd.userKey, rd.plan))
 		out.end = rec.End
 		if len(rows)%500 == 0 {
 			heartbeat(ctx, rec.Row)
-			if err := ctx.Err(); err != nil {
+			if err = ctx.Err(); err != nil {
 				return nil, err
 			}
 		}

@@ -105,8 +105,8 @@ func DeliverChunk(ctx context.Context, a *Notifications, in ChunkInput, progress
 	}
 	var msg *message
 	if in.Summary {
-		sum, err := newSummary(ctx, a.Store, run)
-		if err != nil {
+		var sum *summary
+		if sum, err = newSummary(ctx, a.Store, run); err != nil {
 			return res, err
 		}
 		msg = &message{run: run, summary: sum}

@@ -404,8 +404,8 @@ func (s *Server) mgmtDeleteUploadData(c *gin.Context) error {
 		}
 		for i, n := range names {
 			names[i] = strings.TrimSpace(n)
-			no, err := strconv.ParseInt(names[i], 10, 64)
-			if err != nil || no < 1 {
+			no, parseErr := strconv.ParseInt(names[i], 10, 64)
+			if parseErr != nil || no < 1 {
 				return asParamError(models.Invalid("ids", "%q is not a row id", truncateName(names[i])))
 			}
 			rowNos = append(rowNos, no)
@@ -496,8 +496,8 @@ func (s *Server) mgmtExecute(c *gin.Context) error {
 		}
 		sel.UserIDs = make([]int64, 0, len(req.UserIDs))
 		for _, v := range req.UserIDs {
-			id, err := models.ParseID("user_ids", v)
-			if err != nil {
+			var id int64
+			if id, err = models.ParseID("user_ids", v); err != nil {
 				return err
 			}
 			sel.UserIDs = append(sel.UserIDs, id)
