@@ -189,7 +189,8 @@ func signInAndAllow(t *testing.T, base, authURL, email, password string) {
 	form := page(browser.Get(authURL)) //nolint:bodyclose // page reads and closes the body
 	form.Set("email", email)
 	form.Set("password", password)
-	form = page(browser.PostForm(base+"/oauth/v2/login", form)) // redirected to the consent page //nolint:bodyclose // page reads and closes the body
+	// Redirected to the consent page.
+	form = page(browser.PostForm(base+"/oauth/v2/login", form)) //nolint:bodyclose // page reads and closes the body
 	form.Set("decision", "allow")
 	resp, err := browser.PostForm(base+"/oauth/v2/consent", form) // redirected to the application
 	if err != nil {
