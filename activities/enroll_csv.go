@@ -37,7 +37,7 @@ func (a *Enrollment) CountEnrollCSVRows(ctx context.Context, in EnrollCSVJob) (P
 	if err != nil {
 		return Progress{}, temporalError(err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // only read: a failed close loses nothing
 	r := csvimport.NewReader(rc, enc, in.Params.DataOffset, 1)
 	var n int64
 	for {
@@ -163,24 +163,24 @@ func (a *Enrollment) prepareCSVChunk(ctx context.Context, orgID int64, rd *csvRe
 	if err != nil {
 		return nil, temporalError(err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // only read: a failed close loses nothing
 	r := csvimport.NewReader(rc, rd.enc, at.offset, at.row)
 	rows := make([]pendingRow, 0, rd.size)
 	out := &csvChunk{end: at.offset}
 	for len(rows) < rd.size {
-		rec, err := r.Read()
-		if errors.Is(err, io.EOF) {
+		rec, readErr := r.Read()
+		if errors.Is(readErr, io.EOF) {
 			out.done = true
 			break
 		}
-		if err != nil {
-			return nil, err
+		if readErr != nil {
+			return nil, readErr
 		}
 		rows = append(rows, parseCSVRow(rec, rd.enc.Name, len(rd.params.Header), rd.cols, rd.userKey, rd.plan))
 		out.end = rec.End
 		if len(rows)%500 == 0 {
 			heartbeat(ctx, rec.Row)
-			if err := ctx.Err(); err != nil {
+			if err = ctx.Err(); err != nil {
 				return nil, err
 			}
 		}

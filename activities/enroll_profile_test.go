@@ -127,10 +127,10 @@ func enrollCSVDirectly(t *testing.T, db *bun.DB, rows, chunk int) {
 	if job.Input, err = jsonOf(input); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Jobs.Create(ctx, job); err != nil {
+	if err = store.Jobs.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Jobs.Start(ctx, org.ID, job.ID); err != nil {
+	if _, err = store.Jobs.Start(ctx, org.ID, job.ID); err != nil {
 		t.Fatal(err)
 	}
 	a := &activities.Enrollment{Store: store, Secrets: apitest.Secrets}

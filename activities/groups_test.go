@@ -79,7 +79,7 @@ func newRecompute(t *testing.T, db *bun.DB, n int) *recomputeFixture {
 // re-evaluated, only a recompute batch that covers them makes them members.
 func (f *recomputeFixture) setSales(t *testing.T, ids []int64) {
 	t.Helper()
-	if _, err := f.db.NewUpdate().Table("users").Set("department = 'Sales'").Where("id IN (?)", bun.In(ids)).Exec(context.Background()); err != nil {
+	if _, err := f.db.NewUpdate().Table("users").Set("department = 'Sales'").Where("id IN (?)", bun.List(ids)).Exec(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -128,7 +128,7 @@ func TestRecomputeGroupChunk_RetryResumesAfterLastCommittedBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		var res activities.RecomputeChunkResult
-		if err := val.Get(&res); err != nil {
+		if err = val.Get(&res); err != nil {
 			t.Fatal(err)
 		}
 		if !res.Done || res.Stopped != "" || res.Progress.Processed != 50 || res.Progress.Total != 50 {

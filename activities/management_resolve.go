@@ -94,7 +94,7 @@ func (a *Management) readUploadRows(ctx context.Context, org int64, in models.Up
 	if err != nil {
 		return nil, 0, false, temporalError(err)
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // only read: a failed close loses nothing
 	r := csvimport.NewReader(rc, enc, offset, from)
 	records := make([]models.UploadRecord, 0, n)
 	end := offset

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -94,7 +95,7 @@ func (a *Notifications) PrepareNotificationRun(ctx context.Context, in PrepareRu
 	run, err := a.Store.Notifications.PrepareRun(ctx, models.PrepareRunInput{
 		OrgID: in.OrgID, ScheduleID: in.ScheduleID, ScheduledAt: in.ScheduledAt,
 	})
-	if err == models.ErrScheduleGone {
+	if errors.Is(err, models.ErrScheduleGone) {
 		return RunInfo{Gone: true}, nil
 	}
 	if err != nil {

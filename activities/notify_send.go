@@ -96,7 +96,7 @@ func DeliverChunk(ctx context.Context, a *Notifications, in ChunkInput, progress
 			}
 		}
 	}
-	if err := ns.AbandonClaims(ctx, run.ID, claim, stale); err != nil {
+	if err = ns.AbandonClaims(ctx, run.ID, claim, stale); err != nil {
 		return res, err
 	}
 	res.Uncertain += int64(len(stale))
@@ -105,8 +105,8 @@ func DeliverChunk(ctx context.Context, a *Notifications, in ChunkInput, progress
 	}
 	var msg *message
 	if in.Summary {
-		sum, err := newSummary(ctx, a.Store, run)
-		if err != nil {
+		var sum *summary
+		if sum, err = newSummary(ctx, a.Store, run); err != nil {
 			return res, err
 		}
 		msg = &message{run: run, summary: sum}

@@ -44,7 +44,7 @@ func (s *Server) patchAdminSettings(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	s.agentSettings.Delete(orgID)
+	s.agentSettings.Remove(orgID)
 	c.JSON(http.StatusOK, gin.H{"data": set})
 	return nil
 }

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
 
 	"iam/api/clientaddr"
 	"iam/models"
-	"iam/models/lru"
 )
 
 // The agent channel (/agent/v1): device agents register with their
@@ -67,7 +67,17 @@ type keyLimits[K comparable] struct {
 }
 
 func newKeyLimits[K comparable](r rate.Limit, burst, size int) *keyLimits[K] {
-	return &keyLimits[K]{rate: r, burst: max(burst, 1), cache: lru.New[K, *rate.Limiter](size)}
+	return &keyLimits[K]{rate: r, burst: max(burst, 1), cache: newLRU[K, *rate.Limiter](size)}
+}
+
+// newLRU returns a least-recently-used cache of at most size entries (at
+// least one). lru.New fails only for a size below one.
+func newLRU[K comparable, V any](size int) *lru.Cache[K, V] {
+	c, err := lru.New[K, V](max(size, 1))
+	if err != nil {
+		panic(err)
+	}
+	return c
 }
 
 // newAgentLimits is the limit of each device's requests: r per second, in
@@ -91,7 +101,7 @@ func (l *keyLimits[K]) bucket(key K) *rate.Limiter {
 	lim, ok := l.cache.Get(key)
 	if !ok {
 		lim = rate.NewLimiter(l.rate, l.burst)
-		l.cache.Put(key, lim)
+		l.cache.Add(key, lim)
 	}
 	return lim
 }
@@ -273,7 +283,7 @@ func (s *Server) agentSettingsOf(c *gin.Context, orgID int64) (agentSettings, er
 		return agentSettings{}, err
 	}
 	set := agentSettings{AccountLinking: linking, OfflineMFA: &admin.OfflineMFA}
-	s.agentSettings.Put(orgID, cachedSettings{at: time.Now(), set: set})
+	s.agentSettings.Add(orgID, cachedSettings{at: time.Now(), set: set})
 	return set, nil
 }
 
@@ -399,7 +409,7 @@ func (s *Server) agentCheckin(c *gin.Context) error {
 		return agentError(err)
 	}
 	if len(in.Acks) == 0 && dev.UninstallRequestedAt == nil {
-		s.agentReports.Put(dev.ID, reportMemo{raw: raw, digest: dev.ReportedDigest})
+		s.agentReports.Add(dev.ID, reportMemo{raw: raw, digest: dev.ReportedDigest})
 	}
 	out := agentCheckinResponse{Commands: make([]agentCommand, 0, len(cmds)), NextCheckinSeconds: dev.CheckinIntervalSeconds}
 	for _, cmd := range cmds {

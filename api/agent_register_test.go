@@ -290,7 +290,7 @@ func TestAgent_DeletedDevice(t *testing.T) {
 			// {} and a body that is not even JSON.
 			var uninstall string
 			for _, body := range []any{map[string]any{}, "not json"} {
-				resp := env.Do(apitest.Request{Method: "POST", Path: "/agent/v1/checkin", Body: body, Header: auth})
+				resp = env.Do(apitest.Request{Method: "POST", Path: "/agent/v1/checkin", Body: body, Header: auth})
 				var ans checkinAnswer
 				resp.JSON(t, &ans)
 				if resp.Status != http.StatusOK || len(ans.Commands) != 1 || ans.Commands[0]["type"] != "uninstall" {

@@ -128,10 +128,10 @@ func TestAgent_RegisterAndCheckIn(t *testing.T) {
 		id, _ := models.ParseID("id", a.id)
 		accs, _ := env.Store.Devices.Accounts(ctx, env.Org.ID, id)
 		u := &models.User{OrgID: env.Org.ID, Email: "alice@example.com", Status: models.UserActive}
-		if err := env.Store.Users.Create(ctx, u, ""); err != nil {
+		if err = env.Store.Users.Create(ctx, u, ""); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := env.Store.Devices.Link(ctx, env.Org.ID, id, accs[0].ID, models.LinkRequest{UserID: u.ID, PermissionLevel: "Administrator"}); err != nil {
+		if _, err = env.Store.Devices.Link(ctx, env.Org.ID, id, accs[0].ID, models.LinkRequest{UserID: u.ID, PermissionLevel: "Administrator"}); err != nil {
 			t.Fatal(err)
 		}
 		ans = a.checkin(map[string]any{"local_accounts": localAccounts("alice", "bob")})

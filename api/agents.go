@@ -229,7 +229,7 @@ func (s *Server) downloadAgent(c *gin.Context) error {
 	if err != nil {
 		return models.NotFound("Agent Package", "the "+key+" package cannot be read")
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // only read: a failed close loses nothing
 	h := sha256.New()
 	size, err := io.Copy(h, f)
 	if err != nil {

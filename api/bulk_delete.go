@@ -60,7 +60,7 @@ func (s *Server) bulkDelete(c *gin.Context, notFound error, deleteMany func(ctx 
 	var ids []int64
 	parsed := make([]int64, len(raw)) // 0: not an id
 	for i, r := range raw {
-		if id, err := models.ParseID("ids", r); err == nil {
+		if id, parseErr := models.ParseID("ids", r); parseErr == nil {
 			parsed[i] = id
 			ids = append(ids, id)
 		}

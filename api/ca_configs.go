@@ -126,7 +126,7 @@ func (s *Server) createCAConfig(c *gin.Context) error {
 		return err
 	}
 	// The ids are checked before the body is read: no form for nothing.
-	if err := s.store.CAs.CheckFactor(c.Request.Context(), principal(c).OrgID, factorID); err != nil {
+	if err = s.store.CAs.CheckFactor(c.Request.Context(), principal(c).OrgID, factorID); err != nil {
 		return err
 	}
 	in, err := readCAForm(c)
@@ -180,7 +180,7 @@ func (s *Server) updateCAConfig(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.store.CAs.Get(c.Request.Context(), principal(c).OrgID, factorID, id); err != nil {
+	if _, err = s.store.CAs.Get(c.Request.Context(), principal(c).OrgID, factorID, id); err != nil {
 		return err
 	}
 	in, err := readCAForm(c)

@@ -101,11 +101,9 @@ func (s *Server) evaluatePolicies(c *gin.Context) error {
 		return err
 	}
 	if in.Time != "" {
-		t, err := time.Parse(time.RFC3339, in.Time)
-		if err != nil {
+		if req.Time, err = time.Parse(time.RFC3339, in.Time); err != nil {
 			return models.Invalid("time", "must be an RFC 3339 date-time")
 		}
-		req.Time = t
 	}
 	d, err := s.decideFor(c.Request.Context(), principal(c).OrgID, req)
 	if err != nil {
@@ -158,7 +156,7 @@ func (s *Server) agentAuthorize(c *gin.Context) error {
 		return err
 	}
 	var in agentAuthorizeRequest
-	if err := decodeJSON(c, &in); err != nil {
+	if err = decodeJSON(c, &in); err != nil {
 		return err
 	}
 	ctx := c.Request.Context()
@@ -169,8 +167,8 @@ func (s *Server) agentAuthorize(c *gin.Context) error {
 			return err
 		}
 	case in.UserName != "":
-		u, err := s.store.Users.GetByEmail(ctx, dev.OrgID, strings.TrimSpace(in.UserName))
-		if err != nil {
+		var u *models.User
+		if u, err = s.store.Users.GetByEmail(ctx, dev.OrgID, strings.TrimSpace(in.UserName)); err != nil {
 			return err
 		}
 		req.UserID = u.ID

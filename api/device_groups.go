@@ -131,7 +131,7 @@ func (s *Server) updateDeviceGroup(c *gin.Context) error {
 		return err
 	}
 	var req deviceGroupPatch
-	if err := decodeJSON(c, &req); err != nil {
+	if err = decodeJSON(c, &req); err != nil {
 		return err
 	}
 	g, err := s.store.DeviceGroups.Update(c.Request.Context(), principal(c).OrgID, id,
@@ -187,7 +187,7 @@ func (s *Server) addDeviceGroupMembers(c *gin.Context) error {
 		return err
 	}
 	var req deviceIDsRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err = decodeJSON(c, &req); err != nil {
 		return err
 	}
 	ids, err := parseDeviceIDs("device_ids", req.DeviceIDs)

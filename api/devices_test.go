@@ -171,13 +171,13 @@ func TestDevices_AgentLifecycle(t *testing.T) {
 		if resp.Status != 200 || !strings.Contains(string(resp.Body), `{"resource_id":"111","status":204}`) || !strings.Contains(string(resp.Body), `"resource_id":"999","status":404`) {
 			t.Fatalf("bulk delete %d %s", resp.Status, resp.Body)
 		}
-		if resp := env.Do(apitest.Request{Method: "DELETE", Path: offline + "/222", Token: tok}); resp.Status != 204 {
+		if resp = env.Do(apitest.Request{Method: "DELETE", Path: offline + "/222", Token: tok}); resp.Status != 204 {
 			t.Fatalf("single delete %d %s", resp.Status, resp.Body)
 		}
 		wantError(t, env.Do(apitest.Request{Method: "DELETE", Path: offline + "/222", Token: tok}), 404, "00000103", "not enrolled")
 		wantError(t, env.Do(apitest.Request{Method: "DELETE", Path: offline + "?ids=333", Token: env.Token(env.Org, "svc.device.READ")}), 403, "00000102", "")
 		wantError(t, env.Do(apitest.Request{Method: "DELETE", Path: "/api/v1/devices/42/offline-enrolled-users?ids=333", Token: tok}), 404, "00000103", "device")
-		if resp := env.Get(offline, tok); !strings.Contains(string(resp.Body), `"total_no_of_objects":1`) {
+		if resp = env.Get(offline, tok); !strings.Contains(string(resp.Body), `"total_no_of_objects":1`) {
 			t.Errorf("after deletes %s", resp.Body)
 		}
 		ans = a.checkin(report())

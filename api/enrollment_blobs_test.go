@@ -163,7 +163,7 @@ func TestEnrollment_SweepRemovesOrphanedFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.NewUpdate().Table("blobs").Set("created_at = ?", time.Now().UTC().Add(-2*time.Hour)).Where("id = ?", stale.ID).Exec(ctx); err != nil {
+		if _, err = db.NewUpdate().Table("blobs").Set("created_at = ?", time.Now().UTC().Add(-2*time.Hour)).Where("id = ?", stale.ID).Exec(ctx); err != nil {
 			t.Fatal(err)
 		}
 		template, err := env.Store.Blobs.Put(ctx, env.Org.ID, "logo.png", "image/png", strings.NewReader("png"), 1<<20)

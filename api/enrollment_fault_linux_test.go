@@ -140,7 +140,7 @@ func TestEnrollment_WorkerKilledFiveTimes(t *testing.T) {
 	}
 	for i, at := range []int64{15_000, 45_000, 75_000} {
 		env.WaitJob(disturbed, jobA, 3*time.Minute, func(j *models.Job) bool { return j.Processed >= at })
-		if err := w.Process.Signal(syscall.SIGKILL); err != nil {
+		if err = w.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		_ = w.Wait()

@@ -8,6 +8,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"iam/models"
+	"iam/models/csvimport"
 )
 
 // Bounds of an upload form's text: one field, the number of parts (text
@@ -39,8 +41,10 @@ type uploadForm struct {
 // Close removes the spooled file.
 func (f *uploadForm) Close() {
 	if f.file != nil {
-		f.file.Close()
-		os.Remove(f.file.Name())
+		// A spooled file that cannot be removed is left to the
+		// temporary folder's cleanup: nothing to tell the client.
+		_ = f.file.Close()
+		_ = os.Remove(f.file.Name())
 		f.file = nil
 	}
 }
@@ -95,7 +99,7 @@ func (f *uploadForm) read(mr *multipart.Reader, maxFile int64) error {
 			if f.file != nil {
 				return models.Invalid("file", "is given twice; send one file")
 			}
-			if err := f.spool(part, maxFile); err != nil {
+			if err = f.spool(part, maxFile); err != nil {
 				return err
 			}
 			continue
@@ -199,6 +203,21 @@ func (f *uploadForm) value(name string) string {
 		return ""
 	}
 	return strings.TrimSpace(vs[len(vs)-1])
+}
+
+// encoding reads the file_encoding field (default UTF-8), one of
+// csvimport.Names. GBK and HZ-GB-2312, the decoders GB2312 text resolves to,
+// are known to csvimport.Lookup but are not names a client may give.
+func (f *uploadForm) encoding() (csvimport.Encoding, error) {
+	name := f.value("file_encoding")
+	if name == "" {
+		name = "UTF-8"
+	}
+	enc, ok := csvimport.Lookup(name)
+	if !ok || !slices.Contains(csvimport.Names, enc.Name) {
+		return csvimport.Encoding{}, models.Invalid("file_encoding", "must be one of: %s", strings.Join(csvimport.Names, ", "))
+	}
+	return enc, nil
 }
 
 // bool reads a boolean field (default false).

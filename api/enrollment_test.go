@@ -193,6 +193,9 @@ func TestEnrollment_HeaderErrors(t *testing.T) {
 		{"no factor configs", nil, true, 400, "00000109"},
 		{"unknown factor config", [][2]string{{"factor_configs", "12345"}}, true, 400, "00000109"},
 		{"bad encoding", [][2]string{{"factor_configs", email}, {"file_encoding", "EBCDIC"}}, true, 400, "00000109"},
+		// GBK and HZ-GB-2312 are what GB2312 resolves to, not names to give.
+		{"resolved encoding GBK", [][2]string{{"factor_configs", email}, {"file_encoding", "gbk"}}, true, 400, "00000109"},
+		{"resolved encoding HZ", [][2]string{{"factor_configs", email}, {"file_encoding", "HZ-GB-2312"}}, true, 400, "00000109"},
 		{"bad boolean", [][2]string{{"factor_configs", email}, {"overwrite_enrollment_data", "maybe"}}, true, 400, "00000109"},
 		{"no file", [][2]string{{"factor_configs", email}}, false, 400, "00000109"},
 	} {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -31,13 +30,9 @@ func (s *Server) uploadCSV(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	encName := form.value("file_encoding")
-	if encName == "" {
-		encName = "UTF-8"
-	}
-	enc, ok := csvimport.Lookup(encName)
-	if !ok || strings.EqualFold(enc.Name, csvimport.GBK) || strings.EqualFold(enc.Name, csvimport.HZ) {
-		return models.Invalid("file_encoding", "must be one of: %s", strings.Join(csvimport.Names, ", "))
+	enc, err := form.encoding()
+	if err != nil {
+		return err
 	}
 	overwrite, err := form.bool("overwrite_enrollment_data")
 	if err != nil {
@@ -49,7 +44,7 @@ func (s *Server) uploadCSV(c *gin.Context) error {
 	}
 
 	sample := make([]byte, min(form.fileSize, csvimport.SampleSize))
-	if _, err := form.file.ReadAt(sample, 0); err != nil {
+	if _, err = form.file.ReadAt(sample, 0); err != nil {
 		return fmt.Errorf("read spooled upload: %w", err)
 	}
 	ins, problems := csvimport.Inspect(sample, form.fileSize <= csvimport.SampleSize, enc)

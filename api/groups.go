@@ -257,7 +257,7 @@ func (s *Server) updateGroup(c *gin.Context) error {
 		return err
 	}
 	var req groupPatchRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err = decodeJSON(c, &req); err != nil {
 		return err
 	}
 	job := recomputeJob(c)
@@ -305,7 +305,7 @@ func (s *Server) addGroupMembers(c *gin.Context) error {
 		return err
 	}
 	var req membersRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err = decodeJSON(c, &req); err != nil {
 		return err
 	}
 	ids, err := parseMemberIDs("members", req.Members)

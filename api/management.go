@@ -163,7 +163,7 @@ func (s *Server) putViewColumns(c *gin.Context) error {
 		return err
 	}
 	var cols []string
-	if err := decodeJSON(c, &cols); err != nil {
+	if err = decodeJSON(c, &cols); err != nil {
 		return err
 	}
 	cols, err = s.store.Management.SetViewColumns(c.Request.Context(), principal(c).OrgID, a, cols)
@@ -229,16 +229,12 @@ func (s *Server) mgmtUpload(c *gin.Context) error {
 		return err
 	}
 	defer form.Close()
-	encName := form.value("file_encoding")
-	if encName == "" {
-		encName = "UTF-8"
-	}
-	enc, ok := csvimport.Lookup(encName)
-	if !ok || strings.EqualFold(enc.Name, csvimport.GBK) || strings.EqualFold(enc.Name, csvimport.HZ) {
-		return models.Invalid("file_encoding", "must be one of: %s", strings.Join(csvimport.Names, ", "))
+	enc, err := form.encoding()
+	if err != nil {
+		return err
 	}
 	sample := make([]byte, min(form.fileSize, csvimport.SampleSize))
-	if _, err := form.file.ReadAt(sample, 0); err != nil {
+	if _, err = form.file.ReadAt(sample, 0); err != nil {
 		return fmt.Errorf("read spooled upload: %w", err)
 	}
 	ins, problems := csvimport.Inspect(sample, form.fileSize <= csvimport.SampleSize, enc)
@@ -266,7 +262,7 @@ func (s *Server) mgmtUpload(c *gin.Context) error {
 	if hook := mgmtUploadHook.Load(); hook != nil {
 		(*hook)()
 	}
-	if _, err := form.file.Seek(ins.DataOffset, io.SeekStart); err != nil {
+	if _, err = form.file.Seek(ins.DataOffset, io.SeekStart); err != nil {
 		return fmt.Errorf("rewind upload: %w", err)
 	}
 	rows, err := countUploadRows(csvimport.NewReader(form.file, ins.Encoding, ins.DataOffset, 1))
@@ -277,11 +273,11 @@ func (s *Server) mgmtUpload(c *gin.Context) error {
 		MatchColumns: match, CreatedBy: p.UserID}
 	if rows <= models.MaxUploadRowsSync {
 		// Read again, and resolved a chunk at a time: one chunk is held.
-		if _, err := form.file.Seek(ins.DataOffset, io.SeekStart); err != nil {
+		if _, err = form.file.Seek(ins.DataOffset, io.SeekStart); err != nil {
 			return fmt.Errorf("rewind upload: %w", err)
 		}
 		r := csvimport.NewReader(form.file, ins.Encoding, ins.DataOffset, 1)
-		if err := s.store.Management.CreateUploadFrom(c.Request.Context(), up, func() (models.UploadRecord, error) {
+		if err = s.store.Management.CreateUploadFrom(c.Request.Context(), up, func() (models.UploadRecord, error) {
 			return uploadRecord(r)
 		}); err != nil {
 			return uploadWriteError(c, err)
@@ -289,7 +285,7 @@ func (s *Server) mgmtUpload(c *gin.Context) error {
 		c.JSON(http.StatusCreated, gin.H{"data": newUploadView(up)})
 		return nil
 	}
-	if _, err := form.file.Seek(0, io.SeekStart); err != nil {
+	if _, err = form.file.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("rewind upload: %w", err)
 	}
 	up.FileRows = rows
@@ -408,8 +404,8 @@ func (s *Server) mgmtDeleteUploadData(c *gin.Context) error {
 		}
 		for i, n := range names {
 			names[i] = strings.TrimSpace(n)
-			no, err := strconv.ParseInt(names[i], 10, 64)
-			if err != nil || no < 1 {
+			no, parseErr := strconv.ParseInt(names[i], 10, 64)
+			if parseErr != nil || no < 1 {
 				return asParamError(models.Invalid("ids", "%q is not a row id", truncateName(names[i])))
 			}
 			rowNos = append(rowNos, no)
@@ -474,7 +470,7 @@ func (s *Server) mgmtExecute(c *gin.Context) error {
 	}
 	p := principal(c)
 	var req executeRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err = decodeJSON(c, &req); err != nil {
 		return err
 	}
 	sel := models.Selection{Filter: strings.TrimSpace(req.Filter)}
@@ -490,7 +486,7 @@ func (s *Server) mgmtExecute(c *gin.Context) error {
 		}
 		// Reading it first settles an upload whose resolving job is gone
 		// (failed), so that the refusal says so.
-		if _, err := s.store.Management.GetUpload(c.Request.Context(), p.OrgID, a, sel.UploadID); err != nil {
+		if _, err = s.store.Management.GetUpload(c.Request.Context(), p.OrgID, a, sel.UploadID); err != nil {
 			return err
 		}
 	}
@@ -500,8 +496,8 @@ func (s *Server) mgmtExecute(c *gin.Context) error {
 		}
 		sel.UserIDs = make([]int64, 0, len(req.UserIDs))
 		for _, v := range req.UserIDs {
-			id, err := models.ParseID("user_ids", v)
-			if err != nil {
+			var id int64
+			if id, err = models.ParseID("user_ids", v); err != nil {
 				return err
 			}
 			sel.UserIDs = append(sel.UserIDs, id)
@@ -680,7 +676,7 @@ func (s *Server) mgmtRetry(c *gin.Context) error {
 	p := principal(c)
 	// Reading it first settles an execution whose job was deleted
 	// (interrupted), which may then be retried.
-	if _, err := s.store.Management.GetExecution(c.Request.Context(), p.OrgID, a, id); err != nil {
+	if _, err = s.store.Management.GetExecution(c.Request.Context(), p.OrgID, a, id); err != nil {
 		return err
 	}
 	exec, job, err := s.store.Management.Retry(c.Request.Context(), p.OrgID, a, id, p.UserID)

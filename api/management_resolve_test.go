@@ -108,7 +108,7 @@ func TestManagement_LargeUploadResolvedByAJob(t *testing.T) {
 		t.Cleanup(tc.Close)
 		env.Jobs.Client, env.Jobs.TaskQueue = tc, fmt.Sprintf("mgmt-resolve-%d", models.NewID())
 		w := worker.NewOn(tc, env.Jobs.TaskQueue, worker.Deps{Store: env.Store, Secrets: apitest.Secrets})
-		if err := w.Start(); err != nil {
+		if err = w.Start(); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(w.Stop)

@@ -326,7 +326,7 @@ func TestManagement_UploadSelectAndExecute(t *testing.T) {
 		wantError(t, env.Get(mgmtBase+"move-users/executions/"+eid+"/data?attempt=0", tok), 400, "00000107", "attempt")
 
 		// Deleting the job interrupts the execution, which may then be retried.
-		if resp := env.Do(apitest.Request{Method: "DELETE", Path: "/api/v1/jobs/" + acc.Data.JobID, Token: env.Token(env.Org, "svc.job.ALL")}); resp.Status != 204 {
+		if resp = env.Do(apitest.Request{Method: "DELETE", Path: "/api/v1/jobs/" + acc.Data.JobID, Token: env.Token(env.Org, "svc.job.ALL")}); resp.Status != 204 {
 			t.Fatalf("delete job: %d", resp.Status)
 		}
 		env.Get(mgmtBase+"move-users/executions/"+eid+"/status", tok).JSON(t, &status)
@@ -354,6 +354,9 @@ func TestManagement_UploadRefused(t *testing.T) {
 			{"duplicate columns", "Primary Email,primary email\na@b.c,a@b.c\n", "", 400, "00000114", "DUPLICATE_COLUMNS"},
 			{"empty", "", "", 400, "00000114", "EMPTY_FILE"},
 			{"bad encoding", "Primary Email\na@b.c\n", "EBCDIC", 400, "00000109", "file_encoding"},
+			// GBK and HZ-GB-2312 are what GB2312 resolves to, not names to give.
+			{"resolved encoding GBK", "Primary Email\na@b.c\n", "gbk", 400, "00000109", "file_encoding"},
+			{"resolved encoding HZ", "Primary Email\na@b.c\n", "HZ-GB-2312", 400, "00000109", "file_encoding"},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				body, h := csvUpload(t, []byte(c.csv), c.enc, false)

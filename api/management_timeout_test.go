@@ -40,7 +40,7 @@ func TestManagement_ExecutionTimesOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, "SELECT id FROM users WHERE id = ? FOR UPDATE", admin.ID); err != nil {
+	if _, err = tx.ExecContext(ctx, "SELECT id FROM users WHERE id = ? FOR UPDATE", admin.ID); err != nil {
 		t.Fatal(err)
 	}
 	path, acc := execute(t, env, tok, "delete-users", map[string]any{"filter": `email ew "@example.com"`})
@@ -60,7 +60,7 @@ func TestManagement_ExecutionTimesOut(t *testing.T) {
 		}
 	}
 	time.Sleep(time.Until(exec.Data.CreatedAt.Add(timeout + 200*time.Millisecond)))
-	if err := tx.Rollback(); err != nil {
+	if err = tx.Rollback(); err != nil {
 		t.Fatal(err)
 	}
 

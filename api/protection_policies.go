@@ -165,7 +165,7 @@ func (s *Server) createPolicy(c *gin.Context) error {
 		return err
 	}
 	ctx := c.Request.Context()
-	if err := s.store.Policies.Create(ctx, p, actorOf(c)); err != nil {
+	if err = s.store.Policies.Create(ctx, p, actorOf(c)); err != nil {
 		return err
 	}
 	got, err := s.store.Policies.Get(ctx, p.OrgID, p.ID)

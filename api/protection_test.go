@@ -115,7 +115,7 @@ func TestConditionConfigs_API(t *testing.T) {
 		if resp.Status != http.StatusOK || !strings.Contains(string(resp.Body), `"is_trusted_source":false`) || !strings.Contains(string(resp.Body), `"ip_addresses":"192.0.2.0/24,2001:db8::1"`) {
 			t.Errorf("PATCH: %d %s", resp.Status, resp.Body)
 		}
-		if resp := env.Do(apitest.Request{Method: "PATCH", Path: configsPath + "/ipsources/" + ips["id"].(string), Token: tok,
+		if resp = env.Do(apitest.Request{Method: "PATCH", Path: configsPath + "/ipsources/" + ips["id"].(string), Token: tok,
 			Body: map[string]any{"ca_policies_usage_count": 5}}); resp.Status != http.StatusBadRequest {
 			t.Errorf("PATCH of a read-only field: %d %s", resp.Status, resp.Body)
 		}
@@ -137,10 +137,10 @@ func TestConditionConfigs_API(t *testing.T) {
 			"access_conditions": map[string]any{"criteria_expression": "1", "conditions": []map[string]any{
 				{"sequence_number": 1, "factor_type": "geolocation", "comparator": "not_in", "factor_configs": []string{geo["id"].(string)}}}},
 			"endpoints_settings": []map[string]any{{"endpoint": "IIS"}}}
-		if resp := env.Do(apitest.Request{Method: "POST", Path: policiesPath, Token: ptok, Body: policy}); resp.Status != http.StatusCreated {
+		if resp = env.Do(apitest.Request{Method: "POST", Path: policiesPath, Token: ptok, Body: policy}); resp.Status != http.StatusCreated {
 			t.Fatalf("POST policy: %d %s", resp.Status, resp.Body)
 		}
-		if resp := env.Get(configsPath+"/geolocations/"+geo["id"].(string), tok); !strings.Contains(string(resp.Body), `"ca_policies_usage_count":1`) {
+		if resp = env.Get(configsPath+"/geolocations/"+geo["id"].(string), tok); !strings.Contains(string(resp.Body), `"ca_policies_usage_count":1`) {
 			t.Errorf("usage count: %s", resp.Body)
 		}
 		resp = env.Do(apitest.Request{Method: "DELETE", Path: configsPath + "/geolocations?ids=" + geo["id"].(string) + ",123,x", Token: tok})
@@ -290,7 +290,7 @@ func TestPolicies_API(t *testing.T) {
 		var sec struct{ Data struct{ ID string } }
 		resp.JSON(t, &sec)
 		for _, ids := range [][]string{{sec.Data.ID}, {sec.Data.ID, p.ID, defaultID}, {sec.Data.ID, sec.Data.ID}} {
-			if resp := env.Do(apitest.Request{Method: "PUT", Path: policiesPath + "/priority", Token: tok, Body: map[string]any{"ids": ids}}); resp.Status != http.StatusBadRequest {
+			if resp = env.Do(apitest.Request{Method: "PUT", Path: policiesPath + "/priority", Token: tok, Body: map[string]any{"ids": ids}}); resp.Status != http.StatusBadRequest {
 				t.Errorf("reorder %v: %d %s", ids, resp.Status, resp.Body)
 			}
 		}
@@ -298,7 +298,7 @@ func TestPolicies_API(t *testing.T) {
 		if resp.Status != http.StatusOK || !strings.Contains(string(resp.Body), `"id":"`+sec.Data.ID+`","display_name":"Kiosks","description":"","is_enabled":true,"is_default_policy":false,"priority":1`) {
 			t.Errorf("reorder: %d %s", resp.Status, resp.Body)
 		}
-		if resp := env.Do(apitest.Request{Method: "DELETE", Path: policiesPath + "/" + defaultID, Token: tok}); resp.Status != http.StatusConflict {
+		if resp = env.Do(apitest.Request{Method: "DELETE", Path: policiesPath + "/" + defaultID, Token: tok}); resp.Status != http.StatusConflict {
 			t.Errorf("delete default: %d %s", resp.Status, resp.Body)
 		}
 
@@ -307,7 +307,7 @@ func TestPolicies_API(t *testing.T) {
 		if resp.Status != http.StatusOK || !strings.Contains(string(resp.Body), `"is_enabled":false`) || !strings.Contains(string(resp.Body), `"criteria_expression":"1 or 2"`) {
 			t.Errorf("PATCH: %d %s", resp.Status, resp.Body)
 		}
-		if resp := env.Do(apitest.Request{Method: "PATCH", Path: policiesPath + "/" + p.ID, Token: tok, Body: map[string]any{"priority": 9}}); resp.Status != http.StatusBadRequest {
+		if resp = env.Do(apitest.Request{Method: "PATCH", Path: policiesPath + "/" + p.ID, Token: tok, Body: map[string]any{"priority": 9}}); resp.Status != http.StatusBadRequest {
 			t.Errorf("PATCH priority: %d %s", resp.Status, resp.Body)
 		}
 		resp = env.Do(apitest.Request{Method: "PATCH", Path: policiesPath + "/" + p.ID, Token: tok,

@@ -121,7 +121,7 @@ func TestRequestRules_FixedPathsAndMethods(t *testing.T) {
 		{"DELETE", policiesPath + "/priority", "PUT"},
 		{"PUT", "/api/v1/jobs", "GET"},
 	} {
-		resp, body := rawDo(t, tc.method, env.URL+tc.path, tok, "application/json", "{}")
+		resp, body := rawDo(t, tc.method, env.URL+tc.path, tok, "application/json", "{}") //nolint:bodyclose // rawDo read and closed the body
 		var eb api.ErrorBody
 		_ = json.Unmarshal(body, &eb)
 		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != tc.allow || eb.Error.Code != api.CodeRouteNotFound {
@@ -144,13 +144,14 @@ func TestRequestRules_FixedPathsAndMethods(t *testing.T) {
 		{"PUT", "/oauth/v2/consent", "POST"},
 		{"POST", "/oauth/v2/auth", "GET, HEAD"},
 	} {
-		resp, body := rawDo(t, tc.method, osrv.URL+tc.path, "", "", "")
+		resp, body := rawDo(t, tc.method, osrv.URL+tc.path, "", "", "") //nolint:bodyclose // rawDo read and closed the body
 		var oe struct{ Error string }
 		_ = json.Unmarshal(body, &oe)
 		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != tc.allow || oe.Error == "" {
 			t.Errorf("%s %s: %d Allow %q %s, want 405 Allow %q", tc.method, tc.path, resp.StatusCode, resp.Header.Get("Allow"), body, tc.allow)
 		}
 	}
+	//nolint:bodyclose // rawDo read and closed the body
 	if resp, body := rawDo(t, "GET", osrv.URL+"/oauth/v2/nowhere", "", "", ""); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("an unknown OAuth path: %d %s", resp.StatusCode, body)
 	}
@@ -196,7 +197,7 @@ func TestRequestRules_MalformedHeaderGetsTheErrorBody(t *testing.T) {
 			}
 			defer conn.Close()
 			conn.SetDeadline(time.Now().Add(10 * time.Second))
-			if _, err := io.WriteString(conn, tc.requests); err != nil {
+			if _, err = io.WriteString(conn, tc.requests); err != nil {
 				t.Fatal(err)
 			}
 			r := bufio.NewReader(conn)

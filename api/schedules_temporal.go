@@ -108,7 +108,7 @@ func (m *scheduleMirror) apply(ctx context.Context, prev, next *models.Notificat
 		return err
 	}
 	if prev != nil {
-		err := m.c.ScheduleClient().GetHandle(ctx, opts.ID).Update(ctx, client.ScheduleUpdateOptions{
+		err = m.c.ScheduleClient().GetHandle(ctx, opts.ID).Update(ctx, client.ScheduleUpdateOptions{
 			DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
 				sched := in.Description.Schedule
 				sched.Spec, sched.Action = &opts.Spec, opts.Action

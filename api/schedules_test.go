@@ -264,7 +264,7 @@ func TestSchedules_BadInputAndNothingHalfWritten(t *testing.T) {
 		if resp.Status != http.StatusServiceUnavailable {
 			t.Errorf("POST without Temporal: %d %s", resp.Status, resp.Body)
 		}
-		if resp := env.Get(schedulesPath, tok); !strings.Contains(string(resp.Body), `"total_no_of_objects":0`) {
+		if resp = env.Get(schedulesPath, tok); !strings.Contains(string(resp.Body), `"total_no_of_objects":0`) {
 			t.Errorf("a schedule Temporal never saw was kept: %s", resp.Body)
 		}
 		// Another organization's schedule answers 404.

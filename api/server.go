@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -20,7 +21,6 @@ import (
 	"iam/api/jobrun"
 	"iam/models"
 	"iam/models/decide"
-	"iam/models/lru"
 )
 
 // Config holds the API's tunables.
@@ -142,7 +142,7 @@ func New(cfg Config, deps Deps) *Server {
 		agentLimits:   newAgentLimits(cfg.AgentRate, cfg.AgentBurst),
 		registrations: newRegistrationLimits(cfg.RegistrationsPerAddress, cfg.RegistrationsPerKey),
 		packages:      agentPackages{dir: cfg.AgentPackagesDir},
-		agentSettings: lru.New[int64, cachedSettings](10_000), agentReports: lru.New[int64, reportMemo](agentLimiters)}
+		agentSettings: newLRU[int64, cachedSettings](10_000), agentReports: newLRU[int64, reportMemo](agentLimiters)}
 	s.decisions = decide.NewCache(decisionSource{store: deps.Store}, 10_000)
 	s.mgmtUploads = make(chan struct{}, cfg.MgmtUploadConcurrency)
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

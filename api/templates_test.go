@@ -274,7 +274,7 @@ func TestMeta_ConfigsAgreeWithTheChecks(t *testing.T) {
 			for _, n := range []int{tc.max, tc.max + 1} {
 				body := newTemplateBody(fmt.Sprintf("Edge %s %d", strings.ReplaceAll(tc.field, ".", " "), n))
 				tc.set(body, n)
-				resp := env.Do(apitest.Request{Method: "POST", Path: templatesPath, Token: tok, Body: body})
+				resp = env.Do(apitest.Request{Method: "POST", Path: templatesPath, Token: tok, Body: body})
 				want := http.StatusCreated
 				if n > tc.max {
 					want = 400

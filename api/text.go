@@ -198,7 +198,7 @@ func hexRune(b []byte) rune {
 	if err != nil {
 		return -1
 	}
-	return rune(n)
+	return rune(n) //nolint:gosec // four hex digits: at most 0xFFFF
 }
 
 // textProblem checks a text value that is not JSON (a multipart form

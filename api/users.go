@@ -137,7 +137,7 @@ func (s *Server) updateUser(c *gin.Context) error {
 		return err
 	}
 	var req userPatchRequest
-	if err := decodeJSON(c, &req); err != nil {
+	if err = decodeJSON(c, &req); err != nil {
 		return err
 	}
 	change := req.apply

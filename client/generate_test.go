@@ -22,7 +22,7 @@ func TestGenerated_UpToDate(t *testing.T) {
 	}
 	out := filepath.Join(dir, "client.gen.go")
 	cfg = bytes.Replace(cfg, []byte("output: client.gen.go"), []byte("output: "+out), 1)
-	if err := os.WriteFile(filepath.Join(dir, "cfg.yaml"), cfg, 0o600); err != nil {
+	if err = os.WriteFile(filepath.Join(dir, "cfg.yaml"), cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// The command of the go:generate line in doc.go, writing to dir.

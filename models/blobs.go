@@ -128,8 +128,9 @@ func (s *DBBlobStore) writeChunks(ctx context.Context, db bun.IDB, blob *Blob, r
 			if blob.Sealed {
 				data = s.box.Seal(data, blobChunkAAD(blob.OrgID, blob.ID, seq))
 			}
-			if err := exec(seq, data); err != nil {
-				return fmt.Errorf("insert blob chunk: %w", err)
+			// err, the read's, says below whether the blob ended.
+			if execErr := exec(seq, data); execErr != nil {
+				return fmt.Errorf("insert blob chunk: %w", execErr)
 			}
 		}
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -265,7 +266,7 @@ func (s *DBBlobStore) Sweep(ctx context.Context, staleBefore time.Time) (int, er
 		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
 			return q.Where("NOT blob.complete AND blob.created_at < ?", staleBefore.UTC()).
 				WhereOr("blob.job_id IS NOT NULL AND (j.id IS NULL OR j.status IN (?))",
-					bun.In([]JobStatus{JobCompleted, JobWarning, JobError}))
+					bun.List([]JobStatus{JobCompleted, JobWarning, JobError}))
 		}).
 		Limit(1000).Scan(ctx)
 	if err != nil {

@@ -45,7 +45,7 @@ func TestBlobs_SealedAtRest(t *testing.T) {
 			t.Fatal(err)
 		}
 		var chunks [][]byte
-		if err := db.NewSelect().Table("blob_chunks").Column("data").Where("blob_id = ?", blob.ID).Order("seq").Scan(ctx, &chunks); err != nil {
+		if err = db.NewSelect().Table("blob_chunks").Column("data").Where("blob_id = ?", blob.ID).Order("seq").Scan(ctx, &chunks); err != nil {
 			t.Fatal(err)
 		}
 		if len(chunks) != 4 {
@@ -70,10 +70,10 @@ func TestBlobs_SealedAtRest(t *testing.T) {
 				t.Errorf("read from %d: %d bytes (%v)", off, len(got), err)
 			}
 		}
-		if _, err := readAll(models.NewStore(db).SealBlobs(testBox(t)), 0); err == nil {
+		if _, err = readAll(models.NewStore(db).SealBlobs(testBox(t)), 0); err == nil {
 			t.Error("the blob opens with another key")
 		}
-		if _, err := readAll(models.NewStore(db), 0); models.ErrorCode(err) != models.EINVALID {
+		if _, err = readAll(models.NewStore(db), 0); models.ErrorCode(err) != models.EINVALID {
 			t.Errorf("a process without a key: %v, want EINVALID naming the key", err)
 		}
 		// Swap chunks 0 and 1: neither opens in the other's place.
@@ -85,15 +85,15 @@ func TestBlobs_SealedAtRest(t *testing.T) {
 		}
 		setChunk(0, chunks[1])
 		setChunk(1, chunks[0])
-		if _, err := readAll(store, 0); err == nil {
+		if _, err = readAll(store, 0); err == nil {
 			t.Error("swapped chunks read without error")
 		}
 		setChunk(0, chunks[0])
 		setChunk(1, chunks[1])
-		if _, err := db.NewDelete().Table("blob_chunks").Where("blob_id = ? AND seq = 3", blob.ID).Exec(ctx); err != nil {
+		if _, err = db.NewDelete().Table("blob_chunks").Where("blob_id = ? AND seq = 3", blob.ID).Exec(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := readAll(store, 0); err == nil {
+		if _, err = readAll(store, 0); err == nil {
 			t.Error("a blob cut short reads without error")
 		}
 
@@ -134,7 +134,7 @@ func TestBlobs_CreateUploadJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		var blob models.Blob
-		if err := db.NewSelect().Model(&blob).Where("id = ?", blobID).Scan(ctx); err != nil || !blob.Complete || !blob.Sealed || blob.JobID == nil || *blob.JobID != job.ID || blob.Size != 8 {
+		if err = db.NewSelect().Model(&blob).Where("id = ?", blobID).Scan(ctx); err != nil || !blob.Complete || !blob.Sealed || blob.JobID == nil || *blob.JobID != job.ID || blob.Size != 8 {
 			t.Fatalf("blob %+v (%v)", blob, err)
 		}
 		// A job that breaks a rule: no job, no blob.
@@ -175,7 +175,7 @@ func TestBlobs_MigrationTiesOldUploadsToTheirJobs(t *testing.T) {
 		}
 		input, _ := json.Marshal(map[string]string{"blob_id": models.FormatID(upload.ID)})
 		job := &models.Job{OrgID: org.ID, Kind: "QuickEnrollmentCSV", Module: "QuickEnrollment", ActionName: "Upload CSV", Input: input}
-		if err := store.Jobs.Create(ctx, job); err != nil {
+		if err = store.Jobs.Create(ctx, job); err != nil {
 			t.Fatal(err)
 		}
 		// The statement of the migration that fills job_id, as migrate renders it.

@@ -3,7 +3,7 @@ package models
 import (
 	"bytes"
 	"context"
-	"crypto/sha1"
+	"crypto/sha1" //nolint:gosec // SHA-1 makes the certificate thumbprint, an identifier Windows shows, not a security check
 	"crypto/x509"
 	"database/sql"
 	"encoding/asn1"
@@ -80,23 +80,6 @@ type CAInput struct {
 	MappingAttribute *string
 }
 
-// ParseX509 reads one X.509 certificate written as PEM, DER or base64 of
-// DER (the error text fit to show).
-func ParseX509(data []byte) (*x509.Certificate, error) {
-	if len(data) > maxCertificateBytes {
-		return nil, errors.New("the certificate is larger than 64 KiB")
-	}
-	der, err := certificateDER(data)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, errors.New("not an X.509 certificate")
-	}
-	return cert, nil
-}
-
 // parseCAFile checks a CA file: a certificate, of a CA, valid at now (not
 // expired, and not before its NotBefore).
 func parseCAFile(data []byte, now time.Time) (*x509.Certificate, error) {
@@ -106,10 +89,11 @@ func parseCAFile(data []byte, now time.Time) (*x509.Certificate, error) {
 	if len(data) > MaxCAFileBytes {
 		return nil, &Error{Code: ETOOLARGE, Field: "ca_file", Detail: fmt.Sprintf("the file is larger than %d KiB", MaxCAFileBytes>>10)}
 	}
-	cert, err := ParseX509(data)
+	info, err := ParseCertificate(data)
 	if err != nil {
 		return nil, Invalid("ca_file", "%v", err)
 	}
+	cert := info.Cert
 	if !cert.BasicConstraintsValid || !cert.IsCA {
 		return nil, Invalid("ca_file", "%q is not a certificate authority certificate (basic constraints CA:TRUE missing)", cert.Subject.String())
 	}
@@ -154,7 +138,7 @@ func checkMapping(attr string) error {
 }
 
 func (c *CAConfig) setCert(cert *x509.Certificate) {
-	sum := sha1.Sum(cert.Raw)
+	sum := sha1.Sum(cert.Raw) //nolint:gosec // the thumbprint (see the import)
 	c.CertDER = cert.Raw
 	c.SubjectName = cert.Subject.String()
 	c.Thumbprint = strings.ToUpper(hex.EncodeToString(sum[:]))
@@ -177,7 +161,7 @@ func (s *CAStore) Create(ctx context.Context, orgID, factorID int64, in CAInput)
 	if in.MappingAttribute == nil {
 		return nil, Invalid("certificate_mapping_attribute", "is required: one of %s", strings.Join(CAMappingAttributes, ", "))
 	}
-	if err := checkMapping(*in.MappingAttribute); err != nil {
+	if err = checkMapping(*in.MappingAttribute); err != nil {
 		return nil, err
 	}
 	c := &CAConfig{ID: NewID(), OrgID: orgID, FactorConfigID: factorID, IsEnabled: true, MappingAttribute: *in.MappingAttribute,
@@ -334,7 +318,7 @@ func (s *CAStore) Trust(ctx context.Context, orgID int64, factorIDs []int64) (ma
 		return out, nil
 	}
 	var rows []CAConfig
-	err := s.db.NewSelect().Model(&rows).Where("org_id = ? AND factor_config_id IN (?) AND is_enabled", orgID, bun.In(factorIDs)).Scan(ctx)
+	err := s.db.NewSelect().Model(&rows).Where("org_id = ? AND factor_config_id IN (?) AND is_enabled", orgID, bun.List(factorIDs)).Scan(ctx)
 	if err != nil {
 		return nil, unavailable(fmt.Errorf("select CA configs: %w", err))
 	}
@@ -436,7 +420,7 @@ func (s *UserStore) ByIDs(ctx context.Context, orgID int64, ids []int64) (map[in
 		return out, nil
 	}
 	var users []User
-	if err := s.db.NewSelect().Model(&users).Where("org_id = ? AND id IN (?)", orgID, bun.In(ids)).Scan(ctx); err != nil {
+	if err := s.db.NewSelect().Model(&users).Where("org_id = ? AND id IN (?)", orgID, bun.List(ids)).Scan(ctx); err != nil {
 		return nil, unavailable(fmt.Errorf("select users: %w", err))
 	}
 	for i := range users {

@@ -101,7 +101,7 @@ func TestCAStore_ValidityWindow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := store.CAs.Update(ctx, org.ID, smart, ca.ID, models.CAInput{File: future.cert.Raw}); models.ErrorCode(err) != models.EINVALID {
+		if _, err = store.CAs.Update(ctx, org.ID, smart, ca.ID, models.CAInput{File: future.cert.Raw}); models.ErrorCode(err) != models.EINVALID {
 			t.Fatalf("replace the file with a CA not valid yet: %v", err)
 		}
 
@@ -112,27 +112,27 @@ func TestCAStore_ValidityWindow(t *testing.T) {
 		}
 		u := &models.User{Email: "user@example.com"}
 		cert := current.issue(t, u.Email)
-		if err := trust[smart].Check(cert, u, now); err != nil {
+		if err = trust[smart].Check(cert, u, now); err != nil {
 			t.Errorf("within the CA's validity: %v", err)
 		}
 		for name, at := range map[string]time.Time{
 			"before NotBefore": current.cert.NotBefore.Add(-time.Second),
 			"after NotAfter":   current.cert.NotAfter.Add(time.Second),
 		} {
-			if err := trust[smart].Check(cert, u, at); err == nil || !strings.Contains(err.Error(), "valid only from") {
+			if err = trust[smart].Check(cert, u, at); err == nil || !strings.Contains(err.Error(), "valid only from") {
 				t.Errorf("%s: %v, want the CA refused", name, err)
 			}
 		}
 
 		// A CA not valid yet that an earlier version stored verifies nothing
 		// (and its config does not fall back to accepting every certificate).
-		if err := store.CAs.Delete(ctx, org.ID, smart, ca.ID); err != nil {
+		if err = store.CAs.Delete(ctx, org.ID, smart, ca.ID); err != nil {
 			t.Fatal(err)
 		}
 		stored := &models.CAConfig{ID: models.NewID(), OrgID: org.ID, FactorConfigID: smart, IsEnabled: true, CertDER: future.cert.Raw,
 			SubjectName: future.cert.Subject.String(), Thumbprint: "F00D", MappingAttribute: email,
 			ExpiresOn: future.cert.NotAfter, AddedTime: now, UpdatedAt: now}
-		if _, err := db.NewInsert().Model(stored).Exec(ctx); err != nil {
+		if _, err = db.NewInsert().Model(stored).Exec(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if trust, err = store.CAs.Trust(ctx, org.ID, []int64{smart}); err != nil {

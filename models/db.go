@@ -60,8 +60,7 @@ func Open(ctx context.Context, dsn string) (*bun.DB, error) {
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("connect to database: %w", err)
+		return nil, errors.Join(fmt.Errorf("connect to database: %w", err), db.Close())
 	}
 	return db, nil
 }
@@ -81,7 +80,7 @@ func sqliteDSN(dsn string) (string, error) {
 		return "", Errorf(EINVALID, "sqlite database url: %v", err)
 	}
 	if path != ":memory:" && !strings.HasPrefix(path, ":memory:") {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 			return "", fmt.Errorf("create database folder: %w", err)
 		}
 	}

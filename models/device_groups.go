@@ -142,7 +142,7 @@ func (s *DeviceGroupStore) Create(ctx context.Context, g *DeviceGroup, deviceIDs
 		if n >= MaxDeviceGroupsPerOrg {
 			return Errorf(ECONFLICT, "an organization has at most %d device groups", MaxDeviceGroupsPerOrg)
 		}
-		if _, err := tx.NewInsert().Model(g).Exec(ctx); err != nil {
+		if _, err = tx.NewInsert().Model(g).Exec(ctx); err != nil {
 			if isUniqueViolation(err) {
 				return errDeviceGroupNameTaken(g.Name)
 			}
@@ -184,7 +184,7 @@ func existingDevices(ctx context.Context, db bun.IDB, orgID int64, ids []int64) 
 	}
 	var rows []int64
 	err := db.NewSelect().Table("devices").Column("id").
-		Where("org_id = ? AND deleted_at IS NULL AND id IN (?)", orgID, bun.In(ids)).Scan(ctx, &rows)
+		Where("org_id = ? AND deleted_at IS NULL AND id IN (?)", orgID, bun.List(ids)).Scan(ctx, &rows)
 	if err != nil {
 		return nil, fmt.Errorf("select devices: %w", err)
 	}
@@ -279,7 +279,7 @@ func (s *DeviceGroupStore) Update(ctx context.Context, orgID, id int64, ch Devic
 		if ch.Description != nil {
 			g.Description = *ch.Description
 		}
-		if err := checkDeviceGroup(g); err != nil {
+		if err = checkDeviceGroup(g); err != nil {
 			return err
 		}
 		g.UpdatedAt = time.Now().UTC()
@@ -325,7 +325,7 @@ func (s *DeviceGroupStore) AddMembers(ctx context.Context, orgID, id int64, devi
 		if err != nil {
 			return err
 		}
-		if _, err := addDeviceGroupMembers(ctx, tx, g, ids, time.Now().UTC()); err != nil {
+		if _, err = addDeviceGroupMembers(ctx, tx, g, ids, time.Now().UTC()); err != nil {
 			return err
 		}
 		out, err = touchDeviceGroup(ctx, tx, g)
@@ -348,8 +348,8 @@ func (s *DeviceGroupStore) RemoveMembers(ctx context.Context, orgID, id int64, d
 			return err
 		}
 		if len(ids) > 0 {
-			if _, err := tx.NewDelete().Model((*DeviceGroupMember)(nil)).
-				Where("group_id = ? AND device_id IN (?)", g.ID, bun.In(ids)).Exec(ctx); err != nil {
+			if _, err = tx.NewDelete().Model((*DeviceGroupMember)(nil)).
+				Where("group_id = ? AND device_id IN (?)", g.ID, bun.List(ids)).Exec(ctx); err != nil {
 				return fmt.Errorf("delete device group members: %w", err)
 			}
 		}
@@ -406,7 +406,7 @@ func (s *DeviceGroupStore) MissingGroups(ctx context.Context, orgID int64, ids [
 	}
 	var rows []int64
 	err := s.db.NewSelect().Model((*DeviceGroup)(nil)).Column("id").
-		Where("org_id = ? AND id IN (?)", orgID, bun.In(ids)).Scan(ctx, &rows)
+		Where("org_id = ? AND id IN (?)", orgID, bun.List(ids)).Scan(ctx, &rows)
 	if err != nil {
 		return nil, unavailable(fmt.Errorf("select device groups: %w", err))
 	}

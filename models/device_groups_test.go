@@ -29,7 +29,7 @@ func TestDeviceGroups_Store(t *testing.T) {
 			t.Fatal(err)
 		}
 		g := &models.DeviceGroup{OrgID: f.org.ID, Name: " Laptops ", Description: "all laptops"}
-		if err := dg.Create(ctx, g, []int64{d1.ID, d1.ID}); err != nil {
+		if err = dg.Create(ctx, g, []int64{d1.ID, d1.ID}); err != nil {
 			t.Fatal(err)
 		}
 		if g.Name != "Laptops" || g.MembersCount != 1 {
@@ -40,16 +40,16 @@ func TestDeviceGroups_Store(t *testing.T) {
 		}
 		// Names are unique ignoring case; a device of another organization
 		// is no member candidate; another organization does not see the group.
-		if err := dg.Create(ctx, &models.DeviceGroup{OrgID: f.org.ID, Name: "LAPTOPS"}, nil); models.ErrorCode(err) != models.ECONFLICT {
+		if err = dg.Create(ctx, &models.DeviceGroup{OrgID: f.org.ID, Name: "LAPTOPS"}, nil); models.ErrorCode(err) != models.ECONFLICT {
 			t.Fatalf("duplicate name: %v", err)
 		}
-		if err := dg.Create(ctx, &models.DeviceGroup{OrgID: f.org.ID, Name: "x"}, []int64{foreign.ID}); models.ErrorCode(err) != models.EINVALID {
+		if err = dg.Create(ctx, &models.DeviceGroup{OrgID: f.org.ID, Name: "x"}, []int64{foreign.ID}); models.ErrorCode(err) != models.EINVALID {
 			t.Fatalf("foreign device: %v", err)
 		}
-		if _, err := dg.Get(ctx, other.org.ID, g.ID); models.ErrorCode(err) != models.ENOTFOUND {
+		if _, err = dg.Get(ctx, other.org.ID, g.ID); models.ErrorCode(err) != models.ENOTFOUND {
 			t.Fatalf("other org get: %v", err)
 		}
-		if _, err := dg.AddMembers(ctx, other.org.ID, g.ID, []int64{foreign.ID}); models.ErrorCode(err) != models.ENOTFOUND {
+		if _, err = dg.AddMembers(ctx, other.org.ID, g.ID, []int64{foreign.ID}); models.ErrorCode(err) != models.ENOTFOUND {
 			t.Fatalf("other org add: %v", err)
 		}
 		got, err := dg.AddMembers(ctx, f.org.ID, g.ID, []int64{d2.ID, d1.ID})
@@ -67,7 +67,7 @@ func TestDeviceGroups_Store(t *testing.T) {
 		if err != nil || len(miss) != 1 || miss[0] != 42 {
 			t.Fatalf("missing groups: %v %v", miss, err)
 		}
-		if miss, _ := dg.MissingGroups(ctx, other.org.ID, []int64{g.ID}); len(miss) != 1 {
+		if miss, _ = dg.MissingGroups(ctx, other.org.ID, []int64{g.ID}); len(miss) != 1 {
 			t.Fatalf("missing groups of another org: %v", miss)
 		}
 		miss, err = dg.MissingDevices(ctx, f.org.ID, []int64{d1.ID, foreign.ID})
@@ -88,10 +88,10 @@ func TestDeviceGroups_Store(t *testing.T) {
 			t.Fatalf("members: %+v %+v %v", members, meta, err)
 		}
 		// A deleted device leaves the counts and lists.
-		if _, err := f.dev.Delete(ctx, f.org.ID, d1.ID); err != nil {
+		if _, err = f.dev.Delete(ctx, f.org.ID, d1.ID); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := dg.Get(ctx, f.org.ID, g.ID); got.MembersCount != 1 {
+		if got, _ = dg.Get(ctx, f.org.ID, g.ID); got.MembersCount != 1 {
 			t.Fatalf("count after device delete: %d", got.MembersCount)
 		}
 		got, err = dg.RemoveMembers(ctx, f.org.ID, g.ID, []int64{d2.ID, 7})

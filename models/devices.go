@@ -279,7 +279,7 @@ func (s *DeviceStore) InstallKey(ctx context.Context, orgID int64, agentType str
 		if kerr != nil {
 			return "", kerr
 		}
-		if _, err := s.db.NewInsert().Model(nk).On("CONFLICT (org_id, agent_type) DO NOTHING").Exec(ctx); err != nil {
+		if _, err = s.db.NewInsert().Model(nk).On("CONFLICT (org_id, agent_type) DO NOTHING").Exec(ctx); err != nil {
 			return "", unavailable(fmt.Errorf("insert installation key: %w", err))
 		}
 		err = s.db.NewSelect().Model(&k).Where("org_id = ? AND agent_type = ?", orgID, agentType).Scan(ctx)
@@ -464,7 +464,7 @@ func (s *DeviceStore) registeredBefore(ctx context.Context, tx bun.Tx, orgID int
 		// The agent's own re-registration: it proves its credential.
 		var d Device
 		q := tx.NewSelect().Model(&d).Where("id = ? AND org_id = ?", r.DeviceID, orgID)
-		err := s.d.lockRows(q, "UPDATE").Scan(ctx)
+		err = s.d.lockRows(q, "UPDATE").Scan(ctx)
 		if isNoRows(err) {
 			return nil, nil, ErrBadDeviceCredentials
 		}

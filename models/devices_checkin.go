@@ -336,7 +336,7 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 			return ErrBadDeviceCredentials // removed by a concurrent ack
 		}
 		for _, a := range in.Acks {
-			if err := s.applyAck(ctx, tx, &d, a, now); err != nil {
+			if err = s.applyAck(ctx, tx, &d, a, now); err != nil {
 				return err
 			}
 		}
@@ -366,11 +366,11 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 				"os_build_version", "serial_number", "ip_address", "agent_version", "join_type",
 				"domain", "tenant", "dns_hostname", "container", "managed_by", "owner", "mdm", "description")
 		}
-		if _, err := tx.NewUpdate().Model(&d).WherePK().Column(cols...).Exec(ctx); err != nil {
+		if _, err = tx.NewUpdate().Model(&d).WherePK().Column(cols...).Exec(ctx); err != nil {
 			return fmt.Errorf("record check-in: %w", err)
 		}
 		if recount {
-			if err := recountAccounts(ctx, tx, d.ID); err != nil {
+			if err = recountAccounts(ctx, tx, d.ID); err != nil {
 				return err
 			}
 		}
@@ -583,10 +583,10 @@ func (s *DeviceStore) reconcileAccounts(ctx context.Context, tx bun.Tx, d *Devic
 		}
 	}
 	if _, err := tx.NewUpdate().Table("device_commands").Set("status = ?", CommandWithdrawn).
-		Where("device_id = ? AND status = ? AND account_id IN (?)", d.ID, CommandPending, bun.In(gone)).Exec(ctx); err != nil {
+		Where("device_id = ? AND status = ? AND account_id IN (?)", d.ID, CommandPending, bun.List(gone)).Exec(ctx); err != nil {
 		return false, fmt.Errorf("withdraw commands: %w", err)
 	}
-	if _, err := tx.NewDelete().Table("device_accounts").Where("id IN (?)", bun.In(gone)).Exec(ctx); err != nil {
+	if _, err := tx.NewDelete().Table("device_accounts").Where("id IN (?)", bun.List(gone)).Exec(ctx); err != nil {
 		return false, fmt.Errorf("remove accounts: %w", err)
 	}
 	return true, nil
@@ -645,7 +645,7 @@ func reconcileOffline(ctx context.Context, tx bun.Tx, d *Device, reported []Offl
 	}
 	if len(gone) > 0 {
 		if _, err := tx.NewDelete().Table("device_offline_users").
-			Where("device_id = ? AND user_id IN (?)", d.ID, bun.In(gone)).Exec(ctx); err != nil {
+			Where("device_id = ? AND user_id IN (?)", d.ID, bun.List(gone)).Exec(ctx); err != nil {
 			return fmt.Errorf("remove offline users: %w", err)
 		}
 	}

@@ -51,7 +51,7 @@ func (s *DeviceStore) AuthenticateCheckIn(ctx context.Context, id int64, devSecr
 	if err != nil {
 		return nil, unavailable(fmt.Errorf("read device: %w", err))
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err reports the read's errors
 	var d *Device
 	for rows.Next() {
 		var (

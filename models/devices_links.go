@@ -296,7 +296,7 @@ func unlinkDeletedUsers(ctx context.Context, tx bun.Tx, orgID int64, ids []int64
 		return nil
 	}
 	var accs []LocalAccount
-	if err := tx.NewSelect().Model(&accs).Where("org_id = ? AND idp_user_id IN (?)", orgID, bun.In(ids)).
+	if err := tx.NewSelect().Model(&accs).Where("org_id = ? AND idp_user_id IN (?)", orgID, bun.List(ids)).
 		OrderExpr("device_id, id").Scan(ctx); err != nil {
 		return fmt.Errorf("read linked accounts: %w", err)
 	}

@@ -153,7 +153,7 @@ func (s *DeviceStore) UserNames(ctx context.Context, orgID int64, ids []int64) (
 	}
 	var users []User
 	if err := s.db.NewSelect().Model(&users).Column("id", "email", "display_name", "first_name", "last_name").
-		Where("org_id = ? AND id IN (?)", orgID, bun.In(ids)).Scan(ctx); err != nil {
+		Where("org_id = ? AND id IN (?)", orgID, bun.List(ids)).Scan(ctx); err != nil {
 		return nil, unavailable(fmt.Errorf("read users: %w", err))
 	}
 	for _, u := range users {

@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -75,7 +76,7 @@ func TestDeviceStore_RegisterDuplicate(t *testing.T) {
 		wantCode(t, err, models.EUNAUTHORIZED)
 
 		// Deleting the original resolves the pair: the flag goes.
-		if _, err := f.dev.Delete(ctx, f.org.ID, victim.ID); err != nil {
+		if _, err = f.dev.Delete(ctx, f.org.ID, victim.ID); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := f.dev.Get(ctx, f.org.ID, dup.ID); err != nil || got.PossibleDuplicateOf != nil {
@@ -121,7 +122,7 @@ func TestDeviceStore_RegisterAbandoned(t *testing.T) {
 		if err != nil || d.ID == old.ID {
 			t.Fatalf("live device: %+v, %v", d, err)
 		}
-		if _, err := f.dev.Delete(ctx, f.org.ID, d.ID); err != nil {
+		if _, err = f.dev.Delete(ctx, f.org.ID, d.ID); err != nil {
 			t.Fatal(err)
 		}
 		// Past three intervals: taken over, its accounts kept.
@@ -130,7 +131,7 @@ func TestDeviceStore_RegisterAbandoned(t *testing.T) {
 		if err != nil || d.ID != old.ID || d.PossibleDuplicateOf != nil {
 			t.Fatalf("abandoned device: %+v, %v; want %d taken over", d, err, old.ID)
 		}
-		if _, err := f.dev.Authenticate(ctx, old.ID, sec); models.ErrorCode(err) != models.EUNAUTHORIZED {
+		if _, err = f.dev.Authenticate(ctx, old.ID, sec); models.ErrorCode(err) != models.EUNAUTHORIZED {
 			t.Errorf("the abandoned credential: %v", err)
 		}
 		got, err := f.dev.Authenticate(ctx, old.ID, newSec)
@@ -197,7 +198,7 @@ func TestDeviceStore_RegisterCap(t *testing.T) {
 		f.register(t, facts("B", "SB"))
 		_, _, err := f.reRegister(t, facts("C", "SC"), 0, "", 2)
 		wantCode(t, err, models.ECONFLICT)
-		if me, ok := err.(*models.Error); !ok || me.Title != "Device Limit Reached" {
+		if me := (*models.Error)(nil); !errors.As(err, &me) || me.Title != "Device Limit Reached" {
 			t.Errorf("cap error %v", err)
 		}
 		// A duplicate is a new device too.
@@ -209,16 +210,16 @@ func TestDeviceStore_RegisterCap(t *testing.T) {
 		svc := facts("S", "SS")
 		svc.JoinType = models.JoinSvc
 		s, _ := f.register(t, svc)
-		if _, err := f.dev.Delete(ctx, f.org.ID, s.ID); err != nil {
+		if _, err = f.dev.Delete(ctx, f.org.ID, s.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := f.reRegister(t, facts("C", "SC"), 0, "", 3); err != nil {
+		if _, _, err = f.reRegister(t, facts("C", "SC"), 0, "", 3); err != nil {
 			t.Fatalf("a deleted SvcJoined device counts: %v", err)
 		}
 		// Installations have a cap of their own.
 		nps, _ := f.dev.InstallKey(ctx, f.org.ID, models.AgentNPS)
 		reg := models.Registration{InstallationKey: nps, AgentType: models.AgentNPS, Platform: "windows", Facts: facts("N1", "N1"), MaxDevices: 1}
-		if _, _, err := f.dev.RegisterInstallation(ctx, reg); err != nil {
+		if _, _, err = f.dev.RegisterInstallation(ctx, reg); err != nil {
 			t.Fatal(err)
 		}
 		reg.Facts = facts("N2", "N2")

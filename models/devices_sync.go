@@ -76,7 +76,7 @@ func (s *DeviceStore) StartSync(ctx context.Context, orgID, createdBy int64) (jo
 func (s *DeviceStore) RunningSync(ctx context.Context, orgID int64) (*Job, error) {
 	var jobs []Job
 	if err := s.db.NewSelect().Model(&jobs).
-		Where("org_id = ? AND kind = ? AND status IN (?)", orgID, DeviceSyncJobKind, bun.In([]JobStatus{JobQueued, JobRunning})).
+		Where("org_id = ? AND kind = ? AND status IN (?)", orgID, DeviceSyncJobKind, bun.List([]JobStatus{JobQueued, JobRunning})).
 		Limit(1).Scan(ctx); err != nil {
 		return nil, unavailable(fmt.Errorf("read sync jobs: %w", err))
 	}
@@ -237,7 +237,7 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 				Where("a.id > ?", out.Last).OrderExpr("a.id").Limit(int64(size+1))).
 			OrderExpr("ld.id, c.id"), "UPDATE OF ld").Rows(ctx)
 		next := make([]syncCandidate, 0, size+1)
-		if err := scanEach(rows, err, func(rows *sql.Rows) error {
+		if err = scanEach(rows, err, func(rows *sql.Rows) error {
 			var c syncCandidate
 			err := rows.Scan(&c.ID, &c.DeviceID, &c.UserID, &c.Users, &c.DeviceName, &c.Uninstalling)
 			next = append(next, c)
@@ -315,9 +315,9 @@ func (s *DeviceStore) planSync(ctx context.Context, tx bun.Tx, w *syncWrite, set
 	devIDs = slices.Compact(slices.Sorted(slices.Values(devIDs)))
 	// Scanned by hand: a batch reads thousands of accounts.
 	rows, err := tx.NewSelect().Table("device_accounts").Column("id", "device_id", "user_name", "permission_level", "link_status", "idp_user_id").
-		Where("device_id IN (?)", bun.In(devIDs)).Rows(ctx)
+		Where("device_id IN (?)", bun.List(devIDs)).Rows(ctx)
 	var accs []syncAccount
-	if err := scanEach(rows, err, func(rows *sql.Rows) error {
+	if err = scanEach(rows, err, func(rows *sql.Rows) error {
 		var a syncAccount
 		err := rows.Scan(&a.ID, &a.DeviceID, &a.UserName, &a.PermissionLevel, &a.LinkStatus, &a.IdpUserID)
 		accs = append(accs, a)
@@ -394,7 +394,7 @@ func scanEach(rows *sql.Rows, err error, fn func(*sql.Rows) error) error {
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err reports the read's errors
 	for rows.Next() {
 		if err := fn(rows); err != nil {
 			return err
@@ -529,7 +529,7 @@ func (s *DeviceStore) SyncLinksSetBased(ctx context.Context, orgID int64, set *A
 	for _, n := range set.LinkRestrictedLocalAccounts {
 		restrictedNames = append(restrictedNames, strings.ToLower(n))
 	}
-	args := append([]any{orgID, LinkUnlinked, bun.In(restrictedNames)}, keyArgs...)
+	args := append([]any{orgID, LinkUnlinked, bun.List(restrictedNames)}, keyArgs...)
 	args = append(args, orgID, LinkPending, LinkAutomatic, time.Now().UTC())
 	res, err := s.db.ExecContext(ctx, `WITH cand AS (
 	SELECT a.id, a.device_id, lower(a.user_name) AS k FROM device_accounts AS a JOIN devices AS d ON d.id = a.device_id

@@ -67,7 +67,7 @@ func TestDeviceStore_Sync(t *testing.T) {
 		wantCode(t, err, models.ECONFLICT)
 		set := models.DefaultAccountLinkingSettings()
 		set.IsEnabled = true
-		if err := f.dev.PutLinkingSettings(ctx, org.ID, &set); err != nil {
+		if err = f.dev.PutLinkingSettings(ctx, org.ID, &set); err != nil {
 			t.Fatal(err)
 		}
 		// carol is linked by hand to pc2's "Bob" before the sync; the sync
@@ -102,7 +102,7 @@ func TestDeviceStore_Sync(t *testing.T) {
 			t.Fatalf("%d starts created the job, want 1", n)
 		}
 		jobID := jobs[0]
-		if _, err := f.store.Jobs.Start(ctx, org.ID, jobID); err != nil {
+		if _, err = f.store.Jobs.Start(ctx, org.ID, jobID); err != nil {
 			t.Fatal(err)
 		}
 		// Batches of two; a batch asked again after the end changes nothing.
@@ -178,7 +178,7 @@ func TestDeviceStore_Sync(t *testing.T) {
 			t.Errorf("%d history entries of the sync (%v), want 2", hist, err)
 		}
 		// The job is over: a new start makes a new job.
-		if err := f.store.Jobs.Finish(ctx, org.ID, jobID, models.JobCompleted, "", res.Progress); err != nil {
+		if err = f.store.Jobs.Finish(ctx, org.ID, jobID, models.JobCompleted, "", res.Progress); err != nil {
 			t.Fatal(err)
 		}
 		j2, c2, err := f.dev.StartSync(ctx, org.ID, 0)
@@ -264,7 +264,7 @@ func TestDeviceStore_SyncNamingFormat(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.store.Jobs.Start(ctx, org.ID, job.ID); err != nil {
+		if _, err = f.store.Jobs.Start(ctx, org.ID, job.ID); err != nil {
 			t.Fatal(err)
 		}
 		res, err := f.dev.SyncBatch(ctx, org.ID, job.ID, &set, 100)
@@ -295,19 +295,19 @@ func TestDeviceStore_SyncSkipsUninstalledDevices(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.dev.Delete(ctx, f.org.ID, devs[0]); err != nil {
+		if _, err = f.dev.Delete(ctx, f.org.ID, devs[0]); err != nil {
 			t.Fatal(err)
 		}
 		set := models.DefaultAccountLinkingSettings()
 		set.IsEnabled = true
-		if err := f.dev.PutLinkingSettings(ctx, f.org.ID, &set); err != nil {
+		if err = f.dev.PutLinkingSettings(ctx, f.org.ID, &set); err != nil {
 			t.Fatal(err)
 		}
 		job, _, err := f.dev.StartSync(ctx, f.org.ID, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.store.Jobs.Start(ctx, f.org.ID, job.ID); err != nil {
+		if _, err = f.store.Jobs.Start(ctx, f.org.ID, job.ID); err != nil {
 			t.Fatal(err)
 		}
 		res, err := f.dev.SyncBatch(ctx, f.org.ID, job.ID, &set, 10)

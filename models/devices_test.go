@@ -104,7 +104,7 @@ func TestDeviceStore_InstallKeys(t *testing.T) {
 		}
 		// Sealed at rest: the database does not hold the key.
 		var sealed []byte
-		if err := db.NewSelect().Table("agent_install_keys").Column("key_sealed").
+		if err = db.NewSelect().Table("agent_install_keys").Column("key_sealed").
 			Where("org_id = ? AND agent_type = ?", f.org.ID, models.AgentDevice).Scan(ctx, &sealed); err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +112,7 @@ func TestDeviceStore_InstallKeys(t *testing.T) {
 			t.Fatal("the installation key is stored in the clear")
 		}
 		reg := models.Registration{InstallationKey: f.key, AgentType: models.AgentDevice, Platform: "windows", Facts: facts("PC1", "S1")}
-		if _, _, err := f.dev.Register(ctx, reg); err != nil {
+		if _, _, err = f.dev.Register(ctx, reg); err != nil {
 			t.Fatal(err)
 		}
 		// A key one character off: its last character (one of 16 a 256-bit
@@ -124,7 +124,7 @@ func TestDeviceStore_InstallKeys(t *testing.T) {
 		for _, bad := range []string{"", "x", offByOne, strings.Repeat("k", 1000)} {
 			r := reg
 			r.InstallationKey = bad
-			_, _, err := f.dev.Register(ctx, r)
+			_, _, err = f.dev.Register(ctx, r)
 			wantCode(t, err, models.EUNAUTHORIZED)
 		}
 		// Another agent type's key does not register devices.
@@ -144,11 +144,11 @@ func TestDeviceStore_InstallKeys(t *testing.T) {
 		}
 		_, _, err = f.dev.Register(ctx, reg)
 		wantCode(t, err, models.EUNAUTHORIZED) // superseded
-		if _, err := f.dev.Authenticate(ctx, d.ID, sec); err != nil {
+		if _, err = f.dev.Authenticate(ctx, d.ID, sec); err != nil {
 			t.Fatalf("a registered device stops working after a new key: %v", err)
 		}
 		reg.InstallationKey = fresh
-		if _, _, err := f.dev.Register(ctx, reg); err != nil {
+		if _, _, err = f.dev.Register(ctx, reg); err != nil {
 			t.Fatalf("new key: %v", err)
 		}
 		_, err = f.dev.InstallKey(ctx, f.org.ID, "Other")
@@ -191,10 +191,10 @@ func TestDeviceStore_Register(t *testing.T) {
 		if d2.ID != d.ID || d2.Name != "PC1-renamed" || d2.AgentStatus(time.Now()) != models.AgentPending {
 			t.Errorf("re-registration: id %d (was %d), name %s, status %s", d2.ID, d.ID, d2.Name, d2.AgentStatus(time.Now()))
 		}
-		if _, err := f.dev.Authenticate(ctx, d.ID, sec); err == nil {
+		if _, err = f.dev.Authenticate(ctx, d.ID, sec); err == nil {
 			t.Error("the old secret still works")
 		}
-		if _, err := f.dev.Authenticate(ctx, d.ID, sec2); err != nil {
+		if _, err = f.dev.Authenticate(ctx, d.ID, sec2); err != nil {
 			t.Errorf("the new secret: %v", err)
 		}
 		got, err := f.dev.Get(ctx, f.org.ID, d.ID)
@@ -234,7 +234,7 @@ func TestDeviceStore_Register(t *testing.T) {
 		} {
 			fa := facts("B", "SB")
 			bad(&fa)
-			_, _, err := f.dev.Register(ctx, models.Registration{InstallationKey: f.key, AgentType: models.AgentDevice, Platform: "linux", Facts: fa})
+			_, _, err = f.dev.Register(ctx, models.Registration{InstallationKey: f.key, AgentType: models.AgentDevice, Platform: "linux", Facts: fa})
 			wantCode(t, err, models.EINVALID)
 		}
 		_, _, err = f.dev.Register(ctx, models.Registration{InstallationKey: f.key, AgentType: models.AgentDevice, Platform: "amiga", Facts: facts("B", "SB")})
@@ -339,18 +339,18 @@ func TestDeviceStore_CheckInAndLinks(t *testing.T) {
 			t.Errorf("linked count %d", got.LinkedLocalAccounts)
 		}
 		// The same ack again changes nothing.
-		if _, err := f.checkIn(t, d.ID, sec, in); err != nil {
+		if _, err = f.checkIn(t, d.ID, sec, in); err != nil {
 			t.Fatal(err)
 		}
 		in.Acks = nil
 
 		// A failed ack: unlinked, the reason in the history.
-		if _, err := f.dev.Link(ctx, f.org.ID, d.ID, bob.ID, models.LinkRequest{UserID: f.users[1].ID, PermissionLevel: "Standard"}); err != nil {
+		if _, err = f.dev.Link(ctx, f.org.ID, d.ID, bob.ID, models.LinkRequest{UserID: f.users[1].ID, PermissionLevel: "Standard"}); err != nil {
 			t.Fatal(err)
 		}
 		cmds, _ = f.checkIn(t, d.ID, sec, in)
 		in.Acks = []models.Ack{{CommandID: models.FormatID(cmds[0].ID), Status: "failed", Message: "no such account"}}
-		if _, err := f.checkIn(t, d.ID, sec, in); err != nil {
+		if _, err = f.checkIn(t, d.ID, sec, in); err != nil {
 			t.Fatal(err)
 		}
 		in.Acks = nil
@@ -364,13 +364,13 @@ func TestDeviceStore_CheckInAndLinks(t *testing.T) {
 		}
 
 		// cancel-link withdraws the command.
-		if _, err := f.dev.Link(ctx, f.org.ID, d.ID, bob.ID, models.LinkRequest{UserID: f.users[1].ID, PermissionLevel: "Standard"}); err != nil {
+		if _, err = f.dev.Link(ctx, f.org.ID, d.ID, bob.ID, models.LinkRequest{UserID: f.users[1].ID, PermissionLevel: "Standard"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.dev.CancelLink(ctx, f.org.ID, d.ID, bob.ID, "admin"); err != nil {
+		if _, err = f.dev.CancelLink(ctx, f.org.ID, d.ID, bob.ID, "admin"); err != nil {
 			t.Fatal(err)
 		}
-		if cmds, _ := f.checkIn(t, d.ID, sec, in); len(cmds) != 0 {
+		if cmds, _ = f.checkIn(t, d.ID, sec, in); len(cmds) != 0 {
 			t.Errorf("withdrawn command sent: %+v", cmds)
 		}
 		_, err = f.dev.CancelLink(ctx, f.org.ID, d.ID, bob.ID, "admin")
@@ -379,7 +379,7 @@ func TestDeviceStore_CheckInAndLinks(t *testing.T) {
 		}
 
 		// Unlink: at once, with a command.
-		if _, err := f.dev.Unlink(ctx, f.org.ID, d.ID, alice.ID, "admin", "left the team"); err != nil {
+		if _, err = f.dev.Unlink(ctx, f.org.ID, d.ID, alice.ID, "admin", "left the team"); err != nil {
 			t.Fatal(err)
 		}
 		got, _ = f.dev.Get(ctx, f.org.ID, d.ID)
@@ -388,18 +388,18 @@ func TestDeviceStore_CheckInAndLinks(t *testing.T) {
 			t.Fatalf("unlink: linked %d, commands %+v", got.LinkedLocalAccounts, cmds)
 		}
 		in.Acks = []models.Ack{{CommandID: models.FormatID(cmds[0].ID), Status: "done"}}
-		if _, err := f.checkIn(t, d.ID, sec, in); err != nil {
+		if _, err = f.checkIn(t, d.ID, sec, in); err != nil {
 			t.Fatal(err)
 		}
 		in.Acks = nil
 
 		// A vanished account goes with its link and pending command.
-		if _, err := f.dev.Link(ctx, f.org.ID, d.ID, bob.ID, models.LinkRequest{UserID: f.users[1].ID, PermissionLevel: "Standard"}); err != nil {
+		if _, err = f.dev.Link(ctx, f.org.ID, d.ID, bob.ID, models.LinkRequest{UserID: f.users[1].ID, PermissionLevel: "Standard"}); err != nil {
 			t.Fatal(err)
 		}
 		in.Accounts = accounts("alice", "Administrator", "carol")
 		in.Accounts[0].PermissionLevel = "Admin"
-		if err := in.Validate(); err != nil {
+		if err = in.Validate(); err != nil {
 			t.Fatal(err)
 		}
 		cmds, err = f.checkIn(t, d.ID, sec, in)
@@ -459,7 +459,7 @@ func TestDeviceStore_OfflineUsers(t *testing.T) {
 		}
 		in.Acks = []models.Ack{{CommandID: models.FormatID(cmds[0].ID), Status: "done"}}
 		in.OfflineUsers = in.OfflineUsers[1:]
-		if _, err := f.checkIn(t, d.ID, sec, in); err != nil {
+		if _, err = f.checkIn(t, d.ID, sec, in); err != nil {
 			t.Fatal(err)
 		}
 		n, _ := db.NewSelect().Table("device_offline_users").Where("device_id = ?", d.ID).Count(ctx)
@@ -600,7 +600,7 @@ func TestDeviceStore_LinkingSettings(t *testing.T) {
 		}
 		got.IsEnabled, got.AttributeType, got.AttributeValue = true, "naming_format", "%first_name%.%last_name%"
 		got.LinkRestrictedLocalAccounts = []string{"svc-backup"}
-		if err := f.dev.PutLinkingSettings(ctx, f.org.ID, got); err != nil {
+		if err = f.dev.PutLinkingSettings(ctx, f.org.ID, got); err != nil {
 			t.Fatal(err)
 		}
 		again, _ := f.dev.LinkingSettings(ctx, f.org.ID)
@@ -621,7 +621,7 @@ func TestDeviceStore_LinkingSettings(t *testing.T) {
 		}
 		// The restricted names are the stored ones, matched without regard to case.
 		d, sec := f.register(t, facts("PC1", "S1"))
-		if _, err := f.checkIn(t, d.ID, sec, models.CheckIn{Facts: d.DeviceFacts, Accounts: accounts("SVC-Backup", "Administrator")}); err != nil {
+		if _, err = f.checkIn(t, d.ID, sec, models.CheckIn{Facts: d.DeviceFacts, Accounts: accounts("SVC-Backup", "Administrator")}); err != nil {
 			t.Fatal(err)
 		}
 		accs, _ := f.dev.Accounts(ctx, f.org.ID, d.ID)

@@ -106,7 +106,7 @@ func matchedUsers(rows *sql.Rows, err error) (map[string]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("match users: %w", err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err reports the read's errors
 	out := make(map[string]int64)
 	for rows.Next() {
 		var k string

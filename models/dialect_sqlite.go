@@ -109,12 +109,12 @@ func recordChunkSQLite(ctx context.Context, tx bun.Tx, orgID, id int64, results 
 	if len(results) == 0 {
 		return nil
 	}
-	stmt, err := tx.Tx.PrepareContext(ctx, `INSERT INTO job_results (job_id, seq, entity_id, status, message) VALUES (?, ?, ?, ?, ?)
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO job_results (job_id, seq, entity_id, status, message) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (job_id, seq) DO UPDATE SET entity_id = excluded.entity_id, status = excluded.status, message = excluded.message`)
 	if err != nil {
 		return fmt.Errorf("record job results: %w", err)
 	}
-	defer stmt.Close()
+	defer func() { _ = stmt.Close() }() // a statement of the transaction, closed with it anyway
 	for i := range results {
 		r := &results[i]
 		r.JobID = id
@@ -138,7 +138,7 @@ func (sqliteDialect) applyEnrollChunk(ctx context.Context, db *bun.DB, c *Enroll
 			users := c.keptUsers(results, written)
 			var existing []Enrollment
 			err := tx.NewSelect().Model(&existing).Column("user_id", "factor_config_id", "job_id", "source_row").
-				Where("org_id = ? AND user_id IN (?)", c.OrgID, bun.In(users)).Scan(ctx)
+				Where("org_id = ? AND user_id IN (?)", c.OrgID, bun.List(users)).Scan(ctx)
 			if err != nil {
 				return fmt.Errorf("select kept enrollments: %w", err)
 			}
@@ -162,7 +162,7 @@ func upsertEnrollmentsSQLite(ctx context.Context, tx bun.Tx, overwrite bool, wri
 	if len(writes) == 0 {
 		return nil
 	}
-	stmt, err := tx.Tx.PrepareContext(ctx, `INSERT INTO enrollments AS e
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO enrollments AS e
 		(org_id, user_id, factor_config_id, factor_type, value, secret, thumbprint, expires_at, job_id, source_row, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (user_id, factor_config_id) DO UPDATE SET
@@ -173,7 +173,7 @@ func upsertEnrollmentsSQLite(ctx context.Context, tx bun.Tx, overwrite bool, wri
 	if err != nil {
 		return fmt.Errorf("upsert enrollments: %w", err)
 	}
-	defer stmt.Close()
+	defer func() { _ = stmt.Close() }() // a statement of the transaction, closed with it anyway
 	for i := range writes {
 		w := &writes[i]
 		var secret, expires any // NULL unless set

@@ -2,7 +2,7 @@ package models
 
 import (
 	"bytes"
-	"crypto/sha1"
+	"crypto/sha1" //nolint:gosec // SHA-1 makes the certificate thumbprint, an identifier Windows shows, not a security check
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
@@ -25,8 +25,9 @@ type CertificateInfo struct {
 const maxCertificateBytes = 64 << 10
 
 // ParseCertificate reads one X.509 certificate written as PEM (the first
-// CERTIFICATE block), DER, or base64 of DER (a .cer file in text form). The
-// error text is fit to show as a row's message.
+// CERTIFICATE block), DER, or base64 of DER (a .cer file in text form): the
+// certificates of smart-card enrollments and the CA files of CA configs. The
+// error text is fit to show as a row's message or a field's detail.
 func ParseCertificate(data []byte) (*CertificateInfo, error) {
 	if len(data) > maxCertificateBytes {
 		return nil, errors.New("the certificate is larger than 64 KiB")
@@ -39,7 +40,7 @@ func ParseCertificate(data []byte) (*CertificateInfo, error) {
 	if err != nil {
 		return nil, errors.New("not an X.509 certificate")
 	}
-	sum := sha1.Sum(cert.Raw)
+	sum := sha1.Sum(cert.Raw) //nolint:gosec // the thumbprint (see the import)
 	return &CertificateInfo{
 		Subject:    cert.Subject.String(),
 		Thumbprint: strings.ToUpper(hex.EncodeToString(sum[:])),

@@ -255,7 +255,7 @@ func TestEnrollmentStore_ApplyChunk(t *testing.T) {
 		if models.ErrorCode(err) != models.ECONFLICT {
 			t.Errorf("a chunk of a finished job: %v, want ECONFLICT", err)
 		}
-		if err := f.store.Jobs.Delete(ctx, f.org.ID, second.ID); err != nil {
+		if err = f.store.Jobs.Delete(ctx, f.org.ID, second.ID); err != nil {
 			t.Fatal(err)
 		}
 		_, err = f.enroll.ApplyChunk(ctx, &models.EnrollChunk{OrgID: f.org.ID, JobID: second.ID, Rows: []models.ChunkRow{f.row(4, 2, "x@example.com")}, NextRow: 5, NextOffset: -1})

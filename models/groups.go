@@ -98,7 +98,7 @@ func (s *GroupStore) MemberUserIDs(ctx context.Context, orgID int64, groupIDs []
 	ids := []int64{}
 	err := s.db.NewSelect().Model((*GroupMember)(nil)).
 		ColumnExpr("DISTINCT user_id").
-		Where("org_id = ? AND group_id IN (?)", orgID, bun.In(groupIDs)).
+		Where("org_id = ? AND group_id IN (?)", orgID, bun.List(groupIDs)).
 		OrderExpr("user_id").
 		Scan(ctx, &ids)
 	if err != nil {
@@ -149,7 +149,7 @@ func addMembers(ctx context.Context, tx bun.Tx, g *Group, ids []int64) (int64, e
 	}
 	var found []int64
 	err := tx.NewSelect().Model((*User)(nil)).Column("id").
-		Where("org_id = ? AND id IN (?)", g.OrgID, bun.In(ids)).Scan(ctx, &found)
+		Where("org_id = ? AND id IN (?)", g.OrgID, bun.List(ids)).Scan(ctx, &found)
 	if err != nil {
 		return 0, fmt.Errorf("select users: %w", err)
 	}
@@ -210,7 +210,7 @@ func (s *GroupStore) RemoveMembers(ctx context.Context, orgID, groupID int64, id
 			return nil
 		}
 		_, err := tx.NewDelete().Model((*GroupMember)(nil)).
-			Where("group_id = ? AND user_id IN (?)", g.ID, bun.In(ids)).Exec(ctx)
+			Where("group_id = ? AND user_id IN (?)", g.ID, bun.List(ids)).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("delete members: %w", err)
 		}

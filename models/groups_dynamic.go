@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hashicorp/golang-lru/v2"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 
 	"iam/models/listing"
-	"iam/models/lru"
 )
 
 // A dynamic group's membership rule is a filter in the list filter language
@@ -43,7 +43,14 @@ func ParseMembershipRule(rule string) (string, error) {
 // from the cache is parsed again when next used.
 const ruleCacheSize = 1024
 
-var ruleCache = lru.New[string, listing.Expr](ruleCacheSize) // canonical or given rule text -> parsed rule
+// ruleCache maps a canonical or given rule text to its parsed rule.
+var ruleCache = func() *lru.Cache[string, listing.Expr] {
+	c, err := lru.New[string, listing.Expr](ruleCacheSize)
+	if err != nil { // only a size below one fails
+		panic(err)
+	}
+	return c
+}()
 
 func parseRule(rule string) (listing.Expr, error) {
 	if e, ok := ruleCache.Get(rule); ok {
@@ -59,7 +66,7 @@ func parseRule(rule string) (listing.Expr, error) {
 	if err != nil {
 		return nil, Invalid("membership_rule", "%v", err)
 	}
-	ruleCache.Put(rule, expr)
+	ruleCache.Add(rule, expr)
 	return expr, nil
 }
 
@@ -114,13 +121,13 @@ func syncMembership(ctx context.Context, tx bun.Tx, orgID int64, userIDs []int64
 		cols = append(cols, "CASE WHEN "+where+" THEN 1 ELSE 0 END")
 		args = append(args, wargs...)
 	}
-	args = append(args, orgID, bun.In(userIDs))
+	args = append(args, orgID, bun.List(userIDs))
 	rows, err := tx.QueryContext(ctx,
 		"SELECT id, "+strings.Join(cols, ", ")+" FROM users WHERE org_id = ? AND id IN (?)", args...)
 	if err != nil {
 		return fmt.Errorf("evaluate membership rules: %w", err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }() // rows.Err reports the read's errors
 	want := map[[2]int64]bool{}
 	for rows.Next() {
 		vals := make([]int64, len(groups)+1)
@@ -140,7 +147,7 @@ func syncMembership(ctx context.Context, tx bun.Tx, orgID int64, userIDs []int64
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read membership rules: %w", err)
 	}
-	rows.Close()
+	_ = rows.Close() // read to the end: rows.Err above reported its errors
 	return applyMembership(ctx, tx, orgID, groups, userIDs, want)
 }
 
@@ -153,7 +160,7 @@ func applyMembership(ctx context.Context, tx bun.Tx, orgID int64, groups []dynam
 	}
 	var have []GroupMember
 	err := tx.NewSelect().Model(&have).
-		Where("user_id IN (?) AND group_id IN (?)", bun.In(userIDs), bun.In(groupIDs)).Scan(ctx)
+		Where("user_id IN (?) AND group_id IN (?)", bun.List(userIDs), bun.List(groupIDs)).Scan(ctx)
 	if err != nil {
 		return fmt.Errorf("select memberships: %w", err)
 	}

@@ -111,7 +111,7 @@ func (s *GroupStore) Update(ctx context.Context, orgID, id int64, ch GroupChange
 		if ch.Description != nil {
 			g.Description = *ch.Description
 		}
-		if err := checkGroupFields(g); err != nil {
+		if err = checkGroupFields(g); err != nil {
 			return err
 		}
 		if ch.MembershipRule != nil {
@@ -175,7 +175,7 @@ func (s *GroupStore) DeleteMany(ctx context.Context, orgID int64, ids []int64) (
 		return deleted, nil
 	}
 	err := s.db.NewDelete().Model((*Group)(nil)).
-		Where("org_id = ? AND id IN (?)", orgID, bun.In(ids)).
+		Where("org_id = ? AND id IN (?)", orgID, bun.List(ids)).
 		Returning("id").
 		Scan(ctx, &deleted)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {

@@ -113,7 +113,7 @@ func TestIdempotency_JobClaimsKeyInItsTransaction(t *testing.T) {
 			t.Fatalf("key after the job = %+v, %v; want job %d", got, err, j.ID)
 		}
 		// One request, one job: a second job under the same claim is refused.
-		if _, err := job(models.WithIdempotencyClaim(ctx, &models.IdempotencyClaim{Key: k, Token: "new"})); !errors.Is(err, models.ErrIdempotencyClaimLost) {
+		if _, err = job(models.WithIdempotencyClaim(ctx, &models.IdempotencyClaim{Key: k, Token: "new"})); !errors.Is(err, models.ErrIdempotencyClaimLost) {
 			t.Errorf("a second job under one claim: %v", err)
 		}
 

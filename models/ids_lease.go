@@ -66,7 +66,7 @@ func leaseNode(ctx context.Context, db *bun.DB, gen *idGenerator, ttl time.Durat
 	if err := l.acquire(ctx); err != nil {
 		return nil, err
 	}
-	go l.keep()
+	go l.keep() //nolint:gosec // the lease is kept for the process, beyond the context that acquired it; Release stops it
 	return l, nil
 }
 

@@ -121,7 +121,7 @@ func TestIDLease_RenewalTakeoverAndRelease(t *testing.T) {
 		}
 		defer lr.Release(ctx)
 		for end := time.Now().Add(3 * ttl); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-			if _, err := renewed.TryNext(); err != nil {
+			if _, err = renewed.TryNext(); err != nil {
 				t.Fatalf("a renewed lease stopped making ids: %v", err)
 			}
 		}
@@ -172,7 +172,7 @@ func TestIDLease_RenewalTakeoverAndRelease(t *testing.T) {
 			t.Errorf("after the takeover: id %d (node %d, ms %d), the old holder's last %d (ms %d)",
 				first, models.IDNode(first), models.IDMillis(first), last, models.IDMillis(last))
 		}
-		if _, err := old.TryNext(); err == nil {
+		if _, err = old.TryNext(); err == nil {
 			t.Error("the old holder makes ids again")
 		}
 
@@ -183,7 +183,7 @@ func TestIDLease_RenewalTakeoverAndRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 		relLast, _ := rel.TryNext()
-		if err := lc.Release(ctx); err != nil {
+		if err = lc.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if id, err := rel.TryNext(); err != nil || id <= relLast {

@@ -258,7 +258,7 @@ func finishJob(ctx context.Context, tx bun.Tx, orgID, id int64, status JobStatus
 		Set("error_count = ?", p.Failed).
 		Set("end_time = ?", now).
 		Set("updated_at = ?", now).
-		Where("org_id = ? AND id = ? AND status IN (?)", orgID, id, bun.In([]JobStatus{JobQueued, JobRunning})).
+		Where("org_id = ? AND id = ? AND status IN (?)", orgID, id, bun.List([]JobStatus{JobQueued, JobRunning})).
 		Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("finish job: %w", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func TestJobStore_Lifecycle(t *testing.T) {
 			t.Fatalf("Get = %+v, %v; want QUEUED", got, err)
 		}
 		var input struct{ Items int }
-		if err := json.Unmarshal(got.Input, &input); err != nil || input.Items != 3 {
+		if err = json.Unmarshal(got.Input, &input); err != nil || input.Items != 3 {
 			t.Errorf("input = %s, want the stored one", got.Input)
 		}
 		started, err := store.Jobs.Start(ctx, org.ID, job.ID)
@@ -57,7 +58,7 @@ func TestJobStore_Lifecycle(t *testing.T) {
 		results := []models.JobResult{{Seq: 1, EntityID: "u1", Status: models.ResultSuccess}, {Seq: 2, Status: models.ResultError, Message: "bad"}}
 		p := models.JobProgress{Processed: 2, Total: 3, Success: 1, Failed: 1}
 		for i := 0; i < 2; i++ { // recording a chunk twice leaves the same state
-			if err := store.Jobs.RecordChunk(ctx, org.ID, job.ID, results, p); err != nil {
+			if err = store.Jobs.RecordChunk(ctx, org.ID, job.ID, results, p); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -120,7 +121,7 @@ func TestJobStore_TenancyAndDelete(t *testing.T) {
 			t.Errorf("results outlive their job: %+v", rs)
 		}
 		err := store.Jobs.RecordChunk(ctx, mine.ID, job.ID, nil, models.JobProgress{})
-		if e, ok := err.(*models.Error); !ok || e.Title != "Job Not Found" {
+		if e := (*models.Error)(nil); !errors.As(err, &e) || e.Title != "Job Not Found" {
 			t.Errorf("writing to a deleted job: %v, want Job Not Found", err)
 		}
 	})

@@ -68,7 +68,7 @@ func (s *LogonScriptStore) Update(ctx context.Context, orgID int64, change func(
 		if err != nil {
 			return err
 		}
-		if err := change(cfg); err != nil {
+		if err = change(cfg); err != nil {
 			return err
 		}
 		if cfg.ForceEnrollment != "true" && cfg.ForceEnrollment != "false" {

@@ -180,7 +180,7 @@ func (s *MgmtStore) SelectedUsers(ctx context.Context, orgID int64, a MgmtAction
 	}
 	var selected []int64
 	err := s.db.NewSelect().Model((*UploadRow)(nil)).Column("user_id").
-		Where("upload_id = ? AND status = ? AND user_id IN (?)", uploadID, RowMapped, bun.In(ids)).Scan(ctx, &selected)
+		Where("upload_id = ? AND status = ? AND user_id IN (?)", uploadID, RowMapped, bun.List(ids)).Scan(ctx, &selected)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("select selected users: %w", err)
 	}

@@ -60,7 +60,7 @@ func (s *MgmtStore) ApplyChunk(ctx context.Context, orgID, execID int64, attempt
 			return Errorf(ECONFLICT, "attempt %d of the execution is not running (%s)", attempt, exec.Status)
 		}
 		var targets []ExecutionTarget
-		if err := tx.NewSelect().Model(&targets).
+		if err = tx.NewSelect().Model(&targets).
 			Where("execution_id = ? AND attempt = ? AND seq > ?", execID, attempt, afterSeq).
 			Order("seq").Limit(int64(size + 1)).Scan(ctx); err != nil {
 			return fmt.Errorf("select targets: %w", err)
@@ -73,7 +73,7 @@ func (s *MgmtStore) ApplyChunk(ctx context.Context, orgID, execID int64, attempt
 		if len(targets) > 0 {
 			out.Last = targets[len(targets)-1].Seq
 			var caller int64
-			if err := tx.NewSelect().Model((*ExecutionAttempt)(nil)).Column("created_by").
+			if err = tx.NewSelect().Model((*ExecutionAttempt)(nil)).Column("created_by").
 				Where("execution_id = ? AND attempt = ?", execID, attempt).Scan(ctx, &caller); err != nil {
 				return fmt.Errorf("select attempt: %w", err)
 			}
@@ -129,7 +129,7 @@ func applyTargets(ctx context.Context, tx bun.Tx, d sqlDialect, exec *Execution,
 	}
 	var users []User
 	if err := tx.NewSelect().Model(&users).Column("id", "first_name", "last_name", "email", "role", "status", "container").
-		Where("org_id = ? AND id IN (?)", exec.OrgID, bun.In(ids)).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		Where("org_id = ? AND id IN (?)", exec.OrgID, bun.List(ids)).Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("select users: %w", err)
 	}
 	byID := make(map[int64]*User, len(users))
@@ -201,7 +201,7 @@ func applyTargets(ctx context.Context, tx bun.Tx, d sqlDialect, exec *Execution,
 		} else {
 			err = tx.NewUpdate().Model((*User)(nil)).
 				Set("container = ?", exec.TargetContainer).Set("updated_at = ?", time.Now().UTC()).
-				Where("org_id = ? AND id IN (?)", exec.OrgID, bun.In(apply)).
+				Where("org_id = ? AND id IN (?)", exec.OrgID, bun.List(apply)).
 				Returning("id").Scan(ctx, &got)
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return nil, fmt.Errorf("move users: %w", err)

@@ -85,19 +85,19 @@ func TestMgmtStore_ApplyDelete(t *testing.T) {
 			t.Fatalf("last chunk = %+v, %v", rest, err)
 		}
 		for _, id := range []int64{u[0].ID, u[1].ID, u[2].ID} {
-			if _, err := f.store.Users.Get(ctx, f.org.ID, id); models.ErrorCode(err) != models.ENOTFOUND {
+			if _, err = f.store.Users.Get(ctx, f.org.ID, id); models.ErrorCode(err) != models.ENOTFOUND {
 				t.Errorf("user %d still exists: %v", id, err)
 			}
 		}
 		for _, id := range []int64{u[3].ID, u[4].ID, admin.ID} {
-			if _, err := f.store.Users.Get(ctx, f.org.ID, id); err != nil {
+			if _, err = f.store.Users.Get(ctx, f.org.ID, id); err != nil {
 				t.Errorf("user %d was deleted: %v", id, err)
 			}
 		}
 		if n := memberCount(t, f, g.ID); n != 0 {
 			t.Errorf("%d members left in the group, want 0", n)
 		}
-		if err := m.FinishAttempt(ctx, f.org.ID, exec.ID, 1, models.ExecCompleted); err != nil {
+		if err = m.FinishAttempt(ctx, f.org.ID, exec.ID, 1, models.ExecCompleted); err != nil {
 			t.Fatal(err)
 		}
 		got, _ := m.GetExecution(ctx, f.org.ID, models.ActionDeleteUsers, exec.ID)
@@ -113,7 +113,7 @@ func TestMgmtStore_ApplyDelete(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := m.StartJobAttempt(ctx, f.org.ID, job2.ID); err != nil {
+		if _, err = m.StartJobAttempt(ctx, f.org.ID, job2.ID); err != nil {
 			t.Fatal(err)
 		}
 		retry, err := m.ApplyChunk(ctx, f.org.ID, exec.ID, 2, 0, 10)

@@ -245,8 +245,8 @@ func (s *MgmtStore) CreateExecution(ctx context.Context, n NewExecution) (*Execu
 		var err error
 		switch {
 		case sel.UploadID != 0:
-			up, err := getUpload(ctx, tx, n.OrgID, n.Action, sel.UploadID)
-			if err != nil {
+			var up *MgmtUpload
+			if up, err = getUpload(ctx, tx, n.OrgID, n.Action, sel.UploadID); err != nil {
 				return err
 			}
 			if up.Status != UploadResolved {
@@ -454,7 +454,7 @@ func (s *MgmtStore) StartAttempt(ctx context.Context, orgID, execID int64, attem
 			return Errorf(ECONFLICT, "attempt %d of the execution is not running", attempt)
 		}
 		now := time.Now().UTC()
-		if _, err := tx.NewUpdate().Model((*Execution)(nil)).Set("status = ?", ExecPending).Set("updated_at = ?", now).
+		if _, err = tx.NewUpdate().Model((*Execution)(nil)).Set("status = ?", ExecPending).Set("updated_at = ?", now).
 			Where("id = ? AND status = ?", execID, ExecYetToStart).Exec(ctx); err != nil {
 			return fmt.Errorf("start execution: %w", err)
 		}
@@ -641,13 +641,13 @@ func (s *MgmtStore) Retry(ctx context.Context, orgID int64, a MgmtAction, execID
 		}
 		job = &Job{OrgID: orgID, Kind: MgmtJobKind, Module: MgmtModule, ActionName: actionName(exec.Action) + " (retry)",
 			Entity: "User", CreatedBy: by, Total: n}
-		if err := insertJob(ctx, tx, job); err != nil {
+		if err = insertJob(ctx, tx, job); err != nil {
 			return err
 		}
 		now := time.Now().UTC()
 		att := &ExecutionAttempt{ExecutionID: exec.ID, Attempt: next, JobID: job.ID, Status: ExecYetToStart,
 			Total: n, FailedCount: 0, CreatedBy: by, CreatedAt: now}
-		if _, err := tx.NewInsert().Model(att).Exec(ctx); err != nil {
+		if _, err = tx.NewInsert().Model(att).Exec(ctx); err != nil {
 			return fmt.Errorf("insert attempt: %w", err)
 		}
 		exec.Attempt, exec.JobID, exec.Status, exec.FinishedAt, exec.UpdatedAt = next, job.ID, ExecYetToStart, nil, now

@@ -3,6 +3,7 @@ package models_test
 import (
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/uptrace/bun"
@@ -103,6 +104,26 @@ func TestMgmtStore_CreateExecution(t *testing.T) {
 	})
 }
 
+// A store failure while writing the targets of an upload-based selection
+// is that failure, not "names no users": the failure is not the client's.
+func TestMgmtStore_CreateExecutionFromUploadReportsStoreFailure(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := newMgmtFixture(t, db)
+		up := f.upload(t, models.ActionDeleteUsers, []string{"Employee ID"}, [][]string{{"E1"}, {"E2"}})
+		// The upload is read; inserting its targets then fails.
+		if _, err := db.ExecContext(ctx, "ALTER TABLE mgmt_execution_targets RENAME TO mgmt_execution_targets_gone"); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := f.store.Management.CreateExecution(ctx, models.NewExecution{OrgID: f.org.ID,
+			Action: models.ActionDeleteUsers, Selection: models.Selection{UploadID: up.ID}})
+		wantCode(t, err, models.EINTERNAL)
+		if !strings.Contains(err.Error(), "insert targets") {
+			t.Errorf("err = %v, want the failed insert of the targets", err)
+		}
+	})
+}
+
 // TestMgmtStore_ExecutionLifecycle walks an execution through its states:
 // started, results recorded twice (idempotent), finished with errors,
 // retried over exactly the failed and unreached users, completed, and a
@@ -122,10 +143,10 @@ func TestMgmtStore_ExecutionLifecycle(t *testing.T) {
 		}
 		_, _, err = m.Retry(ctx, org, models.ActionDeleteUsers, exec.ID, 0)
 		wantCode(t, err, models.ECONFLICT) // not finished
-		if err := m.StartAttempt(ctx, org, exec.ID, 1); err != nil {
+		if err = m.StartAttempt(ctx, org, exec.ID, 1); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.StartAttempt(ctx, org, exec.ID, 1); err != nil {
+		if err = m.StartAttempt(ctx, org, exec.ID, 1); err != nil {
 			t.Fatalf("a second start: %v", err)
 		}
 		got, _ := m.GetExecution(ctx, org, models.ActionDeleteUsers, exec.ID)
@@ -139,7 +160,7 @@ func TestMgmtStore_ExecutionLifecycle(t *testing.T) {
 			{Seq: 2, UserID: u[1].ID, Email: "b", Status: models.ExecResultFailure, Message: "boom"},
 		}
 		for range 2 {
-			if err := m.RecordResults(ctx, org, exec.ID, 1, slices.Clone(chunk)); err != nil {
+			if err = m.RecordResults(ctx, org, exec.ID, 1, slices.Clone(chunk)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -148,10 +169,10 @@ func TestMgmtStore_ExecutionLifecycle(t *testing.T) {
 			t.Errorf("counts while running = %d/%d, want 1/1", got.SuccessCount, got.FailedCount)
 		}
 		// The attempt times out before users 3 and 4.
-		if err := m.FinishAttempt(ctx, org, exec.ID, 1, models.ExecTimeOut); err != nil {
+		if err = m.FinishAttempt(ctx, org, exec.ID, 1, models.ExecTimeOut); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.FinishAttempt(ctx, org, exec.ID, 1, models.ExecCompleted); err != nil {
+		if err = m.FinishAttempt(ctx, org, exec.ID, 1, models.ExecCompleted); err != nil {
 			t.Fatalf("finishing again: %v", err)
 		}
 		got, _ = m.GetExecution(ctx, org, models.ActionDeleteUsers, exec.ID)
@@ -173,17 +194,17 @@ func TestMgmtStore_ExecutionLifecycle(t *testing.T) {
 		_, _, err = m.Retry(ctx, org, models.ActionDeleteUsers, exec.ID, 0)
 		wantCode(t, err, models.ECONFLICT)
 		wantCode(t, m.RecordResults(ctx, org, exec.ID, 1, chunk), models.ECONFLICT) // an old attempt
-		if err := m.StartAttempt(ctx, org, exec.ID, 2); err != nil {
+		if err = m.StartAttempt(ctx, org, exec.ID, 2); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.RecordResults(ctx, org, exec.ID, 2, []models.ExecutionResult{
+		if err = m.RecordResults(ctx, org, exec.ID, 2, []models.ExecutionResult{
 			{Seq: 1, UserID: u[1].ID, Status: models.ExecResultSuccess},
 			{Seq: 2, UserID: u[2].ID, Status: models.ExecResultSuccess},
 			{Seq: 3, UserID: u[3].ID, Status: models.ExecResultSuccess},
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if err := m.FinishAttempt(ctx, org, exec.ID, 2, models.ExecCompleted); err != nil {
+		if err = m.FinishAttempt(ctx, org, exec.ID, 2, models.ExecCompleted); err != nil {
 			t.Fatal(err)
 		}
 		got, _ = m.GetExecution(ctx, org, models.ActionDeleteUsers, exec.ID)
@@ -205,7 +226,7 @@ func TestMgmtStore_ExecutionLifecycle(t *testing.T) {
 		if rs, _, _ := m.ListResults(ctx, org, models.ActionDeleteUsers, exec.ID, 1, p); len(rs) != 1 || rs[0].Message != "boom" {
 			t.Errorf("failures of attempt 1 = %+v", rs)
 		}
-		if _, _, err := m.ListResults(ctx, org, models.ActionDeleteUsers, exec.ID, 3, p); models.ErrorCode(err) != models.ENOTFOUND {
+		if _, _, err = m.ListResults(ctx, org, models.ActionDeleteUsers, exec.ID, 3, p); models.ErrorCode(err) != models.ENOTFOUND {
 			t.Errorf("attempt 3 = %v", err)
 		}
 		if atts, _ := m.Attempts(ctx, exec.ID); len(atts) != 2 || atts[0].Status != models.ExecTimeOut || atts[1].Status != models.ExecCompleted {
@@ -218,7 +239,7 @@ func TestMgmtStore_ExecutionLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := f.store.Jobs.Delete(ctx, org, gjob.ID); err != nil {
+		if err = f.store.Jobs.Delete(ctx, org, gjob.ID); err != nil {
 			t.Fatal(err)
 		}
 		got, err = m.GetExecution(ctx, org, models.ActionDeleteUsers, gone.ID)

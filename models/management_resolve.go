@@ -124,7 +124,7 @@ func (s *MgmtStore) ResolveUploadChunk(ctx context.Context, orgID, uploadID, fro
 				part := ids[start:min(start+1000, len(ids))]
 				got = got[:0]
 				if err := tx.NewSelect().Table("mgmt_upload_rows").Column("user_id").ColumnExpr("MIN(row_no) AS row_no").
-					Where("upload_id = ? AND status = ? AND user_id IN (?)", uploadID, RowMapped, bun.In(part)).
+					Where("upload_id = ? AND status = ? AND user_id IN (?)", uploadID, RowMapped, bun.List(part)).
 					Group("user_id").Scan(ctx, &got); err != nil {
 					return nil, fmt.Errorf("select mapped rows: %w", err)
 				}

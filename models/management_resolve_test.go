@@ -69,7 +69,7 @@ func TestMgmtStore_ResolveUploadInChunks(t *testing.T) {
 			to := min(from+3, len(recs))
 			done := to == len(recs)
 			if from > 0 {
-				_, _, err := m.CreateExecution(ctx, models.NewExecution{OrgID: f.org.ID, Action: models.ActionDeleteUsers,
+				_, _, err = m.CreateExecution(ctx, models.NewExecution{OrgID: f.org.ID, Action: models.ActionDeleteUsers,
 					Selection: models.Selection{UploadID: up.ID}})
 				if models.ErrorCode(err) != models.ECONFLICT || !strings.Contains(err.Error(), "still resolving") {
 					t.Errorf("execute while resolving = %v, want ECONFLICT", err)
@@ -133,10 +133,10 @@ func TestMgmtStore_ResolvingUploadFailsWithItsJob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := m.ResolveUploadChunk(ctx, f.org.ID, up.ID, 1, records([][]string{{"user0@example.com"}}), 30, false); err != nil {
+		if _, err = m.ResolveUploadChunk(ctx, f.org.ID, up.ID, 1, records([][]string{{"user0@example.com"}}), 30, false); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.store.Jobs.Delete(ctx, f.org.ID, job.ID); err != nil {
+		if err = f.store.Jobs.Delete(ctx, f.org.ID, job.ID); err != nil {
 			t.Fatal(err)
 		}
 		got, err := m.GetUpload(ctx, f.org.ID, models.ActionMoveUsers, up.ID)

@@ -186,13 +186,13 @@ func TestMgmtStore_Upload(t *testing.T) {
 
 		// Another organization, or another action, does not see it.
 		other := newOrg(t, f.store)
-		if _, err := m.GetUpload(ctx, other.ID, models.ActionDeleteUsers, up.ID); models.ErrorCode(err) != models.ENOTFOUND {
+		if _, err = m.GetUpload(ctx, other.ID, models.ActionDeleteUsers, up.ID); models.ErrorCode(err) != models.ENOTFOUND {
 			t.Errorf("other org GetUpload = %v", err)
 		}
-		if _, err := m.GetUpload(ctx, f.org.ID, models.ActionMoveUsers, up.ID); models.ErrorCode(err) != models.ENOTFOUND {
+		if _, err = m.GetUpload(ctx, f.org.ID, models.ActionMoveUsers, up.ID); models.ErrorCode(err) != models.ENOTFOUND {
 			t.Errorf("other action GetUpload = %v", err)
 		}
-		if _, _, err := m.DeleteUploadRows(ctx, other.ID, models.ActionDeleteUsers, up.ID, []int64{1}, ""); models.ErrorCode(err) != models.ENOTFOUND {
+		if _, _, err = m.DeleteUploadRows(ctx, other.ID, models.ActionDeleteUsers, up.ID, []int64{1}, ""); models.ErrorCode(err) != models.ENOTFOUND {
 			t.Errorf("other org delete = %v", err)
 		}
 

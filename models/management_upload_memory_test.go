@@ -38,7 +38,7 @@ func (h *uploadRowsWritten) AfterQuery(_ context.Context, e *bun.QueryEvent) {
 func TestMgmtStore_UploadHoldsOneChunk(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		written := &uploadRowsWritten{}
-		db.AddQueryHook(written)
+		db = db.WithQueryHook(written)
 		f := newMgmtFixture(t, db)
 		ctx := t.Context()
 		for _, c := range []struct {

@@ -510,9 +510,9 @@ func lookupMatches(ctx context.Context, db bun.IDB, orgID int64, col string, val
 					ids = append(ids, id)
 				}
 			}
-			q = q.Where("id IN (?)", bun.In(ids))
+			q = q.Where("id IN (?)", bun.List(ids))
 		} else {
-			q = q.Where(expr+" IN (?)", bun.In(chunk)).Where(expr + " <> ''")
+			q = q.Where(expr+" IN (?)", bun.List(chunk)).Where(expr + " <> ''")
 		}
 		if err := q.OrderExpr("id").Scan(ctx, &found); err != nil {
 			return nil, fmt.Errorf("look up %s: %w", col, err)
@@ -621,7 +621,7 @@ func (s *MgmtStore) DeleteUploadRows(ctx context.Context, orgID int64, a MgmtAct
 		}
 		del := tx.NewDelete().Model((*UploadRow)(nil)).Where("upload_id = ?", uploadID)
 		if len(rowNos) > 0 {
-			del = del.Where("row_no IN (?)", bun.In(rowNos))
+			del = del.Where("row_no IN (?)", bun.List(rowNos))
 		}
 		if where != "" {
 			del = del.Where(where, args...)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -71,7 +70,7 @@ func runLocked(ctx context.Context, db *bun.DB, what string, step func(*migrate.
 	if err != nil {
 		return nil, err
 	}
-	if err := initAndLock(ctx, m); err != nil {
+	if err = initAndLock(ctx, m); err != nil {
 		return nil, err
 	}
 	defer m.Unlock(context.WithoutCancel(ctx)) //nolint:errcheck
@@ -134,7 +133,7 @@ func WriteMigrationStatus(ctx context.Context, db *bun.DB, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := m.Init(ctx); err != nil {
+	if err = m.Init(ctx); err != nil {
 		return fmt.Errorf("init migrations: %w", err)
 	}
 	ms, err := m.MigrationsWithStatus(ctx)
@@ -146,10 +145,14 @@ func WriteMigrationStatus(ctx context.Context, db *bun.DB, w io.Writer) error {
 		if mig.IsApplied() {
 			state = "applied (group " + fmt.Sprint(mig.GroupID) + ")"
 		}
-		fmt.Fprintf(w, "%-50s %s\n", mig.String(), state)
+		if _, err := fmt.Fprintf(w, "%-50s %s\n", mig.String(), state); err != nil {
+			return err
+		}
 	}
 	if len(ms) == 0 {
-		fmt.Fprintln(w, strings.TrimSpace("no migrations"))
+		if _, err := fmt.Fprintln(w, "no migrations"); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -98,7 +98,7 @@ type DeliveryOutcome struct {
 func (s *NotificationStore) OpenDeliveries(ctx context.Context, runID, from, to int64) ([]Delivery, error) {
 	var out []Delivery
 	err := s.db.NewSelect().Model(&out).
-		Where("run_id = ? AND seq >= ? AND seq < ? AND state IN (?)", runID, from, to, bun.In([]string{DeliveryPending, DeliverySending})).
+		Where("run_id = ? AND seq >= ? AND seq < ? AND state IN (?)", runID, from, to, bun.List([]string{DeliveryPending, DeliverySending})).
 		OrderExpr("seq").Scan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("select open deliveries: %w", err)
@@ -150,7 +150,7 @@ func (s *NotificationStore) Step(ctx context.Context, runID, claim int64, outcom
 		}
 		err := tx.NewUpdate().Model((*Delivery)(nil)).
 			Set("state = ?, claim = ?, attempts = attempts + 1, updated_at = ?", DeliverySending, claim, now).
-			Where("run_id = ? AND seq IN (?) AND state = ?", runID, bun.In(next), DeliveryPending).
+			Where("run_id = ? AND seq IN (?) AND state = ?", runID, bun.List(next), DeliveryPending).
 			Returning("*").Scan(ctx, &claimed)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("claim deliveries: %w", err)
@@ -187,7 +187,7 @@ func recordOutcomes(ctx context.Context, tx bun.Tx, runID, claim int64, outcomes
 			return fmt.Errorf("record deliveries: unknown outcome %q", k.outcome)
 		}
 		_, err := q.Set("last_error = ?, updated_at = ?", k.detail, now).
-			Where("run_id = ? AND seq IN (?) AND state = ? AND claim = ?", runID, bun.In(seqs), DeliverySending, claim).Exec(ctx)
+			Where("run_id = ? AND seq IN (?) AND state = ? AND claim = ?", runID, bun.List(seqs), DeliverySending, claim).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("record deliveries: %w", err)
 		}

@@ -49,7 +49,7 @@ func loadRecipients(ctx context.Context, db bun.IDB, orgID int64, ids []int64) (
 		var batch []Recipient
 		err := db.NewSelect().Model(&batch).
 			Column("id", "first_name", "last_name", "display_name", "email", "mobile_number", "status").
-			Where("org_id = ? AND id IN (?)", orgID, bun.In(part)).OrderExpr("id").Scan(ctx)
+			Where("org_id = ? AND id IN (?)", orgID, bun.List(part)).OrderExpr("id").Scan(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("select recipients: %w", err)
 		}
@@ -66,7 +66,7 @@ func notEnrolled(ctx context.Context, db bun.IDB, orgID int64, ids []int64) ([]i
 		part := ids[start:min(start+recipientBatch, len(ids))]
 		var found []int64
 		err := db.NewSelect().Table("enrollments").ColumnExpr("DISTINCT user_id").
-			Where("org_id = ? AND user_id IN (?)", orgID, bun.In(part)).Scan(ctx, &found)
+			Where("org_id = ? AND user_id IN (?)", orgID, bun.List(part)).Scan(ctx, &found)
 		if err != nil {
 			return nil, fmt.Errorf("select enrolled users: %w", err)
 		}

@@ -99,7 +99,7 @@ func (s *NotificationStore) PrepareRun(ctx context.Context, in PrepareRunInput) 
 		loc = time.UTC
 	}
 	tpl := new(Template)
-	if err := s.db.NewSelect().Model(tpl).Where("org_id = ? AND id = ?", in.OrgID, sc.TemplateID).Scan(ctx); err != nil {
+	if err = s.db.NewSelect().Model(tpl).Where("org_id = ? AND id = ?", in.OrgID, sc.TemplateID).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("select template of schedule: %w", err)
 	}
 	members, err := s.Groups.MemberUserIDs(ctx, in.OrgID, sc.GroupIDs)
@@ -248,7 +248,7 @@ func (s *NotificationStore) FinishRun(ctx context.Context, runID int64, reason s
 			return err
 		}
 		run = new(NotificationRun)
-		if err := tx.NewSelect().Model(run).Where("id = ?", runID).Scan(ctx); err != nil {
+		if err = tx.NewSelect().Model(run).Where("id = ?", runID).Scan(ctx); err != nil {
 			return fmt.Errorf("select run: %w", err)
 		}
 		run.Sent, run.Failed, run.Uncertain = counts[DeliverySent], counts[DeliveryFailed], counts[DeliveryUncertain]

@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"testing"
@@ -47,10 +48,10 @@ func TestNotificationStore_ListRunsAndDeliveries(t *testing.T) {
 		if err != nil || len(claimed) != 1 {
 			t.Fatalf("claim: %v %v", claimed, err)
 		}
-		if _, err := ns.Step(ctx, done.ID, claim, []models.DeliveryOutcome{{Delivery: &claimed[0], Outcome: models.DeliverySent}}, nil); err != nil {
+		if _, err = ns.Step(ctx, done.ID, claim, []models.DeliveryOutcome{{Delivery: &claimed[0], Outcome: models.DeliverySent}}, nil); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ns.FinishRun(ctx, done.ID, "gave up"); err != nil {
+		if _, err = ns.FinishRun(ctx, done.ID, "gave up"); err != nil {
 			t.Fatal(err)
 		}
 		running, err := ns.PrepareRun(ctx, models.PrepareRunInput{OrgID: f.org.ID, ScheduleID: sc.ID, ScheduledAt: first.Add(24 * time.Hour)})
@@ -103,10 +104,10 @@ func TestNotificationStore_ListRunsAndDeliveries(t *testing.T) {
 		if _, _, err := f.store.CreateOrganization(ctx, other, models.FirstAdmin{Email: "admin@other.example.com"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := ns.ListRuns(ctx, other.ID, sc.ID, listParams(t, models.NotificationRunListing, "")); err != models.ErrScheduleNotFound {
+		if _, _, err := ns.ListRuns(ctx, other.ID, sc.ID, listParams(t, models.NotificationRunListing, "")); !errors.Is(err, models.ErrScheduleNotFound) {
 			t.Errorf("runs of another organization's schedule: %v", err)
 		}
-		if _, _, err := ns.ListDeliveries(ctx, other.ID, sc.ID, done.ID, listParams(t, models.NotificationDeliveryListing, "")); err != models.ErrScheduleNotFound {
+		if _, _, err := ns.ListDeliveries(ctx, other.ID, sc.ID, done.ID, listParams(t, models.NotificationDeliveryListing, "")); !errors.Is(err, models.ErrScheduleNotFound) {
 			t.Errorf("deliveries of another organization's schedule: %v", err)
 		}
 		sc2 := &models.NotificationSchedule{OrgID: f.org.ID, Name: "Weekly", TemplateID: f.template.ID, GroupIDs: f.groups,
@@ -114,7 +115,7 @@ func TestNotificationStore_ListRunsAndDeliveries(t *testing.T) {
 		if err := ns.CreateSchedule(ctx, sc2, 0, noSync); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := ns.ListDeliveries(ctx, f.org.ID, sc2.ID, done.ID, listParams(t, models.NotificationDeliveryListing, "")); err != models.ErrRunNotFound {
+		if _, _, err := ns.ListDeliveries(ctx, f.org.ID, sc2.ID, done.ID, listParams(t, models.NotificationDeliveryListing, "")); !errors.Is(err, models.ErrRunNotFound) {
 			t.Errorf("a run under another schedule: %v", err)
 		}
 	})

@@ -220,7 +220,7 @@ func existingGroups(ctx context.Context, db bun.IDB, orgID int64, ids []int64) (
 	}
 	var found []int64
 	err := db.NewSelect().Model((*Group)(nil)).Column("id").
-		Where("org_id = ? AND id IN (?)", orgID, bun.In(ids)).Scan(ctx, &found)
+		Where("org_id = ? AND id IN (?)", orgID, bun.List(ids)).Scan(ctx, &found)
 	if err != nil {
 		return nil, fmt.Errorf("select groups: %w", err)
 	}
@@ -271,7 +271,7 @@ func (s *NotificationStore) Refs(ctx context.Context, orgID int64, schedules []N
 	}
 	var templates []Template
 	err := s.db.NewSelect().Model(&templates).Column("id", "name").
-		Where("org_id = ? AND id IN (?)", orgID, bun.In(uniq(templateIDs))).Scan(ctx)
+		Where("org_id = ? AND id IN (?)", orgID, bun.List(uniq(templateIDs))).Scan(ctx)
 	if err != nil {
 		return refs, fmt.Errorf("select template names: %w", err)
 	}

@@ -41,7 +41,7 @@ func TestNotificationStore_PrepareSummary(t *testing.T) {
 		if from, to, err := ns.PrepareSummary(ctx, run.ID); err != nil || from != 7 || to != 7 {
 			t.Errorf("summary of a running run: [%d, %d) %v; want none", from, to, err)
 		}
-		if _, err := ns.FinishRun(ctx, run.ID, "gave up"); err != nil {
+		if _, err = ns.FinishRun(ctx, run.ID, "gave up"); err != nil {
 			t.Fatal(err)
 		}
 		for range 2 {

@@ -160,7 +160,7 @@ func TestNotificationStore_Schedules(t *testing.T) {
 		if err != nil || updated.IsEnabled || len(updated.GroupIDs) != 1 || seen == nil || seen.IsEnabled {
 			t.Fatalf("UpdateSchedule = %+v, %v", updated, err)
 		}
-		if err := f.store.Templates.Delete(ctx, f.org.ID, 0, f.template.ID); models.ErrorCode(err) != models.ECONFLICT {
+		if err = f.store.Templates.Delete(ctx, f.org.ID, 0, f.template.ID); models.ErrorCode(err) != models.ECONFLICT {
 			t.Errorf("deleting a template in use: %v", err)
 		}
 		refs, err := ns.Refs(ctx, f.org.ID, []models.NotificationSchedule{*updated})
@@ -221,7 +221,7 @@ func TestNotificationStore_PrepareRun(t *testing.T) {
 		if err := ns.DeleteSchedule(ctx, f.org.ID, sc.ID, noSync); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ns.PrepareRun(ctx, models.PrepareRunInput{OrgID: f.org.ID, ScheduleID: sc.ID, ScheduledAt: first.Add(48 * time.Hour)}); err != models.ErrScheduleGone {
+		if _, err := ns.PrepareRun(ctx, models.PrepareRunInput{OrgID: f.org.ID, ScheduleID: sc.ID, ScheduledAt: first.Add(48 * time.Hour)}); !errors.Is(err, models.ErrScheduleGone) {
 			t.Errorf("a deleted schedule: %v", err)
 		}
 	})
@@ -251,7 +251,7 @@ func TestNotificationStore_DeliveryStates(t *testing.T) {
 			{Delivery: &claimed[2], Outcome: models.DeliveryFailed, Detail: "550 no such user"},
 		}
 		// claimed[3] (seq 4) stays sending: attempt a dies here.
-		if _, err := ns.Step(ctx, run.ID, a, out, nil); err != nil {
+		if _, err = ns.Step(ctx, run.ID, a, out, nil); err != nil {
 			t.Fatal(err)
 		}
 		open, err := ns.OpenDeliveries(ctx, run.ID, 1, 7)
@@ -267,7 +267,7 @@ func TestNotificationStore_DeliveryStates(t *testing.T) {
 		if len(open) != 3 || len(stale) != 1 || stale[0].Seq != 4 {
 			t.Fatalf("open %+v", open)
 		}
-		if err := ns.AbandonClaims(ctx, run.ID, b, stale); err != nil {
+		if err = ns.AbandonClaims(ctx, run.ID, b, stale); err != nil {
 			t.Fatal(err)
 		}
 		// Attempt b retries seq 2 (pending again) until it is out of attempts.
@@ -281,7 +281,7 @@ func TestNotificationStore_DeliveryStates(t *testing.T) {
 			}
 		}
 		// A late write of the dead attempt changes nothing.
-		if _, err := ns.Step(ctx, run.ID, a, []models.DeliveryOutcome{{Delivery: &claimed[3], Outcome: models.DeliverySent}}, nil); err != nil {
+		if _, err = ns.Step(ctx, run.ID, a, []models.DeliveryOutcome{{Delivery: &claimed[3], Outcome: models.DeliverySent}}, nil); err != nil {
 			t.Fatal(err)
 		}
 		done, err := ns.FinishRun(ctx, run.ID, "gave up")

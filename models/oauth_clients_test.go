@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -112,7 +113,5 @@ func TestClientStore_CreateRefusesBadRegistrations(t *testing.T) {
 }
 
 func asError(err error, target **models.Error) bool {
-	e, ok := err.(*models.Error)
-	*target = e
-	return ok
+	return errors.As(err, target)
 }

@@ -94,7 +94,7 @@ func (s *OAuthTokenStore) InTx(ctx context.Context, fn func(tx *OAuthTokenTx) er
 	}
 	if err := fn(tx); err != nil {
 		if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
-			return fmt.Errorf("%w (and rolling back: %v)", err, rbErr)
+			return fmt.Errorf("%w (and rolling back: %w)", err, rbErr)
 		}
 		return err
 	}

@@ -30,14 +30,14 @@ func TestStore_CreateOrganization(t *testing.T) {
 		if admin.OrgID != a.ID || admin.Role != models.RoleAdmin || admin.Status != models.UserActive || len(generated) < 16 {
 			t.Fatalf("admin %+v, generated %q", admin, generated)
 		}
-		if _, err := store.Users.Authenticate(ctx, a.ID, "admin@a.example.com", generated, policy, now); err != nil {
+		if _, err = store.Users.Authenticate(ctx, a.ID, "admin@a.example.com", generated, policy, now); err != nil {
 			t.Errorf("the generated password does not sign in: %v", err)
 		}
 		b := &models.Organization{Name: "B"}
 		if _, generated, err := store.CreateOrganization(ctx, b, models.FirstAdmin{Email: "root@b.example.com", Password: "chosen password"}); err != nil || generated != "" {
 			t.Fatalf("with a password: %q, %v", generated, err)
 		}
-		if _, err := store.Users.Authenticate(ctx, b.ID, "root@b.example.com", "chosen password", policy, now); err != nil {
+		if _, err = store.Users.Authenticate(ctx, b.ID, "root@b.example.com", "chosen password", policy, now); err != nil {
 			t.Errorf("the chosen password does not sign in: %v", err)
 		}
 
@@ -52,7 +52,7 @@ func TestStore_CreateOrganization(t *testing.T) {
 			"bad email":      {"C", models.FirstAdmin{Email: "not an email"}, "email"},
 			"short password": {"C", models.FirstAdmin{Email: "x@example.com", Password: "short"}, "password"},
 		} {
-			_, _, err := store.CreateOrganization(ctx, &models.Organization{Name: c.org}, c.admin)
+			_, _, err = store.CreateOrganization(ctx, &models.Organization{Name: c.org}, c.admin)
 			var e *models.Error
 			if !errors.As(err, &e) || e.Code != models.EINVALID || e.Field != c.field {
 				t.Errorf("%s: %v, want EINVALID on %s", name, err, c.field)

@@ -489,7 +489,7 @@ func (s *ConditionConfigStore) DeleteMany(ctx context.Context, orgID int64, f Co
 			return nil
 		}
 		var found []int64
-		q := tx.NewSelect().Model((*ConditionConfig)(nil)).Column("id").Where("org_id = ? AND family = ? AND id IN (?)", orgID, f, bun.In(ids))
+		q := tx.NewSelect().Model((*ConditionConfig)(nil)).Column("id").Where("org_id = ? AND family = ? AND id IN (?)", orgID, f, bun.List(ids))
 		if err := dialectOf(tx).lockRows(q, "UPDATE").Scan(ctx, &found); err != nil {
 			return fmt.Errorf("select condition configs: %w", err)
 		}
@@ -500,7 +500,7 @@ func (s *ConditionConfigStore) DeleteMany(ctx context.Context, orgID int64, f Co
 		err := tx.NewSelect().TableExpr("ca_policy_condition_configs AS pcc").
 			Join("JOIN ca_policies AS p ON p.id = pcc.policy_id").
 			ColumnExpr("DISTINCT pcc.config_id, p.name").
-			Where("pcc.org_id = ? AND pcc.config_id IN (?)", orgID, bun.In(ids)).
+			Where("pcc.org_id = ? AND pcc.config_id IN (?)", orgID, bun.List(ids)).
 			OrderExpr("pcc.config_id, p.name").Scan(ctx, &users)
 		if err != nil {
 			return fmt.Errorf("select policies of condition configs: %w", err)
@@ -524,7 +524,7 @@ func (s *ConditionConfigStore) DeleteMany(ctx context.Context, orgID int64, f Co
 		if len(free) == 0 {
 			return nil
 		}
-		if _, err := tx.NewDelete().Model((*ConditionConfig)(nil)).Where("org_id = ? AND id IN (?)", orgID, bun.In(free)).Exec(ctx); err != nil {
+		if _, err := tx.NewDelete().Model((*ConditionConfig)(nil)).Where("org_id = ? AND id IN (?)", orgID, bun.List(free)).Exec(ctx); err != nil {
 			return fmt.Errorf("delete condition configs: %w", err)
 		}
 		return BumpProtectionVersion(ctx, tx, orgID)

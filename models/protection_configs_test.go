@@ -222,7 +222,7 @@ func TestConditionConfigStore(t *testing.T) {
 		// A policy naming office: the count follows, and delete says 409.
 		p := policyWith(org.ID, models.PolicyCondition{SequenceNumber: 1, FactorType: "ipaddress", Comparator: "in", FactorConfigs: []models.RefID{models.RefID(office.ID)}})
 		p.Name = "Office only"
-		if err := store.Policies.Create(ctx, p, models.PolicyActor{}); err != nil {
+		if err = store.Policies.Create(ctx, p, models.PolicyActor{}); err != nil {
 			t.Fatal(err)
 		}
 		c, err := store.ConditionConfigs.Get(ctx, org.ID, models.FamilyIPSources, office.ID)

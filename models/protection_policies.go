@@ -177,7 +177,7 @@ func loadPolicyDetails(ctx context.Context, db bun.IDB, orgID int64, policies []
 		IncludeAllTrustedSources bool   `bun:"include_all_trusted_sources"`
 	}
 	if err := db.NewSelect().Table("ca_policy_conditions").Column("policy_id", "sequence_number", "factor_type", "comparator", "include_all_trusted_sources").
-		Where("policy_id IN (?)", bun.In(ids)).OrderExpr("policy_id, sequence_number").Scan(ctx, &conds); err != nil {
+		Where("policy_id IN (?)", bun.List(ids)).OrderExpr("policy_id, sequence_number").Scan(ctx, &conds); err != nil {
 		return fmt.Errorf("select policy conditions: %w", err)
 	}
 	var cfgs []struct {
@@ -186,7 +186,7 @@ func loadPolicyDetails(ctx context.Context, db bun.IDB, orgID int64, policies []
 		ConfigID       int64 `bun:"config_id"`
 	}
 	if err := db.NewSelect().Table("ca_policy_condition_configs").Column("policy_id", "sequence_number", "config_id").
-		Where("policy_id IN (?)", bun.In(ids)).OrderExpr("policy_id, sequence_number, position").Scan(ctx, &cfgs); err != nil {
+		Where("policy_id IN (?)", bun.List(ids)).OrderExpr("policy_id, sequence_number, position").Scan(ctx, &cfgs); err != nil {
 		return fmt.Errorf("select policy condition configs: %w", err)
 	}
 	type key struct {
@@ -213,7 +213,7 @@ func loadPolicyDetails(ctx context.Context, db bun.IDB, orgID int64, policies []
 		TargetID int64  `bun:"target_id"`
 	}
 	err := db.NewSelect().TableExpr("ca_policy_assignments AS a").Column("a.policy_id", "a.kind", "a.target_id").
-		Where("a.policy_id IN (?) AND a.kind IN (?)", bun.In(ids), bun.In([]string{assignUser, assignGroup})).
+		Where("a.policy_id IN (?) AND a.kind IN (?)", bun.List(ids), bun.List([]string{assignUser, assignGroup})).
 		Where("(a.kind = ? AND EXISTS (SELECT 1 FROM users AS u WHERE u.id = a.target_id AND u.org_id = ?)) OR "+
 			"(a.kind = ? AND EXISTS (SELECT 1 FROM groups AS g WHERE g.id = a.target_id AND g.org_id = ?))", assignUser, orgID, assignGroup, orgID).
 		OrderExpr("a.policy_id, a.kind, a.target_id").Scan(ctx, &assigned)
@@ -244,7 +244,7 @@ func loadPolicyDetails(ctx context.Context, db bun.IDB, orgID int64, policies []
 		Name string `bun:"name"`
 	}
 	if err := db.NewSelect().Table("notification_templates").Column("id", "name").
-		Where("org_id = ? AND id IN (?)", orgID, bun.In(templateIDs)).Scan(ctx, &names); err != nil {
+		Where("org_id = ? AND id IN (?)", orgID, bun.List(templateIDs)).Scan(ctx, &names); err != nil {
 		return fmt.Errorf("select notification templates: %w", err)
 	}
 	byID := map[int64]string{}
@@ -253,7 +253,7 @@ func loadPolicyDetails(ctx context.Context, db bun.IDB, orgID int64, policies []
 	}
 	for i := range policies {
 		for j := range policies[i].EndpointsSettings {
-			a := &policies[i].EndpointsSettings[j].AdvancedSettings
+			a := &policies[i].EndpointsSettings[j].AdvancedSettings //nolint:gosec // i and j range over the slices they index
 			if id := a.NotificationTemplateID; id != nil {
 				if name, ok := byID[int64(*id)]; ok {
 					a.NotificationTemplate = &TemplateRef{ID: *id, Name: name}
@@ -418,20 +418,20 @@ func (s *PolicyStore) Update(ctx context.Context, orgID, id int64, by PolicyActo
 		if next.IsDefault && next.Name != before.Name {
 			return Invalid("name", "the default policy's name cannot change")
 		}
-		if err := validatePolicy(ctx, tx, next); err != nil {
+		if err = validatePolicy(ctx, tx, next); err != nil {
 			return err
 		}
 		next.UpdatedAt = time.Now().UTC()
-		if err := stampActor(ctx, tx, next, by); err != nil {
+		if err = stampActor(ctx, tx, next, by); err != nil {
 			return err
 		}
-		if _, err := tx.NewUpdate().Model(next).WherePK().Exec(ctx); err != nil {
+		if _, err = tx.NewUpdate().Model(next).WherePK().Exec(ctx); err != nil {
 			return policyWriteError(err)
 		}
-		if err := writePolicyRows(ctx, tx, next, true); err != nil {
+		if err = writePolicyRows(ctx, tx, next, true); err != nil {
 			return err
 		}
-		if err := BumpProtectionVersion(ctx, tx, orgID); err != nil {
+		if err = BumpProtectionVersion(ctx, tx, orgID); err != nil {
 			return err
 		}
 		out, err = s.get(ctx, tx, orgID, id)

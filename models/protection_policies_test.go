@@ -369,7 +369,7 @@ func TestPolicyStore_SubLists(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := store.Policies.Create(ctx, p, models.PolicyActor{}); err != nil {
+		if err = store.Policies.Create(ctx, p, models.PolicyActor{}); err != nil {
 			t.Fatal(err)
 		}
 		if after, _ := store.DeviceGroups.ProtectionVersion(ctx, org.ID); after <= before {
@@ -406,7 +406,7 @@ func TestPolicyStore_SubLists(t *testing.T) {
 			t.Fatalf("default's devices %v %v", devices, err)
 		}
 		// A deleted user drops out of the list and the counts.
-		if err := store.Users.Delete(ctx, org.ID, f.users[2].ID); err != nil {
+		if err = store.Users.Delete(ctx, org.ID, f.users[2].ID); err != nil {
 			t.Fatal(err)
 		}
 		got, err := store.Policies.Get(ctx, org.ID, p.ID)

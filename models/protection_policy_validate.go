@@ -563,7 +563,7 @@ func checkPolicyRefs(ctx context.Context, tx bun.IDB, orgID int64, refs *policyR
 		// KEY SHARE: a concurrent bulk delete of these configs waits for
 		// this transaction, then sees the policy using them (409).
 		q := tx.NewSelect().Table("ca_condition_configs").Column("id", "family").
-			Where("org_id = ? AND id IN (?)", orgID, bun.In(mapKeys(refs.configs)))
+			Where("org_id = ? AND id IN (?)", orgID, bun.List(mapKeys(refs.configs)))
 		err := dialectOf(tx).lockRows(q, "KEY SHARE").Scan(ctx, &rows)
 		if err != nil {
 			return fmt.Errorf("select condition configs: %w", err)
@@ -589,7 +589,7 @@ func checkPolicyRefs(ctx context.Context, tx bun.IDB, orgID int64, refs *policyR
 			return nil, nil
 		}
 		var found []int64
-		q := tx.NewSelect().Table(table).Column("id").Where("org_id = ? AND id IN (?)", orgID, bun.In(ids))
+		q := tx.NewSelect().Table(table).Column("id").Where("org_id = ? AND id IN (?)", orgID, bun.List(ids))
 		if extra != "" {
 			q = q.Where(extra)
 		}
@@ -657,7 +657,7 @@ func checkPolicyRefs(ctx context.Context, tx bun.IDB, orgID int64, refs *policyR
 	}
 	if len(refs.apps) > 0 {
 		var found []string
-		err := tx.NewSelect().Table("oauth_clients").Column("id").Where("org_id = ? AND id IN (?)", orgID, bun.In(mapKeys(refs.apps))).Scan(ctx, &found)
+		err := tx.NewSelect().Table("oauth_clients").Column("id").Where("org_id = ? AND id IN (?)", orgID, bun.List(mapKeys(refs.apps))).Scan(ctx, &found)
 		if err != nil {
 			return fmt.Errorf("select oauth clients: %w", err)
 		}
@@ -680,7 +680,7 @@ func checkDeviceGroupRefs(ctx context.Context, tx bun.IDB, orgID int64, refs *po
 		return nil
 	}
 	var found []int64
-	if err := tx.NewSelect().Table("device_groups").Column("id").Where("org_id = ? AND id IN (?)", orgID, bun.In(ids)).Scan(ctx, &found); err != nil {
+	if err := tx.NewSelect().Table("device_groups").Column("id").Where("org_id = ? AND id IN (?)", orgID, bun.List(ids)).Scan(ctx, &found); err != nil {
 		return fmt.Errorf("select device groups: %w", err)
 	}
 	byField := map[string][]string{}

@@ -117,9 +117,10 @@ func (a AccountBlockingSettings) Validate() error {
 	return nil
 }
 
-// Offline MFA actions (spec 2.12) and limits of the settings' lists.
+// OfflineMFAActions are the offline MFA actions (spec 2.12).
 var OfflineMFAActions = []string{"InteractiveLogon", "MachineUnlock", "RDP", "SSH", "UAC", "Sudo"}
 
+// Limits of the settings' lists.
 const (
 	// MaxAssignedIDs caps devices_assignment.device_ids and group_ids each.
 	MaxAssignedIDs = 1000

@@ -31,7 +31,7 @@ func TestSettingsStore(t *testing.T) {
 		got.AccountBlocking.FailedAttemptsThreshold = 3
 		got.AccountBlocking.IsBlockForever = true
 		got.AccountBlocking.BlockingDuration = 0
-		if err := settings.Put(ctx, org.ID, got); err != nil {
+		if err = settings.Put(ctx, org.ID, got); err != nil {
 			t.Fatalf("Put: %v", err)
 		}
 		again, err := settings.Get(ctx, org.ID)
@@ -43,7 +43,7 @@ func TestSettingsStore(t *testing.T) {
 		}
 
 		// A document stored with fewer fields keeps the defaults of the rest.
-		if _, err := db.NewUpdate().Table("admin_settings").
+		if _, err = db.NewUpdate().Table("admin_settings").
 			Set("settings = ?", `{"account_blocking_settings":{"failed_attempts_threshold":7}}`).
 			Set("updated_at = ?", time.Now().UTC()).
 			Where("org_id = ?", org.ID).Exec(ctx); err != nil {

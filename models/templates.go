@@ -255,7 +255,7 @@ func (s *TemplateStore) ReadFile(ctx context.Context, t *Template, id int64) ([]
 	if err != nil {
 		return nil, "", err
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }() // only read: a failed close loses nothing
 	data, err := io.ReadAll(io.LimitReader(r, TemplateLimits.MaxAttachmentSize+1))
 	if err != nil {
 		return nil, "", fmt.Errorf("read template file %d: %w", id, err)

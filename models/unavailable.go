@@ -123,7 +123,7 @@ func retryWait(n int) time.Duration {
 	for range n - 1 {
 		d *= 3
 	}
-	return d/2 + rand.N(d)
+	return d/2 + rand.N(d) //nolint:gosec // jitter of a retry's delay: nothing to predict
 }
 
 // sleepCtx waits d or until ctx ends; false when ctx ended.

@@ -95,7 +95,7 @@ func TestIsUnavailable_SQLiteBusy(t *testing.T) {
 	}
 	defer b.Close()
 	ctx := context.Background()
-	if _, err := a.ExecContext(ctx, "CREATE TABLE t (n INTEGER)"); err != nil {
+	if _, err = a.ExecContext(ctx, "CREATE TABLE t (n INTEGER)"); err != nil {
 		t.Fatal(err)
 	}
 	conn, err := a.Conn(ctx)
@@ -103,7 +103,7 @@ func TestIsUnavailable_SQLiteBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if _, err = conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		t.Fatal(err)
 	}
 	defer conn.ExecContext(ctx, "ROLLBACK") //nolint:errcheck

@@ -56,7 +56,7 @@ func TestUserStore_ListScansLikeBun(t *testing.T) {
 			ApplicationService: models.ApplicationService{ID: "ad", Name: "Active Directory", ServiceName: "AD", Logo: "x"},
 			CreationTime:       time.Date(2025, 1, 2, 3, 4, 5, 6000, time.UTC), ModifiedTime: time.Date(2025, 2, 3, 4, 5, 6, 0, time.UTC)}
 		if _, err := db.NewUpdate().Model((*models.User)(nil)).Set("primary_source = ?", src).Set("is_domain_verified = ?", true).
-			Where("id IN (?)", bun.In(ids[3:6])).Exec(ctx); err != nil {
+			Where("id IN (?)", bun.List(ids[3:6])).Exec(ctx); err != nil {
 			t.Fatal(err)
 		}
 		group := &models.Group{OrgID: org.ID, Name: "all"}

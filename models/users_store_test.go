@@ -98,7 +98,7 @@ func TestUserStore_UpdateManager(t *testing.T) {
 		_, err = users.Update(ctx, org.ID, a.ID, setManager(123), nil)
 		wantInvalid(t, err, "manager")
 		// Moving c under a is no cycle.
-		if _, err := users.Update(ctx, org.ID, c.ID, setManager(a.ID), nil); err != nil {
+		if _, err = users.Update(ctx, org.ID, c.ID, setManager(a.ID), nil); err != nil {
 			t.Fatalf("valid manager change: %v", err)
 		}
 		pw := "a new long password"
@@ -106,7 +106,7 @@ func TestUserStore_UpdateManager(t *testing.T) {
 		if err != nil || got.Title != "Chief" || !secret.VerifyPassword(got.PasswordHash, pw) {
 			t.Errorf("update title and password = %+v, %v", got, err)
 		}
-		if _, err := users.Update(ctx, newOrg(t, models.NewStore(db)).ID, c.ID, setManager(a.ID), nil); models.ErrorCode(err) != models.ENOTFOUND {
+		if _, err = users.Update(ctx, newOrg(t, models.NewStore(db)).ID, c.ID, setManager(a.ID), nil); models.ErrorCode(err) != models.ENOTFOUND {
 			t.Errorf("update from another organization = %v, want ENOTFOUND", err)
 		}
 

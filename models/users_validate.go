@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -38,8 +39,8 @@ func checkUser(u *User) error {
 	var causes []Cause
 	bad := func(field, detail string) { causes = append(causes, Cause{Title: field, Detail: detail}) }
 
-	if err := checkEmail(u.Email); err != nil {
-		bad("email", err.(*Error).Detail)
+	if emailErr := (*Error)(nil); errors.As(checkEmail(u.Email), &emailErr) {
+		bad("email", emailErr.Detail)
 	} else if len(u.Email) > MaxEmailLen {
 		bad("email", "must be at most 254 characters")
 	}

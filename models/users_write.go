@@ -138,14 +138,14 @@ func deleteUsers(ctx context.Context, tx bun.Tx, orgID int64, ids []int64) ([]in
 	err := tx.NewUpdate().Model((*User)(nil)).
 		Set("manager_id = NULL").
 		Set("updated_at = ?", time.Now().UTC()).
-		Where("org_id = ? AND manager_id IN (?) AND id NOT IN (?)", orgID, bun.In(ids), bun.In(ids)).
+		Where("org_id = ? AND manager_id IN (?) AND id NOT IN (?)", orgID, bun.List(ids), bun.List(ids)).
 		Returning("id").
 		Scan(ctx, &reports)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("clear manager of reports: %w", err)
 	}
 	err = tx.NewDelete().Model((*User)(nil)).
-		Where("org_id = ? AND id IN (?)", orgID, bun.In(ids)).
+		Where("org_id = ? AND id IN (?)", orgID, bun.List(ids)).
 		Returning("id").
 		Scan(ctx, &deleted)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {

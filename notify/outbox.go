@@ -78,8 +78,11 @@ func (o *Outbox) logLine(kind, to, summary, path string) error {
 	if err != nil {
 		return temporary(0, fmt.Errorf("open outbox log: %w", err))
 	}
-	defer f.Close()
-	if _, err := f.WriteString(line); err != nil {
+	_, err = f.WriteString(line)
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
 		return temporary(0, fmt.Errorf("write outbox log: %w", err))
 	}
 	if o.Log != nil {

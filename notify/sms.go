@@ -77,7 +77,7 @@ func postWithRetry(ctx context.Context, hc *http.Client, retry HTTPRetry, newReq
 			last = temporary(0, err)
 		} else {
 			body, readErr := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-			resp.Body.Close()
+			_ = resp.Body.Close() // read: a failed close loses nothing
 			switch {
 			case resp.StatusCode >= 200 && resp.StatusCode < 300:
 				if readErr != nil { // accepted; the body is only a receipt

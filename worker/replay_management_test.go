@@ -57,7 +57,7 @@ func recordManagement(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobs := []*models.Job{job}
-	if err := env.Jobs.Launch(ctx, job); err != nil {
+	if err = env.Jobs.Launch(ctx, job); err != nil {
 		t.Fatal(err)
 	}
 	env.WaitJob(env.Org, job.ID, time.Minute, func(j *models.Job) bool { return j.Status.Finished() })

@@ -57,8 +57,8 @@ func startJob(ctx workflow.Context, in JobInput) (*jobRun, error) {
 	if in.Resume != nil {
 		r.info, r.next, r.progress = in.Resume.Info, in.Resume.Next, in.Resume.Progress
 	} else {
-		ctx := workflow.WithActivityOptions(ctx, bookkeepingOptions)
-		if err := workflow.ExecuteActivity(ctx, jobActivities.StartJob, in.Job).Get(ctx, &r.info); err != nil {
+		actx := workflow.WithActivityOptions(ctx, bookkeepingOptions)
+		if err := workflow.ExecuteActivity(actx, jobActivities.StartJob, in.Job).Get(actx, &r.info); err != nil {
 			return nil, err
 		}
 		r.progress = r.info.Progress

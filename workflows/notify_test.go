@@ -54,7 +54,7 @@ func TestNotificationRun_SendsChunksOnTheNotifyQueueAndRetriesLater(t *testing.T
 			return activities.RunInfo{RunID: 99, Total: 1200, Status: activities.RunStatusRunning}, nil
 		})
 	calls := &chunkCalls{queues: map[string]int{}}
-	var now func() time.Time = env.Now
+	now := env.Now
 	env.OnActivity(notifyActivities.SendNotificationChunk, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.ChunkInput) (activities.ChunkResult, error) {
 			calls.mu.Lock()

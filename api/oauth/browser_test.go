@@ -113,7 +113,7 @@ func TestBrowserFlow(t *testing.T) {
 		if err != nil || !strings.Contains(scopes, "svc.job.READ") || !strings.Contains(scopes, "svc.job.DELETE") {
 			t.Errorf("the consent page lists %q (%v), want both scopes", scopes, err)
 		}
-		if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("allow")), chromedp.WaitVisible(chromedp.ID("done"))); err != nil {
+		if err = chromedp.Do(ctx, chromedp.Click(chromedp.ID("allow")), chromedp.WaitVisible(chromedp.ID("done"))); err != nil {
 			t.Fatalf("consent page: %v", err)
 		}
 		var q url.Values

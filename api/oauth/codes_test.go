@@ -114,7 +114,7 @@ func TestCode_RedirectURIMismatch(t *testing.T) {
 		code := f.code(authParams(client, "svc.job.READ")).Get("code")
 		for _, redirect := range []string{other, "", callback + "/"} {
 			r := f.exchange(client, secret, code, redirect)
-			if code, _ := r.oauthError(t); r.status != http.StatusBadRequest || code != "invalid_grant" {
+			if errCode, _ := r.oauthError(t); r.status != http.StatusBadRequest || errCode != "invalid_grant" {
 				t.Errorf("redirect_uri %q: %d %s, want 400 invalid_grant", redirect, r.status, r.body)
 			}
 		}
@@ -131,11 +131,11 @@ func TestCode_ClientMismatch(t *testing.T) {
 		code := f.code(authParams(client, "svc.job.READ")).Get("code")
 
 		r := f.exchange(client, secret+"x", code, callback)
-		if code, _ := r.oauthError(t); r.status != http.StatusUnauthorized || code != "invalid_client" {
+		if errCode, _ := r.oauthError(t); r.status != http.StatusUnauthorized || errCode != "invalid_client" {
 			t.Errorf("wrong secret: %d %s, want 401 invalid_client", r.status, r.body)
 		}
 		r = f.exchange(other, otherSecret, code, callback)
-		if code, _ := r.oauthError(t); r.status != http.StatusBadRequest || code != "invalid_grant" {
+		if errCode, _ := r.oauthError(t); r.status != http.StatusBadRequest || errCode != "invalid_grant" {
 			t.Errorf("another client: %d %s, want 400 invalid_grant", r.status, r.body)
 		}
 		f.exchange(client, secret, code, callback).tokens(t)
@@ -200,7 +200,7 @@ func TestPKCE(t *testing.T) {
 					return f.tokenCall("/oauth/v2/token", nil, form)
 				}
 				r := public("code_verifier", strings.Repeat("w", 43))
-				if code, _ := r.oauthError(t); code != "invalid_grant" {
+				if errCode, _ := r.oauthError(t); errCode != "invalid_grant" {
 					t.Errorf("wrong verifier: %d %s, want invalid_grant", r.status, r.body)
 				}
 				// A wrong verifier spends the challenge: a new code is needed.

@@ -34,7 +34,7 @@ const (
 var b64 = base64.RawURLEncoding
 
 func (s *Server) setCookie(w http.ResponseWriter, name, value string, maxAge int) {
-	http.SetCookie(w, &http.Cookie{
+	http.SetCookie(w, &http.Cookie{ //nolint:gosec // HttpOnly and SameSite are set; Secure follows the configuration (off only for plain-HTTP development)
 		Name:     name,
 		Value:    value,
 		Path:     cookiePath,

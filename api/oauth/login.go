@@ -52,7 +52,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.setSignIn(w, user.ID, org)
-	http.Redirect(w, r, authPath+"?"+req.raw, http.StatusSeeOther)
+	http.Redirect(w, r, authPath+"?"+req.raw, http.StatusSeeOther) //nolint:gosec // a redirect to this server's own authorization path
 }
 
 // signInRefused is the sign-in page's one answer to every refused sign-in:

@@ -57,7 +57,7 @@ func (h *refreshHandler) HandleTokenEndpointRequest(ctx context.Context, req fos
 	case err != nil:
 		return fosite.ErrServerError.WithWrap(err).WithDebug(err.Error())
 	}
-	if err := h.strategy.ValidateRefreshToken(ctx, orig, token); err != nil {
+	if err = h.strategy.ValidateRefreshToken(ctx, orig, token); err != nil {
 		return fosite.ErrInvalidGrant.WithHint("The refresh token is invalid.").WithWrap(err).WithDebug(err.Error())
 	}
 	if orig.GetClient().GetID() != req.GetClient().GetID() {

@@ -61,10 +61,10 @@ func (s *Server) revokeToken(r *http.Request, token, clientID string) error {
 	}
 	req, err := s.tokens.GetRefreshTokenSession(ctx, s.strategy.RefreshTokenSignature(ctx, token), new(Session))
 	if err == nil && s.strategy.ValidateRefreshToken(ctx, req, token) == nil {
-		if err := fromClient(req); err != nil {
+		if err = fromClient(req); err != nil {
 			return err
 		}
-		err := s.tokens.InTx(ctx, func(ctx context.Context) error {
+		err = s.tokens.InTx(ctx, func(ctx context.Context) error {
 			if err := s.tokens.RevokeRefreshToken(ctx, req.GetID()); err != nil {
 				return err
 			}

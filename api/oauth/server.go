@@ -19,7 +19,7 @@ const (
 	authPath     = "/oauth/v2/auth"
 	loginPath    = "/oauth/v2/login"
 	consentPath  = "/oauth/v2/consent"
-	tokenPath    = "/oauth/v2/token"
+	tokenPath    = "/oauth/v2/token" //nolint:gosec // a URL path, not a credential
 	revokePath   = "/oauth/v2/token/revoke"
 	metadataPath = "/.well-known/oauth-authorization-server"
 )
@@ -84,7 +84,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		tokenLim: newLimiter(cfg.TokenRate),
 		loginLim: newLimiter(cfg.LoginRate),
 	}
-	s.userStates = newUserStates(cfg.UserStateTTL, s.users)
+	if s.userStates, err = newUserStates(cfg.UserStateTTL, s.users); err != nil {
+		return nil, err
+	}
 	s.provider, s.strategy = newProvider(cfg, k, s.tokens, s.users)
 	s.mux = http.NewServeMux()
 	for _, e := range endpoints {

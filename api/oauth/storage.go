@@ -117,7 +117,7 @@ func (s *storage) InTx(ctx context.Context, fn func(ctx context.Context) error) 
 	}
 	if err := fn(ctx); err != nil {
 		if rbErr := s.Rollback(ctx); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
-			return fmt.Errorf("%w (and rolling back: %v)", err, rbErr)
+			return fmt.Errorf("%w (and rolling back: %w)", err, rbErr)
 		}
 		return err
 	}

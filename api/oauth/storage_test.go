@@ -94,7 +94,7 @@ func TestStorage_AuthorizeCode(t *testing.T) {
 			t.Errorf("scopes %v, form %v not kept", got.GetGrantedScopes(), got.GetRequestForm())
 		}
 
-		if err := f.store.InvalidateAuthorizeCodeSession(ctx, "code-sig"); err != nil {
+		if err = f.store.InvalidateAuthorizeCodeSession(ctx, "code-sig"); err != nil {
 			t.Fatalf("invalidate: %v", err)
 		}
 		used, err := f.store.GetAuthorizeCodeSession(ctx, "code-sig", new(fosite.DefaultSession))

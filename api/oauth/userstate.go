@@ -3,10 +3,12 @@ package oauth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2"
+
 	"iam/models"
-	"iam/models/lru"
 )
 
 // A token is only as good as its user: every use of an access token (and
@@ -44,8 +46,12 @@ type userStates struct {
 	fetch func(ctx context.Context, orgID, userID int64) (*models.User, error)
 }
 
-func newUserStates(ttl time.Duration, users *models.UserStore) *userStates {
-	return &userStates{ttl: ttl, now: time.Now, cache: lru.New[userKey, cachedUserState](userStateCacheSize), fetch: users.TokenState}
+func newUserStates(ttl time.Duration, users *models.UserStore) (*userStates, error) {
+	cache, err := lru.New[userKey, cachedUserState](userStateCacheSize)
+	if err != nil {
+		return nil, fmt.Errorf("user state cache: %w", err)
+	}
+	return &userStates{ttl: ttl, now: time.Now, cache: cache, fetch: users.TokenState}, nil
 }
 
 // get returns the user's token state, or nil when the user does not exist
@@ -64,7 +70,7 @@ func (u *userStates) get(ctx context.Context, orgID, userID int64) (*models.User
 		return nil, err
 	}
 	if u.ttl > 0 {
-		u.cache.Put(key, cachedUserState{user: user, fetched: now})
+		u.cache.Add(key, cachedUserState{user: user, fetched: now})
 	}
 	return user, nil
 }

@@ -5,8 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/golang-lru/v2"
+
 	"iam/models"
-	"iam/models/lru"
 )
 
 // TestUserStates_CachedBrieflyAndBounded: a user's state is read once per
@@ -15,10 +16,14 @@ import (
 func TestUserStates_CachedBrieflyAndBounded(t *testing.T) {
 	now := time.Unix(1000, 0)
 	fetches := map[int64]int{}
+	cache, err := lru.New[userKey, cachedUserState](userStateCacheSize)
+	if err != nil {
+		t.Fatal(err)
+	}
 	u := &userStates{
 		ttl:   2 * time.Second,
 		now:   func() time.Time { return now },
-		cache: lru.New[userKey, cachedUserState](userStateCacheSize),
+		cache: cache,
 		fetch: func(_ context.Context, orgID, userID int64) (*models.User, error) {
 			fetches[userID]++
 			if orgID != 1 {

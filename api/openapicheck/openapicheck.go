@@ -76,7 +76,7 @@ func (c *Checker) CheckRouteOrError(t testing.TB, req *http.Request, resp *http.
 func (c *Checker) validate(req *http.Request, resp *http.Response, body []byte) error {
 	route, params, err := c.router.FindRoute(req)
 	if err != nil {
-		return fmt.Errorf("%s %s is not in the OpenAPI document: %v", req.Method, req.URL.Path, err)
+		return fmt.Errorf("%s %s is not in the OpenAPI document: %w", req.Method, req.URL.Path, err)
 	}
 	in := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: &openapi3filter.RequestValidationInput{
@@ -94,7 +94,7 @@ func (c *Checker) validate(req *http.Request, resp *http.Response, body []byte) 
 		},
 	}
 	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
-		return fmt.Errorf("%s %s answered %d with a body the OpenAPI document does not allow: %v\nbody: %s",
+		return fmt.Errorf("%s %s answered %d with a body the OpenAPI document does not allow: %w\nbody: %s",
 			req.Method, req.URL.String(), resp.StatusCode, err, truncate(body, 2000))
 	}
 	return nil

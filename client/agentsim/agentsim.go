@@ -91,7 +91,7 @@ func (a *Agent) post(ctx context.Context, path, auth string, body any, out any) 
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // only read: a failed close loses nothing
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
 	if err != nil {
 		return resp.StatusCode, err

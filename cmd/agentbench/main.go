@@ -84,7 +84,7 @@ func run(ctx context.Context, o options) error {
 	} else {
 		defer os.RemoveAll(work)
 	}
-	if err := os.Chmod(work, 0o755); err != nil { // the PostgreSQL user must reach its folder
+	if err = os.Chmod(work, 0o755); err != nil { // the PostgreSQL user must reach its folder
 		return err
 	}
 	bin, err := iamproc.Build(work, "iam", "nodev") // serve as the image ships it
@@ -97,7 +97,7 @@ func run(ctx context.Context, o options) error {
 	}
 	defer pg.Stop()
 	if out, err := pg.Command(ctx, "createdb", "-h", "127.0.0.1", "-p", strconv.Itoa(pg.Port()), "-U", "postgres", "bench").CombinedOutput(); err != nil {
-		return fmt.Errorf("createdb: %v\n%s", err, out)
+		return fmt.Errorf("createdb: %w\n%s", err, out)
 	}
 	dsn := pg.URL("bench").String()
 	encKey := secret.NewKey()
@@ -109,7 +109,7 @@ func run(ctx context.Context, o options) error {
 		"IAM_AGENT_REGISTRATIONS_PER_ADDRESS=1000000", "IAM_AGENT_REGISTRATIONS_PER_KEY=1000000",
 		fmt.Sprintf("IAM_MAX_DEVICES_PER_ORG=%d", max(o.devices, 100_000))}
 	if out, err := iamproc.Run(bin, env, "migrate", "up"); err != nil {
-		return fmt.Errorf("migrate: %v\n%s", err, out)
+		return fmt.Errorf("migrate: %w\n%s", err, out)
 	}
 	key, err := installKey(ctx, dsn, encKey)
 	if err != nil {

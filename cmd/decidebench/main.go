@@ -96,9 +96,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return err
 	}
 	defer db.Close()
-	db.DB.SetMaxOpenConns(cfg.concurrency + 8)
-	db.DB.SetMaxIdleConns(cfg.concurrency + 8)
-	if _, err := models.MigrateUp(ctx, db); err != nil {
+	db.SetMaxOpenConns(cfg.concurrency + 8)
+	db.SetMaxIdleConns(cfg.concurrency + 8)
+	if _, err = models.MigrateUp(ctx, db); err != nil {
 		return err
 	}
 	store := models.NewStore(db)
@@ -236,7 +236,7 @@ func timeDecisions(ctx context.Context, store *models.Store, s *seeded, snap *de
 	for _, u := range users {
 		facts, err := store.DeviceGroups.DecisionFacts(ctx, s.org.ID, u, 0)
 		if err != nil || !facts.UserExists {
-			return fmt.Errorf("user groups: %v", err)
+			return fmt.Errorf("user groups: %w", err)
 		}
 		groups[u] = facts.UserGroups
 	}

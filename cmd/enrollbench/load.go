@@ -54,7 +54,7 @@ func bulkLoad(ctx context.Context, db *bun.DB, orgID int64, cfgID string, n int)
 	if models.IsPostgres(db) {
 		empty = "TRUNCATE enrollments"
 	}
-	if _, err := db.ExecContext(ctx, empty); err != nil {
+	if _, err = db.ExecContext(ctx, empty); err != nil {
 		return 0, err
 	}
 	now := time.Now().UTC()

@@ -126,7 +126,7 @@ func startPostgres(ctx context.Context) (*pgcluster.Cluster, error) {
 	}
 	if out, err := pg.Command(ctx, "createdb", "-h", "127.0.0.1", "-p", strconv.Itoa(pg.Port()), "-U", "postgres", "bench").CombinedOutput(); err != nil {
 		pg.Stop()
-		return nil, fmt.Errorf("createdb: %v\n%s", err, out)
+		return nil, fmt.Errorf("createdb: %w\n%s", err, out)
 	}
 	return pg, nil
 }

@@ -65,7 +65,7 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 	}
 	fmt.Printf("[%s] migrating and seeding %d users ...\n", r.mode, rows)
 	if out, err := iamproc.Run(bin, append(env, "IAM_DATABASE_URL="+storeURL), "migrate", "up"); err != nil {
-		return r, fmt.Errorf("migrate: %v\n%s", err, out)
+		return r, fmt.Errorf("migrate: %w\n%s", err, out)
 	}
 	db, err := models.Open(ctx, storeURL)
 	if err != nil {
@@ -74,14 +74,14 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 	defer db.Close()
 	store := models.NewStore(db)
 	org := &models.Organization{Name: "Bench"}
-	if err := store.Orgs.Create(ctx, org); err != nil {
+	if err = store.Orgs.Create(ctx, org); err != nil {
 		return r, err
 	}
 	admin := &models.User{OrgID: org.ID, Email: adminEmail, Role: models.RoleAdmin, Status: models.UserActive}
-	if err := models.NewStore(db).Users.Create(ctx, admin, ""); err != nil {
+	if err = models.NewStore(db).Users.Create(ctx, admin, ""); err != nil {
 		return r, err
 	}
-	if err := seedUsers(ctx, db, org.ID, rows); err != nil {
+	if err = seedUsers(ctx, db, org.ID, rows); err != nil {
 		return r, fmt.Errorf("seed users: %w", err)
 	}
 
@@ -113,17 +113,17 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 	}
 	defer api.Stop()
 	base := "http://" + addr
-	if err := iamproc.WaitFor(base+"/readyz", 2*time.Minute); err != nil {
+	if err = iamproc.WaitFor(base+"/readyz", 2*time.Minute); err != nil {
 		return r, err
 	}
 	out, err := iamproc.Run(bin, env, "token", "--user", adminEmail, "--scopes", "svc.quick_enrollment.ALL,svc.job.READ")
 	if err != nil {
-		return r, fmt.Errorf("iam token: %v\n%s", err, out)
+		return r, fmt.Errorf("iam token: %w\n%s", err, out)
 	}
 	var tok struct {
 		AccessToken string `json:"access_token"`
 	}
-	if err := json.Unmarshal([]byte(lastLine(out)), &tok); err != nil || tok.AccessToken == "" {
+	if err = json.Unmarshal([]byte(lastLine(out)), &tok); err != nil || tok.AccessToken == "" {
 		return r, fmt.Errorf("iam token printed %q", out)
 	}
 	cfgID, err := smsConfig(base, tok.AccessToken)

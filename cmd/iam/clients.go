@@ -73,7 +73,7 @@ func clientsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 			}{c, secret}
 			enc := json.NewEncoder(stdout)
 			enc.SetIndent("", "  ")
-			if err := enc.Encode(out); err != nil {
+			if err := enc.Encode(out); err != nil { //nolint:gosec // the command prints the new client's secret to its operator, once
 				return err
 			}
 			if secret != "" {

@@ -65,7 +65,7 @@ func checkSchema(ctx context.Context, db *bun.DB) error {
 	if err != nil {
 		return err
 	}
-	if err := m.Init(ctx); err != nil {
+	if err = m.Init(ctx); err != nil {
 		return fmt.Errorf("read migration state: %w", err)
 	}
 	// Not MissingMigrations: that lists applied migrations the binary no

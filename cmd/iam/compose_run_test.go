@@ -340,7 +340,7 @@ func composeStartTOTPEnrollment(t *testing.T, addr, token string, rows, chunk in
 			ID string `json:"id"`
 		} `json:"data"`
 	}
-	if err := json.Unmarshal(data, &accepted); err != nil {
+	if err = json.Unmarshal(data, &accepted); err != nil {
 		t.Fatalf("upload-csv: %v: %.500s", err, data)
 	}
 	id, err := models.ParseID("id", accepted.Data.ID)

@@ -229,7 +229,7 @@ func TestCompose_GenEnvWritesUsableKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 		if out, err := exec.Command("sh", path).CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("%v: %s", err, out)
+			return nil, fmt.Errorf("%w: %s", err, out)
 		}
 		fi, err := os.Stat(filepath.Join(root, ".env"))
 		if err != nil {
@@ -259,13 +259,13 @@ func TestCompose_GenEnvWritesUsableKeys(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the keys gen-env.sh wrote do not load: %v", err)
 	}
-	if _, err := oauthSecret(cfg.OAuth, "", false); err != nil {
+	if _, err = oauthSecret(cfg.OAuth, "", false); err != nil {
 		t.Errorf("serve would refuse IAM_SECRET_KEY: %v", err)
 	}
-	if _, err := loadCompose(t, first); err != nil {
+	if _, err = loadCompose(t, first); err != nil {
 		t.Errorf("docker-compose.yml does not load with them: %v", err)
 	}
-	if _, err := run(root); err == nil || !strings.Contains(err.Error(), ".env exists") {
+	if _, err = run(root); err == nil || !strings.Contains(err.Error(), ".env exists") {
 		t.Errorf("a second run over an existing .env: %v, want a refusal", err)
 	}
 	second, err := run(t.TempDir())

@@ -108,7 +108,7 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 	}
 	defer tc.Close()
 	w := worker.New(tc, worker.Deps{Store: store, Secrets: secrets, MgmtExecutionTimeout: cfg.MgmtExecutionTimeout})
-	if err := w.Start(); err != nil {
+	if err = w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
 	defer w.Stop()

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -81,7 +80,8 @@ func (b *e2eBuild) build(t *testing.T, tags string) string {
 		e2eRemoveWhenProcessEnds(dir)
 		goTool, err := exec.LookPath("go")
 		if err != nil {
-			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+			b.err = fmt.Errorf("no go command to build ./cmd/iam: %w", err)
+			return
 		}
 		path := filepath.Join(dir, "iam")
 		began := time.Now()
@@ -89,7 +89,7 @@ func (b *e2eBuild) build(t *testing.T, tags string) string {
 		// it: a third smaller and quicker to link.
 		out, err := exec.Command(goTool, "build", "-tags", tags, "-ldflags=-s -w", "-o", path, ".").CombinedOutput()
 		if err != nil {
-			b.err = fmt.Errorf("go build -tags %q ./cmd/iam: %v\n%s", tags, err, out)
+			b.err = fmt.Errorf("go build -tags %q ./cmd/iam: %w\n%s", tags, err, out)
 			return
 		}
 		t.Logf("built %s (-tags %q) in %v", path, tags, time.Since(began).Round(time.Millisecond))

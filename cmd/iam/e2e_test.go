@@ -444,7 +444,7 @@ func e2eMigrationNames(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Init(ctx); err != nil {
+	if err = m.Init(ctx); err != nil {
 		t.Fatal(err)
 	}
 	ms, err := m.MigrationsWithStatus(ctx)

@@ -41,17 +41,18 @@ func enrollmentSecrets(cfg Config, dataDir string) (*secret.Box, error) {
 
 // devKey reads the key file at path, creating it (mode 0600) on first use.
 func devKey(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(path) //nolint:gosec // the key file the operator configured
 	if err == nil {
 		return strings.TrimSpace(string(b)), nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("read the encryption key: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err = os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return "", fmt.Errorf("create the data directory: %w", err)
 	}
 	key := secret.NewKey()
+	//nolint:gosec // the key file the operator configured
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) { // another process made it first
 		return devKey(path)

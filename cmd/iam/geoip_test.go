@@ -20,7 +20,7 @@ func writeGeoDB(t *testing.T) string {
 		t.Fatal(err)
 	}
 	_, n, _ := net.ParseCIDR("81.0.0.0/8")
-	if err := tree.Insert(n, mmdbtype.Map{"country": mmdbtype.Map{"iso_code": mmdbtype.String("FR")}}); err != nil {
+	if err = tree.Insert(n, mmdbtype.Map{"country": mmdbtype.Map{"iso_code": mmdbtype.String("FR")}}); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "geo.mmdb")

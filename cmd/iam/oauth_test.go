@@ -118,7 +118,7 @@ func TestTokenAndClientsCommands(t *testing.T) {
 		t.Fatalf("iam token: %v\n%s", err, errOut)
 	}
 	var tok oauth.TokenResponse
-	if err := json.Unmarshal([]byte(out), &tok); err != nil {
+	if err = json.Unmarshal([]byte(out), &tok); err != nil {
 		t.Fatalf("iam token printed %q: %v", out, err)
 	}
 	if tok.TokenType != "Bearer" || tok.ExpiresIn != 3600 || tok.RefreshToken == "" || tok.Scope != "svc.job.READ svc.user.ALL" {
@@ -134,10 +134,10 @@ func TestTokenAndClientsCommands(t *testing.T) {
 	if _, errOut, err := runCLI(t, environ, "token", "--user", defaultAdminEmail, "--scopes", "svc.job.READ"); err != nil || strings.Contains(errOut, "Registered") {
 		t.Errorf("second token: %v, stderr %q (the self client is made once)", err, errOut)
 	}
-	if _, _, err := runCLI(t, environ, "token", "--user", "nobody@example.com", "--scopes", "svc.job.READ"); err == nil {
+	if _, _, err = runCLI(t, environ, "token", "--user", "nobody@example.com", "--scopes", "svc.job.READ"); err == nil {
 		t.Error("a token for an unknown user")
 	}
-	if _, _, err := runCLI(t, environ, "token", "--user", defaultAdminEmail, "--scopes", "svc.nothing.READ"); err == nil {
+	if _, _, err = runCLI(t, environ, "token", "--user", defaultAdminEmail, "--scopes", "svc.nothing.READ"); err == nil {
 		t.Error("a token with an unknown scope")
 	}
 
@@ -151,14 +151,14 @@ func TestTokenAndClientsCommands(t *testing.T) {
 		Secret string `json:"client_secret"`
 		Type   string `json:"type"`
 	}
-	if err := json.Unmarshal([]byte(out), &created); err != nil || created.Secret == "" || created.Type != "server" {
+	if err = json.Unmarshal([]byte(out), &created); err != nil || created.Secret == "" || created.Type != "server" {
 		t.Fatalf("clients create printed %s (%v)", out, err)
 	}
 	stored, err := store.OAuthClients.Get(ctx, created.ID)
 	if err != nil || !models.ClientSecretMatches(stored.SecretHash, created.Secret) || strings.Contains(stored.SecretHash, created.Secret) {
 		t.Errorf("stored client %+v, %v: want the secret's hash only", stored, err)
 	}
-	if _, _, err := runCLI(t, environ, "clients", "create", "--name", "Bad", "--type", "server", "--redirect-uri", "http://example.com/cb"); err == nil {
+	if _, _, err = runCLI(t, environ, "clients", "create", "--name", "Bad", "--type", "server", "--redirect-uri", "http://example.com/cb"); err == nil {
 		t.Error("clients create accepted a plain-http redirect URI and no homepage")
 	}
 	out, _, err = runCLI(t, environ, "clients", "list")

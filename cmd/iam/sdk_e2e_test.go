@@ -186,10 +186,11 @@ func signInAndAllow(t *testing.T, base, authURL, email, password string) {
 		}
 		return form
 	}
-	form := page(browser.Get(authURL))
+	form := page(browser.Get(authURL)) //nolint:bodyclose // page reads and closes the body
 	form.Set("email", email)
 	form.Set("password", password)
-	form = page(browser.PostForm(base+"/oauth/v2/login", form)) // redirected to the consent page
+	// Redirected to the consent page.
+	form = page(browser.PostForm(base+"/oauth/v2/login", form)) //nolint:bodyclose // page reads and closes the body
 	form.Set("decision", "allow")
 	resp, err := browser.PostForm(base+"/oauth/v2/consent", form) // redirected to the application
 	if err != nil {

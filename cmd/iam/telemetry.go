@@ -116,7 +116,7 @@ func (t *tracing) instrument(opts *client.Options) error {
 		Tracer: t.provider.Tracer("iam/temporal"),
 	})
 	if err != nil {
-		return fmt.Errorf("Temporal tracing interceptor: %w", err)
+		return fmt.Errorf("temporal tracing interceptor: %w", err)
 	}
 	opts.Interceptors = append(opts.Interceptors, ti)
 	return nil

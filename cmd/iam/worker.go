@@ -62,11 +62,11 @@ func runWorker(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	defer tc.Close()
-	if err := worker.EnsureSearchAttributes(ctx, tc, cfg.Temporal.Namespace); err != nil {
+	if err = worker.EnsureSearchAttributes(ctx, tc, cfg.Temporal.Namespace); err != nil {
 		return err
 	}
 	w := worker.New(tc, worker.Deps{Store: store, Secrets: secrets, MgmtExecutionTimeout: cfg.MgmtExecutionTimeout})
-	if err := w.Start(); err != nil {
+	if err = w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
 	stopNotify, err := startNotifyWorker(tc, store, cfg.Notify, "", log)

@@ -68,7 +68,7 @@ func newBench(ctx context.Context, dsn, work string, users int) (*bench, error) 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := models.MigrateUp(ctx, db); err != nil {
+	if _, err = models.MigrateUp(ctx, db); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func (b *bench) seed(ctx context.Context) error {
 		}
 		configs, err := b.store.Factors.List(ctx, (*org).ID)
 		if err != nil || len(configs) == 0 {
-			return fmt.Errorf("factor configs: %v", err)
+			return fmt.Errorf("factor configs: %w", err)
 		}
 		if err := seedOrg(ctx, b.db, (*org).ID, configs[0].ID, b.users); err != nil {
 			return fmt.Errorf("seed: %w", err)
@@ -198,13 +198,13 @@ func seedOrg(ctx context.Context, db *bun.DB, orgID, cfgID int64, n int) error {
 			return nil
 		})
 	}
-	if err := copyRows("users", []string{"id", "org_id", "first_name", "last_name", "email", "department", "status", "created_at", "updated_at"}, n,
+	if err = copyRows("users", []string{"id", "org_id", "first_name", "last_name", "email", "department", "status", "created_at", "updated_at"}, n,
 		func(i int) []any {
 			return []any{ids[i], orgID, "First", fmt.Sprint("Last", i), fmt.Sprintf("user%d@example.com", i+1), "Bench", models.UserActive, now, now}
 		}); err != nil {
 		return err
 	}
-	if err := copyRows("group_members", []string{"group_id", "user_id", "org_id"}, 2*n, func(i int) []any {
+	if err = copyRows("group_members", []string{"group_id", "user_id", "org_id"}, 2*n, func(i int) []any {
 		if i < n {
 			return []any{static, ids[i], orgID}
 		}
@@ -212,11 +212,11 @@ func seedOrg(ctx context.Context, db *bun.DB, orgID, cfgID int64, n int) error {
 	}); err != nil {
 		return err
 	}
-	if err := copyRows("enrollments", []string{"org_id", "user_id", "factor_config_id", "factor_type", "value", "updated_at"}, n,
+	if err = copyRows("enrollments", []string{"org_id", "user_id", "factor_config_id", "factor_type", "value", "updated_at"}, n,
 		func(i int) []any { return []any{orgID, ids[i], cfgID, "SMS_OTP", fmt.Sprintf("+1415%07d", i), now} }); err != nil {
 		return err
 	}
-	if err := copyRows("oauth_tokens", []string{"kind", "signature", "seq", "request_id", "org_id", "client_id", "user_id", "requested_at", "session"}, 2*n,
+	if err = copyRows("oauth_tokens", []string{"kind", "signature", "seq", "request_id", "org_id", "client_id", "user_id", "requested_at", "session"}, 2*n,
 		func(i int) []any {
 			kind := "access"
 			if i >= n {
@@ -226,7 +226,7 @@ func seedOrg(ctx context.Context, db *bun.DB, orgID, cfgID int64, n int) error {
 		}); err != nil {
 		return err
 	}
-	if err := copyRows("device_accounts", []string{"id", "org_id", "device_id", "user_name", "permission_level", "link_status", "link_type",
+	if err = copyRows("device_accounts", []string{"id", "org_id", "device_id", "user_name", "permission_level", "link_status", "link_type",
 		"linked_at", "idp_user_id", "link_permission_level", "created_at", "updated_at"}, n/100,
 		func(i int) []any {
 			return []any{models.NewID(), orgID, devices[i%100], fmt.Sprintf("user%d", i*100+1), "standard", models.LinkLinked, "manual",

@@ -93,7 +93,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if !models.IsPostgres(db) {
 		return errors.New("the benchmark needs PostgreSQL")
 	}
-	if _, err := models.MigrateUp(ctx, db); err != nil {
+	if _, err = models.MigrateUp(ctx, db); err != nil {
 		return err
 	}
 	store := models.NewStore(db)
@@ -112,7 +112,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	total := *devices * *accounts
 	fmt.Fprintf(out, "seeded 3 organizations × %d devices × %d accounts (%d accounts, %d users each) in %s\n",
 		*devices, *accounts, total, *devices+2, time.Since(t0).Round(time.Millisecond))
-	if _, err := db.ExecContext(ctx, "VACUUM ANALYZE"); err != nil {
+	if _, err = db.ExecContext(ctx, "VACUUM ANALYZE"); err != nil {
 		return err
 	}
 
@@ -121,11 +121,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	ts := temporaltest.NewServer()
 	defer ts.Stop()
 	tc := ts.GetDefaultClient()
-	if err := worker.EnsureSearchAttributes(ctx, tc, ts.GetDefaultNamespace()); err != nil {
+	if err = worker.EnsureSearchAttributes(ctx, tc, ts.GetDefaultNamespace()); err != nil {
 		return err
 	}
 	w := worker.NewOn(tc, workflows.TaskQueue, worker.Deps{Store: store})
-	if err := w.Start(); err != nil {
+	if err = w.Start(); err != nil {
 		return err
 	}
 	defer w.Stop()
@@ -180,18 +180,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if err != nil {
 		return err
 	}
-	if _, err := store.Jobs.Start(ctx, orgs[1].ID, job2.ID); err != nil {
+	if _, err = store.Jobs.Start(ctx, orgs[1].ID, job2.ID); err != nil {
 		return err
 	}
 	hook := &statementTimes{by: map[string]time.Duration{}}
+	batchStore := store
 	if *trace {
-		db.AddQueryHook(hook)
+		batchStore = models.NewStore(db.WithQueryHook(hook))
 	}
 	t0 = time.Now()
 	batches := 0
 	var res *models.SyncBatchResult
 	for res == nil || !res.Done {
-		if res, err = store.Devices.SyncBatch(ctx, orgs[1].ID, job2.ID, set, workflows.SyncBatchSize); err != nil {
+		if res, err = batchStore.Devices.SyncBatch(ctx, orgs[1].ID, job2.ID, set, workflows.SyncBatchSize); err != nil {
 			return err
 		}
 		batches++

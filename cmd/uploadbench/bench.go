@@ -73,10 +73,10 @@ func writeCSV(work string, rows, columns int) (string, int64, error) {
 		}
 		w.WriteByte('\n')
 	}
-	if err := w.Flush(); err != nil {
+	if err = w.Flush(); err != nil {
 		return "", 0, err
 	}
-	if err := f.Close(); err != nil {
+	if err = f.Close(); err != nil {
 		return "", 0, err
 	}
 	fi, err := os.Stat(path)
@@ -109,7 +109,7 @@ func newBench(ctx context.Context, bin, work, dsn string, rows int) (*bench, err
 		"IAM_ENCRYPTION_KEY=" + secret.NewKey(), "IAM_DATABASE_URL=" + dsn}
 	fmt.Printf("migrating and seeding %d users ...\n", rows)
 	if out, err := iamproc.Run(bin, b.env, "migrate", "up"); err != nil {
-		return nil, fmt.Errorf("migrate: %v\n%s", err, out)
+		return nil, fmt.Errorf("migrate: %w\n%s", err, out)
 	}
 	db, err := models.Open(ctx, dsn)
 	if err != nil {
@@ -118,16 +118,16 @@ func newBench(ctx context.Context, bin, work, dsn string, rows int) (*bench, err
 	b.db = db
 	store := models.NewStore(db)
 	org := &models.Organization{Name: "Bench"}
-	if err := store.Orgs.Create(ctx, org); err != nil {
+	if err = store.Orgs.Create(ctx, org); err != nil {
 		b.close()
 		return nil, err
 	}
 	admin := &models.User{OrgID: org.ID, Email: adminEmail, Role: models.RoleAdmin, Status: models.UserActive}
-	if err := store.Users.Create(ctx, admin, ""); err != nil {
+	if err = store.Users.Create(ctx, admin, ""); err != nil {
 		b.close()
 		return nil, err
 	}
-	if err := seedUsers(ctx, db, org.ID, rows); err != nil {
+	if err = seedUsers(ctx, db, org.ID, rows); err != nil {
 		b.close()
 		return nil, fmt.Errorf("seed users: %w", err)
 	}
@@ -142,7 +142,7 @@ func newBench(ctx context.Context, bin, work, dsn string, rows int) (*bench, err
 	out, err := iamproc.Run(bin, b.env, "token", "--user", adminEmail, "--scopes", "svc.management.ALL")
 	if err != nil {
 		b.close()
-		return nil, fmt.Errorf("iam token: %v\n%s", err, out)
+		return nil, fmt.Errorf("iam token: %w\n%s", err, out)
 	}
 	var tok struct {
 		AccessToken string `json:"access_token"`

@@ -52,7 +52,7 @@ func run(ctx context.Context, rows, columns, concurrent, limit int, keep bool) e
 	} else {
 		defer os.RemoveAll(work)
 	}
-	if err := os.Chmod(work, 0o755); err != nil { // the PostgreSQL user must reach its folder
+	if err = os.Chmod(work, 0o755); err != nil { // the PostgreSQL user must reach its folder
 		return err
 	}
 	csvPath, size, err := writeCSV(work, rows, columns)
@@ -70,7 +70,7 @@ func run(ctx context.Context, rows, columns, concurrent, limit int, keep bool) e
 	}
 	defer pg.Stop()
 	if out, err := pg.Command(ctx, "createdb", "-h", "127.0.0.1", "-p", strconv.Itoa(pg.Port()), "-U", "postgres", "bench").CombinedOutput(); err != nil {
-		return fmt.Errorf("createdb: %v\n%s", err, out)
+		return fmt.Errorf("createdb: %w\n%s", err, out)
 	}
 	b, err := newBench(ctx, bin, work, pg.URL("bench").String(), rows)
 	if err != nil {

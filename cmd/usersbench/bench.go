@@ -60,14 +60,15 @@ func newBench(ctx context.Context, dsn string, cfg config, out io.Writer) (*benc
 		db.Close()
 		return nil, errors.New("the benchmark needs PostgreSQL")
 	}
-	db.DB.SetMaxOpenConns(cfg.concurrency + 8)
-	db.DB.SetMaxIdleConns(cfg.concurrency + 8)
+	db.SetMaxOpenConns(cfg.concurrency + 8)
+	db.SetMaxIdleConns(cfg.concurrency + 8)
 	if _, err := models.MigrateUp(ctx, db); err != nil {
 		db.Close()
 		return nil, err
 	}
-	b := &bench{cfg: cfg, out: out, db: db, store: models.NewStore(db), hook: &captureHook{}}
-	db.AddQueryHook(b.hook)
+	hook := &captureHook{}
+	db = db.WithQueryHook(hook)
+	b := &bench{cfg: cfg, out: out, db: db, store: models.NewStore(db), hook: hook}
 	b.org = &models.Organization{Name: "usersbench"}
 	if err := b.store.Orgs.Create(ctx, b.org); err != nil {
 		db.Close()

@@ -66,7 +66,7 @@ func (b *bench) recompute(ctx context.Context) error {
 	fmt.Fprintf(b.out, "    recompute again, members already in place: %s\n", time.Since(t0).Round(time.Millisecond))
 
 	static := &models.Group{OrgID: b.org.ID, Name: "bench plain"}
-	if err := b.store.Groups.Create(ctx, static, nil, nil); err != nil {
+	if err = b.store.Groups.Create(ctx, static, nil, nil); err != nil {
 		return err
 	}
 	t0 = time.Now()

@@ -210,7 +210,7 @@ func TestServer_RestartKeepsNamespaceAndWorkflows(t *testing.T) {
 	waitQuery(t, c, run.GetID(), "waiting")
 	w.Stop()
 	c.Close()
-	if err := srv.Stop(); err != nil {
+	if err = srv.Stop(); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
 
@@ -248,11 +248,11 @@ func TestServer_RestartKeepsNamespaceAndWorkflows(t *testing.T) {
 	}
 
 	// The workflow from the first life carries on.
-	if err := c.SignalWorkflow(ctx, "waiter-1", "", "proceed", "after restart"); err != nil {
+	if err = c.SignalWorkflow(ctx, "waiter-1", "", "proceed", "after restart"); err != nil {
 		t.Fatalf("signal: %v", err)
 	}
 	var out string
-	if err := c.GetWorkflow(ctx, "waiter-1", "").Get(ctx, &out); err != nil || out != "done after restart" {
+	if err = c.GetWorkflow(ctx, "waiter-1", "").Get(ctx, &out); err != nil || out != "done after restart" {
 		t.Fatalf("workflow result = %q, %v; want %q", out, err, "done after restart")
 	}
 	waitVisible(t, c, `IamJobKind = "restart" AND ExecutionStatus = "Completed"`, "waiter-1")

@@ -20,7 +20,7 @@ func freePort(ip string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("pick a free port on %s: %w", ip, err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }() // only read: a failed close loses nothing
 	port := l.Addr().(*net.TCPAddr).Port
 
 	if runtime.GOOS != "darwin" && runtime.GOOS != "windows" {

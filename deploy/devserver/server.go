@@ -191,7 +191,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		dbPath: filepath.Join(cfg.DataDir, DatabaseFile),
 	}
 
-	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+	if err = os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("devserver: %w", err)
 	}
 	ports, err := pickPorts(cfg)

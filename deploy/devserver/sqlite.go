@@ -54,7 +54,7 @@ func ensureSchema(ctx context.Context, dbPath string) (created bool, err error) 
 	if err != nil {
 		return false, err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }() // the transaction below reports the writes' errors
 
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {

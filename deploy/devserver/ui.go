@@ -28,7 +28,7 @@ type webUI struct {
 // freePort); a port taken in the split second between the two checks is the
 // only way left to hit that exit.
 func startUI(ctx context.Context, ip string, port int, frontendAddr, namespace string) (ui *webUI, err error) {
-	if err := checkPortFree("UI", ip, port); err != nil {
+	if err = checkPortFree("UI", ip, port); err != nil {
 		return nil, err
 	}
 	host := ip
@@ -91,7 +91,7 @@ func waitHTTPReady(ctx context.Context, url string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+			return fmt.Errorf("%w (last: %w)", ctx.Err(), err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -115,7 +115,7 @@ func TestEncodings_RoundTrip(t *testing.T) {
 					t.Errorf("row %d: %q %v, want %q", rec.Row, rec.Fields, rec.Err, want[i+1])
 				}
 				rest := readAll(t, raw, ins.Encoding, rec.End, rec.Row+1)
-				if !reflect.DeepEqual(rest, all[i+1:]) && !(len(rest) == 0 && i == len(all)-1) {
+				if !reflect.DeepEqual(rest, all[i+1:]) && (len(rest) != 0 || i != len(all)-1) {
 					t.Errorf("reading from the end of row %d (offset %d) gives %+v", rec.Row, rec.End, rest)
 				}
 			}

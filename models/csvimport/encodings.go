@@ -110,7 +110,6 @@ func isASCII(b []byte) bool {
 type decoder struct {
 	name string
 	dec  *encoding.Decoder
-	buf  []byte
 }
 
 func (e Encoding) newDecoder() *decoder {

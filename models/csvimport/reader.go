@@ -83,7 +83,7 @@ func (r *Reader) Read() (Record, error) {
 		if bad := r.feed.overflow; bad != nil {
 			// The record is over the bounds: skip it, and read on with a
 			// fresh CSV reader from the line after it.
-			if err := r.feed.skipRecord(); err != nil {
+			if err = r.feed.skipRecord(); err != nil {
 				return Record{}, err
 			}
 			r.csv, r.base = newCSV(r.feed), r.feed.dec0
@@ -98,7 +98,7 @@ func (r *Reader) Read() (Record, error) {
 		var pe *csv.ParseError
 		switch {
 		case errors.As(err, &pe) && rec.Err == nil:
-			rec.Err = fmt.Errorf("malformed CSV: %v", pe.Err)
+			rec.Err = fmt.Errorf("malformed CSV: %w", pe.Err)
 		case err != nil && !errors.As(err, &pe):
 			return Record{}, err
 		case rec.Err == nil && len(fields) > MaxFields:
@@ -254,7 +254,7 @@ func (f *lineFeed) skipRecord() error {
 		chunk, err := f.src.ReadSlice('"')
 		f.raw += int64(len(chunk))
 		if err != nil {
-			if err := f.skipErr(err); err != nil {
+			if err = f.skipErr(err); err != nil {
 				return err
 			}
 			continue

@@ -52,7 +52,7 @@ func NewCluster(t testing.TB) *Cluster {
 		t.Fatalf("dbtest: connect to the cluster: %v\n%s", err, c.LogTail())
 	}
 	defer admin.Close()
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE iam"); err != nil {
+	if _, err = admin.ExecContext(ctx, "CREATE DATABASE iam"); err != nil {
 		t.Fatalf("dbtest: create database: %v", err)
 	}
 	cl.dsn = c.URL("iam").String()

@@ -80,7 +80,7 @@ func startServer() (srv *pgServer, err error) {
 			}
 			if srv.cluster != nil {
 				if stopErr := srv.cluster.Stop(); stopErr != nil {
-					err = fmt.Errorf("%w; then stopping it: %v", err, stopErr)
+					err = fmt.Errorf("%w; then stopping it: %w", err, stopErr)
 				}
 			}
 		}
@@ -143,7 +143,7 @@ func (s *pgServer) dropDatabase(ctx context.Context, name string) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42601" {
 		// Before PostgreSQL 13 there is no FORCE: end the sessions by hand.
-		if _, err := s.admin.ExecContext(ctx,
+		if _, err = s.admin.ExecContext(ctx,
 			"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ? AND pid <> pg_backend_pid()", name); err != nil {
 			return err
 		}

@@ -310,7 +310,7 @@ func (ev *evaluator) hourOf(cfg *config) int {
 	h := ev.hours[cfg.zone]
 	if h == 0 {
 		lt := ev.req.Time.In(cfg.loc)
-		h = int16(int(lt.Weekday())*24+lt.Hour()) + 1
+		h = int16(int(lt.Weekday())*24+lt.Hour()) + 1 //nolint:gosec // an hour of the week: at most 168
 		ev.hours[cfg.zone] = h
 	}
 	return int(h) - 1

@@ -37,7 +37,7 @@ func geoDB(t testing.TB, nets map[string]string) *decide.GeoIP {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tree.WriteTo(f); err != nil {
+	if _, err = tree.WriteTo(f); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

@@ -239,19 +239,6 @@ func Compile(orgID, version int64, set *models.PolicySet) *Snapshot {
 	return s
 }
 
-// candidates returns the indexes of the policies assigned to the user,
-// directly, through one of groups, or as default ones, ascending.
-func (s *Snapshot) candidates(user int64, groups []int64) []int32 {
-	out := make([]int32, 0, 16)
-	out = append(out, s.forAnyone...)
-	out = append(out, s.byUser[user]...)
-	for _, g := range groups {
-		out = append(out, s.byGroup[g]...)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
 func refs(ids []models.RefID) []int64 {
 	out := make([]int64, len(ids))
 	for i, id := range ids {

@@ -28,18 +28,18 @@ type cursorBody struct {
 // which does not depend on how its attribute names were written.
 func (s *Schema) pageHash(cols []keyColumn, filter Expr) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00", s.Name)
+	h.Write(fmt.Appendf(nil, "%s\x00", s.Name))
 	for _, c := range cols {
-		fmt.Fprintf(h, "%s %t\x00", c.column, c.desc)
+		h.Write(fmt.Appendf(nil, "%s %t\x00", c.column, c.desc))
 	}
 	if filter != nil {
 		where, args, err := s.Where(dialect.PG, filter)
 		if err != nil {
 			return "", &ParamError{Param: "filter", Detail: err.Error()}
 		}
-		fmt.Fprintf(h, "%s\x00", where)
+		h.Write(fmt.Appendf(nil, "%s\x00", where))
 		for _, a := range args {
-			fmt.Fprintf(h, "%T %v\x00", a, a)
+			h.Write(fmt.Appendf(nil, "%T %v\x00", a, a))
 		}
 	}
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:9]), nil

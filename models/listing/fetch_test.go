@@ -221,7 +221,7 @@ func TestFetch_Errors(t *testing.T) {
 		next := *m.(*listing.CursorMeta).NextCursor
 
 		// The cursor with another sort, through Parse and through Fetch.
-		if _, err := listing.Parse(url.Values{"sort": {"-name"}, "cursor": {next}}, itemListing); err == nil {
+		if _, err = listing.Parse(url.Values{"sort": {"-name"}, "cursor": {next}}, itemListing); err == nil {
 			t.Error("Parse accepted a cursor of another sort")
 		}
 		var pe *listing.ParamError
@@ -241,7 +241,7 @@ func TestFetch_Errors(t *testing.T) {
 		if !errors.As(err, &pe) || pe.Param != "from" {
 			t.Errorf("Fetch from -1: %v", err)
 		}
-		if _, err := listing.Fetch(ctx, db.NewSelect().Model(&rows), &rows, &listing.Schema{}, listing.Params{}); err == nil {
+		if _, err = listing.Fetch(ctx, db.NewSelect().Model(&rows), &rows, &listing.Schema{}, listing.Params{}); err == nil {
 			t.Error("Fetch accepted a schema not made by NewSchema")
 		}
 

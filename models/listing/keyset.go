@@ -81,6 +81,7 @@ func keysetWhere(cols []keyColumn, vals []any) (string, []any) {
 			b.WriteString(" OR ")
 		}
 		b.WriteByte('(')
+		//nolint:gosec // j < i < len(cols) == len(vals)
 		for j := range i {
 			b.WriteString(quoteIdent(cols[j].column) + " = ? AND ")
 			args = append(args, vals[j])
@@ -159,7 +160,7 @@ func keyValue(v reflect.Value, t Type) (any, error) {
 	case (t == TypeInteger || t == TypeID) && v.CanInt():
 		return v.Int(), nil
 	case (t == TypeInteger || t == TypeID) && v.CanUint() && v.Uint() <= math.MaxInt64:
-		return int64(v.Uint()), nil
+		return int64(v.Uint()), nil //nolint:gosec // checked at most math.MaxInt64 above
 	default:
 		return nil, fmt.Errorf("holds a %s, which cannot be %s", v.Type(), t)
 	}

@@ -221,7 +221,7 @@ func (l *lexer) hex4() (rune, bool) {
 		return 0, false
 	}
 	l.skip(4)
-	return rune(n), true
+	return rune(n), true //nolint:gosec // four hex digits: at most 0xFFFF
 }
 
 func (l *lexer) peekByte() byte {

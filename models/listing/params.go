@@ -165,7 +165,7 @@ func (s *Schema) parseLimit(text string) (int, error) {
 	n, err := strconv.Atoi(text)
 	var numErr *strconv.NumError
 	switch {
-	case errors.As(err, &numErr) && numErr.Err == strconv.ErrRange && !strings.HasPrefix(text, "-"):
+	case errors.As(err, &numErr) && errors.Is(numErr.Err, strconv.ErrRange) && !strings.HasPrefix(text, "-"):
 		return s.MaxLimit, nil
 	case err != nil || n < 1:
 		return 0, fmt.Errorf("must be a positive whole number (at most %d rows are returned)", s.MaxLimit)

@@ -123,7 +123,7 @@ func writeFiltered(buf *bytes.Buffer, v reflect.Value, keep map[string]bool) err
 			return err
 		}
 		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
+		if err = dec.Decode(&raw); err != nil {
 			return err
 		}
 		name, _ := tok.(string)

@@ -49,11 +49,11 @@ type projPlain struct {
 	Any     any            `json:"any,omitempty"`
 	HTML    string         `json:"html"`
 	Skip    string         `json:"-"`
-	Dash    string         `json:"-,"`
+	Dash    string         `json:"-,"` //nolint:staticcheck // the projection must name the field "-" as encoding/json does
 	F       float64        `json:"f,string"`
 	M       map[string]int `json:"m,omitzero"`
 	Custom  projCustom     `json:"custom"`
-	Obj     projInner      `json:"obj,string"`
+	Obj     projInner      `json:"obj,string"` //nolint:staticcheck // a string option encoding/json ignores on a struct: the projection must too
 	private int
 }
 

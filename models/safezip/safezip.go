@@ -78,7 +78,7 @@ func Open(r io.ReaderAt, size int64, lim Limits) (*Archive, error) {
 	var total uint64
 	for _, f := range zr.File {
 		total += f.UncompressedSize64
-		if total > uint64(lim.MaxTotalUncompressed) {
+		if total > uint64(lim.MaxTotalUncompressed) { //nolint:gosec // the limits are the callers' positive constants
 			return nil, &Error{fmt.Sprintf("the archive unpacks to more than %d bytes", lim.MaxTotalUncompressed)}
 		}
 		if skip(f) {
@@ -120,10 +120,10 @@ func problem(f *zip.File, lim Limits) string {
 	if f.Method != zip.Store && f.Method != zip.Deflate {
 		return "the entry's compression method is not supported"
 	}
-	if f.UncompressedSize64 > uint64(lim.MaxEntrySize) {
+	if f.UncompressedSize64 > uint64(lim.MaxEntrySize) { //nolint:gosec // the limits are the callers' positive constants
 		return fmt.Sprintf("the file is larger than %d bytes", lim.MaxEntrySize)
 	}
-	if f.UncompressedSize64 > 64<<10 && (f.CompressedSize64 == 0 || f.UncompressedSize64/max(f.CompressedSize64, 1) > uint64(lim.MaxRatio)) {
+	if f.UncompressedSize64 > 64<<10 && (f.CompressedSize64 == 0 || f.UncompressedSize64/max(f.CompressedSize64, 1) > uint64(lim.MaxRatio)) { //nolint:gosec // the limits are the callers' positive constants
 		return "the file's compression ratio is suspiciously high"
 	}
 	return ""
@@ -164,7 +164,8 @@ func (a *Archive) Read(e Entry) ([]byte, error) {
 	if err != nil {
 		return nil, errors.New("the entry cannot be read")
 	}
-	defer rc.Close()
+	defer func() { _ = rc.Close() }() // only read: a failed close loses nothing
+	//nolint:gosec // entries larger than MaxEntrySize (an int64) were refused by check
 	limit := min(int64(e.file.UncompressedSize64), a.limits.MaxEntrySize)
 	data, err := io.ReadAll(io.LimitReader(rc, limit+1))
 	if int64(len(data)) > limit {
@@ -246,14 +247,14 @@ func readEnd(r io.ReaderAt, size int64) (*zipEnd, error) {
 		return end, nil
 	}
 	off := binary.LittleEndian.Uint64(loc[8:])
-	if off > uint64(size) || int64(off)+56 > size {
+	if off > uint64(size) || int64(off)+56 > size { //nolint:gosec // size is a file size: not negative
 		return nil, notZip
 	}
 	rec := make([]byte, 56)
-	if _, err := r.ReadAt(rec, int64(off)); err != nil || !bytes.HasPrefix(rec, []byte("PK\x06\x06")) {
+	if _, err := r.ReadAt(rec, int64(off)); err != nil || !bytes.HasPrefix(rec, []byte("PK\x06\x06")) { //nolint:gosec // off <= size, an int64, checked above
 		return nil, notZip
 	}
-	end.endOffset = int64(off)
+	end.endOffset = int64(off) //nolint:gosec // off <= size, an int64, checked above
 	end.dirSize = binary.LittleEndian.Uint64(rec[40:])
 	end.dirOffset = binary.LittleEndian.Uint64(rec[48:])
 	return end, nil

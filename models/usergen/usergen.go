@@ -261,7 +261,7 @@ func quoteList(b *strings.Builder, items []string) {
 // validName tells whether an API name is written in JSON as it is.
 func validName(s string) bool {
 	for _, r := range s {
-		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_') {
+		if (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') && r != '_' {
 			return false
 		}
 	}

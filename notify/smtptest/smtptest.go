@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"io"
 	"math/big"
 	"net"
@@ -83,8 +84,7 @@ func Start(opts Options) (*Server, error) {
 	if opts.TLS == TLSStartTLS || opts.TLS == TLSImplicit {
 		cfg, pool, err := selfSigned()
 		if err != nil {
-			ln.Close()
-			return nil, err
+			return nil, errors.Join(err, ln.Close())
 		}
 		s.CAs = pool
 		if opts.TLS == TLSStartTLS {

@@ -24,7 +24,7 @@ func Build(work, name, tags string) (string, error) {
 	bin := filepath.Join(work, name)
 	fmt.Printf("building %s (go build -tags %q) ...\n", name, tags)
 	if out, err := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-tags", tags, "-o", bin, "./cmd/iam").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
+		return "", fmt.Errorf("go build: %w\n%s", err, out)
 	}
 	if fi, err := os.Stat(bin); err == nil {
 		fmt.Printf("  %s: %.1f MB\n", name, float64(fi.Size())/1e6)

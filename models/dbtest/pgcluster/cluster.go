@@ -99,12 +99,12 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	defer func() {
 		if err != nil {
 			if stopErr := c.Stop(); stopErr != nil {
-				err = fmt.Errorf("%w\nthen cleaning up: %v", err, stopErr)
+				err = fmt.Errorf("%w\nthen cleaning up: %w", err, stopErr)
 			}
 		}
 	}()
 	if owner != nil {
-		if err := os.Chown(c.dir, owner.uid, owner.gid); err != nil {
+		if err = os.Chown(c.dir, owner.uid, owner.gid); err != nil {
 			return nil, fmt.Errorf("give cluster folder to user %s: %w", owner.name, err)
 		}
 	}
@@ -119,9 +119,9 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	out, err := c.Command(ctx, "initdb", "-D", c.data, "-U", "postgres", "-A", "trust",
 		"-E", "UTF8", "--no-locale", "--no-sync").CombinedOutput()
 	if err != nil {
-		return nil, fmt.Errorf("initdb (%s) failed: %v\n%s", c.bin.dir, err, out)
+		return nil, fmt.Errorf("initdb (%s) failed: %w\n%s", c.bin.dir, err, out)
 	}
-	if err := appendFile(filepath.Join(c.data, "postgresql.conf"), TestConfig+opts.Config); err != nil {
+	if err = appendFile(filepath.Join(c.data, "postgresql.conf"), TestConfig+opts.Config); err != nil {
 		return nil, fmt.Errorf("configure cluster: %w", err)
 	}
 
@@ -151,7 +151,7 @@ func (c *Cluster) StartServer(ctx context.Context) error {
 	out, err := c.Command(ctx, "pg_ctl", "-D", c.data, "-l", c.logFile, "-w", "-t", "60",
 		"-o", "-p "+strconv.Itoa(c.port), "start").CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("pg_ctl start (%s) failed: %v\n%s\n%s", c.bin.dir, err, out, c.LogTail())
+		return fmt.Errorf("pg_ctl start (%s) failed: %w\n%s\n%s", c.bin.dir, err, out, c.LogTail())
 	}
 	return nil
 }
@@ -162,7 +162,7 @@ func (c *Cluster) StartServer(ctx context.Context) error {
 func (c *Cluster) StopServer(ctx context.Context, mode string) error {
 	out, err := c.Command(ctx, "pg_ctl", "-D", c.data, "-m", mode, "-w", "-t", "60", "stop").CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("pg_ctl stop -m %s failed: %v\n%s", mode, err, out)
+		return fmt.Errorf("pg_ctl stop -m %s failed: %w\n%s", mode, err, out)
 	}
 	return nil
 }
@@ -176,7 +176,7 @@ func (c *Cluster) Stop() error {
 		out, err := c.Command(ctx, "pg_ctl", "-D", c.data, "-m", "immediate", "-w", "-t", "30", "stop").CombinedOutput()
 		cancel()
 		if err != nil {
-			errs = append(errs, fmt.Errorf("pg_ctl stop failed (killing server process %d instead): %v\n%s", pid, err, out))
+			errs = append(errs, fmt.Errorf("pg_ctl stop failed (killing server process %d instead): %w\n%s", pid, err, out))
 			killServer(pid)
 		}
 	}
