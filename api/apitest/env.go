@@ -27,6 +27,7 @@ import (
 	"iam/api"
 	"iam/api/jobrun"
 	"iam/models"
+	"iam/models/secret/secrettest"
 	"iam/worker"
 	"iam/workflows"
 )
@@ -139,13 +140,13 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	e := &Env{t: t, Store: models.NewStore(db).SealBlobs(Secrets), DB: db, Tokens: &Tokens{}}
+	e := &Env{t: t, Store: models.NewStore(db).SealBlobs(secrettest.Box), DB: db, Tokens: &Tokens{}}
 	e.Jobs = &jobrun.Launcher{Store: e.Store, Log: log}
 	if opts.Temporal {
 		e.Temporal = sharedTemporal(t)
 		e.Jobs.Client = e.Temporal
 		e.Jobs.TaskQueue = fmt.Sprintf("test-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), models.NewID())
-		w := worker.NewOn(e.Temporal, e.Jobs.TaskQueue, worker.Deps{Store: e.Store, Secrets: Secrets,
+		w := worker.NewOn(e.Temporal, e.Jobs.TaskQueue, worker.Deps{Store: e.Store, Secrets: secrettest.Box,
 			MgmtExecutionTimeout: opts.MgmtExecutionTimeout})
 		if err := w.Start(); err != nil {
 			t.Fatalf("start worker: %v", err)
