@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"iam/api/auth"
 	"iam/models"
 	"iam/models/listing"
 	"iam/workflows"
@@ -160,7 +161,7 @@ func (s *Server) groupMembers(c *gin.Context) error {
 		return err
 	}
 	p := principal(c)
-	if !Allows(p.Scopes, userReadScopes) {
+	if !auth.Allows(p.Scopes, userReadScopes) {
 		return s.groupMemberSummaries(c, p.OrgID, id)
 	}
 	params, err := listing.Parse(c.Request.URL.Query(), models.UserListing)

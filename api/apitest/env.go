@@ -25,6 +25,7 @@ import (
 	"go.temporal.io/server/temporaltest"
 
 	"iam/api"
+	"iam/api/auth"
 	"iam/api/jobrun"
 	"iam/models"
 	"iam/models/secret/secrettest"
@@ -41,7 +42,7 @@ type Options struct {
 	TemporalClient client.Client
 	// Tokens replaces the test-only token source (the real OAuth server's
 	// validator, say).
-	Tokens api.TokenValidator
+	Tokens auth.TokenValidator
 	// OAuth is mounted under /oauth/v2 when set.
 	OAuth http.Handler
 	// MaxBodyBytes overrides the API's default body limit.
@@ -161,7 +162,7 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 	if opts.AgentPackagesDir == "" {
 		opts.AgentPackagesDir = testPackages(t)
 	}
-	var tokens api.TokenValidator = e.Tokens
+	var tokens auth.TokenValidator = e.Tokens
 	if opts.Tokens != nil {
 		tokens = opts.Tokens
 	}
@@ -211,7 +212,7 @@ func (e *Env) NewOrg(name string) *models.Organization {
 
 // Token mints a test token for a user of org holding scopes.
 func (e *Env) Token(org *models.Organization, scopes ...string) string {
-	return e.Tokens.Mint(api.Principal{UserID: models.NewID(), OrgID: org.ID, Scopes: scopes})
+	return e.Tokens.Mint(auth.Principal{UserID: models.NewID(), OrgID: org.ID, Scopes: scopes})
 }
 
 // Response is a finished request.
@@ -276,7 +277,7 @@ func (e *Env) Do(req Request) *Response {
 	}
 	hr.Header.Set("Accept", "application/json")
 	if req.Token != "" {
-		hr.Header.Set("Authorization", api.AuthScheme+" "+req.Token)
+		hr.Header.Set("Authorization", auth.Scheme+" "+req.Token)
 	}
 	for k, vs := range req.Header {
 		hr.Header[k] = vs
