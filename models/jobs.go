@@ -43,6 +43,27 @@ func OutcomeStatus(success, failed int64) JobStatus {
 	}
 }
 
+// Job kinds: the workflow type that runs each kind of job (Job.Kind). Every
+// kind is declared here; package workflows registers each workflow under
+// its kind (its *WorkflowName constants are these names).
+const (
+	// DiagnosticJobKind is the test job of made-up items (workflows.Diagnostic).
+	DiagnosticJobKind = "Diagnostic"
+	// GroupRecomputeJobKind recomputes a dynamic group's members.
+	GroupRecomputeJobKind = "GroupMembershipRecompute"
+	// EnrollCSVJobKind and EnrollSmartCardsJobKind are the quick-enrollment
+	// uploads: a CSV, a ZIP of smart-card certificates.
+	EnrollCSVJobKind        = "QuickEnrollmentCSV"
+	EnrollSmartCardsJobKind = "QuickEnrollmentSmartCards"
+	// DeviceSyncJobKind is the account-linking sync; a partial unique index
+	// lets an organization have one QUEUED or RUNNING at a time.
+	DeviceSyncJobKind = "DeviceAccountSync"
+	// MgmtJobKind runs a management execution's attempt.
+	MgmtJobKind = "ManagementExecution"
+	// MgmtResolveJobKind resolves a large management upload's rows.
+	MgmtResolveJobKind = "ManagementUploadResolve"
+)
+
 // Job is the record of a background operation. The row is the truth for
 // /jobs; its workflow (id "job-<id>") updates it through activities.
 type Job struct {
@@ -131,7 +152,7 @@ var ErrJobNotFound = NotFound("Job", "the job does not exist or was deleted")
 // kind, module or action name is missing. (A job written with its input, as
 // an upload's, is Store.CreateUploadJob.)
 func (s *JobStore) Create(ctx context.Context, job *Job) error {
-	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		return insertJob(ctx, tx, job)
 	})
 }

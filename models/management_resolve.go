@@ -9,10 +9,6 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// MgmtResolveJobKind is the workflow type that resolves a large upload's
-// rows.
-const MgmtResolveJobKind = "ManagementUploadResolve"
-
 // UploadResolveInput is the input of an upload's resolving job, stored with
 // the job row: the file stays in the blob store (sealed).
 type UploadResolveInput struct {

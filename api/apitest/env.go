@@ -320,7 +320,7 @@ func (e *Env) CreateDiagnostic(org *models.Organization, params any) *models.Job
 	}
 	job := &models.Job{
 		OrgID:      org.ID,
-		Kind:       workflows.DiagnosticWorkflowName,
+		Kind:       models.DiagnosticJobKind,
 		Module:     workflows.DiagnosticModule,
 		ActionName: workflows.DiagnosticAction,
 		Input:      input,
