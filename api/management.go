@@ -480,12 +480,8 @@ func (s *Server) mgmtExecute(c *gin.Context) error {
 		sel.Filter = qf
 	}
 	if req.UploadID != "" {
+		// CreateExecution reads the upload, once, in its transaction.
 		if sel.UploadID, err = models.ParseID("upload_id", string(req.UploadID)); err != nil {
-			return err
-		}
-		// Reading it first settles an upload whose resolving job is gone
-		// (failed), so that the refusal says so.
-		if _, err := s.store.Management.GetUpload(c.Request.Context(), p.OrgID, a, sel.UploadID); err != nil {
 			return err
 		}
 	}

@@ -198,8 +198,8 @@ func (s *JobStore) Get(ctx context.Context, orgID, id int64) (*Job, error) {
 	return job, nil
 }
 
-// Delete removes a job, its results and its uploaded file. ENOTFOUND when
-// missing.
+// Delete removes a job, its results and its uploaded file, and fails the
+// upload it was resolving (failUploadOfJob). ENOTFOUND when missing.
 func (s *JobStore) Delete(ctx context.Context, orgID, id int64) error {
 	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewDelete().Model((*Job)(nil)).Where("org_id = ? AND id = ?", orgID, id).Exec(ctx)
@@ -208,6 +208,9 @@ func (s *JobStore) Delete(ctx context.Context, orgID, id int64) error {
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return ErrJobNotFound
+		}
+		if err := failUploadOfJob(ctx, tx, id, "the job resolving the upload was deleted"); err != nil {
+			return err
 		}
 		return deleteJobBlobs(ctx, tx, id)
 	})
@@ -257,7 +260,9 @@ func (s *JobStore) RecordChunk(ctx context.Context, orgID, id int64, results []J
 
 // Finish ends a job in status with a message and its final progress. Finishing
 // a finished job again changes nothing. The job's uploaded file is deleted
-// with the same transaction. ENOTFOUND when the job was deleted.
+// with the same transaction, and an upload it was resolving and did not
+// finish resolving is failed (failUploadOfJob). ENOTFOUND when the job was
+// deleted.
 func (s *JobStore) Finish(ctx context.Context, orgID, id int64, status JobStatus, message string, p JobProgress) error {
 	if !status.Finished() {
 		return Invalid("status", "%s is not a final job state", status)
@@ -288,6 +293,13 @@ func finishJob(ctx context.Context, tx bun.Tx, orgID, id int64, status JobStatus
 		if err := whyNotRunning(ctx, tx, orgID, id); ErrorCode(err) == ENOTFOUND {
 			return err
 		}
+	}
+	why := "the job resolving the upload ended " + string(status)
+	if message != "" {
+		why += ": " + message
+	}
+	if err := failUploadOfJob(ctx, tx, id, why); err != nil {
+		return err
 	}
 	// The uploaded file is no longer needed: the results hold what the
 	// job's rows said.
