@@ -15,9 +15,9 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/activities"
-	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/secret/secrettest"
 )
 
 // TestEnrollCSVProfile runs the CSV enrollment activities directly (no
@@ -133,7 +133,7 @@ func enrollCSVDirectly(t *testing.T, db *bun.DB, rows, chunk int) {
 	if _, err = store.Jobs.Start(ctx, org.ID, job.ID); err != nil {
 		t.Fatal(err)
 	}
-	a := &activities.Enrollment{Store: store, Secrets: apitest.Secrets}
+	a := &activities.Enrollment{Store: store, Secrets: secrettest.Box}
 	ref := models.JobRef{JobID: job.ID, OrgID: org.ID}
 
 	began = time.Now()

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"net/http"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -24,11 +23,7 @@ func (s *Server) syncNow(c *gin.Context) error {
 		s.acceptJob(c, job, "the account-linking sync")
 		return nil
 	}
-	id := models.FormatID(job.ID)
-	resp := enrollJobAccepted{Data: enrollJobData{ID: id, Status: string(job.Status),
-		Message: "a sync is already " + strings.ToLower(string(job.Status)) + "; follow it at /jobs/" + id}}
-	resp.Links.Status.Href = "/jobs/" + id
-	c.Header("Location", "/api/v1/jobs/"+id)
-	c.JSON(http.StatusAccepted, resp)
+	writeJobAccepted(c, job, job.Status,
+		"a sync is already "+strings.ToLower(string(job.Status))+"; follow it at /jobs/"+models.FormatID(job.ID))
 	return nil
 }

@@ -1,10 +1,7 @@
 package api
 
 import (
-	"context"
 	"encoding/csv"
-	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -110,62 +107,4 @@ func parseIDList(field string, values []string) ([]int64, error) {
 		}
 	}
 	return ids, nil
-}
-
-// enrollJobAccepted is the job response of the upload routes (spec 4.4).
-type enrollJobAccepted struct {
-	Data  enrollJobData  `json:"data"`
-	Links enrollJobLinks `json:"links"`
-}
-
-type enrollJobData struct {
-	ID      string `json:"id"`
-	Status  string `json:"status"`
-	Message string `json:"message"`
-}
-
-type enrollJobLinks struct {
-	Status struct {
-		Href string `json:"href"`
-	} `json:"status"`
-}
-
-// acceptJob launches a committed job and answers 202 with the job response
-// and its Location. When the workflow engine cannot be reached the job
-// stays QUEUED and the reconciler starts it later.
-func (s *Server) acceptJob(c *gin.Context, job *models.Job, what string) {
-	id := models.FormatID(job.ID)
-	resp := enrollJobAccepted{Data: enrollJobData{ID: id, Status: string(models.JobRunning),
-		Message: fmt.Sprintf("%s accepted; follow the job at /jobs/%s", what, id)}}
-	// The job is committed: start it even if the client goes away, and do
-	// not keep the client waiting long when Temporal is unreachable.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
-	defer cancel()
-	if err := s.startEnrollmentJob(ctx, job); err != nil {
-		logger(c).Warn("job start deferred to the reconciler", "job_id", job.ID, "error", err)
-		resp.Data.Status = string(models.JobQueued)
-		resp.Data.Message = fmt.Sprintf("%s accepted; the job starts as soon as the workflow engine is reachable (/jobs/%s)", what, id)
-	}
-	resp.Links.Status.Href = "/jobs/" + id
-	c.Header("Location", "/api/v1/jobs/"+id)
-	c.JSON(http.StatusAccepted, resp)
-}
-
-// asParamError turns a rule broken by a query parameter into 00000107
-// Invalid Parameter; other errors pass.
-func asParamError(err error) error {
-	var me *models.Error
-	if errors.As(err, &me) && me.Code == models.EINVALID {
-		return newAPIError(http.StatusBadRequest, CodeInvalidParameter, "Invalid Parameter", me.Field+": "+me.Detail)
-	}
-	return err
-}
-
-// startEnrollmentJob starts a job's workflow; without a workflow engine configured the
-// job stays QUEUED for the reconciler.
-func (s *Server) startEnrollmentJob(ctx context.Context, job *models.Job) error {
-	if s.deps.Jobs == nil || s.deps.Jobs.Client == nil {
-		return errors.New("no workflow engine is configured")
-	}
-	return s.deps.Jobs.Launch(ctx, job)
 }

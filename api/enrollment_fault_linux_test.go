@@ -16,6 +16,7 @@ import (
 	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/secret/secrettest"
 	"iam/worker"
 )
 
@@ -43,7 +44,7 @@ func TestEnrollmentWorkerProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := worker.NewOn(c, os.Getenv(envChildQueue), worker.Deps{Store: models.NewStore(db).SealBlobs(apitest.Secrets), Secrets: apitest.Secrets})
+	w := worker.NewOn(c, os.Getenv(envChildQueue), worker.Deps{Store: models.NewStore(db).SealBlobs(secrettest.Box), Secrets: secrettest.Box})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func startWorkerProcess(t *testing.T, dsn, hostPort, ns, queue string, extra ...
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestEnrollmentWorkerProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), envChildWorker+"=1", envChildDSN+"="+dsn, envChildTemporal+"="+hostPort,
-		envChildNS+"="+ns, envChildQueue+"="+queue, apitest.SecretsEnv())
+		envChildNS+"="+ns, envChildQueue+"="+queue, secrettest.Env())
 	cmd.Env = append(cmd.Env, extra...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -7,7 +7,6 @@ import (
 
 	"iam/models"
 	"iam/models/safezip"
-	"iam/workflows"
 )
 
 // uploadSmartCards: POST /protection/quick-enrollment/upload-smartcards.
@@ -56,7 +55,7 @@ func (s *Server) uploadSmartCards(c *gin.Context) error {
 		input.FactorConfigIDs = append(input.FactorConfigIDs, cfg.ID)
 	}
 	job := &models.Job{
-		OrgID: p.OrgID, Kind: workflows.EnrollSmartCardsWorkflowName, Module: models.EnrollmentModule,
+		OrgID: p.OrgID, Kind: models.EnrollSmartCardsJobKind, Module: models.EnrollmentModule,
 		ActionName: models.EnrollSmartCardsAction, Entity: models.EnrollmentEntity, CreatedBy: p.UserID,
 	}
 	file := models.FileUpload{Name: form.fileName, ContentType: "application/zip", Body: form.file, MaxSize: s.cfg.UploadMaxBytes}

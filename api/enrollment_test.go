@@ -13,6 +13,7 @@ import (
 	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/secret/secrettest"
 )
 
 const totpSecret = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
@@ -96,11 +97,11 @@ func TestEnrollment_CSVEndToEnd(t *testing.T) {
 				if e.Value != "" || strings.Contains(string(e.Secret), totpSecret) {
 					t.Fatalf("the TOTP secret is stored in the clear")
 				}
-				plain, err := apitest.Secrets.Open(e.Secret, models.EnrollmentSecretAAD(env.Org.ID, users[2], e.FactorConfigID))
+				plain, err := secrettest.Box.Open(e.Secret, models.EnrollmentSecretAAD(env.Org.ID, users[2], e.FactorConfigID))
 				if err != nil || string(plain) != totpSecret {
 					t.Errorf("sealed secret opens to %q (%v)", plain, err)
 				}
-				if _, err := apitest.Secrets.Open(e.Secret, models.EnrollmentSecretAAD(env.Org.ID, users[3], e.FactorConfigID)); err == nil {
+				if _, err := secrettest.Box.Open(e.Secret, models.EnrollmentSecretAAD(env.Org.ID, users[3], e.FactorConfigID)); err == nil {
 					t.Error("a sealed secret opens for another user")
 				}
 			}

@@ -2,14 +2,12 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/gin-gonic/gin"
 
 	"iam/models"
 	"iam/models/csvimport"
-	"iam/workflows"
 )
 
 // uploadCSV: POST /protection/quick-enrollment/upload-csv. The whole form
@@ -75,7 +73,7 @@ func (s *Server) uploadCSV(c *gin.Context) error {
 		input.FactorConfigIDs = append(input.FactorConfigIDs, cfg.ID)
 	}
 	job := &models.Job{
-		OrgID: p.OrgID, Kind: workflows.EnrollCSVWorkflowName, Module: models.EnrollmentModule,
+		OrgID: p.OrgID, Kind: models.EnrollCSVJobKind, Module: models.EnrollmentModule,
 		ActionName: models.EnrollCSVAction, Entity: models.EnrollmentEntity, CreatedBy: p.UserID,
 	}
 	file := models.FileUpload{Name: form.fileName, ContentType: "text/csv", Body: form.file, MaxSize: s.cfg.UploadMaxBytes}
@@ -90,20 +88,6 @@ func (s *Server) uploadCSV(c *gin.Context) error {
 	return nil
 }
 
-// uploadWriteError classifies a failure to store an upload: a rule broken
-// (as it is), the client went away meanwhile (400), or internal.
-func uploadWriteError(c *gin.Context, err error) error {
-	var me *models.Error
-	switch {
-	case errors.As(err, &me):
-		return err
-	case c.Request.Context().Err() != nil:
-		logger(c).Warn("upload abandoned by the client; nothing was kept", "error", err)
-		return errInvalidBody("the client went away before the upload was stored; nothing was kept")
-	}
-	return err
-}
-
 // csvNeeds lists the CSV columns of the chosen factor configs.
 func csvNeeds(configs []models.FactorConfig) []csvimport.Need {
 	var out []csvimport.Need
@@ -113,4 +97,16 @@ func csvNeeds(configs []models.FactorConfig) []csvimport.Need {
 		}
 	}
 	return out
+}
+
+// factorConfigs resolves the factor_configs field.
+func (s *Server) factorConfigs(c *gin.Context, f *uploadForm) ([]models.FactorConfig, error) {
+	ids, err := parseIDList("factor_configs", f.fields["factor_configs"])
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return nil, models.Invalid("factor_configs", "is required (factor config ids)")
+	}
+	return s.store.Factors.Resolve(c.Request.Context(), principal(c).OrgID, ids)
 }

@@ -83,6 +83,17 @@ func errInvalidBody(format string, args ...any) *apiError {
 	return newAPIError(http.StatusBadRequest, CodeInvalidBody, "Invalid Request Body", fmt.Sprintf(format, args...))
 }
 
+// asParamError turns a rule broken by a query parameter into 00000107
+// Invalid Parameter; other errors pass. (A models.Invalid error is
+// otherwise 00000109 Invalid Field, the answer for a body's field.)
+func asParamError(err error) error {
+	var me *models.Error
+	if errors.As(err, &me) && me.Code == models.EINVALID {
+		return newAPIError(http.StatusBadRequest, CodeInvalidParameter, "Invalid Parameter", me.Field+": "+me.Detail)
+	}
+	return err
+}
+
 // toAPIError maps any error to its status and body, in one place. The
 // result is the caller's own: a fresh value, never one shared with another
 // request.

@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"iam/api/auth"
 	"iam/models"
 	"iam/models/listing"
 	"iam/workflows"
@@ -75,24 +75,19 @@ var groupDetail = listing.MustSchema(listing.Schema{
 // recomputeJob is the job row a membership recompute starts from.
 func recomputeJob(c *gin.Context) *models.Job {
 	return &models.Job{
-		Kind:       workflows.GroupRecomputeWorkflowName,
+		Kind:       models.GroupRecomputeJobKind,
 		Module:     workflows.IdentityModule,
 		ActionName: workflows.GroupRecomputeAction,
 		CreatedBy:  principal(c).UserID,
 	}
 }
 
-// launch starts a committed recompute job; when the workflow engine cannot
-// be reached the job stays QUEUED and the reconciler starts it later.
-func (s *Server) launch(c *gin.Context, job *models.Job) {
-	if job == nil || job.ID == 0 {
-		return
+// startRecompute starts a recompute job the write committed (startJob);
+// job is nil, or was not written (ID 0), when nothing needs recomputing.
+func (s *Server) startRecompute(c *gin.Context, job *models.Job) {
+	if job != nil && job.ID != 0 {
+		s.startJob(c, job)
 	}
-	if s.deps.Jobs == nil || s.deps.Jobs.Client == nil {
-		logger(c).Warn("no workflow engine: the job waits for the reconciler", "job_id", job.ID)
-		return
-	}
-	s.deps.Jobs.LaunchOrQueue(context.WithoutCancel(c.Request.Context()), job)
 }
 
 // listGroups: GET /groups (cursor paging).
@@ -160,7 +155,7 @@ func (s *Server) groupMembers(c *gin.Context) error {
 		return err
 	}
 	p := principal(c)
-	if !Allows(p.Scopes, userReadScopes) {
+	if !auth.Allows(p.Scopes, userReadScopes) {
 		return s.groupMemberSummaries(c, p.OrgID, id)
 	}
 	params, err := listing.Parse(c.Request.URL.Query(), models.UserListing)
@@ -235,7 +230,7 @@ func (s *Server) createGroup(c *gin.Context) error {
 	if err := s.store.Groups.Create(ctx, g, members, job); err != nil {
 		return err
 	}
-	s.launch(c, job)
+	s.startRecompute(c, job)
 	c.JSON(http.StatusCreated, gin.H{"data": newGroupView(g)})
 	return nil
 }
@@ -266,7 +261,7 @@ func (s *Server) updateGroup(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	s.launch(c, job)
+	s.startRecompute(c, job)
 	c.JSON(http.StatusOK, gin.H{"data": newGroupView(g)})
 	return nil
 }

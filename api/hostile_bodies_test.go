@@ -22,6 +22,7 @@ import (
 	"iam/activities"
 	"iam/api"
 	"iam/api/apitest"
+	"iam/api/auth"
 	"iam/api/oauth"
 	"iam/models"
 	"iam/models/dbtest"
@@ -139,7 +140,7 @@ func jsonRoutes(t *testing.T, srv *api.Server, params routeParams, token, device
 	type rt struct{ method, path, auth string }
 	var all []rt
 	for _, r := range srv.Routes() {
-		all = append(all, rt{r.Method, "/api/v1" + r.Path, api.AuthScheme + " " + token})
+		all = append(all, rt{r.Method, "/api/v1" + r.Path, auth.Scheme + " " + token})
 	}
 	all = append(all, rt{"POST", "/agent/v1/register", ""}, rt{"POST", "/agent/v1/checkin", deviceAuth}, rt{"POST", "/agent/v1/authorize", deviceAuth})
 	var out []jsonRoute

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -294,11 +293,7 @@ func (s *Server) mgmtUpload(c *gin.Context) error {
 	if err != nil {
 		return uploadWriteError(c, err)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
-	defer cancel()
-	if err := s.startEnrollmentJob(ctx, job); err != nil {
-		logger(c).Warn("job start deferred to the reconciler", "job_id", job.ID, "error", err)
-	}
+	s.startJob(c, job)
 	c.Header("Location", "/api/v1/management/actions/"+string(a)+"/uploads/"+models.FormatID(up.ID))
 	c.JSON(http.StatusAccepted, gin.H{"data": newUploadView(up)})
 	return nil
@@ -481,12 +476,8 @@ func (s *Server) mgmtExecute(c *gin.Context) error {
 		sel.Filter = qf
 	}
 	if req.UploadID != "" {
+		// CreateExecution reads the upload, once, in its transaction.
 		if sel.UploadID, err = models.ParseID("upload_id", string(req.UploadID)); err != nil {
-			return err
-		}
-		// Reading it first settles an upload whose resolving job is gone
-		// (failed), so that the refusal says so.
-		if _, err = s.store.Management.GetUpload(c.Request.Context(), p.OrgID, a, sel.UploadID); err != nil {
 			return err
 		}
 	}
@@ -515,13 +506,9 @@ func (s *Server) mgmtExecute(c *gin.Context) error {
 	return nil
 }
 
-// acceptExecution starts the attempt's job and answers 202.
+// acceptExecution starts the attempt's job (startJob) and answers 202.
 func (s *Server) acceptExecution(c *gin.Context, a models.MgmtAction, exec *models.Execution, job *models.Job) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), 5*time.Second)
-	defer cancel()
-	if err := s.startEnrollmentJob(ctx, job); err != nil {
-		logger(c).Warn("job start deferred to the reconciler", "job_id", job.ID, "error", err)
-	}
+	s.startJob(c, job)
 	var resp executionAccepted
 	jobID := models.FormatID(job.ID)
 	resp.Data.ExecutionID, resp.Data.JobID, resp.Data.Status, resp.Data.Attempt = exec.ID, jobID, string(exec.Status), exec.Attempt

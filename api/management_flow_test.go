@@ -11,8 +11,8 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"iam/api"
 	"iam/api/apitest"
+	"iam/api/auth"
 	"iam/models"
 	"iam/models/dbtest"
 )
@@ -87,7 +87,7 @@ func TestManagement_DeleteRunsAndRetries(t *testing.T) {
 		if err := env.Store.Groups.Create(ctx, g, []int64{plain[0].ID, caller.ID}, nil); err != nil {
 			t.Fatal(err)
 		}
-		tok := env.Tokens.Mint(api.Principal{UserID: caller.ID, OrgID: env.Org.ID, Scopes: []string{"svc.management.all"}})
+		tok := env.Tokens.Mint(auth.Principal{UserID: caller.ID, OrgID: env.Org.ID, Scopes: []string{"svc.management.all"}})
 		ids := []string{models.FormatID(plain[0].ID), models.FormatID(caller.ID), "999", models.FormatID(admin.ID),
 			models.FormatID(plain[1].ID), models.FormatID(plain[2].ID)}
 		path, acc := execute(t, env, tok, "delete-users", map[string]any{"user_ids": ids})

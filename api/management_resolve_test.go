@@ -14,6 +14,7 @@ import (
 	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/secret/secrettest"
 	"iam/worker"
 )
 
@@ -107,7 +108,7 @@ func TestManagement_LargeUploadResolvedByAJob(t *testing.T) {
 		}
 		t.Cleanup(tc.Close)
 		env.Jobs.Client, env.Jobs.TaskQueue = tc, fmt.Sprintf("mgmt-resolve-%d", models.NewID())
-		w := worker.NewOn(tc, env.Jobs.TaskQueue, worker.Deps{Store: env.Store, Secrets: apitest.Secrets})
+		w := worker.NewOn(tc, env.Jobs.TaskQueue, worker.Deps{Store: env.Store, Secrets: secrettest.Box})
 		if err = w.Start(); err != nil {
 			t.Fatal(err)
 		}

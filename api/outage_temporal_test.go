@@ -17,6 +17,7 @@ import (
 	"iam/activities"
 	"iam/api"
 	"iam/api/apitest"
+	"iam/api/auth"
 	"iam/models"
 	"iam/models/dbtest"
 	"iam/worker"
@@ -118,10 +119,10 @@ func TestOutage_TemporalStopped(t *testing.T) {
 		t.Log(what, o.resp.Status)
 		switch _, isChange := changes[o.name]; {
 		case isChange:
-			if o.resp.Status != http.StatusServiceUnavailable || o.resp.Header.Get("Retry-After") != fmt.Sprint(api.RetryAfterSeconds) ||
+			if o.resp.Status != http.StatusServiceUnavailable || o.resp.Header.Get("Retry-After") != fmt.Sprint(auth.RetryAfterSeconds) ||
 				o.resp.ErrorBody(t).Code != api.CodeUnavailable {
 				t.Errorf("%s: %d Retry-After %q %s, want 503 %s with Retry-After %d", what, o.resp.Status,
-					o.resp.Header.Get("Retry-After"), o.resp.Body, api.CodeUnavailable, api.RetryAfterSeconds)
+					o.resp.Header.Get("Retry-After"), o.resp.Body, api.CodeUnavailable, auth.RetryAfterSeconds)
 			}
 		case o.name == "upload CSV":
 			var acc acceptedBody

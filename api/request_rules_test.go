@@ -15,6 +15,7 @@ import (
 
 	"iam/api"
 	"iam/api/apitest"
+	"iam/api/auth"
 	"iam/api/oauth"
 	"iam/models/dbtest"
 )
@@ -28,7 +29,7 @@ func rawDo(t *testing.T, method, url, token, contentType, body string) (*http.Re
 		t.Fatal(err)
 	}
 	if token != "" {
-		req.Header.Set("Authorization", api.AuthScheme+" "+token)
+		req.Header.Set("Authorization", auth.Scheme+" "+token)
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)

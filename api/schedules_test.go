@@ -16,8 +16,8 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"iam/activities"
-	"iam/api"
 	"iam/api/apitest"
+	"iam/api/auth"
 	"iam/models"
 	"iam/models/dbtest"
 	"iam/notify"
@@ -468,6 +468,6 @@ func mustLoc(t *testing.T, name string) *time.Location {
 }
 
 // apiPrincipal is a token holder who is user u.
-func apiPrincipal(u *models.User, scopes ...string) api.Principal {
-	return api.Principal{UserID: u.ID, OrgID: u.OrgID, Scopes: scopes}
+func apiPrincipal(u *models.User, scopes ...string) auth.Principal {
+	return auth.Principal{UserID: u.ID, OrgID: u.OrgID, Scopes: scopes}
 }

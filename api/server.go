@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/client"
 
+	"iam/api/auth"
 	"iam/api/jobrun"
 	"iam/models"
 	"iam/models/decide"
@@ -83,7 +84,7 @@ type Deps struct {
 	Store    *models.Store
 	Temporal client.Client
 	Jobs     *jobrun.Launcher
-	Tokens   TokenValidator
+	Tokens   auth.TokenValidator
 	Log      *slog.Logger
 	// OAuth serves /oauth/v2/... and the authorization server metadata;
 	// nil leaves them unrouted.

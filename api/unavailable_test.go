@@ -13,13 +13,14 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"iam/api/auth"
 	"iam/models"
 )
 
 // outageTokens answers as a token validator does when its store is down.
 type outageTokens struct{}
 
-func (outageTokens) ValidateAccessToken(_ context.Context, tok string) (*Principal, error) {
+func (outageTokens) ValidateAccessToken(_ context.Context, tok string) (*auth.Principal, error) {
 	switch tok {
 	case "unchecked": // the OAuth server's own answer
 		return nil, fmt.Errorf("%w (%w)", &models.Error{Code: models.EUNAVAILABLE, Detail: "the token could not be checked"},
@@ -63,7 +64,7 @@ func TestUnavailable_503WithRetryAfterNot401Or500(t *testing.T) {
 		{"unexpected store error", "/api/v1/test/broken", "", 500, CodeInternal},
 	} {
 		req, _ := http.NewRequest("GET", srv.URL+tc.path, nil)
-		req.Header.Set("Authorization", AuthScheme+" "+tc.token)
+		req.Header.Set("Authorization", auth.Scheme+" "+tc.token)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -73,7 +74,7 @@ func TestUnavailable_503WithRetryAfterNot401Or500(t *testing.T) {
 		resp.Body.Close()
 		wantRetry := ""
 		if tc.status == 503 {
-			wantRetry = fmt.Sprint(RetryAfterSeconds)
+			wantRetry = fmt.Sprint(auth.RetryAfterSeconds)
 		}
 		if resp.StatusCode != tc.status || body.Error.Code != tc.code || resp.Header.Get("Retry-After") != wantRetry {
 			t.Errorf("%s: %d %s Retry-After %q, want %d %s Retry-After %q", tc.name, resp.StatusCode, body.Error.Code,

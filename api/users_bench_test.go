@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"iam/api"
 	"iam/api/apitest"
+	"iam/api/auth"
 	"iam/models"
 	"iam/models/dbtest"
 )
@@ -41,7 +41,7 @@ func BenchmarkUsers_List(b *testing.B) {
 		b.Fatal(err)
 	}
 	handler := env.Server.Handler()
-	auth := api.AuthScheme + " " + env.Token(env.Org, "svc.user.READ")
+	auth := auth.Scheme + " " + env.Token(env.Org, "svc.user.READ")
 	cursor := ""
 	w := &pageWriter{}
 	b.ReportAllocs()

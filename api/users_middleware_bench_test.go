@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"iam/api/auth"
 	"io"
 	"log/slog"
 	"net/http"
@@ -20,7 +21,7 @@ func BenchmarkMiddleware_UsersRoute(b *testing.B) {
 	gin.SetMode(gin.ReleaseMode)
 	jsonLog := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	discard := slog.New(slog.DiscardHandler)
-	tokens := principalTokens{p: &Principal{UserID: 1, OrgID: 2, Scopes: []string{"svc.user.READ"}}}
+	tokens := principalTokens{p: &auth.Principal{UserID: 1, OrgID: 2, Scopes: []string{"svc.user.READ"}}}
 	noop := func(c *gin.Context) { c.Status(http.StatusOK) }
 	for _, bc := range []struct {
 		name  string
@@ -51,7 +52,7 @@ func BenchmarkMiddleware_UsersRoute(b *testing.B) {
 			r := gin.New()
 			r.GET("/api/v1/users", append(bc.chain(), noop)...)
 			req := httptest.NewRequest(http.MethodGet, "/api/v1/users?limit=100&cursor=eyJoIjoiYWJjIiwiayI6WzJdfQ", nil)
-			req.Header.Set("Authorization", AuthScheme+" token")
+			req.Header.Set("Authorization", auth.Scheme+" token")
 			w := httptest.NewRecorder()
 			b.ReportAllocs()
 			for b.Loop() {
@@ -63,8 +64,8 @@ func BenchmarkMiddleware_UsersRoute(b *testing.B) {
 }
 
 // principalTokens accepts every token as one principal.
-type principalTokens struct{ p *Principal }
+type principalTokens struct{ p *auth.Principal }
 
-func (t principalTokens) ValidateAccessToken(_ context.Context, _ string) (*Principal, error) {
+func (t principalTokens) ValidateAccessToken(_ context.Context, _ string) (*auth.Principal, error) {
 	return t.p, nil
 }

@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"iam/api"
 	"iam/api/apitest"
+	"iam/api/auth"
 	"iam/api/oauth"
 	"iam/models"
 	"iam/models/dbtest"
@@ -17,7 +17,7 @@ import (
 // (it needs the API's URL as its issuer).
 type oauthTokens struct{ srv atomic.Pointer[oauth.Server] }
 
-func (o *oauthTokens) ValidateAccessToken(ctx context.Context, tok string) (*api.Principal, error) {
+func (o *oauthTokens) ValidateAccessToken(ctx context.Context, tok string) (*auth.Principal, error) {
 	return o.srv.Load().ValidateAccessToken(ctx, tok)
 }
 

@@ -8,7 +8,7 @@ import (
 	"golang.org/x/oauth2"
 )
 
-// AuthScheme is the Authorization scheme of /api/v1 (api.AuthScheme): the
+// AuthScheme is the Authorization scheme of /api/v1 (auth.Scheme in api/auth): the
 // header is "Service-oauthtoken <access token>".
 const AuthScheme = "Service-oauthtoken"
 

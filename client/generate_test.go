@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"iam/api"
+	"iam/api/auth"
 	"iam/client"
 )
 
@@ -66,7 +66,7 @@ func TestGenerated_UpToDate(t *testing.T) {
 }
 
 func TestAuthScheme_IsTheAPIs(t *testing.T) {
-	if client.AuthScheme != api.AuthScheme {
-		t.Errorf("client.AuthScheme %q, api.AuthScheme %q", client.AuthScheme, api.AuthScheme)
+	if client.AuthScheme != auth.Scheme {
+		t.Errorf("client.AuthScheme %q, auth.Scheme %q", client.AuthScheme, auth.Scheme)
 	}
 }

@@ -19,11 +19,9 @@ import (
 // organization's settings applied to every unlinked local account of every
 // device, in batches, by a job of module Devices.
 const (
-	// DeviceSyncJobKind is the workflow type of sync jobs; a partial unique
-	// index lets an organization have one QUEUED or RUNNING at a time.
-	DeviceSyncJobKind = "DeviceAccountSync"
-	DevicesModule     = "Devices"
-	DeviceSyncAction  = "Sync account links"
+	// The job's kind is DeviceSyncJobKind (jobs.go).
+	DevicesModule    = "Devices"
+	DeviceSyncAction = "Sync account links"
 	// ResultSkipped is the per-account result of an account a sync left
 	// unlinked; its message says why.
 	ResultSkipped = "SKIPPED"

@@ -43,6 +43,27 @@ func OutcomeStatus(success, failed int64) JobStatus {
 	}
 }
 
+// Job kinds: the workflow type that runs each kind of job (Job.Kind). Every
+// kind is declared here; package workflows registers each workflow under
+// its kind (its *WorkflowName constants are these names).
+const (
+	// DiagnosticJobKind is the test job of made-up items (workflows.Diagnostic).
+	DiagnosticJobKind = "Diagnostic"
+	// GroupRecomputeJobKind recomputes a dynamic group's members.
+	GroupRecomputeJobKind = "GroupMembershipRecompute"
+	// EnrollCSVJobKind and EnrollSmartCardsJobKind are the quick-enrollment
+	// uploads: a CSV, a ZIP of smart-card certificates.
+	EnrollCSVJobKind        = "QuickEnrollmentCSV"
+	EnrollSmartCardsJobKind = "QuickEnrollmentSmartCards"
+	// DeviceSyncJobKind is the account-linking sync; a partial unique index
+	// lets an organization have one QUEUED or RUNNING at a time.
+	DeviceSyncJobKind = "DeviceAccountSync"
+	// MgmtJobKind runs a management execution's attempt.
+	MgmtJobKind = "ManagementExecution"
+	// MgmtResolveJobKind resolves a large management upload's rows.
+	MgmtResolveJobKind = "ManagementUploadResolve"
+)
+
 // Job is the record of a background operation. The row is the truth for
 // /jobs; its workflow (id "job-<id>") updates it through activities.
 type Job struct {
@@ -131,7 +152,7 @@ var ErrJobNotFound = NotFound("Job", "the job does not exist or was deleted")
 // kind, module or action name is missing. (A job written with its input, as
 // an upload's, is Store.CreateUploadJob.)
 func (s *JobStore) Create(ctx context.Context, job *Job) error {
-	return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		return insertJob(ctx, tx, job)
 	})
 }
@@ -177,8 +198,8 @@ func (s *JobStore) Get(ctx context.Context, orgID, id int64) (*Job, error) {
 	return job, nil
 }
 
-// Delete removes a job, its results and its uploaded file. ENOTFOUND when
-// missing.
+// Delete removes a job, its results and its uploaded file, and fails the
+// upload it was resolving (failUploadOfJob). ENOTFOUND when missing.
 func (s *JobStore) Delete(ctx context.Context, orgID, id int64) error {
 	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewDelete().Model((*Job)(nil)).Where("org_id = ? AND id = ?", orgID, id).Exec(ctx)
@@ -187,6 +208,9 @@ func (s *JobStore) Delete(ctx context.Context, orgID, id int64) error {
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return ErrJobNotFound
+		}
+		if err := failUploadOfJob(ctx, tx, id, "the job resolving the upload was deleted"); err != nil {
+			return err
 		}
 		return deleteJobBlobs(ctx, tx, id)
 	})
@@ -236,7 +260,9 @@ func (s *JobStore) RecordChunk(ctx context.Context, orgID, id int64, results []J
 
 // Finish ends a job in status with a message and its final progress. Finishing
 // a finished job again changes nothing. The job's uploaded file is deleted
-// with the same transaction. ENOTFOUND when the job was deleted.
+// with the same transaction, and an upload it was resolving and did not
+// finish resolving is failed (failUploadOfJob). ENOTFOUND when the job was
+// deleted.
 func (s *JobStore) Finish(ctx context.Context, orgID, id int64, status JobStatus, message string, p JobProgress) error {
 	if !status.Finished() {
 		return Invalid("status", "%s is not a final job state", status)
@@ -267,6 +293,13 @@ func finishJob(ctx context.Context, tx bun.Tx, orgID, id int64, status JobStatus
 		if err := whyNotRunning(ctx, tx, orgID, id); ErrorCode(err) == ENOTFOUND {
 			return err
 		}
+	}
+	why := "the job resolving the upload ended " + string(status)
+	if message != "" {
+		why += ": " + message
+	}
+	if err := failUploadOfJob(ctx, tx, id, why); err != nil {
+		return err
 	}
 	// The uploaded file is no longer needed: the results hold what the
 	// job's rows said.

@@ -39,9 +39,6 @@ func (s ExecutionStatus) Finished() bool {
 // MgmtModule is the module of management jobs (spec 2.17).
 const MgmtModule = "Management"
 
-// MgmtJobKind is the workflow type that runs an execution's attempt.
-const MgmtJobKind = "ManagementExecution"
-
 // Per-user result states of an execution (spec 2.16).
 const (
 	ExecResultSuccess = "success"

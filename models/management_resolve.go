@@ -9,10 +9,6 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// MgmtResolveJobKind is the workflow type that resolves a large upload's
-// rows.
-const MgmtResolveJobKind = "ManagementUploadResolve"
-
 // UploadResolveInput is the input of an upload's resolving job, stored with
 // the job row: the file stays in the blob store (sealed).
 type UploadResolveInput struct {
@@ -170,6 +166,21 @@ func (s *MgmtStore) FailUpload(ctx context.Context, orgID, uploadID int64, why s
 		Where("org_id = ? AND id = ? AND status = ?", orgID, uploadID, UploadResolving).Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("fail upload: %w", err)
+	}
+	return nil
+}
+
+// failUploadOfJob fails the upload that job jobID was resolving, if it is
+// still resolving, saying why, in the transaction that ends or deletes the
+// job (JobStore.Finish, JobStore.Delete): an upload is never left resolving
+// with no job to resolve it, and reading it never writes. A job that
+// resolves no upload changes nothing (the index mgmt_uploads_resolving_job
+// holds only resolving uploads).
+func failUploadOfJob(ctx context.Context, tx bun.IDB, jobID int64, why string) error {
+	_, err := tx.NewUpdate().Model((*MgmtUpload)(nil)).Set("status = ?", UploadFailed).Set("message = ?", truncate(why, 512)).
+		Where("job_id = ? AND status = ?", jobID, UploadResolving).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("fail the job's upload: %w", err)
 	}
 	return nil
 }

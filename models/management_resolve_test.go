@@ -119,8 +119,10 @@ func TestMgmtStore_ResolveUploadInChunks(t *testing.T) {
 	})
 }
 
-// An upload whose resolving job is deleted is failed when next read; it
-// cannot be executed (ECONFLICT saying why), and a late chunk is refused.
+// An upload whose resolving job is deleted is failed by the delete itself
+// (stored failed before anything reads it); it cannot be executed
+// (ECONFLICT saying why), and a late chunk is refused. One whose job ends
+// before resolving it is failed by the finish, saying how the job ended.
 func TestMgmtStore_ResolvingUploadFailsWithItsJob(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		ctx := t.Context()
@@ -139,6 +141,9 @@ func TestMgmtStore_ResolvingUploadFailsWithItsJob(t *testing.T) {
 		if err = f.store.Jobs.Delete(ctx, f.org.ID, job.ID); err != nil {
 			t.Fatal(err)
 		}
+		if status, message := storedUpload(t, db, up.ID); status != models.UploadFailed || !strings.Contains(message, "deleted") {
+			t.Fatalf("after the job's delete the upload is stored %s (%q); want failed", status, message)
+		}
 		got, err := m.GetUpload(ctx, f.org.ID, models.ActionMoveUsers, up.ID)
 		if err != nil || got.Status != models.UploadFailed || !strings.Contains(got.Message, "deleted") || got.RowCount != 1 {
 			t.Fatalf("GetUpload = %+v, %v; want failed", got, err)
@@ -155,6 +160,35 @@ func TestMgmtStore_ResolvingUploadFailsWithItsJob(t *testing.T) {
 			MatchColumns: match, FileRows: models.MaxUploadRows + 1}, models.FileUpload{Body: strings.NewReader("x")}, "UTF-8", 0); models.ErrorCode(err) != models.EINVALID {
 			t.Errorf("%d rows = %v, want EINVALID", models.MaxUploadRows+1, err)
 		}
+
+		// A job that ends without resolving its upload fails it as it ends;
+		// ending another job leaves a resolving upload alone.
+		ended := &models.MgmtUpload{OrgID: f.org.ID, Action: models.ActionMoveUsers, FileName: "big.csv", Header: header,
+			MatchColumns: match, FileRows: 2}
+		endedJob, err := f.store.CreateResolvingUpload(ctx, ended, models.FileUpload{Name: "big.csv", Body: strings.NewReader("x")}, "UTF-8", 14)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := &models.MgmtUpload{OrgID: f.org.ID, Action: models.ActionMoveUsers, FileName: "other.csv", Header: header,
+			MatchColumns: match, FileRows: 2}
+		if _, err := f.store.CreateResolvingUpload(ctx, other, models.FileUpload{Name: "other.csv", Body: strings.NewReader("x")}, "UTF-8", 14); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.store.Jobs.Start(ctx, f.org.ID, endedJob.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.store.Jobs.Finish(ctx, f.org.ID, endedJob.ID, models.JobError, "the file is gone", models.JobProgress{}); err != nil {
+			t.Fatal(err)
+		}
+		if status, message := storedUpload(t, db, ended.ID); status != models.UploadFailed || message != "the job resolving the upload ended ERROR: the file is gone" {
+			t.Errorf("after its job ended the upload is stored %s (%q); want failed, saying how the job ended", status, message)
+		}
+		if status, _ := storedUpload(t, db, other.ID); status != models.UploadResolving {
+			t.Errorf("another job's end left the other upload %s, want resolving", status)
+		}
+		if got, err := m.GetUpload(ctx, f.org.ID, models.ActionMoveUsers, other.ID); err != nil || got.Status != models.UploadResolving {
+			t.Errorf("GetUpload of the other = %+v, %v", got, err)
+		}
 	})
 }
 
@@ -163,4 +197,15 @@ func deref(p *int64) int64 {
 		return 0
 	}
 	return *p
+}
+
+// storedUpload reads an upload's status and message straight from its row,
+// not through the store, to see what the writes left.
+func storedUpload(t *testing.T, db *bun.DB, id int64) (status, message string) {
+	t.Helper()
+	if err := db.NewSelect().Table("mgmt_uploads").Column("status", "message").Where("id = ?", id).
+		Scan(t.Context(), &status, &message); err != nil {
+		t.Fatal(err)
+	}
+	return status, message
 }

@@ -524,35 +524,11 @@ func lookupMatches(ctx context.Context, db bun.IDB, orgID int64, col string, val
 	return out, nil
 }
 
-// GetUpload returns an upload of the organization and action. An upload
-// still resolving whose job is gone (deleted) or has ended without
-// resolving it is failed: it is stored so and returned so. ENOTFOUND when
+// GetUpload returns an upload of the organization and action; it only
+// reads. (An upload whose resolving job ended or was deleted before
+// resolving it was failed by that write: failUploadOfJob.) ENOTFOUND when
 // it is another's.
 func (s *MgmtStore) GetUpload(ctx context.Context, orgID int64, a MgmtAction, id int64) (*MgmtUpload, error) {
-	up, err := getUpload(ctx, s.db, orgID, a, id)
-	if err != nil || up.Status != UploadResolving || up.JobID == nil {
-		return up, err
-	}
-	job := new(Job)
-	err = s.db.NewSelect().Model(job).Column("status", "message").Where("id = ?", *up.JobID).Scan(ctx)
-	var why string
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		why = "the job resolving the upload was deleted"
-	case err != nil:
-		return nil, fmt.Errorf("select upload job: %w", err)
-	case job.Status.Finished():
-		why = "the job resolving the upload ended " + string(job.Status)
-		if job.Message != "" {
-			why += ": " + job.Message
-		}
-	default:
-		return up, nil
-	}
-	if _, err := s.db.NewUpdate().Model((*MgmtUpload)(nil)).Set("status = ?", UploadFailed).Set("message = ?", truncate(why, 512)).
-		Where("id = ? AND status = ?", id, UploadResolving).Exec(ctx); err != nil {
-		return nil, fmt.Errorf("fail upload: %w", err)
-	}
 	return getUpload(ctx, s.db, orgID, a, id)
 }
 

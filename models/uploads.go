@@ -37,7 +37,7 @@ func (s *Store) createUploadJob(ctx context.Context, job *Job, file FileUpload, 
 	if err != nil {
 		return err
 	}
-	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+	err = inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		if job.ID == 0 {
 			job.ID = NewID()
 		}

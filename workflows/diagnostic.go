@@ -7,12 +7,13 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"iam/activities"
+	"iam/models"
 )
 
 // Diagnostic job identity: the workflow type, and the module and action name
 // its job row shows.
 const (
-	DiagnosticWorkflowName = "Diagnostic"
+	DiagnosticWorkflowName = models.DiagnosticJobKind
 	DiagnosticModule       = "System"
 	DiagnosticAction       = "Diagnostic"
 )

@@ -10,10 +10,10 @@ import (
 	"iam/models"
 )
 
-// Quick enrollment workflow types (the job rows' kind).
+// Quick enrollment workflow types (the job rows' kind, models.*JobKind).
 const (
-	EnrollCSVWorkflowName        = "QuickEnrollmentCSV"
-	EnrollSmartCardsWorkflowName = "QuickEnrollmentSmartCards"
+	EnrollCSVWorkflowName        = models.EnrollCSVJobKind
+	EnrollSmartCardsWorkflowName = models.EnrollSmartCardsJobKind
 )
 
 var enrollActivities *activities.Enrollment

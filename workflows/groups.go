@@ -5,12 +5,13 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"iam/activities"
+	"iam/models"
 )
 
 // Group recompute job identity: the workflow type, and the module and action
 // name its job row shows.
 const (
-	GroupRecomputeWorkflowName = "GroupMembershipRecompute"
+	GroupRecomputeWorkflowName = models.GroupRecomputeJobKind
 	IdentityModule             = "Identity"
 	GroupRecomputeAction       = "Recompute dynamic group members"
 )

@@ -25,8 +25,10 @@ import (
 	"go.temporal.io/server/temporaltest"
 
 	"iam/api"
+	"iam/api/auth"
 	"iam/api/jobrun"
 	"iam/models"
+	"iam/models/secret/secrettest"
 	"iam/worker"
 	"iam/workflows"
 )
@@ -40,7 +42,7 @@ type Options struct {
 	TemporalClient client.Client
 	// Tokens replaces the test-only token source (the real OAuth server's
 	// validator, say).
-	Tokens api.TokenValidator
+	Tokens auth.TokenValidator
 	// OAuth is mounted under /oauth/v2 when set.
 	OAuth http.Handler
 	// MaxBodyBytes overrides the API's default body limit.
@@ -139,13 +141,13 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	e := &Env{t: t, Store: models.NewStore(db).SealBlobs(Secrets), DB: db, Tokens: &Tokens{}}
+	e := &Env{t: t, Store: models.NewStore(db).SealBlobs(secrettest.Box), DB: db, Tokens: &Tokens{}}
 	e.Jobs = &jobrun.Launcher{Store: e.Store, Log: log}
 	if opts.Temporal {
 		e.Temporal = sharedTemporal(t)
 		e.Jobs.Client = e.Temporal
 		e.Jobs.TaskQueue = fmt.Sprintf("test-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), models.NewID())
-		w := worker.NewOn(e.Temporal, e.Jobs.TaskQueue, worker.Deps{Store: e.Store, Secrets: Secrets,
+		w := worker.NewOn(e.Temporal, e.Jobs.TaskQueue, worker.Deps{Store: e.Store, Secrets: secrettest.Box,
 			MgmtExecutionTimeout: opts.MgmtExecutionTimeout})
 		if err := w.Start(); err != nil {
 			t.Fatalf("start worker: %v", err)
@@ -160,7 +162,7 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 	if opts.AgentPackagesDir == "" {
 		opts.AgentPackagesDir = testPackages(t)
 	}
-	var tokens api.TokenValidator = e.Tokens
+	var tokens auth.TokenValidator = e.Tokens
 	if opts.Tokens != nil {
 		tokens = opts.Tokens
 	}
@@ -210,7 +212,7 @@ func (e *Env) NewOrg(name string) *models.Organization {
 
 // Token mints a test token for a user of org holding scopes.
 func (e *Env) Token(org *models.Organization, scopes ...string) string {
-	return e.Tokens.Mint(api.Principal{UserID: models.NewID(), OrgID: org.ID, Scopes: scopes})
+	return e.Tokens.Mint(auth.Principal{UserID: models.NewID(), OrgID: org.ID, Scopes: scopes})
 }
 
 // Response is a finished request.
@@ -275,7 +277,7 @@ func (e *Env) Do(req Request) *Response {
 	}
 	hr.Header.Set("Accept", "application/json")
 	if req.Token != "" {
-		hr.Header.Set("Authorization", api.AuthScheme+" "+req.Token)
+		hr.Header.Set("Authorization", auth.Scheme+" "+req.Token)
 	}
 	for k, vs := range req.Header {
 		hr.Header[k] = vs
@@ -318,7 +320,7 @@ func (e *Env) CreateDiagnostic(org *models.Organization, params any) *models.Job
 	}
 	job := &models.Job{
 		OrgID:      org.ID,
-		Kind:       workflows.DiagnosticWorkflowName,
+		Kind:       models.DiagnosticJobKind,
 		Module:     workflows.DiagnosticModule,
 		ActionName: workflows.DiagnosticAction,
 		Input:      input,

@@ -5,27 +5,26 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"iam/api/auth"
 	"sync"
-
-	"iam/api"
 )
 
 // Tokens is a test-only token source: tokens minted here are valid until
 // revoked. Tests of the real OAuth server use real tokens instead.
 type Tokens struct {
 	mu     sync.Mutex
-	tokens map[string]*api.Principal
+	tokens map[string]*auth.Principal
 }
 
 // Mint returns a new token for the principal.
-func (s *Tokens) Mint(p api.Principal) string {
+func (s *Tokens) Mint(p auth.Principal) string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	tok := "test-" + hex.EncodeToString(b[:])
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.tokens == nil {
-		s.tokens = map[string]*api.Principal{}
+		s.tokens = map[string]*auth.Principal{}
 	}
 	s.tokens[tok] = &p
 	return tok
@@ -38,8 +37,8 @@ func (s *Tokens) Revoke(tok string) {
 	delete(s.tokens, tok)
 }
 
-// ValidateAccessToken implements api.TokenValidator.
-func (s *Tokens) ValidateAccessToken(_ context.Context, tok string) (*api.Principal, error) {
+// ValidateAccessToken implements auth.TokenValidator.
+func (s *Tokens) ValidateAccessToken(_ context.Context, tok string) (*auth.Principal, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if p, ok := s.tokens[tok]; ok {

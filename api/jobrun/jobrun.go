@@ -65,14 +65,6 @@ func (l *Launcher) Launch(ctx context.Context, job *models.Job) error {
 	return nil
 }
 
-// LaunchOrQueue calls Launch and, when it fails, logs and leaves the job to
-// the Reconciler: the job is accepted either way.
-func (l *Launcher) LaunchOrQueue(ctx context.Context, job *models.Job) {
-	if err := l.Launch(ctx, job); err != nil {
-		l.Log.Warn("job start deferred to the reconciler", "job_id", job.ID, "error", err)
-	}
-}
-
 // Cancel asks the workflow of a job to stop. A workflow that does not exist
 // or has ended is not an error.
 func (l *Launcher) Cancel(ctx context.Context, jobID int64) error {

@@ -14,6 +14,6 @@
 //
 // Tokens are opaque HMAC-SHA512/256 values; only their signatures are
 // stored (storage.go, over models.OAuthTokenStore). The Server also validates access tokens for
-// the /api/v1 routes (api.TokenValidator) and issues tokens directly for the
+// the /api/v1 routes (auth.TokenValidator) and issues tokens directly for the
 // self client (`iam token`).
 package oauth

@@ -15,8 +15,8 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"iam/api"
 	"iam/api/apitest"
+	"iam/api/auth"
 	"iam/api/oauth"
 	"iam/models"
 	"iam/models/dbtest"
@@ -52,7 +52,7 @@ func (l *late) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	l.srv.Load().Handler().ServeHTTP(w, r)
 }
 
-func (l *late) ValidateAccessToken(ctx context.Context, tok string) (*api.Principal, error) {
+func (l *late) ValidateAccessToken(ctx context.Context, tok string) (*auth.Principal, error) {
 	return l.srv.Load().ValidateAccessToken(ctx, tok)
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"iam/api/auth"
 	"iam/models"
 )
 
@@ -81,6 +82,6 @@ func loginFailure(err error) (int, string) {
 // failure (nothing was counted), and the user may simply send it again.
 func (s *Server) loginUnavailable(w http.ResponseWriter, r *http.Request, req *authRequest, email string, err error) {
 	s.log.WarnContext(r.Context(), "sign-in not checked: the store is unavailable", "org_id", req.client.OrgID, "cause", storeCause(err))
-	setRetryAfter(w)
+	auth.SetRetryAfter(w.Header())
 	s.renderLogin(w, r, req, http.StatusServiceUnavailable, email, unavailableMessage)
 }

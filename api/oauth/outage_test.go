@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"iam/api"
 	"iam/api/apitest"
+	"iam/api/auth"
 	"iam/models"
 	"iam/models/dbtest"
 )
@@ -191,7 +191,7 @@ func outageAPIWorker(ctx context.Context, t *testing.T, f *fixture, load *outage
 		if body != nil {
 			req.Header.Set("Content-Type", "application/json")
 		}
-		req.Header.Set("Authorization", api.AuthScheme+" "+token)
+		req.Header.Set("Authorization", auth.Scheme+" "+token)
 		c := outageCall{who: who, op: op, start: time.Now()}
 		resp, err := hc.Do(req)
 		if err != nil {
@@ -378,8 +378,8 @@ func outageCheck(t *testing.T, mode string, load *outageLoad, at outageTimes) {
 		case c.ok:
 		case c.status == http.StatusServiceUnavailable:
 			unavailable++
-			if c.retryAfter != fmt.Sprint(api.RetryAfterSeconds) {
-				t.Errorf("%s: 503 with Retry-After %q, want %d", what, c.retryAfter, api.RetryAfterSeconds)
+			if c.retryAfter != fmt.Sprint(auth.RetryAfterSeconds) {
+				t.Errorf("%s: 503 with Retry-After %q, want %d", what, c.retryAfter, auth.RetryAfterSeconds)
 			}
 			if (c.op == "refresh_token grant" || c.op == "revoke") && c.oauthError != "temporarily_unavailable" {
 				t.Errorf("%s: 503 with error %q, want temporarily_unavailable: %s", what, c.oauthError, c.body)
@@ -451,7 +451,7 @@ func TestOutage_SignInStatementTimeout_503FormNotWrongPassword(t *testing.T) {
 		form.Set("email", try.email)
 		form.Set("password", try.password)
 		r := b.post("/oauth/v2/login", form)
-		if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") != fmt.Sprint(api.RetryAfterSeconds) ||
+		if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") != fmt.Sprint(auth.RetryAfterSeconds) ||
 			!strings.Contains(r.body, "temporarily unavailable") || !strings.Contains(r.body, `action="/oauth/v2/login"`) ||
 			strings.Contains(r.body, "wrong") {
 			t.Errorf("sign-in with %q while the users table is locked: %d Retry-After %q, want 503 with the form saying the service is temporarily unavailable:\n%.2000s",

@@ -20,6 +20,7 @@ import (
 	"iam/activities"
 	"iam/api"
 	"iam/api/apitest"
+	"iam/api/auth"
 	"iam/api/oauth"
 	"iam/models"
 	"iam/models/dbtest"
@@ -407,7 +408,7 @@ func wrongScopes(t *testing.T, required []string) []string {
 	t.Helper()
 	var out []string
 	for _, s := range oauth.SupportedScopes() {
-		if !api.Allows([]string{s}, required) {
+		if !auth.Allows([]string{s}, required) {
 			out = append(out, s)
 		}
 	}

@@ -1,10 +1,9 @@
 package oauth
 
 import (
+	"iam/api/auth"
 	"slices"
 	"strings"
-
-	"iam/api"
 )
 
 // resources are the scope resources in use (spec 5, rule 5), with the words
@@ -39,9 +38,9 @@ var operations = []struct{ name, verb string }{
 const offlineScope = "offline_access"
 
 // knownScope reports whether s is svc.<resource>.<OPERATION> with a resource
-// in use; the operation word's case does not matter (api/scopes.go).
+// in use; the operation word's case does not matter (api/auth/scopes.go).
 func knownScope(s string) bool {
-	if !api.ValidScope(s) {
+	if !auth.ValidScope(s) {
 		return false
 	}
 	_, ok := resources[scopeResource(s)]

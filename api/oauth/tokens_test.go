@@ -8,7 +8,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"iam/api"
+	"iam/api/auth"
 	"iam/models"
 	"iam/models/dbtest"
 )
@@ -187,7 +187,7 @@ func TestValidate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := api.Principal{UserID: f.admin.ID, OrgID: f.env.Org.ID, ClientID: client.ID, Scopes: []string{"svc.job.READ"}}
+		want := auth.Principal{UserID: f.admin.ID, OrgID: f.env.Org.ID, ClientID: client.ID, Scopes: []string{"svc.job.READ"}}
 		if p.UserID != want.UserID || p.OrgID != want.OrgID || p.ClientID != want.ClientID || strings.Join(p.Scopes, " ") != "svc.job.READ" {
 			t.Errorf("principal = %+v, want %+v", p, want)
 		}

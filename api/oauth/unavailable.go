@@ -3,11 +3,10 @@ package oauth
 import (
 	"context"
 	"net/http"
-	"strconv"
 
 	"github.com/ory/fosite"
 
-	"iam/api"
+	"iam/api/auth"
 	"iam/models"
 )
 
@@ -21,18 +20,13 @@ import (
 // unavailableMessage is what the pages say during an outage.
 const unavailableMessage = "The service is temporarily unavailable. Try again in a few seconds."
 
-// setRetryAfter sets the Retry-After of a 503.
-func setRetryAfter(w http.ResponseWriter) {
-	w.Header().Set("Retry-After", strconv.Itoa(api.RetryAfterSeconds))
-}
-
 // writeAccessError is the provider's WriteAccessError, except that an error
 // of an unavailable store is answered 503 temporarily_unavailable with
 // Retry-After, whatever fosite made of it.
 func (s *Server) writeAccessError(ctx context.Context, w http.ResponseWriter, ar fosite.AccessRequester, err error) {
 	if models.IsUnavailable(err) {
 		s.log.WarnContext(ctx, "OAuth request not served: the store is unavailable", "cause", storeCause(err))
-		setRetryAfter(w)
+		auth.SetRetryAfter(w.Header())
 		writeJSON(w, http.StatusServiceUnavailable, oauthError{Error: "temporarily_unavailable",
 			Description: "The authorization server is temporarily unavailable; retry after Retry-After seconds with the same credentials."})
 		return
@@ -48,7 +42,7 @@ func (s *Server) unavailablePage(ctx context.Context, w http.ResponseWriter, err
 		return false
 	}
 	s.log.WarnContext(ctx, "OAuth page not served: the store is unavailable", "cause", storeCause(err))
-	setRetryAfter(w)
+	auth.SetRetryAfter(w.Header())
 	s.renderError(w, http.StatusServiceUnavailable, "Temporarily unavailable", unavailableMessage)
 	return true
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/ory/fosite"
 
-	"iam/api"
+	"iam/api/auth"
 	"iam/models"
 )
 
@@ -16,7 +16,7 @@ import (
 // it with 401 Unauthorized whatever the reason.
 var errInvalidToken = errors.New("the access token is missing, malformed, expired or revoked")
 
-var _ api.TokenValidator = (*Server)(nil)
+var _ auth.TokenValidator = (*Server)(nil)
 
 // tokenUnchecked is the answer when the store could not be asked about a
 // token (the database is down): EUNAVAILABLE, which the API answers with 503
@@ -30,12 +30,12 @@ func tokenUnchecked(err error) error {
 		Detail: "the token could not be checked now; retry after the time in Retry-After with the same token"}, err)
 }
 
-// ValidateAccessToken implements api.TokenValidator by introspecting the
+// ValidateAccessToken implements auth.TokenValidator by introspecting the
 // HMAC access token: its signature must be right, its row present (not
 // revoked) and its expiry ahead, and its user may still use it
 // (checkTokenUser). A refresh token is refused. The principal
 // carries the token's user, organization, client and scopes.
-func (s *Server) ValidateAccessToken(ctx context.Context, token string) (*api.Principal, error) {
+func (s *Server) ValidateAccessToken(ctx context.Context, token string) (*auth.Principal, error) {
 	use, ar, err := s.provider.IntrospectToken(ctx, token, fosite.AccessToken, new(Session))
 	if err != nil {
 		if models.IsUnavailable(err) {
@@ -62,7 +62,7 @@ func (s *Server) ValidateAccessToken(ctx context.Context, token string) (*api.Pr
 		}
 		return nil, errInvalidToken
 	}
-	return &api.Principal{
+	return &auth.Principal{
 		UserID:   sess.UserID,
 		OrgID:    sess.OrgID,
 		ClientID: ar.GetClient().GetID(),

@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"iam/api"
+	"iam/api/auth"
 	"iam/models"
 	"iam/models/dbtest/pgcluster"
 	"iam/models/decide"
@@ -283,11 +284,11 @@ func timeDecisions(ctx context.Context, store *models.Store, s *seeded, snap *de
 
 type benchTokens struct{ orgID int64 }
 
-func (t benchTokens) ValidateAccessToken(_ context.Context, tok string) (*api.Principal, error) {
+func (t benchTokens) ValidateAccessToken(_ context.Context, tok string) (*auth.Principal, error) {
 	if tok != token {
 		return nil, errors.New("unknown token")
 	}
-	return &api.Principal{UserID: 1, OrgID: t.orgID, Scopes: []string{"svc.user.READ", "svc.conditional_access_policy.READ"}}, nil
+	return &auth.Principal{UserID: 1, OrgID: t.orgID, Scopes: []string{"svc.user.READ", "svc.conditional_access_policy.READ"}}, nil
 }
 
 type result struct {
@@ -374,7 +375,7 @@ func load(ctx context.Context, client *http.Client, mk func(*rand.Rand) *http.Re
 			var mine []time.Duration
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				req := mk(r)
-				req.Header.Set("Authorization", api.AuthScheme+" "+token)
+				req.Header.Set("Authorization", auth.Scheme+" "+token)
 				t0 := time.Now()
 				resp, err := client.Do(req)
 				if err == nil {

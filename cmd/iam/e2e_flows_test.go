@@ -18,8 +18,8 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"iam/api"
 	"iam/api/apitest"
+	"iam/api/auth"
 	"iam/models"
 	"iam/models/dbtest"
 )
@@ -102,7 +102,7 @@ func e2eAPIDo(t *testing.T, addr, method, path, token, contentType string, body 
 		req.Header.Set("Content-Type", contentType)
 	}
 	if token != "" {
-		req.Header.Set("Authorization", api.AuthScheme+" "+token)
+		req.Header.Set("Authorization", auth.Scheme+" "+token)
 	}
 	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
 	if err != nil {

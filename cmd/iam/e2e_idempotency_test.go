@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"iam/api"
+	"iam/api/auth"
 	"iam/models"
 	"iam/models/dbtest"
 )
@@ -80,7 +81,7 @@ func TestProduction_IdempotentUploadSurvivesKilledServe(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Header.Set("Content-Type", ct)
-		req.Header.Set("Authorization", api.AuthScheme+" "+token)
+		req.Header.Set("Authorization", auth.Scheme+" "+token)
 		req.Header.Set(api.IdempotencyKeyHeader, key)
 		resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"iam/api"
+	"iam/api/auth"
 	"iam/api/jobrun"
 	"iam/deploy/devserver"
 	"iam/models"
@@ -56,11 +57,11 @@ type benchTokens struct{ orgID, userID int64 }
 
 // ValidateAccessToken accepts the benchmark token as organization A's
 // administrator.
-func (t benchTokens) ValidateAccessToken(_ context.Context, tok string) (*api.Principal, error) {
+func (t benchTokens) ValidateAccessToken(_ context.Context, tok string) (*auth.Principal, error) {
 	if tok != token {
 		return nil, errors.New("unknown token")
 	}
-	return &api.Principal{UserID: t.userID, OrgID: t.orgID, Scopes: []string{"svc.management.all", "svc.job.READ"}}, nil
+	return &auth.Principal{UserID: t.userID, OrgID: t.orgID, Scopes: []string{"svc.management.all", "svc.job.READ"}}, nil
 }
 
 func newBench(ctx context.Context, dsn, work string, users int) (*bench, error) {
@@ -321,7 +322,7 @@ func (b *bench) call(ctx context.Context, method, url string, body []byte, want 
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", api.AuthScheme+" "+token)
+	req.Header.Set("Authorization", auth.Scheme+" "+token)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/api"
+	"iam/api/auth"
 	"iam/models"
 	"iam/models/listing"
 )
@@ -44,11 +45,11 @@ const token = "usersbench"
 type benchTokens struct{ orgID int64 }
 
 // ValidateAccessToken accepts the benchmark token for the seeded organization.
-func (t benchTokens) ValidateAccessToken(_ context.Context, tok string) (*api.Principal, error) {
+func (t benchTokens) ValidateAccessToken(_ context.Context, tok string) (*auth.Principal, error) {
 	if tok != token {
 		return nil, errors.New("unknown token")
 	}
-	return &api.Principal{UserID: 1, OrgID: t.orgID, Scopes: []string{"svc.user.READ"}}, nil
+	return &auth.Principal{UserID: 1, OrgID: t.orgID, Scopes: []string{"svc.user.READ"}}, nil
 }
 
 func newBench(ctx context.Context, dsn string, cfg config, out io.Writer) (*bench, error) {
@@ -110,7 +111,7 @@ func (b *bench) apiPage(query url.Values) op {
 		if err != nil {
 			return err
 		}
-		req.Header.Set("Authorization", api.AuthScheme+" "+token)
+		req.Header.Set("Authorization", auth.Scheme+" "+token)
 		resp, err := b.client.Do(req)
 		if err != nil {
 			return err

@@ -19,6 +19,11 @@ import (
 	"iam/models/csvimport"
 )
 
+// The multipart form of every upload route (quick enrollment's CSV and
+// smart cards, management uploads): read whole, the file spooled, within
+// bounds and an idle timeout; and how a failure to store an upload is
+// answered.
+
 // Bounds of an upload form's text: one field, the number of parts (text
 // fields and the file), and all the text together.
 const (
@@ -246,18 +251,6 @@ func (f *uploadForm) chunkRows(def int) (int, error) {
 	return n, nil
 }
 
-// factorConfigs resolves the factor_configs field.
-func (s *Server) factorConfigs(c *gin.Context, f *uploadForm) ([]models.FactorConfig, error) {
-	ids, err := parseIDList("factor_configs", f.fields["factor_configs"])
-	if err != nil {
-		return nil, err
-	}
-	if len(ids) == 0 {
-		return nil, models.Invalid("factor_configs", "is required (factor config ids)")
-	}
-	return s.store.Factors.Resolve(c.Request.Context(), principal(c).OrgID, ids)
-}
-
 // csvUploadFailed is the 00000114 error of a CSV whose header or encoding
 // does not fit the import option.
 func csvUploadFailed(causes []models.Cause) error {
@@ -268,4 +261,18 @@ func csvUploadFailed(causes []models.Cause) error {
 	}
 	e.Body.Causes = causes
 	return e
+}
+
+// uploadWriteError classifies a failure to store an upload: a rule broken
+// (as it is), the client went away meanwhile (400), or internal.
+func uploadWriteError(c *gin.Context, err error) error {
+	var me *models.Error
+	switch {
+	case errors.As(err, &me):
+		return err
+	case c.Request.Context().Err() != nil:
+		logger(c).Warn("upload abandoned by the client; nothing was kept", "error", err)
+		return errInvalidBody("the client went away before the upload was stored; nothing was kept")
+	}
+	return err
 }

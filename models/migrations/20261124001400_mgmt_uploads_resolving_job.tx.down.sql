@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS mgmt_uploads_resolving_job
