@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,11 +15,25 @@ import (
 
 // listedPackage is what the layout rules read of `go list -json`.
 type listedPackage struct {
-	ImportPath string
-	Name       string
-	Module     *struct{ Path string }
-	Imports    []string
-	Deps       []string
+	ImportPath   string
+	Name         string
+	Module       *struct{ Path string }
+	Imports      []string
+	Deps         []string
+	TestImports  []string
+	XTestImports []string
+}
+
+// lowerLayers lists, for each layer, the layers above it that neither it
+// nor its tests may import: a test of a lower layer that imported an upper
+// one would drag the upper layer's dependencies (the Temporal server, with
+// api/apitest) into its test binary, and hide a cycle.
+var lowerLayers = map[string][]string{
+	"models":     {"api", "activities", "workflows", "worker", "notify", "cmd"},
+	"notify":     {"api", "activities", "workflows", "worker", "cmd"},
+	"activities": {"api", "workflows", "worker", "cmd"},
+	"workflows":  {"api", "worker", "cmd"},
+	"worker":     {"api", "cmd"},
 }
 
 // layoutViolations checks the import rules of DESIGN.md's layout table
@@ -29,6 +44,11 @@ type listedPackage struct {
 //     models, workflow inputs in workflows);
 //   - api, activities, workflows and worker hold no database handle (they
 //     do not import bun);
+//   - no package under api/ but the test harness (api/apitest) imports api
+//     itself: api/oauth and api/auth sit beside it, not above it;
+//   - workflows import only the standard library, the Temporal SDK,
+//     activities (signatures) and models (the types they carry);
+//   - a lower layer and its tests import no layer above it (lowerLayers);
 //   - only packages under cmd/ are programs.
 func layoutViolations(mod string, pkgs []listedPackage) []string {
 	var out []string
@@ -58,6 +78,32 @@ func layoutViolations(mod string, pkgs []listedPackage) []string {
 				out = append(out, p.ImportPath+" imports github.com/uptrace/bun")
 			}
 		}
+		if under(p.ImportPath, "api") && p.ImportPath != mod+"/api" && !under(p.ImportPath, "api/apitest") &&
+			slices.Contains(p.Imports, mod+"/api") {
+			out = append(out, p.ImportPath+" imports "+mod+"/api")
+		}
+		if under(p.ImportPath, "workflows") {
+			for _, i := range p.Imports {
+				first, _, _ := strings.Cut(i, "/")
+				std := !strings.Contains(first, ".") && first != mod
+				if !std && !strings.HasPrefix(i, "go.temporal.io/") && i != mod+"/activities" && i != mod+"/models" {
+					out = append(out, p.ImportPath+" imports "+i)
+				}
+			}
+		}
+		for _, layer := range slices.Sorted(maps.Keys(lowerLayers)) {
+			above := lowerLayers[layer]
+			if !under(p.ImportPath, layer) || under(p.ImportPath, "models/dbtest") {
+				continue
+			}
+			for _, i := range slices.Concat(p.Imports, p.TestImports, p.XTestImports) {
+				for _, a := range above {
+					if under(i, a) {
+						out = append(out, p.ImportPath+" (or its tests) imports "+i)
+					}
+				}
+			}
+		}
 		if p.Name == "main" && !under(p.ImportPath, "cmd") {
 			out = append(out, p.ImportPath+" is a main package outside cmd/")
 		}
@@ -74,7 +120,7 @@ func TestLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Name,Module,Imports,Deps", "./...")
+	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Name,Module,Imports,Deps,TestImports,XTestImports", "./...")
 	cmd.Dir = root
 	stdout, err := cmd.Output()
 	if err != nil {
@@ -122,6 +168,9 @@ func TestLayoutViolations(t *testing.T) {
 		{ImportPath: "iam/api", Name: "api", Module: mod, Imports: []string{"iam/workflows"}, Deps: []string{"iam/activities"}},
 		{ImportPath: "iam/activities", Name: "activities", Module: mod, Imports: []string{"github.com/uptrace/bun"}},
 		{ImportPath: "iam/api/apitest", Name: "apitest", Module: mod, Imports: []string{"github.com/uptrace/bun"}},
+		{ImportPath: "iam/api/oauth", Name: "oauth", Module: mod, Imports: []string{"iam/api/auth", "iam/api"}},
+		{ImportPath: "iam/workflows", Name: "workflows", Module: mod, Imports: []string{"time", "go.temporal.io/sdk/workflow", "iam/activities", "iam/models", "iam/notify"}},
+		{ImportPath: "iam/worker", Name: "worker", Module: mod, XTestImports: []string{"iam/worker", "iam/api/apitest"}},
 		{ImportPath: "iam/api/enrollbench", Name: "main", Module: mod},
 		{ImportPath: "iam/cmd/usersbench", Name: "main", Module: mod},
 		{ImportPath: "github.com/x/y", Name: "main"},
@@ -131,6 +180,9 @@ func TestLayoutViolations(t *testing.T) {
 		"iam/models/secret imports github.com/gin-gonic/gin",
 		"iam/api/jobrun imports iam/activities",
 		"iam/activities imports github.com/uptrace/bun",
+		"iam/api/oauth imports iam/api",
+		"iam/workflows imports iam/notify",
+		"iam/worker (or its tests) imports iam/api/apitest",
 		"iam/api/enrollbench is a main package outside cmd/",
 	}
 	if got := layoutViolations("iam", pkgs); !slices.Equal(got, want) {
