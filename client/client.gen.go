@@ -578,6 +578,14 @@ const (
 	UserProfileStatusN1 UserProfileStatus = 1
 )
 
+// Defines values for ActionID.
+const (
+	ActionIDDeleteUser  ActionID = "delete-user"
+	ActionIDDeleteUsers ActionID = "delete-users"
+	ActionIDMoveUser    ActionID = "move-user"
+	ActionIDMoveUsers   ActionID = "move-users"
+)
+
 // Defines values for ConfigFamily.
 const (
 	ConfigFamilyBusinesshours ConfigFamily = "businesshours"
@@ -1411,6 +1419,11 @@ type GroupSource struct {
 	Id   string `json:"id"`
 	Name string `json:"name"`
 }
+
+// ID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type ID = string
 
 // IPRange defines model for IPRange.
 type IPRange struct {
@@ -2500,20 +2513,26 @@ type UserProfileStatus int
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
-// AccountID defines model for accountID.
-type AccountID = string
+// AccountID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type AccountID = ID
 
 // ActionID defines model for actionID.
-type ActionID = string
+type ActionID string
 
-// AuthnFactorConfigID defines model for authnFactorConfigID.
-type AuthnFactorConfigID = string
+// AuthnFactorConfigID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type AuthnFactorConfigID = ID
 
 // BulkIDs defines model for bulkIDs.
 type BulkIDs = string
 
-// CaConfigID defines model for caConfigID.
-type CaConfigID = string
+// CaConfigID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type CaConfigID = ID
 
 // ConfigFamily defines model for configFamily.
 type ConfigFamily string
@@ -2521,14 +2540,20 @@ type ConfigFamily string
 // Cursor defines model for cursor.
 type Cursor = string
 
-// DeviceGroupID defines model for deviceGroupID.
-type DeviceGroupID = string
+// DeviceGroupID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type DeviceGroupID = ID
 
-// DeviceID defines model for deviceID.
-type DeviceID = string
+// DeviceID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type DeviceID = ID
 
-// ExecutionID defines model for executionID.
-type ExecutionID = string
+// ExecutionID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type ExecutionID = ID
 
 // Fields defines model for fields.
 type Fields = string
@@ -2539,11 +2564,15 @@ type Filter = string
 // From defines model for from.
 type From = int
 
-// GroupID defines model for groupID.
-type GroupID = string
+// GroupID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type GroupID = ID
 
-// JobID defines model for jobID.
-type JobID = string
+// JobID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type JobID = ID
 
 // Limit100 defines model for limit100.
 type Limit100 = int
@@ -2551,23 +2580,33 @@ type Limit100 = int
 // Limit200 defines model for limit200.
 type Limit200 = int
 
-// PolicyID defines model for policyID.
-type PolicyID = string
+// PolicyID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type PolicyID = ID
 
-// RunID defines model for runID.
-type RunID = string
+// RunID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type RunID = ID
 
-// ScheduleID defines model for scheduleID.
-type ScheduleID = string
+// ScheduleID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type ScheduleID = ID
 
 // Sort defines model for sort.
 type Sort = string
 
-// UploadID defines model for uploadID.
-type UploadID = string
+// UploadID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type UploadID = ID
 
-// UserID defines model for userID.
-type UserID = string
+// UserID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type UserID = ID
 
 // AccessDenied defines model for AccessDenied.
 type AccessDenied = Error
@@ -2659,7 +2698,7 @@ type UpdateAccountLinkingSettingsJSONBody = map[string]interface{}
 
 // ListAccountLinkingHistoryParams defines parameters for ListAccountLinkingHistory.
 type ListAccountLinkingHistoryParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
@@ -2696,7 +2735,7 @@ type SyncAccountLinksParams struct {
 
 // ListDevicesParams defines parameters for ListDevices.
 type ListDevicesParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The next_cursor of the previous page (cursor paging).
@@ -2714,7 +2753,7 @@ type ListDevicesParams struct {
 
 // ListDeviceAccountsParams defines parameters for ListDeviceAccounts.
 type ListDeviceAccountsParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
@@ -2752,7 +2791,7 @@ type DeleteOfflineEnrolledUsersParams struct {
 
 // ListOfflineEnrolledUsersParams defines parameters for ListOfflineEnrolledUsers.
 type ListOfflineEnrolledUsersParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
@@ -2776,7 +2815,7 @@ type DeleteGroupsParams struct {
 
 // ListGroupsParams defines parameters for ListGroups.
 type ListGroupsParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The next_cursor of the previous page (cursor paging).
@@ -2825,7 +2864,7 @@ type RemoveGroupMembersParams struct {
 
 // ListGroupMembersParams defines parameters for ListGroupMembers.
 type ListGroupMembersParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The next_cursor of the previous page (cursor paging).
@@ -2843,7 +2882,7 @@ type ListGroupMembersParams struct {
 
 // ListJobsParams defines parameters for ListJobs.
 type ListJobsParams struct {
-	// Limit Page size; default 200, at most 1000.
+	// Limit Page size; default 200. A larger one than 1000 is lowered to 1000.
 	Limit *Limit200 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
@@ -2861,7 +2900,7 @@ type ListJobsParams struct {
 
 // ListJobResultsParams defines parameters for ListJobResults.
 type ListJobResultsParams struct {
-	// Limit Page size; default 200, at most 1000.
+	// Limit Page size; default 200. A larger one than 1000 is lowered to 1000.
 	Limit *Limit200 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
@@ -2876,7 +2915,7 @@ type ListJobResultsParams struct {
 
 // ListManagementActionDataParams defines parameters for ListManagementActionData.
 type ListManagementActionDataParams struct {
-	// Limit Page size; default 200, at most 1000.
+	// Limit Page size; default 200. A larger one than 1000 is lowered to 1000.
 	Limit *Limit200 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
@@ -2916,7 +2955,7 @@ type ExecuteManagementActionParams struct {
 
 // ListManagementExecutionResultsParams defines parameters for ListManagementExecutionResults.
 type ListManagementExecutionResultsParams struct {
-	// Limit Page size; default 200, at most 1000.
+	// Limit Page size; default 200. A larger one than 1000 is lowered to 1000.
 	Limit *Limit200 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
@@ -2985,7 +3024,7 @@ type DeleteManagementUploadRowsParams struct {
 
 // ListManagementUploadRowsParams defines parameters for ListManagementUploadRows.
 type ListManagementUploadRowsParams struct {
-	// Limit Page size; default 200, at most 1000.
+	// Limit Page size; default 200. A larger one than 1000 is lowered to 1000.
 	Limit *Limit200 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
@@ -3017,7 +3056,7 @@ type DownloadAgentParamsPlatform string
 
 // ListPoliciesParams defines parameters for ListPolicies.
 type ListPoliciesParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
@@ -3043,7 +3082,7 @@ type UpdatePolicyJSONBody = map[string]interface{}
 
 // ListPolicyDevicesParams defines parameters for ListPolicyDevices.
 type ListPolicyDevicesParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
@@ -3058,7 +3097,7 @@ type ListPolicyDevicesParams struct {
 
 // ListPolicyGroupsParams defines parameters for ListPolicyGroups.
 type ListPolicyGroupsParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
@@ -3073,7 +3112,7 @@ type ListPolicyGroupsParams struct {
 
 // ListPolicyUsersParams defines parameters for ListPolicyUsers.
 type ListPolicyUsersParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
@@ -3094,7 +3133,7 @@ type DeleteConditionConfigsParams struct {
 
 // ListConditionConfigsParams defines parameters for ListConditionConfigs.
 type ListConditionConfigsParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
@@ -3112,7 +3151,7 @@ type ListConditionConfigsParams struct {
 
 // ListDeviceGroupsParams defines parameters for ListDeviceGroups.
 type ListDeviceGroupsParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
@@ -3142,7 +3181,7 @@ type RemoveDeviceGroupMembersParams struct {
 
 // ListDeviceGroupMembersParams defines parameters for ListDeviceGroupMembers.
 type ListDeviceGroupMembersParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
@@ -3177,7 +3216,7 @@ type UpdateLogonScriptConfigJSONBodyForceEnrollment string
 
 // ListNotificationSchedulesParams defines parameters for ListNotificationSchedules.
 type ListNotificationSchedulesParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
@@ -3217,7 +3256,7 @@ type RunNotificationScheduleNowParams struct {
 
 // ListNotificationRunsParams defines parameters for ListNotificationRuns.
 type ListNotificationRunsParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
@@ -3235,7 +3274,7 @@ type ListNotificationRunsParams struct {
 
 // ListNotificationDeliveriesParams defines parameters for ListNotificationDeliveries.
 type ListNotificationDeliveriesParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
@@ -3330,7 +3369,7 @@ type UploadSmartCardsMultipartBodyCertificateFilenamePattern string
 
 // ListNotificationTemplatesParams defines parameters for ListNotificationTemplates.
 type ListNotificationTemplatesParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
@@ -3365,7 +3404,7 @@ type DeleteUsersParams struct {
 
 // ListUsersParams defines parameters for ListUsers.
 type ListUsersParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The next_cursor of the previous page (cursor paging).
@@ -4109,12 +4148,12 @@ type ClientInterface interface {
 	CreateConditionConfig(ctx context.Context, family ConfigFamily, body CreateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetConditionConfig request
-	GetConditionConfig(ctx context.Context, family ConfigFamily, configId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetConditionConfig(ctx context.Context, family ConfigFamily, configId ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateConditionConfigWithBody request with any body
-	UpdateConditionConfigWithBody(ctx context.Context, family ConfigFamily, configId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UpdateConditionConfigWithBody(ctx context.Context, family ConfigFamily, configId ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	UpdateConditionConfig(ctx context.Context, family ConfigFamily, configId string, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UpdateConditionConfig(ctx context.Context, family ConfigFamily, configId ID, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListDeviceGroups request
 	ListDeviceGroups(ctx context.Context, params *ListDeviceGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4211,15 +4250,15 @@ type ClientInterface interface {
 	CreateNotificationTemplate(ctx context.Context, body CreateNotificationTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteNotificationTemplate request
-	DeleteNotificationTemplate(ctx context.Context, templateId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DeleteNotificationTemplate(ctx context.Context, templateId ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetNotificationTemplate request
-	GetNotificationTemplate(ctx context.Context, templateId string, params *GetNotificationTemplateParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetNotificationTemplate(ctx context.Context, templateId ID, params *GetNotificationTemplateParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateNotificationTemplateWithBody request with any body
-	UpdateNotificationTemplateWithBody(ctx context.Context, templateId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UpdateNotificationTemplateWithBody(ctx context.Context, templateId ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	UpdateNotificationTemplate(ctx context.Context, templateId string, body UpdateNotificationTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UpdateNotificationTemplate(ctx context.Context, templateId ID, body UpdateNotificationTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteUsers request
 	DeleteUsers(ctx context.Context, params *DeleteUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5320,7 +5359,7 @@ func (c *Client) CreateConditionConfig(ctx context.Context, family ConfigFamily,
 	return c.Client.Do(req)
 }
 
-func (c *Client) GetConditionConfig(ctx context.Context, family ConfigFamily, configId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) GetConditionConfig(ctx context.Context, family ConfigFamily, configId ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetConditionConfigRequest(c.Server, family, configId)
 	if err != nil {
 		return nil, err
@@ -5332,7 +5371,7 @@ func (c *Client) GetConditionConfig(ctx context.Context, family ConfigFamily, co
 	return c.Client.Do(req)
 }
 
-func (c *Client) UpdateConditionConfigWithBody(ctx context.Context, family ConfigFamily, configId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) UpdateConditionConfigWithBody(ctx context.Context, family ConfigFamily, configId ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateConditionConfigRequestWithBody(c.Server, family, configId, contentType, body)
 	if err != nil {
 		return nil, err
@@ -5344,7 +5383,7 @@ func (c *Client) UpdateConditionConfigWithBody(ctx context.Context, family Confi
 	return c.Client.Do(req)
 }
 
-func (c *Client) UpdateConditionConfig(ctx context.Context, family ConfigFamily, configId string, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) UpdateConditionConfig(ctx context.Context, family ConfigFamily, configId ID, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateConditionConfigRequest(c.Server, family, configId, body)
 	if err != nil {
 		return nil, err
@@ -5764,7 +5803,7 @@ func (c *Client) CreateNotificationTemplate(ctx context.Context, body CreateNoti
 	return c.Client.Do(req)
 }
 
-func (c *Client) DeleteNotificationTemplate(ctx context.Context, templateId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) DeleteNotificationTemplate(ctx context.Context, templateId ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteNotificationTemplateRequest(c.Server, templateId)
 	if err != nil {
 		return nil, err
@@ -5776,7 +5815,7 @@ func (c *Client) DeleteNotificationTemplate(ctx context.Context, templateId stri
 	return c.Client.Do(req)
 }
 
-func (c *Client) GetNotificationTemplate(ctx context.Context, templateId string, params *GetNotificationTemplateParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) GetNotificationTemplate(ctx context.Context, templateId ID, params *GetNotificationTemplateParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetNotificationTemplateRequest(c.Server, templateId, params)
 	if err != nil {
 		return nil, err
@@ -5788,7 +5827,7 @@ func (c *Client) GetNotificationTemplate(ctx context.Context, templateId string,
 	return c.Client.Do(req)
 }
 
-func (c *Client) UpdateNotificationTemplateWithBody(ctx context.Context, templateId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) UpdateNotificationTemplateWithBody(ctx context.Context, templateId ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateNotificationTemplateRequestWithBody(c.Server, templateId, contentType, body)
 	if err != nil {
 		return nil, err
@@ -5800,7 +5839,7 @@ func (c *Client) UpdateNotificationTemplateWithBody(ctx context.Context, templat
 	return c.Client.Do(req)
 }
 
-func (c *Client) UpdateNotificationTemplate(ctx context.Context, templateId string, body UpdateNotificationTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) UpdateNotificationTemplate(ctx context.Context, templateId ID, body UpdateNotificationTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateNotificationTemplateRequest(c.Server, templateId, body)
 	if err != nil {
 		return nil, err
@@ -10127,7 +10166,7 @@ func NewCreateConditionConfigRequestWithBody(server string, family ConfigFamily,
 }
 
 // NewGetConditionConfigRequest generates requests for GetConditionConfig
-func NewGetConditionConfigRequest(server string, family ConfigFamily, configId string) (*http.Request, error) {
+func NewGetConditionConfigRequest(server string, family ConfigFamily, configId ID) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -10168,7 +10207,7 @@ func NewGetConditionConfigRequest(server string, family ConfigFamily, configId s
 }
 
 // NewUpdateConditionConfigRequest calls the generic UpdateConditionConfig builder with application/json body
-func NewUpdateConditionConfigRequest(server string, family ConfigFamily, configId string, body UpdateConditionConfigJSONRequestBody) (*http.Request, error) {
+func NewUpdateConditionConfigRequest(server string, family ConfigFamily, configId ID, body UpdateConditionConfigJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
@@ -10179,7 +10218,7 @@ func NewUpdateConditionConfigRequest(server string, family ConfigFamily, configI
 }
 
 // NewUpdateConditionConfigRequestWithBody generates requests for UpdateConditionConfig with any type of body
-func NewUpdateConditionConfigRequestWithBody(server string, family ConfigFamily, configId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewUpdateConditionConfigRequestWithBody(server string, family ConfigFamily, configId ID, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -11734,7 +11773,7 @@ func NewCreateNotificationTemplateRequestWithBody(server string, contentType str
 }
 
 // NewDeleteNotificationTemplateRequest generates requests for DeleteNotificationTemplate
-func NewDeleteNotificationTemplateRequest(server string, templateId string) (*http.Request, error) {
+func NewDeleteNotificationTemplateRequest(server string, templateId ID) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -11768,7 +11807,7 @@ func NewDeleteNotificationTemplateRequest(server string, templateId string) (*ht
 }
 
 // NewGetNotificationTemplateRequest generates requests for GetNotificationTemplate
-func NewGetNotificationTemplateRequest(server string, templateId string, params *GetNotificationTemplateParams) (*http.Request, error) {
+func NewGetNotificationTemplateRequest(server string, templateId ID, params *GetNotificationTemplateParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -11824,7 +11863,7 @@ func NewGetNotificationTemplateRequest(server string, templateId string, params 
 }
 
 // NewUpdateNotificationTemplateRequest calls the generic UpdateNotificationTemplate builder with application/json body
-func NewUpdateNotificationTemplateRequest(server string, templateId string, body UpdateNotificationTemplateJSONRequestBody) (*http.Request, error) {
+func NewUpdateNotificationTemplateRequest(server string, templateId ID, body UpdateNotificationTemplateJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
@@ -11835,7 +11874,7 @@ func NewUpdateNotificationTemplateRequest(server string, templateId string, body
 }
 
 // NewUpdateNotificationTemplateRequestWithBody generates requests for UpdateNotificationTemplate with any type of body
-func NewUpdateNotificationTemplateRequestWithBody(server string, templateId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewUpdateNotificationTemplateRequestWithBody(server string, templateId ID, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -13013,12 +13052,12 @@ type ClientWithResponsesInterface interface {
 	CreateConditionConfigWithResponse(ctx context.Context, family ConfigFamily, body CreateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateConditionConfigResponse, error)
 
 	// GetConditionConfigWithResponse request
-	GetConditionConfigWithResponse(ctx context.Context, family ConfigFamily, configId string, reqEditors ...RequestEditorFn) (*GetConditionConfigResponse, error)
+	GetConditionConfigWithResponse(ctx context.Context, family ConfigFamily, configId ID, reqEditors ...RequestEditorFn) (*GetConditionConfigResponse, error)
 
 	// UpdateConditionConfigWithBodyWithResponse request with any body
-	UpdateConditionConfigWithBodyWithResponse(ctx context.Context, family ConfigFamily, configId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error)
+	UpdateConditionConfigWithBodyWithResponse(ctx context.Context, family ConfigFamily, configId ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error)
 
-	UpdateConditionConfigWithResponse(ctx context.Context, family ConfigFamily, configId string, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error)
+	UpdateConditionConfigWithResponse(ctx context.Context, family ConfigFamily, configId ID, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error)
 
 	// ListDeviceGroupsWithResponse request
 	ListDeviceGroupsWithResponse(ctx context.Context, params *ListDeviceGroupsParams, reqEditors ...RequestEditorFn) (*ListDeviceGroupsResponse, error)
@@ -13115,15 +13154,15 @@ type ClientWithResponsesInterface interface {
 	CreateNotificationTemplateWithResponse(ctx context.Context, body CreateNotificationTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateNotificationTemplateResponse, error)
 
 	// DeleteNotificationTemplateWithResponse request
-	DeleteNotificationTemplateWithResponse(ctx context.Context, templateId string, reqEditors ...RequestEditorFn) (*DeleteNotificationTemplateResponse, error)
+	DeleteNotificationTemplateWithResponse(ctx context.Context, templateId ID, reqEditors ...RequestEditorFn) (*DeleteNotificationTemplateResponse, error)
 
 	// GetNotificationTemplateWithResponse request
-	GetNotificationTemplateWithResponse(ctx context.Context, templateId string, params *GetNotificationTemplateParams, reqEditors ...RequestEditorFn) (*GetNotificationTemplateResponse, error)
+	GetNotificationTemplateWithResponse(ctx context.Context, templateId ID, params *GetNotificationTemplateParams, reqEditors ...RequestEditorFn) (*GetNotificationTemplateResponse, error)
 
 	// UpdateNotificationTemplateWithBodyWithResponse request with any body
-	UpdateNotificationTemplateWithBodyWithResponse(ctx context.Context, templateId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error)
+	UpdateNotificationTemplateWithBodyWithResponse(ctx context.Context, templateId ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error)
 
-	UpdateNotificationTemplateWithResponse(ctx context.Context, templateId string, body UpdateNotificationTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error)
+	UpdateNotificationTemplateWithResponse(ctx context.Context, templateId ID, body UpdateNotificationTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error)
 
 	// DeleteUsersWithResponse request
 	DeleteUsersWithResponse(ctx context.Context, params *DeleteUsersParams, reqEditors ...RequestEditorFn) (*DeleteUsersResponse, error)
@@ -17231,7 +17270,7 @@ func (c *ClientWithResponses) CreateConditionConfigWithResponse(ctx context.Cont
 }
 
 // GetConditionConfigWithResponse request returning *GetConditionConfigResponse
-func (c *ClientWithResponses) GetConditionConfigWithResponse(ctx context.Context, family ConfigFamily, configId string, reqEditors ...RequestEditorFn) (*GetConditionConfigResponse, error) {
+func (c *ClientWithResponses) GetConditionConfigWithResponse(ctx context.Context, family ConfigFamily, configId ID, reqEditors ...RequestEditorFn) (*GetConditionConfigResponse, error) {
 	rsp, err := c.GetConditionConfig(ctx, family, configId, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -17240,7 +17279,7 @@ func (c *ClientWithResponses) GetConditionConfigWithResponse(ctx context.Context
 }
 
 // UpdateConditionConfigWithBodyWithResponse request with arbitrary body returning *UpdateConditionConfigResponse
-func (c *ClientWithResponses) UpdateConditionConfigWithBodyWithResponse(ctx context.Context, family ConfigFamily, configId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error) {
+func (c *ClientWithResponses) UpdateConditionConfigWithBodyWithResponse(ctx context.Context, family ConfigFamily, configId ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error) {
 	rsp, err := c.UpdateConditionConfigWithBody(ctx, family, configId, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -17248,7 +17287,7 @@ func (c *ClientWithResponses) UpdateConditionConfigWithBodyWithResponse(ctx cont
 	return ParseUpdateConditionConfigResponse(rsp)
 }
 
-func (c *ClientWithResponses) UpdateConditionConfigWithResponse(ctx context.Context, family ConfigFamily, configId string, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error) {
+func (c *ClientWithResponses) UpdateConditionConfigWithResponse(ctx context.Context, family ConfigFamily, configId ID, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error) {
 	rsp, err := c.UpdateConditionConfig(ctx, family, configId, body, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -17555,7 +17594,7 @@ func (c *ClientWithResponses) CreateNotificationTemplateWithResponse(ctx context
 }
 
 // DeleteNotificationTemplateWithResponse request returning *DeleteNotificationTemplateResponse
-func (c *ClientWithResponses) DeleteNotificationTemplateWithResponse(ctx context.Context, templateId string, reqEditors ...RequestEditorFn) (*DeleteNotificationTemplateResponse, error) {
+func (c *ClientWithResponses) DeleteNotificationTemplateWithResponse(ctx context.Context, templateId ID, reqEditors ...RequestEditorFn) (*DeleteNotificationTemplateResponse, error) {
 	rsp, err := c.DeleteNotificationTemplate(ctx, templateId, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -17564,7 +17603,7 @@ func (c *ClientWithResponses) DeleteNotificationTemplateWithResponse(ctx context
 }
 
 // GetNotificationTemplateWithResponse request returning *GetNotificationTemplateResponse
-func (c *ClientWithResponses) GetNotificationTemplateWithResponse(ctx context.Context, templateId string, params *GetNotificationTemplateParams, reqEditors ...RequestEditorFn) (*GetNotificationTemplateResponse, error) {
+func (c *ClientWithResponses) GetNotificationTemplateWithResponse(ctx context.Context, templateId ID, params *GetNotificationTemplateParams, reqEditors ...RequestEditorFn) (*GetNotificationTemplateResponse, error) {
 	rsp, err := c.GetNotificationTemplate(ctx, templateId, params, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -17573,7 +17612,7 @@ func (c *ClientWithResponses) GetNotificationTemplateWithResponse(ctx context.Co
 }
 
 // UpdateNotificationTemplateWithBodyWithResponse request with arbitrary body returning *UpdateNotificationTemplateResponse
-func (c *ClientWithResponses) UpdateNotificationTemplateWithBodyWithResponse(ctx context.Context, templateId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error) {
+func (c *ClientWithResponses) UpdateNotificationTemplateWithBodyWithResponse(ctx context.Context, templateId ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error) {
 	rsp, err := c.UpdateNotificationTemplateWithBody(ctx, templateId, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -17581,7 +17620,7 @@ func (c *ClientWithResponses) UpdateNotificationTemplateWithBodyWithResponse(ctx
 	return ParseUpdateNotificationTemplateResponse(rsp)
 }
 
-func (c *ClientWithResponses) UpdateNotificationTemplateWithResponse(ctx context.Context, templateId string, body UpdateNotificationTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error) {
+func (c *ClientWithResponses) UpdateNotificationTemplateWithResponse(ctx context.Context, templateId ID, body UpdateNotificationTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error) {
 	rsp, err := c.UpdateNotificationTemplate(ctx, templateId, body, reqEditors...)
 	if err != nil {
 		return nil, err

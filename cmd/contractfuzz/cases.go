@@ -282,10 +282,14 @@ func (c *caseGen) paramBreaches(tc *testCase, p *openapi3.Parameter) []func() (*
 		if p.In == "path" && (s == "" || strings.ContainsAny(s, "/?#")) {
 			continue
 		}
+		why := b.why
+		if b.value == nil {
+			why = "an empty value"
+		}
 		out = append(out, func() (*testCase, string) {
 			neg := tc.clone()
 			neg.setParam(p, &s)
-			return neg, fmt.Sprintf("%s parameter %s=%q: %s", p.In, p.Name, s, b.why)
+			return neg, fmt.Sprintf("%s parameter %s=%q: %s", p.In, p.Name, s, why)
 		})
 	}
 	return out

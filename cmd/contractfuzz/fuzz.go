@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -32,6 +33,7 @@ type fuzzer struct {
 // how many did.
 type failure struct {
 	op, check, reason, request, answer string
+	sig                                string // what tells failures of one check apart
 	status, count                      int
 }
 
@@ -181,8 +183,9 @@ func expected(tc *testCase, resp *http.Response, body []byte) bool {
 // fail records a broken check; failures of one operation, check and status
 // count as one, reported with the first request.
 func (f *fuzzer) fail(tc *testCase, check, reason string, status int, answer string) {
+	sig := signature(tc, answer)
 	for _, fl := range f.failures {
-		if fl.op == tc.op.String() && fl.check == check && fl.status == status {
+		if fl.op == tc.op.String() && fl.check == check && fl.status == status && fl.sig == sig {
 			fl.count++
 			return
 		}
@@ -190,9 +193,32 @@ func (f *fuzzer) fail(tc *testCase, check, reason string, status int, answer str
 	if tc.kind == negative {
 		reason += " [negative: " + tc.breach + "]"
 	}
-	f.failures = append(f.failures, &failure{op: tc.op.String(), check: check, reason: reason, status: status,
+	f.failures = append(f.failures, &failure{op: tc.op.String(), check: check, sig: sig, reason: reason, status: status,
 		answer: answer, count: 1, request: tc.curl(f.base, redact(f.credentials(tc.op), tc.kind))})
 }
+
+// signature tells apart failures of one operation, check and status: a
+// negative case by the rule it breaks (its value aside), another by the
+// field or parameter its error names.
+func signature(tc *testCase, answer string) string {
+	if tc.kind == negative {
+		where, why, _ := strings.Cut(tc.breach, "=")
+		if _, rule, ok := strings.Cut(why, ": "); ok {
+			return where + ": " + rule
+		}
+		return tc.breach
+	}
+	if _, detail, ok := strings.Cut(answer, `"detail":"`); ok {
+		field, _, _ := strings.Cut(detail, ":")
+		return unknownProperty.ReplaceAllString(index.ReplaceAllString(truncate(field, 60), "[N]"), "x_…")
+	}
+	return ""
+}
+
+var (
+	index           = regexp.MustCompile(`\[[0-9]+\]`)
+	unknownProperty = regexp.MustCompile(`x_[a-z0-9]+`) // the names gen gives properties no schema declares
+)
 
 // redact shows which credentials a request had without the secret.
 func redact(auth, kind string) string {
