@@ -564,20 +564,6 @@ const (
 	UserPatchStatusN1 UserPatchStatus = 1
 )
 
-// Defines values for UserProfileGender.
-const (
-	UserProfileGenderEmpty UserProfileGender = ""
-	UserProfileGenderF     UserProfileGender = "F"
-	UserProfileGenderM     UserProfileGender = "M"
-	UserProfileGenderN     UserProfileGender = "N"
-)
-
-// Defines values for UserProfileStatus.
-const (
-	UserProfileStatusN0 UserProfileStatus = 0
-	UserProfileStatusN1 UserProfileStatus = 1
-)
-
 // Defines values for ActionID.
 const (
 	ActionIDDeleteUser  ActionID = "delete-user"
@@ -1103,6 +1089,18 @@ type DeviceGroupEnvelope struct {
 	Data DeviceGroup `json:"data"`
 }
 
+// DeviceGroupItem A device group; with `fields`, only the named attributes and id.
+type DeviceGroupItem struct {
+	CreatedTime      *time.Time `json:"created_time,omitempty"`
+	Description      *string    `json:"description,omitempty"`
+	Id               string     `json:"id"`
+	LastModifiedTime *time.Time `json:"last_modified_time,omitempty"`
+
+	// MembersCount Member devices that are not deleted.
+	MembersCount *int    `json:"members_count,omitempty"`
+	Name         *string `json:"name,omitempty"`
+}
+
 // DeviceGroupMember defines model for DeviceGroupMember.
 type DeviceGroupMember struct {
 	AddedTime *time.Time `json:"added_time,omitempty"`
@@ -1114,9 +1112,11 @@ type DeviceGroupMember struct {
 
 // DeviceGroupWrite defines model for DeviceGroupWrite.
 type DeviceGroupWrite struct {
-	Description *string   `json:"description,omitempty"`
-	DeviceIds   *[]string `json:"device_ids,omitempty"`
-	Name        string    `json:"name"`
+	Description *string `json:"description,omitempty"`
+	DeviceIds   *[]ID   `json:"device_ids,omitempty"`
+
+	// Name Trimmed of spaces at both ends; not only spaces.
+	Name string `json:"name"`
 }
 
 // EndpointSetting defines model for EndpointSetting.
@@ -1362,17 +1362,33 @@ type Group struct {
 	WhenCreated    time.Time   `json:"when_created"`
 }
 
-// GroupCreate defines model for GroupCreate.
+// GroupCreate A static group (is_dynamic false or absent; members, no membership_rule) or a dynamic one (is_dynamic true and a membership_rule; no members).
 type GroupCreate struct {
 	Description *string `json:"description,omitempty"`
 	IsDynamic   *bool   `json:"is_dynamic,omitempty"`
 
 	// Members User ids; static groups only.
-	Members *[]string `json:"members,omitempty"`
+	Members *[]ID `json:"members,omitempty"`
 
-	// MembershipRule Dynamic groups only (required there): a filter over user attributes, as on GET /users.
+	// MembershipRule Dynamic groups only (required there): a filter over user attributes, as on GET /users (the pattern is listUsersFilter's).
 	MembershipRule *string `json:"membership_rule,omitempty"`
-	Name           string  `json:"name"`
+
+	// Name Trimmed of spaces at both ends; not only spaces.
+	Name  string `json:"name"`
+	union json.RawMessage
+}
+
+// GroupCreate0 defines model for .
+type GroupCreate0 struct {
+	IsDynamic      interface{} `json:"is_dynamic,omitempty"`
+	MembershipRule interface{} `json:"membership_rule,omitempty"`
+}
+
+// GroupCreate1 defines model for .
+type GroupCreate1 struct {
+	IsDynamic      interface{} `json:"is_dynamic"`
+	Members        interface{} `json:"members,omitempty"`
+	MembershipRule interface{} `json:"membership_rule"`
 }
 
 // GroupEnvelope defines model for GroupEnvelope.
@@ -1403,9 +1419,11 @@ type GroupItem struct {
 type GroupPatch struct {
 	Description *string `json:"description,omitempty"`
 
-	// MembershipRule Dynamic groups only; a change recomputes the members in a job.
+	// MembershipRule Dynamic groups only (a static group refuses it); a change recomputes the members in a job.
 	MembershipRule *string `json:"membership_rule,omitempty"`
-	Name           *string `json:"name,omitempty"`
+
+	// Name Trimmed of spaces at both ends; not only spaces.
+	Name *string `json:"name,omitempty"`
 }
 
 // GroupSource defines model for GroupSource.
@@ -1424,6 +1442,9 @@ type GroupSource struct {
 // allowed). An id of 0, a negative one or one past 2^63-1 is refused
 // with 400 (a path id of another organization answers 404).
 type ID = string
+
+// IDList Comma-separated ids (each as ID), spaces around them allowed.
+type IDList = string
 
 // IPRange defines model for IPRange.
 type IPRange struct {
@@ -1642,7 +1663,7 @@ type ManagementUploadRowStatus string
 
 // MembersRequest defines model for MembersRequest.
 type MembersRequest struct {
-	Members []string `json:"members"`
+	Members []ID `json:"members"`
 }
 
 // MetaOption defines model for MetaOption.
@@ -2310,19 +2331,19 @@ type UserCreate struct {
 	City    *string `json:"city,omitempty"`
 	Company *string `json:"company,omitempty"`
 
-	// Container The service's addition: the user's place in the directory, a distinguished name in RFC 4514 syntax (OU=Sales,DC=example,DC=com); empty for none. Set by the move-users management action too (docs/management.md).
+	// Container The service's addition: the user's place in the directory, a distinguished name in RFC 4514 syntax (OU=Sales,DC=example,DC=com); empty for none. The pattern leaves out escapes (\, and hex), which the service takes too. Set by the move-users management action too (docs/management.md).
 	Container *string `json:"container,omitempty"`
 
-	// Country ISO 3166-1 alpha-2 code (stored upper case).
+	// Country ISO 3166-1 alpha-2 code (stored upper case; lower case is taken too); empty for none.
 	Country     *string `json:"country,omitempty"`
 	Department  *string `json:"department,omitempty"`
 	Description *string `json:"description,omitempty"`
 	DisplayName *string `json:"displayName,omitempty"`
 
-	// Email A bare address; unique in the organization, ignoring case.
-	Email string `json:"email"`
+	// Email A bare address (name@domain); unique in the organization, ignoring case.
+	Email openapi_types.Email `json:"email"`
 
-	// EmployeeID Unique in the organization.
+	// EmployeeID Unique in the organization; no spaces at either end.
 	EmployeeID *string           `json:"employeeID,omitempty"`
 	Fax        *string           `json:"fax,omitempty"`
 	FirstName  string            `json:"firstName"`
@@ -2332,15 +2353,15 @@ type UserCreate struct {
 	// IsLicensed The service's addition: whether the user holds a license (see licensing on GET /users).
 	IsLicensed *bool `json:"isLicensed,omitempty"`
 
-	// Language ISO 639-1 code, alone or with an ISO 3166-1 country: en, en-US.
+	// Language ISO 639-1 code, alone or with an ISO 3166-1 country: en, en-US (other cases and en_US are taken too, and stored as en-US); empty for none.
 	Language *string `json:"language,omitempty"`
 	LastName *string `json:"lastName,omitempty"`
 
-	// Manager User id of the direct manager: another user of the organization, not making a cycle.
+	// Manager User id of the direct manager: another user of the organization, not making a cycle; null or empty for none.
 	Manager      *string `json:"manager"`
 	MobileNumber *string `json:"mobileNumber,omitempty"`
 
-	// Password Stored as an argon2id hash; never returned.
+	// Password At least 8 and at most 1024 bytes; stored as an argon2id hash, never returned. Empty or absent: the user has no password.
 	Password        *string `json:"password,omitempty"`
 	PostOfficeBox   *string `json:"postOfficeBox,omitempty"`
 	SeatingLocation *string `json:"seatingLocation,omitempty"`
@@ -2406,19 +2427,19 @@ type UserPatch struct {
 	City    *string `json:"city,omitempty"`
 	Company *string `json:"company,omitempty"`
 
-	// Container The service's addition: the user's place in the directory, a distinguished name in RFC 4514 syntax (OU=Sales,DC=example,DC=com); empty for none. Set by the move-users management action too (docs/management.md).
+	// Container The service's addition: the user's place in the directory, a distinguished name in RFC 4514 syntax (OU=Sales,DC=example,DC=com); empty for none. The pattern leaves out escapes (\, and hex), which the service takes too. Set by the move-users management action too (docs/management.md).
 	Container *string `json:"container,omitempty"`
 
-	// Country ISO 3166-1 alpha-2 code (stored upper case).
+	// Country ISO 3166-1 alpha-2 code (stored upper case; lower case is taken too); empty for none.
 	Country     *string `json:"country,omitempty"`
 	Department  *string `json:"department,omitempty"`
 	Description *string `json:"description,omitempty"`
 	DisplayName *string `json:"displayName,omitempty"`
 
-	// Email A bare address; unique in the organization, ignoring case.
-	Email *string `json:"email,omitempty"`
+	// Email A bare address (name@domain); unique in the organization, ignoring case.
+	Email *openapi_types.Email `json:"email,omitempty"`
 
-	// EmployeeID Unique in the organization.
+	// EmployeeID Unique in the organization; no spaces at either end.
 	EmployeeID *string          `json:"employeeID,omitempty"`
 	Fax        *string          `json:"fax,omitempty"`
 	FirstName  *string          `json:"firstName,omitempty"`
@@ -2428,15 +2449,15 @@ type UserPatch struct {
 	// IsLicensed The service's addition: whether the user holds a license (see licensing on GET /users).
 	IsLicensed *bool `json:"isLicensed,omitempty"`
 
-	// Language ISO 639-1 code, alone or with an ISO 3166-1 country: en, en-US.
+	// Language ISO 639-1 code, alone or with an ISO 3166-1 country: en, en-US (other cases and en_US are taken too, and stored as en-US); empty for none.
 	Language *string `json:"language,omitempty"`
 	LastName *string `json:"lastName,omitempty"`
 
-	// Manager User id of the direct manager: another user of the organization, not making a cycle.
+	// Manager User id of the direct manager: another user of the organization, not making a cycle; null or empty for none.
 	Manager      *string `json:"manager"`
 	MobileNumber *string `json:"mobileNumber,omitempty"`
 
-	// Password Replaces the password; empty removes it. Refused (403) for an administrator; revokes the user's tokens and sign-ins.
+	// Password Replaces the password (at least 8 bytes); empty removes it. Refused (403) for an administrator; revokes the user's tokens and sign-ins.
 	Password        *string `json:"password,omitempty"`
 	PostOfficeBox   *string `json:"postOfficeBox,omitempty"`
 	SeatingLocation *string `json:"seatingLocation,omitempty"`
@@ -2456,59 +2477,6 @@ type UserPatchGender string
 
 // UserPatchStatus 1 active, 0 inactive.
 type UserPatchStatus int
-
-// UserProfile The writable text fields of a user (spec 2.1). Text fields hold at most 256 characters (description 1024, phone numbers 64).
-type UserProfile struct {
-	City    *string `json:"city,omitempty"`
-	Company *string `json:"company,omitempty"`
-
-	// Container The service's addition: the user's place in the directory, a distinguished name in RFC 4514 syntax (OU=Sales,DC=example,DC=com); empty for none. Set by the move-users management action too (docs/management.md).
-	Container *string `json:"container,omitempty"`
-
-	// Country ISO 3166-1 alpha-2 code (stored upper case).
-	Country     *string `json:"country,omitempty"`
-	Department  *string `json:"department,omitempty"`
-	Description *string `json:"description,omitempty"`
-	DisplayName *string `json:"displayName,omitempty"`
-
-	// Email A bare address; unique in the organization, ignoring case.
-	Email *string `json:"email,omitempty"`
-
-	// EmployeeID Unique in the organization.
-	EmployeeID *string            `json:"employeeID,omitempty"`
-	Fax        *string            `json:"fax,omitempty"`
-	FirstName  *string            `json:"firstName,omitempty"`
-	Gender     *UserProfileGender `json:"gender,omitempty"`
-	HomePhone  *string            `json:"homePhone,omitempty"`
-
-	// IsLicensed The service's addition: whether the user holds a license (see licensing on GET /users).
-	IsLicensed *bool `json:"isLicensed,omitempty"`
-
-	// Language ISO 639-1 code, alone or with an ISO 3166-1 country: en, en-US.
-	Language *string `json:"language,omitempty"`
-	LastName *string `json:"lastName,omitempty"`
-
-	// Manager User id of the direct manager: another user of the organization, not making a cycle.
-	Manager         *string `json:"manager"`
-	MobileNumber    *string `json:"mobileNumber,omitempty"`
-	PostOfficeBox   *string `json:"postOfficeBox,omitempty"`
-	SeatingLocation *string `json:"seatingLocation,omitempty"`
-	StateProvince   *string `json:"stateProvince,omitempty"`
-
-	// Status 1 active, 0 inactive.
-	Status          *UserProfileStatus `json:"status,omitempty"`
-	Street          *string            `json:"street,omitempty"`
-	TelephoneNumber *string            `json:"telephoneNumber,omitempty"`
-	Title           *string            `json:"title,omitempty"`
-	WorkLocation    *string            `json:"workLocation,omitempty"`
-	ZipPostal       *string            `json:"zipPostal,omitempty"`
-}
-
-// UserProfileGender defines model for UserProfile.Gender.
-type UserProfileGender string
-
-// UserProfileStatus 1 active, 0 inactive.
-type UserProfileStatus int
 
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
@@ -2540,6 +2508,9 @@ type ConfigFamily string
 // Cursor defines model for cursor.
 type Cursor = string
 
+// DeleteManagementUploadRowsFilter defines model for deleteManagementUploadRowsFilter.
+type DeleteManagementUploadRowsFilter = string
+
 // DeviceGroupID An id: a digit string of a positive 64-bit integer (leading zeros
 // allowed). An id of 0, a negative one or one past 2^63-1 is refused
 // with 400 (a path id of another organization answers 404).
@@ -2550,19 +2521,19 @@ type DeviceGroupID = ID
 // with 400 (a path id of another organization answers 404).
 type DeviceID = ID
 
+// ExecuteManagementActionFilter defines model for executeManagementActionFilter.
+type ExecuteManagementActionFilter = string
+
 // ExecutionID An id: a digit string of a positive 64-bit integer (leading zeros
 // allowed). An id of 0, a negative one or one past 2^63-1 is refused
 // with 400 (a path id of another organization answers 404).
 type ExecutionID = ID
 
-// Fields defines model for fields.
-type Fields = string
-
-// Filter defines model for filter.
-type Filter = string
-
 // From defines model for from.
 type From = int
+
+// GetGroupFields defines model for getGroupFields.
+type GetGroupFields = string
 
 // GroupID An id: a digit string of a positive 64-bit integer (leading zeros
 // allowed). An id of 0, a negative one or one past 2^63-1 is refused
@@ -2580,6 +2551,189 @@ type Limit100 = int
 // Limit200 defines model for limit200.
 type Limit200 = int
 
+// ListAccountLinkingHistoryFields defines model for listAccountLinkingHistoryFields.
+type ListAccountLinkingHistoryFields = string
+
+// ListAccountLinkingHistoryFilter defines model for listAccountLinkingHistoryFilter.
+type ListAccountLinkingHistoryFilter = string
+
+// ListAccountLinkingHistorySort defines model for listAccountLinkingHistorySort.
+type ListAccountLinkingHistorySort = string
+
+// ListConditionConfigsFields defines model for listConditionConfigsFields.
+type ListConditionConfigsFields = string
+
+// ListConditionConfigsFilter defines model for listConditionConfigsFilter.
+type ListConditionConfigsFilter = string
+
+// ListConditionConfigsSort defines model for listConditionConfigsSort.
+type ListConditionConfigsSort = string
+
+// ListDeviceAccountsFields defines model for listDeviceAccountsFields.
+type ListDeviceAccountsFields = string
+
+// ListDeviceAccountsFilter defines model for listDeviceAccountsFilter.
+type ListDeviceAccountsFilter = string
+
+// ListDeviceAccountsSort defines model for listDeviceAccountsSort.
+type ListDeviceAccountsSort = string
+
+// ListDeviceGroupMembersFields defines model for listDeviceGroupMembersFields.
+type ListDeviceGroupMembersFields = string
+
+// ListDeviceGroupMembersFilter defines model for listDeviceGroupMembersFilter.
+type ListDeviceGroupMembersFilter = string
+
+// ListDeviceGroupMembersSort defines model for listDeviceGroupMembersSort.
+type ListDeviceGroupMembersSort = string
+
+// ListDeviceGroupsFields defines model for listDeviceGroupsFields.
+type ListDeviceGroupsFields = string
+
+// ListDeviceGroupsFilter defines model for listDeviceGroupsFilter.
+type ListDeviceGroupsFilter = string
+
+// ListDeviceGroupsSort defines model for listDeviceGroupsSort.
+type ListDeviceGroupsSort = string
+
+// ListDevicesFields defines model for listDevicesFields.
+type ListDevicesFields = string
+
+// ListDevicesFilter defines model for listDevicesFilter.
+type ListDevicesFilter = string
+
+// ListDevicesSort defines model for listDevicesSort.
+type ListDevicesSort = string
+
+// ListGroupMembersFields defines model for listGroupMembersFields.
+type ListGroupMembersFields = string
+
+// ListGroupMembersFilter defines model for listGroupMembersFilter.
+type ListGroupMembersFilter = string
+
+// ListGroupMembersSort defines model for listGroupMembersSort.
+type ListGroupMembersSort = string
+
+// ListGroupsFields defines model for listGroupsFields.
+type ListGroupsFields = string
+
+// ListGroupsFilter defines model for listGroupsFilter.
+type ListGroupsFilter = string
+
+// ListGroupsSort defines model for listGroupsSort.
+type ListGroupsSort = string
+
+// ListJobResultsFields defines model for listJobResultsFields.
+type ListJobResultsFields = string
+
+// ListJobResultsFilter defines model for listJobResultsFilter.
+type ListJobResultsFilter = string
+
+// ListJobsFields defines model for listJobsFields.
+type ListJobsFields = string
+
+// ListJobsFilter defines model for listJobsFilter.
+type ListJobsFilter = string
+
+// ListJobsSort defines model for listJobsSort.
+type ListJobsSort = string
+
+// ListManagementActionDataFilter defines model for listManagementActionDataFilter.
+type ListManagementActionDataFilter = string
+
+// ListManagementActionDataSort defines model for listManagementActionDataSort.
+type ListManagementActionDataSort = string
+
+// ListManagementExecutionResultsFilter defines model for listManagementExecutionResultsFilter.
+type ListManagementExecutionResultsFilter = string
+
+// ListManagementUploadRowsFilter defines model for listManagementUploadRowsFilter.
+type ListManagementUploadRowsFilter = string
+
+// ListNotificationDeliveriesFields defines model for listNotificationDeliveriesFields.
+type ListNotificationDeliveriesFields = string
+
+// ListNotificationDeliveriesFilter defines model for listNotificationDeliveriesFilter.
+type ListNotificationDeliveriesFilter = string
+
+// ListNotificationDeliveriesSort defines model for listNotificationDeliveriesSort.
+type ListNotificationDeliveriesSort = string
+
+// ListNotificationRunsFields defines model for listNotificationRunsFields.
+type ListNotificationRunsFields = string
+
+// ListNotificationRunsFilter defines model for listNotificationRunsFilter.
+type ListNotificationRunsFilter = string
+
+// ListNotificationRunsSort defines model for listNotificationRunsSort.
+type ListNotificationRunsSort = string
+
+// ListNotificationSchedulesFields defines model for listNotificationSchedulesFields.
+type ListNotificationSchedulesFields = string
+
+// ListNotificationSchedulesFilter defines model for listNotificationSchedulesFilter.
+type ListNotificationSchedulesFilter = string
+
+// ListNotificationSchedulesSort defines model for listNotificationSchedulesSort.
+type ListNotificationSchedulesSort = string
+
+// ListNotificationTemplatesFields defines model for listNotificationTemplatesFields.
+type ListNotificationTemplatesFields = string
+
+// ListNotificationTemplatesFilter defines model for listNotificationTemplatesFilter.
+type ListNotificationTemplatesFilter = string
+
+// ListNotificationTemplatesSort defines model for listNotificationTemplatesSort.
+type ListNotificationTemplatesSort = string
+
+// ListOfflineEnrolledUsersFields defines model for listOfflineEnrolledUsersFields.
+type ListOfflineEnrolledUsersFields = string
+
+// ListOfflineEnrolledUsersFilter defines model for listOfflineEnrolledUsersFilter.
+type ListOfflineEnrolledUsersFilter = string
+
+// ListOfflineEnrolledUsersSort defines model for listOfflineEnrolledUsersSort.
+type ListOfflineEnrolledUsersSort = string
+
+// ListPoliciesFields defines model for listPoliciesFields.
+type ListPoliciesFields = string
+
+// ListPoliciesFilter defines model for listPoliciesFilter.
+type ListPoliciesFilter = string
+
+// ListPoliciesSort defines model for listPoliciesSort.
+type ListPoliciesSort = string
+
+// ListPolicyDevicesFields defines model for listPolicyDevicesFields.
+type ListPolicyDevicesFields = string
+
+// ListPolicyDevicesFilter defines model for listPolicyDevicesFilter.
+type ListPolicyDevicesFilter = string
+
+// ListPolicyGroupsFields defines model for listPolicyGroupsFields.
+type ListPolicyGroupsFields = string
+
+// ListPolicyGroupsFilter defines model for listPolicyGroupsFilter.
+type ListPolicyGroupsFilter = string
+
+// ListPolicyUsersFields defines model for listPolicyUsersFields.
+type ListPolicyUsersFields = string
+
+// ListPolicyUsersFilter defines model for listPolicyUsersFilter.
+type ListPolicyUsersFilter = string
+
+// ListUsersFields defines model for listUsersFields.
+type ListUsersFields = string
+
+// ListUsersFilter defines model for listUsersFilter.
+type ListUsersFilter = string
+
+// ListUsersSort defines model for listUsersSort.
+type ListUsersSort = string
+
+// MemberIDs Comma-separated ids (each as ID), spaces around them allowed.
+type MemberIDs = IDList
+
 // PolicyID An id: a digit string of a positive 64-bit integer (leading zeros
 // allowed). An id of 0, a negative one or one past 2^63-1 is refused
 // with 400 (a path id of another organization answers 404).
@@ -2594,9 +2748,6 @@ type RunID = ID
 // allowed). An id of 0, a negative one or one past 2^63-1 is refused
 // with 400 (a path id of another organization answers 404).
 type ScheduleID = ID
-
-// Sort defines model for sort.
-type Sort = string
 
 // UploadID An id: a digit string of a positive 64-bit integer (leading zeros
 // allowed). An id of 0, a negative one or one past 2^63-1 is refused
@@ -2704,14 +2855,14 @@ type ListAccountLinkingHistoryParams struct {
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListAccountLinkingHistoryFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListAccountLinkingHistorySort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListAccountLinkingHistoryFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // SyncAccountLinksParams defines parameters for SyncAccountLinks.
@@ -2741,14 +2892,14 @@ type ListDevicesParams struct {
 	// Cursor The next_cursor of the previous page (cursor paging).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListDevicesFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListDevicesSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListDevicesFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // ListDeviceAccountsParams defines parameters for ListDeviceAccounts.
@@ -2759,14 +2910,14 @@ type ListDeviceAccountsParams struct {
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListDeviceAccountsFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListDeviceAccountsSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListDeviceAccountsFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // LinkDeviceAccountJSONBody defines parameters for LinkDeviceAccount.
@@ -2785,7 +2936,7 @@ type UnlinkDeviceAccountJSONBody struct {
 
 // DeleteOfflineEnrolledUsersParams defines parameters for DeleteOfflineEnrolledUsers.
 type DeleteOfflineEnrolledUsersParams struct {
-	// Ids Comma-separated ids, at most 1000.
+	// Ids Comma-separated ids, at most 1000 distinct ones; at least one. An item that is not an id of the organization gets its own 404 in the answer.
 	Ids BulkIDs `form:"ids" json:"ids"`
 }
 
@@ -2797,19 +2948,19 @@ type ListOfflineEnrolledUsersParams struct {
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListOfflineEnrolledUsersFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListOfflineEnrolledUsersSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListOfflineEnrolledUsersFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // DeleteGroupsParams defines parameters for DeleteGroups.
 type DeleteGroupsParams struct {
-	// Ids Comma-separated ids, at most 1000.
+	// Ids Comma-separated ids, at most 1000 distinct ones; at least one. An item that is not an id of the organization gets its own 404 in the answer.
 	Ids BulkIDs `form:"ids" json:"ids"`
 }
 
@@ -2821,14 +2972,14 @@ type ListGroupsParams struct {
 	// Cursor The next_cursor of the previous page (cursor paging).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListGroupsFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListGroupsSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListGroupsFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // CreateGroupParams defines parameters for CreateGroup.
@@ -2852,14 +3003,14 @@ type CreateGroupParams struct {
 
 // GetGroupParams defines parameters for GetGroup.
 type GetGroupParams struct {
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *GetGroupFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // RemoveGroupMembersParams defines parameters for RemoveGroupMembers.
 type RemoveGroupMembersParams struct {
-	// Ids Comma-separated ids, at most 1000.
-	Ids BulkIDs `form:"ids" json:"ids"`
+	// Ids Comma-separated member ids, at most 1000.
+	Ids MemberIDs `form:"ids" json:"ids"`
 }
 
 // ListGroupMembersParams defines parameters for ListGroupMembers.
@@ -2870,14 +3021,14 @@ type ListGroupMembersParams struct {
 	// Cursor The next_cursor of the previous page (cursor paging).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListGroupMembersFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListGroupMembersSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListGroupMembersFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // ListJobsParams defines parameters for ListJobs.
@@ -2888,14 +3039,14 @@ type ListJobsParams struct {
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListJobsFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListJobsSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListJobsFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // ListJobResultsParams defines parameters for ListJobResults.
@@ -2906,11 +3057,11 @@ type ListJobResultsParams struct {
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListJobResultsFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListJobResultsFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // ListManagementActionDataParams defines parameters for ListManagementActionData.
@@ -2921,11 +3072,11 @@ type ListManagementActionDataParams struct {
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListManagementActionDataFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListManagementActionDataSort `form:"sort,omitempty" json:"sort,omitempty"`
 
 	// UploadId The upload whose MAPPED rows are the selection.
 	UploadId *string `form:"upload_id,omitempty" json:"upload_id,omitempty"`
@@ -2933,8 +3084,8 @@ type ListManagementActionDataParams struct {
 
 // ExecuteManagementActionParams defines parameters for ExecuteManagementAction.
 type ExecuteManagementActionParams struct {
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ExecuteManagementActionFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
 	// IdempotencyKey Makes the request safe to retry (docs/operations.md, "Retrying
 	// job-starting requests"). The first answer to a key is kept 24 hours
@@ -2961,9 +3112,9 @@ type ListManagementExecutionResultsParams struct {
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter  *Filter `form:"filter,omitempty" json:"filter,omitempty"`
-	Attempt *int    `form:"attempt,omitempty" json:"attempt,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter  *ListManagementExecutionResultsFilter `form:"filter,omitempty" json:"filter,omitempty"`
+	Attempt *int                                  `form:"attempt,omitempty" json:"attempt,omitempty"`
 }
 
 // RetryManagementExecutionParams defines parameters for RetryManagementExecution.
@@ -3016,10 +3167,10 @@ type UploadManagementFileMultipartBodyFileEncoding string
 // DeleteManagementUploadRowsParams defines parameters for DeleteManagementUploadRows.
 type DeleteManagementUploadRowsParams struct {
 	// Ids Comma-separated row ids, at most 1000.
-	Ids *string `form:"ids,omitempty" json:"ids,omitempty"`
+	Ids *IDList `form:"ids,omitempty" json:"ids,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *DeleteManagementUploadRowsFilter `form:"filter,omitempty" json:"filter,omitempty"`
 }
 
 // ListManagementUploadRowsParams defines parameters for ListManagementUploadRows.
@@ -3030,8 +3181,8 @@ type ListManagementUploadRowsParams struct {
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListManagementUploadRowsFilter `form:"filter,omitempty" json:"filter,omitempty"`
 }
 
 // PutManagementViewColumnsJSONBody defines parameters for PutManagementViewColumns.
@@ -3062,19 +3213,19 @@ type ListPoliciesParams struct {
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListPoliciesFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListPoliciesSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListPoliciesFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // ReorderPoliciesJSONBody defines parameters for ReorderPolicies.
 type ReorderPoliciesJSONBody struct {
-	Ids []string `json:"ids"`
+	Ids []ID `json:"ids"`
 }
 
 // UpdatePolicyJSONBody defines parameters for UpdatePolicy.
@@ -3088,11 +3239,11 @@ type ListPolicyDevicesParams struct {
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListPolicyDevicesFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListPolicyDevicesFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // ListPolicyGroupsParams defines parameters for ListPolicyGroups.
@@ -3103,11 +3254,11 @@ type ListPolicyGroupsParams struct {
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListPolicyGroupsFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListPolicyGroupsFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // ListPolicyUsersParams defines parameters for ListPolicyUsers.
@@ -3118,16 +3269,16 @@ type ListPolicyUsersParams struct {
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListPolicyUsersFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListPolicyUsersFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // DeleteConditionConfigsParams defines parameters for DeleteConditionConfigs.
 type DeleteConditionConfigsParams struct {
-	// Ids Comma-separated ids, at most 1000.
+	// Ids Comma-separated ids, at most 1000 distinct ones; at least one. An item that is not an id of the organization gets its own 404 in the answer.
 	Ids BulkIDs `form:"ids" json:"ids"`
 }
 
@@ -3139,14 +3290,14 @@ type ListConditionConfigsParams struct {
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListConditionConfigsFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListConditionConfigsSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListConditionConfigsFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // ListDeviceGroupsParams defines parameters for ListDeviceGroups.
@@ -3157,26 +3308,28 @@ type ListDeviceGroupsParams struct {
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListDeviceGroupsFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListDeviceGroupsSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListDeviceGroupsFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // UpdateDeviceGroupJSONBody defines parameters for UpdateDeviceGroup.
 type UpdateDeviceGroupJSONBody struct {
 	Description *string `json:"description,omitempty"`
-	Name        *string `json:"name,omitempty"`
+
+	// Name Trimmed of spaces at both ends; not only spaces.
+	Name *string `json:"name,omitempty"`
 }
 
 // RemoveDeviceGroupMembersParams defines parameters for RemoveDeviceGroupMembers.
 type RemoveDeviceGroupMembersParams struct {
-	// Ids Comma-separated ids, at most 1000.
-	Ids BulkIDs `form:"ids" json:"ids"`
+	// Ids Comma-separated member ids, at most 1000.
+	Ids MemberIDs `form:"ids" json:"ids"`
 }
 
 // ListDeviceGroupMembersParams defines parameters for ListDeviceGroupMembers.
@@ -3187,19 +3340,19 @@ type ListDeviceGroupMembersParams struct {
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListDeviceGroupMembersFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListDeviceGroupMembersSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListDeviceGroupMembersFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // AddDeviceGroupMembersJSONBody defines parameters for AddDeviceGroupMembers.
 type AddDeviceGroupMembersJSONBody struct {
-	DeviceIds []string `json:"device_ids"`
+	DeviceIds []ID `json:"device_ids"`
 }
 
 // UpdateLogonScriptConfigJSONBody defines parameters for UpdateLogonScriptConfig.
@@ -3222,14 +3375,14 @@ type ListNotificationSchedulesParams struct {
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListNotificationSchedulesFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListNotificationSchedulesSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListNotificationSchedulesFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // UpdateNotificationScheduleJSONBody defines parameters for UpdateNotificationSchedule.
@@ -3262,14 +3415,14 @@ type ListNotificationRunsParams struct {
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListNotificationRunsFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListNotificationRunsSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListNotificationRunsFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // ListNotificationDeliveriesParams defines parameters for ListNotificationDeliveries.
@@ -3280,20 +3433,20 @@ type ListNotificationDeliveriesParams struct {
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListNotificationDeliveriesFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListNotificationDeliveriesSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListNotificationDeliveriesFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // GetEnrollmentSampleCSVParams defines parameters for GetEnrollmentSampleCSV.
 type GetEnrollmentSampleCSVParams struct {
 	// FactorConfigs Comma-separated factor config ids.
-	FactorConfigs string `form:"factor_configs" json:"factor_configs"`
+	FactorConfigs IDList `form:"factor_configs" json:"factor_configs"`
 }
 
 // UploadEnrollmentCSVMultipartBody defines parameters for UploadEnrollmentCSV.
@@ -3301,7 +3454,7 @@ type UploadEnrollmentCSVMultipartBody struct {
 	// ChunkRows Rows per processing step of the job.
 	ChunkRows *int `json:"chunk_rows,omitempty"`
 
-	// FactorConfigs Factor config ids; repeated, comma-separated or a JSON array.
+	// FactorConfigs Factor config ids; repeated, comma-separated or a JSON array (the pattern says comma-separated).
 	FactorConfigs string `json:"factor_configs"`
 
 	// File The CSV file.
@@ -3375,14 +3528,14 @@ type ListNotificationTemplatesParams struct {
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListNotificationTemplatesFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListNotificationTemplatesSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListNotificationTemplatesFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // GetNotificationTemplateParams defines parameters for GetNotificationTemplate.
@@ -3398,7 +3551,7 @@ type UpdateNotificationTemplateJSONBody = map[string]interface{}
 
 // DeleteUsersParams defines parameters for DeleteUsers.
 type DeleteUsersParams struct {
-	// Ids Comma-separated ids, at most 1000.
+	// Ids Comma-separated ids, at most 1000 distinct ones; at least one. An item that is not an id of the organization gets its own 404 in the answer.
 	Ids BulkIDs `form:"ids" json:"ids"`
 }
 
@@ -3410,14 +3563,14 @@ type ListUsersParams struct {
 	// Cursor The next_cursor of the previous page (cursor paging).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListUsersFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListUsersSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListUsersFields `form:"fields,omitempty" json:"fields,omitempty"`
 
 	// Licensing Which users by license; default both.
 	Licensing *ListUsersParamsLicensing `form:"licensing,omitempty" json:"licensing,omitempty"`
@@ -3765,6 +3918,157 @@ func (t ExecuteRequest_UploadId) MarshalJSON() ([]byte, error) {
 
 func (t *ExecuteRequest_UploadId) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsGroupCreate0 returns the union data inside the GroupCreate as a GroupCreate0
+func (t GroupCreate) AsGroupCreate0() (GroupCreate0, error) {
+	var body GroupCreate0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGroupCreate0 overwrites any union data inside the GroupCreate as the provided GroupCreate0
+func (t *GroupCreate) FromGroupCreate0(v GroupCreate0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGroupCreate0 performs a merge with any union data inside the GroupCreate, using the provided GroupCreate0
+func (t *GroupCreate) MergeGroupCreate0(v GroupCreate0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsGroupCreate1 returns the union data inside the GroupCreate as a GroupCreate1
+func (t GroupCreate) AsGroupCreate1() (GroupCreate1, error) {
+	var body GroupCreate1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGroupCreate1 overwrites any union data inside the GroupCreate as the provided GroupCreate1
+func (t *GroupCreate) FromGroupCreate1(v GroupCreate1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGroupCreate1 performs a merge with any union data inside the GroupCreate, using the provided GroupCreate1
+func (t *GroupCreate) MergeGroupCreate1(v GroupCreate1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t GroupCreate) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.Description != nil {
+		object["description"], err = json.Marshal(t.Description)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'description': %w", err)
+		}
+	}
+
+	if t.IsDynamic != nil {
+		object["is_dynamic"], err = json.Marshal(t.IsDynamic)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_dynamic': %w", err)
+		}
+	}
+
+	if t.Members != nil {
+		object["members"], err = json.Marshal(t.Members)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'members': %w", err)
+		}
+	}
+
+	if t.MembershipRule != nil {
+		object["membership_rule"], err = json.Marshal(t.MembershipRule)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'membership_rule': %w", err)
+		}
+	}
+
+	object["name"], err = json.Marshal(t.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *GroupCreate) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["description"]; found {
+		err = json.Unmarshal(raw, &t.Description)
+		if err != nil {
+			return fmt.Errorf("error reading 'description': %w", err)
+		}
+	}
+
+	if raw, found := object["is_dynamic"]; found {
+		err = json.Unmarshal(raw, &t.IsDynamic)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_dynamic': %w", err)
+		}
+	}
+
+	if raw, found := object["members"]; found {
+		err = json.Unmarshal(raw, &t.Members)
+		if err != nil {
+			return fmt.Errorf("error reading 'members': %w", err)
+		}
+	}
+
+	if raw, found := object["membership_rule"]; found {
+		err = json.Unmarshal(raw, &t.MembershipRule)
+		if err != nil {
+			return fmt.Errorf("error reading 'membership_rule': %w", err)
+		}
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &t.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+	}
+
 	return err
 }
 
@@ -15331,8 +15635,8 @@ type ListDeviceGroupsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	JSON200      *struct {
-		Data []DeviceGroup `json:"data"`
-		Meta OffsetMeta    `json:"meta"`
+		Data []DeviceGroupItem `json:"data"`
+		Meta OffsetMeta        `json:"meta"`
 	}
 	JSON400 *BadRequest
 	JSON401 *Unauthorized
@@ -22396,8 +22700,8 @@ func ParseListDeviceGroupsResponse(rsp *http.Response) (*ListDeviceGroupsRespons
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			Data []DeviceGroup `json:"data"`
-			Meta OffsetMeta    `json:"meta"`
+			Data []DeviceGroupItem `json:"data"`
+			Meta OffsetMeta        `json:"meta"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
