@@ -413,6 +413,12 @@ const (
 	NotificationTemplateItemShareTypeSELF NotificationTemplateItemShareType = "SELF"
 )
 
+// Defines values for NotificationTemplateWriteModule.
+const (
+	NotificationTemplateWriteModuleOrchestration NotificationTemplateWriteModule = "Orchestration"
+	NotificationTemplateWriteModuleReports       NotificationTemplateWriteModule = "Reports"
+)
+
 // Defines values for NotificationTemplateWriteShareType.
 const (
 	NotificationTemplateWriteShareTypeALL  NotificationTemplateWriteShareType = "ALL"
@@ -600,6 +606,12 @@ const (
 	UploadManagementFileMultipartBodyFileEncodingUTF8              UploadManagementFileMultipartBodyFileEncoding = "UTF-8"
 	UploadManagementFileMultipartBodyFileEncodingWINDOWS1251       UploadManagementFileMultipartBodyFileEncoding = "WINDOWS-1251"
 	UploadManagementFileMultipartBodyFileEncodingXWINDOWSISO2022JP UploadManagementFileMultipartBodyFileEncoding = "X-WINDOWS-ISO2022JP"
+)
+
+// Defines values for GetTemplateModuleConfigsParamsModule.
+const (
+	GetTemplateModuleConfigsParamsModuleOrchestration GetTemplateModuleConfigsParamsModule = "Orchestration"
+	GetTemplateModuleConfigsParamsModuleReports       GetTemplateModuleConfigsParamsModule = "Reports"
 )
 
 // Defines values for DownloadAgentParamsPlatform.
@@ -1859,8 +1871,10 @@ type NotificationTemplateWrite struct {
 		To       *[]string `json:"to,omitempty"`
 	} `json:"mail,omitempty"`
 
-	// Module Reports or Orchestration (any case).
-	Module    string                              `json:"module"`
+	// Module The service takes the names in any case too.
+	Module NotificationTemplateWriteModule `json:"module"`
+
+	// Name Trimmed of spaces at both ends; the pattern is template_name_regex of the default configs.
 	Name      string                              `json:"name"`
 	ShareType *NotificationTemplateWriteShareType `json:"share_type,omitempty"`
 	Sms       *struct {
@@ -1868,6 +1882,9 @@ type NotificationTemplateWrite struct {
 		To      *[]string `json:"to,omitempty"`
 	} `json:"sms,omitempty"`
 }
+
+// NotificationTemplateWriteModule The service takes the names in any case too.
+type NotificationTemplateWriteModule string
 
 // NotificationTemplateWriteShareType defines model for NotificationTemplateWrite.ShareType.
 type NotificationTemplateWriteShareType string
@@ -3190,8 +3207,12 @@ type PutManagementViewColumnsJSONBody = []string
 
 // GetTemplateModuleConfigsParams defines parameters for GetTemplateModuleConfigs.
 type GetTemplateModuleConfigsParams struct {
-	Module *string `form:"module,omitempty" json:"module,omitempty"`
+	// Module The service takes the names in any case too.
+	Module *GetTemplateModuleConfigsParamsModule `form:"module,omitempty" json:"module,omitempty"`
 }
+
+// GetTemplateModuleConfigsParamsModule defines parameters for GetTemplateModuleConfigs.
+type GetTemplateModuleConfigsParamsModule string
 
 // UpdateAdminSettingsJSONBody defines parameters for UpdateAdminSettings.
 type UpdateAdminSettingsJSONBody = map[string]interface{}
