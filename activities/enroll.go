@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -126,6 +127,7 @@ func (a *Enrollment) checkCerts(ctx context.Context, orgID int64, rows []pending
 	if err != nil {
 		return temporalError(err)
 	}
+	now := time.Now()
 	for i := range rows {
 		r := &rows[i]
 		u := byID[users[r.key]]
@@ -133,7 +135,7 @@ func (a *Enrollment) checkCerts(ctx context.Context, orgID int64, rows []pending
 			continue
 		}
 		for id, cert := range r.certs {
-			if err := trust[id].Check(cert, u); err != nil {
+			if err := trust[id].Check(cert, u, now); err != nil {
 				r.fail("%v", err)
 			}
 		}

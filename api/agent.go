@@ -1,14 +1,12 @@
 package api
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 	"strings"
 	"time"
@@ -16,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"golang.org/x/time/rate"
 
+	"iam/api/clientaddr"
 	"iam/models"
 	"iam/models/lru"
 )
@@ -38,42 +37,112 @@ const (
 	// a burst, then one per second.
 	DefaultAgentRate  = 1.0
 	DefaultAgentBurst = 10
+	// DefaultRegistrationsPerAddress and DefaultRegistrationsPerKey bound
+	// registrations, per minute, from one client address and with one
+	// installation key; each may come in a burst of as many.
+	DefaultRegistrationsPerAddress = 60
+	DefaultRegistrationsPerKey     = 600
+	// DefaultMaxDevicesPerOrg caps an organization's devices (and,
+	// apart, its NPS extension and IIS module installations).
+	DefaultMaxDevicesPerOrg = 100_000
+	// keyGuesses is how many registrations with a wrong installation key
+	// one client address may make before it is refused (429); it regains
+	// one a minute.
+	keyGuesses = 10
 	// agentLimiters is how many devices' limiters, and of their last
 	// check-ins (reportMemo), a process keeps.
 	agentLimiters = 200_000
+	// registrationLimiters is how many client addresses' (and, apart,
+	// installation keys') registration limiters a process keeps.
+	registrationLimiters = 100_000
 )
 
-// agentLimits holds each device's rate limiter.
-type agentLimits struct {
+// keyLimits holds a token bucket per key: a device, a client address, an
+// installation key. At most size buckets are kept, the least recently used
+// going first, so memory is bounded whatever the callers send.
+type keyLimits[K comparable] struct {
 	rate  rate.Limit
 	burst int
-	cache *lru.Cache[int64, *rate.Limiter]
+	cache *lru.Cache[K, *rate.Limiter]
 }
 
-func newAgentLimits(r float64, burst int) *agentLimits {
+func newKeyLimits[K comparable](r rate.Limit, burst, size int) *keyLimits[K] {
+	return &keyLimits[K]{rate: r, burst: max(burst, 1), cache: lru.New[K, *rate.Limiter](size)}
+}
+
+// newAgentLimits is the limit of each device's requests: r per second, in
+// bursts of burst.
+func newAgentLimits(r float64, burst int) *keyLimits[int64] {
 	if r <= 0 {
 		r = DefaultAgentRate
 	}
 	if burst <= 0 {
 		burst = DefaultAgentBurst
 	}
-	return &agentLimits{rate: rate.Limit(r), burst: burst, cache: lru.New[int64, *rate.Limiter](agentLimiters)}
+	return newKeyLimits[int64](rate.Limit(r), burst, agentLimiters)
 }
 
-// allow reports whether the device may be served now, and if not, in how
-// many seconds it may try again.
-func (l *agentLimits) allow(deviceID int64) (bool, int) {
-	lim, ok := l.cache.Get(deviceID)
+// perMinute is the limit of n requests a minute, in bursts of n.
+func perMinute[K comparable](n, size int) *keyLimits[K] {
+	return newKeyLimits[K](rate.Limit(float64(n)/60), n, size)
+}
+
+func (l *keyLimits[K]) bucket(key K) *rate.Limiter {
+	lim, ok := l.cache.Get(key)
 	if !ok {
 		lim = rate.NewLimiter(l.rate, l.burst)
-		l.cache.Put(deviceID, lim)
+		l.cache.Put(key, lim)
 	}
-	r := lim.Reserve()
+	return lim
+}
+
+// allow takes one request from key's bucket: whether it may be served now,
+// and if not, in how many seconds it may try again.
+func (l *keyLimits[K]) allow(key K) (bool, int) {
+	r := l.bucket(key).Reserve()
 	if d := r.Delay(); d > 0 {
 		r.Cancel()
 		return false, int(d/time.Second) + 1
 	}
 	return true, 0
+}
+
+// spent reports, without taking from it, whether key's bucket is empty,
+// and if so in how many seconds it holds one request again.
+func (l *keyLimits[K]) spent(key K) (bool, int) {
+	lim, ok := l.cache.Get(key)
+	if !ok {
+		return false, 0
+	}
+	tokens := lim.Tokens()
+	if tokens >= 1 {
+		return false, 0
+	}
+	wait := time.Duration((1 - tokens) / float64(l.rate) * float64(time.Second))
+	return true, int(wait/time.Second) + 1
+}
+
+// registrationLimits are the agent channel's limits of registrations
+// (agentRegister): per client address, per installation key, and of
+// wrong installation keys per client address.
+type registrationLimits struct {
+	perAddress *keyLimits[string]
+	perKey     *keyLimits[[sha256.Size]byte]
+	badKeys    *keyLimits[string]
+}
+
+func newRegistrationLimits(perAddress, perKey int) *registrationLimits {
+	return &registrationLimits{
+		perAddress: perMinute[string](cmp.Or(perAddress, DefaultRegistrationsPerAddress), registrationLimiters),
+		perKey:     perMinute[[sha256.Size]byte](cmp.Or(perKey, DefaultRegistrationsPerKey), registrationLimiters),
+		badKeys:    newKeyLimits[string](rate.Every(time.Minute), keyGuesses, registrationLimiters),
+	}
+}
+
+func errTooManyRequests(detail string, wait int) *apiError {
+	ae := newAPIError(http.StatusTooManyRequests, CodeRateLimited, "Too Many Requests", detail)
+	ae.RetryAfter = wait
+	return ae
 }
 
 func errDeviceUnauthorized(detail string) *apiError {
@@ -102,32 +171,63 @@ type agentRegisterResponse struct {
 	CheckinIntervalSeconds int64  `json:"checkin_interval_seconds"`
 }
 
-// agentRegister admits a device (POST /agent/v1/register).
+// agentRegister admits a device (POST /agent/v1/register). Before the
+// store is asked: the client address (clientaddr.Key, under the trusted
+// proxies' rules) must not have spent its wrong installation keys
+// (keyGuesses), nor its registrations, and the installation key its
+// registrations. A device agent registering again presents its current
+// credential (Authorization: Device <device_id>:<device_secret>) to take
+// its device over (models.DeviceStore.Register).
 func (s *Server) agentRegister(c *gin.Context) error {
+	addr := clientaddr.Key(c.Request, s.cfg.TrustedProxies)
+	if spent, wait := s.registrations.badKeys.spent(addr); spent {
+		return errTooManyRequests("too many registrations with a wrong installation key from this address", wait)
+	}
+	if ok, wait := s.registrations.perAddress.allow(addr); !ok {
+		return errTooManyRequests("too many registrations from this address", wait)
+	}
 	var req agentRegisterRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
+	if ok, wait := s.registrations.perKey.allow(sha256.Sum256([]byte(req.InstallationKey))); !ok {
+		return errTooManyRequests("too many registrations with this installation key", wait)
+	}
 	reg := models.Registration{
 		InstallationKey: req.InstallationKey, AgentType: req.AgentType, Platform: req.Platform,
-		Facts: req.Facts, Interval: s.cfg.AgentCheckinInterval,
+		Facts: req.Facts, Interval: s.cfg.AgentCheckinInterval, MaxDevices: s.cfg.MaxDevicesPerOrg,
 	}
+	ctx := c.Request.Context()
+	var (
+		id     int64
+		secret string
+		ivl    int64
+		err    error
+	)
 	if models.ServerAgent(req.AgentType) {
 		// An NPS extension or IIS module: an installation, not a device.
-		in, sec, err := s.store.Devices.RegisterInstallation(c.Request.Context(), reg)
-		if err != nil {
-			return agentError(err)
+		var in *models.AgentInstallation
+		if in, secret, err = s.store.Devices.RegisterInstallation(ctx, reg); err == nil {
+			id, ivl = in.ID, int64(cmp.Or(s.cfg.AgentCheckinInterval, models.DefaultCheckinInterval)/time.Second)
 		}
-		c.JSON(http.StatusCreated, agentRegisterResponse{DeviceID: models.FormatID(in.ID), DeviceSecret: sec,
-			CheckinIntervalSeconds: int64(cmp.Or(s.cfg.AgentCheckinInterval, models.DefaultCheckinInterval) / time.Second)})
-		return nil
+	} else {
+		if c.GetHeader("Authorization") != "" {
+			if reg.DeviceID, reg.DeviceSecret, err = deviceCredential(c); err != nil {
+				return err
+			}
+		}
+		var dev *models.Device
+		if dev, secret, err = s.store.Devices.Register(ctx, reg); err == nil {
+			id, ivl = dev.ID, dev.CheckinIntervalSeconds
+		}
 	}
-	dev, sec, err := s.store.Devices.Register(c.Request.Context(), reg)
+	if errors.Is(err, models.ErrBadInstallationKey) {
+		s.registrations.badKeys.allow(addr)
+	}
 	if err != nil {
 		return agentError(err)
 	}
-	c.JSON(http.StatusCreated, agentRegisterResponse{DeviceID: models.FormatID(dev.ID), DeviceSecret: sec,
-		CheckinIntervalSeconds: dev.CheckinIntervalSeconds})
+	c.JSON(http.StatusCreated, agentRegisterResponse{DeviceID: models.FormatID(id), DeviceSecret: secret, CheckinIntervalSeconds: ivl})
 	return nil
 }
 
@@ -185,16 +285,27 @@ type reportMemo struct {
 	digest string
 }
 
-// agentReport reads a check-in's body. A body of the very bytes of the
+// agentReport reads a check-in's body. A device being uninstalled is
+// never refused: its body is read for its acks only
+// (models.UninstallCheckIn), anything else in it ignored. A body of the very bytes of the
 // device's last accepted check-in without acks, while the device's row
 // still holds that check-in's digest, is the same report: it is not
 // decoded nor validated again (models.SameReport). Any other body is
 // decoded and validated. It returns the body's SHA-256 too.
 func (s *Server) agentReport(c *gin.Context, dev *models.Device) (*models.CheckIn, [sha256.Size]byte, error) {
 	var raw [sha256.Size]byte
-	mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
-	if err != nil || mt != "application/json" {
-		return nil, raw, newAPIError(http.StatusUnsupportedMediaType, CodeMediaType, "Unsupported Media Type", "the request body must be application/json")
+	if dev.UninstallRequestedAt != nil {
+		// Only the acks count: the device must always be able to fetch
+		// and acknowledge its uninstall, whatever else it sends.
+		body, _ := io.ReadAll(c.Request.Body)
+		var in struct {
+			Acks []json.RawMessage `json:"acks"`
+		}
+		_ = json.Unmarshal(body, &in)
+		return models.UninstallCheckIn(in.Acks), raw, nil
+	}
+	if err := jsonMediaType(c); err != nil {
+		return nil, raw, err
 	}
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
@@ -205,7 +316,7 @@ func (s *Server) agentReport(c *gin.Context, dev *models.Device) (*models.CheckI
 		return models.SameReport(m.digest), raw, nil
 	}
 	var in models.CheckIn
-	if err := decodeRequest(bytes.NewReader(body), &in); err != nil {
+	if err := decodeBody(body, &in); err != nil {
 		return nil, raw, err
 	}
 	if err := in.Validate(); err != nil {
@@ -244,24 +355,31 @@ type agentCheckinResponse struct {
 // DeviceStore.AuthenticateCheckIn) and applies the device's rate limit
 // (shared by check-ins and authorizations).
 func (s *Server) agentDevice(c *gin.Context, authenticate func(ctx context.Context, id int64, secret string) (*models.Device, error)) (*models.Device, error) {
-	scheme, cred, _ := strings.Cut(c.GetHeader("Authorization"), " ")
-	if scheme != DeviceScheme {
-		return nil, errDeviceUnauthorized("send Authorization: Device <device_id>:<device_secret>")
-	}
-	id, sec, err := models.ParseDeviceCredential(strings.TrimSpace(cred))
+	id, sec, err := deviceCredential(c)
 	if err != nil {
-		return nil, agentError(err)
+		return nil, err
 	}
 	dev, err := authenticate(c.Request.Context(), id, sec)
 	if err != nil {
 		return nil, agentError(err)
 	}
 	if ok, wait := s.agentLimits.allow(dev.ID); !ok {
-		ae := newAPIError(http.StatusTooManyRequests, CodeRateLimited, "Too Many Requests", "the device checks in too often")
-		ae.RetryAfter = wait
-		return nil, ae
+		return nil, errTooManyRequests("the device checks in too often", wait)
 	}
 	return dev, nil
+}
+
+// deviceCredential reads "Authorization: Device <device_id>:<device_secret>".
+func deviceCredential(c *gin.Context) (int64, string, error) {
+	scheme, cred, _ := strings.Cut(c.GetHeader("Authorization"), " ")
+	if scheme != DeviceScheme {
+		return 0, "", errDeviceUnauthorized("send Authorization: Device <device_id>:<device_secret>")
+	}
+	id, sec, err := models.ParseDeviceCredential(strings.TrimSpace(cred))
+	if err != nil {
+		return 0, "", agentError(err)
+	}
+	return id, sec, nil
 }
 
 // agentCheckin records a check-in and answers the device's commands and

@@ -19,7 +19,7 @@ import (
 // before; changed flips the last_login of one of its five accounts.
 // cmd/agentbench measures `iam serve` over HTTP.
 func BenchmarkAgentCheckin(b *testing.B) {
-	env := apitest.New(b, dbtest.Postgres(b), apitest.Options{AgentRate: 1e9, AgentBurst: 1e9})
+	env := apitest.New(b, dbtest.Postgres(b), apitest.Options{AgentRate: 1e9, AgentBurst: 1e9, RegistrationsPerAddress: 1e6})
 	key, err := env.Store.Devices.InstallKey(b.Context(), env.Org.ID, models.AgentDevice)
 	if err != nil {
 		b.Fatal(err)

@@ -21,7 +21,7 @@ func TestAgentSim_Throughput(t *testing.T) {
 	if n == 0 {
 		t.Skip("set IAM_AGENT_BENCH_DEVICES to run")
 	}
-	env := apitest.New(t, dbtest.Postgres(t), apitest.Options{AgentBurst: 100, AgentRate: 100})
+	env := apitest.New(t, dbtest.Postgres(t), apitest.Options{AgentBurst: 100, AgentRate: 100, RegistrationsPerAddress: 1e6})
 	st, err := agentsim.Run(t.Context(), agentsim.Config{BaseURL: env.URL, Key: installKey(t, env), Devices: n, Accounts: 5,
 		Interval: time.Second, Rounds: 6})
 	if err != nil {

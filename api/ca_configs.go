@@ -98,6 +98,9 @@ func readCAForm(c *gin.Context) (models.CAInput, error) {
 			in.IsEnabled = &b
 		case "certificate_mapping_attribute":
 			s := string(data)
+			if problem := textProblem(s); problem != "" {
+				return in, models.Invalid(name, "%s", problem)
+			}
 			in.MappingAttribute = &s
 		default:
 			return in, models.Invalid(name, "is not a field of a CA config (is_enabled, ca_file, certificate_mapping_attribute)")

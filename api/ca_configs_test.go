@@ -33,12 +33,18 @@ type testCA struct {
 
 func newTestCA(t *testing.T, cn string, isCA bool, notAfter time.Time) *testCA {
 	t.Helper()
+	return newTestCAValid(t, cn, isCA, time.Now().Add(-72*time.Hour), notAfter)
+}
+
+// newTestCAValid is newTestCA valid from notBefore.
+func newTestCAValid(t *testing.T, cn string, isCA bool, notBefore, notAfter time.Time) *testCA {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-72 * time.Hour), NotAfter: notAfter, BasicConstraintsValid: true, IsCA: isCA,
+		NotBefore: notBefore, NotAfter: notAfter, BasicConstraintsValid: true, IsCA: isCA,
 		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
@@ -133,6 +139,8 @@ func TestCAConfigs(t *testing.T) {
 			newTestCA(t, "Leaf", false, year).der), 400, "00000109", "not a certificate authority")
 		wantError(t, send("POST", base, map[string]string{"certificate_mapping_attribute": "email"},
 			newTestCA(t, "Old CA", true, time.Now().Add(-time.Hour)).der), 400, "00000109", "expired")
+		wantError(t, send("POST", base, map[string]string{"certificate_mapping_attribute": "email"},
+			newTestCAValid(t, "Future CA", true, time.Now().Add(24*time.Hour), year).der), 400, "00000109", "not valid yet: it becomes valid on")
 		wantError(t, send("POST", base, map[string]string{"certificate_mapping_attribute": "shoeSize"}, unknown.der), 400, "00000109", "certificate_mapping_attribute")
 		wantError(t, send("POST", base, map[string]string{"certificate_mapping_attribute": "email"}, []byte("junk")), 400, "00000109", "ca_file")
 		wantError(t, send("POST", base, map[string]string{"certificate_mapping_attribute": "email"}, bytes.Repeat([]byte("A"), models.MaxCAFileBytes+1)), 413, "00000110", "")

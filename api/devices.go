@@ -46,6 +46,10 @@ type deviceView struct {
 	Owner              string             `json:"owner"`
 	MDM                string             `json:"mdm"`
 	Description        string             `json:"description"`
+	// PossibleDuplicateOf is the live device of the same machine this one
+	// registered beside without its credential (models.Register); null
+	// otherwise, and once an admin deleted either.
+	PossibleDuplicateOf *string `json:"possible_duplicate_of"`
 }
 
 func newDeviceView(d *models.Device, status string, outdated bool) deviceView {
@@ -57,7 +61,7 @@ func newDeviceView(d *models.Device, status string, outdated bool) deviceView {
 		IsDeactivated: d.IsDeactivated, DeviceAccounts: deviceAccountsView{d.TotalLocalAccounts, d.LinkedLocalAccounts},
 		DateAdded: d.DateAdded.UTC(), LastContactTime: utcPtr(d.LastContactTime), Domain: d.Domain, Tenant: d.Tenant,
 		DNSHostname: d.DNSHostname, Container: d.Container, ManagedBy: d.ManagedBy, Owner: d.Owner, MDM: d.MDM,
-		Description: d.Description,
+		Description: d.Description, PossibleDuplicateOf: idPtr(d.PossibleDuplicateOf),
 	}
 }
 

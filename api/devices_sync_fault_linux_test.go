@@ -86,7 +86,7 @@ func TestSyncNow_WorkerKilledTwice(t *testing.T) {
 	const accounts = devices * perDevice
 	ctx := context.Background()
 	f := newFaultEnv(t, "sync-fault")
-	disturbed, undisturbed := f.Org, f.NewOrg("Reference")
+	disturbed, undisturbed := f.Org, f.NewBareOrg("Reference")
 	began := time.Now()
 	seedSyncDevices(t, f, disturbed, devices)
 	seedSyncDevices(t, f, undisturbed, devices)

@@ -99,7 +99,7 @@ func TestEnrollment_WorkerKilledFiveTimes(t *testing.T) {
 	env.Jobs.Client = tc
 	env.Jobs.TaskQueue = fmt.Sprintf("enroll-fault-%d", models.NewID())
 
-	disturbed, undisturbed := env.Org, env.NewOrg("Reference")
+	disturbed, undisturbed := env.Org, env.NewBareOrg("Reference")
 	usersA := seedUsers(t, db, disturbed, rows)
 	usersB := seedUsers(t, db, undisturbed, rows)
 	var b strings.Builder

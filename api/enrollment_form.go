@@ -46,7 +46,8 @@ func (f *uploadForm) Close() {
 }
 
 // readUploadForm reads the whole form: at most maxFormParts parts, the text
-// fields within maxFormField each and maxFormTextBytes together, one "file"
+// fields within maxFormField each and maxFormTextBytes together, each
+// NUL-free UTF-8 (textProblem), as the file's name, one "file"
 // part of at most maxFile bytes, spooled. A body that is not
 // multipart/form-data is 415; a form without a file part, with two, or
 // over a bound is 400 (413 for a file over maxFile). Every read of the body
@@ -106,6 +107,9 @@ func (f *uploadForm) read(mr *multipart.Reader, maxFile int64) error {
 		if len(value) > maxFormField {
 			return models.Invalid(name, "is longer than %d bytes", maxFormField)
 		}
+		if problem := textProblem(string(value)); problem != "" {
+			return models.Invalid(name, "%s", problem)
+		}
 		if text += len(name) + len(value); text > maxFormTextBytes {
 			return errInvalidBody("the form's text fields hold more than %d bytes", maxFormTextBytes)
 		}
@@ -124,6 +128,9 @@ func (f *uploadForm) spool(part *multipart.Part, maxFile int64) error {
 		return fmt.Errorf("spool upload: %w", err)
 	}
 	f.file, f.fileName = tmp, part.FileName()
+	if problem := textProblem(f.fileName); problem != "" {
+		return models.Invalid("file", "the file name %s", problem)
+	}
 	n, err := io.Copy(tmp, io.LimitReader(part, maxFile+1))
 	if err != nil {
 		var pathErr *os.PathError

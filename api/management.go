@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -24,6 +25,32 @@ const mgmtPath = "/management/actions/:action_id"
 // mgmtUploadMaxBytes caps a management upload: models.MaxUploadRows rows
 // of a few match values fit in it.
 const mgmtUploadMaxBytes = 32 << 20
+
+// DefaultMgmtUploadConcurrency is how many management uploads a process
+// resolves at once when Config sets none (IAM_MGMT_UPLOAD_CONCURRENCY).
+const DefaultMgmtUploadConcurrency = 2
+
+// mgmtUploadRetryAfter is the Retry-After, in seconds, of an upload refused
+// because the process resolves as many as it may: about what resolving a
+// 5,000-row file takes.
+const mgmtUploadRetryAfter = 2
+
+// mgmtUploadHook, when set (tests), runs while an upload holds its slot.
+var mgmtUploadHook atomic.Pointer[func()]
+
+// mgmtUploadSlot takes one of the process's slots for resolving an upload,
+// and returns its release; with every slot taken, 429 with Retry-After.
+func (s *Server) mgmtUploadSlot() (release func(), err error) {
+	select {
+	case s.mgmtUploads <- struct{}{}:
+		return func() { <-s.mgmtUploads }, nil
+	default:
+		ae := newAPIError(http.StatusTooManyRequests, CodeRateLimited, "Too Many Requests",
+			fmt.Sprintf("the server is resolving as many uploads as it resolves at once (%d); send the file again after Retry-After seconds", cap(s.mgmtUploads)))
+		ae.RetryAfter = mgmtUploadRetryAfter
+		return nil, ae
+	}
+}
 
 // mgmtAction reads the action of the path: an unknown one is 404.
 func mgmtAction(c *gin.Context) (models.MgmtAction, error) {
@@ -184,12 +211,13 @@ type uploadRowView struct {
 
 // mgmtUpload: POST …/uploads, a multipart form with a CSV file (and
 // file_encoding, the encodings of quick enrollment; parts in any order).
-// The form is read whole and spooled first; the rows are read and counted
-// after. Up to models.MaxUploadRowsSync rows are resolved in the request
-// and the upload stored in one transaction (201, resolved); a larger file
-// (up to models.MaxUploadRows rows) is stored sealed with the upload
-// (resolving) and the job that resolves its rows, started after the commit
-// (202).
+// The form is read whole and spooled first, and its header checked; then
+// the upload takes one of the process's slots (429 when none is free) and
+// its rows are counted, keeping nothing. Up to models.MaxUploadRowsSync rows are read again and
+// resolved in the request, a chunk at a time, and the upload stored in one
+// transaction (201, resolved); a larger file (up to models.MaxUploadRows
+// rows) is stored sealed with the upload (resolving) and the job that
+// resolves its rows, started after the commit (202).
 func (s *Server) mgmtUpload(c *gin.Context) error {
 	a, err := mgmtAction(c)
 	if err != nil {
@@ -229,37 +257,33 @@ func (s *Server) mgmtUpload(c *gin.Context) error {
 		}
 		return err
 	}
+	// Reading the rows takes one of the process's slots.
+	release, err := s.mgmtUploadSlot()
+	if err != nil {
+		return err
+	}
+	defer release()
+	if hook := mgmtUploadHook.Load(); hook != nil {
+		(*hook)()
+	}
 	if _, err := form.file.Seek(ins.DataOffset, io.SeekStart); err != nil {
 		return fmt.Errorf("rewind upload: %w", err)
 	}
-	r := csvimport.NewReader(form.file, ins.Encoding, ins.DataOffset, 1)
-	var records []models.UploadRecord
-	var rows int64
-	for {
-		rec, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("read upload: %w", err)
-		}
-		if rows++; rows > models.MaxUploadRows {
-			return models.Invalid("file", "has more than %d rows", models.MaxUploadRows)
-		}
-		if rows > models.MaxUploadRowsSync {
-			records = nil // resolved by a job: the rows are only counted
-			continue
-		}
-		ur := models.UploadRecord{RowNo: rec.Row, Fields: rec.Fields}
-		if rec.Err != nil {
-			ur.Problem = rec.Err.Error()
-		}
-		records = append(records, ur)
+	rows, err := countUploadRows(csvimport.NewReader(form.file, ins.Encoding, ins.DataOffset, 1))
+	if err != nil {
+		return err
 	}
 	up := &models.MgmtUpload{OrgID: p.OrgID, Action: a, FileName: truncateName(form.fileName), Header: header,
 		MatchColumns: match, CreatedBy: p.UserID}
 	if rows <= models.MaxUploadRowsSync {
-		if err := s.store.Management.CreateUpload(c.Request.Context(), up, records); err != nil {
+		// Read again, and resolved a chunk at a time: one chunk is held.
+		if _, err := form.file.Seek(ins.DataOffset, io.SeekStart); err != nil {
+			return fmt.Errorf("rewind upload: %w", err)
+		}
+		r := csvimport.NewReader(form.file, ins.Encoding, ins.DataOffset, 1)
+		if err := s.store.Management.CreateUploadFrom(c.Request.Context(), up, func() (models.UploadRecord, error) {
+			return uploadRecord(r)
+		}); err != nil {
 			return uploadWriteError(c, err)
 		}
 		c.JSON(http.StatusCreated, gin.H{"data": newUploadView(up)})
@@ -282,6 +306,41 @@ func (s *Server) mgmtUpload(c *gin.Context) error {
 	c.Header("Location", "/api/v1/management/actions/"+string(a)+"/uploads/"+models.FormatID(up.ID))
 	c.JSON(http.StatusAccepted, gin.H{"data": newUploadView(up)})
 	return nil
+}
+
+// countUploadRows reads an upload's rows to the end and counts them,
+// keeping none. EINVALID past models.MaxUploadRows.
+func countUploadRows(r *csvimport.Reader) (int64, error) {
+	var rows int64
+	for {
+		_, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return rows, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("read upload: %w", err)
+		}
+		if rows++; rows > models.MaxUploadRows {
+			return 0, models.Invalid("file", "has more than %d rows", models.MaxUploadRows)
+		}
+	}
+}
+
+// uploadRecord reads an upload's next row (io.EOF after the last); a row
+// the reader could not read whole carries its problem.
+func uploadRecord(r *csvimport.Reader) (models.UploadRecord, error) {
+	rec, err := r.Read()
+	if errors.Is(err, io.EOF) {
+		return models.UploadRecord{}, io.EOF
+	}
+	if err != nil {
+		return models.UploadRecord{}, fmt.Errorf("read upload: %w", err)
+	}
+	ur := models.UploadRecord{RowNo: rec.Row, Fields: rec.Fields}
+	if rec.Err != nil {
+		ur.Problem = rec.Err.Error()
+	}
+	return ur, nil
 }
 
 func truncateName(s string) string {

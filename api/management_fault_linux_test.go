@@ -26,7 +26,7 @@ func TestManagement_WorkerKilledThreeTimes(t *testing.T) {
 	f := newFaultEnv(t, "mgmt-fault")
 	env, db, tc := f.Env, f.DB, f.Temporal
 
-	disturbed, undisturbed := env.Org, env.NewOrg("Reference")
+	disturbed, undisturbed := env.Org, env.NewBareOrg("Reference")
 	seedUsers(t, db, disturbed, users)
 	seedUsers(t, db, undisturbed, users)
 	run := func(org *models.Organization) (string, int64) {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,23 +41,55 @@ var validate = func() *validator.Validate {
 	return v
 }()
 
+// mergePatchType is the media type of a JSON merge patch (RFC 7396): a
+// PATCH body may be sent as it or as application/json.
+const mergePatchType = "application/merge-patch+json"
+
 // decodeJSON reads the JSON body into v and validates it: the one way a
 // request body (a PATCH's too, through mergeRequest) becomes a request
-// struct. Unknown fields, wrong types, an empty or malformed body, a body
-// over the limit and a Content-Type other than JSON each give their own
-// clear error.
+// struct. Unknown fields, wrong types, an empty, null or malformed body, a
+// string that is not NUL-free UTF-8 (checkText), a body over the limit and
+// a Content-Type other than JSON each give their own clear error.
 func decodeJSON(c *gin.Context, v any) error {
-	mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
-	if err != nil || mt != "application/json" {
-		return newAPIError(http.StatusUnsupportedMediaType, CodeMediaType, "Unsupported Media Type", "the request body must be application/json")
+	if err := jsonMediaType(c); err != nil {
+		return err
 	}
 	return decodeRequest(c.Request.Body, v)
 }
 
-// decodeRequest decodes one JSON value from r into v, refusing unknown
-// fields, and validates it (validateRequest).
+// jsonMediaType refuses (415) a body that is not application/json, or
+// application/merge-patch+json on a PATCH.
+func jsonMediaType(c *gin.Context) error {
+	mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
+	if err == nil && (mt == "application/json" || mt == mergePatchType && c.Request.Method == http.MethodPatch) {
+		return nil
+	}
+	if c.Request.Method == http.MethodPatch {
+		return newAPIError(http.StatusUnsupportedMediaType, CodeMediaType, "Unsupported Media Type", "the request body must be application/json or application/merge-patch+json")
+	}
+	return newAPIError(http.StatusUnsupportedMediaType, CodeMediaType, "Unsupported Media Type", "the request body must be application/json")
+}
+
+// decodeRequest reads r whole and decodes it (decodeBody).
 func decodeRequest(r io.Reader, v any) error {
-	dec := json.NewDecoder(r)
+	body, err := io.ReadAll(r)
+	if err != nil {
+		return jsonError(err)
+	}
+	return decodeBody(body, v)
+}
+
+// decodeBody decodes one JSON value from body into v, refusing a null body,
+// strings that break the text rule (checkText) and unknown fields, and
+// validates it (validateRequest).
+func decodeBody(body []byte, v any) error {
+	if err := checkText(body); err != nil {
+		return err
+	}
+	if string(bytes.TrimSpace(body)) == "null" {
+		return errInvalidBody("the body must not be null")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err)
@@ -105,6 +138,11 @@ func jsonError(err error) error {
 	case errors.As(err, &typeErr):
 		if typeErr.Field == "" {
 			return errInvalidBody("the body must be a JSON %s", typeErr.Type.Kind())
+		}
+		if typeErr.Type == reflect.TypeFor[models.RefID]() {
+			// An id of the wrong shape (0, "0", -3, "x"), not of the
+			// wrong JSON type.
+			return models.Invalid(typeErr.Field, "must be an id: a positive integer as a digit string")
 		}
 		return models.Invalid(typeErr.Field, "must be of type %s", jsonTypeName(typeErr.Type))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):

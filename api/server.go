@@ -8,6 +8,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -46,10 +47,29 @@ type Config struct {
 	// AgentPackagesDir holds the agent packages agents-info shows and
 	// download serves (IAM_AGENT_PACKAGES_DIR; agents.go names the files).
 	AgentPackagesDir string
+	// RegistrationsPerAddress and RegistrationsPerKey bound agent
+	// registrations per minute from one client address and with one
+	// installation key (IAM_AGENT_REGISTRATIONS_PER_ADDRESS, _PER_KEY);
+	// DefaultRegistrationsPerAddress and DefaultRegistrationsPerKey when
+	// zero.
+	RegistrationsPerAddress int
+	RegistrationsPerKey     int
+	// MaxDevicesPerOrg caps each organization's devices, and apart its
+	// installations (IAM_MAX_DEVICES_PER_ORG); DefaultMaxDevicesPerOrg
+	// when zero.
+	MaxDevicesPerOrg int
+	// TrustedProxies are the proxies whose X-Forwarded-For names the
+	// client for the agent channel's limits (IAM_TRUSTED_PROXIES; the
+	// authorization server's rule, clientaddr.Key).
+	TrustedProxies []netip.Prefix
 	// IdempotencyLease is how long a request owns its Idempotency-Key
 	// without renewing it; DefaultIdempotencyLease when zero (tests shorten
 	// it).
 	IdempotencyLease time.Duration
+	// MgmtUploadConcurrency is how many management uploads the process
+	// resolves at once (IAM_MGMT_UPLOAD_CONCURRENCY); past it an upload is
+	// answered 429. DefaultMgmtUploadConcurrency when zero.
+	MgmtUploadConcurrency int
 }
 
 // DefaultUploadIdleTimeout is the upload idle limit when Config sets none.
@@ -81,9 +101,11 @@ type Server struct {
 	log     *slog.Logger
 	metrics *prometheus.Registry
 	engine  *gin.Engine
-	// agentLimits rate-limits each device's check-ins.
-	agentLimits *agentLimits
-	packages    agentPackages
+	// agentLimits rate-limits each device's check-ins and authorizations,
+	// registrations the agent channel's registrations.
+	agentLimits   *keyLimits[int64]
+	registrations *registrationLimits
+	packages      agentPackages
 	// agentSettings caches each organization's check-in settings briefly.
 	agentSettings *lru.Cache[int64, cachedSettings]
 	// agentReports remembers each device's last accepted check-in
@@ -91,6 +113,9 @@ type Server struct {
 	agentReports *lru.Cache[int64, reportMemo]
 	// decisions caches each organization's compiled policies.
 	decisions *decide.Cache
+	// mgmtUploads holds a token for each management upload being resolved
+	// (Config.MgmtUploadConcurrency of them at most).
+	mgmtUploads chan struct{}
 }
 
 // New builds the API's handler with every route of routes.go.
@@ -104,13 +129,22 @@ func New(cfg Config, deps Deps) *Server {
 	if cfg.UploadIdleTimeout == 0 {
 		cfg.UploadIdleTimeout = DefaultUploadIdleTimeout
 	}
+	if cfg.MaxDevicesPerOrg <= 0 {
+		cfg.MaxDevicesPerOrg = DefaultMaxDevicesPerOrg
+	}
+	if cfg.MgmtUploadConcurrency <= 0 {
+		cfg.MgmtUploadConcurrency = DefaultMgmtUploadConcurrency
+	}
 	if deps.Log == nil {
 		deps.Log = slog.Default()
 	}
 	s := &Server{cfg: cfg, deps: deps, store: deps.Store, log: deps.Log, metrics: prometheus.NewRegistry(),
-		agentLimits: newAgentLimits(cfg.AgentRate, cfg.AgentBurst), packages: agentPackages{dir: cfg.AgentPackagesDir},
+		agentLimits:   newAgentLimits(cfg.AgentRate, cfg.AgentBurst),
+		registrations: newRegistrationLimits(cfg.RegistrationsPerAddress, cfg.RegistrationsPerKey),
+		packages:      agentPackages{dir: cfg.AgentPackagesDir},
 		agentSettings: lru.New[int64, cachedSettings](10_000), agentReports: lru.New[int64, reportMemo](agentLimiters)}
 	s.decisions = decide.NewCache(decisionSource{store: deps.Store}, 10_000)
+	s.mgmtUploads = make(chan struct{}, cfg.MgmtUploadConcurrency)
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if deps.Store != nil {
 		s.metrics.MustRegister(newJobsCollector(deps.Store, deps.Log))
@@ -141,9 +175,9 @@ func (s *Server) newEngine() *gin.Engine {
 	r.NoRoute(func(c *gin.Context) {
 		abortWithError(c, newAPIError(http.StatusNotFound, CodeRouteNotFound, "Route Not Found", "no route "+c.Request.Method+" "+c.Request.URL.Path))
 	})
-	r.NoMethod(func(c *gin.Context) {
-		abortWithError(c, newAPIError(http.StatusMethodNotAllowed, CodeRouteNotFound, "Method Not Allowed", "the route does not accept "+c.Request.Method))
-	})
+	routes := s.Routes()
+	fixed := newFixedPaths("/api/v1", routes)
+	r.NoMethod(fixed.methodNotAllowed)
 
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
@@ -162,8 +196,8 @@ func (s *Server) newEngine() *gin.Engine {
 	agent.POST("/checkin", quiet(), handle(s.agentCheckin))
 	agent.POST("/authorize", handle(s.agentAuthorize))
 
-	v1 := r.Group("/api/v1", authenticate(s.deps.Tokens))
-	for _, rt := range s.Routes() {
+	v1 := r.Group("/api/v1", fixed.win(), authenticate(s.deps.Tokens), noEmptyQuery())
+	for _, rt := range routes {
 		limit := rt.MaxBody
 		if limit == 0 {
 			limit = s.cfg.MaxBodyBytes

@@ -627,6 +627,12 @@ const (
 	UpdateLogonScriptConfigJSONBodyForceEnrollmentTrue  UpdateLogonScriptConfigJSONBodyForceEnrollment = "true"
 )
 
+// Defines values for UpdateLogonScriptConfigApplicationMergePatchPlusJSONBodyForceEnrollment.
+const (
+	UpdateLogonScriptConfigApplicationMergePatchPlusJSONBodyForceEnrollmentFalse UpdateLogonScriptConfigApplicationMergePatchPlusJSONBodyForceEnrollment = "false"
+	UpdateLogonScriptConfigApplicationMergePatchPlusJSONBodyForceEnrollmentTrue  UpdateLogonScriptConfigApplicationMergePatchPlusJSONBodyForceEnrollment = "true"
+)
+
 // Defines values for UploadEnrollmentCSVMultipartBodyFileEncoding.
 const (
 	UploadEnrollmentCSVMultipartBodyFileEncodingBig5              UploadEnrollmentCSVMultipartBodyFileEncoding = "Big5"
@@ -1041,8 +1047,14 @@ type Device struct {
 	OsReleaseName   *string         `json:"os_release_name,omitempty"`
 	OsType          *DeviceOsType   `json:"os_type,omitempty"`
 	Owner           *string         `json:"owner,omitempty"`
-	SerialNumber    *string         `json:"serial_number,omitempty"`
-	Tenant          *string         `json:"tenant,omitempty"`
+
+	// PossibleDuplicateOf The live device of the same machine (serial number, or DNS host
+	// name without one) this device registered beside without proving
+	// that device's credential: one of the two may be a copy or an
+	// impostor. Deleting either clears it; null otherwise.
+	PossibleDuplicateOf *string `json:"possible_duplicate_of"`
+	SerialNumber        *string `json:"serial_number,omitempty"`
+	Tenant              *string `json:"tenant,omitempty"`
 }
 
 // DeviceAgentStatus defines model for Device.AgentStatus.
@@ -2864,6 +2876,9 @@ type AgentAuthorizeJSONBody struct {
 // UpdateAccountLinkingSettingsJSONBody defines parameters for UpdateAccountLinkingSettings.
 type UpdateAccountLinkingSettingsJSONBody = map[string]interface{}
 
+// UpdateAccountLinkingSettingsApplicationMergePatchPlusJSONBody defines parameters for UpdateAccountLinkingSettings.
+type UpdateAccountLinkingSettingsApplicationMergePatchPlusJSONBody = map[string]interface{}
+
 // ListAccountLinkingHistoryParams defines parameters for ListAccountLinkingHistory.
 type ListAccountLinkingHistoryParams struct {
 	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
@@ -3217,6 +3232,9 @@ type GetTemplateModuleConfigsParamsModule string
 // UpdateAdminSettingsJSONBody defines parameters for UpdateAdminSettings.
 type UpdateAdminSettingsJSONBody = map[string]interface{}
 
+// UpdateAdminSettingsApplicationMergePatchPlusJSONBody defines parameters for UpdateAdminSettings.
+type UpdateAdminSettingsApplicationMergePatchPlusJSONBody = map[string]interface{}
+
 // DownloadAgentParams defines parameters for DownloadAgent.
 type DownloadAgentParams struct {
 	// Platform windows, macos or linux; required for the DeviceAgent.
@@ -3251,6 +3269,9 @@ type ReorderPoliciesJSONBody struct {
 
 // UpdatePolicyJSONBody defines parameters for UpdatePolicy.
 type UpdatePolicyJSONBody = map[string]interface{}
+
+// UpdatePolicyApplicationMergePatchPlusJSONBody defines parameters for UpdatePolicy.
+type UpdatePolicyApplicationMergePatchPlusJSONBody = map[string]interface{}
 
 // ListPolicyDevicesParams defines parameters for ListPolicyDevices.
 type ListPolicyDevicesParams struct {
@@ -3347,6 +3368,14 @@ type UpdateDeviceGroupJSONBody struct {
 	Name *string `json:"name,omitempty"`
 }
 
+// UpdateDeviceGroupApplicationMergePatchPlusJSONBody defines parameters for UpdateDeviceGroup.
+type UpdateDeviceGroupApplicationMergePatchPlusJSONBody struct {
+	Description *string `json:"description,omitempty"`
+
+	// Name Trimmed of spaces at both ends; not only spaces.
+	Name *string `json:"name,omitempty"`
+}
+
 // RemoveDeviceGroupMembersParams defines parameters for RemoveDeviceGroupMembers.
 type RemoveDeviceGroupMembersParams struct {
 	// Ids Comma-separated member ids, at most 1000.
@@ -3385,8 +3414,20 @@ type UpdateLogonScriptConfigJSONBody struct {
 	WindowTitle        *string                                         `json:"window_title,omitempty"`
 }
 
+// UpdateLogonScriptConfigApplicationMergePatchPlusJSONBody defines parameters for UpdateLogonScriptConfig.
+type UpdateLogonScriptConfigApplicationMergePatchPlusJSONBody struct {
+	CancellationButton *string                                                                  `json:"cancellation_button,omitempty"`
+	EnrollmentButton   *string                                                                  `json:"enrollment_button,omitempty"`
+	ForceEnrollment    *UpdateLogonScriptConfigApplicationMergePatchPlusJSONBodyForceEnrollment `json:"force_enrollment,omitempty"`
+	WindowContent      *string                                                                  `json:"window_content,omitempty"`
+	WindowTitle        *string                                                                  `json:"window_title,omitempty"`
+}
+
 // UpdateLogonScriptConfigJSONBodyForceEnrollment defines parameters for UpdateLogonScriptConfig.
 type UpdateLogonScriptConfigJSONBodyForceEnrollment string
+
+// UpdateLogonScriptConfigApplicationMergePatchPlusJSONBodyForceEnrollment defines parameters for UpdateLogonScriptConfig.
+type UpdateLogonScriptConfigApplicationMergePatchPlusJSONBodyForceEnrollment string
 
 // ListNotificationSchedulesParams defines parameters for ListNotificationSchedules.
 type ListNotificationSchedulesParams struct {
@@ -3408,6 +3449,9 @@ type ListNotificationSchedulesParams struct {
 
 // UpdateNotificationScheduleJSONBody defines parameters for UpdateNotificationSchedule.
 type UpdateNotificationScheduleJSONBody = map[string]interface{}
+
+// UpdateNotificationScheduleApplicationMergePatchPlusJSONBody defines parameters for UpdateNotificationSchedule.
+type UpdateNotificationScheduleApplicationMergePatchPlusJSONBody = map[string]interface{}
 
 // RunNotificationScheduleNowParams defines parameters for RunNotificationScheduleNow.
 type RunNotificationScheduleNowParams struct {
@@ -3570,6 +3614,9 @@ type GetNotificationTemplateParamsInclude string
 // UpdateNotificationTemplateJSONBody defines parameters for UpdateNotificationTemplate.
 type UpdateNotificationTemplateJSONBody = map[string]interface{}
 
+// UpdateNotificationTemplateApplicationMergePatchPlusJSONBody defines parameters for UpdateNotificationTemplate.
+type UpdateNotificationTemplateApplicationMergePatchPlusJSONBody = map[string]interface{}
+
 // DeleteUsersParams defines parameters for DeleteUsers.
 type DeleteUsersParams struct {
 	// Ids Comma-separated ids, at most 1000 distinct ones; at least one. An item that is not an id of the organization gets its own 404 in the answer.
@@ -3690,6 +3737,9 @@ type AgentRegisterJSONRequestBody = AgentRegistration
 // UpdateAccountLinkingSettingsJSONRequestBody defines body for UpdateAccountLinkingSettings for application/json ContentType.
 type UpdateAccountLinkingSettingsJSONRequestBody = UpdateAccountLinkingSettingsJSONBody
 
+// UpdateAccountLinkingSettingsApplicationMergePatchPlusJSONRequestBody defines body for UpdateAccountLinkingSettings for application/merge-patch+json ContentType.
+type UpdateAccountLinkingSettingsApplicationMergePatchPlusJSONRequestBody = UpdateAccountLinkingSettingsApplicationMergePatchPlusJSONBody
+
 // LinkDeviceAccountJSONRequestBody defines body for LinkDeviceAccount for application/json ContentType.
 type LinkDeviceAccountJSONRequestBody LinkDeviceAccountJSONBody
 
@@ -3701,6 +3751,9 @@ type CreateGroupJSONRequestBody = GroupCreate
 
 // UpdateGroupJSONRequestBody defines body for UpdateGroup for application/json ContentType.
 type UpdateGroupJSONRequestBody = GroupPatch
+
+// UpdateGroupApplicationMergePatchPlusJSONRequestBody defines body for UpdateGroup for application/merge-patch+json ContentType.
+type UpdateGroupApplicationMergePatchPlusJSONRequestBody = GroupPatch
 
 // AddGroupMembersJSONRequestBody defines body for AddGroupMembers for application/json ContentType.
 type AddGroupMembersJSONRequestBody = MembersRequest
@@ -3716,6 +3769,9 @@ type PutManagementViewColumnsJSONRequestBody = PutManagementViewColumnsJSONBody
 
 // UpdateAdminSettingsJSONRequestBody defines body for UpdateAdminSettings for application/json ContentType.
 type UpdateAdminSettingsJSONRequestBody = UpdateAdminSettingsJSONBody
+
+// UpdateAdminSettingsApplicationMergePatchPlusJSONRequestBody defines body for UpdateAdminSettings for application/merge-patch+json ContentType.
+type UpdateAdminSettingsApplicationMergePatchPlusJSONRequestBody = UpdateAdminSettingsApplicationMergePatchPlusJSONBody
 
 // CreateCAConfigMultipartRequestBody defines body for CreateCAConfig for multipart/form-data ContentType.
 type CreateCAConfigMultipartRequestBody = CAConfigForm
@@ -3735,11 +3791,17 @@ type ReorderPoliciesJSONRequestBody ReorderPoliciesJSONBody
 // UpdatePolicyJSONRequestBody defines body for UpdatePolicy for application/json ContentType.
 type UpdatePolicyJSONRequestBody = UpdatePolicyJSONBody
 
+// UpdatePolicyApplicationMergePatchPlusJSONRequestBody defines body for UpdatePolicy for application/merge-patch+json ContentType.
+type UpdatePolicyApplicationMergePatchPlusJSONRequestBody = UpdatePolicyApplicationMergePatchPlusJSONBody
+
 // CreateConditionConfigJSONRequestBody defines body for CreateConditionConfig for application/json ContentType.
 type CreateConditionConfigJSONRequestBody = ConditionConfigWrite
 
 // UpdateConditionConfigJSONRequestBody defines body for UpdateConditionConfig for application/json ContentType.
 type UpdateConditionConfigJSONRequestBody = ConditionConfigWrite
+
+// UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody defines body for UpdateConditionConfig for application/merge-patch+json ContentType.
+type UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody = ConditionConfigWrite
 
 // CreateDeviceGroupJSONRequestBody defines body for CreateDeviceGroup for application/json ContentType.
 type CreateDeviceGroupJSONRequestBody = DeviceGroupWrite
@@ -3747,11 +3809,17 @@ type CreateDeviceGroupJSONRequestBody = DeviceGroupWrite
 // UpdateDeviceGroupJSONRequestBody defines body for UpdateDeviceGroup for application/json ContentType.
 type UpdateDeviceGroupJSONRequestBody UpdateDeviceGroupJSONBody
 
+// UpdateDeviceGroupApplicationMergePatchPlusJSONRequestBody defines body for UpdateDeviceGroup for application/merge-patch+json ContentType.
+type UpdateDeviceGroupApplicationMergePatchPlusJSONRequestBody UpdateDeviceGroupApplicationMergePatchPlusJSONBody
+
 // AddDeviceGroupMembersJSONRequestBody defines body for AddDeviceGroupMembers for application/json ContentType.
 type AddDeviceGroupMembersJSONRequestBody AddDeviceGroupMembersJSONBody
 
 // UpdateLogonScriptConfigJSONRequestBody defines body for UpdateLogonScriptConfig for application/json ContentType.
 type UpdateLogonScriptConfigJSONRequestBody UpdateLogonScriptConfigJSONBody
+
+// UpdateLogonScriptConfigApplicationMergePatchPlusJSONRequestBody defines body for UpdateLogonScriptConfig for application/merge-patch+json ContentType.
+type UpdateLogonScriptConfigApplicationMergePatchPlusJSONRequestBody UpdateLogonScriptConfigApplicationMergePatchPlusJSONBody
 
 // ReplaceLogonScriptConfigJSONRequestBody defines body for ReplaceLogonScriptConfig for application/json ContentType.
 type ReplaceLogonScriptConfigJSONRequestBody = LogonScriptConfig
@@ -3761,6 +3829,9 @@ type CreateNotificationScheduleJSONRequestBody = NotificationScheduleWrite
 
 // UpdateNotificationScheduleJSONRequestBody defines body for UpdateNotificationSchedule for application/json ContentType.
 type UpdateNotificationScheduleJSONRequestBody = UpdateNotificationScheduleJSONBody
+
+// UpdateNotificationScheduleApplicationMergePatchPlusJSONRequestBody defines body for UpdateNotificationSchedule for application/merge-patch+json ContentType.
+type UpdateNotificationScheduleApplicationMergePatchPlusJSONRequestBody = UpdateNotificationScheduleApplicationMergePatchPlusJSONBody
 
 // UploadEnrollmentCSVMultipartRequestBody defines body for UploadEnrollmentCSV for multipart/form-data ContentType.
 type UploadEnrollmentCSVMultipartRequestBody UploadEnrollmentCSVMultipartBody
@@ -3774,11 +3845,17 @@ type CreateNotificationTemplateJSONRequestBody = NotificationTemplateWrite
 // UpdateNotificationTemplateJSONRequestBody defines body for UpdateNotificationTemplate for application/json ContentType.
 type UpdateNotificationTemplateJSONRequestBody = UpdateNotificationTemplateJSONBody
 
+// UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody defines body for UpdateNotificationTemplate for application/merge-patch+json ContentType.
+type UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody = UpdateNotificationTemplateApplicationMergePatchPlusJSONBody
+
 // CreateUserJSONRequestBody defines body for CreateUser for application/json ContentType.
 type CreateUserJSONRequestBody = UserCreate
 
 // UpdateUserJSONRequestBody defines body for UpdateUser for application/json ContentType.
 type UpdateUserJSONRequestBody = UserPatch
+
+// UpdateUserApplicationMergePatchPlusJSONRequestBody defines body for UpdateUser for application/merge-patch+json ContentType.
+type UpdateUserApplicationMergePatchPlusJSONRequestBody = UserPatch
 
 // OauthConsentFormdataRequestBody defines body for OauthConsent for application/x-www-form-urlencoded ContentType.
 type OauthConsentFormdataRequestBody OauthConsentFormdataBody
@@ -4254,6 +4331,8 @@ type ClientInterface interface {
 
 	UpdateAccountLinkingSettings(ctx context.Context, body UpdateAccountLinkingSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	UpdateAccountLinkingSettingsWithApplicationMergePatchPlusJSONBody(ctx context.Context, body UpdateAccountLinkingSettingsApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListAccountLinkingHistory request
 	ListAccountLinkingHistory(ctx context.Context, params *ListAccountLinkingHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -4315,6 +4394,8 @@ type ClientInterface interface {
 	UpdateGroupWithBody(ctx context.Context, groupId GroupID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	UpdateGroup(ctx context.Context, groupId GroupID, body UpdateGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	UpdateGroupWithApplicationMergePatchPlusJSONBody(ctx context.Context, groupId GroupID, body UpdateGroupApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RemoveGroupMembers request
 	RemoveGroupMembers(ctx context.Context, groupId GroupID, params *RemoveGroupMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4396,6 +4477,8 @@ type ClientInterface interface {
 
 	UpdateAdminSettings(ctx context.Context, body UpdateAdminSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	UpdateAdminSettingsWithApplicationMergePatchPlusJSONBody(ctx context.Context, body UpdateAdminSettingsApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListAgents request
 	ListAgents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -4452,6 +4535,8 @@ type ClientInterface interface {
 
 	UpdatePolicy(ctx context.Context, policyId PolicyID, body UpdatePolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	UpdatePolicyWithApplicationMergePatchPlusJSONBody(ctx context.Context, policyId PolicyID, body UpdatePolicyApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListPolicyDevices request
 	ListPolicyDevices(ctx context.Context, policyId PolicyID, params *ListPolicyDevicesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -4480,6 +4565,8 @@ type ClientInterface interface {
 
 	UpdateConditionConfig(ctx context.Context, family ConfigFamily, configId ID, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	UpdateConditionConfigWithApplicationMergePatchPlusJSONBody(ctx context.Context, family ConfigFamily, configId ID, body UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListDeviceGroups request
 	ListDeviceGroups(ctx context.Context, params *ListDeviceGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -4499,6 +4586,8 @@ type ClientInterface interface {
 
 	UpdateDeviceGroup(ctx context.Context, deviceGroupId DeviceGroupID, body UpdateDeviceGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	UpdateDeviceGroupWithApplicationMergePatchPlusJSONBody(ctx context.Context, deviceGroupId DeviceGroupID, body UpdateDeviceGroupApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// RemoveDeviceGroupMembers request
 	RemoveDeviceGroupMembers(ctx context.Context, deviceGroupId DeviceGroupID, params *RemoveDeviceGroupMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -4517,6 +4606,8 @@ type ClientInterface interface {
 	UpdateLogonScriptConfigWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	UpdateLogonScriptConfig(ctx context.Context, body UpdateLogonScriptConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	UpdateLogonScriptConfigWithApplicationMergePatchPlusJSONBody(ctx context.Context, body UpdateLogonScriptConfigApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReplaceLogonScriptConfigWithBody request with any body
 	ReplaceLogonScriptConfigWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4541,6 +4632,8 @@ type ClientInterface interface {
 	UpdateNotificationScheduleWithBody(ctx context.Context, scheduleId ScheduleID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	UpdateNotificationSchedule(ctx context.Context, scheduleId ScheduleID, body UpdateNotificationScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	UpdateNotificationScheduleWithApplicationMergePatchPlusJSONBody(ctx context.Context, scheduleId ScheduleID, body UpdateNotificationScheduleApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PauseNotificationSchedule request
 	PauseNotificationSchedule(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4585,6 +4678,8 @@ type ClientInterface interface {
 
 	UpdateNotificationTemplate(ctx context.Context, templateId ID, body UpdateNotificationTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	UpdateNotificationTemplateWithApplicationMergePatchPlusJSONBody(ctx context.Context, templateId ID, body UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DeleteUsers request
 	DeleteUsers(ctx context.Context, params *DeleteUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -4606,6 +4701,8 @@ type ClientInterface interface {
 	UpdateUserWithBody(ctx context.Context, userId UserID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	UpdateUser(ctx context.Context, userId UserID, body UpdateUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	UpdateUserWithApplicationMergePatchPlusJSONBody(ctx context.Context, userId UserID, body UpdateUserApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetLiveness request
 	GetLiveness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4750,6 +4847,18 @@ func (c *Client) UpdateAccountLinkingSettingsWithBody(ctx context.Context, conte
 
 func (c *Client) UpdateAccountLinkingSettings(ctx context.Context, body UpdateAccountLinkingSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateAccountLinkingSettingsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UpdateAccountLinkingSettingsWithApplicationMergePatchPlusJSONBody(ctx context.Context, body UpdateAccountLinkingSettingsApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateAccountLinkingSettingsRequestWithApplicationMergePatchPlusJSONBody(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5014,6 +5123,18 @@ func (c *Client) UpdateGroupWithBody(ctx context.Context, groupId GroupID, conte
 
 func (c *Client) UpdateGroup(ctx context.Context, groupId GroupID, body UpdateGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateGroupRequest(c.Server, groupId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UpdateGroupWithApplicationMergePatchPlusJSONBody(ctx context.Context, groupId GroupID, body UpdateGroupApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateGroupRequestWithApplicationMergePatchPlusJSONBody(c.Server, groupId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5360,6 +5481,18 @@ func (c *Client) UpdateAdminSettings(ctx context.Context, body UpdateAdminSettin
 	return c.Client.Do(req)
 }
 
+func (c *Client) UpdateAdminSettingsWithApplicationMergePatchPlusJSONBody(ctx context.Context, body UpdateAdminSettingsApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateAdminSettingsRequestWithApplicationMergePatchPlusJSONBody(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 func (c *Client) ListAgents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListAgentsRequest(c.Server)
 	if err != nil {
@@ -5600,6 +5733,18 @@ func (c *Client) UpdatePolicy(ctx context.Context, policyId PolicyID, body Updat
 	return c.Client.Do(req)
 }
 
+func (c *Client) UpdatePolicyWithApplicationMergePatchPlusJSONBody(ctx context.Context, policyId PolicyID, body UpdatePolicyApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdatePolicyRequestWithApplicationMergePatchPlusJSONBody(c.Server, policyId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 func (c *Client) ListPolicyDevices(ctx context.Context, policyId PolicyID, params *ListPolicyDevicesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListPolicyDevicesRequest(c.Server, policyId, params)
 	if err != nil {
@@ -5720,6 +5865,18 @@ func (c *Client) UpdateConditionConfig(ctx context.Context, family ConfigFamily,
 	return c.Client.Do(req)
 }
 
+func (c *Client) UpdateConditionConfigWithApplicationMergePatchPlusJSONBody(ctx context.Context, family ConfigFamily, configId ID, body UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateConditionConfigRequestWithApplicationMergePatchPlusJSONBody(c.Server, family, configId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 func (c *Client) ListDeviceGroups(ctx context.Context, params *ListDeviceGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListDeviceGroupsRequest(c.Server, params)
 	if err != nil {
@@ -5804,6 +5961,18 @@ func (c *Client) UpdateDeviceGroup(ctx context.Context, deviceGroupId DeviceGrou
 	return c.Client.Do(req)
 }
 
+func (c *Client) UpdateDeviceGroupWithApplicationMergePatchPlusJSONBody(ctx context.Context, deviceGroupId DeviceGroupID, body UpdateDeviceGroupApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateDeviceGroupRequestWithApplicationMergePatchPlusJSONBody(c.Server, deviceGroupId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 func (c *Client) RemoveDeviceGroupMembers(ctx context.Context, deviceGroupId DeviceGroupID, params *RemoveDeviceGroupMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRemoveDeviceGroupMembersRequest(c.Server, deviceGroupId, params)
 	if err != nil {
@@ -5878,6 +6047,18 @@ func (c *Client) UpdateLogonScriptConfigWithBody(ctx context.Context, contentTyp
 
 func (c *Client) UpdateLogonScriptConfig(ctx context.Context, body UpdateLogonScriptConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateLogonScriptConfigRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UpdateLogonScriptConfigWithApplicationMergePatchPlusJSONBody(ctx context.Context, body UpdateLogonScriptConfigApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateLogonScriptConfigRequestWithApplicationMergePatchPlusJSONBody(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5986,6 +6167,18 @@ func (c *Client) UpdateNotificationScheduleWithBody(ctx context.Context, schedul
 
 func (c *Client) UpdateNotificationSchedule(ctx context.Context, scheduleId ScheduleID, body UpdateNotificationScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateNotificationScheduleRequest(c.Server, scheduleId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UpdateNotificationScheduleWithApplicationMergePatchPlusJSONBody(ctx context.Context, scheduleId ScheduleID, body UpdateNotificationScheduleApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateNotificationScheduleRequestWithApplicationMergePatchPlusJSONBody(c.Server, scheduleId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6176,6 +6369,18 @@ func (c *Client) UpdateNotificationTemplate(ctx context.Context, templateId ID, 
 	return c.Client.Do(req)
 }
 
+func (c *Client) UpdateNotificationTemplateWithApplicationMergePatchPlusJSONBody(ctx context.Context, templateId ID, body UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateNotificationTemplateRequestWithApplicationMergePatchPlusJSONBody(c.Server, templateId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 func (c *Client) DeleteUsers(ctx context.Context, params *DeleteUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteUsersRequest(c.Server, params)
 	if err != nil {
@@ -6262,6 +6467,18 @@ func (c *Client) UpdateUserWithBody(ctx context.Context, userId UserID, contentT
 
 func (c *Client) UpdateUser(ctx context.Context, userId UserID, body UpdateUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateUserRequest(c.Server, userId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UpdateUserWithApplicationMergePatchPlusJSONBody(ctx context.Context, userId UserID, body UpdateUserApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateUserRequestWithApplicationMergePatchPlusJSONBody(c.Server, userId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6599,6 +6816,17 @@ func NewUpdateAccountLinkingSettingsRequest(server string, body UpdateAccountLin
 	}
 	bodyReader = bytes.NewReader(buf)
 	return NewUpdateAccountLinkingSettingsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewUpdateAccountLinkingSettingsRequestWithApplicationMergePatchPlusJSONBody calls the generic UpdateAccountLinkingSettings builder with application/merge-patch+json body
+func NewUpdateAccountLinkingSettingsRequestWithApplicationMergePatchPlusJSONBody(server string, body UpdateAccountLinkingSettingsApplicationMergePatchPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateAccountLinkingSettingsRequestWithBody(server, "application/merge-patch+json", bodyReader)
 }
 
 // NewUpdateAccountLinkingSettingsRequestWithBody generates requests for UpdateAccountLinkingSettings with any type of body
@@ -7760,6 +7988,17 @@ func NewUpdateGroupRequest(server string, groupId GroupID, body UpdateGroupJSONR
 	}
 	bodyReader = bytes.NewReader(buf)
 	return NewUpdateGroupRequestWithBody(server, groupId, "application/json", bodyReader)
+}
+
+// NewUpdateGroupRequestWithApplicationMergePatchPlusJSONBody calls the generic UpdateGroup builder with application/merge-patch+json body
+func NewUpdateGroupRequestWithApplicationMergePatchPlusJSONBody(server string, groupId GroupID, body UpdateGroupApplicationMergePatchPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateGroupRequestWithBody(server, groupId, "application/merge-patch+json", bodyReader)
 }
 
 // NewUpdateGroupRequestWithBody generates requests for UpdateGroup with any type of body
@@ -9243,6 +9482,17 @@ func NewUpdateAdminSettingsRequest(server string, body UpdateAdminSettingsJSONRe
 	return NewUpdateAdminSettingsRequestWithBody(server, "application/json", bodyReader)
 }
 
+// NewUpdateAdminSettingsRequestWithApplicationMergePatchPlusJSONBody calls the generic UpdateAdminSettings builder with application/merge-patch+json body
+func NewUpdateAdminSettingsRequestWithApplicationMergePatchPlusJSONBody(server string, body UpdateAdminSettingsApplicationMergePatchPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateAdminSettingsRequestWithBody(server, "application/merge-patch+json", bodyReader)
+}
+
 // NewUpdateAdminSettingsRequestWithBody generates requests for UpdateAdminSettings with any type of body
 func NewUpdateAdminSettingsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
@@ -9923,6 +10173,17 @@ func NewUpdatePolicyRequest(server string, policyId PolicyID, body UpdatePolicyJ
 	return NewUpdatePolicyRequestWithBody(server, policyId, "application/json", bodyReader)
 }
 
+// NewUpdatePolicyRequestWithApplicationMergePatchPlusJSONBody calls the generic UpdatePolicy builder with application/merge-patch+json body
+func NewUpdatePolicyRequestWithApplicationMergePatchPlusJSONBody(server string, policyId PolicyID, body UpdatePolicyApplicationMergePatchPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdatePolicyRequestWithBody(server, policyId, "application/merge-patch+json", bodyReader)
+}
+
 // NewUpdatePolicyRequestWithBody generates requests for UpdatePolicy with any type of body
 func NewUpdatePolicyRequestWithBody(server string, policyId PolicyID, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
@@ -10542,6 +10803,17 @@ func NewUpdateConditionConfigRequest(server string, family ConfigFamily, configI
 	return NewUpdateConditionConfigRequestWithBody(server, family, configId, "application/json", bodyReader)
 }
 
+// NewUpdateConditionConfigRequestWithApplicationMergePatchPlusJSONBody calls the generic UpdateConditionConfig builder with application/merge-patch+json body
+func NewUpdateConditionConfigRequestWithApplicationMergePatchPlusJSONBody(server string, family ConfigFamily, configId ID, body UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateConditionConfigRequestWithBody(server, family, configId, "application/merge-patch+json", bodyReader)
+}
+
 // NewUpdateConditionConfigRequestWithBody generates requests for UpdateConditionConfig with any type of body
 func NewUpdateConditionConfigRequestWithBody(server string, family ConfigFamily, configId ID, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
@@ -10815,6 +11087,17 @@ func NewUpdateDeviceGroupRequest(server string, deviceGroupId DeviceGroupID, bod
 	}
 	bodyReader = bytes.NewReader(buf)
 	return NewUpdateDeviceGroupRequestWithBody(server, deviceGroupId, "application/json", bodyReader)
+}
+
+// NewUpdateDeviceGroupRequestWithApplicationMergePatchPlusJSONBody calls the generic UpdateDeviceGroup builder with application/merge-patch+json body
+func NewUpdateDeviceGroupRequestWithApplicationMergePatchPlusJSONBody(server string, deviceGroupId DeviceGroupID, body UpdateDeviceGroupApplicationMergePatchPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateDeviceGroupRequestWithBody(server, deviceGroupId, "application/merge-patch+json", bodyReader)
 }
 
 // NewUpdateDeviceGroupRequestWithBody generates requests for UpdateDeviceGroup with any type of body
@@ -11108,6 +11391,17 @@ func NewUpdateLogonScriptConfigRequest(server string, body UpdateLogonScriptConf
 	}
 	bodyReader = bytes.NewReader(buf)
 	return NewUpdateLogonScriptConfigRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewUpdateLogonScriptConfigRequestWithApplicationMergePatchPlusJSONBody calls the generic UpdateLogonScriptConfig builder with application/merge-patch+json body
+func NewUpdateLogonScriptConfigRequestWithApplicationMergePatchPlusJSONBody(server string, body UpdateLogonScriptConfigApplicationMergePatchPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateLogonScriptConfigRequestWithBody(server, "application/merge-patch+json", bodyReader)
 }
 
 // NewUpdateLogonScriptConfigRequestWithBody generates requests for UpdateLogonScriptConfig with any type of body
@@ -11409,6 +11703,17 @@ func NewUpdateNotificationScheduleRequest(server string, scheduleId ScheduleID, 
 	}
 	bodyReader = bytes.NewReader(buf)
 	return NewUpdateNotificationScheduleRequestWithBody(server, scheduleId, "application/json", bodyReader)
+}
+
+// NewUpdateNotificationScheduleRequestWithApplicationMergePatchPlusJSONBody calls the generic UpdateNotificationSchedule builder with application/merge-patch+json body
+func NewUpdateNotificationScheduleRequestWithApplicationMergePatchPlusJSONBody(server string, scheduleId ScheduleID, body UpdateNotificationScheduleApplicationMergePatchPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateNotificationScheduleRequestWithBody(server, scheduleId, "application/merge-patch+json", bodyReader)
 }
 
 // NewUpdateNotificationScheduleRequestWithBody generates requests for UpdateNotificationSchedule with any type of body
@@ -12198,6 +12503,17 @@ func NewUpdateNotificationTemplateRequest(server string, templateId ID, body Upd
 	return NewUpdateNotificationTemplateRequestWithBody(server, templateId, "application/json", bodyReader)
 }
 
+// NewUpdateNotificationTemplateRequestWithApplicationMergePatchPlusJSONBody calls the generic UpdateNotificationTemplate builder with application/merge-patch+json body
+func NewUpdateNotificationTemplateRequestWithApplicationMergePatchPlusJSONBody(server string, templateId ID, body UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateNotificationTemplateRequestWithBody(server, templateId, "application/merge-patch+json", bodyReader)
+}
+
 // NewUpdateNotificationTemplateRequestWithBody generates requests for UpdateNotificationTemplate with any type of body
 func NewUpdateNotificationTemplateRequestWithBody(server string, templateId ID, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
@@ -12525,6 +12841,17 @@ func NewUpdateUserRequest(server string, userId UserID, body UpdateUserJSONReque
 	}
 	bodyReader = bytes.NewReader(buf)
 	return NewUpdateUserRequestWithBody(server, userId, "application/json", bodyReader)
+}
+
+// NewUpdateUserRequestWithApplicationMergePatchPlusJSONBody calls the generic UpdateUser builder with application/merge-patch+json body
+func NewUpdateUserRequestWithApplicationMergePatchPlusJSONBody(server string, userId UserID, body UpdateUserApplicationMergePatchPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateUserRequestWithBody(server, userId, "application/merge-patch+json", bodyReader)
 }
 
 // NewUpdateUserRequestWithBody generates requests for UpdateUser with any type of body
@@ -13158,6 +13485,8 @@ type ClientWithResponsesInterface interface {
 
 	UpdateAccountLinkingSettingsWithResponse(ctx context.Context, body UpdateAccountLinkingSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAccountLinkingSettingsResponse, error)
 
+	UpdateAccountLinkingSettingsWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, body UpdateAccountLinkingSettingsApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAccountLinkingSettingsResponse, error)
+
 	// ListAccountLinkingHistoryWithResponse request
 	ListAccountLinkingHistoryWithResponse(ctx context.Context, params *ListAccountLinkingHistoryParams, reqEditors ...RequestEditorFn) (*ListAccountLinkingHistoryResponse, error)
 
@@ -13219,6 +13548,8 @@ type ClientWithResponsesInterface interface {
 	UpdateGroupWithBodyWithResponse(ctx context.Context, groupId GroupID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateGroupResponse, error)
 
 	UpdateGroupWithResponse(ctx context.Context, groupId GroupID, body UpdateGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateGroupResponse, error)
+
+	UpdateGroupWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, groupId GroupID, body UpdateGroupApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateGroupResponse, error)
 
 	// RemoveGroupMembersWithResponse request
 	RemoveGroupMembersWithResponse(ctx context.Context, groupId GroupID, params *RemoveGroupMembersParams, reqEditors ...RequestEditorFn) (*RemoveGroupMembersResponse, error)
@@ -13300,6 +13631,8 @@ type ClientWithResponsesInterface interface {
 
 	UpdateAdminSettingsWithResponse(ctx context.Context, body UpdateAdminSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAdminSettingsResponse, error)
 
+	UpdateAdminSettingsWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, body UpdateAdminSettingsApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAdminSettingsResponse, error)
+
 	// ListAgentsWithResponse request
 	ListAgentsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAgentsResponse, error)
 
@@ -13356,6 +13689,8 @@ type ClientWithResponsesInterface interface {
 
 	UpdatePolicyWithResponse(ctx context.Context, policyId PolicyID, body UpdatePolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePolicyResponse, error)
 
+	UpdatePolicyWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, policyId PolicyID, body UpdatePolicyApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePolicyResponse, error)
+
 	// ListPolicyDevicesWithResponse request
 	ListPolicyDevicesWithResponse(ctx context.Context, policyId PolicyID, params *ListPolicyDevicesParams, reqEditors ...RequestEditorFn) (*ListPolicyDevicesResponse, error)
 
@@ -13384,6 +13719,8 @@ type ClientWithResponsesInterface interface {
 
 	UpdateConditionConfigWithResponse(ctx context.Context, family ConfigFamily, configId ID, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error)
 
+	UpdateConditionConfigWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, family ConfigFamily, configId ID, body UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error)
+
 	// ListDeviceGroupsWithResponse request
 	ListDeviceGroupsWithResponse(ctx context.Context, params *ListDeviceGroupsParams, reqEditors ...RequestEditorFn) (*ListDeviceGroupsResponse, error)
 
@@ -13403,6 +13740,8 @@ type ClientWithResponsesInterface interface {
 
 	UpdateDeviceGroupWithResponse(ctx context.Context, deviceGroupId DeviceGroupID, body UpdateDeviceGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateDeviceGroupResponse, error)
 
+	UpdateDeviceGroupWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, deviceGroupId DeviceGroupID, body UpdateDeviceGroupApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateDeviceGroupResponse, error)
+
 	// RemoveDeviceGroupMembersWithResponse request
 	RemoveDeviceGroupMembersWithResponse(ctx context.Context, deviceGroupId DeviceGroupID, params *RemoveDeviceGroupMembersParams, reqEditors ...RequestEditorFn) (*RemoveDeviceGroupMembersResponse, error)
 
@@ -13421,6 +13760,8 @@ type ClientWithResponsesInterface interface {
 	UpdateLogonScriptConfigWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateLogonScriptConfigResponse, error)
 
 	UpdateLogonScriptConfigWithResponse(ctx context.Context, body UpdateLogonScriptConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateLogonScriptConfigResponse, error)
+
+	UpdateLogonScriptConfigWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, body UpdateLogonScriptConfigApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateLogonScriptConfigResponse, error)
 
 	// ReplaceLogonScriptConfigWithBodyWithResponse request with any body
 	ReplaceLogonScriptConfigWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplaceLogonScriptConfigResponse, error)
@@ -13445,6 +13786,8 @@ type ClientWithResponsesInterface interface {
 	UpdateNotificationScheduleWithBodyWithResponse(ctx context.Context, scheduleId ScheduleID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateNotificationScheduleResponse, error)
 
 	UpdateNotificationScheduleWithResponse(ctx context.Context, scheduleId ScheduleID, body UpdateNotificationScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateNotificationScheduleResponse, error)
+
+	UpdateNotificationScheduleWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, scheduleId ScheduleID, body UpdateNotificationScheduleApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateNotificationScheduleResponse, error)
 
 	// PauseNotificationScheduleWithResponse request
 	PauseNotificationScheduleWithResponse(ctx context.Context, scheduleId ScheduleID, reqEditors ...RequestEditorFn) (*PauseNotificationScheduleResponse, error)
@@ -13489,6 +13832,8 @@ type ClientWithResponsesInterface interface {
 
 	UpdateNotificationTemplateWithResponse(ctx context.Context, templateId ID, body UpdateNotificationTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error)
 
+	UpdateNotificationTemplateWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, templateId ID, body UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error)
+
 	// DeleteUsersWithResponse request
 	DeleteUsersWithResponse(ctx context.Context, params *DeleteUsersParams, reqEditors ...RequestEditorFn) (*DeleteUsersResponse, error)
 
@@ -13510,6 +13855,8 @@ type ClientWithResponsesInterface interface {
 	UpdateUserWithBodyWithResponse(ctx context.Context, userId UserID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateUserResponse, error)
 
 	UpdateUserWithResponse(ctx context.Context, userId UserID, body UpdateUserJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateUserResponse, error)
+
+	UpdateUserWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, userId UserID, body UpdateUserApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateUserResponse, error)
 
 	// GetLivenessWithResponse request
 	GetLivenessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetLivenessResponse, error)
@@ -13650,8 +13997,10 @@ type AgentRegisterResponse struct {
 	}
 	JSON400 *BadRequest
 	JSON401 *Error
+	JSON409 *Error
 	JSON413 *TooLarge
 	JSON415 *UnsupportedMediaType
+	JSON429 *Error
 	JSON503 *Unavailable
 }
 
@@ -14637,6 +14986,7 @@ type UploadManagementFileResponse struct {
 	JSON413 *TooLarge
 	JSON415 *UnsupportedMediaType
 	JSON422 *IdempotencyKeyReused
+	JSON429 *Error
 	JSON503 *Unavailable
 }
 
@@ -16914,6 +17264,14 @@ func (c *ClientWithResponses) UpdateAccountLinkingSettingsWithResponse(ctx conte
 	return ParseUpdateAccountLinkingSettingsResponse(rsp)
 }
 
+func (c *ClientWithResponses) UpdateAccountLinkingSettingsWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, body UpdateAccountLinkingSettingsApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAccountLinkingSettingsResponse, error) {
+	rsp, err := c.UpdateAccountLinkingSettingsWithApplicationMergePatchPlusJSONBody(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateAccountLinkingSettingsResponse(rsp)
+}
+
 // ListAccountLinkingHistoryWithResponse request returning *ListAccountLinkingHistoryResponse
 func (c *ClientWithResponses) ListAccountLinkingHistoryWithResponse(ctx context.Context, params *ListAccountLinkingHistoryParams, reqEditors ...RequestEditorFn) (*ListAccountLinkingHistoryResponse, error) {
 	rsp, err := c.ListAccountLinkingHistory(ctx, params, reqEditors...)
@@ -17102,6 +17460,14 @@ func (c *ClientWithResponses) UpdateGroupWithBodyWithResponse(ctx context.Contex
 
 func (c *ClientWithResponses) UpdateGroupWithResponse(ctx context.Context, groupId GroupID, body UpdateGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateGroupResponse, error) {
 	rsp, err := c.UpdateGroup(ctx, groupId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateGroupResponse(rsp)
+}
+
+func (c *ClientWithResponses) UpdateGroupWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, groupId GroupID, body UpdateGroupApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateGroupResponse, error) {
+	rsp, err := c.UpdateGroupWithApplicationMergePatchPlusJSONBody(ctx, groupId, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -17356,6 +17722,14 @@ func (c *ClientWithResponses) UpdateAdminSettingsWithResponse(ctx context.Contex
 	return ParseUpdateAdminSettingsResponse(rsp)
 }
 
+func (c *ClientWithResponses) UpdateAdminSettingsWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, body UpdateAdminSettingsApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateAdminSettingsResponse, error) {
+	rsp, err := c.UpdateAdminSettingsWithApplicationMergePatchPlusJSONBody(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateAdminSettingsResponse(rsp)
+}
+
 // ListAgentsWithResponse request returning *ListAgentsResponse
 func (c *ClientWithResponses) ListAgentsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListAgentsResponse, error) {
 	rsp, err := c.ListAgents(ctx, reqEditors...)
@@ -17532,6 +17906,14 @@ func (c *ClientWithResponses) UpdatePolicyWithResponse(ctx context.Context, poli
 	return ParseUpdatePolicyResponse(rsp)
 }
 
+func (c *ClientWithResponses) UpdatePolicyWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, policyId PolicyID, body UpdatePolicyApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdatePolicyResponse, error) {
+	rsp, err := c.UpdatePolicyWithApplicationMergePatchPlusJSONBody(ctx, policyId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdatePolicyResponse(rsp)
+}
+
 // ListPolicyDevicesWithResponse request returning *ListPolicyDevicesResponse
 func (c *ClientWithResponses) ListPolicyDevicesWithResponse(ctx context.Context, policyId PolicyID, params *ListPolicyDevicesParams, reqEditors ...RequestEditorFn) (*ListPolicyDevicesResponse, error) {
 	rsp, err := c.ListPolicyDevices(ctx, policyId, params, reqEditors...)
@@ -17620,6 +18002,14 @@ func (c *ClientWithResponses) UpdateConditionConfigWithResponse(ctx context.Cont
 	return ParseUpdateConditionConfigResponse(rsp)
 }
 
+func (c *ClientWithResponses) UpdateConditionConfigWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, family ConfigFamily, configId ID, body UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error) {
+	rsp, err := c.UpdateConditionConfigWithApplicationMergePatchPlusJSONBody(ctx, family, configId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateConditionConfigResponse(rsp)
+}
+
 // ListDeviceGroupsWithResponse request returning *ListDeviceGroupsResponse
 func (c *ClientWithResponses) ListDeviceGroupsWithResponse(ctx context.Context, params *ListDeviceGroupsParams, reqEditors ...RequestEditorFn) (*ListDeviceGroupsResponse, error) {
 	rsp, err := c.ListDeviceGroups(ctx, params, reqEditors...)
@@ -17681,6 +18071,14 @@ func (c *ClientWithResponses) UpdateDeviceGroupWithResponse(ctx context.Context,
 	return ParseUpdateDeviceGroupResponse(rsp)
 }
 
+func (c *ClientWithResponses) UpdateDeviceGroupWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, deviceGroupId DeviceGroupID, body UpdateDeviceGroupApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateDeviceGroupResponse, error) {
+	rsp, err := c.UpdateDeviceGroupWithApplicationMergePatchPlusJSONBody(ctx, deviceGroupId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateDeviceGroupResponse(rsp)
+}
+
 // RemoveDeviceGroupMembersWithResponse request returning *RemoveDeviceGroupMembersResponse
 func (c *ClientWithResponses) RemoveDeviceGroupMembersWithResponse(ctx context.Context, deviceGroupId DeviceGroupID, params *RemoveDeviceGroupMembersParams, reqEditors ...RequestEditorFn) (*RemoveDeviceGroupMembersResponse, error) {
 	rsp, err := c.RemoveDeviceGroupMembers(ctx, deviceGroupId, params, reqEditors...)
@@ -17736,6 +18134,14 @@ func (c *ClientWithResponses) UpdateLogonScriptConfigWithBodyWithResponse(ctx co
 
 func (c *ClientWithResponses) UpdateLogonScriptConfigWithResponse(ctx context.Context, body UpdateLogonScriptConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateLogonScriptConfigResponse, error) {
 	rsp, err := c.UpdateLogonScriptConfig(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateLogonScriptConfigResponse(rsp)
+}
+
+func (c *ClientWithResponses) UpdateLogonScriptConfigWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, body UpdateLogonScriptConfigApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateLogonScriptConfigResponse, error) {
+	rsp, err := c.UpdateLogonScriptConfigWithApplicationMergePatchPlusJSONBody(ctx, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -17814,6 +18220,14 @@ func (c *ClientWithResponses) UpdateNotificationScheduleWithBodyWithResponse(ctx
 
 func (c *ClientWithResponses) UpdateNotificationScheduleWithResponse(ctx context.Context, scheduleId ScheduleID, body UpdateNotificationScheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateNotificationScheduleResponse, error) {
 	rsp, err := c.UpdateNotificationSchedule(ctx, scheduleId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateNotificationScheduleResponse(rsp)
+}
+
+func (c *ClientWithResponses) UpdateNotificationScheduleWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, scheduleId ScheduleID, body UpdateNotificationScheduleApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateNotificationScheduleResponse, error) {
+	rsp, err := c.UpdateNotificationScheduleWithApplicationMergePatchPlusJSONBody(ctx, scheduleId, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -17953,6 +18367,14 @@ func (c *ClientWithResponses) UpdateNotificationTemplateWithResponse(ctx context
 	return ParseUpdateNotificationTemplateResponse(rsp)
 }
 
+func (c *ClientWithResponses) UpdateNotificationTemplateWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, templateId ID, body UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error) {
+	rsp, err := c.UpdateNotificationTemplateWithApplicationMergePatchPlusJSONBody(ctx, templateId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateNotificationTemplateResponse(rsp)
+}
+
 // DeleteUsersWithResponse request returning *DeleteUsersResponse
 func (c *ClientWithResponses) DeleteUsersWithResponse(ctx context.Context, params *DeleteUsersParams, reqEditors ...RequestEditorFn) (*DeleteUsersResponse, error) {
 	rsp, err := c.DeleteUsers(ctx, params, reqEditors...)
@@ -18017,6 +18439,14 @@ func (c *ClientWithResponses) UpdateUserWithBodyWithResponse(ctx context.Context
 
 func (c *ClientWithResponses) UpdateUserWithResponse(ctx context.Context, userId UserID, body UpdateUserJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateUserResponse, error) {
 	rsp, err := c.UpdateUser(ctx, userId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateUserResponse(rsp)
+}
+
+func (c *ClientWithResponses) UpdateUserWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, userId UserID, body UpdateUserApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateUserResponse, error) {
+	rsp, err := c.UpdateUserWithApplicationMergePatchPlusJSONBody(ctx, userId, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18352,6 +18782,13 @@ func ParseAgentRegisterResponse(rsp *http.Response) (*AgentRegisterResponse, err
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest TooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18365,6 +18802,13 @@ func ParseAgentRegisterResponse(rsp *http.Response) (*AgentRegisterResponse, err
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
@@ -20535,6 +20979,13 @@ func ParseUploadManagementFileResponse(rsp *http.Response) (*UploadManagementFil
 			return nil, err
 		}
 		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable

@@ -42,7 +42,8 @@ func ServerAgent(agentType string) bool { return agentType == AgentNPS || agentT
 // same server registering again (same serial number; same DNS host name,
 // without regard to case, when it has none) takes over its row with a new
 // secret. EUNAUTHORIZED for a wrong or superseded key (or the key of
-// another type); EINVALID for bad facts, agent type or platform (windows).
+// another type); ECONFLICT (DeviceLimitReached) for a new installation
+// past r.MaxDevices installations; EINVALID for bad facts, agent type or platform (windows).
 func (s *DeviceStore) RegisterInstallation(ctx context.Context, r Registration) (*AgentInstallation, string, error) {
 	if !ServerAgent(r.AgentType) {
 		return nil, "", Invalid("agent_type", "must be %s or %s", AgentNPS, AgentIIS)
@@ -85,6 +86,10 @@ func (s *DeviceStore) RegisterInstallation(ctx context.Context, r Registration) 
 			}
 		}
 		if len(old) == 0 {
+			all := tx.NewSelect().Table("agent_installations").Where("org_id = ?", orgID)
+			if err := s.checkDeviceCap(ctx, tx, orgID, r.MaxDevices, all); err != nil {
+				return err
+			}
 			if _, err := tx.NewInsert().Model(in).Exec(ctx); err != nil {
 				return fmt.Errorf("insert installation: %w", err)
 			}

@@ -97,7 +97,8 @@ func ParseX509(data []byte) (*x509.Certificate, error) {
 	return cert, nil
 }
 
-// parseCAFile checks a CA file: a certificate, of a CA, not expired at now.
+// parseCAFile checks a CA file: a certificate, of a CA, valid at now (not
+// expired, and not before its NotBefore).
 func parseCAFile(data []byte, now time.Time) (*x509.Certificate, error) {
 	if len(data) == 0 {
 		return nil, Invalid("ca_file", "is required: a .cer file, PEM or DER")
@@ -117,6 +118,9 @@ func parseCAFile(data []byte, now time.Time) (*x509.Certificate, error) {
 	}
 	if !now.Before(cert.NotAfter) {
 		return nil, Invalid("ca_file", "the certificate authority %q expired on %s", cert.Subject.String(), cert.NotAfter.UTC().Format(time.RFC3339))
+	}
+	if now.Before(cert.NotBefore) {
+		return nil, Invalid("ca_file", "the certificate authority %q is not valid yet: it becomes valid on %s", cert.Subject.String(), cert.NotBefore.UTC().Format(time.RFC3339))
 	}
 	return cert, nil
 }
@@ -388,16 +392,23 @@ func userAttr(u *User, attr string) string {
 	return ""
 }
 
-// Check says why cert may not enroll for user u, or nil: it must be signed
-// by one of the enabled CAs (issuer and signature) and name u by that CA's
-// mapping attribute. A nil CATrust (no enabled CA) accepts every certificate.
-func (t *CATrust) Check(cert *x509.Certificate, u *User) error {
+// Check says why cert may not enroll for user u at now, or nil: it must be
+// signed by one of the enabled CAs (issuer and signature) that is valid at
+// now (not before its NotBefore, not after its NotAfter) and name u by that
+// CA's mapping attribute. A nil CATrust (no enabled CA) accepts every
+// certificate; enabled CAs none of which is valid at now accept none.
+func (t *CATrust) Check(cert *x509.Certificate, u *User, now time.Time) error {
 	if t == nil || len(t.cas) == 0 {
 		return nil
 	}
 	var mismatch []string
+	var invalid *x509.Certificate // a CA that signed cert but is not valid at now
 	for _, ca := range t.cas {
 		if !bytes.Equal(cert.RawIssuer, ca.cert.RawSubject) || cert.CheckSignatureFrom(ca.cert) != nil {
+			continue
+		}
+		if now.Before(ca.cert.NotBefore) || now.After(ca.cert.NotAfter) {
+			invalid = ca.cert
 			continue
 		}
 		want := strings.TrimSpace(userAttr(u, ca.attr))
@@ -407,6 +418,10 @@ func (t *CATrust) Check(cert *x509.Certificate, u *User) error {
 			}
 		}
 		mismatch = append(mismatch, ca.attr)
+	}
+	if len(mismatch) == 0 && invalid != nil {
+		return fmt.Errorf("the certificate authority %q that signed the certificate is valid only from %s to %s",
+			invalid.Subject.String(), invalid.NotBefore.UTC().Format(time.RFC3339), invalid.NotAfter.UTC().Format(time.RFC3339))
 	}
 	if len(mismatch) == 0 {
 		return fmt.Errorf("the certificate (issuer %q) is not signed by an enabled certificate authority of the smart card config", cert.Issuer.String())

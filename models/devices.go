@@ -155,6 +155,10 @@ type Device struct {
 	// which leaves every list at once and whose row goes with the ack.
 	UninstallRequestedAt *time.Time `bun:"uninstall_requested_at"`
 	DeletedAt            *time.Time `bun:"deleted_at"`
+	// PossibleDuplicateOf is the live device of the same machine this
+	// device was registered beside, without proof of that device's
+	// credential (Register); cleared when an admin deletes either.
+	PossibleDuplicateOf *int64 `bun:"possible_duplicate_of"`
 
 	// pending are the device's pending commands, read with it by
 	// AuthenticateCheckIn (pendingRead) for the check-in that follows.
@@ -345,15 +349,51 @@ type Registration struct {
 	// Interval is the check-in interval the device is given;
 	// DefaultCheckinInterval when zero.
 	Interval time.Duration
+	// DeviceID and DeviceSecret are the device credential the agent
+	// presents when it registers again (its own re-registration): that
+	// device is taken over. Zero when the agent presents none.
+	DeviceID     int64
+	DeviceSecret string
+	// MaxDevices caps the organization's devices (or, for an NPS extension
+	// or IIS module, its installations): a registration that would add one
+	// more answers DeviceLimitReached. No cap when zero.
+	MaxDevices int
 }
+
+// DeviceLimitReached is the error of a registration past the
+// organization's cap of devices (IAM_MAX_DEVICES_PER_ORG).
+func DeviceLimitReached(max int) *Error {
+	return &Error{Code: ECONFLICT, Title: "Device Limit Reached", Detail: fmt.Sprintf(
+		"the organization has %d devices, the most this service admits (IAM_MAX_DEVICES_PER_ORG); delete devices to register others", max)}
+}
+
+// ErrDeletedDeviceCredential answers the credential of a device an admin
+// deleted, on any agent route but the check-in that fetches and
+// acknowledges its uninstall.
+var ErrDeletedDeviceCredential = &Error{Code: EUNAUTHORIZED, Title: "Unauthorized",
+	Detail: "the device was deleted: its credential serves only to fetch and acknowledge the uninstall"}
 
 // Register admits a device whose agent presents its organization's current
 // installation key, and returns the device and its secret (shown once;
-// only its digest is kept). The same machine registering again (same
-// serial number; same DNS host name when it has none) takes over its row:
-// new secret, new facts, pending until its first check-in, any uninstall
-// withdrawn. EUNAUTHORIZED for a wrong or superseded key; EINVALID for bad
-// facts, agent type or platform.
+// only its digest is kept). Registration never silently revokes a working
+// device. A device is taken over (new secret, new facts, pending until its
+// first check-in; its local accounts, links and pending commands stay)
+// only when
+//
+//   - the registration presents that device's credential (DeviceID and
+//     DeviceSecret: the agent registering again), or
+//   - it names the same machine (same serial number; same DNS host name,
+//     without regard to case, when it has none) as a device that has been
+//     inactive for MissedCheckins intervals (counted from its registration
+//     when it never checked in).
+//
+// The same machine as a live device makes a new device flagged as a
+// possible duplicate of it (PossibleDuplicateOf), for an admin to resolve
+// by deleting one of them. A device an admin deleted is never taken over:
+// the same machine is then a new device. EUNAUTHORIZED for a wrong or
+// superseded key, or a presented credential that is wrong, of another
+// organization or of a deleted device; ECONFLICT (DeviceLimitReached)
+// past MaxDevices; EINVALID for bad facts, agent type or platform.
 func (s *DeviceStore) Register(ctx context.Context, r Registration) (*Device, string, error) {
 	if r.AgentType != AgentDevice {
 		return nil, "", Invalid("agent_type", "only the %s registers devices", AgentDevice)
@@ -377,7 +417,7 @@ func (s *DeviceStore) Register(ctx context.Context, r Registration) (*Device, st
 	now := time.Now().UTC()
 	var dev *Device
 	err = inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		old, err := s.sameMachine(ctx, tx, orgID, &r.Facts)
+		old, dup, err := s.registeredBefore(ctx, tx, orgID, r, now)
 		if err != nil {
 			return err
 		}
@@ -387,22 +427,25 @@ func (s *DeviceStore) Register(ctx context.Context, r Registration) (*Device, st
 			AgentInstalledTime: now, DateAdded: now, UpdatedAt: now,
 		}
 		if old == nil {
+			live := tx.NewSelect().Table("devices").Where("org_id = ? AND deleted_at IS NULL", orgID)
+			if err := s.checkDeviceCap(ctx, tx, orgID, r.MaxDevices, live); err != nil {
+				return err
+			}
+			if dup != nil {
+				d.PossibleDuplicateOf = &dup.ID
+			}
 			if _, err := tx.NewInsert().Model(d).Exec(ctx); err != nil {
 				return fmt.Errorf("insert device: %w", err)
 			}
 			dev = d
 			return nil
 		}
-		d.ID, d.DateAdded = old.ID, old.DateAdded
+		d.ID, d.DateAdded, d.PossibleDuplicateOf = old.ID, old.DateAdded, old.PossibleDuplicateOf
 		d.TotalLocalAccounts, d.LinkedLocalAccounts = old.TotalLocalAccounts, old.LinkedLocalAccounts
 		if _, err := tx.NewUpdate().Model(d).WherePK().
 			ExcludeColumn("id", "org_id", "date_added", "total_local_accounts", "linked_local_accounts").
 			Exec(ctx); err != nil {
 			return fmt.Errorf("take over device: %w", err)
-		}
-		if _, err := tx.NewUpdate().Table("device_commands").Set("status = ?", CommandWithdrawn).
-			Where("device_id = ? AND type = ? AND status = ?", d.ID, CmdUninstall, CommandPending).Exec(ctx); err != nil {
-			return fmt.Errorf("withdraw uninstall: %w", err)
 		}
 		dev = d
 		return nil
@@ -413,10 +456,80 @@ func (s *DeviceStore) Register(ctx context.Context, r Registration) (*Device, st
 	return dev, devSecret, nil
 }
 
-// sameMachine finds, locked, the organization's device with the serial
-// number of f, or with its DNS host name when it has no serial number.
+// registeredBefore finds, locked, the device a registration of orgID takes
+// over (old), or else the live device it may duplicate (dup); both nil for
+// a machine the organization does not know.
+func (s *DeviceStore) registeredBefore(ctx context.Context, tx bun.Tx, orgID int64, r Registration, now time.Time) (old, dup *Device, err error) {
+	if r.DeviceID != 0 {
+		// The agent's own re-registration: it proves its credential.
+		var d Device
+		q := tx.NewSelect().Model(&d).Where("id = ? AND org_id = ?", r.DeviceID, orgID)
+		err := s.d.lockRows(q, "UPDATE").Scan(ctx)
+		if isNoRows(err) {
+			return nil, nil, ErrBadDeviceCredentials
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("read device: %w", err)
+		}
+		sum := sha256.Sum256([]byte(r.DeviceSecret))
+		if d.SecretHash == nil || subtle.ConstantTimeCompare(d.SecretHash, sum[:]) != 1 {
+			return nil, nil, ErrBadDeviceCredentials
+		}
+		if d.UninstallRequestedAt != nil {
+			return nil, nil, ErrDeletedDeviceCredential
+		}
+		return &d, nil, nil
+	}
+	same, err := s.sameMachine(ctx, tx, orgID, &r.Facts)
+	if err != nil || same == nil {
+		return nil, nil, err
+	}
+	if same.abandoned(now) {
+		return same, nil, nil
+	}
+	return nil, same, nil
+}
+
+// abandoned reports whether a device has been inactive for MissedCheckins
+// intervals at now: since its last check-in, or since its registration
+// when it never checked in.
+func (d *Device) abandoned(now time.Time) bool {
+	last := d.AgentInstalledTime
+	if d.LastContactTime != nil && d.LastContactTime.After(last) {
+		last = *d.LastContactTime
+	}
+	return now.Sub(last) > time.Duration(MissedCheckins*d.CheckinIntervalSeconds)*time.Second
+}
+
+// checkDeviceCap refuses one more of the organization's rows that count
+// (counts: its devices, or its installations) when it holds max already.
+// It locks the organization's row first, so that concurrent registrations
+// cannot pass the cap together.
+func (s *DeviceStore) checkDeviceCap(ctx context.Context, tx bun.Tx, orgID int64, max int, counts *bun.SelectQuery) error {
+	if max <= 0 {
+		return nil
+	}
+	var id int64
+	if err := s.d.lockRows(tx.NewSelect().Table("organizations").Column("id").Where("id = ?", orgID), "UPDATE").
+		Scan(ctx, &id); err != nil {
+		return fmt.Errorf("lock organization: %w", err)
+	}
+	n, err := counts.Count(ctx)
+	if err != nil {
+		return fmt.Errorf("count devices: %w", err)
+	}
+	if n >= int64(max) {
+		return DeviceLimitReached(max)
+	}
+	return nil
+}
+
+// sameMachine finds, locked, the organization's oldest device with the
+// serial number of f, or with its DNS host name when it has no serial
+// number, among those an admin has not deleted.
 func (s *DeviceStore) sameMachine(ctx context.Context, tx bun.Tx, orgID int64, f *DeviceFacts) (*Device, error) {
-	q := tx.NewSelect().Model((*Device)(nil)).Where("org_id = ?", orgID).OrderExpr("id").Limit(1)
+	q := tx.NewSelect().Model((*Device)(nil)).Where("org_id = ? AND uninstall_requested_at IS NULL", orgID).
+		OrderExpr("id").Limit(1)
 	switch {
 	case f.SerialNumber != "":
 		q = q.Where("serial_number = ?", f.SerialNumber)
@@ -452,7 +565,10 @@ func ParseDeviceCredential(cred string) (int64, string, error) {
 
 // Authenticate returns the device whose credential is id and devSecret
 // (the secret Register returned, after its "<id>:" prefix). EUNAUTHORIZED
-// when the device is unknown, the secret wrong, or the agent uninstalled.
+// when the device is unknown, the secret wrong, the agent uninstalled, or
+// the device deleted by an admin (ErrDeletedDeviceCredential: its
+// credential then serves only the check-in, AuthenticateCheckIn, that
+// fetches and acknowledges the uninstall).
 func (s *DeviceStore) Authenticate(ctx context.Context, id int64, devSecret string) (*Device, error) {
 	var d Device
 	err := s.db.NewSelect().Model(&d).Where("id = ?", id).Scan(ctx)
@@ -465,6 +581,9 @@ func (s *DeviceStore) Authenticate(ctx context.Context, id int64, devSecret stri
 	sum := sha256.Sum256([]byte(devSecret))
 	if d.SecretHash == nil || subtle.ConstantTimeCompare(d.SecretHash, sum[:]) != 1 {
 		return nil, ErrBadDeviceCredentials
+	}
+	if d.UninstallRequestedAt != nil {
+		return nil, ErrDeletedDeviceCredential
 	}
 	return &d, nil
 }
@@ -501,7 +620,9 @@ func (s *DeviceStore) lockDevice(ctx context.Context, tx bun.Tx, orgID, id int64
 // Delete deletes a device as spec 3 says: a SvcJoined device leaves at once
 // (its row goes when its agent acknowledges the uninstall); any other stays,
 // inactive. Either way its agent gets an uninstall command and its other
-// pending commands are withdrawn. Returns the device as it is after.
+// pending commands are withdrawn, and the possible-duplicate flags between
+// it and other devices are cleared (deleting one of two duplicates
+// resolves them). Returns the device as it is after.
 // ENOTFOUND (Device Not Found) for an unknown or another organization's
 // device.
 func (s *DeviceStore) Delete(ctx context.Context, orgID, id int64) (*Device, error) {
@@ -526,9 +647,14 @@ func (s *DeviceStore) Delete(ctx context.Context, orgID, id int64) (*Device, err
 			d.DeletedAt = &now
 		}
 		d.UpdatedAt = now
+		d.PossibleDuplicateOf = nil
 		if _, err := tx.NewUpdate().Model(d).WherePK().
-			Column("uninstall_requested_at", "deleted_at", "updated_at").Exec(ctx); err != nil {
+			Column("uninstall_requested_at", "deleted_at", "updated_at", "possible_duplicate_of").Exec(ctx); err != nil {
 			return fmt.Errorf("delete device: %w", err)
+		}
+		if _, err := tx.NewUpdate().Table("devices").Set("possible_duplicate_of = NULL").
+			Where("possible_duplicate_of = ? AND org_id = ?", d.ID, orgID).Exec(ctx); err != nil {
+			return fmt.Errorf("clear duplicate flags: %w", err)
 		}
 		dev = d
 		return nil

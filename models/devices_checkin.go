@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -211,9 +212,11 @@ func (in *CheckIn) Validate() error {
 	ids := make(map[string]bool, len(in.OfflineUsers))
 	for i := range in.OfflineUsers {
 		u := &in.OfflineUsers[i]
-		if _, err := ParseID("offline_enrolled_users.id", u.ID); err != nil {
+		id, err := ParseID("offline_enrolled_users.id", u.ID)
+		if err != nil {
 			return err
 		}
+		u.ID = FormatID(id) // "+7" and "07" are 7
 		if ids[u.ID] {
 			return Invalid("offline_enrolled_users.id", "%s is reported twice", u.ID)
 		}
@@ -235,10 +238,13 @@ func (in *CheckIn) Validate() error {
 	if len(in.Acks) > MaxAcks {
 		return Invalid("acks", "at most %d acks", MaxAcks)
 	}
-	for _, a := range in.Acks {
-		if _, err := ParseID("acks.command_id", a.CommandID); err != nil {
+	for i := range in.Acks {
+		a := &in.Acks[i]
+		id, err := ParseID("acks.command_id", a.CommandID)
+		if err != nil {
 			return err
 		}
+		a.CommandID = FormatID(id)
 		if a.Status != CommandDone && a.Status != CommandFailed {
 			return Invalid("acks.status", "must be done or failed")
 		}
@@ -247,6 +253,35 @@ func (in *CheckIn) Validate() error {
 		}
 	}
 	return nil
+}
+
+// UninstallCheckIn is the check-in of a device being uninstalled, which
+// is never refused: only its acks count (CheckIn ignores the rest), and of
+// those only the ones that can be applied: each decodes as an Ack, names a
+// command id and says done or failed. A message is kept as valid text
+// without NUL characters, cut at MaxAckMessageLen bytes; at most MaxAcks
+// acks are kept.
+func UninstallCheckIn(acks []json.RawMessage) *CheckIn {
+	in := &CheckIn{}
+	for _, raw := range acks {
+		var a Ack
+		if len(in.Acks) == MaxAcks || json.Unmarshal(raw, &a) != nil {
+			continue
+		}
+		if _, err := ParseID("command_id", a.CommandID); err != nil || a.Status != CommandDone && a.Status != CommandFailed {
+			continue
+		}
+		a.Message = strings.ReplaceAll(strings.ToValidUTF8(a.Message, ""), "\x00", "")
+		if len(a.Message) > MaxAckMessageLen {
+			cut := MaxAckMessageLen
+			for cut > 0 && !utf8.RuneStart(a.Message[cut]) {
+				cut--
+			}
+			a.Message = a.Message[:cut]
+		}
+		in.Acks = append(in.Acks, a)
+	}
+	return in
 }
 
 // digest is the digest of what the check-in reports (facts, accounts and

@@ -34,7 +34,7 @@ var DeviceListing = listing.MustSchema(listing.Schema{
 		{Name: "os_distribution"}, {Name: "os_major_version"}, {Name: "os_release_name"}, {Name: "os_build_version"},
 		{Name: "agent_installed_time"}, {Name: "is_deactivated"}, {Name: "device_accounts"},
 		{Name: "tenant"}, {Name: "dns_hostname"}, {Name: "container"}, {Name: "managed_by"}, {Name: "owner"},
-		{Name: "mdm"}, {Name: "description"},
+		{Name: "mdm"}, {Name: "description"}, {Name: "possible_duplicate_of"},
 	},
 })
 

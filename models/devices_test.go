@@ -180,28 +180,36 @@ func TestDeviceStore_Register(t *testing.T) {
 		if _, err := f.checkIn(t, d.ID, sec, models.CheckIn{Facts: d.DeviceFacts, Accounts: accounts("a")}); err != nil {
 			t.Fatal(err)
 		}
-		// Same serial number: the row is taken over, the old secret dies.
+		// The agent registering again with its credential takes over its
+		// row: new secret (the old one dies), new facts, accounts kept.
 		fa := facts("PC1-renamed", "S1")
-		d2, sec2 := f.register(t, fa)
+		d2, sec2, err := f.dev.Register(ctx, models.Registration{InstallationKey: f.key, AgentType: models.AgentDevice,
+			Platform: "windows", Facts: fa, DeviceID: d.ID, DeviceSecret: sec})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if d2.ID != d.ID || d2.Name != "PC1-renamed" || d2.AgentStatus(time.Now()) != models.AgentPending {
 			t.Errorf("re-registration: id %d (was %d), name %s, status %s", d2.ID, d.ID, d2.Name, d2.AgentStatus(time.Now()))
 		}
 		if _, err := f.dev.Authenticate(ctx, d.ID, sec); err == nil {
 			t.Error("the old secret still works")
 		}
+		if _, err := f.dev.Authenticate(ctx, d.ID, sec2); err != nil {
+			t.Errorf("the new secret: %v", err)
+		}
 		got, err := f.dev.Get(ctx, f.org.ID, d.ID)
-		if err != nil || got.TotalLocalAccounts != 1 {
+		if err != nil || got.TotalLocalAccounts != 1 || got.PossibleDuplicateOf != nil {
 			t.Errorf("taken-over device %+v, %v", got, err)
 		}
-		_ = sec2
-		// No serial number: the DNS host name decides, without regard to case.
+		// No serial number: the DNS host name names the machine, without
+		// regard to case (a live device: the second is its duplicate).
 		h := facts("H", "")
 		h.DNSHostname = "host.corp"
 		dh, _ := f.register(t, h)
 		h.DNSHostname = "HOST.corp"
 		dh2, _ := f.register(t, h)
-		if dh2.ID != dh.ID {
-			t.Error("same host name made a second device")
+		if dh2.ID == dh.ID || dh2.PossibleDuplicateOf == nil || *dh2.PossibleDuplicateOf != dh.ID {
+			t.Errorf("same host name: %d duplicate of %v, want a new device flagged as a duplicate of %d", dh2.ID, dh2.PossibleDuplicateOf, dh.ID)
 		}
 		other, _ := f.register(t, facts("PC3", "S3"))
 		if other.ID == d.ID {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,15 @@ const (
 	MaxUploadCellLen  = 1024
 	MaxUploadRowsSync = 5000    // rows resolved inside the request; more are resolved by a job
 	MaxUploadRows     = 200_000 // rows of an upload
+)
+
+// An upload resolved inside the request is read, resolved and written a
+// chunk at a time: at most UploadChunkRows records, and no more once their
+// cells hold UploadChunkBytes. What one upload holds is one chunk, whatever
+// the size of its file.
+const (
+	UploadChunkRows  = 500
+	UploadChunkBytes = 2 << 20
 )
 
 // Upload states: an upload resolved inside the request is resolved at
@@ -175,7 +185,25 @@ type UploadRecord struct {
 }
 
 // CreateUpload writes up (its Header and MatchColumns from UploadHeader)
-// with its records, each resolved to a user of the organization:
+// with records, as CreateUploadFrom.
+func (s *MgmtStore) CreateUpload(ctx context.Context, up *MgmtUpload, records []UploadRecord) error {
+	if len(records) > MaxUploadRowsSync {
+		return Invalid("file", "has %d rows; at most %d", len(records), MaxUploadRowsSync)
+	}
+	return s.CreateUploadFrom(ctx, up, func() (UploadRecord, error) {
+		if len(records) == 0 {
+			return UploadRecord{}, io.EOF
+		}
+		r := records[0]
+		records = records[1:]
+		return r, nil
+	})
+}
+
+// CreateUploadFrom writes up (its Header and MatchColumns from
+// UploadHeader) with the records next returns (io.EOF after the last; a
+// record without a RowNo is numbered after the one before), each resolved
+// to a user of the organization:
 //
 //   - every non-empty match value is looked up (User ID as an id, Primary
 //     Email ignoring case, Employee ID and Mobile Number as written);
@@ -188,38 +216,93 @@ type UploadRecord struct {
 //   - a row naming a user an earlier row already named is DUPLICATE_USER
 //     (the first stays MAPPED); otherwise the row is MAPPED.
 //
-// Upload and rows are written in one transaction. EINVALID when there are
-// no records or more than MaxUploadRowsSync.
-func (s *MgmtStore) CreateUpload(ctx context.Context, up *MgmtUpload, records []UploadRecord) error {
-	if len(records) == 0 {
-		return Invalid("file", "has no rows after the header")
-	}
-	if len(records) > MaxUploadRowsSync {
-		return Invalid("file", "has %d rows; at most %d", len(records), MaxUploadRowsSync)
-	}
-	rows, err := resolveRows(ctx, s.db, up.OrgID, up.Header, records, nil)
-	if err != nil {
-		return err
-	}
+// Upload and rows are written in one transaction, the records read,
+// resolved and written a chunk at a time (UploadChunkRows, UploadChunkBytes)
+// so that only one chunk is held: the users earlier chunks mapped are kept
+// by id, so that duplicates are found across chunks. EINVALID when there
+// are no records or more than MaxUploadRowsSync; an error of next ends it.
+func (s *MgmtStore) CreateUploadFrom(ctx context.Context, up *MgmtUpload, next func() (UploadRecord, error)) error {
 	up.ID = NewID()
-	up.RowCount, up.FileRows, up.NextRow = int64(len(rows)), int64(len(rows)), int64(len(rows))+1
 	up.Status = UploadResolved
 	up.CreatedAt = time.Now().UTC()
-	for i := range rows {
-		rows[i].UploadID = up.ID
-	}
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	var count int64
+	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(up).Exec(ctx); err != nil {
 			return fmt.Errorf("insert upload: %w", err)
 		}
-		for start := 0; start < len(rows); start += 500 {
-			chunk := rows[start:min(start+500, len(rows))]
-			if _, err := tx.NewInsert().Model(&chunk).Exec(ctx); err != nil {
+		named := map[int64]int64{} // user id → the row that maps it
+		earlier := func(_ context.Context, ids []int64) (map[int64]int64, error) {
+			out := make(map[int64]int64)
+			for _, id := range ids {
+				if row, ok := named[id]; ok {
+					out[id] = row
+				}
+			}
+			return out, nil
+		}
+		chunk := make([]UploadRecord, 0, UploadChunkRows)
+		for done := false; !done; {
+			var err error
+			chunk, done, err = readUploadChunk(next, chunk[:0], &count)
+			if err != nil {
+				return err
+			}
+			if len(chunk) == 0 {
+				break
+			}
+			rows, err := resolveRows(ctx, tx, up.OrgID, up.Header, chunk, earlier)
+			if err != nil {
+				return err
+			}
+			for i := range rows {
+				rows[i].UploadID = up.ID
+				if rows[i].Status == RowMapped {
+					named[*rows[i].UserID] = rows[i].RowNo
+				}
+			}
+			if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
 				return fmt.Errorf("insert upload rows: %w", err)
 			}
 		}
-		return nil
+		if count == 0 {
+			return Invalid("file", "has no rows after the header")
+		}
+		up.RowCount, up.FileRows, up.NextRow = count, count, count+1
+		_, err := tx.NewUpdate().Model(up).Column("row_count", "file_rows", "next_row").WherePK().Exec(ctx)
+		return err
 	})
+	if err != nil {
+		up.ID, up.RowCount, up.FileRows, up.NextRow = 0, 0, 0, 0
+	}
+	return err
+}
+
+// readUploadChunk appends to chunk the next records of next, up to
+// UploadChunkRows and until their cells hold UploadChunkBytes, numbering
+// those without a row number from *count on; done when next ended.
+// EINVALID past MaxUploadRowsSync records.
+func readUploadChunk(next func() (UploadRecord, error), chunk []UploadRecord, count *int64) (_ []UploadRecord, done bool, _ error) {
+	size := 0
+	for len(chunk) < UploadChunkRows && size < UploadChunkBytes {
+		r, err := next()
+		if errors.Is(err, io.EOF) {
+			return chunk, true, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if *count++; *count > MaxUploadRowsSync {
+			return nil, false, Invalid("file", "has more than %d rows", MaxUploadRowsSync)
+		}
+		if r.RowNo == 0 {
+			r.RowNo = *count
+		}
+		for _, f := range r.Fields {
+			size += len(f)
+		}
+		chunk = append(chunk, r)
+	}
+	return chunk, false, nil
 }
 
 // earlierRows returns, for users of ids, the number of the row before the
@@ -228,9 +311,10 @@ func (s *MgmtStore) CreateUpload(ctx context.Context, up *MgmtUpload, records []
 type earlierRows func(ctx context.Context, ids []int64) (map[int64]int64, error)
 
 // resolveRows turns records into rows with their users and states: the one
-// resolver of uploads, inside the request (earlier nil) and chunk by chunk
-// in a job (earlier names the users earlier chunks mapped, so that a later
-// row naming one is DUPLICATE_USER however far apart they are).
+// resolver of uploads, chunk by chunk inside the request and in a job
+// (earlier names the users earlier chunks mapped, so that a later row
+// naming one is DUPLICATE_USER however far apart they are; nil when there
+// are none).
 func resolveRows(ctx context.Context, db bun.IDB, orgID int64, header []UploadColumn, records []UploadRecord, earlier earlierRows) ([]UploadRow, error) {
 	rows := make([]UploadRow, len(records))
 	// values[column] are the normalized values to look up.

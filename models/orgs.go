@@ -2,10 +2,14 @@ package models
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/uptrace/bun"
 )
@@ -23,11 +27,21 @@ type Organization struct {
 // OrgStore reads and writes organizations.
 type OrgStore struct{ db bun.IDB }
 
+// MaxOrgNameLen caps an organization's name, in characters.
+const MaxOrgNameLen = 200
+
 // Create inserts org, filling its id and creation time. EINVALID when the
-// name is empty or the time zone unknown.
+// name is empty (or spaces), longer than MaxOrgNameLen or no valid text, or
+// the time zone unknown. Most callers want Store.CreateOrganization, which
+// gives the organization its first admin too.
 func (s *OrgStore) Create(ctx context.Context, org *Organization) error {
-	if org.Name == "" {
+	switch {
+	case strings.TrimSpace(org.Name) == "":
 		return Invalid("name", "is required")
+	case utf8.RuneCountInString(org.Name) > MaxOrgNameLen:
+		return Invalid("name", "must be at most %d characters", MaxOrgNameLen)
+	case !utf8.ValidString(org.Name) || strings.ContainsRune(org.Name, 0):
+		return Invalid("name", "must be valid text")
 	}
 	if org.TimeZone == "" {
 		org.TimeZone = "UTC"
@@ -67,4 +81,65 @@ func (s *OrgStore) First(ctx context.Context) (*Organization, error) {
 		return nil, fmt.Errorf("select organization: %w", err)
 	}
 	return org, nil
+}
+
+// List returns every organization, oldest first.
+func (s *OrgStore) List(ctx context.Context) ([]Organization, error) {
+	out := []Organization{}
+	if err := s.db.NewSelect().Model(&out).Order("id").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("list organizations: %w", err)
+	}
+	return out, nil
+}
+
+// FirstAdmin is the administrator an organization starts with.
+type FirstAdmin struct {
+	Email string
+	// Password is the admin's password; empty, one is generated.
+	Password string
+}
+
+// CreateOrganization makes org with everything an organization starts with
+// (today: its first admin, FirstAdmin of admin), in one transaction, so that
+// no organization is left without a way in. It is the one path of every
+// organization: the first one of `iam dev` and `iam serve`, those of
+// `iam orgs create`, and the tests' second organizations. It returns the
+// admin and the password generated for it ("" when admin.Password was given).
+// EINVALID for an empty name or an invalid email or password.
+func (s *Store) CreateOrganization(ctx context.Context, org *Organization, admin FirstAdmin) (*User, string, error) {
+	var (
+		user      *User
+		generated string
+	)
+	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		if err := (&OrgStore{db: tx}).Create(ctx, org); err != nil {
+			return err
+		}
+		var err error
+		user, generated, err = (&UserStore{db: tx}).AddFirstAdmin(ctx, org.ID, admin)
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return user, generated, nil
+}
+
+// AddFirstAdmin makes an organization's first administrator: active, role
+// admin, display name "Administrator", with admin.Password or a generated
+// one, which it returns ("" when admin.Password was given). ECONFLICT when a
+// user has that email already.
+func (s *UserStore) AddFirstAdmin(ctx context.Context, orgID int64, admin FirstAdmin) (*User, string, error) {
+	password, generated := admin.Password, ""
+	if password == "" {
+		raw := make([]byte, 15)
+		_, _ = rand.Read(raw)
+		password = base64.RawURLEncoding.EncodeToString(raw)
+		generated = password
+	}
+	u := &User{OrgID: orgID, Email: admin.Email, DisplayName: "Administrator", Role: RoleAdmin, Status: UserActive}
+	if err := s.Create(ctx, u, password); err != nil {
+		return nil, "", err
+	}
+	return u, generated, nil
 }

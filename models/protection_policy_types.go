@@ -31,7 +31,21 @@ func (r *RefID) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Int64s returns ids as int64.
+// uniqueRefIDs returns ids without repeats, in the order first given (never
+// nil).
+func uniqueRefIDs(ids []RefID) []RefID {
+	out := make([]RefID, 0, len(ids))
+	seen := make(map[RefID]bool, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// refIDs returns ids as int64.
 func refIDs(ids []RefID) []int64 {
 	out := make([]int64, len(ids))
 	for i, id := range ids {

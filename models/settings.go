@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,10 +49,12 @@ type OfflineMFASettings struct {
 	BypassMFAConnectionError    bool                `json:"bypass_mfa_connection_error"`
 }
 
-// DevicesAssignment names devices and device groups.
+// DevicesAssignment names devices and device groups. The ids are RefIDs,
+// as in policies: "0<id>" or "+<id>" read as <id>, and are stored and shown
+// as the digits alone, so that they match the device or group they name.
 type DevicesAssignment struct {
-	DeviceIDs []string `json:"device_ids"`
-	GroupIDs  []string `json:"group_ids"`
+	DeviceIDs []RefID `json:"device_ids"`
+	GroupIDs  []RefID `json:"group_ids"`
 }
 
 // OfflineMFASecondary is the second factor part of the offline MFA settings.
@@ -91,7 +94,7 @@ func DefaultAdminSettings() AdminSettings {
 			ResetFailureAttemptsOnSuccess: true,
 		},
 		OfflineMFA: OfflineMFASettings{
-			DevicesAssignment:           DevicesAssignment{DeviceIDs: []string{}, GroupIDs: []string{}},
+			DevicesAssignment:           DevicesAssignment{DeviceIDs: []RefID{}, GroupIDs: []RefID{}},
 			Actions:                     []string{},
 			SecondaryAuthentication:     OfflineMFASecondary{NoOfRequiredFactors: 1, FactorConfigs: []FactorConfigSetting{}},
 			OfflineVerificationDuration: DurationSetting{Value: 7, Unit: "days"},
@@ -159,14 +162,14 @@ func (o OfflineMFASettings) Validate() error {
 	}
 	for _, l := range []struct {
 		field string
-		ids   []string
+		ids   []RefID
 	}{{"devices_assignment.device_ids", o.DevicesAssignment.DeviceIDs}, {"devices_assignment.group_ids", o.DevicesAssignment.GroupIDs}} {
 		if len(l.ids) > MaxAssignedIDs {
 			return Invalid(prefix+l.field, "at most %d ids", MaxAssignedIDs)
 		}
 		for _, id := range l.ids {
-			if _, err := ParseID(prefix+l.field, id); err != nil {
-				return Invalid(prefix+l.field, "%q is not an id", id)
+			if id <= 0 {
+				return Invalid(prefix+l.field, "%d is not an id", id)
 			}
 		}
 	}
@@ -221,15 +224,7 @@ func (o OfflineMFASettings) Validate() error {
 // that are not).
 func (o OfflineMFASettings) checkRefs(ctx context.Context, db bun.IDB, orgID int64) error {
 	const prefix = "offline_mfa_settings."
-	parse := func(raw []string) []int64 {
-		out := make([]int64, 0, len(raw))
-		for _, r := range raw {
-			id, _ := ParseID("", r)
-			out = append(out, id)
-		}
-		return out
-	}
-	devs := parse(o.DevicesAssignment.DeviceIDs)
+	devs := refIDs(o.DevicesAssignment.DeviceIDs)
 	found, err := existingDevices(ctx, db, orgID, devs)
 	if err != nil {
 		return err
@@ -237,7 +232,7 @@ func (o OfflineMFASettings) checkRefs(ctx context.Context, db bun.IDB, orgID int
 	if miss := missingIDs(devs, found); len(miss) > 0 {
 		return Invalid(prefix+"devices_assignment.device_ids", "no such devices in the organization: %s", strings.Join(miss, ", "))
 	}
-	groups := parse(o.DevicesAssignment.GroupIDs)
+	groups := refIDs(o.DevicesAssignment.GroupIDs)
 	if miss, err := (&DeviceGroupStore{db: db}).MissingGroups(ctx, orgID, groups); err != nil {
 		return err
 	} else if len(miss) > 0 {
@@ -273,15 +268,12 @@ func joinIDs(ids []int64) string {
 	return strings.Join(out, ", ")
 }
 
-// normalize makes lists a patch set to null empty.
+// normalize makes lists a patch set to null empty and keeps the first of
+// ids listed twice (as "7" and "07", say).
 func (s *AdminSettings) normalize() {
 	o := &s.OfflineMFA
-	if o.DevicesAssignment.DeviceIDs == nil {
-		o.DevicesAssignment.DeviceIDs = []string{}
-	}
-	if o.DevicesAssignment.GroupIDs == nil {
-		o.DevicesAssignment.GroupIDs = []string{}
-	}
+	o.DevicesAssignment.DeviceIDs = uniqueRefIDs(o.DevicesAssignment.DeviceIDs)
+	o.DevicesAssignment.GroupIDs = uniqueRefIDs(o.DevicesAssignment.GroupIDs)
 	if o.Actions == nil {
 		o.Actions = []string{}
 	}
@@ -296,7 +288,7 @@ func (s *AdminSettings) normalize() {
 // and no factors.
 func (o OfflineMFASettings) ForDevice(deviceID int64, groupIDs []int64) OfflineMFASettings {
 	out := o
-	out.DevicesAssignment = DevicesAssignment{DeviceIDs: []string{}, GroupIDs: []string{}}
+	out.DevicesAssignment = DevicesAssignment{DeviceIDs: []RefID{}, GroupIDs: []RefID{}}
 	if o.IsEnabled && o.AssignsDevice(deviceID, groupIDs) {
 		return out
 	}
@@ -311,17 +303,14 @@ func (o OfflineMFASettings) ForDevice(deviceID int64, groupIDs []int64) OfflineM
 // that belongs to the device groups groupIDs: it is named in device_ids, or
 // one of its groups in group_ids.
 func (o OfflineMFASettings) AssignsDevice(deviceID int64, groupIDs []int64) bool {
-	id := FormatID(deviceID)
 	for _, d := range o.DevicesAssignment.DeviceIDs {
-		if d == id {
+		if int64(d) == deviceID {
 			return true
 		}
 	}
 	for _, g := range o.DevicesAssignment.GroupIDs {
-		for _, mine := range groupIDs {
-			if g == FormatID(mine) {
-				return true
-			}
+		if slices.Contains(groupIDs, int64(g)) {
+			return true
 		}
 	}
 	return false

@@ -90,7 +90,7 @@ func TestSettingsStore_OfflineMFARules(t *testing.T) {
 		good := func(s *models.AdminSettings) {
 			s.OfflineMFA.IsEnabled = true
 			s.OfflineMFA.Actions = []string{"InteractiveLogon", "RDP"}
-			s.OfflineMFA.DevicesAssignment = models.DevicesAssignment{DeviceIDs: []string{models.FormatID(dev.ID)}, GroupIDs: []string{models.FormatID(g.ID)}}
+			s.OfflineMFA.DevicesAssignment = models.DevicesAssignment{DeviceIDs: []models.RefID{models.RefID(dev.ID)}, GroupIDs: []models.RefID{models.RefID(g.ID)}}
 			s.OfflineMFA.SecondaryAuthentication = models.OfflineMFASecondary{NoOfRequiredFactors: 1, FactorConfigs: []models.FactorConfigSetting{
 				{AuthnFactorConfigID: configs[2].ID, VerificationOrder: 2}, {AuthnFactorConfigID: configs[0].ID, VerificationOrder: 1, IsMandatory: true}}}
 			s.OfflineMFA.OfflineVerificationDuration = models.DurationSetting{Value: 12, Unit: "hours"}
@@ -112,10 +112,10 @@ func TestSettingsStore_OfflineMFARules(t *testing.T) {
 			"unknown action":  {func(s *models.AdminSettings) { s.OfflineMFA.Actions = []string{"Telnet"} }, "offline_mfa_settings.actions"},
 			"repeated action": {func(s *models.AdminSettings) { s.OfflineMFA.Actions = []string{"SSH", "SSH"} }, "offline_mfa_settings.actions"},
 			"foreign device": {func(s *models.AdminSettings) {
-				s.OfflineMFA.DevicesAssignment.DeviceIDs = []string{models.FormatID(foreign.ID)}
+				s.OfflineMFA.DevicesAssignment.DeviceIDs = []models.RefID{models.RefID(foreign.ID)}
 			}, "offline_mfa_settings.devices_assignment.device_ids"},
-			"not an id":     {func(s *models.AdminSettings) { s.OfflineMFA.DevicesAssignment.DeviceIDs = []string{"x"} }, "offline_mfa_settings.devices_assignment.device_ids"},
-			"unknown group": {func(s *models.AdminSettings) { s.OfflineMFA.DevicesAssignment.GroupIDs = []string{"12345"} }, "offline_mfa_settings.devices_assignment.group_ids"},
+			"not an id":     {func(s *models.AdminSettings) { s.OfflineMFA.DevicesAssignment.DeviceIDs = []models.RefID{0} }, "offline_mfa_settings.devices_assignment.device_ids"},
+			"unknown group": {func(s *models.AdminSettings) { s.OfflineMFA.DevicesAssignment.GroupIDs = []models.RefID{12345} }, "offline_mfa_settings.devices_assignment.group_ids"},
 			"foreign factor": {func(s *models.AdminSettings) {
 				s.OfflineMFA.SecondaryAuthentication.FactorConfigs[0].AuthnFactorConfigID = otherConfigs[0].ID
 			}, "offline_mfa_settings.secondary_authentication.factor_configs"},

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +51,13 @@ type Options struct {
 	// AgentRate and AgentBurst override each device's check-in rate limit.
 	AgentRate  float64
 	AgentBurst int
+	// RegistrationsPerAddress, RegistrationsPerKey and MaxDevicesPerOrg
+	// override the agent registration limits; TrustedProxies the proxies
+	// whose X-Forwarded-For names the client.
+	RegistrationsPerAddress int
+	RegistrationsPerKey     int
+	MaxDevicesPerOrg        int
+	TrustedProxies          []netip.Prefix
 	// AgentPackagesDir is the API's agent packages folder; unset, a
 	// folder of the test's own holding a small package of every agent type
 	// and platform (version 1.0.0).
@@ -60,6 +68,9 @@ type Options struct {
 	// IdempotencyLease overrides how long a request owns its
 	// Idempotency-Key without renewing it.
 	IdempotencyLease time.Duration
+	// MgmtUploadConcurrency overrides how many management uploads the API
+	// resolves at once.
+	MgmtUploadConcurrency int
 }
 
 // packageFiles are the packages a test's packages folder holds.
@@ -155,7 +166,9 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 	}
 	e.Server = api.New(api.Config{MaxBodyBytes: opts.MaxBodyBytes, UploadMaxBytes: opts.UploadMaxBytes, UploadIdleTimeout: opts.UploadIdleTimeout,
 		AgentRate: opts.AgentRate, AgentBurst: opts.AgentBurst, AgentPackagesDir: opts.AgentPackagesDir,
-		IdempotencyLease: opts.IdempotencyLease}, api.Deps{
+		RegistrationsPerAddress: opts.RegistrationsPerAddress, RegistrationsPerKey: opts.RegistrationsPerKey,
+		MaxDevicesPerOrg: opts.MaxDevicesPerOrg, TrustedProxies: opts.TrustedProxies,
+		IdempotencyLease: opts.IdempotencyLease, MgmtUploadConcurrency: opts.MgmtUploadConcurrency}, api.Deps{
 		Store:    e.Store,
 		Temporal: e.Temporal,
 		Jobs:     e.Jobs,
@@ -166,15 +179,30 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 	srv := httptest.NewServer(e.Server.Handler())
 	t.Cleanup(srv.Close)
 	e.URL = srv.URL
-	e.Org = e.NewOrg("Test organization")
+	e.Org = e.NewBareOrg("Test organization")
 	return e
 }
 
-// NewOrg creates an organization.
-func (e *Env) NewOrg(name string) *models.Organization {
+// NewBareOrg creates an organization without any user, as Env.Org is (so
+// that a test counts its users from zero): for a test that compares two
+// organizations' runs. A test of tenant isolation takes NewOrg.
+func (e *Env) NewBareOrg(name string) *models.Organization {
 	e.t.Helper()
 	org := &models.Organization{Name: name}
 	if err := e.Store.Orgs.Create(context.Background(), org); err != nil {
+		e.t.Fatalf("create organization: %v", err)
+	}
+	return org
+}
+
+// NewOrg creates another organization, the way `iam orgs create` does
+// (models.Store.CreateOrganization: the organization with its first admin),
+// for the tests that prove one tenant cannot reach another's data.
+func (e *Env) NewOrg(name string) *models.Organization {
+	e.t.Helper()
+	org := &models.Organization{Name: name}
+	admin := models.FirstAdmin{Email: fmt.Sprintf("admin-%d@example.com", models.NewID()), Password: "tenant admin password"}
+	if _, _, err := e.Store.CreateOrganization(context.Background(), org, admin); err != nil {
 		e.t.Fatalf("create organization: %v", err)
 	}
 	return org

@@ -99,12 +99,21 @@ func TestLaunch_OneWorkflowPerJob(t *testing.T) {
 	if wid != "job-"+models.FormatID(job.ID) {
 		t.Errorf("workflow id %q, want job-<id>", wid)
 	}
-	d, err := env.Temporal.DescribeWorkflowExecution(ctx, wid, "")
-	if err != nil {
-		t.Fatalf("describe %s: %v", wid, err)
-	}
-	if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
-		t.Errorf("%s is %s, want completed", wid, st)
+	// The job row ends in the workflow's last activity, a moment before
+	// the workflow itself completes: wait for it.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		d, err := env.Temporal.DescribeWorkflowExecution(ctx, wid, "")
+		if err != nil {
+			t.Fatalf("describe %s: %v", wid, err)
+		}
+		st := d.GetWorkflowExecutionInfo().GetStatus()
+		if st == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+			break
+		}
+		if st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || time.Now().After(deadline) {
+			t.Fatalf("%s is %s, want completed", wid, st)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	// Every execution of the job, whatever its id, carries its job id.
 	query := fmt.Sprintf("IamJobId = %q", models.FormatID(job.ID))

@@ -2,15 +2,15 @@ package oauth
 
 import (
 	"math"
-	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"iam/api/clientaddr"
 )
 
 // limiter is a token bucket per client address. Buckets idle long enough to
@@ -82,44 +82,6 @@ func retryAfter(d time.Duration) string {
 	return strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10)
 }
 
-// clientKey names the client of r for the rate limits: its address, or, when
-// the peer is a trusted proxy, the last address in X-Forwarded-For that is
-// not one. IPv6 clients count by their /64 network.
-func clientKey(r *http.Request, trusted []netip.Prefix) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	addr, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
-	}
-	if isTrusted(addr, trusted) {
-		hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
-		for i := len(hops) - 1; i >= 0; i-- {
-			hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
-			if err != nil {
-				break
-			}
-			addr = hop
-			if !isTrusted(hop, trusted) {
-				break
-			}
-		}
-	}
-	addr = addr.Unmap()
-	if addr.Is6() {
-		p, _ := addr.Prefix(64)
-		return p.String()
-	}
-	return addr.String()
-}
-
-func isTrusted(addr netip.Addr, trusted []netip.Prefix) bool {
-	for _, p := range trusted {
-		if p.Contains(addr.Unmap()) {
-			return true
-		}
-	}
-	return false
-}
+// clientKey names the client of r for the rate limits (clientaddr.Key,
+// the rule the agent channel's limits use too).
+func clientKey(r *http.Request, trusted []netip.Prefix) string { return clientaddr.Key(r, trusted) }

@@ -87,14 +87,39 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.userStates = newUserStates(cfg.UserStateTTL, s.users)
 	s.provider, s.strategy = newProvider(cfg, k, s.tokens, s.users)
 	s.mux = http.NewServeMux()
-	s.mux.HandleFunc("GET "+authPath, s.authorize)
-	s.mux.HandleFunc("POST "+loginPath, s.login)
-	s.mux.HandleFunc("POST "+consentPath, s.consent)
-	s.mux.HandleFunc("POST "+tokenPath, s.token)
-	s.mux.HandleFunc("POST "+revokePath, s.revoke)
-	s.mux.HandleFunc("GET "+metadataPath, s.metadata)
+	for _, e := range endpoints {
+		s.mux.HandleFunc(e.method+" "+e.path, e.handler(s))
+	}
 	s.mux.HandleFunc("/", s.notFound)
 	return s, nil
+}
+
+// endpoints are the server's routes: one method each (a GET serves HEAD
+// too, as http.ServeMux does).
+var endpoints = []struct {
+	method, path string
+	handler      func(*Server) http.HandlerFunc
+}{
+	{"GET", authPath, func(s *Server) http.HandlerFunc { return s.authorize }},
+	{"POST", loginPath, func(s *Server) http.HandlerFunc { return s.login }},
+	{"POST", consentPath, func(s *Server) http.HandlerFunc { return s.consent }},
+	{"POST", tokenPath, func(s *Server) http.HandlerFunc { return s.token }},
+	{"POST", revokePath, func(s *Server) http.HandlerFunc { return s.revoke }},
+	{"GET", metadataPath, func(s *Server) http.HandlerFunc { return s.metadata }},
+}
+
+// allowed returns the Allow header of an endpoint's path, "" for a path
+// that is none.
+func allowed(path string) string {
+	for _, e := range endpoints {
+		if e.path == path {
+			if e.method == http.MethodGet {
+				return "GET, HEAD"
+			}
+			return e.method
+		}
+	}
+	return ""
 }
 
 // Handler serves /oauth/v2/... and the metadata document.
@@ -103,7 +128,14 @@ func (s *Server) Handler() http.Handler { return s.mux }
 // Issuer is the server's public base URL.
 func (s *Server) Issuer() string { return s.cfg.Issuer }
 
+// notFound answers what no endpoint serves: 405 with Allow for an
+// endpoint's path with another method, 404 otherwise.
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	if allow := allowed(r.URL.Path); allow != "" {
+		w.Header().Set("Allow", allow)
+		writeJSON(w, http.StatusMethodNotAllowed, oauthError{Error: "method_not_allowed", Description: r.URL.Path + " accepts " + allow + ", not " + r.Method})
+		return
+	}
 	writeJSON(w, http.StatusNotFound, oauthError{Error: "not_found", Description: "no OAuth endpoint " + r.Method + " " + r.URL.Path})
 }
 

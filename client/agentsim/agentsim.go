@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -95,22 +96,57 @@ func (a *Agent) post(ctx context.Context, path, auth string, body any, out any) 
 	if err != nil {
 		return resp.StatusCode, err
 	}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		secs, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		return resp.StatusCode, &RateLimited{Wait: time.Duration(max(secs, 1)) * time.Second,
+			Detail: fmt.Sprintf("POST %s: %d %s", path, resp.StatusCode, bytes.TrimSpace(data))}
+	}
 	if resp.StatusCode/100 != 2 {
 		return resp.StatusCode, fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, bytes.TrimSpace(data))
 	}
 	return resp.StatusCode, json.Unmarshal(data, out)
 }
 
-// Register registers the agent's device with an installation key.
+// RateLimited is a request the service refused for now (429): try again
+// after Wait.
+type RateLimited struct {
+	Wait   time.Duration
+	Detail string
+}
+
+func (e *RateLimited) Error() string { return e.Detail }
+
+// Register registers the agent's device with an installation key. An agent
+// that has a credential already (ID and Secret) presents it, as a real
+// agent registering again does, and so keeps its device; without it, the
+// service would make a new device, flagged as a possible duplicate of the
+// old one while that one is live. Refused for now (429), it waits as the
+// service says and tries again, until ctx ends.
 func (a *Agent) Register(ctx context.Context, key, platform string) error {
 	var out struct {
 		DeviceID     string `json:"device_id"`
 		DeviceSecret string `json:"device_secret"`
 	}
-	if _, err := a.post(ctx, "/agent/v1/register", "", map[string]any{
-		"installation_key": key, "agent_type": "DeviceAgent", "platform": platform, "facts": a.Facts,
-	}, &out); err != nil {
-		return err
+	auth := ""
+	if a.ID != "" && a.Secret != "" {
+		auth = "Device " + a.ID + ":" + a.Secret
+	}
+	for {
+		_, err := a.post(ctx, "/agent/v1/register", auth, map[string]any{
+			"installation_key": key, "agent_type": "DeviceAgent", "platform": platform, "facts": a.Facts,
+		}, &out)
+		var limited *RateLimited
+		if !errors.As(err, &limited) {
+			if err != nil {
+				return err
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(limited.Wait):
+		}
 	}
 	a.ID, a.Secret = out.DeviceID, out.DeviceSecret
 	if a.Linked == nil {

@@ -104,7 +104,10 @@ func run(ctx context.Context, o options) error {
 	env := []string{"IAM_DATABASE_URL=" + dsn, "IAM_SECRET_KEY=" + secretKey, "IAM_LOG_LEVEL=" + o.logLevel,
 		"IAM_ENCRYPTION_KEY=" + encKey, "IAM_DATA_DIR=" + filepath.Join(work, "data"),
 		// No Temporal: the agent channel does not use it (serve's client is lazy).
-		"IAM_TEMPORAL_ADDRESS=127.0.0.1:1"}
+		"IAM_TEMPORAL_ADDRESS=127.0.0.1:1",
+		// The devices all register from this one address, as fast as they can.
+		"IAM_AGENT_REGISTRATIONS_PER_ADDRESS=1000000", "IAM_AGENT_REGISTRATIONS_PER_KEY=1000000",
+		fmt.Sprintf("IAM_MAX_DEVICES_PER_ORG=%d", max(o.devices, 100_000))}
 	if out, err := iamproc.Run(bin, env, "migrate", "up"); err != nil {
 		return fmt.Errorf("migrate: %v\n%s", err, out)
 	}

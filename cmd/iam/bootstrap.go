@@ -1,9 +1,8 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,27 +14,56 @@ import (
 // is not set.
 const defaultAdminEmail = "admin@example.com"
 
-// ensureAdmin gives the organization its first admin when it has none: the
-// email and password of IAM_BOOTSTRAP_ADMIN_EMAIL and _PASSWORD, or a
-// generated password printed once to out (never logged). An admin made by
+// firstOrgName is the name of the organization the first start makes.
+const firstOrgName = "Default organization"
+
+// createOrg makes an organization with its first admin (email, and password
+// or, when empty, a generated one): models.Store.CreateOrganization, the one
+// path of `iam orgs create` and of the first start's organization. It
+// returns the admin and the generated password ("" when one was given).
+func createOrg(ctx context.Context, store *models.Store, org *models.Organization, email, password string, log *slog.Logger) (*models.User, string, error) {
+	admin, generated, err := store.CreateOrganization(ctx, org, models.FirstAdmin{Email: email, Password: password})
+	if err != nil {
+		return nil, "", err
+	}
+	log.Info("created an organization", "event", "org.created", "org_id", org.ID, "name", org.Name,
+		"admin_user_id", admin.ID, "admin_email", admin.Email, "generated_password", generated != "")
+	return admin, generated, nil
+}
+
+// bootstrapOrg gives a fresh database its first organization with its admin
+// (createOrg, as `iam orgs create` does), the admin being
+// IAM_BOOTSTRAP_ADMIN_EMAIL with IAM_BOOTSTRAP_ADMIN_PASSWORD or a generated
+// password printed once to out (never logged). When the first organization
+// exists without an admin (made by `iam clients` or `iam token` on a fresh
+// database), it gives it one the same way.
+func bootstrapOrg(ctx context.Context, store *models.Store, cfg OAuthConfig, out io.Writer, log *slog.Logger) (*models.Organization, error) {
+	email := cmp.Or(cfg.BootstrapAdminEmail, defaultAdminEmail)
+	org, err := store.Orgs.First(ctx)
+	switch {
+	case models.ErrorCode(err) == models.ENOTFOUND:
+		org = &models.Organization{Name: firstOrgName}
+		_, generated, err := createOrg(ctx, store, org, email, cfg.BootstrapAdminPassword, log)
+		if err != nil {
+			return nil, fmt.Errorf("create the first organization and its admin (IAM_BOOTSTRAP_ADMIN_EMAIL, IAM_BOOTSTRAP_ADMIN_PASSWORD): %w", err)
+		}
+		printFirstAdmin(out, email, generated)
+		return org, nil
+	case err != nil:
+		return nil, err
+	}
+	return org, ensureAdmin(ctx, store, org, email, cfg.BootstrapAdminPassword, out, log)
+}
+
+// ensureAdmin gives org its first admin when it has none. An admin made by
 // another process starting at the same time is not an error.
-func ensureAdmin(ctx context.Context, store *models.Store, org *models.Organization, cfg OAuthConfig, out io.Writer, log *slog.Logger) error {
+func ensureAdmin(ctx context.Context, store *models.Store, org *models.Organization, email, password string, out io.Writer, log *slog.Logger) error {
 	users := store.Users
 	ok, err := users.HasAdmin(ctx, org.ID)
 	if err != nil || ok {
 		return err
 	}
-	email, password, generated := cfg.BootstrapAdminEmail, cfg.BootstrapAdminPassword, false
-	if email == "" {
-		email = defaultAdminEmail
-	}
-	if password == "" {
-		raw := make([]byte, 15)
-		_, _ = rand.Read(raw)
-		password, generated = base64.RawURLEncoding.EncodeToString(raw), true
-	}
-	admin := &models.User{OrgID: org.ID, Email: email, DisplayName: "Administrator", Role: models.RoleAdmin, Status: models.UserActive}
-	err = users.Create(ctx, admin, password)
+	admin, generated, err := users.AddFirstAdmin(ctx, org.ID, models.FirstAdmin{Email: email, Password: password})
 	switch {
 	case models.ErrorCode(err) == models.ECONFLICT:
 		if ok, herr := users.HasAdmin(ctx, org.ID); herr == nil && ok {
@@ -45,9 +73,14 @@ func ensureAdmin(ctx context.Context, store *models.Store, org *models.Organizat
 	case err != nil:
 		return fmt.Errorf("create the first admin (IAM_BOOTSTRAP_ADMIN_EMAIL, IAM_BOOTSTRAP_ADMIN_PASSWORD): %w", err)
 	}
-	log.Info("created the first admin", "org_id", org.ID, "user_id", admin.ID, "email", email, "generated_password", generated)
-	if generated {
-		fmt.Fprintf(out, "Created the first admin %s with password %s\n(shown only this once: sign in and keep it safe, or set IAM_BOOTSTRAP_ADMIN_PASSWORD next time)\n", email, password)
-	}
+	log.Info("created the first admin", "org_id", org.ID, "user_id", admin.ID, "email", email, "generated_password", generated != "")
+	printFirstAdmin(out, email, generated)
 	return nil
+}
+
+// printFirstAdmin shows a generated password of the first admin, once.
+func printFirstAdmin(out io.Writer, email, generated string) {
+	if generated != "" {
+		fmt.Fprintf(out, "Created the first admin %s with password %s\n(shown only this once: sign in and keep it safe, or set IAM_BOOTSTRAP_ADMIN_PASSWORD next time)\n", email, generated)
+	}
 }

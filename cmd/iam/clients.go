@@ -44,7 +44,7 @@ func clientsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 				return err
 			}
 			defer store.Close()
-			org, err := adminOrg(cmd.Context(), store, orgID, log)
+			org, err := adminOrg(cmd.Context(), store, orgID, cfg.OAuth, stderr, log)
 			if err != nil {
 				return err
 			}

@@ -116,8 +116,11 @@ func dialTemporal(ctx context.Context, opts client.Options, log *slog.Logger) (c
 // server auth (which validates the API's tokens and serves /oauth/v2).
 func apiServer(cfg Config, store *models.Store, tc client.Client, auth *oauth.Server, geo decide.Locator, log *slog.Logger) (*api.Server, *jobrun.Launcher) {
 	launcher := &jobrun.Launcher{Client: tc, Store: store, Log: log}
+	proxies, _ := trustedProxies(cfg.OAuth) // newOAuthServer refused them if they are not valid
 	srv := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, UploadMaxBytes: cfg.UploadMaxBytes, UploadIdleTimeout: cfg.UploadIdleTimeout, SeparateMetrics: cfg.MetricsAddr != "",
-		AgentPackagesDir: cfg.AgentPackagesDir, AgentCheckinInterval: cfg.AgentCheckinInterval}, api.Deps{
+		AgentPackagesDir: cfg.AgentPackagesDir, AgentCheckinInterval: cfg.AgentCheckinInterval,
+		RegistrationsPerAddress: cfg.AgentRegistrationsPerAddress, RegistrationsPerKey: cfg.AgentRegistrationsPerKey,
+		MaxDevicesPerOrg: cfg.MaxDevicesPerOrg, TrustedProxies: proxies, MgmtUploadConcurrency: cfg.MgmtUploadConcurrency}, api.Deps{
 		Store:    store,
 		Temporal: tc,
 		Jobs:     launcher,
@@ -136,6 +139,9 @@ func serveHTTP(ctx context.Context, addr string, h http.Handler, timeout time.Du
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	// Requests net/http refuses before any handler runs (a malformed
+	// header) get the API's JSON error body too.
+	ln = api.Listener(ln)
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	if ready != nil {
 		ready(ln.Addr())
@@ -155,28 +161,10 @@ func serveHTTP(ctx context.Context, addr string, h http.Handler, timeout time.Du
 	return nil
 }
 
-// ensureOrganization creates the first organization on a fresh database.
-func ensureOrganization(ctx context.Context, store *models.Store, log *slog.Logger) (*models.Organization, error) {
-	org, err := store.Orgs.First(ctx)
-	if models.ErrorCode(err) != models.ENOTFOUND {
-		return org, err
-	}
-	org = &models.Organization{Name: "Default organization"}
-	if err := store.Orgs.Create(ctx, org); err != nil {
-		return nil, err
-	}
-	log.Info("created the first organization", "org_id", org.ID)
-	return org, nil
-}
-
 // bootstrapAuth makes the first organization and its admin on a fresh
 // database, and the authorization server with its token janitor.
 func bootstrapAuth(ctx context.Context, cfg Config, store *models.Store, secret []byte, addr string, stdout io.Writer, log *slog.Logger) (*oauth.Server, error) {
-	org, err := ensureOrganization(ctx, store, log)
-	if err != nil {
-		return nil, err
-	}
-	if err := ensureAdmin(ctx, store, org, cfg.OAuth, stdout, log); err != nil {
+	if _, err := bootstrapOrg(ctx, store, cfg.OAuth, stdout, log); err != nil {
 		return nil, err
 	}
 	auth, err := newOAuthServer(cfg.OAuth, store, secret, publicURL(cfg.OAuth, addr), log)

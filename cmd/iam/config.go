@@ -61,9 +61,23 @@ type Config struct {
 	GeoIPDB string `env:"IAM_GEOIP_DB"`
 	// AgentCheckinInterval is the check-in interval devices are given.
 	AgentCheckinInterval time.Duration `env:"IAM_AGENT_CHECKIN_INTERVAL" envDefault:"60s"`
+	// AgentRegistrationsPerAddress and AgentRegistrationsPerKey bound
+	// agent registrations per minute from one client address and with one
+	// installation key.
+	AgentRegistrationsPerAddress int `env:"IAM_AGENT_REGISTRATIONS_PER_ADDRESS" envDefault:"60"`
+	AgentRegistrationsPerKey     int `env:"IAM_AGENT_REGISTRATIONS_PER_KEY" envDefault:"600"`
+	// MaxDevicesPerOrg caps each organization's devices (and, apart, its
+	// NPS extension and IIS module installations).
+	MaxDevicesPerOrg int `env:"IAM_MAX_DEVICES_PER_ORG" envDefault:"100000"`
 	// MgmtExecutionTimeout is how long an attempt of a management execution
 	// may run before it ends time_out; 0 for no deadline.
 	MgmtExecutionTimeout time.Duration `env:"IAM_MGMT_EXECUTION_TIMEOUT" envDefault:"24h"`
+	// MgmtUploadConcurrency is how many management uploads a process
+	// resolves at once; past it an upload is answered 429.
+	MgmtUploadConcurrency int `env:"IAM_MGMT_UPLOAD_CONCURRENCY" envDefault:"2"`
+	// AdminPassword is the password `iam orgs create` gives the new
+	// organization's admin; empty, one is generated and printed once.
+	AdminPassword string `env:"IAM_ADMIN_PASSWORD"`
 
 	Temporal TemporalConfig
 	Dev      DevConfig
@@ -173,6 +187,9 @@ func (c Config) check() error {
 	if c.AgentCheckinInterval < 5*time.Second || c.AgentCheckinInterval > 24*time.Hour {
 		problems = append(problems, "IAM_AGENT_CHECKIN_INTERVAL must be between 5s and 24h")
 	}
+	if c.AgentRegistrationsPerAddress < 1 || c.AgentRegistrationsPerKey < 1 || c.MaxDevicesPerOrg < 1 {
+		problems = append(problems, "IAM_AGENT_REGISTRATIONS_PER_ADDRESS, IAM_AGENT_REGISTRATIONS_PER_KEY and IAM_MAX_DEVICES_PER_ORG must be at least 1")
+	}
 	if c.MaxBodyBytes < 1024 {
 		problems = append(problems, "IAM_MAX_BODY_BYTES must be at least 1024")
 	}
@@ -184,6 +201,9 @@ func (c Config) check() error {
 	}
 	if c.MgmtExecutionTimeout < 0 {
 		problems = append(problems, "IAM_MGMT_EXECUTION_TIMEOUT must not be negative (0: no deadline)")
+	}
+	if c.MgmtUploadConcurrency < 1 {
+		problems = append(problems, "IAM_MGMT_UPLOAD_CONCURRENCY must be at least 1")
 	}
 	if c.EncryptionKey != "" {
 		if _, err := secret.ParseKey(c.EncryptionKey); err != nil {

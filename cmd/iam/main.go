@@ -1,6 +1,7 @@
 // Command iam is the identity and access management service: one binary
 // with the subcommands dev (everything in one process on embedded
-// defaults), serve (the API), worker (the Temporal worker) and migrate.
+// defaults), serve (the API), worker (the Temporal worker), migrate, and the
+// admin commands orgs, clients and token.
 package main
 
 import (
@@ -46,6 +47,7 @@ func rootCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 		serveCommand(environ, stdout, stderr),
 		workerCommand(environ, stderr),
 		migrateCommand(environ, stdout),
+		orgsCommand(environ, stdout, stderr),
 		clientsCommand(environ, stdout, stderr),
 		tokenCommand(environ, stdout, stderr),
 		agentCommand(stdout),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -95,8 +96,8 @@ func publicURL(cfg OAuthConfig, addr string) string {
 	return (&url.URL{Scheme: "http", Host: net.JoinHostPort(host, port)}).String()
 }
 
-// newOAuthServer builds the authorization server of the service.
-func newOAuthServer(cfg OAuthConfig, store *models.Store, secret []byte, issuer string, log *slog.Logger) (*oauth.Server, error) {
+// trustedProxies parses IAM_TRUSTED_PROXIES: CIDR ranges or addresses.
+func trustedProxies(cfg OAuthConfig) ([]netip.Prefix, error) {
 	var proxies []netip.Prefix
 	for _, raw := range cfg.TrustedProxies {
 		raw = strings.TrimSpace(raw)
@@ -112,6 +113,15 @@ func newOAuthServer(cfg OAuthConfig, store *models.Store, secret []byte, issuer 
 			p = netip.PrefixFrom(addr, addr.BitLen())
 		}
 		proxies = append(proxies, p)
+	}
+	return proxies, nil
+}
+
+// newOAuthServer builds the authorization server of the service.
+func newOAuthServer(cfg OAuthConfig, store *models.Store, secret []byte, issuer string, log *slog.Logger) (*oauth.Server, error) {
+	proxies, err := trustedProxies(cfg)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.TokenRate < 0 || cfg.LoginRate < 0 {
 		return nil, errors.New("invalid configuration: IAM_OAUTH_TOKEN_RATE and IAM_OAUTH_LOGIN_RATE must not be negative")
@@ -147,10 +157,11 @@ func openAdminStore(ctx context.Context, cfg Config, log *slog.Logger) (store *m
 }
 
 // adminOrg is the organization an admin command works in: the one of id, or
-// the first one (made, as on dev's first start, when there is none).
-func adminOrg(ctx context.Context, store *models.Store, id int64, log *slog.Logger) (*models.Organization, error) {
+// the first one (made with its admin, as on dev's first start, when there is
+// none; a generated password is printed to out).
+func adminOrg(ctx context.Context, store *models.Store, id int64, cfg OAuthConfig, out io.Writer, log *slog.Logger) (*models.Organization, error) {
 	if id != 0 {
 		return store.Orgs.Get(ctx, id)
 	}
-	return ensureOrganization(ctx, store, log)
+	return bootstrapOrg(ctx, store, cfg, out, log)
 }

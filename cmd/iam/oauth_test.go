@@ -93,19 +93,16 @@ func TestTokenAndClientsCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	org, err := ensureOrganization(ctx, store, log)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var printed bytes.Buffer
-	if err := ensureAdmin(ctx, store, org, cfg.OAuth, &printed, log); err != nil {
+	org, err := bootstrapOrg(ctx, store, cfg.OAuth, &printed, log)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if printed.Len() != 0 {
 		t.Errorf("a configured password was printed: %q", printed.String())
 	}
-	if err := ensureAdmin(ctx, store, org, cfg.OAuth, &printed, log); err != nil {
-		t.Errorf("second start: %v", err)
+	if again, err := bootstrapOrg(ctx, store, cfg.OAuth, &printed, log); err != nil || again.ID != org.ID {
+		t.Errorf("second start: %v, %v (want organization %d again)", again, err, org.ID)
 	}
 	secret, err := oauthSecret(cfg.OAuth, dataDir, true)
 	if err != nil {

@@ -52,7 +52,7 @@ func tokenCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			org, err := adminOrg(ctx, store, orgID, log)
+			org, err := adminOrg(ctx, store, orgID, cfg.OAuth, stderr, log)
 			if err != nil {
 				return err
 			}
