@@ -35,10 +35,75 @@ const (
 	AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevelStandard AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevel = "standard"
 )
 
+// Defines values for AccountLinkingSettingsPatchAttributeType.
+const (
+	AccountLinkingSettingsPatchAttributeTypeAttribute    AccountLinkingSettingsPatchAttributeType = "attribute"
+	AccountLinkingSettingsPatchAttributeTypeNamingFormat AccountLinkingSettingsPatchAttributeType = "naming_format"
+)
+
+// Defines values for AccountLinkingSettingsPatchOndemandProvisioningSettingsDefaultPermissionLevel.
+const (
+	AccountLinkingSettingsPatchOndemandProvisioningSettingsDefaultPermissionLevelAdmin    AccountLinkingSettingsPatchOndemandProvisioningSettingsDefaultPermissionLevel = "admin"
+	AccountLinkingSettingsPatchOndemandProvisioningSettingsDefaultPermissionLevelStandard AccountLinkingSettingsPatchOndemandProvisioningSettingsDefaultPermissionLevel = "standard"
+)
+
+// Defines values for AccountLinkingSettingsPatch0AttributeType.
+const (
+	AccountLinkingSettingsPatch0AttributeTypeAttribute AccountLinkingSettingsPatch0AttributeType = "attribute"
+)
+
+// Defines values for AccountLinkingSettingsPatch0AttributeValue.
+const (
+	AccountLinkingSettingsPatch0AttributeValueDisplayName    AccountLinkingSettingsPatch0AttributeValue = "displayName"
+	AccountLinkingSettingsPatch0AttributeValueEmail          AccountLinkingSettingsPatch0AttributeValue = "email"
+	AccountLinkingSettingsPatch0AttributeValueEmailLocalPart AccountLinkingSettingsPatch0AttributeValue = "email_local_part"
+	AccountLinkingSettingsPatch0AttributeValueEmployeeID     AccountLinkingSettingsPatch0AttributeValue = "employeeID"
+	AccountLinkingSettingsPatch0AttributeValueFirstName      AccountLinkingSettingsPatch0AttributeValue = "firstName"
+	AccountLinkingSettingsPatch0AttributeValueLastName       AccountLinkingSettingsPatch0AttributeValue = "lastName"
+	AccountLinkingSettingsPatch0AttributeValueMobileNumber   AccountLinkingSettingsPatch0AttributeValue = "mobileNumber"
+)
+
+// Defines values for AccountLinkingSettingsPatch1AttributeType.
+const (
+	AccountLinkingSettingsPatch1AttributeTypeNamingFormat AccountLinkingSettingsPatch1AttributeType = "naming_format"
+)
+
 // Defines values for AdminSettingsCaptchaType.
 const (
 	AdminSettingsCaptchaTypeRecaptcha   AdminSettingsCaptchaType = "recaptcha"
 	AdminSettingsCaptchaTypeTextCaptcha AdminSettingsCaptchaType = "text_captcha"
+)
+
+// Defines values for AdminSettingsPatchCaptchaType.
+const (
+	AdminSettingsPatchCaptchaTypeRecaptcha   AdminSettingsPatchCaptchaType = "recaptcha"
+	AdminSettingsPatchCaptchaTypeTextCaptcha AdminSettingsPatchCaptchaType = "text_captcha"
+)
+
+// Defines values for AdminSettingsPatchOfflineMfaSettingsActions.
+const (
+	AdminSettingsPatchOfflineMfaSettingsActionsInteractiveLogon AdminSettingsPatchOfflineMfaSettingsActions = "InteractiveLogon"
+	AdminSettingsPatchOfflineMfaSettingsActionsMachineUnlock    AdminSettingsPatchOfflineMfaSettingsActions = "MachineUnlock"
+	AdminSettingsPatchOfflineMfaSettingsActionsRDP              AdminSettingsPatchOfflineMfaSettingsActions = "RDP"
+	AdminSettingsPatchOfflineMfaSettingsActionsSSH              AdminSettingsPatchOfflineMfaSettingsActions = "SSH"
+	AdminSettingsPatchOfflineMfaSettingsActionsSudo             AdminSettingsPatchOfflineMfaSettingsActions = "Sudo"
+	AdminSettingsPatchOfflineMfaSettingsActionsUAC              AdminSettingsPatchOfflineMfaSettingsActions = "UAC"
+)
+
+// Defines values for AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDurationUnit.
+const (
+	AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDurationUnitDays  AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDurationUnit = "days"
+	AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDurationUnitHours AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDurationUnit = "hours"
+)
+
+// Defines values for AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0Unit.
+const (
+	AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0UnitHours AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0Unit = "hours"
+)
+
+// Defines values for AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1Unit.
+const (
+	AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1UnitDays AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1Unit = "days"
 )
 
 // Defines values for AgentPlatformsName.
@@ -102,6 +167,29 @@ const (
 	AgentRegistrationPlatformWindows AgentRegistrationPlatform = "windows"
 )
 
+// Defines values for AgentRegistration0AgentType.
+const (
+	AgentRegistration0AgentTypeDeviceAgent AgentRegistration0AgentType = "DeviceAgent"
+)
+
+// Defines values for AgentRegistration0Platform.
+const (
+	AgentRegistration0PlatformLinux   AgentRegistration0Platform = "linux"
+	AgentRegistration0PlatformMacos   AgentRegistration0Platform = "macos"
+	AgentRegistration0PlatformWindows AgentRegistration0Platform = "windows"
+)
+
+// Defines values for AgentRegistration1AgentType.
+const (
+	AgentRegistration1AgentTypeIISModule    AgentRegistration1AgentType = "IISModule"
+	AgentRegistration1AgentTypeNPSExtension AgentRegistration1AgentType = "NPSExtension"
+)
+
+// Defines values for AgentRegistration1Platform.
+const (
+	AgentRegistration1PlatformWindows AgentRegistration1Platform = "windows"
+)
+
 // Defines values for BulkDeleteResultStatus.
 const (
 	BulkDeleteResultStatusN204 BulkDeleteResultStatus = 204
@@ -113,6 +201,13 @@ const (
 	CAConfigCertificateMappingAttributeDisplayName CAConfigCertificateMappingAttribute = "displayName"
 	CAConfigCertificateMappingAttributeEmail       CAConfigCertificateMappingAttribute = "email"
 	CAConfigCertificateMappingAttributeEmployeeID  CAConfigCertificateMappingAttribute = "employeeID"
+)
+
+// Defines values for CAConfigCreateFormCertificateMappingAttribute.
+const (
+	CAConfigCreateFormCertificateMappingAttributeDisplayName CAConfigCreateFormCertificateMappingAttribute = "displayName"
+	CAConfigCreateFormCertificateMappingAttributeEmail       CAConfigCreateFormCertificateMappingAttribute = "email"
+	CAConfigCreateFormCertificateMappingAttributeEmployeeID  CAConfigCreateFormCertificateMappingAttribute = "employeeID"
 )
 
 // Defines values for CAConfigFormCertificateMappingAttribute.
@@ -127,6 +222,259 @@ const (
 	ConfigBulkDeleteResultStatusN204 ConfigBulkDeleteResultStatus = 204
 	ConfigBulkDeleteResultStatusN404 ConfigBulkDeleteResultStatus = 404
 	ConfigBulkDeleteResultStatusN409 ConfigBulkDeleteResultStatus = 409
+)
+
+// Defines values for CountryCode.
+const (
+	CountryCodeAD CountryCode = "AD"
+	CountryCodeAE CountryCode = "AE"
+	CountryCodeAF CountryCode = "AF"
+	CountryCodeAG CountryCode = "AG"
+	CountryCodeAI CountryCode = "AI"
+	CountryCodeAL CountryCode = "AL"
+	CountryCodeAM CountryCode = "AM"
+	CountryCodeAO CountryCode = "AO"
+	CountryCodeAQ CountryCode = "AQ"
+	CountryCodeAR CountryCode = "AR"
+	CountryCodeAS CountryCode = "AS"
+	CountryCodeAT CountryCode = "AT"
+	CountryCodeAU CountryCode = "AU"
+	CountryCodeAW CountryCode = "AW"
+	CountryCodeAX CountryCode = "AX"
+	CountryCodeAZ CountryCode = "AZ"
+	CountryCodeBA CountryCode = "BA"
+	CountryCodeBB CountryCode = "BB"
+	CountryCodeBD CountryCode = "BD"
+	CountryCodeBE CountryCode = "BE"
+	CountryCodeBF CountryCode = "BF"
+	CountryCodeBG CountryCode = "BG"
+	CountryCodeBH CountryCode = "BH"
+	CountryCodeBI CountryCode = "BI"
+	CountryCodeBJ CountryCode = "BJ"
+	CountryCodeBL CountryCode = "BL"
+	CountryCodeBM CountryCode = "BM"
+	CountryCodeBN CountryCode = "BN"
+	CountryCodeBO CountryCode = "BO"
+	CountryCodeBQ CountryCode = "BQ"
+	CountryCodeBR CountryCode = "BR"
+	CountryCodeBS CountryCode = "BS"
+	CountryCodeBT CountryCode = "BT"
+	CountryCodeBV CountryCode = "BV"
+	CountryCodeBW CountryCode = "BW"
+	CountryCodeBY CountryCode = "BY"
+	CountryCodeBZ CountryCode = "BZ"
+	CountryCodeCA CountryCode = "CA"
+	CountryCodeCC CountryCode = "CC"
+	CountryCodeCD CountryCode = "CD"
+	CountryCodeCF CountryCode = "CF"
+	CountryCodeCG CountryCode = "CG"
+	CountryCodeCH CountryCode = "CH"
+	CountryCodeCI CountryCode = "CI"
+	CountryCodeCK CountryCode = "CK"
+	CountryCodeCL CountryCode = "CL"
+	CountryCodeCM CountryCode = "CM"
+	CountryCodeCN CountryCode = "CN"
+	CountryCodeCO CountryCode = "CO"
+	CountryCodeCR CountryCode = "CR"
+	CountryCodeCU CountryCode = "CU"
+	CountryCodeCV CountryCode = "CV"
+	CountryCodeCW CountryCode = "CW"
+	CountryCodeCX CountryCode = "CX"
+	CountryCodeCY CountryCode = "CY"
+	CountryCodeCZ CountryCode = "CZ"
+	CountryCodeDE CountryCode = "DE"
+	CountryCodeDJ CountryCode = "DJ"
+	CountryCodeDK CountryCode = "DK"
+	CountryCodeDM CountryCode = "DM"
+	CountryCodeDO CountryCode = "DO"
+	CountryCodeDZ CountryCode = "DZ"
+	CountryCodeEC CountryCode = "EC"
+	CountryCodeEE CountryCode = "EE"
+	CountryCodeEG CountryCode = "EG"
+	CountryCodeEH CountryCode = "EH"
+	CountryCodeER CountryCode = "ER"
+	CountryCodeES CountryCode = "ES"
+	CountryCodeET CountryCode = "ET"
+	CountryCodeFI CountryCode = "FI"
+	CountryCodeFJ CountryCode = "FJ"
+	CountryCodeFK CountryCode = "FK"
+	CountryCodeFM CountryCode = "FM"
+	CountryCodeFO CountryCode = "FO"
+	CountryCodeFR CountryCode = "FR"
+	CountryCodeGA CountryCode = "GA"
+	CountryCodeGB CountryCode = "GB"
+	CountryCodeGD CountryCode = "GD"
+	CountryCodeGE CountryCode = "GE"
+	CountryCodeGF CountryCode = "GF"
+	CountryCodeGG CountryCode = "GG"
+	CountryCodeGH CountryCode = "GH"
+	CountryCodeGI CountryCode = "GI"
+	CountryCodeGL CountryCode = "GL"
+	CountryCodeGM CountryCode = "GM"
+	CountryCodeGN CountryCode = "GN"
+	CountryCodeGP CountryCode = "GP"
+	CountryCodeGQ CountryCode = "GQ"
+	CountryCodeGR CountryCode = "GR"
+	CountryCodeGS CountryCode = "GS"
+	CountryCodeGT CountryCode = "GT"
+	CountryCodeGU CountryCode = "GU"
+	CountryCodeGW CountryCode = "GW"
+	CountryCodeGY CountryCode = "GY"
+	CountryCodeHK CountryCode = "HK"
+	CountryCodeHM CountryCode = "HM"
+	CountryCodeHN CountryCode = "HN"
+	CountryCodeHR CountryCode = "HR"
+	CountryCodeHT CountryCode = "HT"
+	CountryCodeHU CountryCode = "HU"
+	CountryCodeID CountryCode = "ID"
+	CountryCodeIE CountryCode = "IE"
+	CountryCodeIL CountryCode = "IL"
+	CountryCodeIM CountryCode = "IM"
+	CountryCodeIN CountryCode = "IN"
+	CountryCodeIO CountryCode = "IO"
+	CountryCodeIQ CountryCode = "IQ"
+	CountryCodeIR CountryCode = "IR"
+	CountryCodeIS CountryCode = "IS"
+	CountryCodeIT CountryCode = "IT"
+	CountryCodeJE CountryCode = "JE"
+	CountryCodeJM CountryCode = "JM"
+	CountryCodeJO CountryCode = "JO"
+	CountryCodeJP CountryCode = "JP"
+	CountryCodeKE CountryCode = "KE"
+	CountryCodeKG CountryCode = "KG"
+	CountryCodeKH CountryCode = "KH"
+	CountryCodeKI CountryCode = "KI"
+	CountryCodeKM CountryCode = "KM"
+	CountryCodeKN CountryCode = "KN"
+	CountryCodeKP CountryCode = "KP"
+	CountryCodeKR CountryCode = "KR"
+	CountryCodeKW CountryCode = "KW"
+	CountryCodeKY CountryCode = "KY"
+	CountryCodeKZ CountryCode = "KZ"
+	CountryCodeLA CountryCode = "LA"
+	CountryCodeLB CountryCode = "LB"
+	CountryCodeLC CountryCode = "LC"
+	CountryCodeLI CountryCode = "LI"
+	CountryCodeLK CountryCode = "LK"
+	CountryCodeLR CountryCode = "LR"
+	CountryCodeLS CountryCode = "LS"
+	CountryCodeLT CountryCode = "LT"
+	CountryCodeLU CountryCode = "LU"
+	CountryCodeLV CountryCode = "LV"
+	CountryCodeLY CountryCode = "LY"
+	CountryCodeMA CountryCode = "MA"
+	CountryCodeMC CountryCode = "MC"
+	CountryCodeMD CountryCode = "MD"
+	CountryCodeME CountryCode = "ME"
+	CountryCodeMF CountryCode = "MF"
+	CountryCodeMG CountryCode = "MG"
+	CountryCodeMH CountryCode = "MH"
+	CountryCodeMK CountryCode = "MK"
+	CountryCodeML CountryCode = "ML"
+	CountryCodeMM CountryCode = "MM"
+	CountryCodeMN CountryCode = "MN"
+	CountryCodeMO CountryCode = "MO"
+	CountryCodeMP CountryCode = "MP"
+	CountryCodeMQ CountryCode = "MQ"
+	CountryCodeMR CountryCode = "MR"
+	CountryCodeMS CountryCode = "MS"
+	CountryCodeMT CountryCode = "MT"
+	CountryCodeMU CountryCode = "MU"
+	CountryCodeMV CountryCode = "MV"
+	CountryCodeMW CountryCode = "MW"
+	CountryCodeMX CountryCode = "MX"
+	CountryCodeMY CountryCode = "MY"
+	CountryCodeMZ CountryCode = "MZ"
+	CountryCodeNA CountryCode = "NA"
+	CountryCodeNC CountryCode = "NC"
+	CountryCodeNE CountryCode = "NE"
+	CountryCodeNF CountryCode = "NF"
+	CountryCodeNG CountryCode = "NG"
+	CountryCodeNI CountryCode = "NI"
+	CountryCodeNL CountryCode = "NL"
+	CountryCodeNO CountryCode = "NO"
+	CountryCodeNP CountryCode = "NP"
+	CountryCodeNR CountryCode = "NR"
+	CountryCodeNU CountryCode = "NU"
+	CountryCodeNZ CountryCode = "NZ"
+	CountryCodeOM CountryCode = "OM"
+	CountryCodePA CountryCode = "PA"
+	CountryCodePE CountryCode = "PE"
+	CountryCodePF CountryCode = "PF"
+	CountryCodePG CountryCode = "PG"
+	CountryCodePH CountryCode = "PH"
+	CountryCodePK CountryCode = "PK"
+	CountryCodePL CountryCode = "PL"
+	CountryCodePM CountryCode = "PM"
+	CountryCodePN CountryCode = "PN"
+	CountryCodePR CountryCode = "PR"
+	CountryCodePS CountryCode = "PS"
+	CountryCodePT CountryCode = "PT"
+	CountryCodePW CountryCode = "PW"
+	CountryCodePY CountryCode = "PY"
+	CountryCodeQA CountryCode = "QA"
+	CountryCodeRE CountryCode = "RE"
+	CountryCodeRO CountryCode = "RO"
+	CountryCodeRS CountryCode = "RS"
+	CountryCodeRU CountryCode = "RU"
+	CountryCodeRW CountryCode = "RW"
+	CountryCodeSA CountryCode = "SA"
+	CountryCodeSB CountryCode = "SB"
+	CountryCodeSC CountryCode = "SC"
+	CountryCodeSD CountryCode = "SD"
+	CountryCodeSE CountryCode = "SE"
+	CountryCodeSG CountryCode = "SG"
+	CountryCodeSH CountryCode = "SH"
+	CountryCodeSI CountryCode = "SI"
+	CountryCodeSJ CountryCode = "SJ"
+	CountryCodeSK CountryCode = "SK"
+	CountryCodeSL CountryCode = "SL"
+	CountryCodeSM CountryCode = "SM"
+	CountryCodeSN CountryCode = "SN"
+	CountryCodeSO CountryCode = "SO"
+	CountryCodeSR CountryCode = "SR"
+	CountryCodeSS CountryCode = "SS"
+	CountryCodeST CountryCode = "ST"
+	CountryCodeSV CountryCode = "SV"
+	CountryCodeSX CountryCode = "SX"
+	CountryCodeSY CountryCode = "SY"
+	CountryCodeSZ CountryCode = "SZ"
+	CountryCodeTC CountryCode = "TC"
+	CountryCodeTD CountryCode = "TD"
+	CountryCodeTF CountryCode = "TF"
+	CountryCodeTG CountryCode = "TG"
+	CountryCodeTH CountryCode = "TH"
+	CountryCodeTJ CountryCode = "TJ"
+	CountryCodeTK CountryCode = "TK"
+	CountryCodeTL CountryCode = "TL"
+	CountryCodeTM CountryCode = "TM"
+	CountryCodeTN CountryCode = "TN"
+	CountryCodeTO CountryCode = "TO"
+	CountryCodeTR CountryCode = "TR"
+	CountryCodeTT CountryCode = "TT"
+	CountryCodeTV CountryCode = "TV"
+	CountryCodeTW CountryCode = "TW"
+	CountryCodeTZ CountryCode = "TZ"
+	CountryCodeUA CountryCode = "UA"
+	CountryCodeUG CountryCode = "UG"
+	CountryCodeUM CountryCode = "UM"
+	CountryCodeUS CountryCode = "US"
+	CountryCodeUY CountryCode = "UY"
+	CountryCodeUZ CountryCode = "UZ"
+	CountryCodeVA CountryCode = "VA"
+	CountryCodeVC CountryCode = "VC"
+	CountryCodeVE CountryCode = "VE"
+	CountryCodeVG CountryCode = "VG"
+	CountryCodeVI CountryCode = "VI"
+	CountryCodeVN CountryCode = "VN"
+	CountryCodeVU CountryCode = "VU"
+	CountryCodeWF CountryCode = "WF"
+	CountryCodeWS CountryCode = "WS"
+	CountryCodeYE CountryCode = "YE"
+	CountryCodeYT CountryCode = "YT"
+	CountryCodeZA CountryCode = "ZA"
+	CountryCodeZM CountryCode = "ZM"
+	CountryCodeZW CountryCode = "ZW"
 )
 
 // Defines values for DecisionDecision.
@@ -273,6 +621,11 @@ const (
 	FactorConfigFactorTypeTOTP      FactorConfigFactorType = "TOTP"
 )
 
+// Defines values for GeolocationsConfigWrite1IsUnknownIpLocationsIncluded.
+const (
+	GeolocationsConfigWrite1IsUnknownIpLocationsIncludedTrue GeolocationsConfigWrite1IsUnknownIpLocationsIncluded = true
+)
+
 // Defines values for JobAcceptanceDataStatus.
 const (
 	JobAcceptanceDataStatusQUEUED  JobAcceptanceDataStatus = "QUEUED"
@@ -413,6 +766,18 @@ const (
 	NotificationTemplateItemShareTypeSELF NotificationTemplateItemShareType = "SELF"
 )
 
+// Defines values for NotificationTemplatePatchModule.
+const (
+	NotificationTemplatePatchModuleOrchestration NotificationTemplatePatchModule = "Orchestration"
+	NotificationTemplatePatchModuleReports       NotificationTemplatePatchModule = "Reports"
+)
+
+// Defines values for NotificationTemplatePatchShareType.
+const (
+	NotificationTemplatePatchShareTypeALL  NotificationTemplatePatchShareType = "ALL"
+	NotificationTemplatePatchShareTypeSELF NotificationTemplatePatchShareType = "SELF"
+)
+
 // Defines values for NotificationTemplateWriteModule.
 const (
 	NotificationTemplateWriteModuleOrchestration NotificationTemplateWriteModule = "Orchestration"
@@ -540,6 +905,323 @@ const (
 	TemplateMailSeverityHIGH   TemplateMailSeverity = "HIGH"
 	TemplateMailSeverityLOW    TemplateMailSeverity = "LOW"
 	TemplateMailSeverityMEDIUM TemplateMailSeverity = "MEDIUM"
+)
+
+// Defines values for TimeZone.
+const (
+	TimeZoneAfricaAbidjan               TimeZone = "Africa/Abidjan"
+	TimeZoneAfricaAlgiers               TimeZone = "Africa/Algiers"
+	TimeZoneAfricaBissau                TimeZone = "Africa/Bissau"
+	TimeZoneAfricaCairo                 TimeZone = "Africa/Cairo"
+	TimeZoneAfricaCasablanca            TimeZone = "Africa/Casablanca"
+	TimeZoneAfricaCeuta                 TimeZone = "Africa/Ceuta"
+	TimeZoneAfricaElAaiun               TimeZone = "Africa/El_Aaiun"
+	TimeZoneAfricaJohannesburg          TimeZone = "Africa/Johannesburg"
+	TimeZoneAfricaJuba                  TimeZone = "Africa/Juba"
+	TimeZoneAfricaKhartoum              TimeZone = "Africa/Khartoum"
+	TimeZoneAfricaLagos                 TimeZone = "Africa/Lagos"
+	TimeZoneAfricaMaputo                TimeZone = "Africa/Maputo"
+	TimeZoneAfricaMonrovia              TimeZone = "Africa/Monrovia"
+	TimeZoneAfricaNairobi               TimeZone = "Africa/Nairobi"
+	TimeZoneAfricaNdjamena              TimeZone = "Africa/Ndjamena"
+	TimeZoneAfricaSaoTome               TimeZone = "Africa/Sao_Tome"
+	TimeZoneAfricaTripoli               TimeZone = "Africa/Tripoli"
+	TimeZoneAfricaTunis                 TimeZone = "Africa/Tunis"
+	TimeZoneAfricaWindhoek              TimeZone = "Africa/Windhoek"
+	TimeZoneAmericaAdak                 TimeZone = "America/Adak"
+	TimeZoneAmericaAnchorage            TimeZone = "America/Anchorage"
+	TimeZoneAmericaAraguaina            TimeZone = "America/Araguaina"
+	TimeZoneAmericaArgentinaBuenosAires TimeZone = "America/Argentina/Buenos_Aires"
+	TimeZoneAmericaArgentinaCatamarca   TimeZone = "America/Argentina/Catamarca"
+	TimeZoneAmericaArgentinaCordoba     TimeZone = "America/Argentina/Cordoba"
+	TimeZoneAmericaArgentinaJujuy       TimeZone = "America/Argentina/Jujuy"
+	TimeZoneAmericaArgentinaLaRioja     TimeZone = "America/Argentina/La_Rioja"
+	TimeZoneAmericaArgentinaMendoza     TimeZone = "America/Argentina/Mendoza"
+	TimeZoneAmericaArgentinaRioGallegos TimeZone = "America/Argentina/Rio_Gallegos"
+	TimeZoneAmericaArgentinaSalta       TimeZone = "America/Argentina/Salta"
+	TimeZoneAmericaArgentinaSanJuan     TimeZone = "America/Argentina/San_Juan"
+	TimeZoneAmericaArgentinaSanLuis     TimeZone = "America/Argentina/San_Luis"
+	TimeZoneAmericaArgentinaTucuman     TimeZone = "America/Argentina/Tucuman"
+	TimeZoneAmericaArgentinaUshuaia     TimeZone = "America/Argentina/Ushuaia"
+	TimeZoneAmericaAsuncion             TimeZone = "America/Asuncion"
+	TimeZoneAmericaBahia                TimeZone = "America/Bahia"
+	TimeZoneAmericaBahiaBanderas        TimeZone = "America/Bahia_Banderas"
+	TimeZoneAmericaBarbados             TimeZone = "America/Barbados"
+	TimeZoneAmericaBelem                TimeZone = "America/Belem"
+	TimeZoneAmericaBelize               TimeZone = "America/Belize"
+	TimeZoneAmericaBoaVista             TimeZone = "America/Boa_Vista"
+	TimeZoneAmericaBogota               TimeZone = "America/Bogota"
+	TimeZoneAmericaBoise                TimeZone = "America/Boise"
+	TimeZoneAmericaCambridgeBay         TimeZone = "America/Cambridge_Bay"
+	TimeZoneAmericaCampoGrande          TimeZone = "America/Campo_Grande"
+	TimeZoneAmericaCancun               TimeZone = "America/Cancun"
+	TimeZoneAmericaCaracas              TimeZone = "America/Caracas"
+	TimeZoneAmericaCayenne              TimeZone = "America/Cayenne"
+	TimeZoneAmericaChicago              TimeZone = "America/Chicago"
+	TimeZoneAmericaChihuahua            TimeZone = "America/Chihuahua"
+	TimeZoneAmericaCiudadJuarez         TimeZone = "America/Ciudad_Juarez"
+	TimeZoneAmericaCostaRica            TimeZone = "America/Costa_Rica"
+	TimeZoneAmericaCoyhaique            TimeZone = "America/Coyhaique"
+	TimeZoneAmericaCuiaba               TimeZone = "America/Cuiaba"
+	TimeZoneAmericaDanmarkshavn         TimeZone = "America/Danmarkshavn"
+	TimeZoneAmericaDawson               TimeZone = "America/Dawson"
+	TimeZoneAmericaDawsonCreek          TimeZone = "America/Dawson_Creek"
+	TimeZoneAmericaDenver               TimeZone = "America/Denver"
+	TimeZoneAmericaDetroit              TimeZone = "America/Detroit"
+	TimeZoneAmericaEdmonton             TimeZone = "America/Edmonton"
+	TimeZoneAmericaEirunepe             TimeZone = "America/Eirunepe"
+	TimeZoneAmericaElSalvador           TimeZone = "America/El_Salvador"
+	TimeZoneAmericaFortNelson           TimeZone = "America/Fort_Nelson"
+	TimeZoneAmericaFortaleza            TimeZone = "America/Fortaleza"
+	TimeZoneAmericaGlaceBay             TimeZone = "America/Glace_Bay"
+	TimeZoneAmericaGooseBay             TimeZone = "America/Goose_Bay"
+	TimeZoneAmericaGrandTurk            TimeZone = "America/Grand_Turk"
+	TimeZoneAmericaGuatemala            TimeZone = "America/Guatemala"
+	TimeZoneAmericaGuayaquil            TimeZone = "America/Guayaquil"
+	TimeZoneAmericaGuyana               TimeZone = "America/Guyana"
+	TimeZoneAmericaHalifax              TimeZone = "America/Halifax"
+	TimeZoneAmericaHavana               TimeZone = "America/Havana"
+	TimeZoneAmericaHermosillo           TimeZone = "America/Hermosillo"
+	TimeZoneAmericaIndianaIndianapolis  TimeZone = "America/Indiana/Indianapolis"
+	TimeZoneAmericaIndianaKnox          TimeZone = "America/Indiana/Knox"
+	TimeZoneAmericaIndianaMarengo       TimeZone = "America/Indiana/Marengo"
+	TimeZoneAmericaIndianaPetersburg    TimeZone = "America/Indiana/Petersburg"
+	TimeZoneAmericaIndianaTellCity      TimeZone = "America/Indiana/Tell_City"
+	TimeZoneAmericaIndianaVevay         TimeZone = "America/Indiana/Vevay"
+	TimeZoneAmericaIndianaVincennes     TimeZone = "America/Indiana/Vincennes"
+	TimeZoneAmericaIndianaWinamac       TimeZone = "America/Indiana/Winamac"
+	TimeZoneAmericaInuvik               TimeZone = "America/Inuvik"
+	TimeZoneAmericaIqaluit              TimeZone = "America/Iqaluit"
+	TimeZoneAmericaJamaica              TimeZone = "America/Jamaica"
+	TimeZoneAmericaJuneau               TimeZone = "America/Juneau"
+	TimeZoneAmericaKentuckyLouisville   TimeZone = "America/Kentucky/Louisville"
+	TimeZoneAmericaKentuckyMonticello   TimeZone = "America/Kentucky/Monticello"
+	TimeZoneAmericaLaPaz                TimeZone = "America/La_Paz"
+	TimeZoneAmericaLima                 TimeZone = "America/Lima"
+	TimeZoneAmericaLosAngeles           TimeZone = "America/Los_Angeles"
+	TimeZoneAmericaMaceio               TimeZone = "America/Maceio"
+	TimeZoneAmericaManagua              TimeZone = "America/Managua"
+	TimeZoneAmericaManaus               TimeZone = "America/Manaus"
+	TimeZoneAmericaMartinique           TimeZone = "America/Martinique"
+	TimeZoneAmericaMatamoros            TimeZone = "America/Matamoros"
+	TimeZoneAmericaMazatlan             TimeZone = "America/Mazatlan"
+	TimeZoneAmericaMenominee            TimeZone = "America/Menominee"
+	TimeZoneAmericaMerida               TimeZone = "America/Merida"
+	TimeZoneAmericaMetlakatla           TimeZone = "America/Metlakatla"
+	TimeZoneAmericaMexicoCity           TimeZone = "America/Mexico_City"
+	TimeZoneAmericaMiquelon             TimeZone = "America/Miquelon"
+	TimeZoneAmericaMoncton              TimeZone = "America/Moncton"
+	TimeZoneAmericaMonterrey            TimeZone = "America/Monterrey"
+	TimeZoneAmericaMontevideo           TimeZone = "America/Montevideo"
+	TimeZoneAmericaNewYork              TimeZone = "America/New_York"
+	TimeZoneAmericaNome                 TimeZone = "America/Nome"
+	TimeZoneAmericaNoronha              TimeZone = "America/Noronha"
+	TimeZoneAmericaNorthDakotaBeulah    TimeZone = "America/North_Dakota/Beulah"
+	TimeZoneAmericaNorthDakotaCenter    TimeZone = "America/North_Dakota/Center"
+	TimeZoneAmericaNorthDakotaNewSalem  TimeZone = "America/North_Dakota/New_Salem"
+	TimeZoneAmericaNuuk                 TimeZone = "America/Nuuk"
+	TimeZoneAmericaOjinaga              TimeZone = "America/Ojinaga"
+	TimeZoneAmericaPanama               TimeZone = "America/Panama"
+	TimeZoneAmericaParamaribo           TimeZone = "America/Paramaribo"
+	TimeZoneAmericaPhoenix              TimeZone = "America/Phoenix"
+	TimeZoneAmericaPortAuPrince         TimeZone = "America/Port-au-Prince"
+	TimeZoneAmericaPortoVelho           TimeZone = "America/Porto_Velho"
+	TimeZoneAmericaPuertoRico           TimeZone = "America/Puerto_Rico"
+	TimeZoneAmericaPuntaArenas          TimeZone = "America/Punta_Arenas"
+	TimeZoneAmericaRankinInlet          TimeZone = "America/Rankin_Inlet"
+	TimeZoneAmericaRecife               TimeZone = "America/Recife"
+	TimeZoneAmericaRegina               TimeZone = "America/Regina"
+	TimeZoneAmericaResolute             TimeZone = "America/Resolute"
+	TimeZoneAmericaRioBranco            TimeZone = "America/Rio_Branco"
+	TimeZoneAmericaSantarem             TimeZone = "America/Santarem"
+	TimeZoneAmericaSantiago             TimeZone = "America/Santiago"
+	TimeZoneAmericaSantoDomingo         TimeZone = "America/Santo_Domingo"
+	TimeZoneAmericaSaoPaulo             TimeZone = "America/Sao_Paulo"
+	TimeZoneAmericaScoresbysund         TimeZone = "America/Scoresbysund"
+	TimeZoneAmericaSitka                TimeZone = "America/Sitka"
+	TimeZoneAmericaStJohns              TimeZone = "America/St_Johns"
+	TimeZoneAmericaSwiftCurrent         TimeZone = "America/Swift_Current"
+	TimeZoneAmericaTegucigalpa          TimeZone = "America/Tegucigalpa"
+	TimeZoneAmericaThule                TimeZone = "America/Thule"
+	TimeZoneAmericaTijuana              TimeZone = "America/Tijuana"
+	TimeZoneAmericaToronto              TimeZone = "America/Toronto"
+	TimeZoneAmericaVancouver            TimeZone = "America/Vancouver"
+	TimeZoneAmericaWhitehorse           TimeZone = "America/Whitehorse"
+	TimeZoneAmericaWinnipeg             TimeZone = "America/Winnipeg"
+	TimeZoneAmericaYakutat              TimeZone = "America/Yakutat"
+	TimeZoneAntarcticaCasey             TimeZone = "Antarctica/Casey"
+	TimeZoneAntarcticaDavis             TimeZone = "Antarctica/Davis"
+	TimeZoneAntarcticaMacquarie         TimeZone = "Antarctica/Macquarie"
+	TimeZoneAntarcticaMawson            TimeZone = "Antarctica/Mawson"
+	TimeZoneAntarcticaPalmer            TimeZone = "Antarctica/Palmer"
+	TimeZoneAntarcticaRothera           TimeZone = "Antarctica/Rothera"
+	TimeZoneAntarcticaTroll             TimeZone = "Antarctica/Troll"
+	TimeZoneAntarcticaVostok            TimeZone = "Antarctica/Vostok"
+	TimeZoneAsiaAlmaty                  TimeZone = "Asia/Almaty"
+	TimeZoneAsiaAmman                   TimeZone = "Asia/Amman"
+	TimeZoneAsiaAnadyr                  TimeZone = "Asia/Anadyr"
+	TimeZoneAsiaAqtau                   TimeZone = "Asia/Aqtau"
+	TimeZoneAsiaAqtobe                  TimeZone = "Asia/Aqtobe"
+	TimeZoneAsiaAshgabat                TimeZone = "Asia/Ashgabat"
+	TimeZoneAsiaAtyrau                  TimeZone = "Asia/Atyrau"
+	TimeZoneAsiaBaghdad                 TimeZone = "Asia/Baghdad"
+	TimeZoneAsiaBaku                    TimeZone = "Asia/Baku"
+	TimeZoneAsiaBangkok                 TimeZone = "Asia/Bangkok"
+	TimeZoneAsiaBarnaul                 TimeZone = "Asia/Barnaul"
+	TimeZoneAsiaBeirut                  TimeZone = "Asia/Beirut"
+	TimeZoneAsiaBishkek                 TimeZone = "Asia/Bishkek"
+	TimeZoneAsiaChita                   TimeZone = "Asia/Chita"
+	TimeZoneAsiaColombo                 TimeZone = "Asia/Colombo"
+	TimeZoneAsiaDamascus                TimeZone = "Asia/Damascus"
+	TimeZoneAsiaDhaka                   TimeZone = "Asia/Dhaka"
+	TimeZoneAsiaDili                    TimeZone = "Asia/Dili"
+	TimeZoneAsiaDubai                   TimeZone = "Asia/Dubai"
+	TimeZoneAsiaDushanbe                TimeZone = "Asia/Dushanbe"
+	TimeZoneAsiaFamagusta               TimeZone = "Asia/Famagusta"
+	TimeZoneAsiaGaza                    TimeZone = "Asia/Gaza"
+	TimeZoneAsiaHebron                  TimeZone = "Asia/Hebron"
+	TimeZoneAsiaHoChiMinh               TimeZone = "Asia/Ho_Chi_Minh"
+	TimeZoneAsiaHongKong                TimeZone = "Asia/Hong_Kong"
+	TimeZoneAsiaHovd                    TimeZone = "Asia/Hovd"
+	TimeZoneAsiaIrkutsk                 TimeZone = "Asia/Irkutsk"
+	TimeZoneAsiaJakarta                 TimeZone = "Asia/Jakarta"
+	TimeZoneAsiaJayapura                TimeZone = "Asia/Jayapura"
+	TimeZoneAsiaJerusalem               TimeZone = "Asia/Jerusalem"
+	TimeZoneAsiaKabul                   TimeZone = "Asia/Kabul"
+	TimeZoneAsiaKamchatka               TimeZone = "Asia/Kamchatka"
+	TimeZoneAsiaKarachi                 TimeZone = "Asia/Karachi"
+	TimeZoneAsiaKathmandu               TimeZone = "Asia/Kathmandu"
+	TimeZoneAsiaKhandyga                TimeZone = "Asia/Khandyga"
+	TimeZoneAsiaKolkata                 TimeZone = "Asia/Kolkata"
+	TimeZoneAsiaKrasnoyarsk             TimeZone = "Asia/Krasnoyarsk"
+	TimeZoneAsiaKuching                 TimeZone = "Asia/Kuching"
+	TimeZoneAsiaMacau                   TimeZone = "Asia/Macau"
+	TimeZoneAsiaMagadan                 TimeZone = "Asia/Magadan"
+	TimeZoneAsiaMakassar                TimeZone = "Asia/Makassar"
+	TimeZoneAsiaManila                  TimeZone = "Asia/Manila"
+	TimeZoneAsiaNicosia                 TimeZone = "Asia/Nicosia"
+	TimeZoneAsiaNovokuznetsk            TimeZone = "Asia/Novokuznetsk"
+	TimeZoneAsiaNovosibirsk             TimeZone = "Asia/Novosibirsk"
+	TimeZoneAsiaOmsk                    TimeZone = "Asia/Omsk"
+	TimeZoneAsiaOral                    TimeZone = "Asia/Oral"
+	TimeZoneAsiaPontianak               TimeZone = "Asia/Pontianak"
+	TimeZoneAsiaPyongyang               TimeZone = "Asia/Pyongyang"
+	TimeZoneAsiaQatar                   TimeZone = "Asia/Qatar"
+	TimeZoneAsiaQostanay                TimeZone = "Asia/Qostanay"
+	TimeZoneAsiaQyzylorda               TimeZone = "Asia/Qyzylorda"
+	TimeZoneAsiaRiyadh                  TimeZone = "Asia/Riyadh"
+	TimeZoneAsiaSakhalin                TimeZone = "Asia/Sakhalin"
+	TimeZoneAsiaSamarkand               TimeZone = "Asia/Samarkand"
+	TimeZoneAsiaSeoul                   TimeZone = "Asia/Seoul"
+	TimeZoneAsiaShanghai                TimeZone = "Asia/Shanghai"
+	TimeZoneAsiaSingapore               TimeZone = "Asia/Singapore"
+	TimeZoneAsiaSrednekolymsk           TimeZone = "Asia/Srednekolymsk"
+	TimeZoneAsiaTaipei                  TimeZone = "Asia/Taipei"
+	TimeZoneAsiaTashkent                TimeZone = "Asia/Tashkent"
+	TimeZoneAsiaTbilisi                 TimeZone = "Asia/Tbilisi"
+	TimeZoneAsiaTehran                  TimeZone = "Asia/Tehran"
+	TimeZoneAsiaThimphu                 TimeZone = "Asia/Thimphu"
+	TimeZoneAsiaTokyo                   TimeZone = "Asia/Tokyo"
+	TimeZoneAsiaTomsk                   TimeZone = "Asia/Tomsk"
+	TimeZoneAsiaUlaanbaatar             TimeZone = "Asia/Ulaanbaatar"
+	TimeZoneAsiaUrumqi                  TimeZone = "Asia/Urumqi"
+	TimeZoneAsiaUstNera                 TimeZone = "Asia/Ust-Nera"
+	TimeZoneAsiaVladivostok             TimeZone = "Asia/Vladivostok"
+	TimeZoneAsiaYakutsk                 TimeZone = "Asia/Yakutsk"
+	TimeZoneAsiaYangon                  TimeZone = "Asia/Yangon"
+	TimeZoneAsiaYekaterinburg           TimeZone = "Asia/Yekaterinburg"
+	TimeZoneAsiaYerevan                 TimeZone = "Asia/Yerevan"
+	TimeZoneAtlanticAzores              TimeZone = "Atlantic/Azores"
+	TimeZoneAtlanticBermuda             TimeZone = "Atlantic/Bermuda"
+	TimeZoneAtlanticCanary              TimeZone = "Atlantic/Canary"
+	TimeZoneAtlanticCapeVerde           TimeZone = "Atlantic/Cape_Verde"
+	TimeZoneAtlanticFaroe               TimeZone = "Atlantic/Faroe"
+	TimeZoneAtlanticMadeira             TimeZone = "Atlantic/Madeira"
+	TimeZoneAtlanticSouthGeorgia        TimeZone = "Atlantic/South_Georgia"
+	TimeZoneAtlanticStanley             TimeZone = "Atlantic/Stanley"
+	TimeZoneAustraliaAdelaide           TimeZone = "Australia/Adelaide"
+	TimeZoneAustraliaBrisbane           TimeZone = "Australia/Brisbane"
+	TimeZoneAustraliaBrokenHill         TimeZone = "Australia/Broken_Hill"
+	TimeZoneAustraliaDarwin             TimeZone = "Australia/Darwin"
+	TimeZoneAustraliaEucla              TimeZone = "Australia/Eucla"
+	TimeZoneAustraliaHobart             TimeZone = "Australia/Hobart"
+	TimeZoneAustraliaLindeman           TimeZone = "Australia/Lindeman"
+	TimeZoneAustraliaLordHowe           TimeZone = "Australia/Lord_Howe"
+	TimeZoneAustraliaMelbourne          TimeZone = "Australia/Melbourne"
+	TimeZoneAustraliaPerth              TimeZone = "Australia/Perth"
+	TimeZoneAustraliaSydney             TimeZone = "Australia/Sydney"
+	TimeZoneEuropeAndorra               TimeZone = "Europe/Andorra"
+	TimeZoneEuropeAstrakhan             TimeZone = "Europe/Astrakhan"
+	TimeZoneEuropeAthens                TimeZone = "Europe/Athens"
+	TimeZoneEuropeBelgrade              TimeZone = "Europe/Belgrade"
+	TimeZoneEuropeBerlin                TimeZone = "Europe/Berlin"
+	TimeZoneEuropeBrussels              TimeZone = "Europe/Brussels"
+	TimeZoneEuropeBucharest             TimeZone = "Europe/Bucharest"
+	TimeZoneEuropeBudapest              TimeZone = "Europe/Budapest"
+	TimeZoneEuropeChisinau              TimeZone = "Europe/Chisinau"
+	TimeZoneEuropeDublin                TimeZone = "Europe/Dublin"
+	TimeZoneEuropeGibraltar             TimeZone = "Europe/Gibraltar"
+	TimeZoneEuropeHelsinki              TimeZone = "Europe/Helsinki"
+	TimeZoneEuropeIstanbul              TimeZone = "Europe/Istanbul"
+	TimeZoneEuropeKaliningrad           TimeZone = "Europe/Kaliningrad"
+	TimeZoneEuropeKirov                 TimeZone = "Europe/Kirov"
+	TimeZoneEuropeKyiv                  TimeZone = "Europe/Kyiv"
+	TimeZoneEuropeLisbon                TimeZone = "Europe/Lisbon"
+	TimeZoneEuropeLondon                TimeZone = "Europe/London"
+	TimeZoneEuropeMadrid                TimeZone = "Europe/Madrid"
+	TimeZoneEuropeMalta                 TimeZone = "Europe/Malta"
+	TimeZoneEuropeMinsk                 TimeZone = "Europe/Minsk"
+	TimeZoneEuropeMoscow                TimeZone = "Europe/Moscow"
+	TimeZoneEuropeParis                 TimeZone = "Europe/Paris"
+	TimeZoneEuropePrague                TimeZone = "Europe/Prague"
+	TimeZoneEuropeRiga                  TimeZone = "Europe/Riga"
+	TimeZoneEuropeRome                  TimeZone = "Europe/Rome"
+	TimeZoneEuropeSamara                TimeZone = "Europe/Samara"
+	TimeZoneEuropeSaratov               TimeZone = "Europe/Saratov"
+	TimeZoneEuropeSimferopol            TimeZone = "Europe/Simferopol"
+	TimeZoneEuropeSofia                 TimeZone = "Europe/Sofia"
+	TimeZoneEuropeTallinn               TimeZone = "Europe/Tallinn"
+	TimeZoneEuropeTirane                TimeZone = "Europe/Tirane"
+	TimeZoneEuropeUlyanovsk             TimeZone = "Europe/Ulyanovsk"
+	TimeZoneEuropeVienna                TimeZone = "Europe/Vienna"
+	TimeZoneEuropeVilnius               TimeZone = "Europe/Vilnius"
+	TimeZoneEuropeVolgograd             TimeZone = "Europe/Volgograd"
+	TimeZoneEuropeWarsaw                TimeZone = "Europe/Warsaw"
+	TimeZoneEuropeZurich                TimeZone = "Europe/Zurich"
+	TimeZoneIndianChagos                TimeZone = "Indian/Chagos"
+	TimeZoneIndianMaldives              TimeZone = "Indian/Maldives"
+	TimeZoneIndianMauritius             TimeZone = "Indian/Mauritius"
+	TimeZonePacificApia                 TimeZone = "Pacific/Apia"
+	TimeZonePacificAuckland             TimeZone = "Pacific/Auckland"
+	TimeZonePacificBougainville         TimeZone = "Pacific/Bougainville"
+	TimeZonePacificChatham              TimeZone = "Pacific/Chatham"
+	TimeZonePacificEaster               TimeZone = "Pacific/Easter"
+	TimeZonePacificEfate                TimeZone = "Pacific/Efate"
+	TimeZonePacificFakaofo              TimeZone = "Pacific/Fakaofo"
+	TimeZonePacificFiji                 TimeZone = "Pacific/Fiji"
+	TimeZonePacificGalapagos            TimeZone = "Pacific/Galapagos"
+	TimeZonePacificGambier              TimeZone = "Pacific/Gambier"
+	TimeZonePacificGuadalcanal          TimeZone = "Pacific/Guadalcanal"
+	TimeZonePacificGuam                 TimeZone = "Pacific/Guam"
+	TimeZonePacificHonolulu             TimeZone = "Pacific/Honolulu"
+	TimeZonePacificKanton               TimeZone = "Pacific/Kanton"
+	TimeZonePacificKiritimati           TimeZone = "Pacific/Kiritimati"
+	TimeZonePacificKosrae               TimeZone = "Pacific/Kosrae"
+	TimeZonePacificKwajalein            TimeZone = "Pacific/Kwajalein"
+	TimeZonePacificMarquesas            TimeZone = "Pacific/Marquesas"
+	TimeZonePacificNauru                TimeZone = "Pacific/Nauru"
+	TimeZonePacificNiue                 TimeZone = "Pacific/Niue"
+	TimeZonePacificNorfolk              TimeZone = "Pacific/Norfolk"
+	TimeZonePacificNoumea               TimeZone = "Pacific/Noumea"
+	TimeZonePacificPagoPago             TimeZone = "Pacific/Pago_Pago"
+	TimeZonePacificPalau                TimeZone = "Pacific/Palau"
+	TimeZonePacificPitcairn             TimeZone = "Pacific/Pitcairn"
+	TimeZonePacificPortMoresby          TimeZone = "Pacific/Port_Moresby"
+	TimeZonePacificRarotonga            TimeZone = "Pacific/Rarotonga"
+	TimeZonePacificTahiti               TimeZone = "Pacific/Tahiti"
+	TimeZonePacificTarawa               TimeZone = "Pacific/Tarawa"
+	TimeZonePacificTongatapu            TimeZone = "Pacific/Tongatapu"
+	TimeZoneUTC                         TimeZone = "UTC"
 )
 
 // Defines values for UserCreateGender.
@@ -714,6 +1396,50 @@ type AccountLinkingSettingsAttributeType string
 // AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevel defines model for AccountLinkingSettings.OndemandProvisioningSettings.DefaultPermissionLevel.
 type AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevel string
 
+// AccountLinkingSettingsPatch A JSON merge patch over the account-linking settings: the members
+// given replace the stored ones. attribute_value follows attribute_type
+// (the patch's, or the stored one): with `attribute` one of the user
+// attributes, with `naming_format` a pattern of printable ASCII text
+// and at least one macro, no other `%`.
+type AccountLinkingSettingsPatch struct {
+	AttributeType                *AccountLinkingSettingsPatchAttributeType `json:"attribute_type,omitempty"`
+	AttributeValue               *string                                   `json:"attribute_value,omitempty"`
+	IsEnabled                    *bool                                     `json:"is_enabled,omitempty"`
+	LinkRestrictedLocalAccounts  *[]string                                 `json:"link_restricted_local_accounts,omitempty"`
+	OndemandProvisioningSettings *struct {
+		DefaultPermissionLevel *AccountLinkingSettingsPatchOndemandProvisioningSettingsDefaultPermissionLevel `json:"default_permission_level,omitempty"`
+		IsEnabled              *bool                                                                          `json:"is_enabled,omitempty"`
+	} `json:"ondemand_provisioning_settings,omitempty"`
+	union json.RawMessage
+}
+
+// AccountLinkingSettingsPatchAttributeType defines model for AccountLinkingSettingsPatch.AttributeType.
+type AccountLinkingSettingsPatchAttributeType string
+
+// AccountLinkingSettingsPatchOndemandProvisioningSettingsDefaultPermissionLevel defines model for AccountLinkingSettingsPatch.OndemandProvisioningSettings.DefaultPermissionLevel.
+type AccountLinkingSettingsPatchOndemandProvisioningSettingsDefaultPermissionLevel string
+
+// AccountLinkingSettingsPatch0 defines model for .
+type AccountLinkingSettingsPatch0 struct {
+	AttributeType  *AccountLinkingSettingsPatch0AttributeType  `json:"attribute_type,omitempty"`
+	AttributeValue *AccountLinkingSettingsPatch0AttributeValue `json:"attribute_value,omitempty"`
+}
+
+// AccountLinkingSettingsPatch0AttributeType defines model for AccountLinkingSettingsPatch.0.AttributeType.
+type AccountLinkingSettingsPatch0AttributeType string
+
+// AccountLinkingSettingsPatch0AttributeValue defines model for AccountLinkingSettingsPatch.0.AttributeValue.
+type AccountLinkingSettingsPatch0AttributeValue string
+
+// AccountLinkingSettingsPatch1 defines model for .
+type AccountLinkingSettingsPatch1 struct {
+	AttributeType  *AccountLinkingSettingsPatch1AttributeType `json:"attribute_type,omitempty"`
+	AttributeValue *string                                    `json:"attribute_value,omitempty"`
+}
+
+// AccountLinkingSettingsPatch1AttributeType defines model for AccountLinkingSettingsPatch.1.AttributeType.
+type AccountLinkingSettingsPatch1AttributeType string
+
 // AdminSettings defines model for AdminSettings.
 type AdminSettings struct {
 	AccountBlockingSettings struct {
@@ -737,6 +1463,81 @@ type AdminSettingsCaptchaType string
 // AdminSettingsEnvelope defines model for AdminSettingsEnvelope.
 type AdminSettingsEnvelope struct {
 	Data AdminSettings `json:"data"`
+}
+
+// AdminSettingsPatch A JSON merge patch over the administrator settings: the members
+// given replace the stored ones (objects merge). What depends on the
+// result as a whole is checked on it: offline MFA enabled needs a
+// factor config; no_of_required_factors at least the mandatory factor
+// configs and at most all of them; verification_order numbers the
+// factor configs 1 to n, each once; a duration value within its unit's
+// range (hours 1 to 8760, days 1 to 365).
+type AdminSettingsPatch struct {
+	AccountBlockingSettings *struct {
+		// BlockingDuration Minutes; unchecked when is_block_forever.
+		BlockingDuration *int `json:"blocking_duration,omitempty"`
+
+		// FailedAttemptsResetInterval Minutes.
+		FailedAttemptsResetInterval   *int  `json:"failed_attempts_reset_interval,omitempty"`
+		FailedAttemptsThreshold       *int  `json:"failed_attempts_threshold,omitempty"`
+		IsBlockForever                *bool `json:"is_block_forever,omitempty"`
+		ResetFailureAttemptsOnSuccess *bool `json:"reset_failure_attempts_on_success,omitempty"`
+	} `json:"account_blocking_settings,omitempty"`
+	CaptchaType        *AdminSettingsPatchCaptchaType `json:"captcha_type,omitempty"`
+	OfflineMfaSettings *struct {
+		Actions                  *[]AdminSettingsPatchOfflineMfaSettingsActions `json:"actions,omitempty"`
+		BypassMfaConnectionError *bool                                          `json:"bypass_mfa_connection_error,omitempty"`
+		DevicesAssignment        *struct {
+			DeviceIds *[]RefID `json:"device_ids,omitempty"`
+
+			// GroupIds Device group ids.
+			GroupIds *[]RefID `json:"group_ids,omitempty"`
+		} `json:"devices_assignment,omitempty"`
+		IsEnabled                   *bool                                                              `json:"is_enabled,omitempty"`
+		OfflineVerificationDuration *AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration `json:"offline_verification_duration,omitempty"`
+		SecondaryAuthentication     *struct {
+			FactorConfigs *[]struct {
+				AuthnFactorConfigId int64 `json:"authn_factor_config_id"`
+				IsMandatory         *bool `json:"is_mandatory,omitempty"`
+				VerificationOrder   int   `json:"verification_order"`
+			} `json:"factor_configs,omitempty"`
+			NoOfRequiredFactors *int `json:"no_of_required_factors,omitempty"`
+		} `json:"secondary_authentication,omitempty"`
+	} `json:"offline_mfa_settings,omitempty"`
+	PasswordlessEnabledForNpsVpn *bool `json:"passwordless_enabled_for_nps_vpn,omitempty"`
+}
+
+// AdminSettingsPatchCaptchaType defines model for AdminSettingsPatch.CaptchaType.
+type AdminSettingsPatchCaptchaType string
+
+// AdminSettingsPatchOfflineMfaSettingsActions defines model for AdminSettingsPatch.OfflineMfaSettings.Actions.
+type AdminSettingsPatchOfflineMfaSettingsActions string
+
+// AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDurationUnit defines model for AdminSettingsPatch.OfflineMfaSettings.OfflineVerificationDuration.Unit.
+type AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDurationUnit string
+
+// AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0 defines model for .
+type AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0 struct {
+	Unit *AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0Unit `json:"unit,omitempty"`
+}
+
+// AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0Unit defines model for AdminSettingsPatch.OfflineMfaSettings.OfflineVerificationDuration.0.Unit.
+type AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0Unit string
+
+// AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1 defines model for .
+type AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1 struct {
+	Unit  *AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1Unit `json:"unit,omitempty"`
+	Value *int                                                                  `json:"value,omitempty"`
+}
+
+// AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1Unit defines model for AdminSettingsPatch.OfflineMfaSettings.OfflineVerificationDuration.1.Unit.
+type AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1Unit string
+
+// AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration defines model for AdminSettingsPatch.OfflineMfaSettings.OfflineVerificationDuration.
+type AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration struct {
+	Unit  *AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDurationUnit `json:"unit,omitempty"`
+	Value *int                                                                 `json:"value,omitempty"`
+	union json.RawMessage
 }
 
 // Agent An agent type (spec 2.13).
@@ -841,6 +1642,7 @@ type AgentRegistration struct {
 
 	// Platform NPSExtension and IISModule run on windows only.
 	Platform AgentRegistrationPlatform `json:"platform"`
+	union    json.RawMessage
 }
 
 // AgentRegistrationAgentType defines model for AgentRegistration.AgentType.
@@ -848,6 +1650,30 @@ type AgentRegistrationAgentType string
 
 // AgentRegistrationPlatform NPSExtension and IISModule run on windows only.
 type AgentRegistrationPlatform string
+
+// AgentRegistration0 The device agent, on any platform.
+type AgentRegistration0 struct {
+	AgentType AgentRegistration0AgentType `json:"agent_type"`
+	Platform  AgentRegistration0Platform  `json:"platform"`
+}
+
+// AgentRegistration0AgentType defines model for AgentRegistration.0.AgentType.
+type AgentRegistration0AgentType string
+
+// AgentRegistration0Platform defines model for AgentRegistration.0.Platform.
+type AgentRegistration0Platform string
+
+// AgentRegistration1 The server components, on windows.
+type AgentRegistration1 struct {
+	AgentType AgentRegistration1AgentType `json:"agent_type"`
+	Platform  AgentRegistration1Platform  `json:"platform"`
+}
+
+// AgentRegistration1AgentType defines model for AgentRegistration.1.AgentType.
+type AgentRegistration1AgentType string
+
+// AgentRegistration1Platform defines model for AgentRegistration.1.Platform.
+type AgentRegistration1Platform string
 
 // BulkDeleteResult defines model for BulkDeleteResult.
 type BulkDeleteResult struct {
@@ -863,6 +1689,9 @@ type BulkDeleteResult struct {
 // BulkDeleteResultStatus defines model for BulkDeleteResult.Status.
 type BulkDeleteResultStatus int
 
+// BusinessHoursBitmap 168 characters of 0 and 1: character 24×d+h is hour h of day d (0 Sunday … 6 Saturday).
+type BusinessHoursBitmap = string
+
 // BusinessHoursConfig defines model for BusinessHoursConfig.
 type BusinessHoursConfig struct {
 	BusinessHoursBitmap string `json:"business_hours_bitmap"`
@@ -873,6 +1702,18 @@ type BusinessHoursConfig struct {
 	Id                   string    `json:"id"`
 	LastModifiedTime     time.Time `json:"last_modified_time"`
 	Timezone             string    `json:"timezone"`
+}
+
+// BusinessHoursConfigWrite defines model for BusinessHoursConfigWrite.
+type BusinessHoursConfigWrite struct {
+	// BusinessHoursBitmap 168 characters of 0 and 1: character 24×d+h is hour h of day d (0 Sunday … 6 Saturday).
+	BusinessHoursBitmap BusinessHoursBitmap `json:"business_hours_bitmap"`
+
+	// DisplayName Trimmed of spaces at both ends; unique within the family.
+	DisplayName string `json:"display_name"`
+
+	// Timezone An IANA time zone name.
+	Timezone TimeZone `json:"timezone"`
 }
 
 // CAConfig defines model for CAConfig.
@@ -895,13 +1736,25 @@ type CAConfig struct {
 // CAConfigCertificateMappingAttribute defines model for CAConfig.CertificateMappingAttribute.
 type CAConfigCertificateMappingAttribute string
 
+// CAConfigCreateForm A new CA config.
+type CAConfigCreateForm struct {
+	// CaFile A certificate authority's certificate (basic constraints CA:TRUE, key usage certificate signing, valid now): a .cer file, PEM or DER, at most 64 KiB.
+	CaFile                      openapi_types.File                            `json:"ca_file"`
+	CertificateMappingAttribute CAConfigCreateFormCertificateMappingAttribute `json:"certificate_mapping_attribute"`
+	IsEnabled                   *bool                                         `json:"is_enabled,omitempty"`
+}
+
+// CAConfigCreateFormCertificateMappingAttribute defines model for CAConfigCreateForm.CertificateMappingAttribute.
+type CAConfigCreateFormCertificateMappingAttribute string
+
 // CAConfigEnvelope defines model for CAConfigEnvelope.
 type CAConfigEnvelope struct {
 	Data CAConfig `json:"data"`
 }
 
-// CAConfigForm defines model for CAConfigForm.
+// CAConfigForm A change of a CA config; every part optional, each at most once.
 type CAConfigForm struct {
+	// CaFile A certificate authority's certificate (basic constraints CA:TRUE, key usage certificate signing, valid now): a .cer file, PEM or DER, at most 64 KiB.
 	CaFile                      *openapi_types.File                      `json:"ca_file,omitempty"`
 	CertificateMappingAttribute *CAConfigFormCertificateMappingAttribute `json:"certificate_mapping_attribute,omitempty"`
 	IsEnabled                   *bool                                    `json:"is_enabled,omitempty"`
@@ -924,6 +1777,15 @@ type ConditionConfigCommon struct {
 	LastModifiedTime     time.Time `json:"last_modified_time"`
 }
 
+// ConditionConfigCreate The body of a condition config of the path's family: businesshours
+// (display_name, business_hours_bitmap, timezone), geolocations
+// (display_name and countries, or is_unknown_ip_locations_included
+// true) or ipsources (display_name and ip_addresses or
+// ip_address_ranges, is_trusted_source).
+type ConditionConfigCreate struct {
+	union json.RawMessage
+}
+
 // ConditionConfigItem A condition config as a list shows it (fields may pick some members).
 type ConditionConfigItem struct {
 	BusinessHoursBitmap          *string    `json:"business_hours_bitmap,omitempty"`
@@ -939,20 +1801,44 @@ type ConditionConfigItem struct {
 	Timezone                     *string    `json:"timezone,omitempty"`
 }
 
-// ConditionConfigWrite The writable fields of a condition config; a body may hold only those
-// of the path's family (businesshours: display_name,
-// business_hours_bitmap, timezone; geolocations: display_name, countries,
-// is_unknown_ip_locations_included; ipsources: display_name,
-// is_trusted_source, ip_addresses, ip_address_ranges).
-type ConditionConfigWrite struct {
-	BusinessHoursBitmap          *string    `json:"business_hours_bitmap,omitempty"`
-	Countries                    *[]string  `json:"countries,omitempty"`
-	DisplayName                  *string    `json:"display_name,omitempty"`
-	IpAddressRanges              *[]IPRange `json:"ip_address_ranges,omitempty"`
-	IpAddresses                  *string    `json:"ip_addresses,omitempty"`
-	IsTrustedSource              *bool      `json:"is_trusted_source,omitempty"`
-	IsUnknownIpLocationsIncluded *bool      `json:"is_unknown_ip_locations_included,omitempty"`
-	Timezone                     *string    `json:"timezone,omitempty"`
+// ConditionConfigPatch A JSON merge patch over a condition config of the path's family,
+// with that family's fields only; the result is checked as on create
+// (a geolocations config keeps a country or unknown IP locations, an
+// ipsources config an address or a range).
+type ConditionConfigPatch struct {
+	union json.RawMessage
+}
+
+// ConditionConfigPatch0 defines model for .
+type ConditionConfigPatch0 struct {
+	// BusinessHoursBitmap 168 characters of 0 and 1: character 24×d+h is hour h of day d (0 Sunday … 6 Saturday).
+	BusinessHoursBitmap *BusinessHoursBitmap `json:"business_hours_bitmap,omitempty"`
+
+	// DisplayName Trimmed of spaces at both ends; unique within the family.
+	DisplayName *string `json:"display_name,omitempty"`
+
+	// Timezone An IANA time zone name.
+	Timezone *TimeZone `json:"timezone,omitempty"`
+}
+
+// ConditionConfigPatch1 defines model for .
+type ConditionConfigPatch1 struct {
+	Countries *[]CountryCode `json:"countries,omitempty"`
+
+	// DisplayName Trimmed of spaces at both ends; unique within the family.
+	DisplayName                  *string `json:"display_name,omitempty"`
+	IsUnknownIpLocationsIncluded *bool   `json:"is_unknown_ip_locations_included,omitempty"`
+}
+
+// ConditionConfigPatch2 defines model for .
+type ConditionConfigPatch2 struct {
+	// DisplayName Trimmed of spaces at both ends; unique within the family.
+	DisplayName     *string    `json:"display_name,omitempty"`
+	IpAddressRanges *[]IPRange `json:"ip_address_ranges,omitempty"`
+
+	// IpAddresses As IPAddressList, or blank (none).
+	IpAddresses     *IPAddressListOrEmpty `json:"ip_addresses,omitempty"`
+	IsTrustedSource *bool                 `json:"is_trusted_source,omitempty"`
 }
 
 // ConfigBulkDeleteResult defines model for ConfigBulkDeleteResult.
@@ -968,6 +1854,9 @@ type ConfigBulkDeleteResult struct {
 
 // ConfigBulkDeleteResultStatus defines model for ConfigBulkDeleteResult.Status.
 type ConfigBulkDeleteResultStatus int
+
+// CountryCode An ISO 3166-1 alpha-2 code.
+type CountryCode string
 
 // CursorMeta defines model for CursorMeta.
 type CursorMeta struct {
@@ -1242,8 +2131,8 @@ type EvaluateRequest struct {
 	DeviceId *string                 `json:"device_id,omitempty"`
 	Endpoint EvaluateRequestEndpoint `json:"endpoint"`
 
-	// Ip IPv4 or IPv6 address.
-	Ip     string     `json:"ip"`
+	// Ip An IPv4 address (dotted decimal, no leading zeros) or an IPv6 address (hex groups, :: for zeros), without a zone.
+	Ip     IPAddress  `json:"ip"`
 	Time   *time.Time `json:"time,omitempty"`
 	UserId string     `json:"user_id"`
 }
@@ -1251,7 +2140,9 @@ type EvaluateRequest struct {
 // EvaluateRequestEndpoint defines model for EvaluateRequest.Endpoint.
 type EvaluateRequestEndpoint string
 
-// ExecuteRequest defines model for ExecuteRequest.
+// ExecuteRequest The users by exactly one of upload_id, user_ids or filter (or the
+// query's filter instead of the body's: then the body names none).
+// target_container for move-users only, and required there.
 type ExecuteRequest struct {
 	// Filter A filter over user attributes, as on GET /users.
 	Filter *string `json:"filter,omitempty"`
@@ -1259,21 +2150,23 @@ type ExecuteRequest struct {
 	// TargetContainer move-users: the RFC 4514 distinguished name the users move to.
 	TargetContainer *string `json:"target_container,omitempty"`
 
-	// UploadId An upload of the action (a digit string or an integer).
-	UploadId *ExecuteRequest_UploadId `json:"upload_id,omitempty"`
-	UserIds  *[]string                `json:"user_ids,omitempty"`
+	// UploadId An id; answered as a digit string, accepted as a string or an integer.
+	UploadId *RefID `json:"upload_id,omitempty"`
+	UserIds  *[]ID  `json:"user_ids,omitempty"`
+	union    json.RawMessage
 }
 
-// ExecuteRequestUploadId0 defines model for .
-type ExecuteRequestUploadId0 = string
+// ExecuteRequest0 defines model for .
+type ExecuteRequest0 = interface{}
 
-// ExecuteRequestUploadId1 defines model for .
-type ExecuteRequestUploadId1 = int
+// ExecuteRequest1 defines model for .
+type ExecuteRequest1 = interface{}
 
-// ExecuteRequest_UploadId An upload of the action (a digit string or an integer).
-type ExecuteRequest_UploadId struct {
-	union json.RawMessage
-}
+// ExecuteRequest2 defines model for .
+type ExecuteRequest2 = interface{}
+
+// ExecuteRequest3 None in the body; the query's filter names the users.
+type ExecuteRequest3 = interface{}
 
 // Execution An execution (spec 2.16) with the service's additions; id is an integer as the spec types it.
 type Execution struct {
@@ -1367,6 +2260,29 @@ type GeolocationConfig struct {
 	IsUnknownIpLocationsIncluded bool      `json:"is_unknown_ip_locations_included"`
 	LastModifiedTime             time.Time `json:"last_modified_time"`
 }
+
+// GeolocationsConfigWrite defines model for GeolocationsConfigWrite.
+type GeolocationsConfigWrite struct {
+	Countries *[]CountryCode `json:"countries,omitempty"`
+
+	// DisplayName Trimmed of spaces at both ends; unique within the family.
+	DisplayName                  string `json:"display_name"`
+	IsUnknownIpLocationsIncluded *bool  `json:"is_unknown_ip_locations_included,omitempty"`
+	union                        json.RawMessage
+}
+
+// GeolocationsConfigWrite0 defines model for .
+type GeolocationsConfigWrite0 struct {
+	Countries interface{} `json:"countries"`
+}
+
+// GeolocationsConfigWrite1 defines model for .
+type GeolocationsConfigWrite1 struct {
+	IsUnknownIpLocationsIncluded GeolocationsConfigWrite1IsUnknownIpLocationsIncluded `json:"is_unknown_ip_locations_included"`
+}
+
+// GeolocationsConfigWrite1IsUnknownIpLocationsIncluded defines model for GeolocationsConfigWrite.1.IsUnknownIpLocationsIncluded.
+type GeolocationsConfigWrite1IsUnknownIpLocationsIncluded bool
 
 // Group A group (spec 2.2) without members.
 type Group struct {
@@ -1470,10 +2386,22 @@ type ID = string
 // IDList Comma-separated ids (each as ID), spaces around them allowed.
 type IDList = string
 
-// IPRange defines model for IPRange.
+// IPAddress An IPv4 address (dotted decimal, no leading zeros) or an IPv6 address (hex groups, :: for zeros), without a zone.
+type IPAddress = string
+
+// IPAddressList Comma-separated IPv4/IPv6 addresses and CIDR prefixes, at most 1000.
+type IPAddressList = string
+
+// IPAddressListOrEmpty As IPAddressList, or blank (none).
+type IPAddressListOrEmpty = string
+
+// IPRange From and to, addresses of one family, from not after to.
 type IPRange struct {
-	From string `json:"from"`
-	To   string `json:"to"`
+	// From An IPv4 address (dotted decimal, no leading zeros) or an IPv6 address (hex groups, :: for zeros), without a zone.
+	From IPAddress `json:"from"`
+
+	// To An IPv4 address (dotted decimal, no leading zeros) or an IPv6 address (hex groups, :: for zeros), without a zone.
+	To IPAddress `json:"to"`
 }
 
 // IPSourceConfig defines model for IPSourceConfig.
@@ -1486,6 +2414,26 @@ type IPSourceConfig struct {
 	IpAddresses          string    `json:"ip_addresses"`
 	IsTrustedSource      bool      `json:"is_trusted_source"`
 	LastModifiedTime     time.Time `json:"last_modified_time"`
+}
+
+// IPSourcesConfigWrite defines model for IPSourcesConfigWrite.
+type IPSourcesConfigWrite struct {
+	// DisplayName Trimmed of spaces at both ends; unique within the family.
+	DisplayName     string     `json:"display_name"`
+	IpAddressRanges *[]IPRange `json:"ip_address_ranges,omitempty"`
+
+	// IpAddresses Comma-separated IPv4/IPv6 addresses and CIDR prefixes, at most 1000.
+	IpAddresses     *IPAddressList `json:"ip_addresses,omitempty"`
+	IsTrustedSource *bool          `json:"is_trusted_source,omitempty"`
+	union           json.RawMessage
+}
+
+// IPSourcesConfigWrite0 defines model for .
+type IPSourcesConfigWrite0 = interface{}
+
+// IPSourcesConfigWrite1 defines model for .
+type IPSourcesConfigWrite1 struct {
+	IpAddressRanges interface{} `json:"ip_address_ranges"`
 }
 
 // Job defines model for Job.
@@ -1807,14 +2755,50 @@ type NotificationScheduleItem struct {
 	Technician            *string           `json:"technician,omitempty"`
 }
 
+// NotificationSchedulePatch A JSON merge patch over a schedule (schedule_settings merges into the stored ones); the result is checked as on create.
+type NotificationSchedulePatch struct {
+	Description *string  `json:"description,omitempty"`
+	Groups      *[]int64 `json:"groups,omitempty"`
+	IsEnabled   *bool    `json:"is_enabled,omitempty"`
+	Name        *string  `json:"name,omitempty"`
+
+	// NotificationTemplateId An id: a digit string of a positive 64-bit integer (leading zeros
+	// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+	// with 400 (a path id of another organization answers 404).
+	NotificationTemplateId *ID `json:"notification_template_id,omitempty"`
+
+	// ScheduleSettings When the schedule runs, in the organization's time zone: digits (at
+	// most two, spaces around them allowed) of hours 0-23 and minutes 0-59;
+	// day_of_week 0-6 (0 Sunday) for WEEKLY; day_of_month 1-31 and,
+	// optional, month_of_year 1-12 for MONTHLY. The interval in any case.
+	// Fields the interval does not use are dropped unread. A patch: the
+	// members given replace the stored ones, and the result is checked
+	// (WEEKLY needs a day_of_week, MONTHLY a day_of_month, given or stored).
+	ScheduleSettings *ScheduleSettingsPatch `json:"schedule_settings,omitempty"`
+}
+
 // NotificationScheduleWrite defines model for NotificationScheduleWrite.
 type NotificationScheduleWrite struct {
-	Description            *string          `json:"description,omitempty"`
-	Groups                 []int64          `json:"groups"`
-	IsEnabled              *bool            `json:"is_enabled,omitempty"`
-	Name                   string           `json:"name"`
-	NotificationTemplateId string           `json:"notification_template_id"`
-	ScheduleSettings       ScheduleSettings `json:"schedule_settings"`
+	Description *string `json:"description,omitempty"`
+
+	// Groups Groups of the organization, each once.
+	Groups    []int64 `json:"groups"`
+	IsEnabled *bool   `json:"is_enabled,omitempty"`
+
+	// Name Trimmed of spaces at both ends.
+	Name string `json:"name"`
+
+	// NotificationTemplateId An id: a digit string of a positive 64-bit integer (leading zeros
+	// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+	// with 400 (a path id of another organization answers 404).
+	NotificationTemplateId ID `json:"notification_template_id"`
+
+	// ScheduleSettings When the schedule runs, in the organization's time zone: digits (at
+	// most two, spaces around them allowed) of hours 0-23 and minutes 0-59;
+	// day_of_week 0-6 (0 Sunday) for WEEKLY; day_of_month 1-31 and,
+	// optional, month_of_year 1-12 for MONTHLY. The interval in any case.
+	// Fields the interval does not use are dropped unread.
+	ScheduleSettings ScheduleSettingsWrite `json:"schedule_settings"`
 }
 
 // NotificationTemplate defines model for NotificationTemplate.
@@ -1857,30 +2841,97 @@ type NotificationTemplateItemModule string
 // NotificationTemplateItemShareType defines model for NotificationTemplateItem.ShareType.
 type NotificationTemplateItemShareType string
 
-// NotificationTemplateWrite defines model for NotificationTemplateWrite.
-type NotificationTemplateWrite struct {
-	Configurations *TemplateConfigurations `json:"configurations,omitempty"`
-	Description    *string                 `json:"description,omitempty"`
-	IsDefault      *bool                   `json:"is_default,omitempty"`
+// NotificationTemplatePatch A JSON merge patch over a template (mail and sms merge into the stored ones); the result is checked as on create.
+type NotificationTemplatePatch struct {
+	Configurations *TemplateConfigurationsWrite `json:"configurations,omitempty"`
+	Description    *string                      `json:"description,omitempty"`
+	IsDefault      *bool                        `json:"is_default,omitempty"`
 	Mail           *struct {
 		// AttachmentIds Ids of the template's files to attach.
-		AttachmentIds *[]string `json:"attachment_ids,omitempty"`
+		AttachmentIds *[]ID `json:"attachment_ids,omitempty"`
 
-		// Attachments Files to add ({name, file: data: URI}) or, with id alone, to keep.
-		Attachments *[]TemplateFile `json:"attachments,omitempty"`
-		Cc          *[]string       `json:"cc,omitempty"`
-		Content     string          `json:"content"`
+		// Attachments Files to add ({name, file: data: URI}) or, with id alone, to keep; at most 5 files in all.
+		Attachments *[]NotificationTemplatePatch_Mail_Attachments_Item `json:"attachments,omitempty"`
+		Cc          *[]string                                          `json:"cc,omitempty"`
+
+		// Content HTML, not blank; %macros% of the module.
+		Content *string `json:"content,omitempty"`
 
 		// InlineImageFiles Images to add as inline images ({name, file: data: URI}).
-		InlineImageFiles *[]TemplateFile `json:"inline_image_files,omitempty"`
+		InlineImageFiles *[]TemplateNewImage `json:"inline_image_files,omitempty"`
 
-		// InlineImages Ids of the template's files to show inline (cid:<id>).
-		InlineImages *[]string `json:"inline_images,omitempty"`
+		// InlineImages Ids of the template's image files to show inline (cid:<id>).
+		InlineImages *[]ID `json:"inline_images,omitempty"`
 
 		// Severity LOW, MEDIUM (default) or HIGH, any case.
-		Severity *string   `json:"severity,omitempty"`
-		Subject  string    `json:"subject"`
-		To       *[]string `json:"to,omitempty"`
+		Severity *string `json:"severity,omitempty"`
+
+		// Subject One line, not blank; %macros% of the module.
+		Subject *string `json:"subject,omitempty"`
+
+		// To Mail addresses or SELF, Manager; to and cc together at most 50.
+		To *[]string `json:"to,omitempty"`
+	} `json:"mail,omitempty"`
+	Module    *NotificationTemplatePatchModule    `json:"module,omitempty"`
+	Name      *string                             `json:"name,omitempty"`
+	ShareType *NotificationTemplatePatchShareType `json:"share_type,omitempty"`
+	Sms       *struct {
+		Content *string `json:"content,omitempty"`
+
+		// To Phone numbers (+ and 6 to 15 digits) or SELF, Manager.
+		To *[]string `json:"to,omitempty"`
+	} `json:"sms,omitempty"`
+}
+
+// NotificationTemplatePatchMailAttachments1 defines model for .
+type NotificationTemplatePatchMailAttachments1 struct {
+	// Id An id: a digit string of a positive 64-bit integer (leading zeros
+	// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+	// with 400 (a path id of another organization answers 404).
+	Id ID `json:"id"`
+}
+
+// NotificationTemplatePatch_Mail_Attachments_Item defines model for NotificationTemplatePatch.Mail.Attachments.Item.
+type NotificationTemplatePatch_Mail_Attachments_Item struct {
+	union json.RawMessage
+}
+
+// NotificationTemplatePatchModule defines model for NotificationTemplatePatch.Module.
+type NotificationTemplatePatchModule string
+
+// NotificationTemplatePatchShareType defines model for NotificationTemplatePatch.ShareType.
+type NotificationTemplatePatchShareType string
+
+// NotificationTemplateWrite A template with mail, SMS or both.
+type NotificationTemplateWrite struct {
+	Configurations *TemplateConfigurationsWrite `json:"configurations,omitempty"`
+	Description    *string                      `json:"description,omitempty"`
+	IsDefault      *bool                        `json:"is_default,omitempty"`
+	Mail           *struct {
+		// AttachmentIds On create the template has no files yet: none to name.
+		AttachmentIds *[]ID `json:"attachment_ids,omitempty"`
+
+		// Attachments Files to add ({name, file: data: URI}); at most 5 files in all.
+		Attachments *[]TemplateNewFile `json:"attachments,omitempty"`
+		Cc          *[]string          `json:"cc,omitempty"`
+
+		// Content HTML, not blank; %macros% of the module.
+		Content string `json:"content"`
+
+		// InlineImageFiles Images to add as inline images ({name, file: data: URI}).
+		InlineImageFiles *[]TemplateNewImage `json:"inline_image_files,omitempty"`
+
+		// InlineImages On create the template has no files yet: none to name.
+		InlineImages *[]ID `json:"inline_images,omitempty"`
+
+		// Severity LOW, MEDIUM (default) or HIGH, any case.
+		Severity *string `json:"severity,omitempty"`
+
+		// Subject One line, not blank; %macros% of the module.
+		Subject string `json:"subject"`
+
+		// To Mail addresses or SELF, Manager; to and cc together at most 50.
+		To *[]string `json:"to,omitempty"`
 	} `json:"mail,omitempty"`
 
 	// Module The service takes the names in any case too.
@@ -1890,9 +2941,12 @@ type NotificationTemplateWrite struct {
 	Name      string                              `json:"name"`
 	ShareType *NotificationTemplateWriteShareType `json:"share_type,omitempty"`
 	Sms       *struct {
-		Content string    `json:"content"`
-		To      *[]string `json:"to,omitempty"`
+		Content string `json:"content"`
+
+		// To Phone numbers (+ and 6 to 15 digits) or SELF, Manager.
+		To *[]string `json:"to,omitempty"`
 	} `json:"sms,omitempty"`
+	union json.RawMessage
 }
 
 // NotificationTemplateWriteModule The service takes the names in any case too.
@@ -1900,6 +2954,12 @@ type NotificationTemplateWriteModule string
 
 // NotificationTemplateWriteShareType defines model for NotificationTemplateWrite.ShareType.
 type NotificationTemplateWriteShareType string
+
+// NotificationTemplateWrite0 defines model for .
+type NotificationTemplateWrite0 = interface{}
+
+// NotificationTemplateWrite1 defines model for .
+type NotificationTemplateWrite1 = interface{}
 
 // OAuthError defines model for OAuthError.
 type OAuthError struct {
@@ -2214,8 +3274,83 @@ type ScheduleSettings struct {
 // ScheduleSettingsSchedulerInterval defines model for ScheduleSettings.SchedulerInterval.
 type ScheduleSettingsSchedulerInterval string
 
+// ScheduleSettingsPatch When the schedule runs, in the organization's time zone: digits (at
+// most two, spaces around them allowed) of hours 0-23 and minutes 0-59;
+// day_of_week 0-6 (0 Sunday) for WEEKLY; day_of_month 1-31 and,
+// optional, month_of_year 1-12 for MONTHLY. The interval in any case.
+// Fields the interval does not use are dropped unread. A patch: the
+// members given replace the stored ones, and the result is checked
+// (WEEKLY needs a day_of_week, MONTHLY a day_of_month, given or stored).
+type ScheduleSettingsPatch struct {
+	DayOfMonth        *string `json:"day_of_month,omitempty"`
+	DayOfWeek         *string `json:"day_of_week,omitempty"`
+	Hours             *string `json:"hours,omitempty"`
+	Minutes           *string `json:"minutes,omitempty"`
+	MonthOfYear       *string `json:"month_of_year,omitempty"`
+	SchedulerInterval *string `json:"scheduler_interval,omitempty"`
+	union             json.RawMessage
+}
+
+// ScheduleSettingsPatch0 defines model for .
+type ScheduleSettingsPatch0 struct {
+	SchedulerInterval *string `json:"scheduler_interval,omitempty"`
+}
+
+// ScheduleSettingsPatch1 defines model for .
+type ScheduleSettingsPatch1 struct {
+	DayOfWeek         *string `json:"day_of_week,omitempty"`
+	SchedulerInterval *string `json:"scheduler_interval,omitempty"`
+}
+
+// ScheduleSettingsPatch2 defines model for .
+type ScheduleSettingsPatch2 struct {
+	DayOfMonth        *string `json:"day_of_month,omitempty"`
+	MonthOfYear       *string `json:"month_of_year,omitempty"`
+	SchedulerInterval *string `json:"scheduler_interval,omitempty"`
+}
+
+// ScheduleSettingsWrite When the schedule runs, in the organization's time zone: digits (at
+// most two, spaces around them allowed) of hours 0-23 and minutes 0-59;
+// day_of_week 0-6 (0 Sunday) for WEEKLY; day_of_month 1-31 and,
+// optional, month_of_year 1-12 for MONTHLY. The interval in any case.
+// Fields the interval does not use are dropped unread.
+type ScheduleSettingsWrite struct {
+	DayOfMonth        *string `json:"day_of_month,omitempty"`
+	DayOfWeek         *string `json:"day_of_week,omitempty"`
+	Hours             string  `json:"hours"`
+	Minutes           string  `json:"minutes"`
+	MonthOfYear       *string `json:"month_of_year,omitempty"`
+	SchedulerInterval string  `json:"scheduler_interval"`
+	union             json.RawMessage
+}
+
+// ScheduleSettingsWrite0 defines model for .
+type ScheduleSettingsWrite0 struct {
+	SchedulerInterval *string `json:"scheduler_interval,omitempty"`
+}
+
+// ScheduleSettingsWrite1 defines model for .
+type ScheduleSettingsWrite1 struct {
+	DayOfWeek         string  `json:"day_of_week"`
+	SchedulerInterval *string `json:"scheduler_interval,omitempty"`
+}
+
+// ScheduleSettingsWrite2 defines model for .
+type ScheduleSettingsWrite2 struct {
+	DayOfMonth        string  `json:"day_of_month"`
+	MonthOfYear       *string `json:"month_of_year,omitempty"`
+	SchedulerInterval *string `json:"scheduler_interval,omitempty"`
+}
+
 // TemplateConfigurations defines model for TemplateConfigurations.
 type TemplateConfigurations struct {
+	AttachEmptyFiles          *bool `json:"attach_empty_files,omitempty"`
+	AttachmentSettingsEnabled *bool `json:"attachment_settings_enabled,omitempty"`
+	AttachmentType            *bool `json:"attachment_type,omitempty"`
+}
+
+// TemplateConfigurationsWrite defines model for TemplateConfigurationsWrite.
+type TemplateConfigurationsWrite struct {
 	AttachEmptyFiles          *bool `json:"attach_empty_files,omitempty"`
 	AttachmentSettingsEnabled *bool `json:"attachment_settings_enabled,omitempty"`
 	AttachmentType            *bool `json:"attachment_type,omitempty"`
@@ -2310,6 +3445,20 @@ type TemplateModuleConfig struct {
 	ShowSmsRcptMacrosList      bool   `json:"show_sms_rcpt_macros_list"`
 }
 
+// TemplateNewFile A file to add, of a type the module takes (module_configs' file_upload_extension; Orchestration takes PDF, CSV, TXT, PNG, JPG, JPEG, GIF).
+type TemplateNewFile struct {
+	// File The file as a base64 data: URI, at most 5 MiB.
+	File string `json:"file"`
+	Name string `json:"name"`
+}
+
+// TemplateNewImage defines model for TemplateNewImage.
+type TemplateNewImage struct {
+	// File The image as a base64 data: URI, at most 5 MiB.
+	File string `json:"file"`
+	Name string `json:"name"`
+}
+
 // TemplateSMS defines model for TemplateSMS.
 type TemplateSMS struct {
 	Content string `json:"content"`
@@ -2320,6 +3469,9 @@ type TemplateSMS struct {
 	// one-line summary of the run once it has ended, sent once.
 	To []string `json:"to"`
 }
+
+// TimeZone An IANA time zone name.
+type TimeZone string
 
 // User A user (spec 2.1). Never a password.
 type User struct {
@@ -2867,17 +4019,20 @@ type ViewColumns struct {
 
 // AgentAuthorizeJSONBody defines parameters for AgentAuthorize.
 type AgentAuthorizeJSONBody struct {
-	Action   string  `json:"action"`
-	Ip       string  `json:"ip"`
-	UserId   *string `json:"user_id,omitempty"`
-	UserName *string `json:"user_name,omitempty"`
+	Action string `json:"action"`
+
+	// Ip An IPv4 address (dotted decimal, no leading zeros) or an IPv6 address (hex groups, :: for zeros), without a zone.
+	Ip       IPAddress `json:"ip"`
+	UserId   *string   `json:"user_id,omitempty"`
+	UserName *string   `json:"user_name,omitempty"`
+	union    json.RawMessage
 }
 
-// UpdateAccountLinkingSettingsJSONBody defines parameters for UpdateAccountLinkingSettings.
-type UpdateAccountLinkingSettingsJSONBody = map[string]interface{}
+// AgentAuthorizeJSONBody0 defines parameters for AgentAuthorize.
+type AgentAuthorizeJSONBody0 = interface{}
 
-// UpdateAccountLinkingSettingsApplicationMergePatchPlusJSONBody defines parameters for UpdateAccountLinkingSettings.
-type UpdateAccountLinkingSettingsApplicationMergePatchPlusJSONBody = map[string]interface{}
+// AgentAuthorizeJSONBody1 defines parameters for AgentAuthorize.
+type AgentAuthorizeJSONBody1 = interface{}
 
 // ListAccountLinkingHistoryParams defines parameters for ListAccountLinkingHistory.
 type ListAccountLinkingHistoryParams struct {
@@ -2954,7 +4109,10 @@ type ListDeviceAccountsParams struct {
 
 // LinkDeviceAccountJSONBody defines parameters for LinkDeviceAccount.
 type LinkDeviceAccountJSONBody struct {
-	IdpUserId       string                                   `json:"idp_user_id"`
+	// IdpUserId An id: a digit string of a positive 64-bit integer (leading zeros
+	// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+	// with 400 (a path id of another organization answers 404).
+	IdpUserId       ID                                       `json:"idp_user_id"`
 	PermissionLevel LinkDeviceAccountJSONBodyPermissionLevel `json:"permission_level"`
 }
 
@@ -3111,7 +4269,7 @@ type ListManagementActionDataParams struct {
 	Sort *ListManagementActionDataSort `form:"sort,omitempty" json:"sort,omitempty"`
 
 	// UploadId The upload whose MAPPED rows are the selection.
-	UploadId *string `form:"upload_id,omitempty" json:"upload_id,omitempty"`
+	UploadId *ID `form:"upload_id,omitempty" json:"upload_id,omitempty"`
 }
 
 // ExecuteManagementActionParams defines parameters for ExecuteManagementAction.
@@ -3228,12 +4386,6 @@ type GetTemplateModuleConfigsParams struct {
 
 // GetTemplateModuleConfigsParamsModule defines parameters for GetTemplateModuleConfigs.
 type GetTemplateModuleConfigsParamsModule string
-
-// UpdateAdminSettingsJSONBody defines parameters for UpdateAdminSettings.
-type UpdateAdminSettingsJSONBody = map[string]interface{}
-
-// UpdateAdminSettingsApplicationMergePatchPlusJSONBody defines parameters for UpdateAdminSettings.
-type UpdateAdminSettingsApplicationMergePatchPlusJSONBody = map[string]interface{}
 
 // DownloadAgentParams defines parameters for DownloadAgent.
 type DownloadAgentParams struct {
@@ -3447,12 +4599,6 @@ type ListNotificationSchedulesParams struct {
 	Fields *ListNotificationSchedulesFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
-// UpdateNotificationScheduleJSONBody defines parameters for UpdateNotificationSchedule.
-type UpdateNotificationScheduleJSONBody = map[string]interface{}
-
-// UpdateNotificationScheduleApplicationMergePatchPlusJSONBody defines parameters for UpdateNotificationSchedule.
-type UpdateNotificationScheduleApplicationMergePatchPlusJSONBody = map[string]interface{}
-
 // RunNotificationScheduleNowParams defines parameters for RunNotificationScheduleNow.
 type RunNotificationScheduleNowParams struct {
 	// IdempotencyKey Makes the request safe to retry (docs/operations.md, "Retrying
@@ -3558,7 +4704,9 @@ type UploadSmartCardsMultipartBody struct {
 	ChunkRows                  *int                                                    `json:"chunk_rows,omitempty"`
 
 	// FactorConfigs Smart card factor config ids (the organization's smart card config when omitted).
-	FactorConfigs           *string            `json:"factor_configs,omitempty"`
+	FactorConfigs *string `json:"factor_configs,omitempty"`
+
+	// File A ZIP archive of certificate files; the example holds one, seeded.user@example.com.pem.
 	File                    openapi_types.File `json:"file"`
 	OverwriteEnrollmentData *bool              `json:"overwrite_enrollment_data,omitempty"`
 }
@@ -3610,12 +4758,6 @@ type GetNotificationTemplateParams struct {
 
 // GetNotificationTemplateParamsInclude defines parameters for GetNotificationTemplate.
 type GetNotificationTemplateParamsInclude string
-
-// UpdateNotificationTemplateJSONBody defines parameters for UpdateNotificationTemplate.
-type UpdateNotificationTemplateJSONBody = map[string]interface{}
-
-// UpdateNotificationTemplateApplicationMergePatchPlusJSONBody defines parameters for UpdateNotificationTemplate.
-type UpdateNotificationTemplateApplicationMergePatchPlusJSONBody = map[string]interface{}
 
 // DeleteUsersParams defines parameters for DeleteUsers.
 type DeleteUsersParams struct {
@@ -3735,10 +4877,10 @@ type AgentCheckinJSONRequestBody = AgentCheckin
 type AgentRegisterJSONRequestBody = AgentRegistration
 
 // UpdateAccountLinkingSettingsJSONRequestBody defines body for UpdateAccountLinkingSettings for application/json ContentType.
-type UpdateAccountLinkingSettingsJSONRequestBody = UpdateAccountLinkingSettingsJSONBody
+type UpdateAccountLinkingSettingsJSONRequestBody = AccountLinkingSettingsPatch
 
 // UpdateAccountLinkingSettingsApplicationMergePatchPlusJSONRequestBody defines body for UpdateAccountLinkingSettings for application/merge-patch+json ContentType.
-type UpdateAccountLinkingSettingsApplicationMergePatchPlusJSONRequestBody = UpdateAccountLinkingSettingsApplicationMergePatchPlusJSONBody
+type UpdateAccountLinkingSettingsApplicationMergePatchPlusJSONRequestBody = AccountLinkingSettingsPatch
 
 // LinkDeviceAccountJSONRequestBody defines body for LinkDeviceAccount for application/json ContentType.
 type LinkDeviceAccountJSONRequestBody LinkDeviceAccountJSONBody
@@ -3768,13 +4910,13 @@ type UploadManagementFileMultipartRequestBody UploadManagementFileMultipartBody
 type PutManagementViewColumnsJSONRequestBody = PutManagementViewColumnsJSONBody
 
 // UpdateAdminSettingsJSONRequestBody defines body for UpdateAdminSettings for application/json ContentType.
-type UpdateAdminSettingsJSONRequestBody = UpdateAdminSettingsJSONBody
+type UpdateAdminSettingsJSONRequestBody = AdminSettingsPatch
 
 // UpdateAdminSettingsApplicationMergePatchPlusJSONRequestBody defines body for UpdateAdminSettings for application/merge-patch+json ContentType.
-type UpdateAdminSettingsApplicationMergePatchPlusJSONRequestBody = UpdateAdminSettingsApplicationMergePatchPlusJSONBody
+type UpdateAdminSettingsApplicationMergePatchPlusJSONRequestBody = AdminSettingsPatch
 
 // CreateCAConfigMultipartRequestBody defines body for CreateCAConfig for multipart/form-data ContentType.
-type CreateCAConfigMultipartRequestBody = CAConfigForm
+type CreateCAConfigMultipartRequestBody = CAConfigCreateForm
 
 // UpdateCAConfigMultipartRequestBody defines body for UpdateCAConfig for multipart/form-data ContentType.
 type UpdateCAConfigMultipartRequestBody = CAConfigForm
@@ -3795,13 +4937,13 @@ type UpdatePolicyJSONRequestBody = UpdatePolicyJSONBody
 type UpdatePolicyApplicationMergePatchPlusJSONRequestBody = UpdatePolicyApplicationMergePatchPlusJSONBody
 
 // CreateConditionConfigJSONRequestBody defines body for CreateConditionConfig for application/json ContentType.
-type CreateConditionConfigJSONRequestBody = ConditionConfigWrite
+type CreateConditionConfigJSONRequestBody = ConditionConfigCreate
 
 // UpdateConditionConfigJSONRequestBody defines body for UpdateConditionConfig for application/json ContentType.
-type UpdateConditionConfigJSONRequestBody = ConditionConfigWrite
+type UpdateConditionConfigJSONRequestBody = ConditionConfigPatch
 
 // UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody defines body for UpdateConditionConfig for application/merge-patch+json ContentType.
-type UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody = ConditionConfigWrite
+type UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody = ConditionConfigPatch
 
 // CreateDeviceGroupJSONRequestBody defines body for CreateDeviceGroup for application/json ContentType.
 type CreateDeviceGroupJSONRequestBody = DeviceGroupWrite
@@ -3828,10 +4970,10 @@ type ReplaceLogonScriptConfigJSONRequestBody = LogonScriptConfig
 type CreateNotificationScheduleJSONRequestBody = NotificationScheduleWrite
 
 // UpdateNotificationScheduleJSONRequestBody defines body for UpdateNotificationSchedule for application/json ContentType.
-type UpdateNotificationScheduleJSONRequestBody = UpdateNotificationScheduleJSONBody
+type UpdateNotificationScheduleJSONRequestBody = NotificationSchedulePatch
 
 // UpdateNotificationScheduleApplicationMergePatchPlusJSONRequestBody defines body for UpdateNotificationSchedule for application/merge-patch+json ContentType.
-type UpdateNotificationScheduleApplicationMergePatchPlusJSONRequestBody = UpdateNotificationScheduleApplicationMergePatchPlusJSONBody
+type UpdateNotificationScheduleApplicationMergePatchPlusJSONRequestBody = NotificationSchedulePatch
 
 // UploadEnrollmentCSVMultipartRequestBody defines body for UploadEnrollmentCSV for multipart/form-data ContentType.
 type UploadEnrollmentCSVMultipartRequestBody UploadEnrollmentCSVMultipartBody
@@ -3843,10 +4985,10 @@ type UploadSmartCardsMultipartRequestBody UploadSmartCardsMultipartBody
 type CreateNotificationTemplateJSONRequestBody = NotificationTemplateWrite
 
 // UpdateNotificationTemplateJSONRequestBody defines body for UpdateNotificationTemplate for application/json ContentType.
-type UpdateNotificationTemplateJSONRequestBody = UpdateNotificationTemplateJSONBody
+type UpdateNotificationTemplateJSONRequestBody = NotificationTemplatePatch
 
 // UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody defines body for UpdateNotificationTemplate for application/merge-patch+json ContentType.
-type UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody = UpdateNotificationTemplateApplicationMergePatchPlusJSONBody
+type UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody = NotificationTemplatePatch
 
 // CreateUserJSONRequestBody defines body for CreateUser for application/json ContentType.
 type CreateUserJSONRequestBody = UserCreate
@@ -3868,6 +5010,399 @@ type OauthTokenFormdataRequestBody = OAuthTokenRequest
 
 // OauthRevokeTokenFormdataRequestBody defines body for OauthRevokeToken for application/x-www-form-urlencoded ContentType.
 type OauthRevokeTokenFormdataRequestBody OauthRevokeTokenFormdataBody
+
+// AsAccountLinkingSettingsPatch0 returns the union data inside the AccountLinkingSettingsPatch as a AccountLinkingSettingsPatch0
+func (t AccountLinkingSettingsPatch) AsAccountLinkingSettingsPatch0() (AccountLinkingSettingsPatch0, error) {
+	var body AccountLinkingSettingsPatch0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAccountLinkingSettingsPatch0 overwrites any union data inside the AccountLinkingSettingsPatch as the provided AccountLinkingSettingsPatch0
+func (t *AccountLinkingSettingsPatch) FromAccountLinkingSettingsPatch0(v AccountLinkingSettingsPatch0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAccountLinkingSettingsPatch0 performs a merge with any union data inside the AccountLinkingSettingsPatch, using the provided AccountLinkingSettingsPatch0
+func (t *AccountLinkingSettingsPatch) MergeAccountLinkingSettingsPatch0(v AccountLinkingSettingsPatch0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsAccountLinkingSettingsPatch1 returns the union data inside the AccountLinkingSettingsPatch as a AccountLinkingSettingsPatch1
+func (t AccountLinkingSettingsPatch) AsAccountLinkingSettingsPatch1() (AccountLinkingSettingsPatch1, error) {
+	var body AccountLinkingSettingsPatch1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAccountLinkingSettingsPatch1 overwrites any union data inside the AccountLinkingSettingsPatch as the provided AccountLinkingSettingsPatch1
+func (t *AccountLinkingSettingsPatch) FromAccountLinkingSettingsPatch1(v AccountLinkingSettingsPatch1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAccountLinkingSettingsPatch1 performs a merge with any union data inside the AccountLinkingSettingsPatch, using the provided AccountLinkingSettingsPatch1
+func (t *AccountLinkingSettingsPatch) MergeAccountLinkingSettingsPatch1(v AccountLinkingSettingsPatch1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t AccountLinkingSettingsPatch) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.AttributeType != nil {
+		object["attribute_type"], err = json.Marshal(t.AttributeType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'attribute_type': %w", err)
+		}
+	}
+
+	if t.AttributeValue != nil {
+		object["attribute_value"], err = json.Marshal(t.AttributeValue)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'attribute_value': %w", err)
+		}
+	}
+
+	if t.IsEnabled != nil {
+		object["is_enabled"], err = json.Marshal(t.IsEnabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_enabled': %w", err)
+		}
+	}
+
+	if t.LinkRestrictedLocalAccounts != nil {
+		object["link_restricted_local_accounts"], err = json.Marshal(t.LinkRestrictedLocalAccounts)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'link_restricted_local_accounts': %w", err)
+		}
+	}
+
+	if t.OndemandProvisioningSettings != nil {
+		object["ondemand_provisioning_settings"], err = json.Marshal(t.OndemandProvisioningSettings)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ondemand_provisioning_settings': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *AccountLinkingSettingsPatch) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["attribute_type"]; found {
+		err = json.Unmarshal(raw, &t.AttributeType)
+		if err != nil {
+			return fmt.Errorf("error reading 'attribute_type': %w", err)
+		}
+	}
+
+	if raw, found := object["attribute_value"]; found {
+		err = json.Unmarshal(raw, &t.AttributeValue)
+		if err != nil {
+			return fmt.Errorf("error reading 'attribute_value': %w", err)
+		}
+	}
+
+	if raw, found := object["is_enabled"]; found {
+		err = json.Unmarshal(raw, &t.IsEnabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_enabled': %w", err)
+		}
+	}
+
+	if raw, found := object["link_restricted_local_accounts"]; found {
+		err = json.Unmarshal(raw, &t.LinkRestrictedLocalAccounts)
+		if err != nil {
+			return fmt.Errorf("error reading 'link_restricted_local_accounts': %w", err)
+		}
+	}
+
+	if raw, found := object["ondemand_provisioning_settings"]; found {
+		err = json.Unmarshal(raw, &t.OndemandProvisioningSettings)
+		if err != nil {
+			return fmt.Errorf("error reading 'ondemand_provisioning_settings': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0 returns the union data inside the AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration as a AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0
+func (t AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration) AsAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0() (AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0, error) {
+	var body AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0 overwrites any union data inside the AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration as the provided AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0
+func (t *AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration) FromAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0(v AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0 performs a merge with any union data inside the AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration, using the provided AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0
+func (t *AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration) MergeAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0(v AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1 returns the union data inside the AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration as a AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1
+func (t AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration) AsAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1() (AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1, error) {
+	var body AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1 overwrites any union data inside the AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration as the provided AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1
+func (t *AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration) FromAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1(v AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1 performs a merge with any union data inside the AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration, using the provided AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1
+func (t *AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration) MergeAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1(v AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.Unit != nil {
+		object["unit"], err = json.Marshal(t.Unit)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'unit': %w", err)
+		}
+	}
+
+	if t.Value != nil {
+		object["value"], err = json.Marshal(t.Value)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'value': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["unit"]; found {
+		err = json.Unmarshal(raw, &t.Unit)
+		if err != nil {
+			return fmt.Errorf("error reading 'unit': %w", err)
+		}
+	}
+
+	if raw, found := object["value"]; found {
+		err = json.Unmarshal(raw, &t.Value)
+		if err != nil {
+			return fmt.Errorf("error reading 'value': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsAgentRegistration0 returns the union data inside the AgentRegistration as a AgentRegistration0
+func (t AgentRegistration) AsAgentRegistration0() (AgentRegistration0, error) {
+	var body AgentRegistration0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAgentRegistration0 overwrites any union data inside the AgentRegistration as the provided AgentRegistration0
+func (t *AgentRegistration) FromAgentRegistration0(v AgentRegistration0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAgentRegistration0 performs a merge with any union data inside the AgentRegistration, using the provided AgentRegistration0
+func (t *AgentRegistration) MergeAgentRegistration0(v AgentRegistration0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsAgentRegistration1 returns the union data inside the AgentRegistration as a AgentRegistration1
+func (t AgentRegistration) AsAgentRegistration1() (AgentRegistration1, error) {
+	var body AgentRegistration1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAgentRegistration1 overwrites any union data inside the AgentRegistration as the provided AgentRegistration1
+func (t *AgentRegistration) FromAgentRegistration1(v AgentRegistration1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAgentRegistration1 performs a merge with any union data inside the AgentRegistration, using the provided AgentRegistration1
+func (t *AgentRegistration) MergeAgentRegistration1(v AgentRegistration1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t AgentRegistration) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	object["agent_type"], err = json.Marshal(t.AgentType)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'agent_type': %w", err)
+	}
+
+	object["facts"], err = json.Marshal(t.Facts)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'facts': %w", err)
+	}
+
+	object["installation_key"], err = json.Marshal(t.InstallationKey)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'installation_key': %w", err)
+	}
+
+	object["platform"], err = json.Marshal(t.Platform)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'platform': %w", err)
+	}
+
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *AgentRegistration) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["agent_type"]; found {
+		err = json.Unmarshal(raw, &t.AgentType)
+		if err != nil {
+			return fmt.Errorf("error reading 'agent_type': %w", err)
+		}
+	}
+
+	if raw, found := object["facts"]; found {
+		err = json.Unmarshal(raw, &t.Facts)
+		if err != nil {
+			return fmt.Errorf("error reading 'facts': %w", err)
+		}
+	}
+
+	if raw, found := object["installation_key"]; found {
+		err = json.Unmarshal(raw, &t.InstallationKey)
+		if err != nil {
+			return fmt.Errorf("error reading 'installation_key': %w", err)
+		}
+	}
+
+	if raw, found := object["platform"]; found {
+		err = json.Unmarshal(raw, &t.Platform)
+		if err != nil {
+			return fmt.Errorf("error reading 'platform': %w", err)
+		}
+	}
+
+	return err
+}
 
 // AsBusinessHoursConfig returns the union data inside the ConditionConfig as a BusinessHoursConfig
 func (t ConditionConfig) AsBusinessHoursConfig() (BusinessHoursConfig, error) {
@@ -3957,22 +5492,22 @@ func (t *ConditionConfig) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// AsExecuteRequestUploadId0 returns the union data inside the ExecuteRequest_UploadId as a ExecuteRequestUploadId0
-func (t ExecuteRequest_UploadId) AsExecuteRequestUploadId0() (ExecuteRequestUploadId0, error) {
-	var body ExecuteRequestUploadId0
+// AsBusinessHoursConfigWrite returns the union data inside the ConditionConfigCreate as a BusinessHoursConfigWrite
+func (t ConditionConfigCreate) AsBusinessHoursConfigWrite() (BusinessHoursConfigWrite, error) {
+	var body BusinessHoursConfigWrite
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromExecuteRequestUploadId0 overwrites any union data inside the ExecuteRequest_UploadId as the provided ExecuteRequestUploadId0
-func (t *ExecuteRequest_UploadId) FromExecuteRequestUploadId0(v ExecuteRequestUploadId0) error {
+// FromBusinessHoursConfigWrite overwrites any union data inside the ConditionConfigCreate as the provided BusinessHoursConfigWrite
+func (t *ConditionConfigCreate) FromBusinessHoursConfigWrite(v BusinessHoursConfigWrite) error {
 	b, err := json.Marshal(v)
 	t.union = b
 	return err
 }
 
-// MergeExecuteRequestUploadId0 performs a merge with any union data inside the ExecuteRequest_UploadId, using the provided ExecuteRequestUploadId0
-func (t *ExecuteRequest_UploadId) MergeExecuteRequestUploadId0(v ExecuteRequestUploadId0) error {
+// MergeBusinessHoursConfigWrite performs a merge with any union data inside the ConditionConfigCreate, using the provided BusinessHoursConfigWrite
+func (t *ConditionConfigCreate) MergeBusinessHoursConfigWrite(v BusinessHoursConfigWrite) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -3983,22 +5518,22 @@ func (t *ExecuteRequest_UploadId) MergeExecuteRequestUploadId0(v ExecuteRequestU
 	return err
 }
 
-// AsExecuteRequestUploadId1 returns the union data inside the ExecuteRequest_UploadId as a ExecuteRequestUploadId1
-func (t ExecuteRequest_UploadId) AsExecuteRequestUploadId1() (ExecuteRequestUploadId1, error) {
-	var body ExecuteRequestUploadId1
+// AsGeolocationsConfigWrite returns the union data inside the ConditionConfigCreate as a GeolocationsConfigWrite
+func (t ConditionConfigCreate) AsGeolocationsConfigWrite() (GeolocationsConfigWrite, error) {
+	var body GeolocationsConfigWrite
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromExecuteRequestUploadId1 overwrites any union data inside the ExecuteRequest_UploadId as the provided ExecuteRequestUploadId1
-func (t *ExecuteRequest_UploadId) FromExecuteRequestUploadId1(v ExecuteRequestUploadId1) error {
+// FromGeolocationsConfigWrite overwrites any union data inside the ConditionConfigCreate as the provided GeolocationsConfigWrite
+func (t *ConditionConfigCreate) FromGeolocationsConfigWrite(v GeolocationsConfigWrite) error {
 	b, err := json.Marshal(v)
 	t.union = b
 	return err
 }
 
-// MergeExecuteRequestUploadId1 performs a merge with any union data inside the ExecuteRequest_UploadId, using the provided ExecuteRequestUploadId1
-func (t *ExecuteRequest_UploadId) MergeExecuteRequestUploadId1(v ExecuteRequestUploadId1) error {
+// MergeGeolocationsConfigWrite performs a merge with any union data inside the ConditionConfigCreate, using the provided GeolocationsConfigWrite
+func (t *ConditionConfigCreate) MergeGeolocationsConfigWrite(v GeolocationsConfigWrite) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -4009,13 +5544,439 @@ func (t *ExecuteRequest_UploadId) MergeExecuteRequestUploadId1(v ExecuteRequestU
 	return err
 }
 
-func (t ExecuteRequest_UploadId) MarshalJSON() ([]byte, error) {
+// AsIPSourcesConfigWrite returns the union data inside the ConditionConfigCreate as a IPSourcesConfigWrite
+func (t ConditionConfigCreate) AsIPSourcesConfigWrite() (IPSourcesConfigWrite, error) {
+	var body IPSourcesConfigWrite
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromIPSourcesConfigWrite overwrites any union data inside the ConditionConfigCreate as the provided IPSourcesConfigWrite
+func (t *ConditionConfigCreate) FromIPSourcesConfigWrite(v IPSourcesConfigWrite) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeIPSourcesConfigWrite performs a merge with any union data inside the ConditionConfigCreate, using the provided IPSourcesConfigWrite
+func (t *ConditionConfigCreate) MergeIPSourcesConfigWrite(v IPSourcesConfigWrite) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ConditionConfigCreate) MarshalJSON() ([]byte, error) {
 	b, err := t.union.MarshalJSON()
 	return b, err
 }
 
-func (t *ExecuteRequest_UploadId) UnmarshalJSON(b []byte) error {
+func (t *ConditionConfigCreate) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsConditionConfigPatch0 returns the union data inside the ConditionConfigPatch as a ConditionConfigPatch0
+func (t ConditionConfigPatch) AsConditionConfigPatch0() (ConditionConfigPatch0, error) {
+	var body ConditionConfigPatch0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromConditionConfigPatch0 overwrites any union data inside the ConditionConfigPatch as the provided ConditionConfigPatch0
+func (t *ConditionConfigPatch) FromConditionConfigPatch0(v ConditionConfigPatch0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeConditionConfigPatch0 performs a merge with any union data inside the ConditionConfigPatch, using the provided ConditionConfigPatch0
+func (t *ConditionConfigPatch) MergeConditionConfigPatch0(v ConditionConfigPatch0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsConditionConfigPatch1 returns the union data inside the ConditionConfigPatch as a ConditionConfigPatch1
+func (t ConditionConfigPatch) AsConditionConfigPatch1() (ConditionConfigPatch1, error) {
+	var body ConditionConfigPatch1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromConditionConfigPatch1 overwrites any union data inside the ConditionConfigPatch as the provided ConditionConfigPatch1
+func (t *ConditionConfigPatch) FromConditionConfigPatch1(v ConditionConfigPatch1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeConditionConfigPatch1 performs a merge with any union data inside the ConditionConfigPatch, using the provided ConditionConfigPatch1
+func (t *ConditionConfigPatch) MergeConditionConfigPatch1(v ConditionConfigPatch1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsConditionConfigPatch2 returns the union data inside the ConditionConfigPatch as a ConditionConfigPatch2
+func (t ConditionConfigPatch) AsConditionConfigPatch2() (ConditionConfigPatch2, error) {
+	var body ConditionConfigPatch2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromConditionConfigPatch2 overwrites any union data inside the ConditionConfigPatch as the provided ConditionConfigPatch2
+func (t *ConditionConfigPatch) FromConditionConfigPatch2(v ConditionConfigPatch2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeConditionConfigPatch2 performs a merge with any union data inside the ConditionConfigPatch, using the provided ConditionConfigPatch2
+func (t *ConditionConfigPatch) MergeConditionConfigPatch2(v ConditionConfigPatch2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ConditionConfigPatch) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ConditionConfigPatch) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsExecuteRequest0 returns the union data inside the ExecuteRequest as a ExecuteRequest0
+func (t ExecuteRequest) AsExecuteRequest0() (ExecuteRequest0, error) {
+	var body ExecuteRequest0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExecuteRequest0 overwrites any union data inside the ExecuteRequest as the provided ExecuteRequest0
+func (t *ExecuteRequest) FromExecuteRequest0(v ExecuteRequest0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeExecuteRequest0 performs a merge with any union data inside the ExecuteRequest, using the provided ExecuteRequest0
+func (t *ExecuteRequest) MergeExecuteRequest0(v ExecuteRequest0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExecuteRequest1 returns the union data inside the ExecuteRequest as a ExecuteRequest1
+func (t ExecuteRequest) AsExecuteRequest1() (ExecuteRequest1, error) {
+	var body ExecuteRequest1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExecuteRequest1 overwrites any union data inside the ExecuteRequest as the provided ExecuteRequest1
+func (t *ExecuteRequest) FromExecuteRequest1(v ExecuteRequest1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeExecuteRequest1 performs a merge with any union data inside the ExecuteRequest, using the provided ExecuteRequest1
+func (t *ExecuteRequest) MergeExecuteRequest1(v ExecuteRequest1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExecuteRequest2 returns the union data inside the ExecuteRequest as a ExecuteRequest2
+func (t ExecuteRequest) AsExecuteRequest2() (ExecuteRequest2, error) {
+	var body ExecuteRequest2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExecuteRequest2 overwrites any union data inside the ExecuteRequest as the provided ExecuteRequest2
+func (t *ExecuteRequest) FromExecuteRequest2(v ExecuteRequest2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeExecuteRequest2 performs a merge with any union data inside the ExecuteRequest, using the provided ExecuteRequest2
+func (t *ExecuteRequest) MergeExecuteRequest2(v ExecuteRequest2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExecuteRequest3 returns the union data inside the ExecuteRequest as a ExecuteRequest3
+func (t ExecuteRequest) AsExecuteRequest3() (ExecuteRequest3, error) {
+	var body ExecuteRequest3
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExecuteRequest3 overwrites any union data inside the ExecuteRequest as the provided ExecuteRequest3
+func (t *ExecuteRequest) FromExecuteRequest3(v ExecuteRequest3) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeExecuteRequest3 performs a merge with any union data inside the ExecuteRequest, using the provided ExecuteRequest3
+func (t *ExecuteRequest) MergeExecuteRequest3(v ExecuteRequest3) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ExecuteRequest) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.Filter != nil {
+		object["filter"], err = json.Marshal(t.Filter)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'filter': %w", err)
+		}
+	}
+
+	if t.TargetContainer != nil {
+		object["target_container"], err = json.Marshal(t.TargetContainer)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'target_container': %w", err)
+		}
+	}
+
+	if t.UploadId != nil {
+		object["upload_id"], err = json.Marshal(t.UploadId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'upload_id': %w", err)
+		}
+	}
+
+	if t.UserIds != nil {
+		object["user_ids"], err = json.Marshal(t.UserIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'user_ids': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *ExecuteRequest) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["filter"]; found {
+		err = json.Unmarshal(raw, &t.Filter)
+		if err != nil {
+			return fmt.Errorf("error reading 'filter': %w", err)
+		}
+	}
+
+	if raw, found := object["target_container"]; found {
+		err = json.Unmarshal(raw, &t.TargetContainer)
+		if err != nil {
+			return fmt.Errorf("error reading 'target_container': %w", err)
+		}
+	}
+
+	if raw, found := object["upload_id"]; found {
+		err = json.Unmarshal(raw, &t.UploadId)
+		if err != nil {
+			return fmt.Errorf("error reading 'upload_id': %w", err)
+		}
+	}
+
+	if raw, found := object["user_ids"]; found {
+		err = json.Unmarshal(raw, &t.UserIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'user_ids': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsGeolocationsConfigWrite0 returns the union data inside the GeolocationsConfigWrite as a GeolocationsConfigWrite0
+func (t GeolocationsConfigWrite) AsGeolocationsConfigWrite0() (GeolocationsConfigWrite0, error) {
+	var body GeolocationsConfigWrite0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGeolocationsConfigWrite0 overwrites any union data inside the GeolocationsConfigWrite as the provided GeolocationsConfigWrite0
+func (t *GeolocationsConfigWrite) FromGeolocationsConfigWrite0(v GeolocationsConfigWrite0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGeolocationsConfigWrite0 performs a merge with any union data inside the GeolocationsConfigWrite, using the provided GeolocationsConfigWrite0
+func (t *GeolocationsConfigWrite) MergeGeolocationsConfigWrite0(v GeolocationsConfigWrite0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsGeolocationsConfigWrite1 returns the union data inside the GeolocationsConfigWrite as a GeolocationsConfigWrite1
+func (t GeolocationsConfigWrite) AsGeolocationsConfigWrite1() (GeolocationsConfigWrite1, error) {
+	var body GeolocationsConfigWrite1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGeolocationsConfigWrite1 overwrites any union data inside the GeolocationsConfigWrite as the provided GeolocationsConfigWrite1
+func (t *GeolocationsConfigWrite) FromGeolocationsConfigWrite1(v GeolocationsConfigWrite1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGeolocationsConfigWrite1 performs a merge with any union data inside the GeolocationsConfigWrite, using the provided GeolocationsConfigWrite1
+func (t *GeolocationsConfigWrite) MergeGeolocationsConfigWrite1(v GeolocationsConfigWrite1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t GeolocationsConfigWrite) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.Countries != nil {
+		object["countries"], err = json.Marshal(t.Countries)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'countries': %w", err)
+		}
+	}
+
+	object["display_name"], err = json.Marshal(t.DisplayName)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'display_name': %w", err)
+	}
+
+	if t.IsUnknownIpLocationsIncluded != nil {
+		object["is_unknown_ip_locations_included"], err = json.Marshal(t.IsUnknownIpLocationsIncluded)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_unknown_ip_locations_included': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *GeolocationsConfigWrite) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["countries"]; found {
+		err = json.Unmarshal(raw, &t.Countries)
+		if err != nil {
+			return fmt.Errorf("error reading 'countries': %w", err)
+		}
+	}
+
+	if raw, found := object["display_name"]; found {
+		err = json.Unmarshal(raw, &t.DisplayName)
+		if err != nil {
+			return fmt.Errorf("error reading 'display_name': %w", err)
+		}
+	}
+
+	if raw, found := object["is_unknown_ip_locations_included"]; found {
+		err = json.Unmarshal(raw, &t.IsUnknownIpLocationsIncluded)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_unknown_ip_locations_included': %w", err)
+		}
+	}
+
 	return err
 }
 
@@ -4170,6 +6131,394 @@ func (t *GroupCreate) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsIPSourcesConfigWrite0 returns the union data inside the IPSourcesConfigWrite as a IPSourcesConfigWrite0
+func (t IPSourcesConfigWrite) AsIPSourcesConfigWrite0() (IPSourcesConfigWrite0, error) {
+	var body IPSourcesConfigWrite0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromIPSourcesConfigWrite0 overwrites any union data inside the IPSourcesConfigWrite as the provided IPSourcesConfigWrite0
+func (t *IPSourcesConfigWrite) FromIPSourcesConfigWrite0(v IPSourcesConfigWrite0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeIPSourcesConfigWrite0 performs a merge with any union data inside the IPSourcesConfigWrite, using the provided IPSourcesConfigWrite0
+func (t *IPSourcesConfigWrite) MergeIPSourcesConfigWrite0(v IPSourcesConfigWrite0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsIPSourcesConfigWrite1 returns the union data inside the IPSourcesConfigWrite as a IPSourcesConfigWrite1
+func (t IPSourcesConfigWrite) AsIPSourcesConfigWrite1() (IPSourcesConfigWrite1, error) {
+	var body IPSourcesConfigWrite1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromIPSourcesConfigWrite1 overwrites any union data inside the IPSourcesConfigWrite as the provided IPSourcesConfigWrite1
+func (t *IPSourcesConfigWrite) FromIPSourcesConfigWrite1(v IPSourcesConfigWrite1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeIPSourcesConfigWrite1 performs a merge with any union data inside the IPSourcesConfigWrite, using the provided IPSourcesConfigWrite1
+func (t *IPSourcesConfigWrite) MergeIPSourcesConfigWrite1(v IPSourcesConfigWrite1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t IPSourcesConfigWrite) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	object["display_name"], err = json.Marshal(t.DisplayName)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'display_name': %w", err)
+	}
+
+	if t.IpAddressRanges != nil {
+		object["ip_address_ranges"], err = json.Marshal(t.IpAddressRanges)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ip_address_ranges': %w", err)
+		}
+	}
+
+	if t.IpAddresses != nil {
+		object["ip_addresses"], err = json.Marshal(t.IpAddresses)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ip_addresses': %w", err)
+		}
+	}
+
+	if t.IsTrustedSource != nil {
+		object["is_trusted_source"], err = json.Marshal(t.IsTrustedSource)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_trusted_source': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *IPSourcesConfigWrite) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["display_name"]; found {
+		err = json.Unmarshal(raw, &t.DisplayName)
+		if err != nil {
+			return fmt.Errorf("error reading 'display_name': %w", err)
+		}
+	}
+
+	if raw, found := object["ip_address_ranges"]; found {
+		err = json.Unmarshal(raw, &t.IpAddressRanges)
+		if err != nil {
+			return fmt.Errorf("error reading 'ip_address_ranges': %w", err)
+		}
+	}
+
+	if raw, found := object["ip_addresses"]; found {
+		err = json.Unmarshal(raw, &t.IpAddresses)
+		if err != nil {
+			return fmt.Errorf("error reading 'ip_addresses': %w", err)
+		}
+	}
+
+	if raw, found := object["is_trusted_source"]; found {
+		err = json.Unmarshal(raw, &t.IsTrustedSource)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_trusted_source': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsTemplateNewFile returns the union data inside the NotificationTemplatePatch_Mail_Attachments_Item as a TemplateNewFile
+func (t NotificationTemplatePatch_Mail_Attachments_Item) AsTemplateNewFile() (TemplateNewFile, error) {
+	var body TemplateNewFile
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTemplateNewFile overwrites any union data inside the NotificationTemplatePatch_Mail_Attachments_Item as the provided TemplateNewFile
+func (t *NotificationTemplatePatch_Mail_Attachments_Item) FromTemplateNewFile(v TemplateNewFile) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTemplateNewFile performs a merge with any union data inside the NotificationTemplatePatch_Mail_Attachments_Item, using the provided TemplateNewFile
+func (t *NotificationTemplatePatch_Mail_Attachments_Item) MergeTemplateNewFile(v TemplateNewFile) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNotificationTemplatePatchMailAttachments1 returns the union data inside the NotificationTemplatePatch_Mail_Attachments_Item as a NotificationTemplatePatchMailAttachments1
+func (t NotificationTemplatePatch_Mail_Attachments_Item) AsNotificationTemplatePatchMailAttachments1() (NotificationTemplatePatchMailAttachments1, error) {
+	var body NotificationTemplatePatchMailAttachments1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNotificationTemplatePatchMailAttachments1 overwrites any union data inside the NotificationTemplatePatch_Mail_Attachments_Item as the provided NotificationTemplatePatchMailAttachments1
+func (t *NotificationTemplatePatch_Mail_Attachments_Item) FromNotificationTemplatePatchMailAttachments1(v NotificationTemplatePatchMailAttachments1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNotificationTemplatePatchMailAttachments1 performs a merge with any union data inside the NotificationTemplatePatch_Mail_Attachments_Item, using the provided NotificationTemplatePatchMailAttachments1
+func (t *NotificationTemplatePatch_Mail_Attachments_Item) MergeNotificationTemplatePatchMailAttachments1(v NotificationTemplatePatchMailAttachments1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t NotificationTemplatePatch_Mail_Attachments_Item) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *NotificationTemplatePatch_Mail_Attachments_Item) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsNotificationTemplateWrite0 returns the union data inside the NotificationTemplateWrite as a NotificationTemplateWrite0
+func (t NotificationTemplateWrite) AsNotificationTemplateWrite0() (NotificationTemplateWrite0, error) {
+	var body NotificationTemplateWrite0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNotificationTemplateWrite0 overwrites any union data inside the NotificationTemplateWrite as the provided NotificationTemplateWrite0
+func (t *NotificationTemplateWrite) FromNotificationTemplateWrite0(v NotificationTemplateWrite0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNotificationTemplateWrite0 performs a merge with any union data inside the NotificationTemplateWrite, using the provided NotificationTemplateWrite0
+func (t *NotificationTemplateWrite) MergeNotificationTemplateWrite0(v NotificationTemplateWrite0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNotificationTemplateWrite1 returns the union data inside the NotificationTemplateWrite as a NotificationTemplateWrite1
+func (t NotificationTemplateWrite) AsNotificationTemplateWrite1() (NotificationTemplateWrite1, error) {
+	var body NotificationTemplateWrite1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNotificationTemplateWrite1 overwrites any union data inside the NotificationTemplateWrite as the provided NotificationTemplateWrite1
+func (t *NotificationTemplateWrite) FromNotificationTemplateWrite1(v NotificationTemplateWrite1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNotificationTemplateWrite1 performs a merge with any union data inside the NotificationTemplateWrite, using the provided NotificationTemplateWrite1
+func (t *NotificationTemplateWrite) MergeNotificationTemplateWrite1(v NotificationTemplateWrite1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t NotificationTemplateWrite) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.Configurations != nil {
+		object["configurations"], err = json.Marshal(t.Configurations)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'configurations': %w", err)
+		}
+	}
+
+	if t.Description != nil {
+		object["description"], err = json.Marshal(t.Description)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'description': %w", err)
+		}
+	}
+
+	if t.IsDefault != nil {
+		object["is_default"], err = json.Marshal(t.IsDefault)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_default': %w", err)
+		}
+	}
+
+	if t.Mail != nil {
+		object["mail"], err = json.Marshal(t.Mail)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'mail': %w", err)
+		}
+	}
+
+	object["module"], err = json.Marshal(t.Module)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'module': %w", err)
+	}
+
+	object["name"], err = json.Marshal(t.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	if t.ShareType != nil {
+		object["share_type"], err = json.Marshal(t.ShareType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'share_type': %w", err)
+		}
+	}
+
+	if t.Sms != nil {
+		object["sms"], err = json.Marshal(t.Sms)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sms': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *NotificationTemplateWrite) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["configurations"]; found {
+		err = json.Unmarshal(raw, &t.Configurations)
+		if err != nil {
+			return fmt.Errorf("error reading 'configurations': %w", err)
+		}
+	}
+
+	if raw, found := object["description"]; found {
+		err = json.Unmarshal(raw, &t.Description)
+		if err != nil {
+			return fmt.Errorf("error reading 'description': %w", err)
+		}
+	}
+
+	if raw, found := object["is_default"]; found {
+		err = json.Unmarshal(raw, &t.IsDefault)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_default': %w", err)
+		}
+	}
+
+	if raw, found := object["mail"]; found {
+		err = json.Unmarshal(raw, &t.Mail)
+		if err != nil {
+			return fmt.Errorf("error reading 'mail': %w", err)
+		}
+	}
+
+	if raw, found := object["module"]; found {
+		err = json.Unmarshal(raw, &t.Module)
+		if err != nil {
+			return fmt.Errorf("error reading 'module': %w", err)
+		}
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &t.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+	}
+
+	if raw, found := object["share_type"]; found {
+		err = json.Unmarshal(raw, &t.ShareType)
+		if err != nil {
+			return fmt.Errorf("error reading 'share_type': %w", err)
+		}
+	}
+
+	if raw, found := object["sms"]; found {
+		err = json.Unmarshal(raw, &t.Sms)
+		if err != nil {
+			return fmt.Errorf("error reading 'sms': %w", err)
+		}
+	}
+
+	return err
+}
+
 // AsRefID0 returns the union data inside the RefID as a RefID0
 func (t RefID) AsRefID0() (RefID0, error) {
 	var body RefID0
@@ -4229,6 +6578,385 @@ func (t RefID) MarshalJSON() ([]byte, error) {
 
 func (t *RefID) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsScheduleSettingsPatch0 returns the union data inside the ScheduleSettingsPatch as a ScheduleSettingsPatch0
+func (t ScheduleSettingsPatch) AsScheduleSettingsPatch0() (ScheduleSettingsPatch0, error) {
+	var body ScheduleSettingsPatch0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromScheduleSettingsPatch0 overwrites any union data inside the ScheduleSettingsPatch as the provided ScheduleSettingsPatch0
+func (t *ScheduleSettingsPatch) FromScheduleSettingsPatch0(v ScheduleSettingsPatch0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeScheduleSettingsPatch0 performs a merge with any union data inside the ScheduleSettingsPatch, using the provided ScheduleSettingsPatch0
+func (t *ScheduleSettingsPatch) MergeScheduleSettingsPatch0(v ScheduleSettingsPatch0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsScheduleSettingsPatch1 returns the union data inside the ScheduleSettingsPatch as a ScheduleSettingsPatch1
+func (t ScheduleSettingsPatch) AsScheduleSettingsPatch1() (ScheduleSettingsPatch1, error) {
+	var body ScheduleSettingsPatch1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromScheduleSettingsPatch1 overwrites any union data inside the ScheduleSettingsPatch as the provided ScheduleSettingsPatch1
+func (t *ScheduleSettingsPatch) FromScheduleSettingsPatch1(v ScheduleSettingsPatch1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeScheduleSettingsPatch1 performs a merge with any union data inside the ScheduleSettingsPatch, using the provided ScheduleSettingsPatch1
+func (t *ScheduleSettingsPatch) MergeScheduleSettingsPatch1(v ScheduleSettingsPatch1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsScheduleSettingsPatch2 returns the union data inside the ScheduleSettingsPatch as a ScheduleSettingsPatch2
+func (t ScheduleSettingsPatch) AsScheduleSettingsPatch2() (ScheduleSettingsPatch2, error) {
+	var body ScheduleSettingsPatch2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromScheduleSettingsPatch2 overwrites any union data inside the ScheduleSettingsPatch as the provided ScheduleSettingsPatch2
+func (t *ScheduleSettingsPatch) FromScheduleSettingsPatch2(v ScheduleSettingsPatch2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeScheduleSettingsPatch2 performs a merge with any union data inside the ScheduleSettingsPatch, using the provided ScheduleSettingsPatch2
+func (t *ScheduleSettingsPatch) MergeScheduleSettingsPatch2(v ScheduleSettingsPatch2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ScheduleSettingsPatch) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.DayOfMonth != nil {
+		object["day_of_month"], err = json.Marshal(t.DayOfMonth)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'day_of_month': %w", err)
+		}
+	}
+
+	if t.DayOfWeek != nil {
+		object["day_of_week"], err = json.Marshal(t.DayOfWeek)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'day_of_week': %w", err)
+		}
+	}
+
+	if t.Hours != nil {
+		object["hours"], err = json.Marshal(t.Hours)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'hours': %w", err)
+		}
+	}
+
+	if t.Minutes != nil {
+		object["minutes"], err = json.Marshal(t.Minutes)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'minutes': %w", err)
+		}
+	}
+
+	if t.MonthOfYear != nil {
+		object["month_of_year"], err = json.Marshal(t.MonthOfYear)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'month_of_year': %w", err)
+		}
+	}
+
+	if t.SchedulerInterval != nil {
+		object["scheduler_interval"], err = json.Marshal(t.SchedulerInterval)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'scheduler_interval': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *ScheduleSettingsPatch) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["day_of_month"]; found {
+		err = json.Unmarshal(raw, &t.DayOfMonth)
+		if err != nil {
+			return fmt.Errorf("error reading 'day_of_month': %w", err)
+		}
+	}
+
+	if raw, found := object["day_of_week"]; found {
+		err = json.Unmarshal(raw, &t.DayOfWeek)
+		if err != nil {
+			return fmt.Errorf("error reading 'day_of_week': %w", err)
+		}
+	}
+
+	if raw, found := object["hours"]; found {
+		err = json.Unmarshal(raw, &t.Hours)
+		if err != nil {
+			return fmt.Errorf("error reading 'hours': %w", err)
+		}
+	}
+
+	if raw, found := object["minutes"]; found {
+		err = json.Unmarshal(raw, &t.Minutes)
+		if err != nil {
+			return fmt.Errorf("error reading 'minutes': %w", err)
+		}
+	}
+
+	if raw, found := object["month_of_year"]; found {
+		err = json.Unmarshal(raw, &t.MonthOfYear)
+		if err != nil {
+			return fmt.Errorf("error reading 'month_of_year': %w", err)
+		}
+	}
+
+	if raw, found := object["scheduler_interval"]; found {
+		err = json.Unmarshal(raw, &t.SchedulerInterval)
+		if err != nil {
+			return fmt.Errorf("error reading 'scheduler_interval': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsScheduleSettingsWrite0 returns the union data inside the ScheduleSettingsWrite as a ScheduleSettingsWrite0
+func (t ScheduleSettingsWrite) AsScheduleSettingsWrite0() (ScheduleSettingsWrite0, error) {
+	var body ScheduleSettingsWrite0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromScheduleSettingsWrite0 overwrites any union data inside the ScheduleSettingsWrite as the provided ScheduleSettingsWrite0
+func (t *ScheduleSettingsWrite) FromScheduleSettingsWrite0(v ScheduleSettingsWrite0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeScheduleSettingsWrite0 performs a merge with any union data inside the ScheduleSettingsWrite, using the provided ScheduleSettingsWrite0
+func (t *ScheduleSettingsWrite) MergeScheduleSettingsWrite0(v ScheduleSettingsWrite0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsScheduleSettingsWrite1 returns the union data inside the ScheduleSettingsWrite as a ScheduleSettingsWrite1
+func (t ScheduleSettingsWrite) AsScheduleSettingsWrite1() (ScheduleSettingsWrite1, error) {
+	var body ScheduleSettingsWrite1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromScheduleSettingsWrite1 overwrites any union data inside the ScheduleSettingsWrite as the provided ScheduleSettingsWrite1
+func (t *ScheduleSettingsWrite) FromScheduleSettingsWrite1(v ScheduleSettingsWrite1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeScheduleSettingsWrite1 performs a merge with any union data inside the ScheduleSettingsWrite, using the provided ScheduleSettingsWrite1
+func (t *ScheduleSettingsWrite) MergeScheduleSettingsWrite1(v ScheduleSettingsWrite1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsScheduleSettingsWrite2 returns the union data inside the ScheduleSettingsWrite as a ScheduleSettingsWrite2
+func (t ScheduleSettingsWrite) AsScheduleSettingsWrite2() (ScheduleSettingsWrite2, error) {
+	var body ScheduleSettingsWrite2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromScheduleSettingsWrite2 overwrites any union data inside the ScheduleSettingsWrite as the provided ScheduleSettingsWrite2
+func (t *ScheduleSettingsWrite) FromScheduleSettingsWrite2(v ScheduleSettingsWrite2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeScheduleSettingsWrite2 performs a merge with any union data inside the ScheduleSettingsWrite, using the provided ScheduleSettingsWrite2
+func (t *ScheduleSettingsWrite) MergeScheduleSettingsWrite2(v ScheduleSettingsWrite2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ScheduleSettingsWrite) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.DayOfMonth != nil {
+		object["day_of_month"], err = json.Marshal(t.DayOfMonth)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'day_of_month': %w", err)
+		}
+	}
+
+	if t.DayOfWeek != nil {
+		object["day_of_week"], err = json.Marshal(t.DayOfWeek)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'day_of_week': %w", err)
+		}
+	}
+
+	object["hours"], err = json.Marshal(t.Hours)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'hours': %w", err)
+	}
+
+	object["minutes"], err = json.Marshal(t.Minutes)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'minutes': %w", err)
+	}
+
+	if t.MonthOfYear != nil {
+		object["month_of_year"], err = json.Marshal(t.MonthOfYear)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'month_of_year': %w", err)
+		}
+	}
+
+	object["scheduler_interval"], err = json.Marshal(t.SchedulerInterval)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'scheduler_interval': %w", err)
+	}
+
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *ScheduleSettingsWrite) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["day_of_month"]; found {
+		err = json.Unmarshal(raw, &t.DayOfMonth)
+		if err != nil {
+			return fmt.Errorf("error reading 'day_of_month': %w", err)
+		}
+	}
+
+	if raw, found := object["day_of_week"]; found {
+		err = json.Unmarshal(raw, &t.DayOfWeek)
+		if err != nil {
+			return fmt.Errorf("error reading 'day_of_week': %w", err)
+		}
+	}
+
+	if raw, found := object["hours"]; found {
+		err = json.Unmarshal(raw, &t.Hours)
+		if err != nil {
+			return fmt.Errorf("error reading 'hours': %w", err)
+		}
+	}
+
+	if raw, found := object["minutes"]; found {
+		err = json.Unmarshal(raw, &t.Minutes)
+		if err != nil {
+			return fmt.Errorf("error reading 'minutes': %w", err)
+		}
+	}
+
+	if raw, found := object["month_of_year"]; found {
+		err = json.Unmarshal(raw, &t.MonthOfYear)
+		if err != nil {
+			return fmt.Errorf("error reading 'month_of_year': %w", err)
+		}
+	}
+
+	if raw, found := object["scheduler_interval"]; found {
+		err = json.Unmarshal(raw, &t.SchedulerInterval)
+		if err != nil {
+			return fmt.Errorf("error reading 'scheduler_interval': %w", err)
+		}
+	}
+
 	return err
 }
 

@@ -24,6 +24,7 @@ type operation struct {
 	op           *openapi3.Operation
 	params       openapi3.Parameters // the path item's and the operation's
 	auth         string              // "", "serviceOAuthToken" or "deviceCredential"
+	anonymous    bool                // auth is optional
 }
 
 func (o *operation) String() string { return o.method + " " + o.path }
@@ -50,6 +51,9 @@ func operations(doc *openapi3.T) []*operation {
 				sec = *op.Security
 			}
 			for _, req := range sec {
+				if len(req) == 0 {
+					o.anonymous = true // credentials optional ({} among the requirements)
+				}
 				for name := range req {
 					o.auth = name
 				}
@@ -103,7 +107,13 @@ func newCaseGen(op *operation, seed int64, router routers.Router, s *seeded) *ca
 		h = h*31 + int64(c)
 	}
 	r := rand.New(rand.NewSource(seed ^ h))
-	return &caseGen{g: &gen{r: r, hint: s.hint}, op: op, router: router, seed: s}
+	hint := func(name string) []any {
+		if kind, ok := opKinds[op.String()][name]; ok {
+			return s.values[kind]
+		}
+		return s.hint(name)
+	}
+	return &caseGen{g: &gen{r: r, hint: hint}, op: op, router: router, seed: s}
 }
 
 // positive returns a request valid against the document, or an error when
@@ -159,7 +169,8 @@ func (c *caseGen) build() (*testCase, error) {
 	tc := &testCase{op: c.op, kind: positive, path: map[string]string{}, header: http.Header{}}
 	for _, ref := range c.op.params {
 		p := ref.Value
-		if !p.Required && !c.g.chance(0.5) {
+		// A cursor is only valid as a page gave it: never a made-up one.
+		if p.In == "query" && p.Name == "cursor" || !p.Required && !c.g.chance(0.5) {
 			continue
 		}
 		v, err := c.g.value(p.Schema.Value, p.Name)
@@ -193,7 +204,7 @@ func (c *caseGen) build() (*testCase, error) {
 			return nil, err
 		}
 	}
-	return tc, nil
+	return tc, c.stateful(tc)
 }
 
 // paramText is a parameter's value as sent: arrays comma-separated (the

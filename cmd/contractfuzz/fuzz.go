@@ -75,7 +75,7 @@ func (f *fuzzer) fuzz(ops []*operation) int {
 
 func (f *fuzzer) operation(op *operation, until time.Time) {
 	cg := newCaseGen(op, f.opts.seed, f.router, f.seeded)
-	if op.auth != "" {
+	if op.auth != "" && !op.anonymous {
 		if tc, err := cg.positive(); err == nil {
 			tc.kind = noAuth
 			f.send(tc)

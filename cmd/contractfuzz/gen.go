@@ -19,9 +19,10 @@ import (
 // break exactly one rule (breakers). It is deterministic for its rand.
 type gen struct {
 	r *rand.Rand
-	// hint gives a value for a property or parameter by name (the seeded
-	// ids: user_id, group_ids, installation_key, ...), or ok false.
-	hint func(name string) (v any, ok bool)
+	// hint gives the stored values a property or parameter takes by its
+	// name (the seeded ids: user_id, group_ids, installation_key, ...), or
+	// none: a valid-looking id is only valid when it names a real resource.
+	hint func(name string) []any
 }
 
 // maxDepth bounds nesting: past it optional properties and array items are
@@ -33,8 +34,10 @@ const maxDepth = 6
 func (g *gen) value(s *openapi3.Schema, name string) (any, error) {
 	var last error
 	for range 20 {
-		v := normalize(g.any(s, name, 0))
-		if err := visit(s, v); err != nil {
+		// Checked as a decoder reads it; returned as made, so that an
+		// integer id past 2^53 is sent with its digits.
+		v := g.any(s, name, 0)
+		if err := visit(s, normalize(v)); err != nil {
 			last = err
 			continue
 		}
@@ -58,15 +61,8 @@ func visit(s *openapi3.Schema, v any) error {
 func (g *gen) chance(p float64) bool { return g.r.Float64() < p }
 
 func (g *gen) any(s *openapi3.Schema, name string, depth int) any {
-	if g.hint != nil && name != "" {
-		if v, ok := g.hint(name); ok && g.chance(0.8) {
-			if visit(s, v) == nil {
-				return v
-			}
-			if id, err := strconv.ParseInt(fmt.Sprint(v), 10, 64); err == nil && visit(s, float64(id)) == nil {
-				return id
-			}
-		}
+	if vs := g.stored(s, name); len(vs) > 0 {
+		return vs[0]
 	}
 	// A file's contents are its example when it has one: "format: binary"
 	// says nothing of the CSV or PEM a service reads in it.
@@ -84,8 +80,14 @@ func (g *gen) any(s *openapi3.Schema, name string, depth int) any {
 	}
 	switch {
 	case len(s.OneOf) > 0:
+		if len(s.Properties) > 0 {
+			return g.any(branch(s, s.OneOf, g.r.Intn(len(s.OneOf)), true), name, depth)
+		}
 		return g.merge(s, g.any(s.OneOf[g.r.Intn(len(s.OneOf))].Value, name, depth), name, depth)
 	case len(s.AnyOf) > 0:
+		if len(s.Properties) > 0 {
+			return g.any(branch(s, s.AnyOf, g.r.Intn(len(s.AnyOf)), false), name, depth)
+		}
 		return g.merge(s, g.any(s.AnyOf[g.r.Intn(len(s.AnyOf))].Value, name, depth), name, depth)
 	case len(s.AllOf) > 0:
 		out := map[string]any{}
@@ -100,7 +102,7 @@ func (g *gen) any(s *openapi3.Schema, name string, depth int) any {
 	}
 	switch typeOf(s) {
 	case "object":
-		return g.object(s, depth)
+		return g.object(s, name, depth)
 	case "array":
 		return g.array(s, name, depth)
 	case "integer":
@@ -114,6 +116,69 @@ func (g *gen) any(s *openapi3.Schema, name string, depth int) any {
 	}
 }
 
+// stored returns the seeded values hint gives for name that s accepts (an
+// id as a string or, when s wants a number, as an integer).
+func (g *gen) stored(s *openapi3.Schema, name string) []any {
+	if g.hint == nil || name == "" {
+		return nil
+	}
+	var out []any
+	for _, v := range g.hint(name) {
+		if visit(s, v) == nil {
+			out = append(out, v)
+		} else if id, err := strconv.ParseInt(fmt.Sprint(v), 10, 64); err == nil && visit(s, float64(id)) == nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// branch is object schema s with its i-th alternative (of its oneOf, or
+// with exclusive false its anyOf) applied: the branch's properties over
+// s's, both's required. For a oneOf, the properties other branches require
+// (or this one's not forbids) are left out unless this branch requires
+// them, so that one branch matches.
+func branch(s *openapi3.Schema, alts openapi3.SchemaRefs, i int, exclusive bool) *openapi3.Schema {
+	b := alts[i].Value
+	m := *s
+	if exclusive {
+		m.OneOf = nil
+	} else {
+		m.AnyOf = nil
+	}
+	m.Properties = openapi3.Schemas{}
+	for k, p := range s.Properties {
+		m.Properties[k] = p
+	}
+	for k, p := range b.Properties {
+		m.Properties[k] = p
+	}
+	m.Required = append(append([]string(nil), s.Required...), b.Required...)
+	if exclusive {
+		own := map[string]bool{}
+		for _, k := range b.Required {
+			own[k] = true
+		}
+		var others []string
+		for j, alt := range alts {
+			if j != i {
+				others = append(others, alt.Value.Required...)
+			}
+		}
+		if b.Not != nil {
+			for _, alt := range b.Not.Value.AnyOf {
+				others = append(others, alt.Value.Required...)
+			}
+		}
+		for _, k := range others {
+			if !own[k] {
+				delete(m.Properties, k)
+			}
+		}
+	}
+	return &m
+}
+
 // merge adds the properties s itself declares beside its oneOf/anyOf/allOf
 // to the object the branch gave.
 func (g *gen) merge(s *openapi3.Schema, branch any, name string, depth int) any {
@@ -121,7 +186,7 @@ func (g *gen) merge(s *openapi3.Schema, branch any, name string, depth int) any 
 	if !ok || len(s.Properties) == 0 {
 		return branch
 	}
-	for k, v := range g.object(s, depth) {
+	for k, v := range g.object(s, name, depth) {
 		if _, taken := m[k]; !taken {
 			m[k] = v
 		}
@@ -143,7 +208,10 @@ func typeOf(s *openapi3.Schema) string {
 	return ""
 }
 
-func (g *gen) object(s *openapi3.Schema, depth int) map[string]any {
+// object makes an object of s; name is the object's own, and its
+// properties are named after it (notification_template.id,
+// device_assignment.group_ids), for hints.
+func (g *gen) object(s *openapi3.Schema, name string, depth int) map[string]any {
 	out := map[string]any{}
 	required := map[string]bool{}
 	for _, k := range s.Required {
@@ -155,7 +223,7 @@ func (g *gen) object(s *openapi3.Schema, depth int) map[string]any {
 			continue
 		}
 		if required[k] || (depth < maxDepth && g.chance(0.5)) {
-			out[k] = g.any(p, k, depth+1)
+			out[k] = g.any(p, qualify(name, k), depth+1)
 		}
 	}
 	// JSON Schema allows other properties unless the schema says not.
@@ -187,6 +255,14 @@ func (g *gen) array(s *openapi3.Schema, name string, depth int) []any {
 	if s.Items != nil {
 		item = s.Items.Value
 	}
+	// Ids of stored resources, each once (a list naming one twice is
+	// refused), as many as there are.
+	if vs := g.stored(item, singular(name)); len(vs) >= lo {
+		for _, i := range g.r.Perm(len(vs))[:min(n, len(vs))] {
+			out = append(out, vs[i])
+		}
+		return out
+	}
 	for tries := 0; len(out) < n && tries < 10*n; tries++ {
 		v := g.any(item, singular(name), depth+1)
 		if s.UniqueItems {
@@ -201,13 +277,21 @@ func (g *gen) array(s *openapi3.Schema, name string, depth int) []any {
 	return out
 }
 
+// qualify names property k of the object called name.
+func qualify(name, k string) string {
+	if name == "" {
+		return k
+	}
+	return name + "." + k
+}
+
 // singular names an array's items for hints: user_ids → user_id.
 func singular(name string) string {
 	switch {
 	case strings.HasSuffix(name, "_ids"):
 		return strings.TrimSuffix(name, "s")
-	case name == "members":
-		return "member"
+	case name == "members" || strings.HasSuffix(name, ".members"):
+		return strings.TrimSuffix(name, "s")
 	}
 	return name
 }

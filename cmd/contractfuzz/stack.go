@@ -72,17 +72,49 @@ func startDev(bin, work string) (base, token string, stop func(), err error) {
 type seeded struct {
 	base, token, device string
 	adminID             string
+	doomed              int // users made for delete-users executions
 	values              map[string][]any
 	warnings            []string
 }
 
-// hint gives a seeded value for a parameter or property name.
-func (s *seeded) hint(name string) (any, bool) {
-	vs := s.values[name]
-	if len(vs) == 0 {
-		return nil, false
+// idKinds names the kind of stored resource a parameter or property takes
+// by its name (qualified by its parents' when the bare name is ambiguous:
+// a policy's device_assignment.group_ids are device groups); names not
+// listed are kinds themselves (upload_id, job_id, installation_key, ...).
+var idKinds = map[string]string{
+	"user_id": "user", "member": "user", "idp_user_id": "user", "offline_enrolled_users.id": "user",
+	"manager":  "manager",
+	"group_id": "group", "groups": "group",
+	"device_id":                   "device",
+	"device_group_id":             "device_group",
+	"device_assignment.group_id":  "device_group",
+	"devices_assignment.group_id": "device_group",
+	"authn_factor_config_id":      "factor",
+	"factor_configs":              "factor",
+	"authnfactor_config_id":       "smart_card_factor",
+	"template_id":                 "template",
+	"notification_template_id":    "template",
+	"notification_template.id":    "template",
+	"policy_id":                   "policy",
+	"conditions.factor_configs":   "condition_config",
+}
+
+// hint gives the seeded values a parameter or property takes, by its
+// qualified name (a.b.c), or the longest suffix of it that idKinds knows.
+func (s *seeded) hint(name string) []any {
+	for n := name; ; {
+		if k, ok := idKinds[n]; ok {
+			return s.values[k]
+		}
+		if vs, ok := s.values[n]; ok {
+			return vs
+		}
+		_, rest, ok := strings.Cut(n, ".")
+		if !ok {
+			return nil
+		}
+		n = rest
 	}
-	return vs[len(vs)-1], true
 }
 
 // protects reports whether tc would remove or change the admin whose token
@@ -195,17 +227,26 @@ func seed(base, token string) *seeded {
 		_, out, err := s.call("POST", "/api/v1/users", map[string]any{"firstName": "Seeded", "lastName": "User",
 			"email": userEmail, "mobileNumber": "+15550100", "employeeID": "E-1"}, "")
 		userID = id(out)
-		s.add("user_id", userID)
-		s.add("manager", userID)
-		s.add("member", userID)
+		s.add("user", userID)
+		return err
+	})
+	s.step("manager", func() error {
+		_, out, err := s.call("POST", "/api/v1/users", map[string]any{"firstName": "Seeded", "lastName": "Manager",
+			"email": "seeded.manager@example.com"}, "")
+		s.add("manager", id(out))
 		return err
 	})
 	var groupID string
 	s.step("group", func() error {
 		_, out, err := s.call("POST", "/api/v1/groups", map[string]any{"name": "Seeded group", "members": []string{userID}}, "")
 		groupID = id(out)
-		s.add("group_id", groupID)
-		s.add("groups", groupID)
+		s.add("group", groupID)
+		return err
+	})
+	s.step("dynamic group", func() error {
+		_, out, err := s.call("POST", "/api/v1/groups", map[string]any{"name": "Seeded dynamic group", "is_dynamic": true,
+			"membership_rule": `lastName eq "User"`}, "")
+		s.add("dynamic_group", id(out))
 		return err
 	})
 	var key string
@@ -233,7 +274,7 @@ func seed(base, token string) *seeded {
 		deviceID, _ = out["device_id"].(string)
 		secret, _ := out["device_secret"].(string)
 		s.device = "Device " + deviceID + ":" + secret
-		s.add("device_id", deviceID)
+		s.add("device", deviceID)
 		_, _, err = s.call("POST", "/agent/v1/checkin", map[string]any{"facts": facts,
 			"local_accounts":         []any{map[string]any{"user_name": "seeded", "permission_level": "Standard"}},
 			"offline_enrolled_users": []any{map[string]any{"id": userID, "display_name": "Seeded User"}}}, "")
@@ -246,7 +287,7 @@ func seed(base, token string) *seeded {
 	})
 	s.step("device group", func() error {
 		_, out, err := s.call("POST", "/api/v1/protection/device-groups", map[string]any{"name": "Seeded devices", "device_ids": []string{deviceID}}, "")
-		s.add("device_group_id", id(out))
+		s.add("device_group", id(out))
 		return err
 	})
 	for family, body := range map[string]map[string]any{
@@ -257,6 +298,7 @@ func seed(base, token string) *seeded {
 		s.step("condition config "+family, func() error {
 			_, out, err := s.call("POST", "/api/v1/protection/conditionalfactor-configs/"+family, body, "")
 			s.add("config_id", id(out))
+			s.add("config:"+family, id(out))
 			return err
 		})
 	}
@@ -266,7 +308,7 @@ func seed(base, token string) *seeded {
 			"user_assignments": map[string]any{"group_ids": []any{groupID}},
 			"endpoints_settings": []any{map[string]any{"endpoint": "ComputerDevices", "actions": []string{"InteractiveLogon"},
 				"device_assignment": map[string]any{"device_ids": []any{deviceID}}}}}, "")
-		s.add("policy_id", id(out))
+		s.add("policy", id(out))
 		return err
 	})
 	var factorID, smartCardID string
@@ -276,13 +318,14 @@ func seed(base, token string) *seeded {
 			for _, f := range l {
 				f, _ := f.(map[string]any)
 				fid := id(map[string]any{"data": f})
-				s.add("authnfactor_config_id", fid)
-				s.add("factor_configs", fid)
 				switch f["factor_type"] {
 				case "SMART_CARD":
 					smartCardID = fid
 				case "EMAIL_OTP":
 					factorID = fid
+				}
+				if f["factor_type"] != "SMART_CARD" {
+					s.add("factor", fid)
 				}
 			}
 		}
@@ -300,7 +343,7 @@ func seed(base, token string) *seeded {
 		_, out, err := s.call("POST", "/api/v1/protection/authnfactor-configs/"+smartCardID+"/ca-configs", body, ctype)
 		s.add("ca_config_id", id(out))
 		if err == nil {
-			s.add("authnfactor_config_id", smartCardID)
+			s.add("smart_card_factor", smartCardID)
 		}
 		return err
 	})
@@ -309,8 +352,7 @@ func seed(base, token string) *seeded {
 		_, out, err := s.call("POST", "/api/v1/templates/notification", map[string]any{"name": "Seeded template", "module": "Reports",
 			"mail": map[string]any{"subject": "Hello", "content": "<p>Hello %first_name%</p>"}}, "")
 		templateID = id(out)
-		s.add("template_id", templateID)
-		s.add("notification_template_id", templateID)
+		s.add("template", templateID)
 		return err
 	})
 	var scheduleID string
@@ -415,4 +457,15 @@ func truncate(s string, n int) string {
 		return s[:n] + "…"
 	}
 	return s
+}
+
+// doomedUser makes a user for a delete-users execution to remove.
+func (s *seeded) doomedUser() (email, userID string, err error) {
+	s.doomed++
+	email = fmt.Sprintf("doomed.%d@example.com", s.doomed)
+	if s.base == "" {
+		return email, "1", nil
+	}
+	_, out, err := s.call("POST", "/api/v1/users", map[string]any{"firstName": "Doomed", "lastName": "User", "email": email}, "")
+	return email, id(out), err
 }
