@@ -801,6 +801,16 @@ const (
 	OAuthTokenRequestGrantTypeRefreshToken      OAuthTokenRequestGrantType = "refresh_token"
 )
 
+// Defines values for OAuthTokenRequest0GrantType.
+const (
+	OAuthTokenRequest0GrantTypeAuthorizationCode OAuthTokenRequest0GrantType = "authorization_code"
+)
+
+// Defines values for OAuthTokenRequest1GrantType.
+const (
+	OAuthTokenRequest1GrantTypeRefreshToken OAuthTokenRequest1GrantType = "refresh_token"
+)
+
 // Defines values for OfflineMFASettingsActions.
 const (
 	OfflineMFASettingsActionsInteractiveLogon OfflineMFASettingsActions = "InteractiveLogon"
@@ -852,6 +862,52 @@ const (
 	PolicyAdvancedSettingsMobilenoSelectionModeSelect  PolicyAdvancedSettingsMobilenoSelectionMode = "select"
 )
 
+// Defines values for PolicyAdvancedSettingsPatchCaptchaFrequencyType.
+const (
+	PolicyAdvancedSettingsPatchCaptchaFrequencyTypeAfterFailedAttempts PolicyAdvancedSettingsPatchCaptchaFrequencyType = "after_failed_attempts"
+	PolicyAdvancedSettingsPatchCaptchaFrequencyTypeAlways              PolicyAdvancedSettingsPatchCaptchaFrequencyType = "always"
+	PolicyAdvancedSettingsPatchCaptchaFrequencyTypeEmpty               PolicyAdvancedSettingsPatchCaptchaFrequencyType = ""
+)
+
+// Defines values for PolicyAdvancedSettingsPatchEmailaddressSelectionMode.
+const (
+	PolicyAdvancedSettingsPatchEmailaddressSelectionModeEmpty   PolicyAdvancedSettingsPatchEmailaddressSelectionMode = ""
+	PolicyAdvancedSettingsPatchEmailaddressSelectionModeInput   PolicyAdvancedSettingsPatchEmailaddressSelectionMode = "input"
+	PolicyAdvancedSettingsPatchEmailaddressSelectionModePrimary PolicyAdvancedSettingsPatchEmailaddressSelectionMode = "primary"
+	PolicyAdvancedSettingsPatchEmailaddressSelectionModeSelect  PolicyAdvancedSettingsPatchEmailaddressSelectionMode = "select"
+)
+
+// Defines values for PolicyAdvancedSettingsPatchMobilenoSelectionMode.
+const (
+	PolicyAdvancedSettingsPatchMobilenoSelectionModeEmpty   PolicyAdvancedSettingsPatchMobilenoSelectionMode = ""
+	PolicyAdvancedSettingsPatchMobilenoSelectionModeInput   PolicyAdvancedSettingsPatchMobilenoSelectionMode = "input"
+	PolicyAdvancedSettingsPatchMobilenoSelectionModePrimary PolicyAdvancedSettingsPatchMobilenoSelectionMode = "primary"
+	PolicyAdvancedSettingsPatchMobilenoSelectionModeSelect  PolicyAdvancedSettingsPatchMobilenoSelectionMode = "select"
+)
+
+// Defines values for PolicyAdvancedSettingsWriteCaptchaFrequencyType.
+const (
+	PolicyAdvancedSettingsWriteCaptchaFrequencyTypeAfterFailedAttempts PolicyAdvancedSettingsWriteCaptchaFrequencyType = "after_failed_attempts"
+	PolicyAdvancedSettingsWriteCaptchaFrequencyTypeAlways              PolicyAdvancedSettingsWriteCaptchaFrequencyType = "always"
+	PolicyAdvancedSettingsWriteCaptchaFrequencyTypeEmpty               PolicyAdvancedSettingsWriteCaptchaFrequencyType = ""
+)
+
+// Defines values for PolicyAdvancedSettingsWriteEmailaddressSelectionMode.
+const (
+	PolicyAdvancedSettingsWriteEmailaddressSelectionModeEmpty   PolicyAdvancedSettingsWriteEmailaddressSelectionMode = ""
+	PolicyAdvancedSettingsWriteEmailaddressSelectionModeInput   PolicyAdvancedSettingsWriteEmailaddressSelectionMode = "input"
+	PolicyAdvancedSettingsWriteEmailaddressSelectionModePrimary PolicyAdvancedSettingsWriteEmailaddressSelectionMode = "primary"
+	PolicyAdvancedSettingsWriteEmailaddressSelectionModeSelect  PolicyAdvancedSettingsWriteEmailaddressSelectionMode = "select"
+)
+
+// Defines values for PolicyAdvancedSettingsWriteMobilenoSelectionMode.
+const (
+	PolicyAdvancedSettingsWriteMobilenoSelectionModeEmpty   PolicyAdvancedSettingsWriteMobilenoSelectionMode = ""
+	PolicyAdvancedSettingsWriteMobilenoSelectionModeInput   PolicyAdvancedSettingsWriteMobilenoSelectionMode = "input"
+	PolicyAdvancedSettingsWriteMobilenoSelectionModePrimary PolicyAdvancedSettingsWriteMobilenoSelectionMode = "primary"
+	PolicyAdvancedSettingsWriteMobilenoSelectionModeSelect  PolicyAdvancedSettingsWriteMobilenoSelectionMode = "select"
+)
+
 // Defines values for PolicyConditionComparator.
 const (
 	PolicyConditionComparatorIn    PolicyConditionComparator = "in"
@@ -863,6 +919,157 @@ const (
 	PolicyConditionFactorTypeGeolocation PolicyConditionFactorType = "geolocation"
 	PolicyConditionFactorTypeIpaddress   PolicyConditionFactorType = "ipaddress"
 	PolicyConditionFactorTypeTime        PolicyConditionFactorType = "time"
+)
+
+// Defines values for PolicyConditionWriteComparator.
+const (
+	PolicyConditionWriteComparatorIn    PolicyConditionWriteComparator = "in"
+	PolicyConditionWriteComparatorNotIn PolicyConditionWriteComparator = "not_in"
+)
+
+// Defines values for PolicyConditionWriteFactorType.
+const (
+	PolicyConditionWriteFactorTypeGeolocation PolicyConditionWriteFactorType = "geolocation"
+	PolicyConditionWriteFactorTypeIpaddress   PolicyConditionWriteFactorType = "ipaddress"
+	PolicyConditionWriteFactorTypeTime        PolicyConditionWriteFactorType = "time"
+)
+
+// Defines values for PolicyEndpointAdvancedMfaTrustDurationUnit.
+const (
+	PolicyEndpointAdvancedMfaTrustDurationUnitDays    PolicyEndpointAdvancedMfaTrustDurationUnit = "days"
+	PolicyEndpointAdvancedMfaTrustDurationUnitEmpty   PolicyEndpointAdvancedMfaTrustDurationUnit = ""
+	PolicyEndpointAdvancedMfaTrustDurationUnitHours   PolicyEndpointAdvancedMfaTrustDurationUnit = "hours"
+	PolicyEndpointAdvancedMfaTrustDurationUnitMinutes PolicyEndpointAdvancedMfaTrustDurationUnit = "minutes"
+)
+
+// Defines values for PolicyEndpointAdvancedMfaTrustInitiatorType.
+const (
+	PolicyEndpointAdvancedMfaTrustInitiatorTypeAdmin PolicyEndpointAdvancedMfaTrustInitiatorType = "admin"
+	PolicyEndpointAdvancedMfaTrustInitiatorTypeEmpty PolicyEndpointAdvancedMfaTrustInitiatorType = ""
+	PolicyEndpointAdvancedMfaTrustInitiatorTypeUser  PolicyEndpointAdvancedMfaTrustInitiatorType = "user"
+)
+
+// Defines values for PolicyEndpointAdvancedMfaUnenrolledAction.
+const (
+	PolicyEndpointAdvancedMfaUnenrolledActionAllow PolicyEndpointAdvancedMfaUnenrolledAction = "allow"
+	PolicyEndpointAdvancedMfaUnenrolledActionDeny  PolicyEndpointAdvancedMfaUnenrolledAction = "deny"
+	PolicyEndpointAdvancedMfaUnenrolledActionEmpty PolicyEndpointAdvancedMfaUnenrolledAction = ""
+)
+
+// Defines values for PolicyEndpointAdvancedNPSMfaTrustDurationUnit.
+const (
+	PolicyEndpointAdvancedNPSMfaTrustDurationUnitDays    PolicyEndpointAdvancedNPSMfaTrustDurationUnit = "days"
+	PolicyEndpointAdvancedNPSMfaTrustDurationUnitEmpty   PolicyEndpointAdvancedNPSMfaTrustDurationUnit = ""
+	PolicyEndpointAdvancedNPSMfaTrustDurationUnitHours   PolicyEndpointAdvancedNPSMfaTrustDurationUnit = "hours"
+	PolicyEndpointAdvancedNPSMfaTrustDurationUnitMinutes PolicyEndpointAdvancedNPSMfaTrustDurationUnit = "minutes"
+)
+
+// Defines values for PolicyEndpointAdvancedNPSMfaTrustInitiatorType.
+const (
+	PolicyEndpointAdvancedNPSMfaTrustInitiatorTypeAdmin PolicyEndpointAdvancedNPSMfaTrustInitiatorType = "admin"
+	PolicyEndpointAdvancedNPSMfaTrustInitiatorTypeEmpty PolicyEndpointAdvancedNPSMfaTrustInitiatorType = ""
+	PolicyEndpointAdvancedNPSMfaTrustInitiatorTypeUser  PolicyEndpointAdvancedNPSMfaTrustInitiatorType = "user"
+)
+
+// Defines values for PolicyEndpointAdvancedNPSMfaUnenrolledAction.
+const (
+	PolicyEndpointAdvancedNPSMfaUnenrolledActionAllow PolicyEndpointAdvancedNPSMfaUnenrolledAction = "allow"
+	PolicyEndpointAdvancedNPSMfaUnenrolledActionDeny  PolicyEndpointAdvancedNPSMfaUnenrolledAction = "deny"
+	PolicyEndpointAdvancedNPSMfaUnenrolledActionEmpty PolicyEndpointAdvancedNPSMfaUnenrolledAction = ""
+)
+
+// Defines values for PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataType.
+const (
+	PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataTypeEnum        PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataType = "enum"
+	PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataTypeInteger     PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataType = "integer"
+	PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataTypeIpv4address PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataType = "ipv4address"
+	PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataTypeIpv6address PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataType = "ipv6address"
+	PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataTypeString      PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataType = "string"
+)
+
+// Defines values for PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListType.
+const (
+	PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListTypeStandard PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListType = "standard"
+	PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListTypeVendor   PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListType = "vendor"
+)
+
+// Defines values for PolicyEndpointSettingWrite0Actions.
+const (
+	PolicyEndpointSettingWrite0ActionsInteractiveLogon PolicyEndpointSettingWrite0Actions = "InteractiveLogon"
+	PolicyEndpointSettingWrite0ActionsMachineUnlock    PolicyEndpointSettingWrite0Actions = "MachineUnlock"
+	PolicyEndpointSettingWrite0ActionsRDP              PolicyEndpointSettingWrite0Actions = "RDP"
+	PolicyEndpointSettingWrite0ActionsSSH              PolicyEndpointSettingWrite0Actions = "SSH"
+	PolicyEndpointSettingWrite0ActionsSudo             PolicyEndpointSettingWrite0Actions = "Sudo"
+	PolicyEndpointSettingWrite0ActionsUAC              PolicyEndpointSettingWrite0Actions = "UAC"
+)
+
+// Defines values for PolicyEndpointSettingWrite0Endpoint.
+const (
+	PolicyEndpointSettingWrite0EndpointComputerDevices PolicyEndpointSettingWrite0Endpoint = "ComputerDevices"
+)
+
+// Defines values for PolicyEndpointSettingWrite0Type.
+const (
+	PolicyEndpointSettingWrite0TypeComputerDevices PolicyEndpointSettingWrite0Type = "ComputerDevices"
+)
+
+// Defines values for PolicyEndpointSettingWrite1Endpoint.
+const (
+	PolicyEndpointSettingWrite1EndpointNPS PolicyEndpointSettingWrite1Endpoint = "NPS"
+)
+
+// Defines values for PolicyEndpointSettingWrite1Type.
+const (
+	PolicyEndpointSettingWrite1TypeNPSVPN PolicyEndpointSettingWrite1Type = "NPS_VPN"
+)
+
+// Defines values for PolicyEndpointSettingWrite2Endpoint.
+const (
+	PolicyEndpointSettingWrite2EndpointIIS PolicyEndpointSettingWrite2Endpoint = "IIS"
+)
+
+// Defines values for PolicyEndpointSettingWrite2Type.
+const (
+	PolicyEndpointSettingWrite2TypeIIS PolicyEndpointSettingWrite2Type = "IIS"
+)
+
+// Defines values for PolicyEndpointSettingWrite3Endpoint.
+const (
+	PolicyEndpointSettingWrite3EndpointSSOApplications PolicyEndpointSettingWrite3Endpoint = "SSOApplications"
+)
+
+// Defines values for PolicyEndpointSettingWrite3Type.
+const (
+	PolicyEndpointSettingWrite3TypeSSOApplications PolicyEndpointSettingWrite3Type = "SSOApplications"
+)
+
+// Defines values for PolicyEndpointSettingWrite4Endpoint.
+const (
+	PolicyEndpointSettingWrite4EndpointIdentityServer PolicyEndpointSettingWrite4Endpoint = "IdentityServer"
+)
+
+// Defines values for PolicyEndpointSettingWrite4Type.
+const (
+	PolicyEndpointSettingWrite4TypeLogin PolicyEndpointSettingWrite4Type = "Login"
+)
+
+// Defines values for PolicyEndpointSettingWrite5Actions.
+const (
+	PolicyEndpointSettingWrite5ActionsAdminDashboardEnrollment PolicyEndpointSettingWrite5Actions = "admin_dashboard_enrollment"
+	PolicyEndpointSettingWrite5ActionsDeleteApplications       PolicyEndpointSettingWrite5Actions = "delete_applications"
+	PolicyEndpointSettingWrite5ActionsDeleteDirectories        PolicyEndpointSettingWrite5Actions = "delete_directories"
+	PolicyEndpointSettingWrite5ActionsDeleteGroups             PolicyEndpointSettingWrite5Actions = "delete_groups"
+	PolicyEndpointSettingWrite5ActionsDeleteUsers              PolicyEndpointSettingWrite5Actions = "delete_users"
+)
+
+// Defines values for PolicyEndpointSettingWrite5Endpoint.
+const (
+	PolicyEndpointSettingWrite5EndpointIdentityServer PolicyEndpointSettingWrite5Endpoint = "IdentityServer"
+)
+
+// Defines values for PolicyEndpointSettingWrite5Type.
+const (
+	PolicyEndpointSettingWrite5TypeSensitiveActions PolicyEndpointSettingWrite5Type = "SensitiveActions"
 )
 
 // Defines values for PolicyItemAccessType.
@@ -881,10 +1088,43 @@ const (
 	PolicyItemEndpointsSSOApplications PolicyItemEndpoints = "SSOApplications"
 )
 
+// Defines values for PolicyPatchAccessType.
+const (
+	PolicyPatchAccessTypeAllow PolicyPatchAccessType = "allow"
+	PolicyPatchAccessTypeDeny  PolicyPatchAccessType = "deny"
+)
+
+// Defines values for PolicyPatchEndpoints.
+const (
+	PolicyPatchEndpointsAllEndpoints    PolicyPatchEndpoints = "All Endpoints"
+	PolicyPatchEndpointsComputerDevices PolicyPatchEndpoints = "ComputerDevices"
+	PolicyPatchEndpointsIIS             PolicyPatchEndpoints = "IIS"
+	PolicyPatchEndpointsIdentityServer  PolicyPatchEndpoints = "IdentityServer"
+	PolicyPatchEndpointsNPS             PolicyPatchEndpoints = "NPS"
+	PolicyPatchEndpointsSSOApplications PolicyPatchEndpoints = "SSOApplications"
+)
+
+// Defines values for PolicySecondaryAuthenticationAuthnMode.
+const (
+	PolicySecondaryAuthenticationAuthnModeEmpty      PolicySecondaryAuthenticationAuthnMode = ""
+	PolicySecondaryAuthenticationAuthnModeNative     PolicySecondaryAuthenticationAuthnMode = "native"
+	PolicySecondaryAuthenticationAuthnModeSecureLink PolicySecondaryAuthenticationAuthnMode = "secure_link"
+)
+
 // Defines values for PolicyWriteAccessType.
 const (
 	PolicyWriteAccessTypeAllow PolicyWriteAccessType = "allow"
 	PolicyWriteAccessTypeDeny  PolicyWriteAccessType = "deny"
+)
+
+// Defines values for PolicyWriteEndpoints.
+const (
+	PolicyWriteEndpointsAllEndpoints    PolicyWriteEndpoints = "All Endpoints"
+	PolicyWriteEndpointsComputerDevices PolicyWriteEndpoints = "ComputerDevices"
+	PolicyWriteEndpointsIIS             PolicyWriteEndpoints = "IIS"
+	PolicyWriteEndpointsIdentityServer  PolicyWriteEndpoints = "IdentityServer"
+	PolicyWriteEndpointsNPS             PolicyWriteEndpoints = "NPS"
+	PolicyWriteEndpointsSSOApplications PolicyWriteEndpoints = "SSOApplications"
 )
 
 // Defines values for ScheduleSettingsSchedulerInterval.
@@ -3003,19 +3243,43 @@ type OAuthToken struct {
 // OAuthTokenTokenType defines model for OAuthToken.TokenType.
 type OAuthTokenTokenType string
 
-// OAuthTokenRequest defines model for OAuthTokenRequest.
+// OAuthTokenRequest RFC 6749 sections 4.1.3 and 6: grant_type authorization_code with
+// code (and redirect_uri when the authorization request had one,
+// code_verifier when it had a code_challenge), or refresh_token with
+// refresh_token; the client authenticates with client_id and
+// client_secret here (or in the query, or as HTTP Basic: then they may
+// be left out of the body).
 type OAuthTokenRequest struct {
-	ClientId     *string                     `json:"client_id,omitempty"`
-	ClientSecret *string                     `json:"client_secret,omitempty"`
-	Code         *string                     `json:"code,omitempty"`
-	CodeVerifier *string                     `json:"code_verifier,omitempty"`
-	GrantType    *OAuthTokenRequestGrantType `json:"grant_type,omitempty"`
-	RedirectUri  *string                     `json:"redirect_uri,omitempty"`
-	RefreshToken *string                     `json:"refresh_token,omitempty"`
+	ClientId     string  `json:"client_id"`
+	ClientSecret string  `json:"client_secret"`
+	Code         *string `json:"code,omitempty"`
+
+	// CodeVerifier RFC 7636: 43 to 128 unreserved characters.
+	CodeVerifier *string                    `json:"code_verifier,omitempty"`
+	GrantType    OAuthTokenRequestGrantType `json:"grant_type"`
+	RedirectUri  *string                    `json:"redirect_uri,omitempty"`
+	RefreshToken *string                    `json:"refresh_token,omitempty"`
+	union        json.RawMessage
 }
 
 // OAuthTokenRequestGrantType defines model for OAuthTokenRequest.GrantType.
 type OAuthTokenRequestGrantType string
+
+// OAuthTokenRequest0 defines model for .
+type OAuthTokenRequest0 struct {
+	GrantType *OAuthTokenRequest0GrantType `json:"grant_type,omitempty"`
+}
+
+// OAuthTokenRequest0GrantType defines model for OAuthTokenRequest.0.GrantType.
+type OAuthTokenRequest0GrantType string
+
+// OAuthTokenRequest1 defines model for .
+type OAuthTokenRequest1 struct {
+	GrantType *OAuthTokenRequest1GrantType `json:"grant_type,omitempty"`
+}
+
+// OAuthTokenRequest1GrantType defines model for OAuthTokenRequest.1.GrantType.
+type OAuthTokenRequest1GrantType string
 
 // OfflineMFASettings defines model for OfflineMFASettings.
 type OfflineMFASettings struct {
@@ -3122,6 +3386,68 @@ type PolicyAdvancedSettingsEmailaddressSelectionMode string
 // PolicyAdvancedSettingsMobilenoSelectionMode defines model for PolicyAdvancedSettings.MobilenoSelectionMode.
 type PolicyAdvancedSettingsMobilenoSelectionMode string
 
+// PolicyAdvancedSettingsPatch A patch of the advanced settings: they merge into the stored ones, and the result must hold a threshold of 1 to 100 with after_failed_attempts.
+type PolicyAdvancedSettingsPatch struct {
+	CaptchaFailedAttemptsThreshold *int                                                  `json:"captcha_failed_attempts_threshold,omitempty"`
+	CaptchaFrequencyType           *PolicyAdvancedSettingsPatchCaptchaFrequencyType      `json:"captcha_frequency_type,omitempty"`
+	EmailaddressSelectionMode      *PolicyAdvancedSettingsPatchEmailaddressSelectionMode `json:"emailaddress_selection_mode,omitempty"`
+	IsBackupCodesEnabled           *bool                                                 `json:"is_backup_codes_enabled,omitempty"`
+	IsCaptchaEnabled               *bool                                                 `json:"is_captcha_enabled,omitempty"`
+	MobilenoSelectionMode          *PolicyAdvancedSettingsPatchMobilenoSelectionMode     `json:"mobileno_selection_mode,omitempty"`
+	union                          json.RawMessage
+}
+
+// PolicyAdvancedSettingsPatchCaptchaFrequencyType defines model for PolicyAdvancedSettingsPatch.CaptchaFrequencyType.
+type PolicyAdvancedSettingsPatchCaptchaFrequencyType string
+
+// PolicyAdvancedSettingsPatchEmailaddressSelectionMode defines model for PolicyAdvancedSettingsPatch.EmailaddressSelectionMode.
+type PolicyAdvancedSettingsPatchEmailaddressSelectionMode string
+
+// PolicyAdvancedSettingsPatchMobilenoSelectionMode defines model for PolicyAdvancedSettingsPatch.MobilenoSelectionMode.
+type PolicyAdvancedSettingsPatchMobilenoSelectionMode string
+
+// PolicyAdvancedSettingsPatch0 defines model for .
+type PolicyAdvancedSettingsPatch0 struct {
+	CaptchaFrequencyType interface{} `json:"captcha_frequency_type,omitempty"`
+}
+
+// PolicyAdvancedSettingsPatch1 defines model for .
+type PolicyAdvancedSettingsPatch1 struct {
+	CaptchaFailedAttemptsThreshold interface{} `json:"captcha_failed_attempts_threshold,omitempty"`
+	CaptchaFrequencyType           interface{} `json:"captcha_frequency_type,omitempty"`
+}
+
+// PolicyAdvancedSettingsWrite defines model for PolicyAdvancedSettingsWrite.
+type PolicyAdvancedSettingsWrite struct {
+	CaptchaFailedAttemptsThreshold *int                                                  `json:"captcha_failed_attempts_threshold,omitempty"`
+	CaptchaFrequencyType           *PolicyAdvancedSettingsWriteCaptchaFrequencyType      `json:"captcha_frequency_type,omitempty"`
+	EmailaddressSelectionMode      *PolicyAdvancedSettingsWriteEmailaddressSelectionMode `json:"emailaddress_selection_mode,omitempty"`
+	IsBackupCodesEnabled           *bool                                                 `json:"is_backup_codes_enabled,omitempty"`
+	IsCaptchaEnabled               *bool                                                 `json:"is_captcha_enabled,omitempty"`
+	MobilenoSelectionMode          *PolicyAdvancedSettingsWriteMobilenoSelectionMode     `json:"mobileno_selection_mode,omitempty"`
+	union                          json.RawMessage
+}
+
+// PolicyAdvancedSettingsWriteCaptchaFrequencyType defines model for PolicyAdvancedSettingsWrite.CaptchaFrequencyType.
+type PolicyAdvancedSettingsWriteCaptchaFrequencyType string
+
+// PolicyAdvancedSettingsWriteEmailaddressSelectionMode defines model for PolicyAdvancedSettingsWrite.EmailaddressSelectionMode.
+type PolicyAdvancedSettingsWriteEmailaddressSelectionMode string
+
+// PolicyAdvancedSettingsWriteMobilenoSelectionMode defines model for PolicyAdvancedSettingsWrite.MobilenoSelectionMode.
+type PolicyAdvancedSettingsWriteMobilenoSelectionMode string
+
+// PolicyAdvancedSettingsWrite0 defines model for .
+type PolicyAdvancedSettingsWrite0 struct {
+	CaptchaFrequencyType interface{} `json:"captcha_frequency_type,omitempty"`
+}
+
+// PolicyAdvancedSettingsWrite1 defines model for .
+type PolicyAdvancedSettingsWrite1 struct {
+	CaptchaFailedAttemptsThreshold interface{} `json:"captcha_failed_attempts_threshold"`
+	CaptchaFrequencyType           interface{} `json:"captcha_frequency_type"`
+}
+
 // PolicyCondition defines model for PolicyCondition.
 type PolicyCondition struct {
 	Comparator               PolicyConditionComparator `json:"comparator"`
@@ -3136,6 +3462,400 @@ type PolicyConditionComparator string
 
 // PolicyConditionFactorType defines model for PolicyCondition.FactorType.
 type PolicyConditionFactorType string
+
+// PolicyConditionWrite factor_configs: condition configs of the factor type's family (ipaddress: ipsources, geolocation: geolocations, time: businesshours), each once; none only with include_all_trusted_sources (ipaddress only).
+type PolicyConditionWrite struct {
+	Comparator               PolicyConditionWriteComparator `json:"comparator"`
+	FactorConfigs            *[]RefID                       `json:"factor_configs,omitempty"`
+	FactorType               PolicyConditionWriteFactorType `json:"factor_type"`
+	IncludeAllTrustedSources *bool                          `json:"include_all_trusted_sources,omitempty"`
+
+	// SequenceNumber Unique within the policy.
+	SequenceNumber int `json:"sequence_number"`
+	union          json.RawMessage
+}
+
+// PolicyConditionWriteComparator defines model for PolicyConditionWrite.Comparator.
+type PolicyConditionWriteComparator string
+
+// PolicyConditionWriteFactorType defines model for PolicyConditionWrite.FactorType.
+type PolicyConditionWriteFactorType string
+
+// PolicyConditionWrite0 defines model for .
+type PolicyConditionWrite0 struct {
+	FactorConfigs            interface{} `json:"factor_configs"`
+	IncludeAllTrustedSources interface{} `json:"include_all_trusted_sources,omitempty"`
+}
+
+// PolicyConditionWrite1 defines model for .
+type PolicyConditionWrite1 struct {
+	FactorType               interface{} `json:"factor_type,omitempty"`
+	IncludeAllTrustedSources interface{} `json:"include_all_trusted_sources"`
+}
+
+// PolicyDeviceAssignment Devices, device groups, or every device.
+type PolicyDeviceAssignment struct {
+	AllDevicesGroupSelected *bool    `json:"all_devices_group_selected,omitempty"`
+	DeviceIds               *[]RefID `json:"device_ids,omitempty"`
+	GroupIds                *[]RefID `json:"group_ids,omitempty"`
+	union                   json.RawMessage
+}
+
+// PolicyDeviceAssignment0 defines model for .
+type PolicyDeviceAssignment0 struct {
+	DeviceIds interface{} `json:"device_ids"`
+}
+
+// PolicyDeviceAssignment1 defines model for .
+type PolicyDeviceAssignment1 struct {
+	GroupIds interface{} `json:"group_ids"`
+}
+
+// PolicyDeviceAssignment2 defines model for .
+type PolicyDeviceAssignment2 struct {
+	AllDevicesGroupSelected interface{} `json:"all_devices_group_selected"`
+}
+
+// PolicyEndpointAdvanced defines model for PolicyEndpointAdvanced.
+type PolicyEndpointAdvanced struct {
+	// MfaTimeout Seconds, 30 to 3600 (300 when 0 or absent).
+	MfaTimeout *int `json:"mfa_timeout,omitempty"`
+
+	// MfaTrust When enabled (or given a duration), a duration of 1 to 90 days in minutes, hours or days.
+	MfaTrust            *PolicyEndpointAdvanced_MfaTrust           `json:"mfa_trust,omitempty"`
+	MfaUnenrolledAction *PolicyEndpointAdvancedMfaUnenrolledAction `json:"mfa_unenrolled_action,omitempty"`
+
+	// NotificationTemplate Response only; ignored in a request.
+	NotificationTemplate *struct {
+		// Id An id; answered as a digit string, accepted as a string or an integer.
+		Id   *RefID  `json:"id,omitempty"`
+		Name *string `json:"name,omitempty"`
+	} `json:"notification_template,omitempty"`
+
+	// NotificationTemplateId An id; answered as a digit string, accepted as a string or an integer.
+	NotificationTemplateId *RefID `json:"notification_template_id,omitempty"`
+}
+
+// PolicyEndpointAdvancedMfaTrustDurationUnit defines model for PolicyEndpointAdvanced.MfaTrust.Duration.Unit.
+type PolicyEndpointAdvancedMfaTrustDurationUnit string
+
+// PolicyEndpointAdvancedMfaTrustInitiatorType defines model for PolicyEndpointAdvanced.MfaTrust.InitiatorType.
+type PolicyEndpointAdvancedMfaTrustInitiatorType string
+
+// PolicyEndpointAdvancedMfaTrust0 defines model for .
+type PolicyEndpointAdvancedMfaTrust0 struct {
+	Duration *struct {
+		Unit  interface{} `json:"unit,omitempty"`
+		Value interface{} `json:"value,omitempty"`
+	} `json:"duration,omitempty"`
+	IsEnabled interface{} `json:"is_enabled,omitempty"`
+}
+
+// PolicyEndpointAdvancedMfaTrust1 defines model for .
+type PolicyEndpointAdvancedMfaTrust1 struct {
+	Duration PolicyEndpointAdvanced_MfaTrust_1_Duration `json:"duration"`
+}
+
+// PolicyEndpointAdvancedMfaTrust1Duration0 defines model for .
+type PolicyEndpointAdvancedMfaTrust1Duration0 struct {
+	Unit  interface{} `json:"unit,omitempty"`
+	Value interface{} `json:"value,omitempty"`
+}
+
+// PolicyEndpointAdvancedMfaTrust1Duration1 defines model for .
+type PolicyEndpointAdvancedMfaTrust1Duration1 struct {
+	Unit  interface{} `json:"unit,omitempty"`
+	Value interface{} `json:"value,omitempty"`
+}
+
+// PolicyEndpointAdvancedMfaTrust1Duration2 defines model for .
+type PolicyEndpointAdvancedMfaTrust1Duration2 struct {
+	Unit  interface{} `json:"unit,omitempty"`
+	Value interface{} `json:"value,omitempty"`
+}
+
+// PolicyEndpointAdvanced_MfaTrust_1_Duration defines model for PolicyEndpointAdvanced.MfaTrust.1.Duration.
+type PolicyEndpointAdvanced_MfaTrust_1_Duration struct {
+	union json.RawMessage
+}
+
+// PolicyEndpointAdvanced_MfaTrust When enabled (or given a duration), a duration of 1 to 90 days in minutes, hours or days.
+type PolicyEndpointAdvanced_MfaTrust struct {
+	Duration *struct {
+		Unit  *PolicyEndpointAdvancedMfaTrustDurationUnit `json:"unit,omitempty"`
+		Value *int                                        `json:"value,omitempty"`
+	} `json:"duration,omitempty"`
+	InitiatorType *PolicyEndpointAdvancedMfaTrustInitiatorType `json:"initiator_type,omitempty"`
+	IsEnabled     *bool                                        `json:"is_enabled,omitempty"`
+	union         json.RawMessage
+}
+
+// PolicyEndpointAdvancedMfaUnenrolledAction defines model for PolicyEndpointAdvanced.MfaUnenrolledAction.
+type PolicyEndpointAdvancedMfaUnenrolledAction string
+
+// PolicyEndpointAdvancedNPS defines model for PolicyEndpointAdvancedNPS.
+type PolicyEndpointAdvancedNPS struct {
+	// MfaTimeout Seconds, 30 to 3600 (300 when 0 or absent).
+	MfaTimeout *int `json:"mfa_timeout,omitempty"`
+
+	// MfaTrust When enabled (or given a duration), a duration of 1 to 90 days in minutes, hours or days.
+	MfaTrust            *PolicyEndpointAdvancedNPS_MfaTrust           `json:"mfa_trust,omitempty"`
+	MfaUnenrolledAction *PolicyEndpointAdvancedNPSMfaUnenrolledAction `json:"mfa_unenrolled_action,omitempty"`
+
+	// NotificationTemplate Response only; ignored in a request.
+	NotificationTemplate *struct {
+		// Id An id; answered as a digit string, accepted as a string or an integer.
+		Id   *RefID  `json:"id,omitempty"`
+		Name *string `json:"name,omitempty"`
+	} `json:"notification_template,omitempty"`
+
+	// NotificationTemplateId An id; answered as a digit string, accepted as a string or an integer.
+	NotificationTemplateId *RefID `json:"notification_template_id,omitempty"`
+
+	// RadiusResponseConfig vendor_id is required by vendor attributes.
+	RadiusResponseConfig *struct {
+		AttributesList *[]PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item `json:"attributes_list,omitempty"`
+
+		// VendorId An SMI private enterprise code.
+		VendorId *string `json:"vendor_id,omitempty"`
+	} `json:"radius_response_config,omitempty"`
+}
+
+// PolicyEndpointAdvancedNPSMfaTrustDurationUnit defines model for PolicyEndpointAdvancedNPS.MfaTrust.Duration.Unit.
+type PolicyEndpointAdvancedNPSMfaTrustDurationUnit string
+
+// PolicyEndpointAdvancedNPSMfaTrustInitiatorType defines model for PolicyEndpointAdvancedNPS.MfaTrust.InitiatorType.
+type PolicyEndpointAdvancedNPSMfaTrustInitiatorType string
+
+// PolicyEndpointAdvancedNPSMfaTrust0 defines model for .
+type PolicyEndpointAdvancedNPSMfaTrust0 struct {
+	Duration *struct {
+		Unit  interface{} `json:"unit,omitempty"`
+		Value interface{} `json:"value,omitempty"`
+	} `json:"duration,omitempty"`
+	IsEnabled interface{} `json:"is_enabled,omitempty"`
+}
+
+// PolicyEndpointAdvancedNPSMfaTrust1 defines model for .
+type PolicyEndpointAdvancedNPSMfaTrust1 struct {
+	Duration PolicyEndpointAdvancedNPS_MfaTrust_1_Duration `json:"duration"`
+}
+
+// PolicyEndpointAdvancedNPSMfaTrust1Duration0 defines model for .
+type PolicyEndpointAdvancedNPSMfaTrust1Duration0 struct {
+	Unit  interface{} `json:"unit,omitempty"`
+	Value interface{} `json:"value,omitempty"`
+}
+
+// PolicyEndpointAdvancedNPSMfaTrust1Duration1 defines model for .
+type PolicyEndpointAdvancedNPSMfaTrust1Duration1 struct {
+	Unit  interface{} `json:"unit,omitempty"`
+	Value interface{} `json:"value,omitempty"`
+}
+
+// PolicyEndpointAdvancedNPSMfaTrust1Duration2 defines model for .
+type PolicyEndpointAdvancedNPSMfaTrust1Duration2 struct {
+	Unit  interface{} `json:"unit,omitempty"`
+	Value interface{} `json:"value,omitempty"`
+}
+
+// PolicyEndpointAdvancedNPS_MfaTrust_1_Duration defines model for PolicyEndpointAdvancedNPS.MfaTrust.1.Duration.
+type PolicyEndpointAdvancedNPS_MfaTrust_1_Duration struct {
+	union json.RawMessage
+}
+
+// PolicyEndpointAdvancedNPS_MfaTrust When enabled (or given a duration), a duration of 1 to 90 days in minutes, hours or days.
+type PolicyEndpointAdvancedNPS_MfaTrust struct {
+	Duration *struct {
+		Unit  *PolicyEndpointAdvancedNPSMfaTrustDurationUnit `json:"unit,omitempty"`
+		Value *int                                           `json:"value,omitempty"`
+	} `json:"duration,omitempty"`
+	InitiatorType *PolicyEndpointAdvancedNPSMfaTrustInitiatorType `json:"initiator_type,omitempty"`
+	IsEnabled     *bool                                           `json:"is_enabled,omitempty"`
+	union         json.RawMessage
+}
+
+// PolicyEndpointAdvancedNPSMfaUnenrolledAction defines model for PolicyEndpointAdvancedNPS.MfaUnenrolledAction.
+type PolicyEndpointAdvancedNPSMfaUnenrolledAction string
+
+// PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataType defines model for PolicyEndpointAdvancedNPS.RadiusResponseConfig.AttributesList.DataType.
+type PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataType string
+
+// PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListType defines model for PolicyEndpointAdvancedNPS.RadiusResponseConfig.AttributesList.Type.
+type PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListType string
+
+// PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0 defines model for .
+type PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0 struct {
+	DataType interface{} `json:"data_type,omitempty"`
+}
+
+// PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1 defines model for .
+type PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1 struct {
+	DataType interface{} `json:"data_type,omitempty"`
+	Value    interface{} `json:"value"`
+}
+
+// PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2 defines model for .
+type PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2 struct {
+	DataType interface{} `json:"data_type,omitempty"`
+	Value    interface{} `json:"value"`
+}
+
+// PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3 defines model for .
+type PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3 struct {
+	DataType interface{} `json:"data_type,omitempty"`
+	Value    interface{} `json:"value"`
+}
+
+// PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item defines model for PolicyEndpointAdvancedNPS.RadiusResponseConfig.AttributesList.Item.
+type PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item struct {
+	DataType PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataType `json:"data_type"`
+	Number   int                                                                 `json:"number"`
+	Type     PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListType     `json:"type"`
+	Value    *string                                                             `json:"value,omitempty"`
+	union    json.RawMessage
+}
+
+// PolicyEndpointSettingWrite One endpoint's settings: its type, actions and assignments as the endpoint takes them (device_assignment for ComputerDevices, required there; app_assignment for SSOApplications; radius_response_config for NPS).
+type PolicyEndpointSettingWrite struct {
+	union json.RawMessage
+}
+
+// PolicyEndpointSettingWrite0 defines model for .
+type PolicyEndpointSettingWrite0 struct {
+	Actions          []PolicyEndpointSettingWrite0Actions `json:"actions"`
+	AdvancedSettings *PolicyEndpointAdvanced              `json:"advanced_settings,omitempty"`
+
+	// DeviceAssignment Devices, device groups, or every device.
+	DeviceAssignment PolicyDeviceAssignment              `json:"device_assignment"`
+	Endpoint         PolicyEndpointSettingWrite0Endpoint `json:"endpoint"`
+
+	// PrimaryAuthentication factor_configs: the organization's authentication factor configs, each once, verification_order numbering them 1 to n; passwordless needs one.
+	PrimaryAuthentication *PolicyPrimaryAuthentication `json:"primary_authentication,omitempty"`
+
+	// SecondaryAuthentication factor_configs as for primary authentication; with MFA enabled, one at least and no_of_required_factors from the mandatory ones' count (at least 1) to all of them.
+	SecondaryAuthentication *PolicySecondaryAuthentication   `json:"secondary_authentication,omitempty"`
+	Type                    *PolicyEndpointSettingWrite0Type `json:"type,omitempty"`
+}
+
+// PolicyEndpointSettingWrite0Actions defines model for PolicyEndpointSettingWrite.0.Actions.
+type PolicyEndpointSettingWrite0Actions string
+
+// PolicyEndpointSettingWrite0Endpoint defines model for PolicyEndpointSettingWrite.0.Endpoint.
+type PolicyEndpointSettingWrite0Endpoint string
+
+// PolicyEndpointSettingWrite0Type defines model for PolicyEndpointSettingWrite.0.Type.
+type PolicyEndpointSettingWrite0Type string
+
+// PolicyEndpointSettingWrite1 defines model for .
+type PolicyEndpointSettingWrite1 struct {
+	// Actions None: the only action is signing in.
+	Actions          *[]string                           `json:"actions,omitempty"`
+	AdvancedSettings *PolicyEndpointAdvancedNPS          `json:"advanced_settings,omitempty"`
+	Endpoint         PolicyEndpointSettingWrite1Endpoint `json:"endpoint"`
+
+	// PrimaryAuthentication factor_configs: the organization's authentication factor configs, each once, verification_order numbering them 1 to n; passwordless needs one.
+	PrimaryAuthentication *PolicyPrimaryAuthentication `json:"primary_authentication,omitempty"`
+
+	// SecondaryAuthentication factor_configs as for primary authentication; with MFA enabled, one at least and no_of_required_factors from the mandatory ones' count (at least 1) to all of them.
+	SecondaryAuthentication *PolicySecondaryAuthentication   `json:"secondary_authentication,omitempty"`
+	Type                    *PolicyEndpointSettingWrite1Type `json:"type,omitempty"`
+}
+
+// PolicyEndpointSettingWrite1Endpoint defines model for PolicyEndpointSettingWrite.1.Endpoint.
+type PolicyEndpointSettingWrite1Endpoint string
+
+// PolicyEndpointSettingWrite1Type defines model for PolicyEndpointSettingWrite.1.Type.
+type PolicyEndpointSettingWrite1Type string
+
+// PolicyEndpointSettingWrite2 defines model for .
+type PolicyEndpointSettingWrite2 struct {
+	// Actions None: the only action is signing in.
+	Actions          *[]string                           `json:"actions,omitempty"`
+	AdvancedSettings *PolicyEndpointAdvanced             `json:"advanced_settings,omitempty"`
+	Endpoint         PolicyEndpointSettingWrite2Endpoint `json:"endpoint"`
+
+	// PrimaryAuthentication factor_configs: the organization's authentication factor configs, each once, verification_order numbering them 1 to n; passwordless needs one.
+	PrimaryAuthentication *PolicyPrimaryAuthentication `json:"primary_authentication,omitempty"`
+
+	// SecondaryAuthentication factor_configs as for primary authentication; with MFA enabled, one at least and no_of_required_factors from the mandatory ones' count (at least 1) to all of them.
+	SecondaryAuthentication *PolicySecondaryAuthentication   `json:"secondary_authentication,omitempty"`
+	Type                    *PolicyEndpointSettingWrite2Type `json:"type,omitempty"`
+}
+
+// PolicyEndpointSettingWrite2Endpoint defines model for PolicyEndpointSettingWrite.2.Endpoint.
+type PolicyEndpointSettingWrite2Endpoint string
+
+// PolicyEndpointSettingWrite2Type defines model for PolicyEndpointSettingWrite.2.Type.
+type PolicyEndpointSettingWrite2Type string
+
+// PolicyEndpointSettingWrite3 defines model for .
+type PolicyEndpointSettingWrite3 struct {
+	// Actions None: the only action is signing in.
+	Actions          *[]string               `json:"actions,omitempty"`
+	AdvancedSettings *PolicyEndpointAdvanced `json:"advanced_settings,omitempty"`
+	AppAssignment    *struct {
+		AppIds *[]string `json:"app_ids,omitempty"`
+	} `json:"app_assignment,omitempty"`
+	Endpoint PolicyEndpointSettingWrite3Endpoint `json:"endpoint"`
+
+	// PrimaryAuthentication factor_configs: the organization's authentication factor configs, each once, verification_order numbering them 1 to n; passwordless needs one.
+	PrimaryAuthentication *PolicyPrimaryAuthentication `json:"primary_authentication,omitempty"`
+
+	// SecondaryAuthentication factor_configs as for primary authentication; with MFA enabled, one at least and no_of_required_factors from the mandatory ones' count (at least 1) to all of them.
+	SecondaryAuthentication *PolicySecondaryAuthentication   `json:"secondary_authentication,omitempty"`
+	Type                    *PolicyEndpointSettingWrite3Type `json:"type,omitempty"`
+}
+
+// PolicyEndpointSettingWrite3Endpoint defines model for PolicyEndpointSettingWrite.3.Endpoint.
+type PolicyEndpointSettingWrite3Endpoint string
+
+// PolicyEndpointSettingWrite3Type defines model for PolicyEndpointSettingWrite.3.Type.
+type PolicyEndpointSettingWrite3Type string
+
+// PolicyEndpointSettingWrite4 defines model for .
+type PolicyEndpointSettingWrite4 struct {
+	// Actions None: the only action is signing in.
+	Actions          *[]string                           `json:"actions,omitempty"`
+	AdvancedSettings *PolicyEndpointAdvanced             `json:"advanced_settings,omitempty"`
+	Endpoint         PolicyEndpointSettingWrite4Endpoint `json:"endpoint"`
+
+	// PrimaryAuthentication factor_configs: the organization's authentication factor configs, each once, verification_order numbering them 1 to n; passwordless needs one.
+	PrimaryAuthentication *PolicyPrimaryAuthentication `json:"primary_authentication,omitempty"`
+
+	// SecondaryAuthentication factor_configs as for primary authentication; with MFA enabled, one at least and no_of_required_factors from the mandatory ones' count (at least 1) to all of them.
+	SecondaryAuthentication *PolicySecondaryAuthentication   `json:"secondary_authentication,omitempty"`
+	Type                    *PolicyEndpointSettingWrite4Type `json:"type,omitempty"`
+}
+
+// PolicyEndpointSettingWrite4Endpoint defines model for PolicyEndpointSettingWrite.4.Endpoint.
+type PolicyEndpointSettingWrite4Endpoint string
+
+// PolicyEndpointSettingWrite4Type defines model for PolicyEndpointSettingWrite.4.Type.
+type PolicyEndpointSettingWrite4Type string
+
+// PolicyEndpointSettingWrite5 defines model for .
+type PolicyEndpointSettingWrite5 struct {
+	Actions          []PolicyEndpointSettingWrite5Actions `json:"actions"`
+	AdvancedSettings *PolicyEndpointAdvanced              `json:"advanced_settings,omitempty"`
+	Endpoint         PolicyEndpointSettingWrite5Endpoint  `json:"endpoint"`
+
+	// PrimaryAuthentication factor_configs: the organization's authentication factor configs, each once, verification_order numbering them 1 to n; passwordless needs one.
+	PrimaryAuthentication *PolicyPrimaryAuthentication `json:"primary_authentication,omitempty"`
+
+	// SecondaryAuthentication factor_configs as for primary authentication; with MFA enabled, one at least and no_of_required_factors from the mandatory ones' count (at least 1) to all of them.
+	SecondaryAuthentication *PolicySecondaryAuthentication  `json:"secondary_authentication,omitempty"`
+	Type                    PolicyEndpointSettingWrite5Type `json:"type"`
+}
+
+// PolicyEndpointSettingWrite5Actions defines model for PolicyEndpointSettingWrite.5.Actions.
+type PolicyEndpointSettingWrite5Actions string
+
+// PolicyEndpointSettingWrite5Endpoint defines model for PolicyEndpointSettingWrite.5.Endpoint.
+type PolicyEndpointSettingWrite5Endpoint string
+
+// PolicyEndpointSettingWrite5Type defines model for PolicyEndpointSettingWrite.5.Type.
+type PolicyEndpointSettingWrite5Type string
 
 // PolicyFactor defines model for PolicyFactor.
 type PolicyFactor struct {
@@ -3170,29 +3890,132 @@ type PolicyItemAccessType string
 // PolicyItemEndpoints defines model for PolicyItem.Endpoints.
 type PolicyItemEndpoints string
 
+// PolicyPatch A JSON merge patch over the policy as GET shows it (objects merge, arrays replace); the result is checked as on create.
+type PolicyPatch struct {
+	// AccessConditions criteria_expression uses every condition's sequence number and no other (empty without conditions), e.g. "1 and (2 or 3)".
+	AccessConditions *struct {
+		Conditions         *[]PolicyConditionWrite `json:"conditions,omitempty"`
+		CriteriaExpression *string                 `json:"criteria_expression,omitempty"`
+	} `json:"access_conditions,omitempty"`
+	AccessType *PolicyPatchAccessType `json:"access_type,omitempty"`
+
+	// AdvancedSettings A patch of the advanced settings: they merge into the stored ones, and the result must hold a threshold of 1 to 100 with after_failed_attempts.
+	AdvancedSettings *PolicyAdvancedSettingsPatch `json:"advanced_settings,omitempty"`
+	Description      *string                      `json:"description,omitempty"`
+
+	// Endpoints The endpoints of endpoints_settings (or ["All Endpoints"] when it has all five); it follows them when left out.
+	Endpoints *[]PolicyPatchEndpoints `json:"endpoints,omitempty"`
+
+	// EndpointsSettings One entry per endpoint.
+	EndpointsSettings *[]PolicyEndpointSettingWrite `json:"endpoints_settings,omitempty"`
+	IsEnabled         *bool                         `json:"is_enabled,omitempty"`
+
+	// Name Trimmed of spaces at both ends; not the default policy's name (Default Policy, any case).
+	Name            *string `json:"name,omitempty"`
+	UserAssignments *struct {
+		GroupIds *[]RefID `json:"group_ids,omitempty"`
+
+		// GroupsCount Response only; ignored.
+		GroupsCount *int     `json:"groups_count,omitempty"`
+		UserIds     *[]RefID `json:"user_ids,omitempty"`
+
+		// UsersCount Response only; ignored.
+		UsersCount *int `json:"users_count,omitempty"`
+	} `json:"user_assignments,omitempty"`
+}
+
+// PolicyPatchAccessType defines model for PolicyPatch.AccessType.
+type PolicyPatchAccessType string
+
+// PolicyPatchEndpoints defines model for PolicyPatch.Endpoints.
+type PolicyPatchEndpoints string
+
+// PolicyPrimaryAuthentication factor_configs: the organization's authentication factor configs, each once, verification_order numbering them 1 to n; passwordless needs one.
+type PolicyPrimaryAuthentication struct {
+	FactorConfigs *[]struct {
+		// AuthnFactorConfigId An id; answered as a digit string, accepted as a string or an integer.
+		AuthnFactorConfigId RefID `json:"authn_factor_config_id"`
+		VerificationOrder   int   `json:"verification_order"`
+	} `json:"factor_configs,omitempty"`
+	IsPasswordlessEnabled *bool `json:"is_passwordless_enabled,omitempty"`
+	union                 json.RawMessage
+}
+
+// PolicyPrimaryAuthentication0 defines model for .
+type PolicyPrimaryAuthentication0 struct {
+	IsPasswordlessEnabled interface{} `json:"is_passwordless_enabled,omitempty"`
+}
+
+// PolicyPrimaryAuthentication1 defines model for .
+type PolicyPrimaryAuthentication1 struct {
+	FactorConfigs interface{} `json:"factor_configs"`
+}
+
+// PolicySecondaryAuthentication factor_configs as for primary authentication; with MFA enabled, one at least and no_of_required_factors from the mandatory ones' count (at least 1) to all of them.
+type PolicySecondaryAuthentication struct {
+	AuthnMode     *PolicySecondaryAuthenticationAuthnMode `json:"authn_mode,omitempty"`
+	FactorConfigs *[]struct {
+		// AuthnFactorConfigId An id; answered as a digit string, accepted as a string or an integer.
+		AuthnFactorConfigId RefID `json:"authn_factor_config_id"`
+		IsMandatory         *bool `json:"is_mandatory,omitempty"`
+		VerificationOrder   int   `json:"verification_order"`
+	} `json:"factor_configs,omitempty"`
+	IsMfaEnabled        *bool `json:"is_mfa_enabled,omitempty"`
+	NoOfRequiredFactors *int  `json:"no_of_required_factors,omitempty"`
+	union               json.RawMessage
+}
+
+// PolicySecondaryAuthenticationAuthnMode defines model for PolicySecondaryAuthentication.AuthnMode.
+type PolicySecondaryAuthenticationAuthnMode string
+
+// PolicySecondaryAuthentication0 defines model for .
+type PolicySecondaryAuthentication0 struct {
+	IsMfaEnabled interface{} `json:"is_mfa_enabled,omitempty"`
+}
+
+// PolicySecondaryAuthentication1 defines model for .
+type PolicySecondaryAuthentication1 struct {
+	FactorConfigs       interface{} `json:"factor_configs"`
+	NoOfRequiredFactors interface{} `json:"no_of_required_factors"`
+}
+
 // PolicyWrite The body of a policy create (spec 2.11). is_enabled defaults to true; endpoints, when given, must list the endpoints of endpoints_settings.
 type PolicyWrite struct {
+	// AccessConditions criteria_expression uses every condition's sequence number and no other (empty without conditions), e.g. "1 and (2 or 3)".
 	AccessConditions *struct {
-		Conditions *[]PolicyCondition `json:"conditions,omitempty"`
-
-		// CriteriaExpression Sequence numbers joined with and, or and parentheses, e.g. "1 and (2 or 3)".
-		CriteriaExpression *string `json:"criteria_expression,omitempty"`
+		Conditions         *[]PolicyConditionWrite `json:"conditions,omitempty"`
+		CriteriaExpression *string                 `json:"criteria_expression,omitempty"`
 	} `json:"access_conditions,omitempty"`
-	AccessType        PolicyWriteAccessType   `json:"access_type"`
-	AdvancedSettings  *PolicyAdvancedSettings `json:"advanced_settings,omitempty"`
-	Description       *string                 `json:"description,omitempty"`
-	Endpoints         *[]string               `json:"endpoints,omitempty"`
-	EndpointsSettings []EndpointSetting       `json:"endpoints_settings"`
-	IsEnabled         *bool                   `json:"is_enabled,omitempty"`
-	Name              string                  `json:"name"`
-	UserAssignments   *struct {
+	AccessType       PolicyWriteAccessType        `json:"access_type"`
+	AdvancedSettings *PolicyAdvancedSettingsWrite `json:"advanced_settings,omitempty"`
+	Description      *string                      `json:"description,omitempty"`
+
+	// Endpoints The endpoints of endpoints_settings (or ["All Endpoints"] when it has all five); it follows them when left out.
+	Endpoints *[]PolicyWriteEndpoints `json:"endpoints,omitempty"`
+
+	// EndpointsSettings One entry per endpoint.
+	EndpointsSettings []PolicyEndpointSettingWrite `json:"endpoints_settings"`
+	IsEnabled         *bool                        `json:"is_enabled,omitempty"`
+
+	// Name Trimmed of spaces at both ends; not the default policy's name (Default Policy, any case).
+	Name            string `json:"name"`
+	UserAssignments *struct {
 		GroupIds *[]RefID `json:"group_ids,omitempty"`
-		UserIds  *[]RefID `json:"user_ids,omitempty"`
+
+		// GroupsCount Response only; ignored.
+		GroupsCount *int     `json:"groups_count,omitempty"`
+		UserIds     *[]RefID `json:"user_ids,omitempty"`
+
+		// UsersCount Response only; ignored.
+		UsersCount *int `json:"users_count,omitempty"`
 	} `json:"user_assignments,omitempty"`
 }
 
 // PolicyWriteAccessType defines model for PolicyWrite.AccessType.
 type PolicyWriteAccessType string
+
+// PolicyWriteEndpoints defines model for PolicyWrite.Endpoints.
+type PolicyWriteEndpoints string
 
 // PrimarySource defines model for PrimarySource.
 type PrimarySource struct {
@@ -4419,12 +5242,6 @@ type ReorderPoliciesJSONBody struct {
 	Ids []ID `json:"ids"`
 }
 
-// UpdatePolicyJSONBody defines parameters for UpdatePolicy.
-type UpdatePolicyJSONBody = map[string]interface{}
-
-// UpdatePolicyApplicationMergePatchPlusJSONBody defines parameters for UpdatePolicy.
-type UpdatePolicyApplicationMergePatchPlusJSONBody = map[string]interface{}
-
 // ListPolicyDevicesParams defines parameters for ListPolicyDevices.
 type ListPolicyDevicesParams struct {
 	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
@@ -4931,10 +5748,10 @@ type EvaluateConditionalAccessJSONRequestBody = EvaluateRequest
 type ReorderPoliciesJSONRequestBody ReorderPoliciesJSONBody
 
 // UpdatePolicyJSONRequestBody defines body for UpdatePolicy for application/json ContentType.
-type UpdatePolicyJSONRequestBody = UpdatePolicyJSONBody
+type UpdatePolicyJSONRequestBody = PolicyPatch
 
 // UpdatePolicyApplicationMergePatchPlusJSONRequestBody defines body for UpdatePolicy for application/merge-patch+json ContentType.
-type UpdatePolicyApplicationMergePatchPlusJSONRequestBody = UpdatePolicyApplicationMergePatchPlusJSONBody
+type UpdatePolicyApplicationMergePatchPlusJSONRequestBody = PolicyPatch
 
 // CreateConditionConfigJSONRequestBody defines body for CreateConditionConfig for application/json ContentType.
 type CreateConditionConfigJSONRequestBody = ConditionConfigCreate
@@ -6513,6 +7330,1831 @@ func (t *NotificationTemplateWrite) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.Sms)
 		if err != nil {
 			return fmt.Errorf("error reading 'sms': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsOAuthTokenRequest0 returns the union data inside the OAuthTokenRequest as a OAuthTokenRequest0
+func (t OAuthTokenRequest) AsOAuthTokenRequest0() (OAuthTokenRequest0, error) {
+	var body OAuthTokenRequest0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOAuthTokenRequest0 overwrites any union data inside the OAuthTokenRequest as the provided OAuthTokenRequest0
+func (t *OAuthTokenRequest) FromOAuthTokenRequest0(v OAuthTokenRequest0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOAuthTokenRequest0 performs a merge with any union data inside the OAuthTokenRequest, using the provided OAuthTokenRequest0
+func (t *OAuthTokenRequest) MergeOAuthTokenRequest0(v OAuthTokenRequest0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOAuthTokenRequest1 returns the union data inside the OAuthTokenRequest as a OAuthTokenRequest1
+func (t OAuthTokenRequest) AsOAuthTokenRequest1() (OAuthTokenRequest1, error) {
+	var body OAuthTokenRequest1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOAuthTokenRequest1 overwrites any union data inside the OAuthTokenRequest as the provided OAuthTokenRequest1
+func (t *OAuthTokenRequest) FromOAuthTokenRequest1(v OAuthTokenRequest1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOAuthTokenRequest1 performs a merge with any union data inside the OAuthTokenRequest, using the provided OAuthTokenRequest1
+func (t *OAuthTokenRequest) MergeOAuthTokenRequest1(v OAuthTokenRequest1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t OAuthTokenRequest) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	object["client_id"], err = json.Marshal(t.ClientId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'client_id': %w", err)
+	}
+
+	object["client_secret"], err = json.Marshal(t.ClientSecret)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'client_secret': %w", err)
+	}
+
+	if t.Code != nil {
+		object["code"], err = json.Marshal(t.Code)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'code': %w", err)
+		}
+	}
+
+	if t.CodeVerifier != nil {
+		object["code_verifier"], err = json.Marshal(t.CodeVerifier)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'code_verifier': %w", err)
+		}
+	}
+
+	object["grant_type"], err = json.Marshal(t.GrantType)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'grant_type': %w", err)
+	}
+
+	if t.RedirectUri != nil {
+		object["redirect_uri"], err = json.Marshal(t.RedirectUri)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'redirect_uri': %w", err)
+		}
+	}
+
+	if t.RefreshToken != nil {
+		object["refresh_token"], err = json.Marshal(t.RefreshToken)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'refresh_token': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *OAuthTokenRequest) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["client_id"]; found {
+		err = json.Unmarshal(raw, &t.ClientId)
+		if err != nil {
+			return fmt.Errorf("error reading 'client_id': %w", err)
+		}
+	}
+
+	if raw, found := object["client_secret"]; found {
+		err = json.Unmarshal(raw, &t.ClientSecret)
+		if err != nil {
+			return fmt.Errorf("error reading 'client_secret': %w", err)
+		}
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &t.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+	}
+
+	if raw, found := object["code_verifier"]; found {
+		err = json.Unmarshal(raw, &t.CodeVerifier)
+		if err != nil {
+			return fmt.Errorf("error reading 'code_verifier': %w", err)
+		}
+	}
+
+	if raw, found := object["grant_type"]; found {
+		err = json.Unmarshal(raw, &t.GrantType)
+		if err != nil {
+			return fmt.Errorf("error reading 'grant_type': %w", err)
+		}
+	}
+
+	if raw, found := object["redirect_uri"]; found {
+		err = json.Unmarshal(raw, &t.RedirectUri)
+		if err != nil {
+			return fmt.Errorf("error reading 'redirect_uri': %w", err)
+		}
+	}
+
+	if raw, found := object["refresh_token"]; found {
+		err = json.Unmarshal(raw, &t.RefreshToken)
+		if err != nil {
+			return fmt.Errorf("error reading 'refresh_token': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsPolicyAdvancedSettingsPatch0 returns the union data inside the PolicyAdvancedSettingsPatch as a PolicyAdvancedSettingsPatch0
+func (t PolicyAdvancedSettingsPatch) AsPolicyAdvancedSettingsPatch0() (PolicyAdvancedSettingsPatch0, error) {
+	var body PolicyAdvancedSettingsPatch0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyAdvancedSettingsPatch0 overwrites any union data inside the PolicyAdvancedSettingsPatch as the provided PolicyAdvancedSettingsPatch0
+func (t *PolicyAdvancedSettingsPatch) FromPolicyAdvancedSettingsPatch0(v PolicyAdvancedSettingsPatch0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyAdvancedSettingsPatch0 performs a merge with any union data inside the PolicyAdvancedSettingsPatch, using the provided PolicyAdvancedSettingsPatch0
+func (t *PolicyAdvancedSettingsPatch) MergePolicyAdvancedSettingsPatch0(v PolicyAdvancedSettingsPatch0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyAdvancedSettingsPatch1 returns the union data inside the PolicyAdvancedSettingsPatch as a PolicyAdvancedSettingsPatch1
+func (t PolicyAdvancedSettingsPatch) AsPolicyAdvancedSettingsPatch1() (PolicyAdvancedSettingsPatch1, error) {
+	var body PolicyAdvancedSettingsPatch1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyAdvancedSettingsPatch1 overwrites any union data inside the PolicyAdvancedSettingsPatch as the provided PolicyAdvancedSettingsPatch1
+func (t *PolicyAdvancedSettingsPatch) FromPolicyAdvancedSettingsPatch1(v PolicyAdvancedSettingsPatch1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyAdvancedSettingsPatch1 performs a merge with any union data inside the PolicyAdvancedSettingsPatch, using the provided PolicyAdvancedSettingsPatch1
+func (t *PolicyAdvancedSettingsPatch) MergePolicyAdvancedSettingsPatch1(v PolicyAdvancedSettingsPatch1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicyAdvancedSettingsPatch) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.CaptchaFailedAttemptsThreshold != nil {
+		object["captcha_failed_attempts_threshold"], err = json.Marshal(t.CaptchaFailedAttemptsThreshold)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'captcha_failed_attempts_threshold': %w", err)
+		}
+	}
+
+	if t.CaptchaFrequencyType != nil {
+		object["captcha_frequency_type"], err = json.Marshal(t.CaptchaFrequencyType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'captcha_frequency_type': %w", err)
+		}
+	}
+
+	if t.EmailaddressSelectionMode != nil {
+		object["emailaddress_selection_mode"], err = json.Marshal(t.EmailaddressSelectionMode)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'emailaddress_selection_mode': %w", err)
+		}
+	}
+
+	if t.IsBackupCodesEnabled != nil {
+		object["is_backup_codes_enabled"], err = json.Marshal(t.IsBackupCodesEnabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_backup_codes_enabled': %w", err)
+		}
+	}
+
+	if t.IsCaptchaEnabled != nil {
+		object["is_captcha_enabled"], err = json.Marshal(t.IsCaptchaEnabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_captcha_enabled': %w", err)
+		}
+	}
+
+	if t.MobilenoSelectionMode != nil {
+		object["mobileno_selection_mode"], err = json.Marshal(t.MobilenoSelectionMode)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'mobileno_selection_mode': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *PolicyAdvancedSettingsPatch) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["captcha_failed_attempts_threshold"]; found {
+		err = json.Unmarshal(raw, &t.CaptchaFailedAttemptsThreshold)
+		if err != nil {
+			return fmt.Errorf("error reading 'captcha_failed_attempts_threshold': %w", err)
+		}
+	}
+
+	if raw, found := object["captcha_frequency_type"]; found {
+		err = json.Unmarshal(raw, &t.CaptchaFrequencyType)
+		if err != nil {
+			return fmt.Errorf("error reading 'captcha_frequency_type': %w", err)
+		}
+	}
+
+	if raw, found := object["emailaddress_selection_mode"]; found {
+		err = json.Unmarshal(raw, &t.EmailaddressSelectionMode)
+		if err != nil {
+			return fmt.Errorf("error reading 'emailaddress_selection_mode': %w", err)
+		}
+	}
+
+	if raw, found := object["is_backup_codes_enabled"]; found {
+		err = json.Unmarshal(raw, &t.IsBackupCodesEnabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_backup_codes_enabled': %w", err)
+		}
+	}
+
+	if raw, found := object["is_captcha_enabled"]; found {
+		err = json.Unmarshal(raw, &t.IsCaptchaEnabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_captcha_enabled': %w", err)
+		}
+	}
+
+	if raw, found := object["mobileno_selection_mode"]; found {
+		err = json.Unmarshal(raw, &t.MobilenoSelectionMode)
+		if err != nil {
+			return fmt.Errorf("error reading 'mobileno_selection_mode': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsPolicyAdvancedSettingsWrite0 returns the union data inside the PolicyAdvancedSettingsWrite as a PolicyAdvancedSettingsWrite0
+func (t PolicyAdvancedSettingsWrite) AsPolicyAdvancedSettingsWrite0() (PolicyAdvancedSettingsWrite0, error) {
+	var body PolicyAdvancedSettingsWrite0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyAdvancedSettingsWrite0 overwrites any union data inside the PolicyAdvancedSettingsWrite as the provided PolicyAdvancedSettingsWrite0
+func (t *PolicyAdvancedSettingsWrite) FromPolicyAdvancedSettingsWrite0(v PolicyAdvancedSettingsWrite0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyAdvancedSettingsWrite0 performs a merge with any union data inside the PolicyAdvancedSettingsWrite, using the provided PolicyAdvancedSettingsWrite0
+func (t *PolicyAdvancedSettingsWrite) MergePolicyAdvancedSettingsWrite0(v PolicyAdvancedSettingsWrite0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyAdvancedSettingsWrite1 returns the union data inside the PolicyAdvancedSettingsWrite as a PolicyAdvancedSettingsWrite1
+func (t PolicyAdvancedSettingsWrite) AsPolicyAdvancedSettingsWrite1() (PolicyAdvancedSettingsWrite1, error) {
+	var body PolicyAdvancedSettingsWrite1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyAdvancedSettingsWrite1 overwrites any union data inside the PolicyAdvancedSettingsWrite as the provided PolicyAdvancedSettingsWrite1
+func (t *PolicyAdvancedSettingsWrite) FromPolicyAdvancedSettingsWrite1(v PolicyAdvancedSettingsWrite1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyAdvancedSettingsWrite1 performs a merge with any union data inside the PolicyAdvancedSettingsWrite, using the provided PolicyAdvancedSettingsWrite1
+func (t *PolicyAdvancedSettingsWrite) MergePolicyAdvancedSettingsWrite1(v PolicyAdvancedSettingsWrite1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicyAdvancedSettingsWrite) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.CaptchaFailedAttemptsThreshold != nil {
+		object["captcha_failed_attempts_threshold"], err = json.Marshal(t.CaptchaFailedAttemptsThreshold)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'captcha_failed_attempts_threshold': %w", err)
+		}
+	}
+
+	if t.CaptchaFrequencyType != nil {
+		object["captcha_frequency_type"], err = json.Marshal(t.CaptchaFrequencyType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'captcha_frequency_type': %w", err)
+		}
+	}
+
+	if t.EmailaddressSelectionMode != nil {
+		object["emailaddress_selection_mode"], err = json.Marshal(t.EmailaddressSelectionMode)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'emailaddress_selection_mode': %w", err)
+		}
+	}
+
+	if t.IsBackupCodesEnabled != nil {
+		object["is_backup_codes_enabled"], err = json.Marshal(t.IsBackupCodesEnabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_backup_codes_enabled': %w", err)
+		}
+	}
+
+	if t.IsCaptchaEnabled != nil {
+		object["is_captcha_enabled"], err = json.Marshal(t.IsCaptchaEnabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_captcha_enabled': %w", err)
+		}
+	}
+
+	if t.MobilenoSelectionMode != nil {
+		object["mobileno_selection_mode"], err = json.Marshal(t.MobilenoSelectionMode)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'mobileno_selection_mode': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *PolicyAdvancedSettingsWrite) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["captcha_failed_attempts_threshold"]; found {
+		err = json.Unmarshal(raw, &t.CaptchaFailedAttemptsThreshold)
+		if err != nil {
+			return fmt.Errorf("error reading 'captcha_failed_attempts_threshold': %w", err)
+		}
+	}
+
+	if raw, found := object["captcha_frequency_type"]; found {
+		err = json.Unmarshal(raw, &t.CaptchaFrequencyType)
+		if err != nil {
+			return fmt.Errorf("error reading 'captcha_frequency_type': %w", err)
+		}
+	}
+
+	if raw, found := object["emailaddress_selection_mode"]; found {
+		err = json.Unmarshal(raw, &t.EmailaddressSelectionMode)
+		if err != nil {
+			return fmt.Errorf("error reading 'emailaddress_selection_mode': %w", err)
+		}
+	}
+
+	if raw, found := object["is_backup_codes_enabled"]; found {
+		err = json.Unmarshal(raw, &t.IsBackupCodesEnabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_backup_codes_enabled': %w", err)
+		}
+	}
+
+	if raw, found := object["is_captcha_enabled"]; found {
+		err = json.Unmarshal(raw, &t.IsCaptchaEnabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_captcha_enabled': %w", err)
+		}
+	}
+
+	if raw, found := object["mobileno_selection_mode"]; found {
+		err = json.Unmarshal(raw, &t.MobilenoSelectionMode)
+		if err != nil {
+			return fmt.Errorf("error reading 'mobileno_selection_mode': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsPolicyConditionWrite0 returns the union data inside the PolicyConditionWrite as a PolicyConditionWrite0
+func (t PolicyConditionWrite) AsPolicyConditionWrite0() (PolicyConditionWrite0, error) {
+	var body PolicyConditionWrite0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyConditionWrite0 overwrites any union data inside the PolicyConditionWrite as the provided PolicyConditionWrite0
+func (t *PolicyConditionWrite) FromPolicyConditionWrite0(v PolicyConditionWrite0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyConditionWrite0 performs a merge with any union data inside the PolicyConditionWrite, using the provided PolicyConditionWrite0
+func (t *PolicyConditionWrite) MergePolicyConditionWrite0(v PolicyConditionWrite0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyConditionWrite1 returns the union data inside the PolicyConditionWrite as a PolicyConditionWrite1
+func (t PolicyConditionWrite) AsPolicyConditionWrite1() (PolicyConditionWrite1, error) {
+	var body PolicyConditionWrite1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyConditionWrite1 overwrites any union data inside the PolicyConditionWrite as the provided PolicyConditionWrite1
+func (t *PolicyConditionWrite) FromPolicyConditionWrite1(v PolicyConditionWrite1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyConditionWrite1 performs a merge with any union data inside the PolicyConditionWrite, using the provided PolicyConditionWrite1
+func (t *PolicyConditionWrite) MergePolicyConditionWrite1(v PolicyConditionWrite1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicyConditionWrite) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	object["comparator"], err = json.Marshal(t.Comparator)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'comparator': %w", err)
+	}
+
+	if t.FactorConfigs != nil {
+		object["factor_configs"], err = json.Marshal(t.FactorConfigs)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'factor_configs': %w", err)
+		}
+	}
+
+	object["factor_type"], err = json.Marshal(t.FactorType)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'factor_type': %w", err)
+	}
+
+	if t.IncludeAllTrustedSources != nil {
+		object["include_all_trusted_sources"], err = json.Marshal(t.IncludeAllTrustedSources)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'include_all_trusted_sources': %w", err)
+		}
+	}
+
+	object["sequence_number"], err = json.Marshal(t.SequenceNumber)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'sequence_number': %w", err)
+	}
+
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *PolicyConditionWrite) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["comparator"]; found {
+		err = json.Unmarshal(raw, &t.Comparator)
+		if err != nil {
+			return fmt.Errorf("error reading 'comparator': %w", err)
+		}
+	}
+
+	if raw, found := object["factor_configs"]; found {
+		err = json.Unmarshal(raw, &t.FactorConfigs)
+		if err != nil {
+			return fmt.Errorf("error reading 'factor_configs': %w", err)
+		}
+	}
+
+	if raw, found := object["factor_type"]; found {
+		err = json.Unmarshal(raw, &t.FactorType)
+		if err != nil {
+			return fmt.Errorf("error reading 'factor_type': %w", err)
+		}
+	}
+
+	if raw, found := object["include_all_trusted_sources"]; found {
+		err = json.Unmarshal(raw, &t.IncludeAllTrustedSources)
+		if err != nil {
+			return fmt.Errorf("error reading 'include_all_trusted_sources': %w", err)
+		}
+	}
+
+	if raw, found := object["sequence_number"]; found {
+		err = json.Unmarshal(raw, &t.SequenceNumber)
+		if err != nil {
+			return fmt.Errorf("error reading 'sequence_number': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsPolicyDeviceAssignment0 returns the union data inside the PolicyDeviceAssignment as a PolicyDeviceAssignment0
+func (t PolicyDeviceAssignment) AsPolicyDeviceAssignment0() (PolicyDeviceAssignment0, error) {
+	var body PolicyDeviceAssignment0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyDeviceAssignment0 overwrites any union data inside the PolicyDeviceAssignment as the provided PolicyDeviceAssignment0
+func (t *PolicyDeviceAssignment) FromPolicyDeviceAssignment0(v PolicyDeviceAssignment0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyDeviceAssignment0 performs a merge with any union data inside the PolicyDeviceAssignment, using the provided PolicyDeviceAssignment0
+func (t *PolicyDeviceAssignment) MergePolicyDeviceAssignment0(v PolicyDeviceAssignment0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyDeviceAssignment1 returns the union data inside the PolicyDeviceAssignment as a PolicyDeviceAssignment1
+func (t PolicyDeviceAssignment) AsPolicyDeviceAssignment1() (PolicyDeviceAssignment1, error) {
+	var body PolicyDeviceAssignment1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyDeviceAssignment1 overwrites any union data inside the PolicyDeviceAssignment as the provided PolicyDeviceAssignment1
+func (t *PolicyDeviceAssignment) FromPolicyDeviceAssignment1(v PolicyDeviceAssignment1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyDeviceAssignment1 performs a merge with any union data inside the PolicyDeviceAssignment, using the provided PolicyDeviceAssignment1
+func (t *PolicyDeviceAssignment) MergePolicyDeviceAssignment1(v PolicyDeviceAssignment1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyDeviceAssignment2 returns the union data inside the PolicyDeviceAssignment as a PolicyDeviceAssignment2
+func (t PolicyDeviceAssignment) AsPolicyDeviceAssignment2() (PolicyDeviceAssignment2, error) {
+	var body PolicyDeviceAssignment2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyDeviceAssignment2 overwrites any union data inside the PolicyDeviceAssignment as the provided PolicyDeviceAssignment2
+func (t *PolicyDeviceAssignment) FromPolicyDeviceAssignment2(v PolicyDeviceAssignment2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyDeviceAssignment2 performs a merge with any union data inside the PolicyDeviceAssignment, using the provided PolicyDeviceAssignment2
+func (t *PolicyDeviceAssignment) MergePolicyDeviceAssignment2(v PolicyDeviceAssignment2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicyDeviceAssignment) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.AllDevicesGroupSelected != nil {
+		object["all_devices_group_selected"], err = json.Marshal(t.AllDevicesGroupSelected)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'all_devices_group_selected': %w", err)
+		}
+	}
+
+	if t.DeviceIds != nil {
+		object["device_ids"], err = json.Marshal(t.DeviceIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'device_ids': %w", err)
+		}
+	}
+
+	if t.GroupIds != nil {
+		object["group_ids"], err = json.Marshal(t.GroupIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'group_ids': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *PolicyDeviceAssignment) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["all_devices_group_selected"]; found {
+		err = json.Unmarshal(raw, &t.AllDevicesGroupSelected)
+		if err != nil {
+			return fmt.Errorf("error reading 'all_devices_group_selected': %w", err)
+		}
+	}
+
+	if raw, found := object["device_ids"]; found {
+		err = json.Unmarshal(raw, &t.DeviceIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'device_ids': %w", err)
+		}
+	}
+
+	if raw, found := object["group_ids"]; found {
+		err = json.Unmarshal(raw, &t.GroupIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'group_ids': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsPolicyEndpointAdvancedMfaTrust1Duration0 returns the union data inside the PolicyEndpointAdvanced_MfaTrust_1_Duration as a PolicyEndpointAdvancedMfaTrust1Duration0
+func (t PolicyEndpointAdvanced_MfaTrust_1_Duration) AsPolicyEndpointAdvancedMfaTrust1Duration0() (PolicyEndpointAdvancedMfaTrust1Duration0, error) {
+	var body PolicyEndpointAdvancedMfaTrust1Duration0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedMfaTrust1Duration0 overwrites any union data inside the PolicyEndpointAdvanced_MfaTrust_1_Duration as the provided PolicyEndpointAdvancedMfaTrust1Duration0
+func (t *PolicyEndpointAdvanced_MfaTrust_1_Duration) FromPolicyEndpointAdvancedMfaTrust1Duration0(v PolicyEndpointAdvancedMfaTrust1Duration0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedMfaTrust1Duration0 performs a merge with any union data inside the PolicyEndpointAdvanced_MfaTrust_1_Duration, using the provided PolicyEndpointAdvancedMfaTrust1Duration0
+func (t *PolicyEndpointAdvanced_MfaTrust_1_Duration) MergePolicyEndpointAdvancedMfaTrust1Duration0(v PolicyEndpointAdvancedMfaTrust1Duration0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointAdvancedMfaTrust1Duration1 returns the union data inside the PolicyEndpointAdvanced_MfaTrust_1_Duration as a PolicyEndpointAdvancedMfaTrust1Duration1
+func (t PolicyEndpointAdvanced_MfaTrust_1_Duration) AsPolicyEndpointAdvancedMfaTrust1Duration1() (PolicyEndpointAdvancedMfaTrust1Duration1, error) {
+	var body PolicyEndpointAdvancedMfaTrust1Duration1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedMfaTrust1Duration1 overwrites any union data inside the PolicyEndpointAdvanced_MfaTrust_1_Duration as the provided PolicyEndpointAdvancedMfaTrust1Duration1
+func (t *PolicyEndpointAdvanced_MfaTrust_1_Duration) FromPolicyEndpointAdvancedMfaTrust1Duration1(v PolicyEndpointAdvancedMfaTrust1Duration1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedMfaTrust1Duration1 performs a merge with any union data inside the PolicyEndpointAdvanced_MfaTrust_1_Duration, using the provided PolicyEndpointAdvancedMfaTrust1Duration1
+func (t *PolicyEndpointAdvanced_MfaTrust_1_Duration) MergePolicyEndpointAdvancedMfaTrust1Duration1(v PolicyEndpointAdvancedMfaTrust1Duration1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointAdvancedMfaTrust1Duration2 returns the union data inside the PolicyEndpointAdvanced_MfaTrust_1_Duration as a PolicyEndpointAdvancedMfaTrust1Duration2
+func (t PolicyEndpointAdvanced_MfaTrust_1_Duration) AsPolicyEndpointAdvancedMfaTrust1Duration2() (PolicyEndpointAdvancedMfaTrust1Duration2, error) {
+	var body PolicyEndpointAdvancedMfaTrust1Duration2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedMfaTrust1Duration2 overwrites any union data inside the PolicyEndpointAdvanced_MfaTrust_1_Duration as the provided PolicyEndpointAdvancedMfaTrust1Duration2
+func (t *PolicyEndpointAdvanced_MfaTrust_1_Duration) FromPolicyEndpointAdvancedMfaTrust1Duration2(v PolicyEndpointAdvancedMfaTrust1Duration2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedMfaTrust1Duration2 performs a merge with any union data inside the PolicyEndpointAdvanced_MfaTrust_1_Duration, using the provided PolicyEndpointAdvancedMfaTrust1Duration2
+func (t *PolicyEndpointAdvanced_MfaTrust_1_Duration) MergePolicyEndpointAdvancedMfaTrust1Duration2(v PolicyEndpointAdvancedMfaTrust1Duration2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicyEndpointAdvanced_MfaTrust_1_Duration) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *PolicyEndpointAdvanced_MfaTrust_1_Duration) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsPolicyEndpointAdvancedMfaTrust0 returns the union data inside the PolicyEndpointAdvanced_MfaTrust as a PolicyEndpointAdvancedMfaTrust0
+func (t PolicyEndpointAdvanced_MfaTrust) AsPolicyEndpointAdvancedMfaTrust0() (PolicyEndpointAdvancedMfaTrust0, error) {
+	var body PolicyEndpointAdvancedMfaTrust0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedMfaTrust0 overwrites any union data inside the PolicyEndpointAdvanced_MfaTrust as the provided PolicyEndpointAdvancedMfaTrust0
+func (t *PolicyEndpointAdvanced_MfaTrust) FromPolicyEndpointAdvancedMfaTrust0(v PolicyEndpointAdvancedMfaTrust0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedMfaTrust0 performs a merge with any union data inside the PolicyEndpointAdvanced_MfaTrust, using the provided PolicyEndpointAdvancedMfaTrust0
+func (t *PolicyEndpointAdvanced_MfaTrust) MergePolicyEndpointAdvancedMfaTrust0(v PolicyEndpointAdvancedMfaTrust0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointAdvancedMfaTrust1 returns the union data inside the PolicyEndpointAdvanced_MfaTrust as a PolicyEndpointAdvancedMfaTrust1
+func (t PolicyEndpointAdvanced_MfaTrust) AsPolicyEndpointAdvancedMfaTrust1() (PolicyEndpointAdvancedMfaTrust1, error) {
+	var body PolicyEndpointAdvancedMfaTrust1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedMfaTrust1 overwrites any union data inside the PolicyEndpointAdvanced_MfaTrust as the provided PolicyEndpointAdvancedMfaTrust1
+func (t *PolicyEndpointAdvanced_MfaTrust) FromPolicyEndpointAdvancedMfaTrust1(v PolicyEndpointAdvancedMfaTrust1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedMfaTrust1 performs a merge with any union data inside the PolicyEndpointAdvanced_MfaTrust, using the provided PolicyEndpointAdvancedMfaTrust1
+func (t *PolicyEndpointAdvanced_MfaTrust) MergePolicyEndpointAdvancedMfaTrust1(v PolicyEndpointAdvancedMfaTrust1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicyEndpointAdvanced_MfaTrust) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.Duration != nil {
+		object["duration"], err = json.Marshal(t.Duration)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'duration': %w", err)
+		}
+	}
+
+	if t.InitiatorType != nil {
+		object["initiator_type"], err = json.Marshal(t.InitiatorType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'initiator_type': %w", err)
+		}
+	}
+
+	if t.IsEnabled != nil {
+		object["is_enabled"], err = json.Marshal(t.IsEnabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_enabled': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *PolicyEndpointAdvanced_MfaTrust) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["duration"]; found {
+		err = json.Unmarshal(raw, &t.Duration)
+		if err != nil {
+			return fmt.Errorf("error reading 'duration': %w", err)
+		}
+	}
+
+	if raw, found := object["initiator_type"]; found {
+		err = json.Unmarshal(raw, &t.InitiatorType)
+		if err != nil {
+			return fmt.Errorf("error reading 'initiator_type': %w", err)
+		}
+	}
+
+	if raw, found := object["is_enabled"]; found {
+		err = json.Unmarshal(raw, &t.IsEnabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_enabled': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsPolicyEndpointAdvancedNPSMfaTrust1Duration0 returns the union data inside the PolicyEndpointAdvancedNPS_MfaTrust_1_Duration as a PolicyEndpointAdvancedNPSMfaTrust1Duration0
+func (t PolicyEndpointAdvancedNPS_MfaTrust_1_Duration) AsPolicyEndpointAdvancedNPSMfaTrust1Duration0() (PolicyEndpointAdvancedNPSMfaTrust1Duration0, error) {
+	var body PolicyEndpointAdvancedNPSMfaTrust1Duration0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedNPSMfaTrust1Duration0 overwrites any union data inside the PolicyEndpointAdvancedNPS_MfaTrust_1_Duration as the provided PolicyEndpointAdvancedNPSMfaTrust1Duration0
+func (t *PolicyEndpointAdvancedNPS_MfaTrust_1_Duration) FromPolicyEndpointAdvancedNPSMfaTrust1Duration0(v PolicyEndpointAdvancedNPSMfaTrust1Duration0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedNPSMfaTrust1Duration0 performs a merge with any union data inside the PolicyEndpointAdvancedNPS_MfaTrust_1_Duration, using the provided PolicyEndpointAdvancedNPSMfaTrust1Duration0
+func (t *PolicyEndpointAdvancedNPS_MfaTrust_1_Duration) MergePolicyEndpointAdvancedNPSMfaTrust1Duration0(v PolicyEndpointAdvancedNPSMfaTrust1Duration0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointAdvancedNPSMfaTrust1Duration1 returns the union data inside the PolicyEndpointAdvancedNPS_MfaTrust_1_Duration as a PolicyEndpointAdvancedNPSMfaTrust1Duration1
+func (t PolicyEndpointAdvancedNPS_MfaTrust_1_Duration) AsPolicyEndpointAdvancedNPSMfaTrust1Duration1() (PolicyEndpointAdvancedNPSMfaTrust1Duration1, error) {
+	var body PolicyEndpointAdvancedNPSMfaTrust1Duration1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedNPSMfaTrust1Duration1 overwrites any union data inside the PolicyEndpointAdvancedNPS_MfaTrust_1_Duration as the provided PolicyEndpointAdvancedNPSMfaTrust1Duration1
+func (t *PolicyEndpointAdvancedNPS_MfaTrust_1_Duration) FromPolicyEndpointAdvancedNPSMfaTrust1Duration1(v PolicyEndpointAdvancedNPSMfaTrust1Duration1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedNPSMfaTrust1Duration1 performs a merge with any union data inside the PolicyEndpointAdvancedNPS_MfaTrust_1_Duration, using the provided PolicyEndpointAdvancedNPSMfaTrust1Duration1
+func (t *PolicyEndpointAdvancedNPS_MfaTrust_1_Duration) MergePolicyEndpointAdvancedNPSMfaTrust1Duration1(v PolicyEndpointAdvancedNPSMfaTrust1Duration1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointAdvancedNPSMfaTrust1Duration2 returns the union data inside the PolicyEndpointAdvancedNPS_MfaTrust_1_Duration as a PolicyEndpointAdvancedNPSMfaTrust1Duration2
+func (t PolicyEndpointAdvancedNPS_MfaTrust_1_Duration) AsPolicyEndpointAdvancedNPSMfaTrust1Duration2() (PolicyEndpointAdvancedNPSMfaTrust1Duration2, error) {
+	var body PolicyEndpointAdvancedNPSMfaTrust1Duration2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedNPSMfaTrust1Duration2 overwrites any union data inside the PolicyEndpointAdvancedNPS_MfaTrust_1_Duration as the provided PolicyEndpointAdvancedNPSMfaTrust1Duration2
+func (t *PolicyEndpointAdvancedNPS_MfaTrust_1_Duration) FromPolicyEndpointAdvancedNPSMfaTrust1Duration2(v PolicyEndpointAdvancedNPSMfaTrust1Duration2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedNPSMfaTrust1Duration2 performs a merge with any union data inside the PolicyEndpointAdvancedNPS_MfaTrust_1_Duration, using the provided PolicyEndpointAdvancedNPSMfaTrust1Duration2
+func (t *PolicyEndpointAdvancedNPS_MfaTrust_1_Duration) MergePolicyEndpointAdvancedNPSMfaTrust1Duration2(v PolicyEndpointAdvancedNPSMfaTrust1Duration2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicyEndpointAdvancedNPS_MfaTrust_1_Duration) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *PolicyEndpointAdvancedNPS_MfaTrust_1_Duration) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsPolicyEndpointAdvancedNPSMfaTrust0 returns the union data inside the PolicyEndpointAdvancedNPS_MfaTrust as a PolicyEndpointAdvancedNPSMfaTrust0
+func (t PolicyEndpointAdvancedNPS_MfaTrust) AsPolicyEndpointAdvancedNPSMfaTrust0() (PolicyEndpointAdvancedNPSMfaTrust0, error) {
+	var body PolicyEndpointAdvancedNPSMfaTrust0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedNPSMfaTrust0 overwrites any union data inside the PolicyEndpointAdvancedNPS_MfaTrust as the provided PolicyEndpointAdvancedNPSMfaTrust0
+func (t *PolicyEndpointAdvancedNPS_MfaTrust) FromPolicyEndpointAdvancedNPSMfaTrust0(v PolicyEndpointAdvancedNPSMfaTrust0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedNPSMfaTrust0 performs a merge with any union data inside the PolicyEndpointAdvancedNPS_MfaTrust, using the provided PolicyEndpointAdvancedNPSMfaTrust0
+func (t *PolicyEndpointAdvancedNPS_MfaTrust) MergePolicyEndpointAdvancedNPSMfaTrust0(v PolicyEndpointAdvancedNPSMfaTrust0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointAdvancedNPSMfaTrust1 returns the union data inside the PolicyEndpointAdvancedNPS_MfaTrust as a PolicyEndpointAdvancedNPSMfaTrust1
+func (t PolicyEndpointAdvancedNPS_MfaTrust) AsPolicyEndpointAdvancedNPSMfaTrust1() (PolicyEndpointAdvancedNPSMfaTrust1, error) {
+	var body PolicyEndpointAdvancedNPSMfaTrust1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedNPSMfaTrust1 overwrites any union data inside the PolicyEndpointAdvancedNPS_MfaTrust as the provided PolicyEndpointAdvancedNPSMfaTrust1
+func (t *PolicyEndpointAdvancedNPS_MfaTrust) FromPolicyEndpointAdvancedNPSMfaTrust1(v PolicyEndpointAdvancedNPSMfaTrust1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedNPSMfaTrust1 performs a merge with any union data inside the PolicyEndpointAdvancedNPS_MfaTrust, using the provided PolicyEndpointAdvancedNPSMfaTrust1
+func (t *PolicyEndpointAdvancedNPS_MfaTrust) MergePolicyEndpointAdvancedNPSMfaTrust1(v PolicyEndpointAdvancedNPSMfaTrust1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicyEndpointAdvancedNPS_MfaTrust) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.Duration != nil {
+		object["duration"], err = json.Marshal(t.Duration)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'duration': %w", err)
+		}
+	}
+
+	if t.InitiatorType != nil {
+		object["initiator_type"], err = json.Marshal(t.InitiatorType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'initiator_type': %w", err)
+		}
+	}
+
+	if t.IsEnabled != nil {
+		object["is_enabled"], err = json.Marshal(t.IsEnabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_enabled': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *PolicyEndpointAdvancedNPS_MfaTrust) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["duration"]; found {
+		err = json.Unmarshal(raw, &t.Duration)
+		if err != nil {
+			return fmt.Errorf("error reading 'duration': %w", err)
+		}
+	}
+
+	if raw, found := object["initiator_type"]; found {
+		err = json.Unmarshal(raw, &t.InitiatorType)
+		if err != nil {
+			return fmt.Errorf("error reading 'initiator_type': %w", err)
+		}
+	}
+
+	if raw, found := object["is_enabled"]; found {
+		err = json.Unmarshal(raw, &t.IsEnabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_enabled': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0 returns the union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item as a PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0
+func (t PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) AsPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0() (PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0, error) {
+	var body PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0 overwrites any union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item as the provided PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0
+func (t *PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) FromPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0(v PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0 performs a merge with any union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item, using the provided PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0
+func (t *PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) MergePolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0(v PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1 returns the union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item as a PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1
+func (t PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) AsPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1() (PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1, error) {
+	var body PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1 overwrites any union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item as the provided PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1
+func (t *PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) FromPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1(v PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1 performs a merge with any union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item, using the provided PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1
+func (t *PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) MergePolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1(v PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2 returns the union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item as a PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2
+func (t PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) AsPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2() (PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2, error) {
+	var body PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2 overwrites any union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item as the provided PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2
+func (t *PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) FromPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2(v PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2 performs a merge with any union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item, using the provided PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2
+func (t *PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) MergePolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2(v PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3 returns the union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item as a PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3
+func (t PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) AsPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3() (PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3, error) {
+	var body PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3 overwrites any union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item as the provided PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3
+func (t *PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) FromPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3(v PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3 performs a merge with any union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item, using the provided PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3
+func (t *PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) MergePolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3(v PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	object["data_type"], err = json.Marshal(t.DataType)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'data_type': %w", err)
+	}
+
+	object["number"], err = json.Marshal(t.Number)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'number': %w", err)
+	}
+
+	object["type"], err = json.Marshal(t.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if t.Value != nil {
+		object["value"], err = json.Marshal(t.Value)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'value': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["data_type"]; found {
+		err = json.Unmarshal(raw, &t.DataType)
+		if err != nil {
+			return fmt.Errorf("error reading 'data_type': %w", err)
+		}
+	}
+
+	if raw, found := object["number"]; found {
+		err = json.Unmarshal(raw, &t.Number)
+		if err != nil {
+			return fmt.Errorf("error reading 'number': %w", err)
+		}
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &t.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+	}
+
+	if raw, found := object["value"]; found {
+		err = json.Unmarshal(raw, &t.Value)
+		if err != nil {
+			return fmt.Errorf("error reading 'value': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsPolicyEndpointSettingWrite0 returns the union data inside the PolicyEndpointSettingWrite as a PolicyEndpointSettingWrite0
+func (t PolicyEndpointSettingWrite) AsPolicyEndpointSettingWrite0() (PolicyEndpointSettingWrite0, error) {
+	var body PolicyEndpointSettingWrite0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointSettingWrite0 overwrites any union data inside the PolicyEndpointSettingWrite as the provided PolicyEndpointSettingWrite0
+func (t *PolicyEndpointSettingWrite) FromPolicyEndpointSettingWrite0(v PolicyEndpointSettingWrite0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointSettingWrite0 performs a merge with any union data inside the PolicyEndpointSettingWrite, using the provided PolicyEndpointSettingWrite0
+func (t *PolicyEndpointSettingWrite) MergePolicyEndpointSettingWrite0(v PolicyEndpointSettingWrite0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointSettingWrite1 returns the union data inside the PolicyEndpointSettingWrite as a PolicyEndpointSettingWrite1
+func (t PolicyEndpointSettingWrite) AsPolicyEndpointSettingWrite1() (PolicyEndpointSettingWrite1, error) {
+	var body PolicyEndpointSettingWrite1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointSettingWrite1 overwrites any union data inside the PolicyEndpointSettingWrite as the provided PolicyEndpointSettingWrite1
+func (t *PolicyEndpointSettingWrite) FromPolicyEndpointSettingWrite1(v PolicyEndpointSettingWrite1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointSettingWrite1 performs a merge with any union data inside the PolicyEndpointSettingWrite, using the provided PolicyEndpointSettingWrite1
+func (t *PolicyEndpointSettingWrite) MergePolicyEndpointSettingWrite1(v PolicyEndpointSettingWrite1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointSettingWrite2 returns the union data inside the PolicyEndpointSettingWrite as a PolicyEndpointSettingWrite2
+func (t PolicyEndpointSettingWrite) AsPolicyEndpointSettingWrite2() (PolicyEndpointSettingWrite2, error) {
+	var body PolicyEndpointSettingWrite2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointSettingWrite2 overwrites any union data inside the PolicyEndpointSettingWrite as the provided PolicyEndpointSettingWrite2
+func (t *PolicyEndpointSettingWrite) FromPolicyEndpointSettingWrite2(v PolicyEndpointSettingWrite2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointSettingWrite2 performs a merge with any union data inside the PolicyEndpointSettingWrite, using the provided PolicyEndpointSettingWrite2
+func (t *PolicyEndpointSettingWrite) MergePolicyEndpointSettingWrite2(v PolicyEndpointSettingWrite2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointSettingWrite3 returns the union data inside the PolicyEndpointSettingWrite as a PolicyEndpointSettingWrite3
+func (t PolicyEndpointSettingWrite) AsPolicyEndpointSettingWrite3() (PolicyEndpointSettingWrite3, error) {
+	var body PolicyEndpointSettingWrite3
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointSettingWrite3 overwrites any union data inside the PolicyEndpointSettingWrite as the provided PolicyEndpointSettingWrite3
+func (t *PolicyEndpointSettingWrite) FromPolicyEndpointSettingWrite3(v PolicyEndpointSettingWrite3) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointSettingWrite3 performs a merge with any union data inside the PolicyEndpointSettingWrite, using the provided PolicyEndpointSettingWrite3
+func (t *PolicyEndpointSettingWrite) MergePolicyEndpointSettingWrite3(v PolicyEndpointSettingWrite3) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointSettingWrite4 returns the union data inside the PolicyEndpointSettingWrite as a PolicyEndpointSettingWrite4
+func (t PolicyEndpointSettingWrite) AsPolicyEndpointSettingWrite4() (PolicyEndpointSettingWrite4, error) {
+	var body PolicyEndpointSettingWrite4
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointSettingWrite4 overwrites any union data inside the PolicyEndpointSettingWrite as the provided PolicyEndpointSettingWrite4
+func (t *PolicyEndpointSettingWrite) FromPolicyEndpointSettingWrite4(v PolicyEndpointSettingWrite4) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointSettingWrite4 performs a merge with any union data inside the PolicyEndpointSettingWrite, using the provided PolicyEndpointSettingWrite4
+func (t *PolicyEndpointSettingWrite) MergePolicyEndpointSettingWrite4(v PolicyEndpointSettingWrite4) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointSettingWrite5 returns the union data inside the PolicyEndpointSettingWrite as a PolicyEndpointSettingWrite5
+func (t PolicyEndpointSettingWrite) AsPolicyEndpointSettingWrite5() (PolicyEndpointSettingWrite5, error) {
+	var body PolicyEndpointSettingWrite5
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointSettingWrite5 overwrites any union data inside the PolicyEndpointSettingWrite as the provided PolicyEndpointSettingWrite5
+func (t *PolicyEndpointSettingWrite) FromPolicyEndpointSettingWrite5(v PolicyEndpointSettingWrite5) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointSettingWrite5 performs a merge with any union data inside the PolicyEndpointSettingWrite, using the provided PolicyEndpointSettingWrite5
+func (t *PolicyEndpointSettingWrite) MergePolicyEndpointSettingWrite5(v PolicyEndpointSettingWrite5) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicyEndpointSettingWrite) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *PolicyEndpointSettingWrite) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsPolicyPrimaryAuthentication0 returns the union data inside the PolicyPrimaryAuthentication as a PolicyPrimaryAuthentication0
+func (t PolicyPrimaryAuthentication) AsPolicyPrimaryAuthentication0() (PolicyPrimaryAuthentication0, error) {
+	var body PolicyPrimaryAuthentication0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyPrimaryAuthentication0 overwrites any union data inside the PolicyPrimaryAuthentication as the provided PolicyPrimaryAuthentication0
+func (t *PolicyPrimaryAuthentication) FromPolicyPrimaryAuthentication0(v PolicyPrimaryAuthentication0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyPrimaryAuthentication0 performs a merge with any union data inside the PolicyPrimaryAuthentication, using the provided PolicyPrimaryAuthentication0
+func (t *PolicyPrimaryAuthentication) MergePolicyPrimaryAuthentication0(v PolicyPrimaryAuthentication0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyPrimaryAuthentication1 returns the union data inside the PolicyPrimaryAuthentication as a PolicyPrimaryAuthentication1
+func (t PolicyPrimaryAuthentication) AsPolicyPrimaryAuthentication1() (PolicyPrimaryAuthentication1, error) {
+	var body PolicyPrimaryAuthentication1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyPrimaryAuthentication1 overwrites any union data inside the PolicyPrimaryAuthentication as the provided PolicyPrimaryAuthentication1
+func (t *PolicyPrimaryAuthentication) FromPolicyPrimaryAuthentication1(v PolicyPrimaryAuthentication1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyPrimaryAuthentication1 performs a merge with any union data inside the PolicyPrimaryAuthentication, using the provided PolicyPrimaryAuthentication1
+func (t *PolicyPrimaryAuthentication) MergePolicyPrimaryAuthentication1(v PolicyPrimaryAuthentication1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicyPrimaryAuthentication) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.FactorConfigs != nil {
+		object["factor_configs"], err = json.Marshal(t.FactorConfigs)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'factor_configs': %w", err)
+		}
+	}
+
+	if t.IsPasswordlessEnabled != nil {
+		object["is_passwordless_enabled"], err = json.Marshal(t.IsPasswordlessEnabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_passwordless_enabled': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *PolicyPrimaryAuthentication) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["factor_configs"]; found {
+		err = json.Unmarshal(raw, &t.FactorConfigs)
+		if err != nil {
+			return fmt.Errorf("error reading 'factor_configs': %w", err)
+		}
+	}
+
+	if raw, found := object["is_passwordless_enabled"]; found {
+		err = json.Unmarshal(raw, &t.IsPasswordlessEnabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_passwordless_enabled': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsPolicySecondaryAuthentication0 returns the union data inside the PolicySecondaryAuthentication as a PolicySecondaryAuthentication0
+func (t PolicySecondaryAuthentication) AsPolicySecondaryAuthentication0() (PolicySecondaryAuthentication0, error) {
+	var body PolicySecondaryAuthentication0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicySecondaryAuthentication0 overwrites any union data inside the PolicySecondaryAuthentication as the provided PolicySecondaryAuthentication0
+func (t *PolicySecondaryAuthentication) FromPolicySecondaryAuthentication0(v PolicySecondaryAuthentication0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicySecondaryAuthentication0 performs a merge with any union data inside the PolicySecondaryAuthentication, using the provided PolicySecondaryAuthentication0
+func (t *PolicySecondaryAuthentication) MergePolicySecondaryAuthentication0(v PolicySecondaryAuthentication0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicySecondaryAuthentication1 returns the union data inside the PolicySecondaryAuthentication as a PolicySecondaryAuthentication1
+func (t PolicySecondaryAuthentication) AsPolicySecondaryAuthentication1() (PolicySecondaryAuthentication1, error) {
+	var body PolicySecondaryAuthentication1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicySecondaryAuthentication1 overwrites any union data inside the PolicySecondaryAuthentication as the provided PolicySecondaryAuthentication1
+func (t *PolicySecondaryAuthentication) FromPolicySecondaryAuthentication1(v PolicySecondaryAuthentication1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicySecondaryAuthentication1 performs a merge with any union data inside the PolicySecondaryAuthentication, using the provided PolicySecondaryAuthentication1
+func (t *PolicySecondaryAuthentication) MergePolicySecondaryAuthentication1(v PolicySecondaryAuthentication1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicySecondaryAuthentication) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.AuthnMode != nil {
+		object["authn_mode"], err = json.Marshal(t.AuthnMode)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'authn_mode': %w", err)
+		}
+	}
+
+	if t.FactorConfigs != nil {
+		object["factor_configs"], err = json.Marshal(t.FactorConfigs)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'factor_configs': %w", err)
+		}
+	}
+
+	if t.IsMfaEnabled != nil {
+		object["is_mfa_enabled"], err = json.Marshal(t.IsMfaEnabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_mfa_enabled': %w", err)
+		}
+	}
+
+	if t.NoOfRequiredFactors != nil {
+		object["no_of_required_factors"], err = json.Marshal(t.NoOfRequiredFactors)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'no_of_required_factors': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *PolicySecondaryAuthentication) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["authn_mode"]; found {
+		err = json.Unmarshal(raw, &t.AuthnMode)
+		if err != nil {
+			return fmt.Errorf("error reading 'authn_mode': %w", err)
+		}
+	}
+
+	if raw, found := object["factor_configs"]; found {
+		err = json.Unmarshal(raw, &t.FactorConfigs)
+		if err != nil {
+			return fmt.Errorf("error reading 'factor_configs': %w", err)
+		}
+	}
+
+	if raw, found := object["is_mfa_enabled"]; found {
+		err = json.Unmarshal(raw, &t.IsMfaEnabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_mfa_enabled': %w", err)
+		}
+	}
+
+	if raw, found := object["no_of_required_factors"]; found {
+		err = json.Unmarshal(raw, &t.NoOfRequiredFactors)
+		if err != nil {
+			return fmt.Errorf("error reading 'no_of_required_factors': %w", err)
 		}
 	}
 

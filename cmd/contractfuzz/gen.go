@@ -80,12 +80,12 @@ func (g *gen) any(s *openapi3.Schema, name string, depth int) any {
 	}
 	switch {
 	case len(s.OneOf) > 0:
-		if len(s.Properties) > 0 {
+		if typed(s) {
 			return g.any(branch(s, s.OneOf, g.r.Intn(len(s.OneOf)), true), name, depth)
 		}
 		return g.merge(s, g.any(s.OneOf[g.r.Intn(len(s.OneOf))].Value, name, depth), name, depth)
 	case len(s.AnyOf) > 0:
-		if len(s.Properties) > 0 {
+		if typed(s) {
 			return g.any(branch(s, s.AnyOf, g.r.Intn(len(s.AnyOf)), false), name, depth)
 		}
 		return g.merge(s, g.any(s.AnyOf[g.r.Intn(len(s.AnyOf))].Value, name, depth), name, depth)
@@ -133,27 +133,25 @@ func (g *gen) stored(s *openapi3.Schema, name string) []any {
 	return out
 }
 
-// branch is object schema s with its i-th alternative (of its oneOf, or
-// with exclusive false its anyOf) applied: the branch's properties over
-// s's, both's required. For a oneOf, the properties other branches require
-// (or this one's not forbids) are left out unless this branch requires
-// them, so that one branch matches.
+// typed reports whether s says what it is beside its alternatives (a type
+// or properties): its alternatives then only narrow it.
+func typed(s *openapi3.Schema) bool {
+	return len(s.Properties) > 0 || (s.Type != nil && len(*s.Type) > 0)
+}
+
+// branch is s with its i-th alternative (of its oneOf, or with exclusive
+// false its anyOf) applied over it (overlay). For a oneOf, the properties
+// other branches require (or this one's not forbids) are left out unless
+// this branch requires them, so that one branch matches.
 func branch(s *openapi3.Schema, alts openapi3.SchemaRefs, i int, exclusive bool) *openapi3.Schema {
 	b := alts[i].Value
-	m := *s
+	base := *s
 	if exclusive {
-		m.OneOf = nil
+		base.OneOf = nil
 	} else {
-		m.AnyOf = nil
+		base.AnyOf = nil
 	}
-	m.Properties = openapi3.Schemas{}
-	for k, p := range s.Properties {
-		m.Properties[k] = p
-	}
-	for k, p := range b.Properties {
-		m.Properties[k] = p
-	}
-	m.Required = append(append([]string(nil), s.Required...), b.Required...)
+	m := overlay(&base, b)
 	if exclusive {
 		own := map[string]bool{}
 		for _, k := range b.Required {
@@ -174,6 +172,45 @@ func branch(s *openapi3.Schema, alts openapi3.SchemaRefs, i int, exclusive bool)
 			if !own[k] {
 				delete(m.Properties, k)
 			}
+		}
+	}
+	return m
+}
+
+// overlay is base narrowed by over's keywords: over's type, enum, bounds,
+// pattern and alternatives where it has them, both's required, and each
+// property overlaid in turn.
+func overlay(base, over *openapi3.Schema) *openapi3.Schema {
+	m := *base
+	if over.Type != nil && len(*over.Type) > 0 {
+		m.Type = over.Type
+	}
+	if len(over.Enum) > 0 {
+		m.Enum = over.Enum
+	}
+	m.Min, m.Max = cmpPtr(over.Min, m.Min), cmpPtr(over.Max, m.Max)
+	m.MaxLength, m.MaxItems = cmpPtr(over.MaxLength, m.MaxLength), cmpPtr(over.MaxItems, m.MaxItems)
+	m.MinLength, m.MinItems = max(m.MinLength, over.MinLength), max(m.MinItems, over.MinItems)
+	m.Pattern = cmpOr(over.Pattern, m.Pattern)
+	if over.Items != nil {
+		m.Items = over.Items
+	}
+	if len(over.OneOf) > 0 {
+		m.OneOf = over.OneOf
+	}
+	if len(over.AnyOf) > 0 {
+		m.AnyOf = over.AnyOf
+	}
+	m.Required = append(append([]string(nil), base.Required...), over.Required...)
+	m.Properties = openapi3.Schemas{} // a copy: branch removes some
+	for k, p := range base.Properties {
+		m.Properties[k] = p
+	}
+	for k, p := range over.Properties {
+		if bp, ok := base.Properties[k]; ok && bp.Value != nil {
+			m.Properties[k] = openapi3.NewSchemaRef("", overlay(bp.Value, p.Value))
+		} else {
+			m.Properties[k] = p
 		}
 	}
 	return &m

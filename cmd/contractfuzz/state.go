@@ -141,18 +141,7 @@ func (c *caseGen) stateful(tc *testCase) error {
 			tc.path["group_id"] = first("dynamic_group")
 		}
 	case "POST /api/v1/protection/conditional-access-policies", "PATCH /api/v1/protection/conditional-access-policies/{policy_id}":
-		// A condition names configs of its factor type's family.
-		return tc.editBody(func(body map[string]any) {
-			ac, _ := body["access_conditions"].(map[string]any)
-			conds, _ := ac["conditions"].([]any)
-			for _, cond := range conds {
-				if cond, ok := cond.(map[string]any); ok {
-					if id := first("config:" + conditionFamilies[fmt.Sprint(cond["factor_type"])]); id != "" {
-						cond["factor_configs"] = []any{id}
-					}
-				}
-			}
-		})
+		return tc.editBody(func(body map[string]any) { c.policy(body) })
 	case "GET /api/v1/protection/agents-info/{agent_type}/download":
 		// The device agent's package is per platform.
 		if tc.path["agent_type"] == "DeviceAgent" && !tc.hasQuery("platform") {
@@ -355,4 +344,106 @@ func templateFiles(body map[string]any, patch bool) {
 		imgs = imgs[:min(len(imgs), 5-len(atts))]
 		mail["attachments"], mail["inline_image_files"] = atts, imgs
 	}
+}
+
+// policy keeps a policy body within the rules that relate its values to
+// each other or to the stored state: a condition names configs of its
+// factor type's family, sequence numbers are unique and the criteria
+// expression uses each; one setting per endpoint, endpoints listing them;
+// factor configs stored ones, each once, numbered 1 to n, the required
+// count within bounds; vendor attributes with a vendor id; app ids left
+// out (no application is seeded); not the default policy's name. A patch
+// that touches conditions or settings gives them whole (the stored ones
+// merge otherwise).
+func (c *caseGen) policy(body map[string]any) {
+	if name, ok := body["name"].(string); ok && strings.EqualFold(strings.TrimSpace(name), "Default Policy") {
+		body["name"] = "Policy"
+	}
+	if ac, ok := body["access_conditions"].(map[string]any); ok {
+		conds, _ := ac["conditions"].([]any)
+		var seqs []string
+		for i, cond := range conds {
+			cond, _ := cond.(map[string]any)
+			cond["sequence_number"] = i + 1
+			seqs = append(seqs, fmt.Sprint(i+1))
+			if vs := c.seed.values["config:"+conditionFamilies[fmt.Sprint(cond["factor_type"])]]; len(vs) > 0 && cond["include_all_trusted_sources"] != true {
+				cond["factor_configs"] = []any{vs[0]}
+			}
+		}
+		ac["conditions"] = append([]any{}, conds...)
+		ac["criteria_expression"] = strings.Join(seqs, " and ")
+	}
+	if adv, ok := body["advanced_settings"].(map[string]any); ok {
+		// Merged into the stored settings: the captcha frequency and its
+		// threshold go together.
+		switch adv["captcha_frequency_type"] {
+		case nil:
+			adv["captcha_frequency_type"] = "always"
+		case "after_failed_attempts":
+			if adv["captcha_failed_attempts_threshold"] == nil {
+				adv["captcha_failed_attempts_threshold"] = 3
+			}
+		}
+	}
+	settings, ok := body["endpoints_settings"].([]any)
+	if !ok {
+		delete(body, "endpoints")
+		return
+	}
+	seen := map[any]bool{}
+	var kept, endpoints []any
+	for _, st := range settings {
+		st, _ := st.(map[string]any)
+		if seen[st["endpoint"]] {
+			continue
+		}
+		seen[st["endpoint"]] = true
+		kept, endpoints = append(kept, st), append(endpoints, st["endpoint"])
+		if prim, ok := st["primary_authentication"].(map[string]any); ok {
+			c.factorList(prim, false)
+		}
+		if sec, ok := st["secondary_authentication"].(map[string]any); ok {
+			mandatory, n := c.factorList(sec, true)
+			if sec["is_mfa_enabled"] == true && n > 0 {
+				lo := max(1, mandatory)
+				sec["no_of_required_factors"] = lo + c.g.r.Intn(n-lo+1)
+			}
+		}
+		if apps, ok := st["app_assignment"].(map[string]any); ok {
+			apps["app_ids"] = []any{}
+		}
+		if adv, ok := st["advanced_settings"].(map[string]any); ok {
+			if r, ok := adv["radius_response_config"].(map[string]any); ok {
+				if v, _ := r["vendor_id"].(string); v == "" {
+					r["vendor_id"] = "311"
+				}
+			}
+		}
+	}
+	body["endpoints_settings"], body["endpoints"] = kept, endpoints
+}
+
+// factorList makes an authentication's factor_configs stored factor
+// configs, each once, numbered 1 to n; it returns how many are mandatory
+// and n.
+func (c *caseGen) factorList(auth map[string]any, secondary bool) (mandatory, n int) {
+	list, ok := auth["factor_configs"].([]any)
+	if !ok {
+		return 0, 0
+	}
+	factors := c.seed.values["factor"]
+	list = list[:min(len(list), len(factors))]
+	for i, f := range list {
+		f, _ := f.(map[string]any)
+		f["authn_factor_config_id"] = fmt.Sprint(factors[i])
+		f["verification_order"] = i + 1
+		if secondary && f["is_mandatory"] == true {
+			mandatory++
+		}
+	}
+	auth["factor_configs"] = append([]any{}, list...)
+	if len(list) == 0 && auth["is_passwordless_enabled"] == true {
+		auth["is_passwordless_enabled"] = false
+	}
+	return mandatory, len(list)
 }
