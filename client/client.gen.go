@@ -35,10 +35,75 @@ const (
 	AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevelStandard AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevel = "standard"
 )
 
+// Defines values for AccountLinkingSettingsPatchAttributeType.
+const (
+	AccountLinkingSettingsPatchAttributeTypeAttribute    AccountLinkingSettingsPatchAttributeType = "attribute"
+	AccountLinkingSettingsPatchAttributeTypeNamingFormat AccountLinkingSettingsPatchAttributeType = "naming_format"
+)
+
+// Defines values for AccountLinkingSettingsPatchOndemandProvisioningSettingsDefaultPermissionLevel.
+const (
+	AccountLinkingSettingsPatchOndemandProvisioningSettingsDefaultPermissionLevelAdmin    AccountLinkingSettingsPatchOndemandProvisioningSettingsDefaultPermissionLevel = "admin"
+	AccountLinkingSettingsPatchOndemandProvisioningSettingsDefaultPermissionLevelStandard AccountLinkingSettingsPatchOndemandProvisioningSettingsDefaultPermissionLevel = "standard"
+)
+
+// Defines values for AccountLinkingSettingsPatch0AttributeType.
+const (
+	AccountLinkingSettingsPatch0AttributeTypeAttribute AccountLinkingSettingsPatch0AttributeType = "attribute"
+)
+
+// Defines values for AccountLinkingSettingsPatch0AttributeValue.
+const (
+	AccountLinkingSettingsPatch0AttributeValueDisplayName    AccountLinkingSettingsPatch0AttributeValue = "displayName"
+	AccountLinkingSettingsPatch0AttributeValueEmail          AccountLinkingSettingsPatch0AttributeValue = "email"
+	AccountLinkingSettingsPatch0AttributeValueEmailLocalPart AccountLinkingSettingsPatch0AttributeValue = "email_local_part"
+	AccountLinkingSettingsPatch0AttributeValueEmployeeID     AccountLinkingSettingsPatch0AttributeValue = "employeeID"
+	AccountLinkingSettingsPatch0AttributeValueFirstName      AccountLinkingSettingsPatch0AttributeValue = "firstName"
+	AccountLinkingSettingsPatch0AttributeValueLastName       AccountLinkingSettingsPatch0AttributeValue = "lastName"
+	AccountLinkingSettingsPatch0AttributeValueMobileNumber   AccountLinkingSettingsPatch0AttributeValue = "mobileNumber"
+)
+
+// Defines values for AccountLinkingSettingsPatch1AttributeType.
+const (
+	AccountLinkingSettingsPatch1AttributeTypeNamingFormat AccountLinkingSettingsPatch1AttributeType = "naming_format"
+)
+
 // Defines values for AdminSettingsCaptchaType.
 const (
 	AdminSettingsCaptchaTypeRecaptcha   AdminSettingsCaptchaType = "recaptcha"
 	AdminSettingsCaptchaTypeTextCaptcha AdminSettingsCaptchaType = "text_captcha"
+)
+
+// Defines values for AdminSettingsPatchCaptchaType.
+const (
+	AdminSettingsPatchCaptchaTypeRecaptcha   AdminSettingsPatchCaptchaType = "recaptcha"
+	AdminSettingsPatchCaptchaTypeTextCaptcha AdminSettingsPatchCaptchaType = "text_captcha"
+)
+
+// Defines values for AdminSettingsPatchOfflineMfaSettingsActions.
+const (
+	AdminSettingsPatchOfflineMfaSettingsActionsInteractiveLogon AdminSettingsPatchOfflineMfaSettingsActions = "InteractiveLogon"
+	AdminSettingsPatchOfflineMfaSettingsActionsMachineUnlock    AdminSettingsPatchOfflineMfaSettingsActions = "MachineUnlock"
+	AdminSettingsPatchOfflineMfaSettingsActionsRDP              AdminSettingsPatchOfflineMfaSettingsActions = "RDP"
+	AdminSettingsPatchOfflineMfaSettingsActionsSSH              AdminSettingsPatchOfflineMfaSettingsActions = "SSH"
+	AdminSettingsPatchOfflineMfaSettingsActionsSudo             AdminSettingsPatchOfflineMfaSettingsActions = "Sudo"
+	AdminSettingsPatchOfflineMfaSettingsActionsUAC              AdminSettingsPatchOfflineMfaSettingsActions = "UAC"
+)
+
+// Defines values for AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDurationUnit.
+const (
+	AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDurationUnitDays  AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDurationUnit = "days"
+	AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDurationUnitHours AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDurationUnit = "hours"
+)
+
+// Defines values for AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0Unit.
+const (
+	AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0UnitHours AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0Unit = "hours"
+)
+
+// Defines values for AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1Unit.
+const (
+	AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1UnitDays AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1Unit = "days"
 )
 
 // Defines values for AgentPlatformsName.
@@ -102,6 +167,29 @@ const (
 	AgentRegistrationPlatformWindows AgentRegistrationPlatform = "windows"
 )
 
+// Defines values for AgentRegistration0AgentType.
+const (
+	AgentRegistration0AgentTypeDeviceAgent AgentRegistration0AgentType = "DeviceAgent"
+)
+
+// Defines values for AgentRegistration0Platform.
+const (
+	AgentRegistration0PlatformLinux   AgentRegistration0Platform = "linux"
+	AgentRegistration0PlatformMacos   AgentRegistration0Platform = "macos"
+	AgentRegistration0PlatformWindows AgentRegistration0Platform = "windows"
+)
+
+// Defines values for AgentRegistration1AgentType.
+const (
+	AgentRegistration1AgentTypeIISModule    AgentRegistration1AgentType = "IISModule"
+	AgentRegistration1AgentTypeNPSExtension AgentRegistration1AgentType = "NPSExtension"
+)
+
+// Defines values for AgentRegistration1Platform.
+const (
+	AgentRegistration1PlatformWindows AgentRegistration1Platform = "windows"
+)
+
 // Defines values for BulkDeleteResultStatus.
 const (
 	BulkDeleteResultStatusN204 BulkDeleteResultStatus = 204
@@ -113,6 +201,13 @@ const (
 	CAConfigCertificateMappingAttributeDisplayName CAConfigCertificateMappingAttribute = "displayName"
 	CAConfigCertificateMappingAttributeEmail       CAConfigCertificateMappingAttribute = "email"
 	CAConfigCertificateMappingAttributeEmployeeID  CAConfigCertificateMappingAttribute = "employeeID"
+)
+
+// Defines values for CAConfigCreateFormCertificateMappingAttribute.
+const (
+	CAConfigCreateFormCertificateMappingAttributeDisplayName CAConfigCreateFormCertificateMappingAttribute = "displayName"
+	CAConfigCreateFormCertificateMappingAttributeEmail       CAConfigCreateFormCertificateMappingAttribute = "email"
+	CAConfigCreateFormCertificateMappingAttributeEmployeeID  CAConfigCreateFormCertificateMappingAttribute = "employeeID"
 )
 
 // Defines values for CAConfigFormCertificateMappingAttribute.
@@ -127,6 +222,259 @@ const (
 	ConfigBulkDeleteResultStatusN204 ConfigBulkDeleteResultStatus = 204
 	ConfigBulkDeleteResultStatusN404 ConfigBulkDeleteResultStatus = 404
 	ConfigBulkDeleteResultStatusN409 ConfigBulkDeleteResultStatus = 409
+)
+
+// Defines values for CountryCode.
+const (
+	CountryCodeAD CountryCode = "AD"
+	CountryCodeAE CountryCode = "AE"
+	CountryCodeAF CountryCode = "AF"
+	CountryCodeAG CountryCode = "AG"
+	CountryCodeAI CountryCode = "AI"
+	CountryCodeAL CountryCode = "AL"
+	CountryCodeAM CountryCode = "AM"
+	CountryCodeAO CountryCode = "AO"
+	CountryCodeAQ CountryCode = "AQ"
+	CountryCodeAR CountryCode = "AR"
+	CountryCodeAS CountryCode = "AS"
+	CountryCodeAT CountryCode = "AT"
+	CountryCodeAU CountryCode = "AU"
+	CountryCodeAW CountryCode = "AW"
+	CountryCodeAX CountryCode = "AX"
+	CountryCodeAZ CountryCode = "AZ"
+	CountryCodeBA CountryCode = "BA"
+	CountryCodeBB CountryCode = "BB"
+	CountryCodeBD CountryCode = "BD"
+	CountryCodeBE CountryCode = "BE"
+	CountryCodeBF CountryCode = "BF"
+	CountryCodeBG CountryCode = "BG"
+	CountryCodeBH CountryCode = "BH"
+	CountryCodeBI CountryCode = "BI"
+	CountryCodeBJ CountryCode = "BJ"
+	CountryCodeBL CountryCode = "BL"
+	CountryCodeBM CountryCode = "BM"
+	CountryCodeBN CountryCode = "BN"
+	CountryCodeBO CountryCode = "BO"
+	CountryCodeBQ CountryCode = "BQ"
+	CountryCodeBR CountryCode = "BR"
+	CountryCodeBS CountryCode = "BS"
+	CountryCodeBT CountryCode = "BT"
+	CountryCodeBV CountryCode = "BV"
+	CountryCodeBW CountryCode = "BW"
+	CountryCodeBY CountryCode = "BY"
+	CountryCodeBZ CountryCode = "BZ"
+	CountryCodeCA CountryCode = "CA"
+	CountryCodeCC CountryCode = "CC"
+	CountryCodeCD CountryCode = "CD"
+	CountryCodeCF CountryCode = "CF"
+	CountryCodeCG CountryCode = "CG"
+	CountryCodeCH CountryCode = "CH"
+	CountryCodeCI CountryCode = "CI"
+	CountryCodeCK CountryCode = "CK"
+	CountryCodeCL CountryCode = "CL"
+	CountryCodeCM CountryCode = "CM"
+	CountryCodeCN CountryCode = "CN"
+	CountryCodeCO CountryCode = "CO"
+	CountryCodeCR CountryCode = "CR"
+	CountryCodeCU CountryCode = "CU"
+	CountryCodeCV CountryCode = "CV"
+	CountryCodeCW CountryCode = "CW"
+	CountryCodeCX CountryCode = "CX"
+	CountryCodeCY CountryCode = "CY"
+	CountryCodeCZ CountryCode = "CZ"
+	CountryCodeDE CountryCode = "DE"
+	CountryCodeDJ CountryCode = "DJ"
+	CountryCodeDK CountryCode = "DK"
+	CountryCodeDM CountryCode = "DM"
+	CountryCodeDO CountryCode = "DO"
+	CountryCodeDZ CountryCode = "DZ"
+	CountryCodeEC CountryCode = "EC"
+	CountryCodeEE CountryCode = "EE"
+	CountryCodeEG CountryCode = "EG"
+	CountryCodeEH CountryCode = "EH"
+	CountryCodeER CountryCode = "ER"
+	CountryCodeES CountryCode = "ES"
+	CountryCodeET CountryCode = "ET"
+	CountryCodeFI CountryCode = "FI"
+	CountryCodeFJ CountryCode = "FJ"
+	CountryCodeFK CountryCode = "FK"
+	CountryCodeFM CountryCode = "FM"
+	CountryCodeFO CountryCode = "FO"
+	CountryCodeFR CountryCode = "FR"
+	CountryCodeGA CountryCode = "GA"
+	CountryCodeGB CountryCode = "GB"
+	CountryCodeGD CountryCode = "GD"
+	CountryCodeGE CountryCode = "GE"
+	CountryCodeGF CountryCode = "GF"
+	CountryCodeGG CountryCode = "GG"
+	CountryCodeGH CountryCode = "GH"
+	CountryCodeGI CountryCode = "GI"
+	CountryCodeGL CountryCode = "GL"
+	CountryCodeGM CountryCode = "GM"
+	CountryCodeGN CountryCode = "GN"
+	CountryCodeGP CountryCode = "GP"
+	CountryCodeGQ CountryCode = "GQ"
+	CountryCodeGR CountryCode = "GR"
+	CountryCodeGS CountryCode = "GS"
+	CountryCodeGT CountryCode = "GT"
+	CountryCodeGU CountryCode = "GU"
+	CountryCodeGW CountryCode = "GW"
+	CountryCodeGY CountryCode = "GY"
+	CountryCodeHK CountryCode = "HK"
+	CountryCodeHM CountryCode = "HM"
+	CountryCodeHN CountryCode = "HN"
+	CountryCodeHR CountryCode = "HR"
+	CountryCodeHT CountryCode = "HT"
+	CountryCodeHU CountryCode = "HU"
+	CountryCodeID CountryCode = "ID"
+	CountryCodeIE CountryCode = "IE"
+	CountryCodeIL CountryCode = "IL"
+	CountryCodeIM CountryCode = "IM"
+	CountryCodeIN CountryCode = "IN"
+	CountryCodeIO CountryCode = "IO"
+	CountryCodeIQ CountryCode = "IQ"
+	CountryCodeIR CountryCode = "IR"
+	CountryCodeIS CountryCode = "IS"
+	CountryCodeIT CountryCode = "IT"
+	CountryCodeJE CountryCode = "JE"
+	CountryCodeJM CountryCode = "JM"
+	CountryCodeJO CountryCode = "JO"
+	CountryCodeJP CountryCode = "JP"
+	CountryCodeKE CountryCode = "KE"
+	CountryCodeKG CountryCode = "KG"
+	CountryCodeKH CountryCode = "KH"
+	CountryCodeKI CountryCode = "KI"
+	CountryCodeKM CountryCode = "KM"
+	CountryCodeKN CountryCode = "KN"
+	CountryCodeKP CountryCode = "KP"
+	CountryCodeKR CountryCode = "KR"
+	CountryCodeKW CountryCode = "KW"
+	CountryCodeKY CountryCode = "KY"
+	CountryCodeKZ CountryCode = "KZ"
+	CountryCodeLA CountryCode = "LA"
+	CountryCodeLB CountryCode = "LB"
+	CountryCodeLC CountryCode = "LC"
+	CountryCodeLI CountryCode = "LI"
+	CountryCodeLK CountryCode = "LK"
+	CountryCodeLR CountryCode = "LR"
+	CountryCodeLS CountryCode = "LS"
+	CountryCodeLT CountryCode = "LT"
+	CountryCodeLU CountryCode = "LU"
+	CountryCodeLV CountryCode = "LV"
+	CountryCodeLY CountryCode = "LY"
+	CountryCodeMA CountryCode = "MA"
+	CountryCodeMC CountryCode = "MC"
+	CountryCodeMD CountryCode = "MD"
+	CountryCodeME CountryCode = "ME"
+	CountryCodeMF CountryCode = "MF"
+	CountryCodeMG CountryCode = "MG"
+	CountryCodeMH CountryCode = "MH"
+	CountryCodeMK CountryCode = "MK"
+	CountryCodeML CountryCode = "ML"
+	CountryCodeMM CountryCode = "MM"
+	CountryCodeMN CountryCode = "MN"
+	CountryCodeMO CountryCode = "MO"
+	CountryCodeMP CountryCode = "MP"
+	CountryCodeMQ CountryCode = "MQ"
+	CountryCodeMR CountryCode = "MR"
+	CountryCodeMS CountryCode = "MS"
+	CountryCodeMT CountryCode = "MT"
+	CountryCodeMU CountryCode = "MU"
+	CountryCodeMV CountryCode = "MV"
+	CountryCodeMW CountryCode = "MW"
+	CountryCodeMX CountryCode = "MX"
+	CountryCodeMY CountryCode = "MY"
+	CountryCodeMZ CountryCode = "MZ"
+	CountryCodeNA CountryCode = "NA"
+	CountryCodeNC CountryCode = "NC"
+	CountryCodeNE CountryCode = "NE"
+	CountryCodeNF CountryCode = "NF"
+	CountryCodeNG CountryCode = "NG"
+	CountryCodeNI CountryCode = "NI"
+	CountryCodeNL CountryCode = "NL"
+	CountryCodeNO CountryCode = "NO"
+	CountryCodeNP CountryCode = "NP"
+	CountryCodeNR CountryCode = "NR"
+	CountryCodeNU CountryCode = "NU"
+	CountryCodeNZ CountryCode = "NZ"
+	CountryCodeOM CountryCode = "OM"
+	CountryCodePA CountryCode = "PA"
+	CountryCodePE CountryCode = "PE"
+	CountryCodePF CountryCode = "PF"
+	CountryCodePG CountryCode = "PG"
+	CountryCodePH CountryCode = "PH"
+	CountryCodePK CountryCode = "PK"
+	CountryCodePL CountryCode = "PL"
+	CountryCodePM CountryCode = "PM"
+	CountryCodePN CountryCode = "PN"
+	CountryCodePR CountryCode = "PR"
+	CountryCodePS CountryCode = "PS"
+	CountryCodePT CountryCode = "PT"
+	CountryCodePW CountryCode = "PW"
+	CountryCodePY CountryCode = "PY"
+	CountryCodeQA CountryCode = "QA"
+	CountryCodeRE CountryCode = "RE"
+	CountryCodeRO CountryCode = "RO"
+	CountryCodeRS CountryCode = "RS"
+	CountryCodeRU CountryCode = "RU"
+	CountryCodeRW CountryCode = "RW"
+	CountryCodeSA CountryCode = "SA"
+	CountryCodeSB CountryCode = "SB"
+	CountryCodeSC CountryCode = "SC"
+	CountryCodeSD CountryCode = "SD"
+	CountryCodeSE CountryCode = "SE"
+	CountryCodeSG CountryCode = "SG"
+	CountryCodeSH CountryCode = "SH"
+	CountryCodeSI CountryCode = "SI"
+	CountryCodeSJ CountryCode = "SJ"
+	CountryCodeSK CountryCode = "SK"
+	CountryCodeSL CountryCode = "SL"
+	CountryCodeSM CountryCode = "SM"
+	CountryCodeSN CountryCode = "SN"
+	CountryCodeSO CountryCode = "SO"
+	CountryCodeSR CountryCode = "SR"
+	CountryCodeSS CountryCode = "SS"
+	CountryCodeST CountryCode = "ST"
+	CountryCodeSV CountryCode = "SV"
+	CountryCodeSX CountryCode = "SX"
+	CountryCodeSY CountryCode = "SY"
+	CountryCodeSZ CountryCode = "SZ"
+	CountryCodeTC CountryCode = "TC"
+	CountryCodeTD CountryCode = "TD"
+	CountryCodeTF CountryCode = "TF"
+	CountryCodeTG CountryCode = "TG"
+	CountryCodeTH CountryCode = "TH"
+	CountryCodeTJ CountryCode = "TJ"
+	CountryCodeTK CountryCode = "TK"
+	CountryCodeTL CountryCode = "TL"
+	CountryCodeTM CountryCode = "TM"
+	CountryCodeTN CountryCode = "TN"
+	CountryCodeTO CountryCode = "TO"
+	CountryCodeTR CountryCode = "TR"
+	CountryCodeTT CountryCode = "TT"
+	CountryCodeTV CountryCode = "TV"
+	CountryCodeTW CountryCode = "TW"
+	CountryCodeTZ CountryCode = "TZ"
+	CountryCodeUA CountryCode = "UA"
+	CountryCodeUG CountryCode = "UG"
+	CountryCodeUM CountryCode = "UM"
+	CountryCodeUS CountryCode = "US"
+	CountryCodeUY CountryCode = "UY"
+	CountryCodeUZ CountryCode = "UZ"
+	CountryCodeVA CountryCode = "VA"
+	CountryCodeVC CountryCode = "VC"
+	CountryCodeVE CountryCode = "VE"
+	CountryCodeVG CountryCode = "VG"
+	CountryCodeVI CountryCode = "VI"
+	CountryCodeVN CountryCode = "VN"
+	CountryCodeVU CountryCode = "VU"
+	CountryCodeWF CountryCode = "WF"
+	CountryCodeWS CountryCode = "WS"
+	CountryCodeYE CountryCode = "YE"
+	CountryCodeYT CountryCode = "YT"
+	CountryCodeZA CountryCode = "ZA"
+	CountryCodeZM CountryCode = "ZM"
+	CountryCodeZW CountryCode = "ZW"
 )
 
 // Defines values for DecisionDecision.
@@ -273,6 +621,11 @@ const (
 	FactorConfigFactorTypeTOTP      FactorConfigFactorType = "TOTP"
 )
 
+// Defines values for GeolocationsConfigWrite1IsUnknownIpLocationsIncluded.
+const (
+	GeolocationsConfigWrite1IsUnknownIpLocationsIncludedTrue GeolocationsConfigWrite1IsUnknownIpLocationsIncluded = true
+)
+
 // Defines values for JobAcceptanceDataStatus.
 const (
 	JobAcceptanceDataStatusQUEUED  JobAcceptanceDataStatus = "QUEUED"
@@ -413,6 +766,24 @@ const (
 	NotificationTemplateItemShareTypeSELF NotificationTemplateItemShareType = "SELF"
 )
 
+// Defines values for NotificationTemplatePatchModule.
+const (
+	NotificationTemplatePatchModuleOrchestration NotificationTemplatePatchModule = "Orchestration"
+	NotificationTemplatePatchModuleReports       NotificationTemplatePatchModule = "Reports"
+)
+
+// Defines values for NotificationTemplatePatchShareType.
+const (
+	NotificationTemplatePatchShareTypeALL  NotificationTemplatePatchShareType = "ALL"
+	NotificationTemplatePatchShareTypeSELF NotificationTemplatePatchShareType = "SELF"
+)
+
+// Defines values for NotificationTemplateWriteModule.
+const (
+	NotificationTemplateWriteModuleOrchestration NotificationTemplateWriteModule = "Orchestration"
+	NotificationTemplateWriteModuleReports       NotificationTemplateWriteModule = "Reports"
+)
+
 // Defines values for NotificationTemplateWriteShareType.
 const (
 	NotificationTemplateWriteShareTypeALL  NotificationTemplateWriteShareType = "ALL"
@@ -428,6 +799,16 @@ const (
 const (
 	OAuthTokenRequestGrantTypeAuthorizationCode OAuthTokenRequestGrantType = "authorization_code"
 	OAuthTokenRequestGrantTypeRefreshToken      OAuthTokenRequestGrantType = "refresh_token"
+)
+
+// Defines values for OAuthTokenRequest0GrantType.
+const (
+	OAuthTokenRequest0GrantTypeAuthorizationCode OAuthTokenRequest0GrantType = "authorization_code"
+)
+
+// Defines values for OAuthTokenRequest1GrantType.
+const (
+	OAuthTokenRequest1GrantTypeRefreshToken OAuthTokenRequest1GrantType = "refresh_token"
 )
 
 // Defines values for OfflineMFASettingsActions.
@@ -481,6 +862,52 @@ const (
 	PolicyAdvancedSettingsMobilenoSelectionModeSelect  PolicyAdvancedSettingsMobilenoSelectionMode = "select"
 )
 
+// Defines values for PolicyAdvancedSettingsPatchCaptchaFrequencyType.
+const (
+	PolicyAdvancedSettingsPatchCaptchaFrequencyTypeAfterFailedAttempts PolicyAdvancedSettingsPatchCaptchaFrequencyType = "after_failed_attempts"
+	PolicyAdvancedSettingsPatchCaptchaFrequencyTypeAlways              PolicyAdvancedSettingsPatchCaptchaFrequencyType = "always"
+	PolicyAdvancedSettingsPatchCaptchaFrequencyTypeEmpty               PolicyAdvancedSettingsPatchCaptchaFrequencyType = ""
+)
+
+// Defines values for PolicyAdvancedSettingsPatchEmailaddressSelectionMode.
+const (
+	PolicyAdvancedSettingsPatchEmailaddressSelectionModeEmpty   PolicyAdvancedSettingsPatchEmailaddressSelectionMode = ""
+	PolicyAdvancedSettingsPatchEmailaddressSelectionModeInput   PolicyAdvancedSettingsPatchEmailaddressSelectionMode = "input"
+	PolicyAdvancedSettingsPatchEmailaddressSelectionModePrimary PolicyAdvancedSettingsPatchEmailaddressSelectionMode = "primary"
+	PolicyAdvancedSettingsPatchEmailaddressSelectionModeSelect  PolicyAdvancedSettingsPatchEmailaddressSelectionMode = "select"
+)
+
+// Defines values for PolicyAdvancedSettingsPatchMobilenoSelectionMode.
+const (
+	PolicyAdvancedSettingsPatchMobilenoSelectionModeEmpty   PolicyAdvancedSettingsPatchMobilenoSelectionMode = ""
+	PolicyAdvancedSettingsPatchMobilenoSelectionModeInput   PolicyAdvancedSettingsPatchMobilenoSelectionMode = "input"
+	PolicyAdvancedSettingsPatchMobilenoSelectionModePrimary PolicyAdvancedSettingsPatchMobilenoSelectionMode = "primary"
+	PolicyAdvancedSettingsPatchMobilenoSelectionModeSelect  PolicyAdvancedSettingsPatchMobilenoSelectionMode = "select"
+)
+
+// Defines values for PolicyAdvancedSettingsWriteCaptchaFrequencyType.
+const (
+	PolicyAdvancedSettingsWriteCaptchaFrequencyTypeAfterFailedAttempts PolicyAdvancedSettingsWriteCaptchaFrequencyType = "after_failed_attempts"
+	PolicyAdvancedSettingsWriteCaptchaFrequencyTypeAlways              PolicyAdvancedSettingsWriteCaptchaFrequencyType = "always"
+	PolicyAdvancedSettingsWriteCaptchaFrequencyTypeEmpty               PolicyAdvancedSettingsWriteCaptchaFrequencyType = ""
+)
+
+// Defines values for PolicyAdvancedSettingsWriteEmailaddressSelectionMode.
+const (
+	PolicyAdvancedSettingsWriteEmailaddressSelectionModeEmpty   PolicyAdvancedSettingsWriteEmailaddressSelectionMode = ""
+	PolicyAdvancedSettingsWriteEmailaddressSelectionModeInput   PolicyAdvancedSettingsWriteEmailaddressSelectionMode = "input"
+	PolicyAdvancedSettingsWriteEmailaddressSelectionModePrimary PolicyAdvancedSettingsWriteEmailaddressSelectionMode = "primary"
+	PolicyAdvancedSettingsWriteEmailaddressSelectionModeSelect  PolicyAdvancedSettingsWriteEmailaddressSelectionMode = "select"
+)
+
+// Defines values for PolicyAdvancedSettingsWriteMobilenoSelectionMode.
+const (
+	PolicyAdvancedSettingsWriteMobilenoSelectionModeEmpty   PolicyAdvancedSettingsWriteMobilenoSelectionMode = ""
+	PolicyAdvancedSettingsWriteMobilenoSelectionModeInput   PolicyAdvancedSettingsWriteMobilenoSelectionMode = "input"
+	PolicyAdvancedSettingsWriteMobilenoSelectionModePrimary PolicyAdvancedSettingsWriteMobilenoSelectionMode = "primary"
+	PolicyAdvancedSettingsWriteMobilenoSelectionModeSelect  PolicyAdvancedSettingsWriteMobilenoSelectionMode = "select"
+)
+
 // Defines values for PolicyConditionComparator.
 const (
 	PolicyConditionComparatorIn    PolicyConditionComparator = "in"
@@ -492,6 +919,157 @@ const (
 	PolicyConditionFactorTypeGeolocation PolicyConditionFactorType = "geolocation"
 	PolicyConditionFactorTypeIpaddress   PolicyConditionFactorType = "ipaddress"
 	PolicyConditionFactorTypeTime        PolicyConditionFactorType = "time"
+)
+
+// Defines values for PolicyConditionWriteComparator.
+const (
+	PolicyConditionWriteComparatorIn    PolicyConditionWriteComparator = "in"
+	PolicyConditionWriteComparatorNotIn PolicyConditionWriteComparator = "not_in"
+)
+
+// Defines values for PolicyConditionWriteFactorType.
+const (
+	PolicyConditionWriteFactorTypeGeolocation PolicyConditionWriteFactorType = "geolocation"
+	PolicyConditionWriteFactorTypeIpaddress   PolicyConditionWriteFactorType = "ipaddress"
+	PolicyConditionWriteFactorTypeTime        PolicyConditionWriteFactorType = "time"
+)
+
+// Defines values for PolicyEndpointAdvancedMfaTrustDurationUnit.
+const (
+	PolicyEndpointAdvancedMfaTrustDurationUnitDays    PolicyEndpointAdvancedMfaTrustDurationUnit = "days"
+	PolicyEndpointAdvancedMfaTrustDurationUnitEmpty   PolicyEndpointAdvancedMfaTrustDurationUnit = ""
+	PolicyEndpointAdvancedMfaTrustDurationUnitHours   PolicyEndpointAdvancedMfaTrustDurationUnit = "hours"
+	PolicyEndpointAdvancedMfaTrustDurationUnitMinutes PolicyEndpointAdvancedMfaTrustDurationUnit = "minutes"
+)
+
+// Defines values for PolicyEndpointAdvancedMfaTrustInitiatorType.
+const (
+	PolicyEndpointAdvancedMfaTrustInitiatorTypeAdmin PolicyEndpointAdvancedMfaTrustInitiatorType = "admin"
+	PolicyEndpointAdvancedMfaTrustInitiatorTypeEmpty PolicyEndpointAdvancedMfaTrustInitiatorType = ""
+	PolicyEndpointAdvancedMfaTrustInitiatorTypeUser  PolicyEndpointAdvancedMfaTrustInitiatorType = "user"
+)
+
+// Defines values for PolicyEndpointAdvancedMfaUnenrolledAction.
+const (
+	PolicyEndpointAdvancedMfaUnenrolledActionAllow PolicyEndpointAdvancedMfaUnenrolledAction = "allow"
+	PolicyEndpointAdvancedMfaUnenrolledActionDeny  PolicyEndpointAdvancedMfaUnenrolledAction = "deny"
+	PolicyEndpointAdvancedMfaUnenrolledActionEmpty PolicyEndpointAdvancedMfaUnenrolledAction = ""
+)
+
+// Defines values for PolicyEndpointAdvancedNPSMfaTrustDurationUnit.
+const (
+	PolicyEndpointAdvancedNPSMfaTrustDurationUnitDays    PolicyEndpointAdvancedNPSMfaTrustDurationUnit = "days"
+	PolicyEndpointAdvancedNPSMfaTrustDurationUnitEmpty   PolicyEndpointAdvancedNPSMfaTrustDurationUnit = ""
+	PolicyEndpointAdvancedNPSMfaTrustDurationUnitHours   PolicyEndpointAdvancedNPSMfaTrustDurationUnit = "hours"
+	PolicyEndpointAdvancedNPSMfaTrustDurationUnitMinutes PolicyEndpointAdvancedNPSMfaTrustDurationUnit = "minutes"
+)
+
+// Defines values for PolicyEndpointAdvancedNPSMfaTrustInitiatorType.
+const (
+	PolicyEndpointAdvancedNPSMfaTrustInitiatorTypeAdmin PolicyEndpointAdvancedNPSMfaTrustInitiatorType = "admin"
+	PolicyEndpointAdvancedNPSMfaTrustInitiatorTypeEmpty PolicyEndpointAdvancedNPSMfaTrustInitiatorType = ""
+	PolicyEndpointAdvancedNPSMfaTrustInitiatorTypeUser  PolicyEndpointAdvancedNPSMfaTrustInitiatorType = "user"
+)
+
+// Defines values for PolicyEndpointAdvancedNPSMfaUnenrolledAction.
+const (
+	PolicyEndpointAdvancedNPSMfaUnenrolledActionAllow PolicyEndpointAdvancedNPSMfaUnenrolledAction = "allow"
+	PolicyEndpointAdvancedNPSMfaUnenrolledActionDeny  PolicyEndpointAdvancedNPSMfaUnenrolledAction = "deny"
+	PolicyEndpointAdvancedNPSMfaUnenrolledActionEmpty PolicyEndpointAdvancedNPSMfaUnenrolledAction = ""
+)
+
+// Defines values for PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataType.
+const (
+	PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataTypeEnum        PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataType = "enum"
+	PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataTypeInteger     PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataType = "integer"
+	PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataTypeIpv4address PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataType = "ipv4address"
+	PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataTypeIpv6address PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataType = "ipv6address"
+	PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataTypeString      PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataType = "string"
+)
+
+// Defines values for PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListType.
+const (
+	PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListTypeStandard PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListType = "standard"
+	PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListTypeVendor   PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListType = "vendor"
+)
+
+// Defines values for PolicyEndpointSettingWrite0Actions.
+const (
+	PolicyEndpointSettingWrite0ActionsInteractiveLogon PolicyEndpointSettingWrite0Actions = "InteractiveLogon"
+	PolicyEndpointSettingWrite0ActionsMachineUnlock    PolicyEndpointSettingWrite0Actions = "MachineUnlock"
+	PolicyEndpointSettingWrite0ActionsRDP              PolicyEndpointSettingWrite0Actions = "RDP"
+	PolicyEndpointSettingWrite0ActionsSSH              PolicyEndpointSettingWrite0Actions = "SSH"
+	PolicyEndpointSettingWrite0ActionsSudo             PolicyEndpointSettingWrite0Actions = "Sudo"
+	PolicyEndpointSettingWrite0ActionsUAC              PolicyEndpointSettingWrite0Actions = "UAC"
+)
+
+// Defines values for PolicyEndpointSettingWrite0Endpoint.
+const (
+	PolicyEndpointSettingWrite0EndpointComputerDevices PolicyEndpointSettingWrite0Endpoint = "ComputerDevices"
+)
+
+// Defines values for PolicyEndpointSettingWrite0Type.
+const (
+	PolicyEndpointSettingWrite0TypeComputerDevices PolicyEndpointSettingWrite0Type = "ComputerDevices"
+)
+
+// Defines values for PolicyEndpointSettingWrite1Endpoint.
+const (
+	PolicyEndpointSettingWrite1EndpointNPS PolicyEndpointSettingWrite1Endpoint = "NPS"
+)
+
+// Defines values for PolicyEndpointSettingWrite1Type.
+const (
+	PolicyEndpointSettingWrite1TypeNPSVPN PolicyEndpointSettingWrite1Type = "NPS_VPN"
+)
+
+// Defines values for PolicyEndpointSettingWrite2Endpoint.
+const (
+	PolicyEndpointSettingWrite2EndpointIIS PolicyEndpointSettingWrite2Endpoint = "IIS"
+)
+
+// Defines values for PolicyEndpointSettingWrite2Type.
+const (
+	PolicyEndpointSettingWrite2TypeIIS PolicyEndpointSettingWrite2Type = "IIS"
+)
+
+// Defines values for PolicyEndpointSettingWrite3Endpoint.
+const (
+	PolicyEndpointSettingWrite3EndpointSSOApplications PolicyEndpointSettingWrite3Endpoint = "SSOApplications"
+)
+
+// Defines values for PolicyEndpointSettingWrite3Type.
+const (
+	PolicyEndpointSettingWrite3TypeSSOApplications PolicyEndpointSettingWrite3Type = "SSOApplications"
+)
+
+// Defines values for PolicyEndpointSettingWrite4Endpoint.
+const (
+	PolicyEndpointSettingWrite4EndpointIdentityServer PolicyEndpointSettingWrite4Endpoint = "IdentityServer"
+)
+
+// Defines values for PolicyEndpointSettingWrite4Type.
+const (
+	PolicyEndpointSettingWrite4TypeLogin PolicyEndpointSettingWrite4Type = "Login"
+)
+
+// Defines values for PolicyEndpointSettingWrite5Actions.
+const (
+	PolicyEndpointSettingWrite5ActionsAdminDashboardEnrollment PolicyEndpointSettingWrite5Actions = "admin_dashboard_enrollment"
+	PolicyEndpointSettingWrite5ActionsDeleteApplications       PolicyEndpointSettingWrite5Actions = "delete_applications"
+	PolicyEndpointSettingWrite5ActionsDeleteDirectories        PolicyEndpointSettingWrite5Actions = "delete_directories"
+	PolicyEndpointSettingWrite5ActionsDeleteGroups             PolicyEndpointSettingWrite5Actions = "delete_groups"
+	PolicyEndpointSettingWrite5ActionsDeleteUsers              PolicyEndpointSettingWrite5Actions = "delete_users"
+)
+
+// Defines values for PolicyEndpointSettingWrite5Endpoint.
+const (
+	PolicyEndpointSettingWrite5EndpointIdentityServer PolicyEndpointSettingWrite5Endpoint = "IdentityServer"
+)
+
+// Defines values for PolicyEndpointSettingWrite5Type.
+const (
+	PolicyEndpointSettingWrite5TypeSensitiveActions PolicyEndpointSettingWrite5Type = "SensitiveActions"
 )
 
 // Defines values for PolicyItemAccessType.
@@ -510,10 +1088,43 @@ const (
 	PolicyItemEndpointsSSOApplications PolicyItemEndpoints = "SSOApplications"
 )
 
+// Defines values for PolicyPatchAccessType.
+const (
+	PolicyPatchAccessTypeAllow PolicyPatchAccessType = "allow"
+	PolicyPatchAccessTypeDeny  PolicyPatchAccessType = "deny"
+)
+
+// Defines values for PolicyPatchEndpoints.
+const (
+	PolicyPatchEndpointsAllEndpoints    PolicyPatchEndpoints = "All Endpoints"
+	PolicyPatchEndpointsComputerDevices PolicyPatchEndpoints = "ComputerDevices"
+	PolicyPatchEndpointsIIS             PolicyPatchEndpoints = "IIS"
+	PolicyPatchEndpointsIdentityServer  PolicyPatchEndpoints = "IdentityServer"
+	PolicyPatchEndpointsNPS             PolicyPatchEndpoints = "NPS"
+	PolicyPatchEndpointsSSOApplications PolicyPatchEndpoints = "SSOApplications"
+)
+
+// Defines values for PolicySecondaryAuthenticationAuthnMode.
+const (
+	PolicySecondaryAuthenticationAuthnModeEmpty      PolicySecondaryAuthenticationAuthnMode = ""
+	PolicySecondaryAuthenticationAuthnModeNative     PolicySecondaryAuthenticationAuthnMode = "native"
+	PolicySecondaryAuthenticationAuthnModeSecureLink PolicySecondaryAuthenticationAuthnMode = "secure_link"
+)
+
 // Defines values for PolicyWriteAccessType.
 const (
 	PolicyWriteAccessTypeAllow PolicyWriteAccessType = "allow"
 	PolicyWriteAccessTypeDeny  PolicyWriteAccessType = "deny"
+)
+
+// Defines values for PolicyWriteEndpoints.
+const (
+	PolicyWriteEndpointsAllEndpoints    PolicyWriteEndpoints = "All Endpoints"
+	PolicyWriteEndpointsComputerDevices PolicyWriteEndpoints = "ComputerDevices"
+	PolicyWriteEndpointsIIS             PolicyWriteEndpoints = "IIS"
+	PolicyWriteEndpointsIdentityServer  PolicyWriteEndpoints = "IdentityServer"
+	PolicyWriteEndpointsNPS             PolicyWriteEndpoints = "NPS"
+	PolicyWriteEndpointsSSOApplications PolicyWriteEndpoints = "SSOApplications"
 )
 
 // Defines values for ScheduleSettingsSchedulerInterval.
@@ -534,6 +1145,323 @@ const (
 	TemplateMailSeverityHIGH   TemplateMailSeverity = "HIGH"
 	TemplateMailSeverityLOW    TemplateMailSeverity = "LOW"
 	TemplateMailSeverityMEDIUM TemplateMailSeverity = "MEDIUM"
+)
+
+// Defines values for TimeZone.
+const (
+	TimeZoneAfricaAbidjan               TimeZone = "Africa/Abidjan"
+	TimeZoneAfricaAlgiers               TimeZone = "Africa/Algiers"
+	TimeZoneAfricaBissau                TimeZone = "Africa/Bissau"
+	TimeZoneAfricaCairo                 TimeZone = "Africa/Cairo"
+	TimeZoneAfricaCasablanca            TimeZone = "Africa/Casablanca"
+	TimeZoneAfricaCeuta                 TimeZone = "Africa/Ceuta"
+	TimeZoneAfricaElAaiun               TimeZone = "Africa/El_Aaiun"
+	TimeZoneAfricaJohannesburg          TimeZone = "Africa/Johannesburg"
+	TimeZoneAfricaJuba                  TimeZone = "Africa/Juba"
+	TimeZoneAfricaKhartoum              TimeZone = "Africa/Khartoum"
+	TimeZoneAfricaLagos                 TimeZone = "Africa/Lagos"
+	TimeZoneAfricaMaputo                TimeZone = "Africa/Maputo"
+	TimeZoneAfricaMonrovia              TimeZone = "Africa/Monrovia"
+	TimeZoneAfricaNairobi               TimeZone = "Africa/Nairobi"
+	TimeZoneAfricaNdjamena              TimeZone = "Africa/Ndjamena"
+	TimeZoneAfricaSaoTome               TimeZone = "Africa/Sao_Tome"
+	TimeZoneAfricaTripoli               TimeZone = "Africa/Tripoli"
+	TimeZoneAfricaTunis                 TimeZone = "Africa/Tunis"
+	TimeZoneAfricaWindhoek              TimeZone = "Africa/Windhoek"
+	TimeZoneAmericaAdak                 TimeZone = "America/Adak"
+	TimeZoneAmericaAnchorage            TimeZone = "America/Anchorage"
+	TimeZoneAmericaAraguaina            TimeZone = "America/Araguaina"
+	TimeZoneAmericaArgentinaBuenosAires TimeZone = "America/Argentina/Buenos_Aires"
+	TimeZoneAmericaArgentinaCatamarca   TimeZone = "America/Argentina/Catamarca"
+	TimeZoneAmericaArgentinaCordoba     TimeZone = "America/Argentina/Cordoba"
+	TimeZoneAmericaArgentinaJujuy       TimeZone = "America/Argentina/Jujuy"
+	TimeZoneAmericaArgentinaLaRioja     TimeZone = "America/Argentina/La_Rioja"
+	TimeZoneAmericaArgentinaMendoza     TimeZone = "America/Argentina/Mendoza"
+	TimeZoneAmericaArgentinaRioGallegos TimeZone = "America/Argentina/Rio_Gallegos"
+	TimeZoneAmericaArgentinaSalta       TimeZone = "America/Argentina/Salta"
+	TimeZoneAmericaArgentinaSanJuan     TimeZone = "America/Argentina/San_Juan"
+	TimeZoneAmericaArgentinaSanLuis     TimeZone = "America/Argentina/San_Luis"
+	TimeZoneAmericaArgentinaTucuman     TimeZone = "America/Argentina/Tucuman"
+	TimeZoneAmericaArgentinaUshuaia     TimeZone = "America/Argentina/Ushuaia"
+	TimeZoneAmericaAsuncion             TimeZone = "America/Asuncion"
+	TimeZoneAmericaBahia                TimeZone = "America/Bahia"
+	TimeZoneAmericaBahiaBanderas        TimeZone = "America/Bahia_Banderas"
+	TimeZoneAmericaBarbados             TimeZone = "America/Barbados"
+	TimeZoneAmericaBelem                TimeZone = "America/Belem"
+	TimeZoneAmericaBelize               TimeZone = "America/Belize"
+	TimeZoneAmericaBoaVista             TimeZone = "America/Boa_Vista"
+	TimeZoneAmericaBogota               TimeZone = "America/Bogota"
+	TimeZoneAmericaBoise                TimeZone = "America/Boise"
+	TimeZoneAmericaCambridgeBay         TimeZone = "America/Cambridge_Bay"
+	TimeZoneAmericaCampoGrande          TimeZone = "America/Campo_Grande"
+	TimeZoneAmericaCancun               TimeZone = "America/Cancun"
+	TimeZoneAmericaCaracas              TimeZone = "America/Caracas"
+	TimeZoneAmericaCayenne              TimeZone = "America/Cayenne"
+	TimeZoneAmericaChicago              TimeZone = "America/Chicago"
+	TimeZoneAmericaChihuahua            TimeZone = "America/Chihuahua"
+	TimeZoneAmericaCiudadJuarez         TimeZone = "America/Ciudad_Juarez"
+	TimeZoneAmericaCostaRica            TimeZone = "America/Costa_Rica"
+	TimeZoneAmericaCoyhaique            TimeZone = "America/Coyhaique"
+	TimeZoneAmericaCuiaba               TimeZone = "America/Cuiaba"
+	TimeZoneAmericaDanmarkshavn         TimeZone = "America/Danmarkshavn"
+	TimeZoneAmericaDawson               TimeZone = "America/Dawson"
+	TimeZoneAmericaDawsonCreek          TimeZone = "America/Dawson_Creek"
+	TimeZoneAmericaDenver               TimeZone = "America/Denver"
+	TimeZoneAmericaDetroit              TimeZone = "America/Detroit"
+	TimeZoneAmericaEdmonton             TimeZone = "America/Edmonton"
+	TimeZoneAmericaEirunepe             TimeZone = "America/Eirunepe"
+	TimeZoneAmericaElSalvador           TimeZone = "America/El_Salvador"
+	TimeZoneAmericaFortNelson           TimeZone = "America/Fort_Nelson"
+	TimeZoneAmericaFortaleza            TimeZone = "America/Fortaleza"
+	TimeZoneAmericaGlaceBay             TimeZone = "America/Glace_Bay"
+	TimeZoneAmericaGooseBay             TimeZone = "America/Goose_Bay"
+	TimeZoneAmericaGrandTurk            TimeZone = "America/Grand_Turk"
+	TimeZoneAmericaGuatemala            TimeZone = "America/Guatemala"
+	TimeZoneAmericaGuayaquil            TimeZone = "America/Guayaquil"
+	TimeZoneAmericaGuyana               TimeZone = "America/Guyana"
+	TimeZoneAmericaHalifax              TimeZone = "America/Halifax"
+	TimeZoneAmericaHavana               TimeZone = "America/Havana"
+	TimeZoneAmericaHermosillo           TimeZone = "America/Hermosillo"
+	TimeZoneAmericaIndianaIndianapolis  TimeZone = "America/Indiana/Indianapolis"
+	TimeZoneAmericaIndianaKnox          TimeZone = "America/Indiana/Knox"
+	TimeZoneAmericaIndianaMarengo       TimeZone = "America/Indiana/Marengo"
+	TimeZoneAmericaIndianaPetersburg    TimeZone = "America/Indiana/Petersburg"
+	TimeZoneAmericaIndianaTellCity      TimeZone = "America/Indiana/Tell_City"
+	TimeZoneAmericaIndianaVevay         TimeZone = "America/Indiana/Vevay"
+	TimeZoneAmericaIndianaVincennes     TimeZone = "America/Indiana/Vincennes"
+	TimeZoneAmericaIndianaWinamac       TimeZone = "America/Indiana/Winamac"
+	TimeZoneAmericaInuvik               TimeZone = "America/Inuvik"
+	TimeZoneAmericaIqaluit              TimeZone = "America/Iqaluit"
+	TimeZoneAmericaJamaica              TimeZone = "America/Jamaica"
+	TimeZoneAmericaJuneau               TimeZone = "America/Juneau"
+	TimeZoneAmericaKentuckyLouisville   TimeZone = "America/Kentucky/Louisville"
+	TimeZoneAmericaKentuckyMonticello   TimeZone = "America/Kentucky/Monticello"
+	TimeZoneAmericaLaPaz                TimeZone = "America/La_Paz"
+	TimeZoneAmericaLima                 TimeZone = "America/Lima"
+	TimeZoneAmericaLosAngeles           TimeZone = "America/Los_Angeles"
+	TimeZoneAmericaMaceio               TimeZone = "America/Maceio"
+	TimeZoneAmericaManagua              TimeZone = "America/Managua"
+	TimeZoneAmericaManaus               TimeZone = "America/Manaus"
+	TimeZoneAmericaMartinique           TimeZone = "America/Martinique"
+	TimeZoneAmericaMatamoros            TimeZone = "America/Matamoros"
+	TimeZoneAmericaMazatlan             TimeZone = "America/Mazatlan"
+	TimeZoneAmericaMenominee            TimeZone = "America/Menominee"
+	TimeZoneAmericaMerida               TimeZone = "America/Merida"
+	TimeZoneAmericaMetlakatla           TimeZone = "America/Metlakatla"
+	TimeZoneAmericaMexicoCity           TimeZone = "America/Mexico_City"
+	TimeZoneAmericaMiquelon             TimeZone = "America/Miquelon"
+	TimeZoneAmericaMoncton              TimeZone = "America/Moncton"
+	TimeZoneAmericaMonterrey            TimeZone = "America/Monterrey"
+	TimeZoneAmericaMontevideo           TimeZone = "America/Montevideo"
+	TimeZoneAmericaNewYork              TimeZone = "America/New_York"
+	TimeZoneAmericaNome                 TimeZone = "America/Nome"
+	TimeZoneAmericaNoronha              TimeZone = "America/Noronha"
+	TimeZoneAmericaNorthDakotaBeulah    TimeZone = "America/North_Dakota/Beulah"
+	TimeZoneAmericaNorthDakotaCenter    TimeZone = "America/North_Dakota/Center"
+	TimeZoneAmericaNorthDakotaNewSalem  TimeZone = "America/North_Dakota/New_Salem"
+	TimeZoneAmericaNuuk                 TimeZone = "America/Nuuk"
+	TimeZoneAmericaOjinaga              TimeZone = "America/Ojinaga"
+	TimeZoneAmericaPanama               TimeZone = "America/Panama"
+	TimeZoneAmericaParamaribo           TimeZone = "America/Paramaribo"
+	TimeZoneAmericaPhoenix              TimeZone = "America/Phoenix"
+	TimeZoneAmericaPortAuPrince         TimeZone = "America/Port-au-Prince"
+	TimeZoneAmericaPortoVelho           TimeZone = "America/Porto_Velho"
+	TimeZoneAmericaPuertoRico           TimeZone = "America/Puerto_Rico"
+	TimeZoneAmericaPuntaArenas          TimeZone = "America/Punta_Arenas"
+	TimeZoneAmericaRankinInlet          TimeZone = "America/Rankin_Inlet"
+	TimeZoneAmericaRecife               TimeZone = "America/Recife"
+	TimeZoneAmericaRegina               TimeZone = "America/Regina"
+	TimeZoneAmericaResolute             TimeZone = "America/Resolute"
+	TimeZoneAmericaRioBranco            TimeZone = "America/Rio_Branco"
+	TimeZoneAmericaSantarem             TimeZone = "America/Santarem"
+	TimeZoneAmericaSantiago             TimeZone = "America/Santiago"
+	TimeZoneAmericaSantoDomingo         TimeZone = "America/Santo_Domingo"
+	TimeZoneAmericaSaoPaulo             TimeZone = "America/Sao_Paulo"
+	TimeZoneAmericaScoresbysund         TimeZone = "America/Scoresbysund"
+	TimeZoneAmericaSitka                TimeZone = "America/Sitka"
+	TimeZoneAmericaStJohns              TimeZone = "America/St_Johns"
+	TimeZoneAmericaSwiftCurrent         TimeZone = "America/Swift_Current"
+	TimeZoneAmericaTegucigalpa          TimeZone = "America/Tegucigalpa"
+	TimeZoneAmericaThule                TimeZone = "America/Thule"
+	TimeZoneAmericaTijuana              TimeZone = "America/Tijuana"
+	TimeZoneAmericaToronto              TimeZone = "America/Toronto"
+	TimeZoneAmericaVancouver            TimeZone = "America/Vancouver"
+	TimeZoneAmericaWhitehorse           TimeZone = "America/Whitehorse"
+	TimeZoneAmericaWinnipeg             TimeZone = "America/Winnipeg"
+	TimeZoneAmericaYakutat              TimeZone = "America/Yakutat"
+	TimeZoneAntarcticaCasey             TimeZone = "Antarctica/Casey"
+	TimeZoneAntarcticaDavis             TimeZone = "Antarctica/Davis"
+	TimeZoneAntarcticaMacquarie         TimeZone = "Antarctica/Macquarie"
+	TimeZoneAntarcticaMawson            TimeZone = "Antarctica/Mawson"
+	TimeZoneAntarcticaPalmer            TimeZone = "Antarctica/Palmer"
+	TimeZoneAntarcticaRothera           TimeZone = "Antarctica/Rothera"
+	TimeZoneAntarcticaTroll             TimeZone = "Antarctica/Troll"
+	TimeZoneAntarcticaVostok            TimeZone = "Antarctica/Vostok"
+	TimeZoneAsiaAlmaty                  TimeZone = "Asia/Almaty"
+	TimeZoneAsiaAmman                   TimeZone = "Asia/Amman"
+	TimeZoneAsiaAnadyr                  TimeZone = "Asia/Anadyr"
+	TimeZoneAsiaAqtau                   TimeZone = "Asia/Aqtau"
+	TimeZoneAsiaAqtobe                  TimeZone = "Asia/Aqtobe"
+	TimeZoneAsiaAshgabat                TimeZone = "Asia/Ashgabat"
+	TimeZoneAsiaAtyrau                  TimeZone = "Asia/Atyrau"
+	TimeZoneAsiaBaghdad                 TimeZone = "Asia/Baghdad"
+	TimeZoneAsiaBaku                    TimeZone = "Asia/Baku"
+	TimeZoneAsiaBangkok                 TimeZone = "Asia/Bangkok"
+	TimeZoneAsiaBarnaul                 TimeZone = "Asia/Barnaul"
+	TimeZoneAsiaBeirut                  TimeZone = "Asia/Beirut"
+	TimeZoneAsiaBishkek                 TimeZone = "Asia/Bishkek"
+	TimeZoneAsiaChita                   TimeZone = "Asia/Chita"
+	TimeZoneAsiaColombo                 TimeZone = "Asia/Colombo"
+	TimeZoneAsiaDamascus                TimeZone = "Asia/Damascus"
+	TimeZoneAsiaDhaka                   TimeZone = "Asia/Dhaka"
+	TimeZoneAsiaDili                    TimeZone = "Asia/Dili"
+	TimeZoneAsiaDubai                   TimeZone = "Asia/Dubai"
+	TimeZoneAsiaDushanbe                TimeZone = "Asia/Dushanbe"
+	TimeZoneAsiaFamagusta               TimeZone = "Asia/Famagusta"
+	TimeZoneAsiaGaza                    TimeZone = "Asia/Gaza"
+	TimeZoneAsiaHebron                  TimeZone = "Asia/Hebron"
+	TimeZoneAsiaHoChiMinh               TimeZone = "Asia/Ho_Chi_Minh"
+	TimeZoneAsiaHongKong                TimeZone = "Asia/Hong_Kong"
+	TimeZoneAsiaHovd                    TimeZone = "Asia/Hovd"
+	TimeZoneAsiaIrkutsk                 TimeZone = "Asia/Irkutsk"
+	TimeZoneAsiaJakarta                 TimeZone = "Asia/Jakarta"
+	TimeZoneAsiaJayapura                TimeZone = "Asia/Jayapura"
+	TimeZoneAsiaJerusalem               TimeZone = "Asia/Jerusalem"
+	TimeZoneAsiaKabul                   TimeZone = "Asia/Kabul"
+	TimeZoneAsiaKamchatka               TimeZone = "Asia/Kamchatka"
+	TimeZoneAsiaKarachi                 TimeZone = "Asia/Karachi"
+	TimeZoneAsiaKathmandu               TimeZone = "Asia/Kathmandu"
+	TimeZoneAsiaKhandyga                TimeZone = "Asia/Khandyga"
+	TimeZoneAsiaKolkata                 TimeZone = "Asia/Kolkata"
+	TimeZoneAsiaKrasnoyarsk             TimeZone = "Asia/Krasnoyarsk"
+	TimeZoneAsiaKuching                 TimeZone = "Asia/Kuching"
+	TimeZoneAsiaMacau                   TimeZone = "Asia/Macau"
+	TimeZoneAsiaMagadan                 TimeZone = "Asia/Magadan"
+	TimeZoneAsiaMakassar                TimeZone = "Asia/Makassar"
+	TimeZoneAsiaManila                  TimeZone = "Asia/Manila"
+	TimeZoneAsiaNicosia                 TimeZone = "Asia/Nicosia"
+	TimeZoneAsiaNovokuznetsk            TimeZone = "Asia/Novokuznetsk"
+	TimeZoneAsiaNovosibirsk             TimeZone = "Asia/Novosibirsk"
+	TimeZoneAsiaOmsk                    TimeZone = "Asia/Omsk"
+	TimeZoneAsiaOral                    TimeZone = "Asia/Oral"
+	TimeZoneAsiaPontianak               TimeZone = "Asia/Pontianak"
+	TimeZoneAsiaPyongyang               TimeZone = "Asia/Pyongyang"
+	TimeZoneAsiaQatar                   TimeZone = "Asia/Qatar"
+	TimeZoneAsiaQostanay                TimeZone = "Asia/Qostanay"
+	TimeZoneAsiaQyzylorda               TimeZone = "Asia/Qyzylorda"
+	TimeZoneAsiaRiyadh                  TimeZone = "Asia/Riyadh"
+	TimeZoneAsiaSakhalin                TimeZone = "Asia/Sakhalin"
+	TimeZoneAsiaSamarkand               TimeZone = "Asia/Samarkand"
+	TimeZoneAsiaSeoul                   TimeZone = "Asia/Seoul"
+	TimeZoneAsiaShanghai                TimeZone = "Asia/Shanghai"
+	TimeZoneAsiaSingapore               TimeZone = "Asia/Singapore"
+	TimeZoneAsiaSrednekolymsk           TimeZone = "Asia/Srednekolymsk"
+	TimeZoneAsiaTaipei                  TimeZone = "Asia/Taipei"
+	TimeZoneAsiaTashkent                TimeZone = "Asia/Tashkent"
+	TimeZoneAsiaTbilisi                 TimeZone = "Asia/Tbilisi"
+	TimeZoneAsiaTehran                  TimeZone = "Asia/Tehran"
+	TimeZoneAsiaThimphu                 TimeZone = "Asia/Thimphu"
+	TimeZoneAsiaTokyo                   TimeZone = "Asia/Tokyo"
+	TimeZoneAsiaTomsk                   TimeZone = "Asia/Tomsk"
+	TimeZoneAsiaUlaanbaatar             TimeZone = "Asia/Ulaanbaatar"
+	TimeZoneAsiaUrumqi                  TimeZone = "Asia/Urumqi"
+	TimeZoneAsiaUstNera                 TimeZone = "Asia/Ust-Nera"
+	TimeZoneAsiaVladivostok             TimeZone = "Asia/Vladivostok"
+	TimeZoneAsiaYakutsk                 TimeZone = "Asia/Yakutsk"
+	TimeZoneAsiaYangon                  TimeZone = "Asia/Yangon"
+	TimeZoneAsiaYekaterinburg           TimeZone = "Asia/Yekaterinburg"
+	TimeZoneAsiaYerevan                 TimeZone = "Asia/Yerevan"
+	TimeZoneAtlanticAzores              TimeZone = "Atlantic/Azores"
+	TimeZoneAtlanticBermuda             TimeZone = "Atlantic/Bermuda"
+	TimeZoneAtlanticCanary              TimeZone = "Atlantic/Canary"
+	TimeZoneAtlanticCapeVerde           TimeZone = "Atlantic/Cape_Verde"
+	TimeZoneAtlanticFaroe               TimeZone = "Atlantic/Faroe"
+	TimeZoneAtlanticMadeira             TimeZone = "Atlantic/Madeira"
+	TimeZoneAtlanticSouthGeorgia        TimeZone = "Atlantic/South_Georgia"
+	TimeZoneAtlanticStanley             TimeZone = "Atlantic/Stanley"
+	TimeZoneAustraliaAdelaide           TimeZone = "Australia/Adelaide"
+	TimeZoneAustraliaBrisbane           TimeZone = "Australia/Brisbane"
+	TimeZoneAustraliaBrokenHill         TimeZone = "Australia/Broken_Hill"
+	TimeZoneAustraliaDarwin             TimeZone = "Australia/Darwin"
+	TimeZoneAustraliaEucla              TimeZone = "Australia/Eucla"
+	TimeZoneAustraliaHobart             TimeZone = "Australia/Hobart"
+	TimeZoneAustraliaLindeman           TimeZone = "Australia/Lindeman"
+	TimeZoneAustraliaLordHowe           TimeZone = "Australia/Lord_Howe"
+	TimeZoneAustraliaMelbourne          TimeZone = "Australia/Melbourne"
+	TimeZoneAustraliaPerth              TimeZone = "Australia/Perth"
+	TimeZoneAustraliaSydney             TimeZone = "Australia/Sydney"
+	TimeZoneEuropeAndorra               TimeZone = "Europe/Andorra"
+	TimeZoneEuropeAstrakhan             TimeZone = "Europe/Astrakhan"
+	TimeZoneEuropeAthens                TimeZone = "Europe/Athens"
+	TimeZoneEuropeBelgrade              TimeZone = "Europe/Belgrade"
+	TimeZoneEuropeBerlin                TimeZone = "Europe/Berlin"
+	TimeZoneEuropeBrussels              TimeZone = "Europe/Brussels"
+	TimeZoneEuropeBucharest             TimeZone = "Europe/Bucharest"
+	TimeZoneEuropeBudapest              TimeZone = "Europe/Budapest"
+	TimeZoneEuropeChisinau              TimeZone = "Europe/Chisinau"
+	TimeZoneEuropeDublin                TimeZone = "Europe/Dublin"
+	TimeZoneEuropeGibraltar             TimeZone = "Europe/Gibraltar"
+	TimeZoneEuropeHelsinki              TimeZone = "Europe/Helsinki"
+	TimeZoneEuropeIstanbul              TimeZone = "Europe/Istanbul"
+	TimeZoneEuropeKaliningrad           TimeZone = "Europe/Kaliningrad"
+	TimeZoneEuropeKirov                 TimeZone = "Europe/Kirov"
+	TimeZoneEuropeKyiv                  TimeZone = "Europe/Kyiv"
+	TimeZoneEuropeLisbon                TimeZone = "Europe/Lisbon"
+	TimeZoneEuropeLondon                TimeZone = "Europe/London"
+	TimeZoneEuropeMadrid                TimeZone = "Europe/Madrid"
+	TimeZoneEuropeMalta                 TimeZone = "Europe/Malta"
+	TimeZoneEuropeMinsk                 TimeZone = "Europe/Minsk"
+	TimeZoneEuropeMoscow                TimeZone = "Europe/Moscow"
+	TimeZoneEuropeParis                 TimeZone = "Europe/Paris"
+	TimeZoneEuropePrague                TimeZone = "Europe/Prague"
+	TimeZoneEuropeRiga                  TimeZone = "Europe/Riga"
+	TimeZoneEuropeRome                  TimeZone = "Europe/Rome"
+	TimeZoneEuropeSamara                TimeZone = "Europe/Samara"
+	TimeZoneEuropeSaratov               TimeZone = "Europe/Saratov"
+	TimeZoneEuropeSimferopol            TimeZone = "Europe/Simferopol"
+	TimeZoneEuropeSofia                 TimeZone = "Europe/Sofia"
+	TimeZoneEuropeTallinn               TimeZone = "Europe/Tallinn"
+	TimeZoneEuropeTirane                TimeZone = "Europe/Tirane"
+	TimeZoneEuropeUlyanovsk             TimeZone = "Europe/Ulyanovsk"
+	TimeZoneEuropeVienna                TimeZone = "Europe/Vienna"
+	TimeZoneEuropeVilnius               TimeZone = "Europe/Vilnius"
+	TimeZoneEuropeVolgograd             TimeZone = "Europe/Volgograd"
+	TimeZoneEuropeWarsaw                TimeZone = "Europe/Warsaw"
+	TimeZoneEuropeZurich                TimeZone = "Europe/Zurich"
+	TimeZoneIndianChagos                TimeZone = "Indian/Chagos"
+	TimeZoneIndianMaldives              TimeZone = "Indian/Maldives"
+	TimeZoneIndianMauritius             TimeZone = "Indian/Mauritius"
+	TimeZonePacificApia                 TimeZone = "Pacific/Apia"
+	TimeZonePacificAuckland             TimeZone = "Pacific/Auckland"
+	TimeZonePacificBougainville         TimeZone = "Pacific/Bougainville"
+	TimeZonePacificChatham              TimeZone = "Pacific/Chatham"
+	TimeZonePacificEaster               TimeZone = "Pacific/Easter"
+	TimeZonePacificEfate                TimeZone = "Pacific/Efate"
+	TimeZonePacificFakaofo              TimeZone = "Pacific/Fakaofo"
+	TimeZonePacificFiji                 TimeZone = "Pacific/Fiji"
+	TimeZonePacificGalapagos            TimeZone = "Pacific/Galapagos"
+	TimeZonePacificGambier              TimeZone = "Pacific/Gambier"
+	TimeZonePacificGuadalcanal          TimeZone = "Pacific/Guadalcanal"
+	TimeZonePacificGuam                 TimeZone = "Pacific/Guam"
+	TimeZonePacificHonolulu             TimeZone = "Pacific/Honolulu"
+	TimeZonePacificKanton               TimeZone = "Pacific/Kanton"
+	TimeZonePacificKiritimati           TimeZone = "Pacific/Kiritimati"
+	TimeZonePacificKosrae               TimeZone = "Pacific/Kosrae"
+	TimeZonePacificKwajalein            TimeZone = "Pacific/Kwajalein"
+	TimeZonePacificMarquesas            TimeZone = "Pacific/Marquesas"
+	TimeZonePacificNauru                TimeZone = "Pacific/Nauru"
+	TimeZonePacificNiue                 TimeZone = "Pacific/Niue"
+	TimeZonePacificNorfolk              TimeZone = "Pacific/Norfolk"
+	TimeZonePacificNoumea               TimeZone = "Pacific/Noumea"
+	TimeZonePacificPagoPago             TimeZone = "Pacific/Pago_Pago"
+	TimeZonePacificPalau                TimeZone = "Pacific/Palau"
+	TimeZonePacificPitcairn             TimeZone = "Pacific/Pitcairn"
+	TimeZonePacificPortMoresby          TimeZone = "Pacific/Port_Moresby"
+	TimeZonePacificRarotonga            TimeZone = "Pacific/Rarotonga"
+	TimeZonePacificTahiti               TimeZone = "Pacific/Tahiti"
+	TimeZonePacificTarawa               TimeZone = "Pacific/Tarawa"
+	TimeZonePacificTongatapu            TimeZone = "Pacific/Tongatapu"
+	TimeZoneUTC                         TimeZone = "UTC"
 )
 
 // Defines values for UserCreateGender.
@@ -564,18 +1492,12 @@ const (
 	UserPatchStatusN1 UserPatchStatus = 1
 )
 
-// Defines values for UserProfileGender.
+// Defines values for ActionID.
 const (
-	UserProfileGenderEmpty UserProfileGender = ""
-	UserProfileGenderF     UserProfileGender = "F"
-	UserProfileGenderM     UserProfileGender = "M"
-	UserProfileGenderN     UserProfileGender = "N"
-)
-
-// Defines values for UserProfileStatus.
-const (
-	UserProfileStatusN0 UserProfileStatus = 0
-	UserProfileStatusN1 UserProfileStatus = 1
+	ActionIDDeleteUser  ActionID = "delete-user"
+	ActionIDDeleteUsers ActionID = "delete-users"
+	ActionIDMoveUser    ActionID = "move-user"
+	ActionIDMoveUsers   ActionID = "move-users"
 )
 
 // Defines values for ConfigFamily.
@@ -606,6 +1528,12 @@ const (
 	UploadManagementFileMultipartBodyFileEncodingUTF8              UploadManagementFileMultipartBodyFileEncoding = "UTF-8"
 	UploadManagementFileMultipartBodyFileEncodingWINDOWS1251       UploadManagementFileMultipartBodyFileEncoding = "WINDOWS-1251"
 	UploadManagementFileMultipartBodyFileEncodingXWINDOWSISO2022JP UploadManagementFileMultipartBodyFileEncoding = "X-WINDOWS-ISO2022JP"
+)
+
+// Defines values for GetTemplateModuleConfigsParamsModule.
+const (
+	GetTemplateModuleConfigsParamsModuleOrchestration GetTemplateModuleConfigsParamsModule = "Orchestration"
+	GetTemplateModuleConfigsParamsModuleReports       GetTemplateModuleConfigsParamsModule = "Reports"
 )
 
 // Defines values for DownloadAgentParamsPlatform.
@@ -708,6 +1636,50 @@ type AccountLinkingSettingsAttributeType string
 // AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevel defines model for AccountLinkingSettings.OndemandProvisioningSettings.DefaultPermissionLevel.
 type AccountLinkingSettingsOndemandProvisioningSettingsDefaultPermissionLevel string
 
+// AccountLinkingSettingsPatch A JSON merge patch over the account-linking settings: the members
+// given replace the stored ones. attribute_value follows attribute_type
+// (the patch's, or the stored one): with `attribute` one of the user
+// attributes, with `naming_format` a pattern of printable ASCII text
+// and at least one macro, no other `%`.
+type AccountLinkingSettingsPatch struct {
+	AttributeType                *AccountLinkingSettingsPatchAttributeType `json:"attribute_type,omitempty"`
+	AttributeValue               *string                                   `json:"attribute_value,omitempty"`
+	IsEnabled                    *bool                                     `json:"is_enabled,omitempty"`
+	LinkRestrictedLocalAccounts  *[]string                                 `json:"link_restricted_local_accounts,omitempty"`
+	OndemandProvisioningSettings *struct {
+		DefaultPermissionLevel *AccountLinkingSettingsPatchOndemandProvisioningSettingsDefaultPermissionLevel `json:"default_permission_level,omitempty"`
+		IsEnabled              *bool                                                                          `json:"is_enabled,omitempty"`
+	} `json:"ondemand_provisioning_settings,omitempty"`
+	union json.RawMessage
+}
+
+// AccountLinkingSettingsPatchAttributeType defines model for AccountLinkingSettingsPatch.AttributeType.
+type AccountLinkingSettingsPatchAttributeType string
+
+// AccountLinkingSettingsPatchOndemandProvisioningSettingsDefaultPermissionLevel defines model for AccountLinkingSettingsPatch.OndemandProvisioningSettings.DefaultPermissionLevel.
+type AccountLinkingSettingsPatchOndemandProvisioningSettingsDefaultPermissionLevel string
+
+// AccountLinkingSettingsPatch0 defines model for .
+type AccountLinkingSettingsPatch0 struct {
+	AttributeType  *AccountLinkingSettingsPatch0AttributeType  `json:"attribute_type,omitempty"`
+	AttributeValue *AccountLinkingSettingsPatch0AttributeValue `json:"attribute_value,omitempty"`
+}
+
+// AccountLinkingSettingsPatch0AttributeType defines model for AccountLinkingSettingsPatch.0.AttributeType.
+type AccountLinkingSettingsPatch0AttributeType string
+
+// AccountLinkingSettingsPatch0AttributeValue defines model for AccountLinkingSettingsPatch.0.AttributeValue.
+type AccountLinkingSettingsPatch0AttributeValue string
+
+// AccountLinkingSettingsPatch1 defines model for .
+type AccountLinkingSettingsPatch1 struct {
+	AttributeType  *AccountLinkingSettingsPatch1AttributeType `json:"attribute_type,omitempty"`
+	AttributeValue *string                                    `json:"attribute_value,omitempty"`
+}
+
+// AccountLinkingSettingsPatch1AttributeType defines model for AccountLinkingSettingsPatch.1.AttributeType.
+type AccountLinkingSettingsPatch1AttributeType string
+
 // AdminSettings defines model for AdminSettings.
 type AdminSettings struct {
 	AccountBlockingSettings struct {
@@ -731,6 +1703,81 @@ type AdminSettingsCaptchaType string
 // AdminSettingsEnvelope defines model for AdminSettingsEnvelope.
 type AdminSettingsEnvelope struct {
 	Data AdminSettings `json:"data"`
+}
+
+// AdminSettingsPatch A JSON merge patch over the administrator settings: the members
+// given replace the stored ones (objects merge). What depends on the
+// result as a whole is checked on it: offline MFA enabled needs a
+// factor config; no_of_required_factors at least the mandatory factor
+// configs and at most all of them; verification_order numbers the
+// factor configs 1 to n, each once; a duration value within its unit's
+// range (hours 1 to 8760, days 1 to 365).
+type AdminSettingsPatch struct {
+	AccountBlockingSettings *struct {
+		// BlockingDuration Minutes; unchecked when is_block_forever.
+		BlockingDuration *int `json:"blocking_duration,omitempty"`
+
+		// FailedAttemptsResetInterval Minutes.
+		FailedAttemptsResetInterval   *int  `json:"failed_attempts_reset_interval,omitempty"`
+		FailedAttemptsThreshold       *int  `json:"failed_attempts_threshold,omitempty"`
+		IsBlockForever                *bool `json:"is_block_forever,omitempty"`
+		ResetFailureAttemptsOnSuccess *bool `json:"reset_failure_attempts_on_success,omitempty"`
+	} `json:"account_blocking_settings,omitempty"`
+	CaptchaType        *AdminSettingsPatchCaptchaType `json:"captcha_type,omitempty"`
+	OfflineMfaSettings *struct {
+		Actions                  *[]AdminSettingsPatchOfflineMfaSettingsActions `json:"actions,omitempty"`
+		BypassMfaConnectionError *bool                                          `json:"bypass_mfa_connection_error,omitempty"`
+		DevicesAssignment        *struct {
+			DeviceIds *[]RefID `json:"device_ids,omitempty"`
+
+			// GroupIds Device group ids.
+			GroupIds *[]RefID `json:"group_ids,omitempty"`
+		} `json:"devices_assignment,omitempty"`
+		IsEnabled                   *bool                                                              `json:"is_enabled,omitempty"`
+		OfflineVerificationDuration *AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration `json:"offline_verification_duration,omitempty"`
+		SecondaryAuthentication     *struct {
+			FactorConfigs *[]struct {
+				AuthnFactorConfigId int64 `json:"authn_factor_config_id"`
+				IsMandatory         *bool `json:"is_mandatory,omitempty"`
+				VerificationOrder   int   `json:"verification_order"`
+			} `json:"factor_configs,omitempty"`
+			NoOfRequiredFactors *int `json:"no_of_required_factors,omitempty"`
+		} `json:"secondary_authentication,omitempty"`
+	} `json:"offline_mfa_settings,omitempty"`
+	PasswordlessEnabledForNpsVpn *bool `json:"passwordless_enabled_for_nps_vpn,omitempty"`
+}
+
+// AdminSettingsPatchCaptchaType defines model for AdminSettingsPatch.CaptchaType.
+type AdminSettingsPatchCaptchaType string
+
+// AdminSettingsPatchOfflineMfaSettingsActions defines model for AdminSettingsPatch.OfflineMfaSettings.Actions.
+type AdminSettingsPatchOfflineMfaSettingsActions string
+
+// AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDurationUnit defines model for AdminSettingsPatch.OfflineMfaSettings.OfflineVerificationDuration.Unit.
+type AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDurationUnit string
+
+// AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0 defines model for .
+type AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0 struct {
+	Unit *AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0Unit `json:"unit,omitempty"`
+}
+
+// AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0Unit defines model for AdminSettingsPatch.OfflineMfaSettings.OfflineVerificationDuration.0.Unit.
+type AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0Unit string
+
+// AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1 defines model for .
+type AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1 struct {
+	Unit  *AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1Unit `json:"unit,omitempty"`
+	Value *int                                                                  `json:"value,omitempty"`
+}
+
+// AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1Unit defines model for AdminSettingsPatch.OfflineMfaSettings.OfflineVerificationDuration.1.Unit.
+type AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1Unit string
+
+// AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration defines model for AdminSettingsPatch.OfflineMfaSettings.OfflineVerificationDuration.
+type AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration struct {
+	Unit  *AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDurationUnit `json:"unit,omitempty"`
+	Value *int                                                                 `json:"value,omitempty"`
+	union json.RawMessage
 }
 
 // Agent An agent type (spec 2.13).
@@ -835,6 +1882,7 @@ type AgentRegistration struct {
 
 	// Platform NPSExtension and IISModule run on windows only.
 	Platform AgentRegistrationPlatform `json:"platform"`
+	union    json.RawMessage
 }
 
 // AgentRegistrationAgentType defines model for AgentRegistration.AgentType.
@@ -842,6 +1890,30 @@ type AgentRegistrationAgentType string
 
 // AgentRegistrationPlatform NPSExtension and IISModule run on windows only.
 type AgentRegistrationPlatform string
+
+// AgentRegistration0 The device agent, on any platform.
+type AgentRegistration0 struct {
+	AgentType AgentRegistration0AgentType `json:"agent_type"`
+	Platform  AgentRegistration0Platform  `json:"platform"`
+}
+
+// AgentRegistration0AgentType defines model for AgentRegistration.0.AgentType.
+type AgentRegistration0AgentType string
+
+// AgentRegistration0Platform defines model for AgentRegistration.0.Platform.
+type AgentRegistration0Platform string
+
+// AgentRegistration1 The server components, on windows.
+type AgentRegistration1 struct {
+	AgentType AgentRegistration1AgentType `json:"agent_type"`
+	Platform  AgentRegistration1Platform  `json:"platform"`
+}
+
+// AgentRegistration1AgentType defines model for AgentRegistration.1.AgentType.
+type AgentRegistration1AgentType string
+
+// AgentRegistration1Platform defines model for AgentRegistration.1.Platform.
+type AgentRegistration1Platform string
 
 // BulkDeleteResult defines model for BulkDeleteResult.
 type BulkDeleteResult struct {
@@ -857,6 +1929,9 @@ type BulkDeleteResult struct {
 // BulkDeleteResultStatus defines model for BulkDeleteResult.Status.
 type BulkDeleteResultStatus int
 
+// BusinessHoursBitmap 168 characters of 0 and 1: character 24×d+h is hour h of day d (0 Sunday … 6 Saturday).
+type BusinessHoursBitmap = string
+
 // BusinessHoursConfig defines model for BusinessHoursConfig.
 type BusinessHoursConfig struct {
 	BusinessHoursBitmap string `json:"business_hours_bitmap"`
@@ -867,6 +1942,18 @@ type BusinessHoursConfig struct {
 	Id                   string    `json:"id"`
 	LastModifiedTime     time.Time `json:"last_modified_time"`
 	Timezone             string    `json:"timezone"`
+}
+
+// BusinessHoursConfigWrite defines model for BusinessHoursConfigWrite.
+type BusinessHoursConfigWrite struct {
+	// BusinessHoursBitmap 168 characters of 0 and 1: character 24×d+h is hour h of day d (0 Sunday … 6 Saturday).
+	BusinessHoursBitmap BusinessHoursBitmap `json:"business_hours_bitmap"`
+
+	// DisplayName Trimmed of spaces at both ends; unique within the family.
+	DisplayName string `json:"display_name"`
+
+	// Timezone An IANA time zone name.
+	Timezone TimeZone `json:"timezone"`
 }
 
 // CAConfig defines model for CAConfig.
@@ -889,13 +1976,25 @@ type CAConfig struct {
 // CAConfigCertificateMappingAttribute defines model for CAConfig.CertificateMappingAttribute.
 type CAConfigCertificateMappingAttribute string
 
+// CAConfigCreateForm A new CA config.
+type CAConfigCreateForm struct {
+	// CaFile A certificate authority's certificate (basic constraints CA:TRUE, key usage certificate signing, valid now): a .cer file, PEM or DER, at most 64 KiB.
+	CaFile                      openapi_types.File                            `json:"ca_file"`
+	CertificateMappingAttribute CAConfigCreateFormCertificateMappingAttribute `json:"certificate_mapping_attribute"`
+	IsEnabled                   *bool                                         `json:"is_enabled,omitempty"`
+}
+
+// CAConfigCreateFormCertificateMappingAttribute defines model for CAConfigCreateForm.CertificateMappingAttribute.
+type CAConfigCreateFormCertificateMappingAttribute string
+
 // CAConfigEnvelope defines model for CAConfigEnvelope.
 type CAConfigEnvelope struct {
 	Data CAConfig `json:"data"`
 }
 
-// CAConfigForm defines model for CAConfigForm.
+// CAConfigForm A change of a CA config; every part optional, each at most once.
 type CAConfigForm struct {
+	// CaFile A certificate authority's certificate (basic constraints CA:TRUE, key usage certificate signing, valid now): a .cer file, PEM or DER, at most 64 KiB.
 	CaFile                      *openapi_types.File                      `json:"ca_file,omitempty"`
 	CertificateMappingAttribute *CAConfigFormCertificateMappingAttribute `json:"certificate_mapping_attribute,omitempty"`
 	IsEnabled                   *bool                                    `json:"is_enabled,omitempty"`
@@ -918,6 +2017,15 @@ type ConditionConfigCommon struct {
 	LastModifiedTime     time.Time `json:"last_modified_time"`
 }
 
+// ConditionConfigCreate The body of a condition config of the path's family: businesshours
+// (display_name, business_hours_bitmap, timezone), geolocations
+// (display_name and countries, or is_unknown_ip_locations_included
+// true) or ipsources (display_name and ip_addresses or
+// ip_address_ranges, is_trusted_source).
+type ConditionConfigCreate struct {
+	union json.RawMessage
+}
+
 // ConditionConfigItem A condition config as a list shows it (fields may pick some members).
 type ConditionConfigItem struct {
 	BusinessHoursBitmap          *string    `json:"business_hours_bitmap,omitempty"`
@@ -933,20 +2041,44 @@ type ConditionConfigItem struct {
 	Timezone                     *string    `json:"timezone,omitempty"`
 }
 
-// ConditionConfigWrite The writable fields of a condition config; a body may hold only those
-// of the path's family (businesshours: display_name,
-// business_hours_bitmap, timezone; geolocations: display_name, countries,
-// is_unknown_ip_locations_included; ipsources: display_name,
-// is_trusted_source, ip_addresses, ip_address_ranges).
-type ConditionConfigWrite struct {
-	BusinessHoursBitmap          *string    `json:"business_hours_bitmap,omitempty"`
-	Countries                    *[]string  `json:"countries,omitempty"`
-	DisplayName                  *string    `json:"display_name,omitempty"`
-	IpAddressRanges              *[]IPRange `json:"ip_address_ranges,omitempty"`
-	IpAddresses                  *string    `json:"ip_addresses,omitempty"`
-	IsTrustedSource              *bool      `json:"is_trusted_source,omitempty"`
-	IsUnknownIpLocationsIncluded *bool      `json:"is_unknown_ip_locations_included,omitempty"`
-	Timezone                     *string    `json:"timezone,omitempty"`
+// ConditionConfigPatch A JSON merge patch over a condition config of the path's family,
+// with that family's fields only; the result is checked as on create
+// (a geolocations config keeps a country or unknown IP locations, an
+// ipsources config an address or a range).
+type ConditionConfigPatch struct {
+	union json.RawMessage
+}
+
+// ConditionConfigPatch0 defines model for .
+type ConditionConfigPatch0 struct {
+	// BusinessHoursBitmap 168 characters of 0 and 1: character 24×d+h is hour h of day d (0 Sunday … 6 Saturday).
+	BusinessHoursBitmap *BusinessHoursBitmap `json:"business_hours_bitmap,omitempty"`
+
+	// DisplayName Trimmed of spaces at both ends; unique within the family.
+	DisplayName *string `json:"display_name,omitempty"`
+
+	// Timezone An IANA time zone name.
+	Timezone *TimeZone `json:"timezone,omitempty"`
+}
+
+// ConditionConfigPatch1 defines model for .
+type ConditionConfigPatch1 struct {
+	Countries *[]CountryCode `json:"countries,omitempty"`
+
+	// DisplayName Trimmed of spaces at both ends; unique within the family.
+	DisplayName                  *string `json:"display_name,omitempty"`
+	IsUnknownIpLocationsIncluded *bool   `json:"is_unknown_ip_locations_included,omitempty"`
+}
+
+// ConditionConfigPatch2 defines model for .
+type ConditionConfigPatch2 struct {
+	// DisplayName Trimmed of spaces at both ends; unique within the family.
+	DisplayName     *string    `json:"display_name,omitempty"`
+	IpAddressRanges *[]IPRange `json:"ip_address_ranges,omitempty"`
+
+	// IpAddresses As IPAddressList, or blank (none).
+	IpAddresses     *IPAddressListOrEmpty `json:"ip_addresses,omitempty"`
+	IsTrustedSource *bool                 `json:"is_trusted_source,omitempty"`
 }
 
 // ConfigBulkDeleteResult defines model for ConfigBulkDeleteResult.
@@ -962,6 +2094,9 @@ type ConfigBulkDeleteResult struct {
 
 // ConfigBulkDeleteResultStatus defines model for ConfigBulkDeleteResult.Status.
 type ConfigBulkDeleteResultStatus int
+
+// CountryCode An ISO 3166-1 alpha-2 code.
+type CountryCode string
 
 // CursorMeta defines model for CursorMeta.
 type CursorMeta struct {
@@ -1107,6 +2242,18 @@ type DeviceGroupEnvelope struct {
 	Data DeviceGroup `json:"data"`
 }
 
+// DeviceGroupItem A device group; with `fields`, only the named attributes and id.
+type DeviceGroupItem struct {
+	CreatedTime      *time.Time `json:"created_time,omitempty"`
+	Description      *string    `json:"description,omitempty"`
+	Id               string     `json:"id"`
+	LastModifiedTime *time.Time `json:"last_modified_time,omitempty"`
+
+	// MembersCount Member devices that are not deleted.
+	MembersCount *int    `json:"members_count,omitempty"`
+	Name         *string `json:"name,omitempty"`
+}
+
 // DeviceGroupMember defines model for DeviceGroupMember.
 type DeviceGroupMember struct {
 	AddedTime *time.Time `json:"added_time,omitempty"`
@@ -1118,9 +2265,11 @@ type DeviceGroupMember struct {
 
 // DeviceGroupWrite defines model for DeviceGroupWrite.
 type DeviceGroupWrite struct {
-	Description *string   `json:"description,omitempty"`
-	DeviceIds   *[]string `json:"device_ids,omitempty"`
-	Name        string    `json:"name"`
+	Description *string `json:"description,omitempty"`
+	DeviceIds   *[]ID   `json:"device_ids,omitempty"`
+
+	// Name Trimmed of spaces at both ends; not only spaces.
+	Name string `json:"name"`
 }
 
 // EndpointSetting defines model for EndpointSetting.
@@ -1222,8 +2371,8 @@ type EvaluateRequest struct {
 	DeviceId *string                 `json:"device_id,omitempty"`
 	Endpoint EvaluateRequestEndpoint `json:"endpoint"`
 
-	// Ip IPv4 or IPv6 address.
-	Ip     string     `json:"ip"`
+	// Ip An IPv4 address (dotted decimal, no leading zeros) or an IPv6 address (hex groups, :: for zeros), without a zone.
+	Ip     IPAddress  `json:"ip"`
 	Time   *time.Time `json:"time,omitempty"`
 	UserId string     `json:"user_id"`
 }
@@ -1231,7 +2380,9 @@ type EvaluateRequest struct {
 // EvaluateRequestEndpoint defines model for EvaluateRequest.Endpoint.
 type EvaluateRequestEndpoint string
 
-// ExecuteRequest defines model for ExecuteRequest.
+// ExecuteRequest The users by exactly one of upload_id, user_ids or filter (or the
+// query's filter instead of the body's: then the body names none).
+// target_container for move-users only, and required there.
 type ExecuteRequest struct {
 	// Filter A filter over user attributes, as on GET /users.
 	Filter *string `json:"filter,omitempty"`
@@ -1239,21 +2390,23 @@ type ExecuteRequest struct {
 	// TargetContainer move-users: the RFC 4514 distinguished name the users move to.
 	TargetContainer *string `json:"target_container,omitempty"`
 
-	// UploadId An upload of the action (a digit string or an integer).
-	UploadId *ExecuteRequest_UploadId `json:"upload_id,omitempty"`
-	UserIds  *[]string                `json:"user_ids,omitempty"`
+	// UploadId An id; answered as a digit string, accepted as a string or an integer.
+	UploadId *RefID `json:"upload_id,omitempty"`
+	UserIds  *[]ID  `json:"user_ids,omitempty"`
+	union    json.RawMessage
 }
 
-// ExecuteRequestUploadId0 defines model for .
-type ExecuteRequestUploadId0 = string
+// ExecuteRequest0 defines model for .
+type ExecuteRequest0 = interface{}
 
-// ExecuteRequestUploadId1 defines model for .
-type ExecuteRequestUploadId1 = int
+// ExecuteRequest1 defines model for .
+type ExecuteRequest1 = interface{}
 
-// ExecuteRequest_UploadId An upload of the action (a digit string or an integer).
-type ExecuteRequest_UploadId struct {
-	union json.RawMessage
-}
+// ExecuteRequest2 defines model for .
+type ExecuteRequest2 = interface{}
+
+// ExecuteRequest3 None in the body; the query's filter names the users.
+type ExecuteRequest3 = interface{}
 
 // Execution An execution (spec 2.16) with the service's additions; id is an integer as the spec types it.
 type Execution struct {
@@ -1348,6 +2501,29 @@ type GeolocationConfig struct {
 	LastModifiedTime             time.Time `json:"last_modified_time"`
 }
 
+// GeolocationsConfigWrite defines model for GeolocationsConfigWrite.
+type GeolocationsConfigWrite struct {
+	Countries *[]CountryCode `json:"countries,omitempty"`
+
+	// DisplayName Trimmed of spaces at both ends; unique within the family.
+	DisplayName                  string `json:"display_name"`
+	IsUnknownIpLocationsIncluded *bool  `json:"is_unknown_ip_locations_included,omitempty"`
+	union                        json.RawMessage
+}
+
+// GeolocationsConfigWrite0 defines model for .
+type GeolocationsConfigWrite0 struct {
+	Countries interface{} `json:"countries"`
+}
+
+// GeolocationsConfigWrite1 defines model for .
+type GeolocationsConfigWrite1 struct {
+	IsUnknownIpLocationsIncluded GeolocationsConfigWrite1IsUnknownIpLocationsIncluded `json:"is_unknown_ip_locations_included"`
+}
+
+// GeolocationsConfigWrite1IsUnknownIpLocationsIncluded defines model for GeolocationsConfigWrite.1.IsUnknownIpLocationsIncluded.
+type GeolocationsConfigWrite1IsUnknownIpLocationsIncluded bool
+
 // Group A group (spec 2.2) without members.
 type Group struct {
 	Description  string    `json:"description"`
@@ -1366,17 +2542,33 @@ type Group struct {
 	WhenCreated    time.Time   `json:"when_created"`
 }
 
-// GroupCreate defines model for GroupCreate.
+// GroupCreate A static group (is_dynamic false or absent; members, no membership_rule) or a dynamic one (is_dynamic true and a membership_rule; no members).
 type GroupCreate struct {
 	Description *string `json:"description,omitempty"`
 	IsDynamic   *bool   `json:"is_dynamic,omitempty"`
 
 	// Members User ids; static groups only.
-	Members *[]string `json:"members,omitempty"`
+	Members *[]ID `json:"members,omitempty"`
 
-	// MembershipRule Dynamic groups only (required there): a filter over user attributes, as on GET /users.
+	// MembershipRule Dynamic groups only (required there): a filter over user attributes, as on GET /users (the pattern is listUsersFilter's).
 	MembershipRule *string `json:"membership_rule,omitempty"`
-	Name           string  `json:"name"`
+
+	// Name Trimmed of spaces at both ends; not only spaces.
+	Name  string `json:"name"`
+	union json.RawMessage
+}
+
+// GroupCreate0 defines model for .
+type GroupCreate0 struct {
+	IsDynamic      interface{} `json:"is_dynamic,omitempty"`
+	MembershipRule interface{} `json:"membership_rule,omitempty"`
+}
+
+// GroupCreate1 defines model for .
+type GroupCreate1 struct {
+	IsDynamic      interface{} `json:"is_dynamic"`
+	Members        interface{} `json:"members,omitempty"`
+	MembershipRule interface{} `json:"membership_rule"`
 }
 
 // GroupEnvelope defines model for GroupEnvelope.
@@ -1407,9 +2599,11 @@ type GroupItem struct {
 type GroupPatch struct {
 	Description *string `json:"description,omitempty"`
 
-	// MembershipRule Dynamic groups only; a change recomputes the members in a job.
+	// MembershipRule Dynamic groups only (a static group refuses it); a change recomputes the members in a job.
 	MembershipRule *string `json:"membership_rule,omitempty"`
-	Name           *string `json:"name,omitempty"`
+
+	// Name Trimmed of spaces at both ends; not only spaces.
+	Name *string `json:"name,omitempty"`
 }
 
 // GroupSource defines model for GroupSource.
@@ -1424,10 +2618,30 @@ type GroupSource struct {
 	Name string `json:"name"`
 }
 
-// IPRange defines model for IPRange.
+// ID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type ID = string
+
+// IDList Comma-separated ids (each as ID), spaces around them allowed.
+type IDList = string
+
+// IPAddress An IPv4 address (dotted decimal, no leading zeros) or an IPv6 address (hex groups, :: for zeros), without a zone.
+type IPAddress = string
+
+// IPAddressList Comma-separated IPv4/IPv6 addresses and CIDR prefixes, at most 1000.
+type IPAddressList = string
+
+// IPAddressListOrEmpty As IPAddressList, or blank (none).
+type IPAddressListOrEmpty = string
+
+// IPRange From and to, addresses of one family, from not after to.
 type IPRange struct {
-	From string `json:"from"`
-	To   string `json:"to"`
+	// From An IPv4 address (dotted decimal, no leading zeros) or an IPv6 address (hex groups, :: for zeros), without a zone.
+	From IPAddress `json:"from"`
+
+	// To An IPv4 address (dotted decimal, no leading zeros) or an IPv6 address (hex groups, :: for zeros), without a zone.
+	To IPAddress `json:"to"`
 }
 
 // IPSourceConfig defines model for IPSourceConfig.
@@ -1440,6 +2654,26 @@ type IPSourceConfig struct {
 	IpAddresses          string    `json:"ip_addresses"`
 	IsTrustedSource      bool      `json:"is_trusted_source"`
 	LastModifiedTime     time.Time `json:"last_modified_time"`
+}
+
+// IPSourcesConfigWrite defines model for IPSourcesConfigWrite.
+type IPSourcesConfigWrite struct {
+	// DisplayName Trimmed of spaces at both ends; unique within the family.
+	DisplayName     string     `json:"display_name"`
+	IpAddressRanges *[]IPRange `json:"ip_address_ranges,omitempty"`
+
+	// IpAddresses Comma-separated IPv4/IPv6 addresses and CIDR prefixes, at most 1000.
+	IpAddresses     *IPAddressList `json:"ip_addresses,omitempty"`
+	IsTrustedSource *bool          `json:"is_trusted_source,omitempty"`
+	union           json.RawMessage
+}
+
+// IPSourcesConfigWrite0 defines model for .
+type IPSourcesConfigWrite0 = interface{}
+
+// IPSourcesConfigWrite1 defines model for .
+type IPSourcesConfigWrite1 struct {
+	IpAddressRanges interface{} `json:"ip_address_ranges"`
 }
 
 // Job defines model for Job.
@@ -1641,7 +2875,7 @@ type ManagementUploadRowStatus string
 
 // MembersRequest defines model for MembersRequest.
 type MembersRequest struct {
-	Members []string `json:"members"`
+	Members []ID `json:"members"`
 }
 
 // MetaOption defines model for MetaOption.
@@ -1761,14 +2995,50 @@ type NotificationScheduleItem struct {
 	Technician            *string           `json:"technician,omitempty"`
 }
 
+// NotificationSchedulePatch A JSON merge patch over a schedule (schedule_settings merges into the stored ones); the result is checked as on create.
+type NotificationSchedulePatch struct {
+	Description *string  `json:"description,omitempty"`
+	Groups      *[]int64 `json:"groups,omitempty"`
+	IsEnabled   *bool    `json:"is_enabled,omitempty"`
+	Name        *string  `json:"name,omitempty"`
+
+	// NotificationTemplateId An id: a digit string of a positive 64-bit integer (leading zeros
+	// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+	// with 400 (a path id of another organization answers 404).
+	NotificationTemplateId *ID `json:"notification_template_id,omitempty"`
+
+	// ScheduleSettings When the schedule runs, in the organization's time zone: digits (at
+	// most two, spaces around them allowed) of hours 0-23 and minutes 0-59;
+	// day_of_week 0-6 (0 Sunday) for WEEKLY; day_of_month 1-31 and,
+	// optional, month_of_year 1-12 for MONTHLY. The interval in any case.
+	// Fields the interval does not use are dropped unread. A patch: the
+	// members given replace the stored ones, and the result is checked
+	// (WEEKLY needs a day_of_week, MONTHLY a day_of_month, given or stored).
+	ScheduleSettings *ScheduleSettingsPatch `json:"schedule_settings,omitempty"`
+}
+
 // NotificationScheduleWrite defines model for NotificationScheduleWrite.
 type NotificationScheduleWrite struct {
-	Description            *string          `json:"description,omitempty"`
-	Groups                 []int64          `json:"groups"`
-	IsEnabled              *bool            `json:"is_enabled,omitempty"`
-	Name                   string           `json:"name"`
-	NotificationTemplateId string           `json:"notification_template_id"`
-	ScheduleSettings       ScheduleSettings `json:"schedule_settings"`
+	Description *string `json:"description,omitempty"`
+
+	// Groups Groups of the organization, each once.
+	Groups    []int64 `json:"groups"`
+	IsEnabled *bool   `json:"is_enabled,omitempty"`
+
+	// Name Trimmed of spaces at both ends.
+	Name string `json:"name"`
+
+	// NotificationTemplateId An id: a digit string of a positive 64-bit integer (leading zeros
+	// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+	// with 400 (a path id of another organization answers 404).
+	NotificationTemplateId ID `json:"notification_template_id"`
+
+	// ScheduleSettings When the schedule runs, in the organization's time zone: digits (at
+	// most two, spaces around them allowed) of hours 0-23 and minutes 0-59;
+	// day_of_week 0-6 (0 Sunday) for WEEKLY; day_of_month 1-31 and,
+	// optional, month_of_year 1-12 for MONTHLY. The interval in any case.
+	// Fields the interval does not use are dropped unread.
+	ScheduleSettings ScheduleSettingsWrite `json:"schedule_settings"`
 }
 
 // NotificationTemplate defines model for NotificationTemplate.
@@ -1811,44 +3081,125 @@ type NotificationTemplateItemModule string
 // NotificationTemplateItemShareType defines model for NotificationTemplateItem.ShareType.
 type NotificationTemplateItemShareType string
 
-// NotificationTemplateWrite defines model for NotificationTemplateWrite.
-type NotificationTemplateWrite struct {
-	Configurations *TemplateConfigurations `json:"configurations,omitempty"`
-	Description    *string                 `json:"description,omitempty"`
-	IsDefault      *bool                   `json:"is_default,omitempty"`
+// NotificationTemplatePatch A JSON merge patch over a template (mail and sms merge into the stored ones); the result is checked as on create.
+type NotificationTemplatePatch struct {
+	Configurations *TemplateConfigurationsWrite `json:"configurations,omitempty"`
+	Description    *string                      `json:"description,omitempty"`
+	IsDefault      *bool                        `json:"is_default,omitempty"`
 	Mail           *struct {
 		// AttachmentIds Ids of the template's files to attach.
-		AttachmentIds *[]string `json:"attachment_ids,omitempty"`
+		AttachmentIds *[]ID `json:"attachment_ids,omitempty"`
 
-		// Attachments Files to add ({name, file: data: URI}) or, with id alone, to keep.
-		Attachments *[]TemplateFile `json:"attachments,omitempty"`
-		Cc          *[]string       `json:"cc,omitempty"`
-		Content     string          `json:"content"`
+		// Attachments Files to add ({name, file: data: URI}) or, with id alone, to keep; at most 5 files in all.
+		Attachments *[]NotificationTemplatePatch_Mail_Attachments_Item `json:"attachments,omitempty"`
+		Cc          *[]string                                          `json:"cc,omitempty"`
+
+		// Content HTML, not blank; %macros% of the module.
+		Content *string `json:"content,omitempty"`
 
 		// InlineImageFiles Images to add as inline images ({name, file: data: URI}).
-		InlineImageFiles *[]TemplateFile `json:"inline_image_files,omitempty"`
+		InlineImageFiles *[]TemplateNewImage `json:"inline_image_files,omitempty"`
 
-		// InlineImages Ids of the template's files to show inline (cid:<id>).
-		InlineImages *[]string `json:"inline_images,omitempty"`
+		// InlineImages Ids of the template's image files to show inline (cid:<id>).
+		InlineImages *[]ID `json:"inline_images,omitempty"`
 
 		// Severity LOW, MEDIUM (default) or HIGH, any case.
-		Severity *string   `json:"severity,omitempty"`
-		Subject  string    `json:"subject"`
-		To       *[]string `json:"to,omitempty"`
-	} `json:"mail,omitempty"`
+		Severity *string `json:"severity,omitempty"`
 
-	// Module Reports or Orchestration (any case).
-	Module    string                              `json:"module"`
-	Name      string                              `json:"name"`
-	ShareType *NotificationTemplateWriteShareType `json:"share_type,omitempty"`
+		// Subject One line, not blank; %macros% of the module.
+		Subject *string `json:"subject,omitempty"`
+
+		// To Mail addresses or SELF, Manager; to and cc together at most 50.
+		To *[]string `json:"to,omitempty"`
+	} `json:"mail,omitempty"`
+	Module    *NotificationTemplatePatchModule    `json:"module,omitempty"`
+	Name      *string                             `json:"name,omitempty"`
+	ShareType *NotificationTemplatePatchShareType `json:"share_type,omitempty"`
 	Sms       *struct {
-		Content string    `json:"content"`
-		To      *[]string `json:"to,omitempty"`
+		Content *string `json:"content,omitempty"`
+
+		// To Phone numbers (+ and 6 to 15 digits) or SELF, Manager.
+		To *[]string `json:"to,omitempty"`
 	} `json:"sms,omitempty"`
 }
 
+// NotificationTemplatePatchMailAttachments1 defines model for .
+type NotificationTemplatePatchMailAttachments1 struct {
+	// Id An id: a digit string of a positive 64-bit integer (leading zeros
+	// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+	// with 400 (a path id of another organization answers 404).
+	Id ID `json:"id"`
+}
+
+// NotificationTemplatePatch_Mail_Attachments_Item defines model for NotificationTemplatePatch.Mail.Attachments.Item.
+type NotificationTemplatePatch_Mail_Attachments_Item struct {
+	union json.RawMessage
+}
+
+// NotificationTemplatePatchModule defines model for NotificationTemplatePatch.Module.
+type NotificationTemplatePatchModule string
+
+// NotificationTemplatePatchShareType defines model for NotificationTemplatePatch.ShareType.
+type NotificationTemplatePatchShareType string
+
+// NotificationTemplateWrite A template with mail, SMS or both.
+type NotificationTemplateWrite struct {
+	Configurations *TemplateConfigurationsWrite `json:"configurations,omitempty"`
+	Description    *string                      `json:"description,omitempty"`
+	IsDefault      *bool                        `json:"is_default,omitempty"`
+	Mail           *struct {
+		// AttachmentIds On create the template has no files yet: none to name.
+		AttachmentIds *[]ID `json:"attachment_ids,omitempty"`
+
+		// Attachments Files to add ({name, file: data: URI}); at most 5 files in all.
+		Attachments *[]TemplateNewFile `json:"attachments,omitempty"`
+		Cc          *[]string          `json:"cc,omitempty"`
+
+		// Content HTML, not blank; %macros% of the module.
+		Content string `json:"content"`
+
+		// InlineImageFiles Images to add as inline images ({name, file: data: URI}).
+		InlineImageFiles *[]TemplateNewImage `json:"inline_image_files,omitempty"`
+
+		// InlineImages On create the template has no files yet: none to name.
+		InlineImages *[]ID `json:"inline_images,omitempty"`
+
+		// Severity LOW, MEDIUM (default) or HIGH, any case.
+		Severity *string `json:"severity,omitempty"`
+
+		// Subject One line, not blank; %macros% of the module.
+		Subject string `json:"subject"`
+
+		// To Mail addresses or SELF, Manager; to and cc together at most 50.
+		To *[]string `json:"to,omitempty"`
+	} `json:"mail,omitempty"`
+
+	// Module The service takes the names in any case too.
+	Module NotificationTemplateWriteModule `json:"module"`
+
+	// Name Trimmed of spaces at both ends; the pattern is template_name_regex of the default configs.
+	Name      string                              `json:"name"`
+	ShareType *NotificationTemplateWriteShareType `json:"share_type,omitempty"`
+	Sms       *struct {
+		Content string `json:"content"`
+
+		// To Phone numbers (+ and 6 to 15 digits) or SELF, Manager.
+		To *[]string `json:"to,omitempty"`
+	} `json:"sms,omitempty"`
+	union json.RawMessage
+}
+
+// NotificationTemplateWriteModule The service takes the names in any case too.
+type NotificationTemplateWriteModule string
+
 // NotificationTemplateWriteShareType defines model for NotificationTemplateWrite.ShareType.
 type NotificationTemplateWriteShareType string
+
+// NotificationTemplateWrite0 defines model for .
+type NotificationTemplateWrite0 = interface{}
+
+// NotificationTemplateWrite1 defines model for .
+type NotificationTemplateWrite1 = interface{}
 
 // OAuthError defines model for OAuthError.
 type OAuthError struct {
@@ -1892,19 +3243,43 @@ type OAuthToken struct {
 // OAuthTokenTokenType defines model for OAuthToken.TokenType.
 type OAuthTokenTokenType string
 
-// OAuthTokenRequest defines model for OAuthTokenRequest.
+// OAuthTokenRequest RFC 6749 sections 4.1.3 and 6: grant_type authorization_code with
+// code (and redirect_uri when the authorization request had one,
+// code_verifier when it had a code_challenge), or refresh_token with
+// refresh_token; the client authenticates with client_id and
+// client_secret here (or in the query, or as HTTP Basic: then they may
+// be left out of the body).
 type OAuthTokenRequest struct {
-	ClientId     *string                     `json:"client_id,omitempty"`
-	ClientSecret *string                     `json:"client_secret,omitempty"`
-	Code         *string                     `json:"code,omitempty"`
-	CodeVerifier *string                     `json:"code_verifier,omitempty"`
-	GrantType    *OAuthTokenRequestGrantType `json:"grant_type,omitempty"`
-	RedirectUri  *string                     `json:"redirect_uri,omitempty"`
-	RefreshToken *string                     `json:"refresh_token,omitempty"`
+	ClientId     string  `json:"client_id"`
+	ClientSecret string  `json:"client_secret"`
+	Code         *string `json:"code,omitempty"`
+
+	// CodeVerifier RFC 7636: 43 to 128 unreserved characters.
+	CodeVerifier *string                    `json:"code_verifier,omitempty"`
+	GrantType    OAuthTokenRequestGrantType `json:"grant_type"`
+	RedirectUri  *string                    `json:"redirect_uri,omitempty"`
+	RefreshToken *string                    `json:"refresh_token,omitempty"`
+	union        json.RawMessage
 }
 
 // OAuthTokenRequestGrantType defines model for OAuthTokenRequest.GrantType.
 type OAuthTokenRequestGrantType string
+
+// OAuthTokenRequest0 defines model for .
+type OAuthTokenRequest0 struct {
+	GrantType *OAuthTokenRequest0GrantType `json:"grant_type,omitempty"`
+}
+
+// OAuthTokenRequest0GrantType defines model for OAuthTokenRequest.0.GrantType.
+type OAuthTokenRequest0GrantType string
+
+// OAuthTokenRequest1 defines model for .
+type OAuthTokenRequest1 struct {
+	GrantType *OAuthTokenRequest1GrantType `json:"grant_type,omitempty"`
+}
+
+// OAuthTokenRequest1GrantType defines model for OAuthTokenRequest.1.GrantType.
+type OAuthTokenRequest1GrantType string
 
 // OfflineMFASettings defines model for OfflineMFASettings.
 type OfflineMFASettings struct {
@@ -2011,6 +3386,68 @@ type PolicyAdvancedSettingsEmailaddressSelectionMode string
 // PolicyAdvancedSettingsMobilenoSelectionMode defines model for PolicyAdvancedSettings.MobilenoSelectionMode.
 type PolicyAdvancedSettingsMobilenoSelectionMode string
 
+// PolicyAdvancedSettingsPatch A patch of the advanced settings: they merge into the stored ones, and the result must hold a threshold of 1 to 100 with after_failed_attempts.
+type PolicyAdvancedSettingsPatch struct {
+	CaptchaFailedAttemptsThreshold *int                                                  `json:"captcha_failed_attempts_threshold,omitempty"`
+	CaptchaFrequencyType           *PolicyAdvancedSettingsPatchCaptchaFrequencyType      `json:"captcha_frequency_type,omitempty"`
+	EmailaddressSelectionMode      *PolicyAdvancedSettingsPatchEmailaddressSelectionMode `json:"emailaddress_selection_mode,omitempty"`
+	IsBackupCodesEnabled           *bool                                                 `json:"is_backup_codes_enabled,omitempty"`
+	IsCaptchaEnabled               *bool                                                 `json:"is_captcha_enabled,omitempty"`
+	MobilenoSelectionMode          *PolicyAdvancedSettingsPatchMobilenoSelectionMode     `json:"mobileno_selection_mode,omitempty"`
+	union                          json.RawMessage
+}
+
+// PolicyAdvancedSettingsPatchCaptchaFrequencyType defines model for PolicyAdvancedSettingsPatch.CaptchaFrequencyType.
+type PolicyAdvancedSettingsPatchCaptchaFrequencyType string
+
+// PolicyAdvancedSettingsPatchEmailaddressSelectionMode defines model for PolicyAdvancedSettingsPatch.EmailaddressSelectionMode.
+type PolicyAdvancedSettingsPatchEmailaddressSelectionMode string
+
+// PolicyAdvancedSettingsPatchMobilenoSelectionMode defines model for PolicyAdvancedSettingsPatch.MobilenoSelectionMode.
+type PolicyAdvancedSettingsPatchMobilenoSelectionMode string
+
+// PolicyAdvancedSettingsPatch0 defines model for .
+type PolicyAdvancedSettingsPatch0 struct {
+	CaptchaFrequencyType interface{} `json:"captcha_frequency_type,omitempty"`
+}
+
+// PolicyAdvancedSettingsPatch1 defines model for .
+type PolicyAdvancedSettingsPatch1 struct {
+	CaptchaFailedAttemptsThreshold interface{} `json:"captcha_failed_attempts_threshold,omitempty"`
+	CaptchaFrequencyType           interface{} `json:"captcha_frequency_type,omitempty"`
+}
+
+// PolicyAdvancedSettingsWrite defines model for PolicyAdvancedSettingsWrite.
+type PolicyAdvancedSettingsWrite struct {
+	CaptchaFailedAttemptsThreshold *int                                                  `json:"captcha_failed_attempts_threshold,omitempty"`
+	CaptchaFrequencyType           *PolicyAdvancedSettingsWriteCaptchaFrequencyType      `json:"captcha_frequency_type,omitempty"`
+	EmailaddressSelectionMode      *PolicyAdvancedSettingsWriteEmailaddressSelectionMode `json:"emailaddress_selection_mode,omitempty"`
+	IsBackupCodesEnabled           *bool                                                 `json:"is_backup_codes_enabled,omitempty"`
+	IsCaptchaEnabled               *bool                                                 `json:"is_captcha_enabled,omitempty"`
+	MobilenoSelectionMode          *PolicyAdvancedSettingsWriteMobilenoSelectionMode     `json:"mobileno_selection_mode,omitempty"`
+	union                          json.RawMessage
+}
+
+// PolicyAdvancedSettingsWriteCaptchaFrequencyType defines model for PolicyAdvancedSettingsWrite.CaptchaFrequencyType.
+type PolicyAdvancedSettingsWriteCaptchaFrequencyType string
+
+// PolicyAdvancedSettingsWriteEmailaddressSelectionMode defines model for PolicyAdvancedSettingsWrite.EmailaddressSelectionMode.
+type PolicyAdvancedSettingsWriteEmailaddressSelectionMode string
+
+// PolicyAdvancedSettingsWriteMobilenoSelectionMode defines model for PolicyAdvancedSettingsWrite.MobilenoSelectionMode.
+type PolicyAdvancedSettingsWriteMobilenoSelectionMode string
+
+// PolicyAdvancedSettingsWrite0 defines model for .
+type PolicyAdvancedSettingsWrite0 struct {
+	CaptchaFrequencyType interface{} `json:"captcha_frequency_type,omitempty"`
+}
+
+// PolicyAdvancedSettingsWrite1 defines model for .
+type PolicyAdvancedSettingsWrite1 struct {
+	CaptchaFailedAttemptsThreshold interface{} `json:"captcha_failed_attempts_threshold"`
+	CaptchaFrequencyType           interface{} `json:"captcha_frequency_type"`
+}
+
 // PolicyCondition defines model for PolicyCondition.
 type PolicyCondition struct {
 	Comparator               PolicyConditionComparator `json:"comparator"`
@@ -2025,6 +3462,400 @@ type PolicyConditionComparator string
 
 // PolicyConditionFactorType defines model for PolicyCondition.FactorType.
 type PolicyConditionFactorType string
+
+// PolicyConditionWrite factor_configs: condition configs of the factor type's family (ipaddress: ipsources, geolocation: geolocations, time: businesshours), each once; none only with include_all_trusted_sources (ipaddress only).
+type PolicyConditionWrite struct {
+	Comparator               PolicyConditionWriteComparator `json:"comparator"`
+	FactorConfigs            *[]RefID                       `json:"factor_configs,omitempty"`
+	FactorType               PolicyConditionWriteFactorType `json:"factor_type"`
+	IncludeAllTrustedSources *bool                          `json:"include_all_trusted_sources,omitempty"`
+
+	// SequenceNumber Unique within the policy.
+	SequenceNumber int `json:"sequence_number"`
+	union          json.RawMessage
+}
+
+// PolicyConditionWriteComparator defines model for PolicyConditionWrite.Comparator.
+type PolicyConditionWriteComparator string
+
+// PolicyConditionWriteFactorType defines model for PolicyConditionWrite.FactorType.
+type PolicyConditionWriteFactorType string
+
+// PolicyConditionWrite0 defines model for .
+type PolicyConditionWrite0 struct {
+	FactorConfigs            interface{} `json:"factor_configs"`
+	IncludeAllTrustedSources interface{} `json:"include_all_trusted_sources,omitempty"`
+}
+
+// PolicyConditionWrite1 defines model for .
+type PolicyConditionWrite1 struct {
+	FactorType               interface{} `json:"factor_type,omitempty"`
+	IncludeAllTrustedSources interface{} `json:"include_all_trusted_sources"`
+}
+
+// PolicyDeviceAssignment Devices, device groups, or every device.
+type PolicyDeviceAssignment struct {
+	AllDevicesGroupSelected *bool    `json:"all_devices_group_selected,omitempty"`
+	DeviceIds               *[]RefID `json:"device_ids,omitempty"`
+	GroupIds                *[]RefID `json:"group_ids,omitempty"`
+	union                   json.RawMessage
+}
+
+// PolicyDeviceAssignment0 defines model for .
+type PolicyDeviceAssignment0 struct {
+	DeviceIds interface{} `json:"device_ids"`
+}
+
+// PolicyDeviceAssignment1 defines model for .
+type PolicyDeviceAssignment1 struct {
+	GroupIds interface{} `json:"group_ids"`
+}
+
+// PolicyDeviceAssignment2 defines model for .
+type PolicyDeviceAssignment2 struct {
+	AllDevicesGroupSelected interface{} `json:"all_devices_group_selected"`
+}
+
+// PolicyEndpointAdvanced defines model for PolicyEndpointAdvanced.
+type PolicyEndpointAdvanced struct {
+	// MfaTimeout Seconds, 30 to 3600 (300 when 0 or absent).
+	MfaTimeout *int `json:"mfa_timeout,omitempty"`
+
+	// MfaTrust When enabled (or given a duration), a duration of 1 to 90 days in minutes, hours or days.
+	MfaTrust            *PolicyEndpointAdvanced_MfaTrust           `json:"mfa_trust,omitempty"`
+	MfaUnenrolledAction *PolicyEndpointAdvancedMfaUnenrolledAction `json:"mfa_unenrolled_action,omitempty"`
+
+	// NotificationTemplate Response only; ignored in a request.
+	NotificationTemplate *struct {
+		// Id An id; answered as a digit string, accepted as a string or an integer.
+		Id   *RefID  `json:"id,omitempty"`
+		Name *string `json:"name,omitempty"`
+	} `json:"notification_template,omitempty"`
+
+	// NotificationTemplateId An id; answered as a digit string, accepted as a string or an integer.
+	NotificationTemplateId *RefID `json:"notification_template_id,omitempty"`
+}
+
+// PolicyEndpointAdvancedMfaTrustDurationUnit defines model for PolicyEndpointAdvanced.MfaTrust.Duration.Unit.
+type PolicyEndpointAdvancedMfaTrustDurationUnit string
+
+// PolicyEndpointAdvancedMfaTrustInitiatorType defines model for PolicyEndpointAdvanced.MfaTrust.InitiatorType.
+type PolicyEndpointAdvancedMfaTrustInitiatorType string
+
+// PolicyEndpointAdvancedMfaTrust0 defines model for .
+type PolicyEndpointAdvancedMfaTrust0 struct {
+	Duration *struct {
+		Unit  interface{} `json:"unit,omitempty"`
+		Value interface{} `json:"value,omitempty"`
+	} `json:"duration,omitempty"`
+	IsEnabled interface{} `json:"is_enabled,omitempty"`
+}
+
+// PolicyEndpointAdvancedMfaTrust1 defines model for .
+type PolicyEndpointAdvancedMfaTrust1 struct {
+	Duration PolicyEndpointAdvanced_MfaTrust_1_Duration `json:"duration"`
+}
+
+// PolicyEndpointAdvancedMfaTrust1Duration0 defines model for .
+type PolicyEndpointAdvancedMfaTrust1Duration0 struct {
+	Unit  interface{} `json:"unit,omitempty"`
+	Value interface{} `json:"value,omitempty"`
+}
+
+// PolicyEndpointAdvancedMfaTrust1Duration1 defines model for .
+type PolicyEndpointAdvancedMfaTrust1Duration1 struct {
+	Unit  interface{} `json:"unit,omitempty"`
+	Value interface{} `json:"value,omitempty"`
+}
+
+// PolicyEndpointAdvancedMfaTrust1Duration2 defines model for .
+type PolicyEndpointAdvancedMfaTrust1Duration2 struct {
+	Unit  interface{} `json:"unit,omitempty"`
+	Value interface{} `json:"value,omitempty"`
+}
+
+// PolicyEndpointAdvanced_MfaTrust_1_Duration defines model for PolicyEndpointAdvanced.MfaTrust.1.Duration.
+type PolicyEndpointAdvanced_MfaTrust_1_Duration struct {
+	union json.RawMessage
+}
+
+// PolicyEndpointAdvanced_MfaTrust When enabled (or given a duration), a duration of 1 to 90 days in minutes, hours or days.
+type PolicyEndpointAdvanced_MfaTrust struct {
+	Duration *struct {
+		Unit  *PolicyEndpointAdvancedMfaTrustDurationUnit `json:"unit,omitempty"`
+		Value *int                                        `json:"value,omitempty"`
+	} `json:"duration,omitempty"`
+	InitiatorType *PolicyEndpointAdvancedMfaTrustInitiatorType `json:"initiator_type,omitempty"`
+	IsEnabled     *bool                                        `json:"is_enabled,omitempty"`
+	union         json.RawMessage
+}
+
+// PolicyEndpointAdvancedMfaUnenrolledAction defines model for PolicyEndpointAdvanced.MfaUnenrolledAction.
+type PolicyEndpointAdvancedMfaUnenrolledAction string
+
+// PolicyEndpointAdvancedNPS defines model for PolicyEndpointAdvancedNPS.
+type PolicyEndpointAdvancedNPS struct {
+	// MfaTimeout Seconds, 30 to 3600 (300 when 0 or absent).
+	MfaTimeout *int `json:"mfa_timeout,omitempty"`
+
+	// MfaTrust When enabled (or given a duration), a duration of 1 to 90 days in minutes, hours or days.
+	MfaTrust            *PolicyEndpointAdvancedNPS_MfaTrust           `json:"mfa_trust,omitempty"`
+	MfaUnenrolledAction *PolicyEndpointAdvancedNPSMfaUnenrolledAction `json:"mfa_unenrolled_action,omitempty"`
+
+	// NotificationTemplate Response only; ignored in a request.
+	NotificationTemplate *struct {
+		// Id An id; answered as a digit string, accepted as a string or an integer.
+		Id   *RefID  `json:"id,omitempty"`
+		Name *string `json:"name,omitempty"`
+	} `json:"notification_template,omitempty"`
+
+	// NotificationTemplateId An id; answered as a digit string, accepted as a string or an integer.
+	NotificationTemplateId *RefID `json:"notification_template_id,omitempty"`
+
+	// RadiusResponseConfig vendor_id is required by vendor attributes.
+	RadiusResponseConfig *struct {
+		AttributesList *[]PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item `json:"attributes_list,omitempty"`
+
+		// VendorId An SMI private enterprise code.
+		VendorId *string `json:"vendor_id,omitempty"`
+	} `json:"radius_response_config,omitempty"`
+}
+
+// PolicyEndpointAdvancedNPSMfaTrustDurationUnit defines model for PolicyEndpointAdvancedNPS.MfaTrust.Duration.Unit.
+type PolicyEndpointAdvancedNPSMfaTrustDurationUnit string
+
+// PolicyEndpointAdvancedNPSMfaTrustInitiatorType defines model for PolicyEndpointAdvancedNPS.MfaTrust.InitiatorType.
+type PolicyEndpointAdvancedNPSMfaTrustInitiatorType string
+
+// PolicyEndpointAdvancedNPSMfaTrust0 defines model for .
+type PolicyEndpointAdvancedNPSMfaTrust0 struct {
+	Duration *struct {
+		Unit  interface{} `json:"unit,omitempty"`
+		Value interface{} `json:"value,omitempty"`
+	} `json:"duration,omitempty"`
+	IsEnabled interface{} `json:"is_enabled,omitempty"`
+}
+
+// PolicyEndpointAdvancedNPSMfaTrust1 defines model for .
+type PolicyEndpointAdvancedNPSMfaTrust1 struct {
+	Duration PolicyEndpointAdvancedNPS_MfaTrust_1_Duration `json:"duration"`
+}
+
+// PolicyEndpointAdvancedNPSMfaTrust1Duration0 defines model for .
+type PolicyEndpointAdvancedNPSMfaTrust1Duration0 struct {
+	Unit  interface{} `json:"unit,omitempty"`
+	Value interface{} `json:"value,omitempty"`
+}
+
+// PolicyEndpointAdvancedNPSMfaTrust1Duration1 defines model for .
+type PolicyEndpointAdvancedNPSMfaTrust1Duration1 struct {
+	Unit  interface{} `json:"unit,omitempty"`
+	Value interface{} `json:"value,omitempty"`
+}
+
+// PolicyEndpointAdvancedNPSMfaTrust1Duration2 defines model for .
+type PolicyEndpointAdvancedNPSMfaTrust1Duration2 struct {
+	Unit  interface{} `json:"unit,omitempty"`
+	Value interface{} `json:"value,omitempty"`
+}
+
+// PolicyEndpointAdvancedNPS_MfaTrust_1_Duration defines model for PolicyEndpointAdvancedNPS.MfaTrust.1.Duration.
+type PolicyEndpointAdvancedNPS_MfaTrust_1_Duration struct {
+	union json.RawMessage
+}
+
+// PolicyEndpointAdvancedNPS_MfaTrust When enabled (or given a duration), a duration of 1 to 90 days in minutes, hours or days.
+type PolicyEndpointAdvancedNPS_MfaTrust struct {
+	Duration *struct {
+		Unit  *PolicyEndpointAdvancedNPSMfaTrustDurationUnit `json:"unit,omitempty"`
+		Value *int                                           `json:"value,omitempty"`
+	} `json:"duration,omitempty"`
+	InitiatorType *PolicyEndpointAdvancedNPSMfaTrustInitiatorType `json:"initiator_type,omitempty"`
+	IsEnabled     *bool                                           `json:"is_enabled,omitempty"`
+	union         json.RawMessage
+}
+
+// PolicyEndpointAdvancedNPSMfaUnenrolledAction defines model for PolicyEndpointAdvancedNPS.MfaUnenrolledAction.
+type PolicyEndpointAdvancedNPSMfaUnenrolledAction string
+
+// PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataType defines model for PolicyEndpointAdvancedNPS.RadiusResponseConfig.AttributesList.DataType.
+type PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataType string
+
+// PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListType defines model for PolicyEndpointAdvancedNPS.RadiusResponseConfig.AttributesList.Type.
+type PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListType string
+
+// PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0 defines model for .
+type PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0 struct {
+	DataType interface{} `json:"data_type,omitempty"`
+}
+
+// PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1 defines model for .
+type PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1 struct {
+	DataType interface{} `json:"data_type,omitempty"`
+	Value    interface{} `json:"value"`
+}
+
+// PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2 defines model for .
+type PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2 struct {
+	DataType interface{} `json:"data_type,omitempty"`
+	Value    interface{} `json:"value"`
+}
+
+// PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3 defines model for .
+type PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3 struct {
+	DataType interface{} `json:"data_type,omitempty"`
+	Value    interface{} `json:"value"`
+}
+
+// PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item defines model for PolicyEndpointAdvancedNPS.RadiusResponseConfig.AttributesList.Item.
+type PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item struct {
+	DataType PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListDataType `json:"data_type"`
+	Number   int                                                                 `json:"number"`
+	Type     PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesListType     `json:"type"`
+	Value    *string                                                             `json:"value,omitempty"`
+	union    json.RawMessage
+}
+
+// PolicyEndpointSettingWrite One endpoint's settings: its type, actions and assignments as the endpoint takes them (device_assignment for ComputerDevices, required there; app_assignment for SSOApplications; radius_response_config for NPS).
+type PolicyEndpointSettingWrite struct {
+	union json.RawMessage
+}
+
+// PolicyEndpointSettingWrite0 defines model for .
+type PolicyEndpointSettingWrite0 struct {
+	Actions          []PolicyEndpointSettingWrite0Actions `json:"actions"`
+	AdvancedSettings *PolicyEndpointAdvanced              `json:"advanced_settings,omitempty"`
+
+	// DeviceAssignment Devices, device groups, or every device.
+	DeviceAssignment PolicyDeviceAssignment              `json:"device_assignment"`
+	Endpoint         PolicyEndpointSettingWrite0Endpoint `json:"endpoint"`
+
+	// PrimaryAuthentication factor_configs: the organization's authentication factor configs, each once, verification_order numbering them 1 to n; passwordless needs one.
+	PrimaryAuthentication *PolicyPrimaryAuthentication `json:"primary_authentication,omitempty"`
+
+	// SecondaryAuthentication factor_configs as for primary authentication; with MFA enabled, one at least and no_of_required_factors from the mandatory ones' count (at least 1) to all of them.
+	SecondaryAuthentication *PolicySecondaryAuthentication   `json:"secondary_authentication,omitempty"`
+	Type                    *PolicyEndpointSettingWrite0Type `json:"type,omitempty"`
+}
+
+// PolicyEndpointSettingWrite0Actions defines model for PolicyEndpointSettingWrite.0.Actions.
+type PolicyEndpointSettingWrite0Actions string
+
+// PolicyEndpointSettingWrite0Endpoint defines model for PolicyEndpointSettingWrite.0.Endpoint.
+type PolicyEndpointSettingWrite0Endpoint string
+
+// PolicyEndpointSettingWrite0Type defines model for PolicyEndpointSettingWrite.0.Type.
+type PolicyEndpointSettingWrite0Type string
+
+// PolicyEndpointSettingWrite1 defines model for .
+type PolicyEndpointSettingWrite1 struct {
+	// Actions None: the only action is signing in.
+	Actions          *[]string                           `json:"actions,omitempty"`
+	AdvancedSettings *PolicyEndpointAdvancedNPS          `json:"advanced_settings,omitempty"`
+	Endpoint         PolicyEndpointSettingWrite1Endpoint `json:"endpoint"`
+
+	// PrimaryAuthentication factor_configs: the organization's authentication factor configs, each once, verification_order numbering them 1 to n; passwordless needs one.
+	PrimaryAuthentication *PolicyPrimaryAuthentication `json:"primary_authentication,omitempty"`
+
+	// SecondaryAuthentication factor_configs as for primary authentication; with MFA enabled, one at least and no_of_required_factors from the mandatory ones' count (at least 1) to all of them.
+	SecondaryAuthentication *PolicySecondaryAuthentication   `json:"secondary_authentication,omitempty"`
+	Type                    *PolicyEndpointSettingWrite1Type `json:"type,omitempty"`
+}
+
+// PolicyEndpointSettingWrite1Endpoint defines model for PolicyEndpointSettingWrite.1.Endpoint.
+type PolicyEndpointSettingWrite1Endpoint string
+
+// PolicyEndpointSettingWrite1Type defines model for PolicyEndpointSettingWrite.1.Type.
+type PolicyEndpointSettingWrite1Type string
+
+// PolicyEndpointSettingWrite2 defines model for .
+type PolicyEndpointSettingWrite2 struct {
+	// Actions None: the only action is signing in.
+	Actions          *[]string                           `json:"actions,omitempty"`
+	AdvancedSettings *PolicyEndpointAdvanced             `json:"advanced_settings,omitempty"`
+	Endpoint         PolicyEndpointSettingWrite2Endpoint `json:"endpoint"`
+
+	// PrimaryAuthentication factor_configs: the organization's authentication factor configs, each once, verification_order numbering them 1 to n; passwordless needs one.
+	PrimaryAuthentication *PolicyPrimaryAuthentication `json:"primary_authentication,omitempty"`
+
+	// SecondaryAuthentication factor_configs as for primary authentication; with MFA enabled, one at least and no_of_required_factors from the mandatory ones' count (at least 1) to all of them.
+	SecondaryAuthentication *PolicySecondaryAuthentication   `json:"secondary_authentication,omitempty"`
+	Type                    *PolicyEndpointSettingWrite2Type `json:"type,omitempty"`
+}
+
+// PolicyEndpointSettingWrite2Endpoint defines model for PolicyEndpointSettingWrite.2.Endpoint.
+type PolicyEndpointSettingWrite2Endpoint string
+
+// PolicyEndpointSettingWrite2Type defines model for PolicyEndpointSettingWrite.2.Type.
+type PolicyEndpointSettingWrite2Type string
+
+// PolicyEndpointSettingWrite3 defines model for .
+type PolicyEndpointSettingWrite3 struct {
+	// Actions None: the only action is signing in.
+	Actions          *[]string               `json:"actions,omitempty"`
+	AdvancedSettings *PolicyEndpointAdvanced `json:"advanced_settings,omitempty"`
+	AppAssignment    *struct {
+		AppIds *[]string `json:"app_ids,omitempty"`
+	} `json:"app_assignment,omitempty"`
+	Endpoint PolicyEndpointSettingWrite3Endpoint `json:"endpoint"`
+
+	// PrimaryAuthentication factor_configs: the organization's authentication factor configs, each once, verification_order numbering them 1 to n; passwordless needs one.
+	PrimaryAuthentication *PolicyPrimaryAuthentication `json:"primary_authentication,omitempty"`
+
+	// SecondaryAuthentication factor_configs as for primary authentication; with MFA enabled, one at least and no_of_required_factors from the mandatory ones' count (at least 1) to all of them.
+	SecondaryAuthentication *PolicySecondaryAuthentication   `json:"secondary_authentication,omitempty"`
+	Type                    *PolicyEndpointSettingWrite3Type `json:"type,omitempty"`
+}
+
+// PolicyEndpointSettingWrite3Endpoint defines model for PolicyEndpointSettingWrite.3.Endpoint.
+type PolicyEndpointSettingWrite3Endpoint string
+
+// PolicyEndpointSettingWrite3Type defines model for PolicyEndpointSettingWrite.3.Type.
+type PolicyEndpointSettingWrite3Type string
+
+// PolicyEndpointSettingWrite4 defines model for .
+type PolicyEndpointSettingWrite4 struct {
+	// Actions None: the only action is signing in.
+	Actions          *[]string                           `json:"actions,omitempty"`
+	AdvancedSettings *PolicyEndpointAdvanced             `json:"advanced_settings,omitempty"`
+	Endpoint         PolicyEndpointSettingWrite4Endpoint `json:"endpoint"`
+
+	// PrimaryAuthentication factor_configs: the organization's authentication factor configs, each once, verification_order numbering them 1 to n; passwordless needs one.
+	PrimaryAuthentication *PolicyPrimaryAuthentication `json:"primary_authentication,omitempty"`
+
+	// SecondaryAuthentication factor_configs as for primary authentication; with MFA enabled, one at least and no_of_required_factors from the mandatory ones' count (at least 1) to all of them.
+	SecondaryAuthentication *PolicySecondaryAuthentication   `json:"secondary_authentication,omitempty"`
+	Type                    *PolicyEndpointSettingWrite4Type `json:"type,omitempty"`
+}
+
+// PolicyEndpointSettingWrite4Endpoint defines model for PolicyEndpointSettingWrite.4.Endpoint.
+type PolicyEndpointSettingWrite4Endpoint string
+
+// PolicyEndpointSettingWrite4Type defines model for PolicyEndpointSettingWrite.4.Type.
+type PolicyEndpointSettingWrite4Type string
+
+// PolicyEndpointSettingWrite5 defines model for .
+type PolicyEndpointSettingWrite5 struct {
+	Actions          []PolicyEndpointSettingWrite5Actions `json:"actions"`
+	AdvancedSettings *PolicyEndpointAdvanced              `json:"advanced_settings,omitempty"`
+	Endpoint         PolicyEndpointSettingWrite5Endpoint  `json:"endpoint"`
+
+	// PrimaryAuthentication factor_configs: the organization's authentication factor configs, each once, verification_order numbering them 1 to n; passwordless needs one.
+	PrimaryAuthentication *PolicyPrimaryAuthentication `json:"primary_authentication,omitempty"`
+
+	// SecondaryAuthentication factor_configs as for primary authentication; with MFA enabled, one at least and no_of_required_factors from the mandatory ones' count (at least 1) to all of them.
+	SecondaryAuthentication *PolicySecondaryAuthentication  `json:"secondary_authentication,omitempty"`
+	Type                    PolicyEndpointSettingWrite5Type `json:"type"`
+}
+
+// PolicyEndpointSettingWrite5Actions defines model for PolicyEndpointSettingWrite.5.Actions.
+type PolicyEndpointSettingWrite5Actions string
+
+// PolicyEndpointSettingWrite5Endpoint defines model for PolicyEndpointSettingWrite.5.Endpoint.
+type PolicyEndpointSettingWrite5Endpoint string
+
+// PolicyEndpointSettingWrite5Type defines model for PolicyEndpointSettingWrite.5.Type.
+type PolicyEndpointSettingWrite5Type string
 
 // PolicyFactor defines model for PolicyFactor.
 type PolicyFactor struct {
@@ -2059,29 +3890,132 @@ type PolicyItemAccessType string
 // PolicyItemEndpoints defines model for PolicyItem.Endpoints.
 type PolicyItemEndpoints string
 
+// PolicyPatch A JSON merge patch over the policy as GET shows it (objects merge, arrays replace); the result is checked as on create.
+type PolicyPatch struct {
+	// AccessConditions criteria_expression uses every condition's sequence number and no other (empty without conditions), e.g. "1 and (2 or 3)".
+	AccessConditions *struct {
+		Conditions         *[]PolicyConditionWrite `json:"conditions,omitempty"`
+		CriteriaExpression *string                 `json:"criteria_expression,omitempty"`
+	} `json:"access_conditions,omitempty"`
+	AccessType *PolicyPatchAccessType `json:"access_type,omitempty"`
+
+	// AdvancedSettings A patch of the advanced settings: they merge into the stored ones, and the result must hold a threshold of 1 to 100 with after_failed_attempts.
+	AdvancedSettings *PolicyAdvancedSettingsPatch `json:"advanced_settings,omitempty"`
+	Description      *string                      `json:"description,omitempty"`
+
+	// Endpoints The endpoints of endpoints_settings (or ["All Endpoints"] when it has all five); it follows them when left out.
+	Endpoints *[]PolicyPatchEndpoints `json:"endpoints,omitempty"`
+
+	// EndpointsSettings One entry per endpoint.
+	EndpointsSettings *[]PolicyEndpointSettingWrite `json:"endpoints_settings,omitempty"`
+	IsEnabled         *bool                         `json:"is_enabled,omitempty"`
+
+	// Name Trimmed of spaces at both ends; not the default policy's name (Default Policy, any case).
+	Name            *string `json:"name,omitempty"`
+	UserAssignments *struct {
+		GroupIds *[]RefID `json:"group_ids,omitempty"`
+
+		// GroupsCount Response only; ignored.
+		GroupsCount *int     `json:"groups_count,omitempty"`
+		UserIds     *[]RefID `json:"user_ids,omitempty"`
+
+		// UsersCount Response only; ignored.
+		UsersCount *int `json:"users_count,omitempty"`
+	} `json:"user_assignments,omitempty"`
+}
+
+// PolicyPatchAccessType defines model for PolicyPatch.AccessType.
+type PolicyPatchAccessType string
+
+// PolicyPatchEndpoints defines model for PolicyPatch.Endpoints.
+type PolicyPatchEndpoints string
+
+// PolicyPrimaryAuthentication factor_configs: the organization's authentication factor configs, each once, verification_order numbering them 1 to n; passwordless needs one.
+type PolicyPrimaryAuthentication struct {
+	FactorConfigs *[]struct {
+		// AuthnFactorConfigId An id; answered as a digit string, accepted as a string or an integer.
+		AuthnFactorConfigId RefID `json:"authn_factor_config_id"`
+		VerificationOrder   int   `json:"verification_order"`
+	} `json:"factor_configs,omitempty"`
+	IsPasswordlessEnabled *bool `json:"is_passwordless_enabled,omitempty"`
+	union                 json.RawMessage
+}
+
+// PolicyPrimaryAuthentication0 defines model for .
+type PolicyPrimaryAuthentication0 struct {
+	IsPasswordlessEnabled interface{} `json:"is_passwordless_enabled,omitempty"`
+}
+
+// PolicyPrimaryAuthentication1 defines model for .
+type PolicyPrimaryAuthentication1 struct {
+	FactorConfigs interface{} `json:"factor_configs"`
+}
+
+// PolicySecondaryAuthentication factor_configs as for primary authentication; with MFA enabled, one at least and no_of_required_factors from the mandatory ones' count (at least 1) to all of them.
+type PolicySecondaryAuthentication struct {
+	AuthnMode     *PolicySecondaryAuthenticationAuthnMode `json:"authn_mode,omitempty"`
+	FactorConfigs *[]struct {
+		// AuthnFactorConfigId An id; answered as a digit string, accepted as a string or an integer.
+		AuthnFactorConfigId RefID `json:"authn_factor_config_id"`
+		IsMandatory         *bool `json:"is_mandatory,omitempty"`
+		VerificationOrder   int   `json:"verification_order"`
+	} `json:"factor_configs,omitempty"`
+	IsMfaEnabled        *bool `json:"is_mfa_enabled,omitempty"`
+	NoOfRequiredFactors *int  `json:"no_of_required_factors,omitempty"`
+	union               json.RawMessage
+}
+
+// PolicySecondaryAuthenticationAuthnMode defines model for PolicySecondaryAuthentication.AuthnMode.
+type PolicySecondaryAuthenticationAuthnMode string
+
+// PolicySecondaryAuthentication0 defines model for .
+type PolicySecondaryAuthentication0 struct {
+	IsMfaEnabled interface{} `json:"is_mfa_enabled,omitempty"`
+}
+
+// PolicySecondaryAuthentication1 defines model for .
+type PolicySecondaryAuthentication1 struct {
+	FactorConfigs       interface{} `json:"factor_configs"`
+	NoOfRequiredFactors interface{} `json:"no_of_required_factors"`
+}
+
 // PolicyWrite The body of a policy create (spec 2.11). is_enabled defaults to true; endpoints, when given, must list the endpoints of endpoints_settings.
 type PolicyWrite struct {
+	// AccessConditions criteria_expression uses every condition's sequence number and no other (empty without conditions), e.g. "1 and (2 or 3)".
 	AccessConditions *struct {
-		Conditions *[]PolicyCondition `json:"conditions,omitempty"`
-
-		// CriteriaExpression Sequence numbers joined with and, or and parentheses, e.g. "1 and (2 or 3)".
-		CriteriaExpression *string `json:"criteria_expression,omitempty"`
+		Conditions         *[]PolicyConditionWrite `json:"conditions,omitempty"`
+		CriteriaExpression *string                 `json:"criteria_expression,omitempty"`
 	} `json:"access_conditions,omitempty"`
-	AccessType        PolicyWriteAccessType   `json:"access_type"`
-	AdvancedSettings  *PolicyAdvancedSettings `json:"advanced_settings,omitempty"`
-	Description       *string                 `json:"description,omitempty"`
-	Endpoints         *[]string               `json:"endpoints,omitempty"`
-	EndpointsSettings []EndpointSetting       `json:"endpoints_settings"`
-	IsEnabled         *bool                   `json:"is_enabled,omitempty"`
-	Name              string                  `json:"name"`
-	UserAssignments   *struct {
+	AccessType       PolicyWriteAccessType        `json:"access_type"`
+	AdvancedSettings *PolicyAdvancedSettingsWrite `json:"advanced_settings,omitempty"`
+	Description      *string                      `json:"description,omitempty"`
+
+	// Endpoints The endpoints of endpoints_settings (or ["All Endpoints"] when it has all five); it follows them when left out.
+	Endpoints *[]PolicyWriteEndpoints `json:"endpoints,omitempty"`
+
+	// EndpointsSettings One entry per endpoint.
+	EndpointsSettings []PolicyEndpointSettingWrite `json:"endpoints_settings"`
+	IsEnabled         *bool                        `json:"is_enabled,omitempty"`
+
+	// Name Trimmed of spaces at both ends; not the default policy's name (Default Policy, any case).
+	Name            string `json:"name"`
+	UserAssignments *struct {
 		GroupIds *[]RefID `json:"group_ids,omitempty"`
-		UserIds  *[]RefID `json:"user_ids,omitempty"`
+
+		// GroupsCount Response only; ignored.
+		GroupsCount *int     `json:"groups_count,omitempty"`
+		UserIds     *[]RefID `json:"user_ids,omitempty"`
+
+		// UsersCount Response only; ignored.
+		UsersCount *int `json:"users_count,omitempty"`
 	} `json:"user_assignments,omitempty"`
 }
 
 // PolicyWriteAccessType defines model for PolicyWrite.AccessType.
 type PolicyWriteAccessType string
+
+// PolicyWriteEndpoints defines model for PolicyWrite.Endpoints.
+type PolicyWriteEndpoints string
 
 // PrimarySource defines model for PrimarySource.
 type PrimarySource struct {
@@ -2163,8 +4097,83 @@ type ScheduleSettings struct {
 // ScheduleSettingsSchedulerInterval defines model for ScheduleSettings.SchedulerInterval.
 type ScheduleSettingsSchedulerInterval string
 
+// ScheduleSettingsPatch When the schedule runs, in the organization's time zone: digits (at
+// most two, spaces around them allowed) of hours 0-23 and minutes 0-59;
+// day_of_week 0-6 (0 Sunday) for WEEKLY; day_of_month 1-31 and,
+// optional, month_of_year 1-12 for MONTHLY. The interval in any case.
+// Fields the interval does not use are dropped unread. A patch: the
+// members given replace the stored ones, and the result is checked
+// (WEEKLY needs a day_of_week, MONTHLY a day_of_month, given or stored).
+type ScheduleSettingsPatch struct {
+	DayOfMonth        *string `json:"day_of_month,omitempty"`
+	DayOfWeek         *string `json:"day_of_week,omitempty"`
+	Hours             *string `json:"hours,omitempty"`
+	Minutes           *string `json:"minutes,omitempty"`
+	MonthOfYear       *string `json:"month_of_year,omitempty"`
+	SchedulerInterval *string `json:"scheduler_interval,omitempty"`
+	union             json.RawMessage
+}
+
+// ScheduleSettingsPatch0 defines model for .
+type ScheduleSettingsPatch0 struct {
+	SchedulerInterval *string `json:"scheduler_interval,omitempty"`
+}
+
+// ScheduleSettingsPatch1 defines model for .
+type ScheduleSettingsPatch1 struct {
+	DayOfWeek         *string `json:"day_of_week,omitempty"`
+	SchedulerInterval *string `json:"scheduler_interval,omitempty"`
+}
+
+// ScheduleSettingsPatch2 defines model for .
+type ScheduleSettingsPatch2 struct {
+	DayOfMonth        *string `json:"day_of_month,omitempty"`
+	MonthOfYear       *string `json:"month_of_year,omitempty"`
+	SchedulerInterval *string `json:"scheduler_interval,omitempty"`
+}
+
+// ScheduleSettingsWrite When the schedule runs, in the organization's time zone: digits (at
+// most two, spaces around them allowed) of hours 0-23 and minutes 0-59;
+// day_of_week 0-6 (0 Sunday) for WEEKLY; day_of_month 1-31 and,
+// optional, month_of_year 1-12 for MONTHLY. The interval in any case.
+// Fields the interval does not use are dropped unread.
+type ScheduleSettingsWrite struct {
+	DayOfMonth        *string `json:"day_of_month,omitempty"`
+	DayOfWeek         *string `json:"day_of_week,omitempty"`
+	Hours             string  `json:"hours"`
+	Minutes           string  `json:"minutes"`
+	MonthOfYear       *string `json:"month_of_year,omitempty"`
+	SchedulerInterval string  `json:"scheduler_interval"`
+	union             json.RawMessage
+}
+
+// ScheduleSettingsWrite0 defines model for .
+type ScheduleSettingsWrite0 struct {
+	SchedulerInterval *string `json:"scheduler_interval,omitempty"`
+}
+
+// ScheduleSettingsWrite1 defines model for .
+type ScheduleSettingsWrite1 struct {
+	DayOfWeek         string  `json:"day_of_week"`
+	SchedulerInterval *string `json:"scheduler_interval,omitempty"`
+}
+
+// ScheduleSettingsWrite2 defines model for .
+type ScheduleSettingsWrite2 struct {
+	DayOfMonth        string  `json:"day_of_month"`
+	MonthOfYear       *string `json:"month_of_year,omitempty"`
+	SchedulerInterval *string `json:"scheduler_interval,omitempty"`
+}
+
 // TemplateConfigurations defines model for TemplateConfigurations.
 type TemplateConfigurations struct {
+	AttachEmptyFiles          *bool `json:"attach_empty_files,omitempty"`
+	AttachmentSettingsEnabled *bool `json:"attachment_settings_enabled,omitempty"`
+	AttachmentType            *bool `json:"attachment_type,omitempty"`
+}
+
+// TemplateConfigurationsWrite defines model for TemplateConfigurationsWrite.
+type TemplateConfigurationsWrite struct {
 	AttachEmptyFiles          *bool `json:"attach_empty_files,omitempty"`
 	AttachmentSettingsEnabled *bool `json:"attachment_settings_enabled,omitempty"`
 	AttachmentType            *bool `json:"attachment_type,omitempty"`
@@ -2259,6 +4268,20 @@ type TemplateModuleConfig struct {
 	ShowSmsRcptMacrosList      bool   `json:"show_sms_rcpt_macros_list"`
 }
 
+// TemplateNewFile A file to add, of a type the module takes (module_configs' file_upload_extension; Orchestration takes PDF, CSV, TXT, PNG, JPG, JPEG, GIF).
+type TemplateNewFile struct {
+	// File The file as a base64 data: URI, at most 5 MiB.
+	File string `json:"file"`
+	Name string `json:"name"`
+}
+
+// TemplateNewImage defines model for TemplateNewImage.
+type TemplateNewImage struct {
+	// File The image as a base64 data: URI, at most 5 MiB.
+	File string `json:"file"`
+	Name string `json:"name"`
+}
+
 // TemplateSMS defines model for TemplateSMS.
 type TemplateSMS struct {
 	Content string `json:"content"`
@@ -2269,6 +4292,9 @@ type TemplateSMS struct {
 	// one-line summary of the run once it has ended, sent once.
 	To []string `json:"to"`
 }
+
+// TimeZone An IANA time zone name.
+type TimeZone string
 
 // User A user (spec 2.1). Never a password.
 type User struct {
@@ -2309,19 +4335,19 @@ type UserCreate struct {
 	City    *string `json:"city,omitempty"`
 	Company *string `json:"company,omitempty"`
 
-	// Container The service's addition: the user's place in the directory, a distinguished name in RFC 4514 syntax (OU=Sales,DC=example,DC=com); empty for none. Set by the move-users management action too (docs/management.md).
+	// Container The service's addition: the user's place in the directory, a distinguished name in RFC 4514 syntax (OU=Sales,DC=example,DC=com); empty for none. The pattern leaves out escapes (\, and hex), which the service takes too. Set by the move-users management action too (docs/management.md).
 	Container *string `json:"container,omitempty"`
 
-	// Country ISO 3166-1 alpha-2 code (stored upper case).
+	// Country ISO 3166-1 alpha-2 code (stored upper case; lower case is taken too); empty for none.
 	Country     *string `json:"country,omitempty"`
 	Department  *string `json:"department,omitempty"`
 	Description *string `json:"description,omitempty"`
 	DisplayName *string `json:"displayName,omitempty"`
 
-	// Email A bare address; unique in the organization, ignoring case.
-	Email string `json:"email"`
+	// Email A bare address (name@domain); unique in the organization, ignoring case.
+	Email openapi_types.Email `json:"email"`
 
-	// EmployeeID Unique in the organization.
+	// EmployeeID Unique in the organization; no spaces at either end.
 	EmployeeID *string           `json:"employeeID,omitempty"`
 	Fax        *string           `json:"fax,omitempty"`
 	FirstName  string            `json:"firstName"`
@@ -2331,15 +4357,15 @@ type UserCreate struct {
 	// IsLicensed The service's addition: whether the user holds a license (see licensing on GET /users).
 	IsLicensed *bool `json:"isLicensed,omitempty"`
 
-	// Language ISO 639-1 code, alone or with an ISO 3166-1 country: en, en-US.
+	// Language ISO 639-1 code, alone or with an ISO 3166-1 country: en, en-US (other cases and en_US are taken too, and stored as en-US); empty for none.
 	Language *string `json:"language,omitempty"`
 	LastName *string `json:"lastName,omitempty"`
 
-	// Manager User id of the direct manager: another user of the organization, not making a cycle.
+	// Manager User id of the direct manager: another user of the organization, not making a cycle; null or empty for none.
 	Manager      *string `json:"manager"`
 	MobileNumber *string `json:"mobileNumber,omitempty"`
 
-	// Password Stored as an argon2id hash; never returned.
+	// Password At least 8 and at most 1024 bytes; stored as an argon2id hash, never returned. Empty or absent: the user has no password.
 	Password        *string `json:"password,omitempty"`
 	PostOfficeBox   *string `json:"postOfficeBox,omitempty"`
 	SeatingLocation *string `json:"seatingLocation,omitempty"`
@@ -2405,19 +4431,19 @@ type UserPatch struct {
 	City    *string `json:"city,omitempty"`
 	Company *string `json:"company,omitempty"`
 
-	// Container The service's addition: the user's place in the directory, a distinguished name in RFC 4514 syntax (OU=Sales,DC=example,DC=com); empty for none. Set by the move-users management action too (docs/management.md).
+	// Container The service's addition: the user's place in the directory, a distinguished name in RFC 4514 syntax (OU=Sales,DC=example,DC=com); empty for none. The pattern leaves out escapes (\, and hex), which the service takes too. Set by the move-users management action too (docs/management.md).
 	Container *string `json:"container,omitempty"`
 
-	// Country ISO 3166-1 alpha-2 code (stored upper case).
+	// Country ISO 3166-1 alpha-2 code (stored upper case; lower case is taken too); empty for none.
 	Country     *string `json:"country,omitempty"`
 	Department  *string `json:"department,omitempty"`
 	Description *string `json:"description,omitempty"`
 	DisplayName *string `json:"displayName,omitempty"`
 
-	// Email A bare address; unique in the organization, ignoring case.
-	Email *string `json:"email,omitempty"`
+	// Email A bare address (name@domain); unique in the organization, ignoring case.
+	Email *openapi_types.Email `json:"email,omitempty"`
 
-	// EmployeeID Unique in the organization.
+	// EmployeeID Unique in the organization; no spaces at either end.
 	EmployeeID *string          `json:"employeeID,omitempty"`
 	Fax        *string          `json:"fax,omitempty"`
 	FirstName  *string          `json:"firstName,omitempty"`
@@ -2427,15 +4453,15 @@ type UserPatch struct {
 	// IsLicensed The service's addition: whether the user holds a license (see licensing on GET /users).
 	IsLicensed *bool `json:"isLicensed,omitempty"`
 
-	// Language ISO 639-1 code, alone or with an ISO 3166-1 country: en, en-US.
+	// Language ISO 639-1 code, alone or with an ISO 3166-1 country: en, en-US (other cases and en_US are taken too, and stored as en-US); empty for none.
 	Language *string `json:"language,omitempty"`
 	LastName *string `json:"lastName,omitempty"`
 
-	// Manager User id of the direct manager: another user of the organization, not making a cycle.
+	// Manager User id of the direct manager: another user of the organization, not making a cycle; null or empty for none.
 	Manager      *string `json:"manager"`
 	MobileNumber *string `json:"mobileNumber,omitempty"`
 
-	// Password Replaces the password; empty removes it. Refused (403) for an administrator; revokes the user's tokens and sign-ins.
+	// Password Replaces the password (at least 8 bytes); empty removes it. Refused (403) for an administrator; revokes the user's tokens and sign-ins.
 	Password        *string `json:"password,omitempty"`
 	PostOfficeBox   *string `json:"postOfficeBox,omitempty"`
 	SeatingLocation *string `json:"seatingLocation,omitempty"`
@@ -2456,76 +4482,29 @@ type UserPatchGender string
 // UserPatchStatus 1 active, 0 inactive.
 type UserPatchStatus int
 
-// UserProfile The writable text fields of a user (spec 2.1). Text fields hold at most 256 characters (description 1024, phone numbers 64).
-type UserProfile struct {
-	City    *string `json:"city,omitempty"`
-	Company *string `json:"company,omitempty"`
-
-	// Container The service's addition: the user's place in the directory, a distinguished name in RFC 4514 syntax (OU=Sales,DC=example,DC=com); empty for none. Set by the move-users management action too (docs/management.md).
-	Container *string `json:"container,omitempty"`
-
-	// Country ISO 3166-1 alpha-2 code (stored upper case).
-	Country     *string `json:"country,omitempty"`
-	Department  *string `json:"department,omitempty"`
-	Description *string `json:"description,omitempty"`
-	DisplayName *string `json:"displayName,omitempty"`
-
-	// Email A bare address; unique in the organization, ignoring case.
-	Email *string `json:"email,omitempty"`
-
-	// EmployeeID Unique in the organization.
-	EmployeeID *string            `json:"employeeID,omitempty"`
-	Fax        *string            `json:"fax,omitempty"`
-	FirstName  *string            `json:"firstName,omitempty"`
-	Gender     *UserProfileGender `json:"gender,omitempty"`
-	HomePhone  *string            `json:"homePhone,omitempty"`
-
-	// IsLicensed The service's addition: whether the user holds a license (see licensing on GET /users).
-	IsLicensed *bool `json:"isLicensed,omitempty"`
-
-	// Language ISO 639-1 code, alone or with an ISO 3166-1 country: en, en-US.
-	Language *string `json:"language,omitempty"`
-	LastName *string `json:"lastName,omitempty"`
-
-	// Manager User id of the direct manager: another user of the organization, not making a cycle.
-	Manager         *string `json:"manager"`
-	MobileNumber    *string `json:"mobileNumber,omitempty"`
-	PostOfficeBox   *string `json:"postOfficeBox,omitempty"`
-	SeatingLocation *string `json:"seatingLocation,omitempty"`
-	StateProvince   *string `json:"stateProvince,omitempty"`
-
-	// Status 1 active, 0 inactive.
-	Status          *UserProfileStatus `json:"status,omitempty"`
-	Street          *string            `json:"street,omitempty"`
-	TelephoneNumber *string            `json:"telephoneNumber,omitempty"`
-	Title           *string            `json:"title,omitempty"`
-	WorkLocation    *string            `json:"workLocation,omitempty"`
-	ZipPostal       *string            `json:"zipPostal,omitempty"`
-}
-
-// UserProfileGender defines model for UserProfile.Gender.
-type UserProfileGender string
-
-// UserProfileStatus 1 active, 0 inactive.
-type UserProfileStatus int
-
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
-// AccountID defines model for accountID.
-type AccountID = string
+// AccountID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type AccountID = ID
 
 // ActionID defines model for actionID.
-type ActionID = string
+type ActionID string
 
-// AuthnFactorConfigID defines model for authnFactorConfigID.
-type AuthnFactorConfigID = string
+// AuthnFactorConfigID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type AuthnFactorConfigID = ID
 
 // BulkIDs defines model for bulkIDs.
 type BulkIDs = string
 
-// CaConfigID defines model for caConfigID.
-type CaConfigID = string
+// CaConfigID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type CaConfigID = ID
 
 // ConfigFamily defines model for configFamily.
 type ConfigFamily string
@@ -2533,29 +4512,42 @@ type ConfigFamily string
 // Cursor defines model for cursor.
 type Cursor = string
 
-// DeviceGroupID defines model for deviceGroupID.
-type DeviceGroupID = string
+// DeleteManagementUploadRowsFilter defines model for deleteManagementUploadRowsFilter.
+type DeleteManagementUploadRowsFilter = string
 
-// DeviceID defines model for deviceID.
-type DeviceID = string
+// DeviceGroupID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type DeviceGroupID = ID
 
-// ExecutionID defines model for executionID.
-type ExecutionID = string
+// DeviceID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type DeviceID = ID
 
-// Fields defines model for fields.
-type Fields = string
+// ExecuteManagementActionFilter defines model for executeManagementActionFilter.
+type ExecuteManagementActionFilter = string
 
-// Filter defines model for filter.
-type Filter = string
+// ExecutionID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type ExecutionID = ID
 
 // From defines model for from.
 type From = int
 
-// GroupID defines model for groupID.
-type GroupID = string
+// GetGroupFields defines model for getGroupFields.
+type GetGroupFields = string
 
-// JobID defines model for jobID.
-type JobID = string
+// GroupID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type GroupID = ID
+
+// JobID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type JobID = ID
 
 // Limit100 defines model for limit100.
 type Limit100 = int
@@ -2563,23 +4555,213 @@ type Limit100 = int
 // Limit200 defines model for limit200.
 type Limit200 = int
 
-// PolicyID defines model for policyID.
-type PolicyID = string
+// ListAccountLinkingHistoryFields defines model for listAccountLinkingHistoryFields.
+type ListAccountLinkingHistoryFields = string
 
-// RunID defines model for runID.
-type RunID = string
+// ListAccountLinkingHistoryFilter defines model for listAccountLinkingHistoryFilter.
+type ListAccountLinkingHistoryFilter = string
 
-// ScheduleID defines model for scheduleID.
-type ScheduleID = string
+// ListAccountLinkingHistorySort defines model for listAccountLinkingHistorySort.
+type ListAccountLinkingHistorySort = string
 
-// Sort defines model for sort.
-type Sort = string
+// ListConditionConfigsFields defines model for listConditionConfigsFields.
+type ListConditionConfigsFields = string
 
-// UploadID defines model for uploadID.
-type UploadID = string
+// ListConditionConfigsFilter defines model for listConditionConfigsFilter.
+type ListConditionConfigsFilter = string
 
-// UserID defines model for userID.
-type UserID = string
+// ListConditionConfigsSort defines model for listConditionConfigsSort.
+type ListConditionConfigsSort = string
+
+// ListDeviceAccountsFields defines model for listDeviceAccountsFields.
+type ListDeviceAccountsFields = string
+
+// ListDeviceAccountsFilter defines model for listDeviceAccountsFilter.
+type ListDeviceAccountsFilter = string
+
+// ListDeviceAccountsSort defines model for listDeviceAccountsSort.
+type ListDeviceAccountsSort = string
+
+// ListDeviceGroupMembersFields defines model for listDeviceGroupMembersFields.
+type ListDeviceGroupMembersFields = string
+
+// ListDeviceGroupMembersFilter defines model for listDeviceGroupMembersFilter.
+type ListDeviceGroupMembersFilter = string
+
+// ListDeviceGroupMembersSort defines model for listDeviceGroupMembersSort.
+type ListDeviceGroupMembersSort = string
+
+// ListDeviceGroupsFields defines model for listDeviceGroupsFields.
+type ListDeviceGroupsFields = string
+
+// ListDeviceGroupsFilter defines model for listDeviceGroupsFilter.
+type ListDeviceGroupsFilter = string
+
+// ListDeviceGroupsSort defines model for listDeviceGroupsSort.
+type ListDeviceGroupsSort = string
+
+// ListDevicesFields defines model for listDevicesFields.
+type ListDevicesFields = string
+
+// ListDevicesFilter defines model for listDevicesFilter.
+type ListDevicesFilter = string
+
+// ListDevicesSort defines model for listDevicesSort.
+type ListDevicesSort = string
+
+// ListGroupMembersFields defines model for listGroupMembersFields.
+type ListGroupMembersFields = string
+
+// ListGroupMembersFilter defines model for listGroupMembersFilter.
+type ListGroupMembersFilter = string
+
+// ListGroupMembersSort defines model for listGroupMembersSort.
+type ListGroupMembersSort = string
+
+// ListGroupsFields defines model for listGroupsFields.
+type ListGroupsFields = string
+
+// ListGroupsFilter defines model for listGroupsFilter.
+type ListGroupsFilter = string
+
+// ListGroupsSort defines model for listGroupsSort.
+type ListGroupsSort = string
+
+// ListJobResultsFields defines model for listJobResultsFields.
+type ListJobResultsFields = string
+
+// ListJobResultsFilter defines model for listJobResultsFilter.
+type ListJobResultsFilter = string
+
+// ListJobsFields defines model for listJobsFields.
+type ListJobsFields = string
+
+// ListJobsFilter defines model for listJobsFilter.
+type ListJobsFilter = string
+
+// ListJobsSort defines model for listJobsSort.
+type ListJobsSort = string
+
+// ListManagementActionDataFilter defines model for listManagementActionDataFilter.
+type ListManagementActionDataFilter = string
+
+// ListManagementActionDataSort defines model for listManagementActionDataSort.
+type ListManagementActionDataSort = string
+
+// ListManagementExecutionResultsFilter defines model for listManagementExecutionResultsFilter.
+type ListManagementExecutionResultsFilter = string
+
+// ListManagementUploadRowsFilter defines model for listManagementUploadRowsFilter.
+type ListManagementUploadRowsFilter = string
+
+// ListNotificationDeliveriesFields defines model for listNotificationDeliveriesFields.
+type ListNotificationDeliveriesFields = string
+
+// ListNotificationDeliveriesFilter defines model for listNotificationDeliveriesFilter.
+type ListNotificationDeliveriesFilter = string
+
+// ListNotificationDeliveriesSort defines model for listNotificationDeliveriesSort.
+type ListNotificationDeliveriesSort = string
+
+// ListNotificationRunsFields defines model for listNotificationRunsFields.
+type ListNotificationRunsFields = string
+
+// ListNotificationRunsFilter defines model for listNotificationRunsFilter.
+type ListNotificationRunsFilter = string
+
+// ListNotificationRunsSort defines model for listNotificationRunsSort.
+type ListNotificationRunsSort = string
+
+// ListNotificationSchedulesFields defines model for listNotificationSchedulesFields.
+type ListNotificationSchedulesFields = string
+
+// ListNotificationSchedulesFilter defines model for listNotificationSchedulesFilter.
+type ListNotificationSchedulesFilter = string
+
+// ListNotificationSchedulesSort defines model for listNotificationSchedulesSort.
+type ListNotificationSchedulesSort = string
+
+// ListNotificationTemplatesFields defines model for listNotificationTemplatesFields.
+type ListNotificationTemplatesFields = string
+
+// ListNotificationTemplatesFilter defines model for listNotificationTemplatesFilter.
+type ListNotificationTemplatesFilter = string
+
+// ListNotificationTemplatesSort defines model for listNotificationTemplatesSort.
+type ListNotificationTemplatesSort = string
+
+// ListOfflineEnrolledUsersFields defines model for listOfflineEnrolledUsersFields.
+type ListOfflineEnrolledUsersFields = string
+
+// ListOfflineEnrolledUsersFilter defines model for listOfflineEnrolledUsersFilter.
+type ListOfflineEnrolledUsersFilter = string
+
+// ListOfflineEnrolledUsersSort defines model for listOfflineEnrolledUsersSort.
+type ListOfflineEnrolledUsersSort = string
+
+// ListPoliciesFields defines model for listPoliciesFields.
+type ListPoliciesFields = string
+
+// ListPoliciesFilter defines model for listPoliciesFilter.
+type ListPoliciesFilter = string
+
+// ListPoliciesSort defines model for listPoliciesSort.
+type ListPoliciesSort = string
+
+// ListPolicyDevicesFields defines model for listPolicyDevicesFields.
+type ListPolicyDevicesFields = string
+
+// ListPolicyDevicesFilter defines model for listPolicyDevicesFilter.
+type ListPolicyDevicesFilter = string
+
+// ListPolicyGroupsFields defines model for listPolicyGroupsFields.
+type ListPolicyGroupsFields = string
+
+// ListPolicyGroupsFilter defines model for listPolicyGroupsFilter.
+type ListPolicyGroupsFilter = string
+
+// ListPolicyUsersFields defines model for listPolicyUsersFields.
+type ListPolicyUsersFields = string
+
+// ListPolicyUsersFilter defines model for listPolicyUsersFilter.
+type ListPolicyUsersFilter = string
+
+// ListUsersFields defines model for listUsersFields.
+type ListUsersFields = string
+
+// ListUsersFilter defines model for listUsersFilter.
+type ListUsersFilter = string
+
+// ListUsersSort defines model for listUsersSort.
+type ListUsersSort = string
+
+// MemberIDs Comma-separated ids (each as ID), spaces around them allowed.
+type MemberIDs = IDList
+
+// PolicyID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type PolicyID = ID
+
+// RunID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type RunID = ID
+
+// ScheduleID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type ScheduleID = ID
+
+// UploadID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type UploadID = ID
+
+// UserID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type UserID = ID
 
 // AccessDenied defines model for AccessDenied.
 type AccessDenied = Error
@@ -2660,34 +4842,37 @@ type ViewColumns struct {
 
 // AgentAuthorizeJSONBody defines parameters for AgentAuthorize.
 type AgentAuthorizeJSONBody struct {
-	Action   string  `json:"action"`
-	Ip       string  `json:"ip"`
-	UserId   *string `json:"user_id,omitempty"`
-	UserName *string `json:"user_name,omitempty"`
+	Action string `json:"action"`
+
+	// Ip An IPv4 address (dotted decimal, no leading zeros) or an IPv6 address (hex groups, :: for zeros), without a zone.
+	Ip       IPAddress `json:"ip"`
+	UserId   *string   `json:"user_id,omitempty"`
+	UserName *string   `json:"user_name,omitempty"`
+	union    json.RawMessage
 }
 
-// UpdateAccountLinkingSettingsJSONBody defines parameters for UpdateAccountLinkingSettings.
-type UpdateAccountLinkingSettingsJSONBody = map[string]interface{}
+// AgentAuthorizeJSONBody0 defines parameters for AgentAuthorize.
+type AgentAuthorizeJSONBody0 = interface{}
 
-// UpdateAccountLinkingSettingsApplicationMergePatchPlusJSONBody defines parameters for UpdateAccountLinkingSettings.
-type UpdateAccountLinkingSettingsApplicationMergePatchPlusJSONBody = map[string]interface{}
+// AgentAuthorizeJSONBody1 defines parameters for AgentAuthorize.
+type AgentAuthorizeJSONBody1 = interface{}
 
 // ListAccountLinkingHistoryParams defines parameters for ListAccountLinkingHistory.
 type ListAccountLinkingHistoryParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListAccountLinkingHistoryFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListAccountLinkingHistorySort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListAccountLinkingHistoryFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // SyncAccountLinksParams defines parameters for SyncAccountLinks.
@@ -2711,43 +4896,46 @@ type SyncAccountLinksParams struct {
 
 // ListDevicesParams defines parameters for ListDevices.
 type ListDevicesParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The next_cursor of the previous page (cursor paging).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListDevicesFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListDevicesSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListDevicesFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // ListDeviceAccountsParams defines parameters for ListDeviceAccounts.
 type ListDeviceAccountsParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListDeviceAccountsFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListDeviceAccountsSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListDeviceAccountsFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // LinkDeviceAccountJSONBody defines parameters for LinkDeviceAccount.
 type LinkDeviceAccountJSONBody struct {
-	IdpUserId       string                                   `json:"idp_user_id"`
+	// IdpUserId An id: a digit string of a positive 64-bit integer (leading zeros
+	// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+	// with 400 (a path id of another organization answers 404).
+	IdpUserId       ID                                       `json:"idp_user_id"`
 	PermissionLevel LinkDeviceAccountJSONBodyPermissionLevel `json:"permission_level"`
 }
 
@@ -2761,50 +4949,50 @@ type UnlinkDeviceAccountJSONBody struct {
 
 // DeleteOfflineEnrolledUsersParams defines parameters for DeleteOfflineEnrolledUsers.
 type DeleteOfflineEnrolledUsersParams struct {
-	// Ids Comma-separated ids, at most 1000.
+	// Ids Comma-separated ids, at most 1000 distinct ones; at least one. An item that is not an id of the organization gets its own 404 in the answer.
 	Ids BulkIDs `form:"ids" json:"ids"`
 }
 
 // ListOfflineEnrolledUsersParams defines parameters for ListOfflineEnrolledUsers.
 type ListOfflineEnrolledUsersParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListOfflineEnrolledUsersFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListOfflineEnrolledUsersSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListOfflineEnrolledUsersFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // DeleteGroupsParams defines parameters for DeleteGroups.
 type DeleteGroupsParams struct {
-	// Ids Comma-separated ids, at most 1000.
+	// Ids Comma-separated ids, at most 1000 distinct ones; at least one. An item that is not an id of the organization gets its own 404 in the answer.
 	Ids BulkIDs `form:"ids" json:"ids"`
 }
 
 // ListGroupsParams defines parameters for ListGroups.
 type ListGroupsParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The next_cursor of the previous page (cursor paging).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListGroupsFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListGroupsSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListGroupsFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // CreateGroupParams defines parameters for CreateGroup.
@@ -2828,89 +5016,89 @@ type CreateGroupParams struct {
 
 // GetGroupParams defines parameters for GetGroup.
 type GetGroupParams struct {
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *GetGroupFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // RemoveGroupMembersParams defines parameters for RemoveGroupMembers.
 type RemoveGroupMembersParams struct {
-	// Ids Comma-separated ids, at most 1000.
-	Ids BulkIDs `form:"ids" json:"ids"`
+	// Ids Comma-separated member ids, at most 1000.
+	Ids MemberIDs `form:"ids" json:"ids"`
 }
 
 // ListGroupMembersParams defines parameters for ListGroupMembers.
 type ListGroupMembersParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The next_cursor of the previous page (cursor paging).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListGroupMembersFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListGroupMembersSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListGroupMembersFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // ListJobsParams defines parameters for ListJobs.
 type ListJobsParams struct {
-	// Limit Page size; default 200, at most 1000.
+	// Limit Page size; default 200. A larger one than 1000 is lowered to 1000.
 	Limit *Limit200 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListJobsFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListJobsSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListJobsFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // ListJobResultsParams defines parameters for ListJobResults.
 type ListJobResultsParams struct {
-	// Limit Page size; default 200, at most 1000.
+	// Limit Page size; default 200. A larger one than 1000 is lowered to 1000.
 	Limit *Limit200 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListJobResultsFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListJobResultsFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // ListManagementActionDataParams defines parameters for ListManagementActionData.
 type ListManagementActionDataParams struct {
-	// Limit Page size; default 200, at most 1000.
+	// Limit Page size; default 200. A larger one than 1000 is lowered to 1000.
 	Limit *Limit200 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListManagementActionDataFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListManagementActionDataSort `form:"sort,omitempty" json:"sort,omitempty"`
 
 	// UploadId The upload whose MAPPED rows are the selection.
-	UploadId *string `form:"upload_id,omitempty" json:"upload_id,omitempty"`
+	UploadId *ID `form:"upload_id,omitempty" json:"upload_id,omitempty"`
 }
 
 // ExecuteManagementActionParams defines parameters for ExecuteManagementAction.
 type ExecuteManagementActionParams struct {
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ExecuteManagementActionFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
 	// IdempotencyKey Makes the request safe to retry (docs/operations.md, "Retrying
 	// job-starting requests"). The first answer to a key is kept 24 hours
@@ -2931,15 +5119,15 @@ type ExecuteManagementActionParams struct {
 
 // ListManagementExecutionResultsParams defines parameters for ListManagementExecutionResults.
 type ListManagementExecutionResultsParams struct {
-	// Limit Page size; default 200, at most 1000.
+	// Limit Page size; default 200. A larger one than 1000 is lowered to 1000.
 	Limit *Limit200 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter  *Filter `form:"filter,omitempty" json:"filter,omitempty"`
-	Attempt *int    `form:"attempt,omitempty" json:"attempt,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter  *ListManagementExecutionResultsFilter `form:"filter,omitempty" json:"filter,omitempty"`
+	Attempt *int                                  `form:"attempt,omitempty" json:"attempt,omitempty"`
 }
 
 // RetryManagementExecutionParams defines parameters for RetryManagementExecution.
@@ -2992,22 +5180,22 @@ type UploadManagementFileMultipartBodyFileEncoding string
 // DeleteManagementUploadRowsParams defines parameters for DeleteManagementUploadRows.
 type DeleteManagementUploadRowsParams struct {
 	// Ids Comma-separated row ids, at most 1000.
-	Ids *string `form:"ids,omitempty" json:"ids,omitempty"`
+	Ids *IDList `form:"ids,omitempty" json:"ids,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *DeleteManagementUploadRowsFilter `form:"filter,omitempty" json:"filter,omitempty"`
 }
 
 // ListManagementUploadRowsParams defines parameters for ListManagementUploadRows.
 type ListManagementUploadRowsParams struct {
-	// Limit Page size; default 200, at most 1000.
+	// Limit Page size; default 200. A larger one than 1000 is lowered to 1000.
 	Limit *Limit200 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListManagementUploadRowsFilter `form:"filter,omitempty" json:"filter,omitempty"`
 }
 
 // PutManagementViewColumnsJSONBody defines parameters for PutManagementViewColumns.
@@ -3015,14 +5203,12 @@ type PutManagementViewColumnsJSONBody = []string
 
 // GetTemplateModuleConfigsParams defines parameters for GetTemplateModuleConfigs.
 type GetTemplateModuleConfigsParams struct {
-	Module *string `form:"module,omitempty" json:"module,omitempty"`
+	// Module The service takes the names in any case too.
+	Module *GetTemplateModuleConfigsParamsModule `form:"module,omitempty" json:"module,omitempty"`
 }
 
-// UpdateAdminSettingsJSONBody defines parameters for UpdateAdminSettings.
-type UpdateAdminSettingsJSONBody = map[string]interface{}
-
-// UpdateAdminSettingsApplicationMergePatchPlusJSONBody defines parameters for UpdateAdminSettings.
-type UpdateAdminSettingsApplicationMergePatchPlusJSONBody = map[string]interface{}
+// GetTemplateModuleConfigsParamsModule defines parameters for GetTemplateModuleConfigs.
+type GetTemplateModuleConfigsParamsModule string
 
 // DownloadAgentParams defines parameters for DownloadAgent.
 type DownloadAgentParams struct {
@@ -3035,159 +5221,157 @@ type DownloadAgentParamsPlatform string
 
 // ListPoliciesParams defines parameters for ListPolicies.
 type ListPoliciesParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListPoliciesFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListPoliciesSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListPoliciesFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // ReorderPoliciesJSONBody defines parameters for ReorderPolicies.
 type ReorderPoliciesJSONBody struct {
-	Ids []string `json:"ids"`
+	Ids []ID `json:"ids"`
 }
-
-// UpdatePolicyJSONBody defines parameters for UpdatePolicy.
-type UpdatePolicyJSONBody = map[string]interface{}
-
-// UpdatePolicyApplicationMergePatchPlusJSONBody defines parameters for UpdatePolicy.
-type UpdatePolicyApplicationMergePatchPlusJSONBody = map[string]interface{}
 
 // ListPolicyDevicesParams defines parameters for ListPolicyDevices.
 type ListPolicyDevicesParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListPolicyDevicesFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListPolicyDevicesFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // ListPolicyGroupsParams defines parameters for ListPolicyGroups.
 type ListPolicyGroupsParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListPolicyGroupsFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListPolicyGroupsFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // ListPolicyUsersParams defines parameters for ListPolicyUsers.
 type ListPolicyUsersParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListPolicyUsersFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListPolicyUsersFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // DeleteConditionConfigsParams defines parameters for DeleteConditionConfigs.
 type DeleteConditionConfigsParams struct {
-	// Ids Comma-separated ids, at most 1000.
+	// Ids Comma-separated ids, at most 1000 distinct ones; at least one. An item that is not an id of the organization gets its own 404 in the answer.
 	Ids BulkIDs `form:"ids" json:"ids"`
 }
 
 // ListConditionConfigsParams defines parameters for ListConditionConfigs.
 type ListConditionConfigsParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListConditionConfigsFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListConditionConfigsSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListConditionConfigsFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // ListDeviceGroupsParams defines parameters for ListDeviceGroups.
 type ListDeviceGroupsParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListDeviceGroupsFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListDeviceGroupsSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListDeviceGroupsFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // UpdateDeviceGroupJSONBody defines parameters for UpdateDeviceGroup.
 type UpdateDeviceGroupJSONBody struct {
 	Description *string `json:"description,omitempty"`
-	Name        *string `json:"name,omitempty"`
+
+	// Name Trimmed of spaces at both ends; not only spaces.
+	Name *string `json:"name,omitempty"`
 }
 
 // UpdateDeviceGroupApplicationMergePatchPlusJSONBody defines parameters for UpdateDeviceGroup.
 type UpdateDeviceGroupApplicationMergePatchPlusJSONBody struct {
 	Description *string `json:"description,omitempty"`
-	Name        *string `json:"name,omitempty"`
+
+	// Name Trimmed of spaces at both ends; not only spaces.
+	Name *string `json:"name,omitempty"`
 }
 
 // RemoveDeviceGroupMembersParams defines parameters for RemoveDeviceGroupMembers.
 type RemoveDeviceGroupMembersParams struct {
-	// Ids Comma-separated ids, at most 1000.
-	Ids BulkIDs `form:"ids" json:"ids"`
+	// Ids Comma-separated member ids, at most 1000.
+	Ids MemberIDs `form:"ids" json:"ids"`
 }
 
 // ListDeviceGroupMembersParams defines parameters for ListDeviceGroupMembers.
 type ListDeviceGroupMembersParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListDeviceGroupMembersFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListDeviceGroupMembersSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListDeviceGroupMembersFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // AddDeviceGroupMembersJSONBody defines parameters for AddDeviceGroupMembers.
 type AddDeviceGroupMembersJSONBody struct {
-	DeviceIds []string `json:"device_ids"`
+	DeviceIds []ID `json:"device_ids"`
 }
 
 // UpdateLogonScriptConfigJSONBody defines parameters for UpdateLogonScriptConfig.
@@ -3216,27 +5400,21 @@ type UpdateLogonScriptConfigApplicationMergePatchPlusJSONBodyForceEnrollment str
 
 // ListNotificationSchedulesParams defines parameters for ListNotificationSchedules.
 type ListNotificationSchedulesParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListNotificationSchedulesFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListNotificationSchedulesSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListNotificationSchedulesFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
-
-// UpdateNotificationScheduleJSONBody defines parameters for UpdateNotificationSchedule.
-type UpdateNotificationScheduleJSONBody = map[string]interface{}
-
-// UpdateNotificationScheduleApplicationMergePatchPlusJSONBody defines parameters for UpdateNotificationSchedule.
-type UpdateNotificationScheduleApplicationMergePatchPlusJSONBody = map[string]interface{}
 
 // RunNotificationScheduleNowParams defines parameters for RunNotificationScheduleNow.
 type RunNotificationScheduleNowParams struct {
@@ -3259,44 +5437,44 @@ type RunNotificationScheduleNowParams struct {
 
 // ListNotificationRunsParams defines parameters for ListNotificationRuns.
 type ListNotificationRunsParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListNotificationRunsFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListNotificationRunsSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListNotificationRunsFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // ListNotificationDeliveriesParams defines parameters for ListNotificationDeliveries.
 type ListNotificationDeliveriesParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListNotificationDeliveriesFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListNotificationDeliveriesSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListNotificationDeliveriesFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // GetEnrollmentSampleCSVParams defines parameters for GetEnrollmentSampleCSV.
 type GetEnrollmentSampleCSVParams struct {
 	// FactorConfigs Comma-separated factor config ids.
-	FactorConfigs string `form:"factor_configs" json:"factor_configs"`
+	FactorConfigs IDList `form:"factor_configs" json:"factor_configs"`
 }
 
 // UploadEnrollmentCSVMultipartBody defines parameters for UploadEnrollmentCSV.
@@ -3304,7 +5482,7 @@ type UploadEnrollmentCSVMultipartBody struct {
 	// ChunkRows Rows per processing step of the job.
 	ChunkRows *int `json:"chunk_rows,omitempty"`
 
-	// FactorConfigs Factor config ids; repeated, comma-separated or a JSON array.
+	// FactorConfigs Factor config ids; repeated, comma-separated or a JSON array (the pattern says comma-separated).
 	FactorConfigs string `json:"factor_configs"`
 
 	// File The CSV file.
@@ -3343,7 +5521,9 @@ type UploadSmartCardsMultipartBody struct {
 	ChunkRows                  *int                                                    `json:"chunk_rows,omitempty"`
 
 	// FactorConfigs Smart card factor config ids (the organization's smart card config when omitted).
-	FactorConfigs           *string            `json:"factor_configs,omitempty"`
+	FactorConfigs *string `json:"factor_configs,omitempty"`
+
+	// File A ZIP archive of certificate files; the example holds one, seeded.user@example.com.pem.
 	File                    openapi_types.File `json:"file"`
 	OverwriteEnrollmentData *bool              `json:"overwrite_enrollment_data,omitempty"`
 }
@@ -3372,20 +5552,20 @@ type UploadSmartCardsMultipartBodyCertificateFilenamePattern string
 
 // ListNotificationTemplatesParams defines parameters for ListNotificationTemplates.
 type ListNotificationTemplatesParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// From Start index (offset paging); default 0.
 	From *From `form:"from,omitempty" json:"from,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListNotificationTemplatesFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListNotificationTemplatesSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListNotificationTemplatesFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // GetNotificationTemplateParams defines parameters for GetNotificationTemplate.
@@ -3396,34 +5576,28 @@ type GetNotificationTemplateParams struct {
 // GetNotificationTemplateParamsInclude defines parameters for GetNotificationTemplate.
 type GetNotificationTemplateParamsInclude string
 
-// UpdateNotificationTemplateJSONBody defines parameters for UpdateNotificationTemplate.
-type UpdateNotificationTemplateJSONBody = map[string]interface{}
-
-// UpdateNotificationTemplateApplicationMergePatchPlusJSONBody defines parameters for UpdateNotificationTemplate.
-type UpdateNotificationTemplateApplicationMergePatchPlusJSONBody = map[string]interface{}
-
 // DeleteUsersParams defines parameters for DeleteUsers.
 type DeleteUsersParams struct {
-	// Ids Comma-separated ids, at most 1000.
+	// Ids Comma-separated ids, at most 1000 distinct ones; at least one. An item that is not an id of the organization gets its own 404 in the answer.
 	Ids BulkIDs `form:"ids" json:"ids"`
 }
 
 // ListUsersParams defines parameters for ListUsers.
 type ListUsersParams struct {
-	// Limit Page size; default 100, at most 1000.
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
 	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The next_cursor of the previous page (cursor paging).
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
-	// Filter SCIM filter expression (RFC 7644 §3.4.2.2), e.g. `module eq "Management" and status eq "COMPLETED"`.
-	Filter *Filter `form:"filter,omitempty" json:"filter,omitempty"`
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListUsersFilter `form:"filter,omitempty" json:"filter,omitempty"`
 
-	// Sort Comma-separated sortable attributes, `-` prefix for descending.
-	Sort *Sort `form:"sort,omitempty" json:"sort,omitempty"`
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListUsersSort `form:"sort,omitempty" json:"sort,omitempty"`
 
-	// Fields Comma-separated attributes to return (`id` always is).
-	Fields *Fields `form:"fields,omitempty" json:"fields,omitempty"`
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListUsersFields `form:"fields,omitempty" json:"fields,omitempty"`
 
 	// Licensing Which users by license; default both.
 	Licensing *ListUsersParamsLicensing `form:"licensing,omitempty" json:"licensing,omitempty"`
@@ -3520,10 +5694,10 @@ type AgentCheckinJSONRequestBody = AgentCheckin
 type AgentRegisterJSONRequestBody = AgentRegistration
 
 // UpdateAccountLinkingSettingsJSONRequestBody defines body for UpdateAccountLinkingSettings for application/json ContentType.
-type UpdateAccountLinkingSettingsJSONRequestBody = UpdateAccountLinkingSettingsJSONBody
+type UpdateAccountLinkingSettingsJSONRequestBody = AccountLinkingSettingsPatch
 
 // UpdateAccountLinkingSettingsApplicationMergePatchPlusJSONRequestBody defines body for UpdateAccountLinkingSettings for application/merge-patch+json ContentType.
-type UpdateAccountLinkingSettingsApplicationMergePatchPlusJSONRequestBody = UpdateAccountLinkingSettingsApplicationMergePatchPlusJSONBody
+type UpdateAccountLinkingSettingsApplicationMergePatchPlusJSONRequestBody = AccountLinkingSettingsPatch
 
 // LinkDeviceAccountJSONRequestBody defines body for LinkDeviceAccount for application/json ContentType.
 type LinkDeviceAccountJSONRequestBody LinkDeviceAccountJSONBody
@@ -3553,13 +5727,13 @@ type UploadManagementFileMultipartRequestBody UploadManagementFileMultipartBody
 type PutManagementViewColumnsJSONRequestBody = PutManagementViewColumnsJSONBody
 
 // UpdateAdminSettingsJSONRequestBody defines body for UpdateAdminSettings for application/json ContentType.
-type UpdateAdminSettingsJSONRequestBody = UpdateAdminSettingsJSONBody
+type UpdateAdminSettingsJSONRequestBody = AdminSettingsPatch
 
 // UpdateAdminSettingsApplicationMergePatchPlusJSONRequestBody defines body for UpdateAdminSettings for application/merge-patch+json ContentType.
-type UpdateAdminSettingsApplicationMergePatchPlusJSONRequestBody = UpdateAdminSettingsApplicationMergePatchPlusJSONBody
+type UpdateAdminSettingsApplicationMergePatchPlusJSONRequestBody = AdminSettingsPatch
 
 // CreateCAConfigMultipartRequestBody defines body for CreateCAConfig for multipart/form-data ContentType.
-type CreateCAConfigMultipartRequestBody = CAConfigForm
+type CreateCAConfigMultipartRequestBody = CAConfigCreateForm
 
 // UpdateCAConfigMultipartRequestBody defines body for UpdateCAConfig for multipart/form-data ContentType.
 type UpdateCAConfigMultipartRequestBody = CAConfigForm
@@ -3574,19 +5748,19 @@ type EvaluateConditionalAccessJSONRequestBody = EvaluateRequest
 type ReorderPoliciesJSONRequestBody ReorderPoliciesJSONBody
 
 // UpdatePolicyJSONRequestBody defines body for UpdatePolicy for application/json ContentType.
-type UpdatePolicyJSONRequestBody = UpdatePolicyJSONBody
+type UpdatePolicyJSONRequestBody = PolicyPatch
 
 // UpdatePolicyApplicationMergePatchPlusJSONRequestBody defines body for UpdatePolicy for application/merge-patch+json ContentType.
-type UpdatePolicyApplicationMergePatchPlusJSONRequestBody = UpdatePolicyApplicationMergePatchPlusJSONBody
+type UpdatePolicyApplicationMergePatchPlusJSONRequestBody = PolicyPatch
 
 // CreateConditionConfigJSONRequestBody defines body for CreateConditionConfig for application/json ContentType.
-type CreateConditionConfigJSONRequestBody = ConditionConfigWrite
+type CreateConditionConfigJSONRequestBody = ConditionConfigCreate
 
 // UpdateConditionConfigJSONRequestBody defines body for UpdateConditionConfig for application/json ContentType.
-type UpdateConditionConfigJSONRequestBody = ConditionConfigWrite
+type UpdateConditionConfigJSONRequestBody = ConditionConfigPatch
 
 // UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody defines body for UpdateConditionConfig for application/merge-patch+json ContentType.
-type UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody = ConditionConfigWrite
+type UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody = ConditionConfigPatch
 
 // CreateDeviceGroupJSONRequestBody defines body for CreateDeviceGroup for application/json ContentType.
 type CreateDeviceGroupJSONRequestBody = DeviceGroupWrite
@@ -3613,10 +5787,10 @@ type ReplaceLogonScriptConfigJSONRequestBody = LogonScriptConfig
 type CreateNotificationScheduleJSONRequestBody = NotificationScheduleWrite
 
 // UpdateNotificationScheduleJSONRequestBody defines body for UpdateNotificationSchedule for application/json ContentType.
-type UpdateNotificationScheduleJSONRequestBody = UpdateNotificationScheduleJSONBody
+type UpdateNotificationScheduleJSONRequestBody = NotificationSchedulePatch
 
 // UpdateNotificationScheduleApplicationMergePatchPlusJSONRequestBody defines body for UpdateNotificationSchedule for application/merge-patch+json ContentType.
-type UpdateNotificationScheduleApplicationMergePatchPlusJSONRequestBody = UpdateNotificationScheduleApplicationMergePatchPlusJSONBody
+type UpdateNotificationScheduleApplicationMergePatchPlusJSONRequestBody = NotificationSchedulePatch
 
 // UploadEnrollmentCSVMultipartRequestBody defines body for UploadEnrollmentCSV for multipart/form-data ContentType.
 type UploadEnrollmentCSVMultipartRequestBody UploadEnrollmentCSVMultipartBody
@@ -3628,10 +5802,10 @@ type UploadSmartCardsMultipartRequestBody UploadSmartCardsMultipartBody
 type CreateNotificationTemplateJSONRequestBody = NotificationTemplateWrite
 
 // UpdateNotificationTemplateJSONRequestBody defines body for UpdateNotificationTemplate for application/json ContentType.
-type UpdateNotificationTemplateJSONRequestBody = UpdateNotificationTemplateJSONBody
+type UpdateNotificationTemplateJSONRequestBody = NotificationTemplatePatch
 
 // UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody defines body for UpdateNotificationTemplate for application/merge-patch+json ContentType.
-type UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody = UpdateNotificationTemplateApplicationMergePatchPlusJSONBody
+type UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody = NotificationTemplatePatch
 
 // CreateUserJSONRequestBody defines body for CreateUser for application/json ContentType.
 type CreateUserJSONRequestBody = UserCreate
@@ -3653,6 +5827,399 @@ type OauthTokenFormdataRequestBody = OAuthTokenRequest
 
 // OauthRevokeTokenFormdataRequestBody defines body for OauthRevokeToken for application/x-www-form-urlencoded ContentType.
 type OauthRevokeTokenFormdataRequestBody OauthRevokeTokenFormdataBody
+
+// AsAccountLinkingSettingsPatch0 returns the union data inside the AccountLinkingSettingsPatch as a AccountLinkingSettingsPatch0
+func (t AccountLinkingSettingsPatch) AsAccountLinkingSettingsPatch0() (AccountLinkingSettingsPatch0, error) {
+	var body AccountLinkingSettingsPatch0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAccountLinkingSettingsPatch0 overwrites any union data inside the AccountLinkingSettingsPatch as the provided AccountLinkingSettingsPatch0
+func (t *AccountLinkingSettingsPatch) FromAccountLinkingSettingsPatch0(v AccountLinkingSettingsPatch0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAccountLinkingSettingsPatch0 performs a merge with any union data inside the AccountLinkingSettingsPatch, using the provided AccountLinkingSettingsPatch0
+func (t *AccountLinkingSettingsPatch) MergeAccountLinkingSettingsPatch0(v AccountLinkingSettingsPatch0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsAccountLinkingSettingsPatch1 returns the union data inside the AccountLinkingSettingsPatch as a AccountLinkingSettingsPatch1
+func (t AccountLinkingSettingsPatch) AsAccountLinkingSettingsPatch1() (AccountLinkingSettingsPatch1, error) {
+	var body AccountLinkingSettingsPatch1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAccountLinkingSettingsPatch1 overwrites any union data inside the AccountLinkingSettingsPatch as the provided AccountLinkingSettingsPatch1
+func (t *AccountLinkingSettingsPatch) FromAccountLinkingSettingsPatch1(v AccountLinkingSettingsPatch1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAccountLinkingSettingsPatch1 performs a merge with any union data inside the AccountLinkingSettingsPatch, using the provided AccountLinkingSettingsPatch1
+func (t *AccountLinkingSettingsPatch) MergeAccountLinkingSettingsPatch1(v AccountLinkingSettingsPatch1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t AccountLinkingSettingsPatch) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.AttributeType != nil {
+		object["attribute_type"], err = json.Marshal(t.AttributeType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'attribute_type': %w", err)
+		}
+	}
+
+	if t.AttributeValue != nil {
+		object["attribute_value"], err = json.Marshal(t.AttributeValue)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'attribute_value': %w", err)
+		}
+	}
+
+	if t.IsEnabled != nil {
+		object["is_enabled"], err = json.Marshal(t.IsEnabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_enabled': %w", err)
+		}
+	}
+
+	if t.LinkRestrictedLocalAccounts != nil {
+		object["link_restricted_local_accounts"], err = json.Marshal(t.LinkRestrictedLocalAccounts)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'link_restricted_local_accounts': %w", err)
+		}
+	}
+
+	if t.OndemandProvisioningSettings != nil {
+		object["ondemand_provisioning_settings"], err = json.Marshal(t.OndemandProvisioningSettings)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ondemand_provisioning_settings': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *AccountLinkingSettingsPatch) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["attribute_type"]; found {
+		err = json.Unmarshal(raw, &t.AttributeType)
+		if err != nil {
+			return fmt.Errorf("error reading 'attribute_type': %w", err)
+		}
+	}
+
+	if raw, found := object["attribute_value"]; found {
+		err = json.Unmarshal(raw, &t.AttributeValue)
+		if err != nil {
+			return fmt.Errorf("error reading 'attribute_value': %w", err)
+		}
+	}
+
+	if raw, found := object["is_enabled"]; found {
+		err = json.Unmarshal(raw, &t.IsEnabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_enabled': %w", err)
+		}
+	}
+
+	if raw, found := object["link_restricted_local_accounts"]; found {
+		err = json.Unmarshal(raw, &t.LinkRestrictedLocalAccounts)
+		if err != nil {
+			return fmt.Errorf("error reading 'link_restricted_local_accounts': %w", err)
+		}
+	}
+
+	if raw, found := object["ondemand_provisioning_settings"]; found {
+		err = json.Unmarshal(raw, &t.OndemandProvisioningSettings)
+		if err != nil {
+			return fmt.Errorf("error reading 'ondemand_provisioning_settings': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0 returns the union data inside the AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration as a AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0
+func (t AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration) AsAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0() (AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0, error) {
+	var body AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0 overwrites any union data inside the AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration as the provided AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0
+func (t *AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration) FromAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0(v AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0 performs a merge with any union data inside the AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration, using the provided AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0
+func (t *AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration) MergeAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0(v AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1 returns the union data inside the AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration as a AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1
+func (t AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration) AsAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1() (AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1, error) {
+	var body AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1 overwrites any union data inside the AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration as the provided AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1
+func (t *AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration) FromAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1(v AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1 performs a merge with any union data inside the AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration, using the provided AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1
+func (t *AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration) MergeAdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1(v AdminSettingsPatchOfflineMfaSettingsOfflineVerificationDuration1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.Unit != nil {
+		object["unit"], err = json.Marshal(t.Unit)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'unit': %w", err)
+		}
+	}
+
+	if t.Value != nil {
+		object["value"], err = json.Marshal(t.Value)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'value': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *AdminSettingsPatch_OfflineMfaSettings_OfflineVerificationDuration) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["unit"]; found {
+		err = json.Unmarshal(raw, &t.Unit)
+		if err != nil {
+			return fmt.Errorf("error reading 'unit': %w", err)
+		}
+	}
+
+	if raw, found := object["value"]; found {
+		err = json.Unmarshal(raw, &t.Value)
+		if err != nil {
+			return fmt.Errorf("error reading 'value': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsAgentRegistration0 returns the union data inside the AgentRegistration as a AgentRegistration0
+func (t AgentRegistration) AsAgentRegistration0() (AgentRegistration0, error) {
+	var body AgentRegistration0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAgentRegistration0 overwrites any union data inside the AgentRegistration as the provided AgentRegistration0
+func (t *AgentRegistration) FromAgentRegistration0(v AgentRegistration0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAgentRegistration0 performs a merge with any union data inside the AgentRegistration, using the provided AgentRegistration0
+func (t *AgentRegistration) MergeAgentRegistration0(v AgentRegistration0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsAgentRegistration1 returns the union data inside the AgentRegistration as a AgentRegistration1
+func (t AgentRegistration) AsAgentRegistration1() (AgentRegistration1, error) {
+	var body AgentRegistration1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAgentRegistration1 overwrites any union data inside the AgentRegistration as the provided AgentRegistration1
+func (t *AgentRegistration) FromAgentRegistration1(v AgentRegistration1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAgentRegistration1 performs a merge with any union data inside the AgentRegistration, using the provided AgentRegistration1
+func (t *AgentRegistration) MergeAgentRegistration1(v AgentRegistration1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t AgentRegistration) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	object["agent_type"], err = json.Marshal(t.AgentType)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'agent_type': %w", err)
+	}
+
+	object["facts"], err = json.Marshal(t.Facts)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'facts': %w", err)
+	}
+
+	object["installation_key"], err = json.Marshal(t.InstallationKey)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'installation_key': %w", err)
+	}
+
+	object["platform"], err = json.Marshal(t.Platform)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'platform': %w", err)
+	}
+
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *AgentRegistration) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["agent_type"]; found {
+		err = json.Unmarshal(raw, &t.AgentType)
+		if err != nil {
+			return fmt.Errorf("error reading 'agent_type': %w", err)
+		}
+	}
+
+	if raw, found := object["facts"]; found {
+		err = json.Unmarshal(raw, &t.Facts)
+		if err != nil {
+			return fmt.Errorf("error reading 'facts': %w", err)
+		}
+	}
+
+	if raw, found := object["installation_key"]; found {
+		err = json.Unmarshal(raw, &t.InstallationKey)
+		if err != nil {
+			return fmt.Errorf("error reading 'installation_key': %w", err)
+		}
+	}
+
+	if raw, found := object["platform"]; found {
+		err = json.Unmarshal(raw, &t.Platform)
+		if err != nil {
+			return fmt.Errorf("error reading 'platform': %w", err)
+		}
+	}
+
+	return err
+}
 
 // AsBusinessHoursConfig returns the union data inside the ConditionConfig as a BusinessHoursConfig
 func (t ConditionConfig) AsBusinessHoursConfig() (BusinessHoursConfig, error) {
@@ -3742,22 +6309,22 @@ func (t *ConditionConfig) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// AsExecuteRequestUploadId0 returns the union data inside the ExecuteRequest_UploadId as a ExecuteRequestUploadId0
-func (t ExecuteRequest_UploadId) AsExecuteRequestUploadId0() (ExecuteRequestUploadId0, error) {
-	var body ExecuteRequestUploadId0
+// AsBusinessHoursConfigWrite returns the union data inside the ConditionConfigCreate as a BusinessHoursConfigWrite
+func (t ConditionConfigCreate) AsBusinessHoursConfigWrite() (BusinessHoursConfigWrite, error) {
+	var body BusinessHoursConfigWrite
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromExecuteRequestUploadId0 overwrites any union data inside the ExecuteRequest_UploadId as the provided ExecuteRequestUploadId0
-func (t *ExecuteRequest_UploadId) FromExecuteRequestUploadId0(v ExecuteRequestUploadId0) error {
+// FromBusinessHoursConfigWrite overwrites any union data inside the ConditionConfigCreate as the provided BusinessHoursConfigWrite
+func (t *ConditionConfigCreate) FromBusinessHoursConfigWrite(v BusinessHoursConfigWrite) error {
 	b, err := json.Marshal(v)
 	t.union = b
 	return err
 }
 
-// MergeExecuteRequestUploadId0 performs a merge with any union data inside the ExecuteRequest_UploadId, using the provided ExecuteRequestUploadId0
-func (t *ExecuteRequest_UploadId) MergeExecuteRequestUploadId0(v ExecuteRequestUploadId0) error {
+// MergeBusinessHoursConfigWrite performs a merge with any union data inside the ConditionConfigCreate, using the provided BusinessHoursConfigWrite
+func (t *ConditionConfigCreate) MergeBusinessHoursConfigWrite(v BusinessHoursConfigWrite) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -3768,22 +6335,22 @@ func (t *ExecuteRequest_UploadId) MergeExecuteRequestUploadId0(v ExecuteRequestU
 	return err
 }
 
-// AsExecuteRequestUploadId1 returns the union data inside the ExecuteRequest_UploadId as a ExecuteRequestUploadId1
-func (t ExecuteRequest_UploadId) AsExecuteRequestUploadId1() (ExecuteRequestUploadId1, error) {
-	var body ExecuteRequestUploadId1
+// AsGeolocationsConfigWrite returns the union data inside the ConditionConfigCreate as a GeolocationsConfigWrite
+func (t ConditionConfigCreate) AsGeolocationsConfigWrite() (GeolocationsConfigWrite, error) {
+	var body GeolocationsConfigWrite
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromExecuteRequestUploadId1 overwrites any union data inside the ExecuteRequest_UploadId as the provided ExecuteRequestUploadId1
-func (t *ExecuteRequest_UploadId) FromExecuteRequestUploadId1(v ExecuteRequestUploadId1) error {
+// FromGeolocationsConfigWrite overwrites any union data inside the ConditionConfigCreate as the provided GeolocationsConfigWrite
+func (t *ConditionConfigCreate) FromGeolocationsConfigWrite(v GeolocationsConfigWrite) error {
 	b, err := json.Marshal(v)
 	t.union = b
 	return err
 }
 
-// MergeExecuteRequestUploadId1 performs a merge with any union data inside the ExecuteRequest_UploadId, using the provided ExecuteRequestUploadId1
-func (t *ExecuteRequest_UploadId) MergeExecuteRequestUploadId1(v ExecuteRequestUploadId1) error {
+// MergeGeolocationsConfigWrite performs a merge with any union data inside the ConditionConfigCreate, using the provided GeolocationsConfigWrite
+func (t *ConditionConfigCreate) MergeGeolocationsConfigWrite(v GeolocationsConfigWrite) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -3794,13 +6361,2803 @@ func (t *ExecuteRequest_UploadId) MergeExecuteRequestUploadId1(v ExecuteRequestU
 	return err
 }
 
-func (t ExecuteRequest_UploadId) MarshalJSON() ([]byte, error) {
+// AsIPSourcesConfigWrite returns the union data inside the ConditionConfigCreate as a IPSourcesConfigWrite
+func (t ConditionConfigCreate) AsIPSourcesConfigWrite() (IPSourcesConfigWrite, error) {
+	var body IPSourcesConfigWrite
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromIPSourcesConfigWrite overwrites any union data inside the ConditionConfigCreate as the provided IPSourcesConfigWrite
+func (t *ConditionConfigCreate) FromIPSourcesConfigWrite(v IPSourcesConfigWrite) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeIPSourcesConfigWrite performs a merge with any union data inside the ConditionConfigCreate, using the provided IPSourcesConfigWrite
+func (t *ConditionConfigCreate) MergeIPSourcesConfigWrite(v IPSourcesConfigWrite) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ConditionConfigCreate) MarshalJSON() ([]byte, error) {
 	b, err := t.union.MarshalJSON()
 	return b, err
 }
 
-func (t *ExecuteRequest_UploadId) UnmarshalJSON(b []byte) error {
+func (t *ConditionConfigCreate) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsConditionConfigPatch0 returns the union data inside the ConditionConfigPatch as a ConditionConfigPatch0
+func (t ConditionConfigPatch) AsConditionConfigPatch0() (ConditionConfigPatch0, error) {
+	var body ConditionConfigPatch0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromConditionConfigPatch0 overwrites any union data inside the ConditionConfigPatch as the provided ConditionConfigPatch0
+func (t *ConditionConfigPatch) FromConditionConfigPatch0(v ConditionConfigPatch0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeConditionConfigPatch0 performs a merge with any union data inside the ConditionConfigPatch, using the provided ConditionConfigPatch0
+func (t *ConditionConfigPatch) MergeConditionConfigPatch0(v ConditionConfigPatch0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsConditionConfigPatch1 returns the union data inside the ConditionConfigPatch as a ConditionConfigPatch1
+func (t ConditionConfigPatch) AsConditionConfigPatch1() (ConditionConfigPatch1, error) {
+	var body ConditionConfigPatch1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromConditionConfigPatch1 overwrites any union data inside the ConditionConfigPatch as the provided ConditionConfigPatch1
+func (t *ConditionConfigPatch) FromConditionConfigPatch1(v ConditionConfigPatch1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeConditionConfigPatch1 performs a merge with any union data inside the ConditionConfigPatch, using the provided ConditionConfigPatch1
+func (t *ConditionConfigPatch) MergeConditionConfigPatch1(v ConditionConfigPatch1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsConditionConfigPatch2 returns the union data inside the ConditionConfigPatch as a ConditionConfigPatch2
+func (t ConditionConfigPatch) AsConditionConfigPatch2() (ConditionConfigPatch2, error) {
+	var body ConditionConfigPatch2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromConditionConfigPatch2 overwrites any union data inside the ConditionConfigPatch as the provided ConditionConfigPatch2
+func (t *ConditionConfigPatch) FromConditionConfigPatch2(v ConditionConfigPatch2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeConditionConfigPatch2 performs a merge with any union data inside the ConditionConfigPatch, using the provided ConditionConfigPatch2
+func (t *ConditionConfigPatch) MergeConditionConfigPatch2(v ConditionConfigPatch2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ConditionConfigPatch) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ConditionConfigPatch) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsExecuteRequest0 returns the union data inside the ExecuteRequest as a ExecuteRequest0
+func (t ExecuteRequest) AsExecuteRequest0() (ExecuteRequest0, error) {
+	var body ExecuteRequest0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExecuteRequest0 overwrites any union data inside the ExecuteRequest as the provided ExecuteRequest0
+func (t *ExecuteRequest) FromExecuteRequest0(v ExecuteRequest0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeExecuteRequest0 performs a merge with any union data inside the ExecuteRequest, using the provided ExecuteRequest0
+func (t *ExecuteRequest) MergeExecuteRequest0(v ExecuteRequest0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExecuteRequest1 returns the union data inside the ExecuteRequest as a ExecuteRequest1
+func (t ExecuteRequest) AsExecuteRequest1() (ExecuteRequest1, error) {
+	var body ExecuteRequest1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExecuteRequest1 overwrites any union data inside the ExecuteRequest as the provided ExecuteRequest1
+func (t *ExecuteRequest) FromExecuteRequest1(v ExecuteRequest1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeExecuteRequest1 performs a merge with any union data inside the ExecuteRequest, using the provided ExecuteRequest1
+func (t *ExecuteRequest) MergeExecuteRequest1(v ExecuteRequest1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExecuteRequest2 returns the union data inside the ExecuteRequest as a ExecuteRequest2
+func (t ExecuteRequest) AsExecuteRequest2() (ExecuteRequest2, error) {
+	var body ExecuteRequest2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExecuteRequest2 overwrites any union data inside the ExecuteRequest as the provided ExecuteRequest2
+func (t *ExecuteRequest) FromExecuteRequest2(v ExecuteRequest2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeExecuteRequest2 performs a merge with any union data inside the ExecuteRequest, using the provided ExecuteRequest2
+func (t *ExecuteRequest) MergeExecuteRequest2(v ExecuteRequest2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExecuteRequest3 returns the union data inside the ExecuteRequest as a ExecuteRequest3
+func (t ExecuteRequest) AsExecuteRequest3() (ExecuteRequest3, error) {
+	var body ExecuteRequest3
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExecuteRequest3 overwrites any union data inside the ExecuteRequest as the provided ExecuteRequest3
+func (t *ExecuteRequest) FromExecuteRequest3(v ExecuteRequest3) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeExecuteRequest3 performs a merge with any union data inside the ExecuteRequest, using the provided ExecuteRequest3
+func (t *ExecuteRequest) MergeExecuteRequest3(v ExecuteRequest3) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ExecuteRequest) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.Filter != nil {
+		object["filter"], err = json.Marshal(t.Filter)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'filter': %w", err)
+		}
+	}
+
+	if t.TargetContainer != nil {
+		object["target_container"], err = json.Marshal(t.TargetContainer)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'target_container': %w", err)
+		}
+	}
+
+	if t.UploadId != nil {
+		object["upload_id"], err = json.Marshal(t.UploadId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'upload_id': %w", err)
+		}
+	}
+
+	if t.UserIds != nil {
+		object["user_ids"], err = json.Marshal(t.UserIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'user_ids': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *ExecuteRequest) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["filter"]; found {
+		err = json.Unmarshal(raw, &t.Filter)
+		if err != nil {
+			return fmt.Errorf("error reading 'filter': %w", err)
+		}
+	}
+
+	if raw, found := object["target_container"]; found {
+		err = json.Unmarshal(raw, &t.TargetContainer)
+		if err != nil {
+			return fmt.Errorf("error reading 'target_container': %w", err)
+		}
+	}
+
+	if raw, found := object["upload_id"]; found {
+		err = json.Unmarshal(raw, &t.UploadId)
+		if err != nil {
+			return fmt.Errorf("error reading 'upload_id': %w", err)
+		}
+	}
+
+	if raw, found := object["user_ids"]; found {
+		err = json.Unmarshal(raw, &t.UserIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'user_ids': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsGeolocationsConfigWrite0 returns the union data inside the GeolocationsConfigWrite as a GeolocationsConfigWrite0
+func (t GeolocationsConfigWrite) AsGeolocationsConfigWrite0() (GeolocationsConfigWrite0, error) {
+	var body GeolocationsConfigWrite0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGeolocationsConfigWrite0 overwrites any union data inside the GeolocationsConfigWrite as the provided GeolocationsConfigWrite0
+func (t *GeolocationsConfigWrite) FromGeolocationsConfigWrite0(v GeolocationsConfigWrite0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGeolocationsConfigWrite0 performs a merge with any union data inside the GeolocationsConfigWrite, using the provided GeolocationsConfigWrite0
+func (t *GeolocationsConfigWrite) MergeGeolocationsConfigWrite0(v GeolocationsConfigWrite0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsGeolocationsConfigWrite1 returns the union data inside the GeolocationsConfigWrite as a GeolocationsConfigWrite1
+func (t GeolocationsConfigWrite) AsGeolocationsConfigWrite1() (GeolocationsConfigWrite1, error) {
+	var body GeolocationsConfigWrite1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGeolocationsConfigWrite1 overwrites any union data inside the GeolocationsConfigWrite as the provided GeolocationsConfigWrite1
+func (t *GeolocationsConfigWrite) FromGeolocationsConfigWrite1(v GeolocationsConfigWrite1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGeolocationsConfigWrite1 performs a merge with any union data inside the GeolocationsConfigWrite, using the provided GeolocationsConfigWrite1
+func (t *GeolocationsConfigWrite) MergeGeolocationsConfigWrite1(v GeolocationsConfigWrite1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t GeolocationsConfigWrite) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.Countries != nil {
+		object["countries"], err = json.Marshal(t.Countries)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'countries': %w", err)
+		}
+	}
+
+	object["display_name"], err = json.Marshal(t.DisplayName)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'display_name': %w", err)
+	}
+
+	if t.IsUnknownIpLocationsIncluded != nil {
+		object["is_unknown_ip_locations_included"], err = json.Marshal(t.IsUnknownIpLocationsIncluded)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_unknown_ip_locations_included': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *GeolocationsConfigWrite) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["countries"]; found {
+		err = json.Unmarshal(raw, &t.Countries)
+		if err != nil {
+			return fmt.Errorf("error reading 'countries': %w", err)
+		}
+	}
+
+	if raw, found := object["display_name"]; found {
+		err = json.Unmarshal(raw, &t.DisplayName)
+		if err != nil {
+			return fmt.Errorf("error reading 'display_name': %w", err)
+		}
+	}
+
+	if raw, found := object["is_unknown_ip_locations_included"]; found {
+		err = json.Unmarshal(raw, &t.IsUnknownIpLocationsIncluded)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_unknown_ip_locations_included': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsGroupCreate0 returns the union data inside the GroupCreate as a GroupCreate0
+func (t GroupCreate) AsGroupCreate0() (GroupCreate0, error) {
+	var body GroupCreate0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGroupCreate0 overwrites any union data inside the GroupCreate as the provided GroupCreate0
+func (t *GroupCreate) FromGroupCreate0(v GroupCreate0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGroupCreate0 performs a merge with any union data inside the GroupCreate, using the provided GroupCreate0
+func (t *GroupCreate) MergeGroupCreate0(v GroupCreate0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsGroupCreate1 returns the union data inside the GroupCreate as a GroupCreate1
+func (t GroupCreate) AsGroupCreate1() (GroupCreate1, error) {
+	var body GroupCreate1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGroupCreate1 overwrites any union data inside the GroupCreate as the provided GroupCreate1
+func (t *GroupCreate) FromGroupCreate1(v GroupCreate1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGroupCreate1 performs a merge with any union data inside the GroupCreate, using the provided GroupCreate1
+func (t *GroupCreate) MergeGroupCreate1(v GroupCreate1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t GroupCreate) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.Description != nil {
+		object["description"], err = json.Marshal(t.Description)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'description': %w", err)
+		}
+	}
+
+	if t.IsDynamic != nil {
+		object["is_dynamic"], err = json.Marshal(t.IsDynamic)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_dynamic': %w", err)
+		}
+	}
+
+	if t.Members != nil {
+		object["members"], err = json.Marshal(t.Members)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'members': %w", err)
+		}
+	}
+
+	if t.MembershipRule != nil {
+		object["membership_rule"], err = json.Marshal(t.MembershipRule)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'membership_rule': %w", err)
+		}
+	}
+
+	object["name"], err = json.Marshal(t.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *GroupCreate) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["description"]; found {
+		err = json.Unmarshal(raw, &t.Description)
+		if err != nil {
+			return fmt.Errorf("error reading 'description': %w", err)
+		}
+	}
+
+	if raw, found := object["is_dynamic"]; found {
+		err = json.Unmarshal(raw, &t.IsDynamic)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_dynamic': %w", err)
+		}
+	}
+
+	if raw, found := object["members"]; found {
+		err = json.Unmarshal(raw, &t.Members)
+		if err != nil {
+			return fmt.Errorf("error reading 'members': %w", err)
+		}
+	}
+
+	if raw, found := object["membership_rule"]; found {
+		err = json.Unmarshal(raw, &t.MembershipRule)
+		if err != nil {
+			return fmt.Errorf("error reading 'membership_rule': %w", err)
+		}
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &t.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsIPSourcesConfigWrite0 returns the union data inside the IPSourcesConfigWrite as a IPSourcesConfigWrite0
+func (t IPSourcesConfigWrite) AsIPSourcesConfigWrite0() (IPSourcesConfigWrite0, error) {
+	var body IPSourcesConfigWrite0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromIPSourcesConfigWrite0 overwrites any union data inside the IPSourcesConfigWrite as the provided IPSourcesConfigWrite0
+func (t *IPSourcesConfigWrite) FromIPSourcesConfigWrite0(v IPSourcesConfigWrite0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeIPSourcesConfigWrite0 performs a merge with any union data inside the IPSourcesConfigWrite, using the provided IPSourcesConfigWrite0
+func (t *IPSourcesConfigWrite) MergeIPSourcesConfigWrite0(v IPSourcesConfigWrite0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsIPSourcesConfigWrite1 returns the union data inside the IPSourcesConfigWrite as a IPSourcesConfigWrite1
+func (t IPSourcesConfigWrite) AsIPSourcesConfigWrite1() (IPSourcesConfigWrite1, error) {
+	var body IPSourcesConfigWrite1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromIPSourcesConfigWrite1 overwrites any union data inside the IPSourcesConfigWrite as the provided IPSourcesConfigWrite1
+func (t *IPSourcesConfigWrite) FromIPSourcesConfigWrite1(v IPSourcesConfigWrite1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeIPSourcesConfigWrite1 performs a merge with any union data inside the IPSourcesConfigWrite, using the provided IPSourcesConfigWrite1
+func (t *IPSourcesConfigWrite) MergeIPSourcesConfigWrite1(v IPSourcesConfigWrite1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t IPSourcesConfigWrite) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	object["display_name"], err = json.Marshal(t.DisplayName)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'display_name': %w", err)
+	}
+
+	if t.IpAddressRanges != nil {
+		object["ip_address_ranges"], err = json.Marshal(t.IpAddressRanges)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ip_address_ranges': %w", err)
+		}
+	}
+
+	if t.IpAddresses != nil {
+		object["ip_addresses"], err = json.Marshal(t.IpAddresses)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'ip_addresses': %w", err)
+		}
+	}
+
+	if t.IsTrustedSource != nil {
+		object["is_trusted_source"], err = json.Marshal(t.IsTrustedSource)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_trusted_source': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *IPSourcesConfigWrite) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["display_name"]; found {
+		err = json.Unmarshal(raw, &t.DisplayName)
+		if err != nil {
+			return fmt.Errorf("error reading 'display_name': %w", err)
+		}
+	}
+
+	if raw, found := object["ip_address_ranges"]; found {
+		err = json.Unmarshal(raw, &t.IpAddressRanges)
+		if err != nil {
+			return fmt.Errorf("error reading 'ip_address_ranges': %w", err)
+		}
+	}
+
+	if raw, found := object["ip_addresses"]; found {
+		err = json.Unmarshal(raw, &t.IpAddresses)
+		if err != nil {
+			return fmt.Errorf("error reading 'ip_addresses': %w", err)
+		}
+	}
+
+	if raw, found := object["is_trusted_source"]; found {
+		err = json.Unmarshal(raw, &t.IsTrustedSource)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_trusted_source': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsTemplateNewFile returns the union data inside the NotificationTemplatePatch_Mail_Attachments_Item as a TemplateNewFile
+func (t NotificationTemplatePatch_Mail_Attachments_Item) AsTemplateNewFile() (TemplateNewFile, error) {
+	var body TemplateNewFile
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTemplateNewFile overwrites any union data inside the NotificationTemplatePatch_Mail_Attachments_Item as the provided TemplateNewFile
+func (t *NotificationTemplatePatch_Mail_Attachments_Item) FromTemplateNewFile(v TemplateNewFile) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTemplateNewFile performs a merge with any union data inside the NotificationTemplatePatch_Mail_Attachments_Item, using the provided TemplateNewFile
+func (t *NotificationTemplatePatch_Mail_Attachments_Item) MergeTemplateNewFile(v TemplateNewFile) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNotificationTemplatePatchMailAttachments1 returns the union data inside the NotificationTemplatePatch_Mail_Attachments_Item as a NotificationTemplatePatchMailAttachments1
+func (t NotificationTemplatePatch_Mail_Attachments_Item) AsNotificationTemplatePatchMailAttachments1() (NotificationTemplatePatchMailAttachments1, error) {
+	var body NotificationTemplatePatchMailAttachments1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNotificationTemplatePatchMailAttachments1 overwrites any union data inside the NotificationTemplatePatch_Mail_Attachments_Item as the provided NotificationTemplatePatchMailAttachments1
+func (t *NotificationTemplatePatch_Mail_Attachments_Item) FromNotificationTemplatePatchMailAttachments1(v NotificationTemplatePatchMailAttachments1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNotificationTemplatePatchMailAttachments1 performs a merge with any union data inside the NotificationTemplatePatch_Mail_Attachments_Item, using the provided NotificationTemplatePatchMailAttachments1
+func (t *NotificationTemplatePatch_Mail_Attachments_Item) MergeNotificationTemplatePatchMailAttachments1(v NotificationTemplatePatchMailAttachments1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t NotificationTemplatePatch_Mail_Attachments_Item) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *NotificationTemplatePatch_Mail_Attachments_Item) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsNotificationTemplateWrite0 returns the union data inside the NotificationTemplateWrite as a NotificationTemplateWrite0
+func (t NotificationTemplateWrite) AsNotificationTemplateWrite0() (NotificationTemplateWrite0, error) {
+	var body NotificationTemplateWrite0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNotificationTemplateWrite0 overwrites any union data inside the NotificationTemplateWrite as the provided NotificationTemplateWrite0
+func (t *NotificationTemplateWrite) FromNotificationTemplateWrite0(v NotificationTemplateWrite0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNotificationTemplateWrite0 performs a merge with any union data inside the NotificationTemplateWrite, using the provided NotificationTemplateWrite0
+func (t *NotificationTemplateWrite) MergeNotificationTemplateWrite0(v NotificationTemplateWrite0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNotificationTemplateWrite1 returns the union data inside the NotificationTemplateWrite as a NotificationTemplateWrite1
+func (t NotificationTemplateWrite) AsNotificationTemplateWrite1() (NotificationTemplateWrite1, error) {
+	var body NotificationTemplateWrite1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNotificationTemplateWrite1 overwrites any union data inside the NotificationTemplateWrite as the provided NotificationTemplateWrite1
+func (t *NotificationTemplateWrite) FromNotificationTemplateWrite1(v NotificationTemplateWrite1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNotificationTemplateWrite1 performs a merge with any union data inside the NotificationTemplateWrite, using the provided NotificationTemplateWrite1
+func (t *NotificationTemplateWrite) MergeNotificationTemplateWrite1(v NotificationTemplateWrite1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t NotificationTemplateWrite) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.Configurations != nil {
+		object["configurations"], err = json.Marshal(t.Configurations)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'configurations': %w", err)
+		}
+	}
+
+	if t.Description != nil {
+		object["description"], err = json.Marshal(t.Description)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'description': %w", err)
+		}
+	}
+
+	if t.IsDefault != nil {
+		object["is_default"], err = json.Marshal(t.IsDefault)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_default': %w", err)
+		}
+	}
+
+	if t.Mail != nil {
+		object["mail"], err = json.Marshal(t.Mail)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'mail': %w", err)
+		}
+	}
+
+	object["module"], err = json.Marshal(t.Module)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'module': %w", err)
+	}
+
+	object["name"], err = json.Marshal(t.Name)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'name': %w", err)
+	}
+
+	if t.ShareType != nil {
+		object["share_type"], err = json.Marshal(t.ShareType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'share_type': %w", err)
+		}
+	}
+
+	if t.Sms != nil {
+		object["sms"], err = json.Marshal(t.Sms)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sms': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *NotificationTemplateWrite) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["configurations"]; found {
+		err = json.Unmarshal(raw, &t.Configurations)
+		if err != nil {
+			return fmt.Errorf("error reading 'configurations': %w", err)
+		}
+	}
+
+	if raw, found := object["description"]; found {
+		err = json.Unmarshal(raw, &t.Description)
+		if err != nil {
+			return fmt.Errorf("error reading 'description': %w", err)
+		}
+	}
+
+	if raw, found := object["is_default"]; found {
+		err = json.Unmarshal(raw, &t.IsDefault)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_default': %w", err)
+		}
+	}
+
+	if raw, found := object["mail"]; found {
+		err = json.Unmarshal(raw, &t.Mail)
+		if err != nil {
+			return fmt.Errorf("error reading 'mail': %w", err)
+		}
+	}
+
+	if raw, found := object["module"]; found {
+		err = json.Unmarshal(raw, &t.Module)
+		if err != nil {
+			return fmt.Errorf("error reading 'module': %w", err)
+		}
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &t.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+	}
+
+	if raw, found := object["share_type"]; found {
+		err = json.Unmarshal(raw, &t.ShareType)
+		if err != nil {
+			return fmt.Errorf("error reading 'share_type': %w", err)
+		}
+	}
+
+	if raw, found := object["sms"]; found {
+		err = json.Unmarshal(raw, &t.Sms)
+		if err != nil {
+			return fmt.Errorf("error reading 'sms': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsOAuthTokenRequest0 returns the union data inside the OAuthTokenRequest as a OAuthTokenRequest0
+func (t OAuthTokenRequest) AsOAuthTokenRequest0() (OAuthTokenRequest0, error) {
+	var body OAuthTokenRequest0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOAuthTokenRequest0 overwrites any union data inside the OAuthTokenRequest as the provided OAuthTokenRequest0
+func (t *OAuthTokenRequest) FromOAuthTokenRequest0(v OAuthTokenRequest0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOAuthTokenRequest0 performs a merge with any union data inside the OAuthTokenRequest, using the provided OAuthTokenRequest0
+func (t *OAuthTokenRequest) MergeOAuthTokenRequest0(v OAuthTokenRequest0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOAuthTokenRequest1 returns the union data inside the OAuthTokenRequest as a OAuthTokenRequest1
+func (t OAuthTokenRequest) AsOAuthTokenRequest1() (OAuthTokenRequest1, error) {
+	var body OAuthTokenRequest1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOAuthTokenRequest1 overwrites any union data inside the OAuthTokenRequest as the provided OAuthTokenRequest1
+func (t *OAuthTokenRequest) FromOAuthTokenRequest1(v OAuthTokenRequest1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOAuthTokenRequest1 performs a merge with any union data inside the OAuthTokenRequest, using the provided OAuthTokenRequest1
+func (t *OAuthTokenRequest) MergeOAuthTokenRequest1(v OAuthTokenRequest1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t OAuthTokenRequest) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	object["client_id"], err = json.Marshal(t.ClientId)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'client_id': %w", err)
+	}
+
+	object["client_secret"], err = json.Marshal(t.ClientSecret)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'client_secret': %w", err)
+	}
+
+	if t.Code != nil {
+		object["code"], err = json.Marshal(t.Code)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'code': %w", err)
+		}
+	}
+
+	if t.CodeVerifier != nil {
+		object["code_verifier"], err = json.Marshal(t.CodeVerifier)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'code_verifier': %w", err)
+		}
+	}
+
+	object["grant_type"], err = json.Marshal(t.GrantType)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'grant_type': %w", err)
+	}
+
+	if t.RedirectUri != nil {
+		object["redirect_uri"], err = json.Marshal(t.RedirectUri)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'redirect_uri': %w", err)
+		}
+	}
+
+	if t.RefreshToken != nil {
+		object["refresh_token"], err = json.Marshal(t.RefreshToken)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'refresh_token': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *OAuthTokenRequest) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["client_id"]; found {
+		err = json.Unmarshal(raw, &t.ClientId)
+		if err != nil {
+			return fmt.Errorf("error reading 'client_id': %w", err)
+		}
+	}
+
+	if raw, found := object["client_secret"]; found {
+		err = json.Unmarshal(raw, &t.ClientSecret)
+		if err != nil {
+			return fmt.Errorf("error reading 'client_secret': %w", err)
+		}
+	}
+
+	if raw, found := object["code"]; found {
+		err = json.Unmarshal(raw, &t.Code)
+		if err != nil {
+			return fmt.Errorf("error reading 'code': %w", err)
+		}
+	}
+
+	if raw, found := object["code_verifier"]; found {
+		err = json.Unmarshal(raw, &t.CodeVerifier)
+		if err != nil {
+			return fmt.Errorf("error reading 'code_verifier': %w", err)
+		}
+	}
+
+	if raw, found := object["grant_type"]; found {
+		err = json.Unmarshal(raw, &t.GrantType)
+		if err != nil {
+			return fmt.Errorf("error reading 'grant_type': %w", err)
+		}
+	}
+
+	if raw, found := object["redirect_uri"]; found {
+		err = json.Unmarshal(raw, &t.RedirectUri)
+		if err != nil {
+			return fmt.Errorf("error reading 'redirect_uri': %w", err)
+		}
+	}
+
+	if raw, found := object["refresh_token"]; found {
+		err = json.Unmarshal(raw, &t.RefreshToken)
+		if err != nil {
+			return fmt.Errorf("error reading 'refresh_token': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsPolicyAdvancedSettingsPatch0 returns the union data inside the PolicyAdvancedSettingsPatch as a PolicyAdvancedSettingsPatch0
+func (t PolicyAdvancedSettingsPatch) AsPolicyAdvancedSettingsPatch0() (PolicyAdvancedSettingsPatch0, error) {
+	var body PolicyAdvancedSettingsPatch0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyAdvancedSettingsPatch0 overwrites any union data inside the PolicyAdvancedSettingsPatch as the provided PolicyAdvancedSettingsPatch0
+func (t *PolicyAdvancedSettingsPatch) FromPolicyAdvancedSettingsPatch0(v PolicyAdvancedSettingsPatch0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyAdvancedSettingsPatch0 performs a merge with any union data inside the PolicyAdvancedSettingsPatch, using the provided PolicyAdvancedSettingsPatch0
+func (t *PolicyAdvancedSettingsPatch) MergePolicyAdvancedSettingsPatch0(v PolicyAdvancedSettingsPatch0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyAdvancedSettingsPatch1 returns the union data inside the PolicyAdvancedSettingsPatch as a PolicyAdvancedSettingsPatch1
+func (t PolicyAdvancedSettingsPatch) AsPolicyAdvancedSettingsPatch1() (PolicyAdvancedSettingsPatch1, error) {
+	var body PolicyAdvancedSettingsPatch1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyAdvancedSettingsPatch1 overwrites any union data inside the PolicyAdvancedSettingsPatch as the provided PolicyAdvancedSettingsPatch1
+func (t *PolicyAdvancedSettingsPatch) FromPolicyAdvancedSettingsPatch1(v PolicyAdvancedSettingsPatch1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyAdvancedSettingsPatch1 performs a merge with any union data inside the PolicyAdvancedSettingsPatch, using the provided PolicyAdvancedSettingsPatch1
+func (t *PolicyAdvancedSettingsPatch) MergePolicyAdvancedSettingsPatch1(v PolicyAdvancedSettingsPatch1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicyAdvancedSettingsPatch) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.CaptchaFailedAttemptsThreshold != nil {
+		object["captcha_failed_attempts_threshold"], err = json.Marshal(t.CaptchaFailedAttemptsThreshold)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'captcha_failed_attempts_threshold': %w", err)
+		}
+	}
+
+	if t.CaptchaFrequencyType != nil {
+		object["captcha_frequency_type"], err = json.Marshal(t.CaptchaFrequencyType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'captcha_frequency_type': %w", err)
+		}
+	}
+
+	if t.EmailaddressSelectionMode != nil {
+		object["emailaddress_selection_mode"], err = json.Marshal(t.EmailaddressSelectionMode)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'emailaddress_selection_mode': %w", err)
+		}
+	}
+
+	if t.IsBackupCodesEnabled != nil {
+		object["is_backup_codes_enabled"], err = json.Marshal(t.IsBackupCodesEnabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_backup_codes_enabled': %w", err)
+		}
+	}
+
+	if t.IsCaptchaEnabled != nil {
+		object["is_captcha_enabled"], err = json.Marshal(t.IsCaptchaEnabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_captcha_enabled': %w", err)
+		}
+	}
+
+	if t.MobilenoSelectionMode != nil {
+		object["mobileno_selection_mode"], err = json.Marshal(t.MobilenoSelectionMode)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'mobileno_selection_mode': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *PolicyAdvancedSettingsPatch) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["captcha_failed_attempts_threshold"]; found {
+		err = json.Unmarshal(raw, &t.CaptchaFailedAttemptsThreshold)
+		if err != nil {
+			return fmt.Errorf("error reading 'captcha_failed_attempts_threshold': %w", err)
+		}
+	}
+
+	if raw, found := object["captcha_frequency_type"]; found {
+		err = json.Unmarshal(raw, &t.CaptchaFrequencyType)
+		if err != nil {
+			return fmt.Errorf("error reading 'captcha_frequency_type': %w", err)
+		}
+	}
+
+	if raw, found := object["emailaddress_selection_mode"]; found {
+		err = json.Unmarshal(raw, &t.EmailaddressSelectionMode)
+		if err != nil {
+			return fmt.Errorf("error reading 'emailaddress_selection_mode': %w", err)
+		}
+	}
+
+	if raw, found := object["is_backup_codes_enabled"]; found {
+		err = json.Unmarshal(raw, &t.IsBackupCodesEnabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_backup_codes_enabled': %w", err)
+		}
+	}
+
+	if raw, found := object["is_captcha_enabled"]; found {
+		err = json.Unmarshal(raw, &t.IsCaptchaEnabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_captcha_enabled': %w", err)
+		}
+	}
+
+	if raw, found := object["mobileno_selection_mode"]; found {
+		err = json.Unmarshal(raw, &t.MobilenoSelectionMode)
+		if err != nil {
+			return fmt.Errorf("error reading 'mobileno_selection_mode': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsPolicyAdvancedSettingsWrite0 returns the union data inside the PolicyAdvancedSettingsWrite as a PolicyAdvancedSettingsWrite0
+func (t PolicyAdvancedSettingsWrite) AsPolicyAdvancedSettingsWrite0() (PolicyAdvancedSettingsWrite0, error) {
+	var body PolicyAdvancedSettingsWrite0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyAdvancedSettingsWrite0 overwrites any union data inside the PolicyAdvancedSettingsWrite as the provided PolicyAdvancedSettingsWrite0
+func (t *PolicyAdvancedSettingsWrite) FromPolicyAdvancedSettingsWrite0(v PolicyAdvancedSettingsWrite0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyAdvancedSettingsWrite0 performs a merge with any union data inside the PolicyAdvancedSettingsWrite, using the provided PolicyAdvancedSettingsWrite0
+func (t *PolicyAdvancedSettingsWrite) MergePolicyAdvancedSettingsWrite0(v PolicyAdvancedSettingsWrite0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyAdvancedSettingsWrite1 returns the union data inside the PolicyAdvancedSettingsWrite as a PolicyAdvancedSettingsWrite1
+func (t PolicyAdvancedSettingsWrite) AsPolicyAdvancedSettingsWrite1() (PolicyAdvancedSettingsWrite1, error) {
+	var body PolicyAdvancedSettingsWrite1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyAdvancedSettingsWrite1 overwrites any union data inside the PolicyAdvancedSettingsWrite as the provided PolicyAdvancedSettingsWrite1
+func (t *PolicyAdvancedSettingsWrite) FromPolicyAdvancedSettingsWrite1(v PolicyAdvancedSettingsWrite1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyAdvancedSettingsWrite1 performs a merge with any union data inside the PolicyAdvancedSettingsWrite, using the provided PolicyAdvancedSettingsWrite1
+func (t *PolicyAdvancedSettingsWrite) MergePolicyAdvancedSettingsWrite1(v PolicyAdvancedSettingsWrite1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicyAdvancedSettingsWrite) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.CaptchaFailedAttemptsThreshold != nil {
+		object["captcha_failed_attempts_threshold"], err = json.Marshal(t.CaptchaFailedAttemptsThreshold)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'captcha_failed_attempts_threshold': %w", err)
+		}
+	}
+
+	if t.CaptchaFrequencyType != nil {
+		object["captcha_frequency_type"], err = json.Marshal(t.CaptchaFrequencyType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'captcha_frequency_type': %w", err)
+		}
+	}
+
+	if t.EmailaddressSelectionMode != nil {
+		object["emailaddress_selection_mode"], err = json.Marshal(t.EmailaddressSelectionMode)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'emailaddress_selection_mode': %w", err)
+		}
+	}
+
+	if t.IsBackupCodesEnabled != nil {
+		object["is_backup_codes_enabled"], err = json.Marshal(t.IsBackupCodesEnabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_backup_codes_enabled': %w", err)
+		}
+	}
+
+	if t.IsCaptchaEnabled != nil {
+		object["is_captcha_enabled"], err = json.Marshal(t.IsCaptchaEnabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_captcha_enabled': %w", err)
+		}
+	}
+
+	if t.MobilenoSelectionMode != nil {
+		object["mobileno_selection_mode"], err = json.Marshal(t.MobilenoSelectionMode)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'mobileno_selection_mode': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *PolicyAdvancedSettingsWrite) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["captcha_failed_attempts_threshold"]; found {
+		err = json.Unmarshal(raw, &t.CaptchaFailedAttemptsThreshold)
+		if err != nil {
+			return fmt.Errorf("error reading 'captcha_failed_attempts_threshold': %w", err)
+		}
+	}
+
+	if raw, found := object["captcha_frequency_type"]; found {
+		err = json.Unmarshal(raw, &t.CaptchaFrequencyType)
+		if err != nil {
+			return fmt.Errorf("error reading 'captcha_frequency_type': %w", err)
+		}
+	}
+
+	if raw, found := object["emailaddress_selection_mode"]; found {
+		err = json.Unmarshal(raw, &t.EmailaddressSelectionMode)
+		if err != nil {
+			return fmt.Errorf("error reading 'emailaddress_selection_mode': %w", err)
+		}
+	}
+
+	if raw, found := object["is_backup_codes_enabled"]; found {
+		err = json.Unmarshal(raw, &t.IsBackupCodesEnabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_backup_codes_enabled': %w", err)
+		}
+	}
+
+	if raw, found := object["is_captcha_enabled"]; found {
+		err = json.Unmarshal(raw, &t.IsCaptchaEnabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_captcha_enabled': %w", err)
+		}
+	}
+
+	if raw, found := object["mobileno_selection_mode"]; found {
+		err = json.Unmarshal(raw, &t.MobilenoSelectionMode)
+		if err != nil {
+			return fmt.Errorf("error reading 'mobileno_selection_mode': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsPolicyConditionWrite0 returns the union data inside the PolicyConditionWrite as a PolicyConditionWrite0
+func (t PolicyConditionWrite) AsPolicyConditionWrite0() (PolicyConditionWrite0, error) {
+	var body PolicyConditionWrite0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyConditionWrite0 overwrites any union data inside the PolicyConditionWrite as the provided PolicyConditionWrite0
+func (t *PolicyConditionWrite) FromPolicyConditionWrite0(v PolicyConditionWrite0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyConditionWrite0 performs a merge with any union data inside the PolicyConditionWrite, using the provided PolicyConditionWrite0
+func (t *PolicyConditionWrite) MergePolicyConditionWrite0(v PolicyConditionWrite0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyConditionWrite1 returns the union data inside the PolicyConditionWrite as a PolicyConditionWrite1
+func (t PolicyConditionWrite) AsPolicyConditionWrite1() (PolicyConditionWrite1, error) {
+	var body PolicyConditionWrite1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyConditionWrite1 overwrites any union data inside the PolicyConditionWrite as the provided PolicyConditionWrite1
+func (t *PolicyConditionWrite) FromPolicyConditionWrite1(v PolicyConditionWrite1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyConditionWrite1 performs a merge with any union data inside the PolicyConditionWrite, using the provided PolicyConditionWrite1
+func (t *PolicyConditionWrite) MergePolicyConditionWrite1(v PolicyConditionWrite1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicyConditionWrite) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	object["comparator"], err = json.Marshal(t.Comparator)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'comparator': %w", err)
+	}
+
+	if t.FactorConfigs != nil {
+		object["factor_configs"], err = json.Marshal(t.FactorConfigs)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'factor_configs': %w", err)
+		}
+	}
+
+	object["factor_type"], err = json.Marshal(t.FactorType)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'factor_type': %w", err)
+	}
+
+	if t.IncludeAllTrustedSources != nil {
+		object["include_all_trusted_sources"], err = json.Marshal(t.IncludeAllTrustedSources)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'include_all_trusted_sources': %w", err)
+		}
+	}
+
+	object["sequence_number"], err = json.Marshal(t.SequenceNumber)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'sequence_number': %w", err)
+	}
+
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *PolicyConditionWrite) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["comparator"]; found {
+		err = json.Unmarshal(raw, &t.Comparator)
+		if err != nil {
+			return fmt.Errorf("error reading 'comparator': %w", err)
+		}
+	}
+
+	if raw, found := object["factor_configs"]; found {
+		err = json.Unmarshal(raw, &t.FactorConfigs)
+		if err != nil {
+			return fmt.Errorf("error reading 'factor_configs': %w", err)
+		}
+	}
+
+	if raw, found := object["factor_type"]; found {
+		err = json.Unmarshal(raw, &t.FactorType)
+		if err != nil {
+			return fmt.Errorf("error reading 'factor_type': %w", err)
+		}
+	}
+
+	if raw, found := object["include_all_trusted_sources"]; found {
+		err = json.Unmarshal(raw, &t.IncludeAllTrustedSources)
+		if err != nil {
+			return fmt.Errorf("error reading 'include_all_trusted_sources': %w", err)
+		}
+	}
+
+	if raw, found := object["sequence_number"]; found {
+		err = json.Unmarshal(raw, &t.SequenceNumber)
+		if err != nil {
+			return fmt.Errorf("error reading 'sequence_number': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsPolicyDeviceAssignment0 returns the union data inside the PolicyDeviceAssignment as a PolicyDeviceAssignment0
+func (t PolicyDeviceAssignment) AsPolicyDeviceAssignment0() (PolicyDeviceAssignment0, error) {
+	var body PolicyDeviceAssignment0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyDeviceAssignment0 overwrites any union data inside the PolicyDeviceAssignment as the provided PolicyDeviceAssignment0
+func (t *PolicyDeviceAssignment) FromPolicyDeviceAssignment0(v PolicyDeviceAssignment0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyDeviceAssignment0 performs a merge with any union data inside the PolicyDeviceAssignment, using the provided PolicyDeviceAssignment0
+func (t *PolicyDeviceAssignment) MergePolicyDeviceAssignment0(v PolicyDeviceAssignment0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyDeviceAssignment1 returns the union data inside the PolicyDeviceAssignment as a PolicyDeviceAssignment1
+func (t PolicyDeviceAssignment) AsPolicyDeviceAssignment1() (PolicyDeviceAssignment1, error) {
+	var body PolicyDeviceAssignment1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyDeviceAssignment1 overwrites any union data inside the PolicyDeviceAssignment as the provided PolicyDeviceAssignment1
+func (t *PolicyDeviceAssignment) FromPolicyDeviceAssignment1(v PolicyDeviceAssignment1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyDeviceAssignment1 performs a merge with any union data inside the PolicyDeviceAssignment, using the provided PolicyDeviceAssignment1
+func (t *PolicyDeviceAssignment) MergePolicyDeviceAssignment1(v PolicyDeviceAssignment1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyDeviceAssignment2 returns the union data inside the PolicyDeviceAssignment as a PolicyDeviceAssignment2
+func (t PolicyDeviceAssignment) AsPolicyDeviceAssignment2() (PolicyDeviceAssignment2, error) {
+	var body PolicyDeviceAssignment2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyDeviceAssignment2 overwrites any union data inside the PolicyDeviceAssignment as the provided PolicyDeviceAssignment2
+func (t *PolicyDeviceAssignment) FromPolicyDeviceAssignment2(v PolicyDeviceAssignment2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyDeviceAssignment2 performs a merge with any union data inside the PolicyDeviceAssignment, using the provided PolicyDeviceAssignment2
+func (t *PolicyDeviceAssignment) MergePolicyDeviceAssignment2(v PolicyDeviceAssignment2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicyDeviceAssignment) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.AllDevicesGroupSelected != nil {
+		object["all_devices_group_selected"], err = json.Marshal(t.AllDevicesGroupSelected)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'all_devices_group_selected': %w", err)
+		}
+	}
+
+	if t.DeviceIds != nil {
+		object["device_ids"], err = json.Marshal(t.DeviceIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'device_ids': %w", err)
+		}
+	}
+
+	if t.GroupIds != nil {
+		object["group_ids"], err = json.Marshal(t.GroupIds)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'group_ids': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *PolicyDeviceAssignment) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["all_devices_group_selected"]; found {
+		err = json.Unmarshal(raw, &t.AllDevicesGroupSelected)
+		if err != nil {
+			return fmt.Errorf("error reading 'all_devices_group_selected': %w", err)
+		}
+	}
+
+	if raw, found := object["device_ids"]; found {
+		err = json.Unmarshal(raw, &t.DeviceIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'device_ids': %w", err)
+		}
+	}
+
+	if raw, found := object["group_ids"]; found {
+		err = json.Unmarshal(raw, &t.GroupIds)
+		if err != nil {
+			return fmt.Errorf("error reading 'group_ids': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsPolicyEndpointAdvancedMfaTrust1Duration0 returns the union data inside the PolicyEndpointAdvanced_MfaTrust_1_Duration as a PolicyEndpointAdvancedMfaTrust1Duration0
+func (t PolicyEndpointAdvanced_MfaTrust_1_Duration) AsPolicyEndpointAdvancedMfaTrust1Duration0() (PolicyEndpointAdvancedMfaTrust1Duration0, error) {
+	var body PolicyEndpointAdvancedMfaTrust1Duration0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedMfaTrust1Duration0 overwrites any union data inside the PolicyEndpointAdvanced_MfaTrust_1_Duration as the provided PolicyEndpointAdvancedMfaTrust1Duration0
+func (t *PolicyEndpointAdvanced_MfaTrust_1_Duration) FromPolicyEndpointAdvancedMfaTrust1Duration0(v PolicyEndpointAdvancedMfaTrust1Duration0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedMfaTrust1Duration0 performs a merge with any union data inside the PolicyEndpointAdvanced_MfaTrust_1_Duration, using the provided PolicyEndpointAdvancedMfaTrust1Duration0
+func (t *PolicyEndpointAdvanced_MfaTrust_1_Duration) MergePolicyEndpointAdvancedMfaTrust1Duration0(v PolicyEndpointAdvancedMfaTrust1Duration0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointAdvancedMfaTrust1Duration1 returns the union data inside the PolicyEndpointAdvanced_MfaTrust_1_Duration as a PolicyEndpointAdvancedMfaTrust1Duration1
+func (t PolicyEndpointAdvanced_MfaTrust_1_Duration) AsPolicyEndpointAdvancedMfaTrust1Duration1() (PolicyEndpointAdvancedMfaTrust1Duration1, error) {
+	var body PolicyEndpointAdvancedMfaTrust1Duration1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedMfaTrust1Duration1 overwrites any union data inside the PolicyEndpointAdvanced_MfaTrust_1_Duration as the provided PolicyEndpointAdvancedMfaTrust1Duration1
+func (t *PolicyEndpointAdvanced_MfaTrust_1_Duration) FromPolicyEndpointAdvancedMfaTrust1Duration1(v PolicyEndpointAdvancedMfaTrust1Duration1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedMfaTrust1Duration1 performs a merge with any union data inside the PolicyEndpointAdvanced_MfaTrust_1_Duration, using the provided PolicyEndpointAdvancedMfaTrust1Duration1
+func (t *PolicyEndpointAdvanced_MfaTrust_1_Duration) MergePolicyEndpointAdvancedMfaTrust1Duration1(v PolicyEndpointAdvancedMfaTrust1Duration1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointAdvancedMfaTrust1Duration2 returns the union data inside the PolicyEndpointAdvanced_MfaTrust_1_Duration as a PolicyEndpointAdvancedMfaTrust1Duration2
+func (t PolicyEndpointAdvanced_MfaTrust_1_Duration) AsPolicyEndpointAdvancedMfaTrust1Duration2() (PolicyEndpointAdvancedMfaTrust1Duration2, error) {
+	var body PolicyEndpointAdvancedMfaTrust1Duration2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedMfaTrust1Duration2 overwrites any union data inside the PolicyEndpointAdvanced_MfaTrust_1_Duration as the provided PolicyEndpointAdvancedMfaTrust1Duration2
+func (t *PolicyEndpointAdvanced_MfaTrust_1_Duration) FromPolicyEndpointAdvancedMfaTrust1Duration2(v PolicyEndpointAdvancedMfaTrust1Duration2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedMfaTrust1Duration2 performs a merge with any union data inside the PolicyEndpointAdvanced_MfaTrust_1_Duration, using the provided PolicyEndpointAdvancedMfaTrust1Duration2
+func (t *PolicyEndpointAdvanced_MfaTrust_1_Duration) MergePolicyEndpointAdvancedMfaTrust1Duration2(v PolicyEndpointAdvancedMfaTrust1Duration2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicyEndpointAdvanced_MfaTrust_1_Duration) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *PolicyEndpointAdvanced_MfaTrust_1_Duration) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsPolicyEndpointAdvancedMfaTrust0 returns the union data inside the PolicyEndpointAdvanced_MfaTrust as a PolicyEndpointAdvancedMfaTrust0
+func (t PolicyEndpointAdvanced_MfaTrust) AsPolicyEndpointAdvancedMfaTrust0() (PolicyEndpointAdvancedMfaTrust0, error) {
+	var body PolicyEndpointAdvancedMfaTrust0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedMfaTrust0 overwrites any union data inside the PolicyEndpointAdvanced_MfaTrust as the provided PolicyEndpointAdvancedMfaTrust0
+func (t *PolicyEndpointAdvanced_MfaTrust) FromPolicyEndpointAdvancedMfaTrust0(v PolicyEndpointAdvancedMfaTrust0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedMfaTrust0 performs a merge with any union data inside the PolicyEndpointAdvanced_MfaTrust, using the provided PolicyEndpointAdvancedMfaTrust0
+func (t *PolicyEndpointAdvanced_MfaTrust) MergePolicyEndpointAdvancedMfaTrust0(v PolicyEndpointAdvancedMfaTrust0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointAdvancedMfaTrust1 returns the union data inside the PolicyEndpointAdvanced_MfaTrust as a PolicyEndpointAdvancedMfaTrust1
+func (t PolicyEndpointAdvanced_MfaTrust) AsPolicyEndpointAdvancedMfaTrust1() (PolicyEndpointAdvancedMfaTrust1, error) {
+	var body PolicyEndpointAdvancedMfaTrust1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedMfaTrust1 overwrites any union data inside the PolicyEndpointAdvanced_MfaTrust as the provided PolicyEndpointAdvancedMfaTrust1
+func (t *PolicyEndpointAdvanced_MfaTrust) FromPolicyEndpointAdvancedMfaTrust1(v PolicyEndpointAdvancedMfaTrust1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedMfaTrust1 performs a merge with any union data inside the PolicyEndpointAdvanced_MfaTrust, using the provided PolicyEndpointAdvancedMfaTrust1
+func (t *PolicyEndpointAdvanced_MfaTrust) MergePolicyEndpointAdvancedMfaTrust1(v PolicyEndpointAdvancedMfaTrust1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicyEndpointAdvanced_MfaTrust) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.Duration != nil {
+		object["duration"], err = json.Marshal(t.Duration)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'duration': %w", err)
+		}
+	}
+
+	if t.InitiatorType != nil {
+		object["initiator_type"], err = json.Marshal(t.InitiatorType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'initiator_type': %w", err)
+		}
+	}
+
+	if t.IsEnabled != nil {
+		object["is_enabled"], err = json.Marshal(t.IsEnabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_enabled': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *PolicyEndpointAdvanced_MfaTrust) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["duration"]; found {
+		err = json.Unmarshal(raw, &t.Duration)
+		if err != nil {
+			return fmt.Errorf("error reading 'duration': %w", err)
+		}
+	}
+
+	if raw, found := object["initiator_type"]; found {
+		err = json.Unmarshal(raw, &t.InitiatorType)
+		if err != nil {
+			return fmt.Errorf("error reading 'initiator_type': %w", err)
+		}
+	}
+
+	if raw, found := object["is_enabled"]; found {
+		err = json.Unmarshal(raw, &t.IsEnabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_enabled': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsPolicyEndpointAdvancedNPSMfaTrust1Duration0 returns the union data inside the PolicyEndpointAdvancedNPS_MfaTrust_1_Duration as a PolicyEndpointAdvancedNPSMfaTrust1Duration0
+func (t PolicyEndpointAdvancedNPS_MfaTrust_1_Duration) AsPolicyEndpointAdvancedNPSMfaTrust1Duration0() (PolicyEndpointAdvancedNPSMfaTrust1Duration0, error) {
+	var body PolicyEndpointAdvancedNPSMfaTrust1Duration0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedNPSMfaTrust1Duration0 overwrites any union data inside the PolicyEndpointAdvancedNPS_MfaTrust_1_Duration as the provided PolicyEndpointAdvancedNPSMfaTrust1Duration0
+func (t *PolicyEndpointAdvancedNPS_MfaTrust_1_Duration) FromPolicyEndpointAdvancedNPSMfaTrust1Duration0(v PolicyEndpointAdvancedNPSMfaTrust1Duration0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedNPSMfaTrust1Duration0 performs a merge with any union data inside the PolicyEndpointAdvancedNPS_MfaTrust_1_Duration, using the provided PolicyEndpointAdvancedNPSMfaTrust1Duration0
+func (t *PolicyEndpointAdvancedNPS_MfaTrust_1_Duration) MergePolicyEndpointAdvancedNPSMfaTrust1Duration0(v PolicyEndpointAdvancedNPSMfaTrust1Duration0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointAdvancedNPSMfaTrust1Duration1 returns the union data inside the PolicyEndpointAdvancedNPS_MfaTrust_1_Duration as a PolicyEndpointAdvancedNPSMfaTrust1Duration1
+func (t PolicyEndpointAdvancedNPS_MfaTrust_1_Duration) AsPolicyEndpointAdvancedNPSMfaTrust1Duration1() (PolicyEndpointAdvancedNPSMfaTrust1Duration1, error) {
+	var body PolicyEndpointAdvancedNPSMfaTrust1Duration1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedNPSMfaTrust1Duration1 overwrites any union data inside the PolicyEndpointAdvancedNPS_MfaTrust_1_Duration as the provided PolicyEndpointAdvancedNPSMfaTrust1Duration1
+func (t *PolicyEndpointAdvancedNPS_MfaTrust_1_Duration) FromPolicyEndpointAdvancedNPSMfaTrust1Duration1(v PolicyEndpointAdvancedNPSMfaTrust1Duration1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedNPSMfaTrust1Duration1 performs a merge with any union data inside the PolicyEndpointAdvancedNPS_MfaTrust_1_Duration, using the provided PolicyEndpointAdvancedNPSMfaTrust1Duration1
+func (t *PolicyEndpointAdvancedNPS_MfaTrust_1_Duration) MergePolicyEndpointAdvancedNPSMfaTrust1Duration1(v PolicyEndpointAdvancedNPSMfaTrust1Duration1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointAdvancedNPSMfaTrust1Duration2 returns the union data inside the PolicyEndpointAdvancedNPS_MfaTrust_1_Duration as a PolicyEndpointAdvancedNPSMfaTrust1Duration2
+func (t PolicyEndpointAdvancedNPS_MfaTrust_1_Duration) AsPolicyEndpointAdvancedNPSMfaTrust1Duration2() (PolicyEndpointAdvancedNPSMfaTrust1Duration2, error) {
+	var body PolicyEndpointAdvancedNPSMfaTrust1Duration2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedNPSMfaTrust1Duration2 overwrites any union data inside the PolicyEndpointAdvancedNPS_MfaTrust_1_Duration as the provided PolicyEndpointAdvancedNPSMfaTrust1Duration2
+func (t *PolicyEndpointAdvancedNPS_MfaTrust_1_Duration) FromPolicyEndpointAdvancedNPSMfaTrust1Duration2(v PolicyEndpointAdvancedNPSMfaTrust1Duration2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedNPSMfaTrust1Duration2 performs a merge with any union data inside the PolicyEndpointAdvancedNPS_MfaTrust_1_Duration, using the provided PolicyEndpointAdvancedNPSMfaTrust1Duration2
+func (t *PolicyEndpointAdvancedNPS_MfaTrust_1_Duration) MergePolicyEndpointAdvancedNPSMfaTrust1Duration2(v PolicyEndpointAdvancedNPSMfaTrust1Duration2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicyEndpointAdvancedNPS_MfaTrust_1_Duration) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *PolicyEndpointAdvancedNPS_MfaTrust_1_Duration) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsPolicyEndpointAdvancedNPSMfaTrust0 returns the union data inside the PolicyEndpointAdvancedNPS_MfaTrust as a PolicyEndpointAdvancedNPSMfaTrust0
+func (t PolicyEndpointAdvancedNPS_MfaTrust) AsPolicyEndpointAdvancedNPSMfaTrust0() (PolicyEndpointAdvancedNPSMfaTrust0, error) {
+	var body PolicyEndpointAdvancedNPSMfaTrust0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedNPSMfaTrust0 overwrites any union data inside the PolicyEndpointAdvancedNPS_MfaTrust as the provided PolicyEndpointAdvancedNPSMfaTrust0
+func (t *PolicyEndpointAdvancedNPS_MfaTrust) FromPolicyEndpointAdvancedNPSMfaTrust0(v PolicyEndpointAdvancedNPSMfaTrust0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedNPSMfaTrust0 performs a merge with any union data inside the PolicyEndpointAdvancedNPS_MfaTrust, using the provided PolicyEndpointAdvancedNPSMfaTrust0
+func (t *PolicyEndpointAdvancedNPS_MfaTrust) MergePolicyEndpointAdvancedNPSMfaTrust0(v PolicyEndpointAdvancedNPSMfaTrust0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointAdvancedNPSMfaTrust1 returns the union data inside the PolicyEndpointAdvancedNPS_MfaTrust as a PolicyEndpointAdvancedNPSMfaTrust1
+func (t PolicyEndpointAdvancedNPS_MfaTrust) AsPolicyEndpointAdvancedNPSMfaTrust1() (PolicyEndpointAdvancedNPSMfaTrust1, error) {
+	var body PolicyEndpointAdvancedNPSMfaTrust1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedNPSMfaTrust1 overwrites any union data inside the PolicyEndpointAdvancedNPS_MfaTrust as the provided PolicyEndpointAdvancedNPSMfaTrust1
+func (t *PolicyEndpointAdvancedNPS_MfaTrust) FromPolicyEndpointAdvancedNPSMfaTrust1(v PolicyEndpointAdvancedNPSMfaTrust1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedNPSMfaTrust1 performs a merge with any union data inside the PolicyEndpointAdvancedNPS_MfaTrust, using the provided PolicyEndpointAdvancedNPSMfaTrust1
+func (t *PolicyEndpointAdvancedNPS_MfaTrust) MergePolicyEndpointAdvancedNPSMfaTrust1(v PolicyEndpointAdvancedNPSMfaTrust1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicyEndpointAdvancedNPS_MfaTrust) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.Duration != nil {
+		object["duration"], err = json.Marshal(t.Duration)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'duration': %w", err)
+		}
+	}
+
+	if t.InitiatorType != nil {
+		object["initiator_type"], err = json.Marshal(t.InitiatorType)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'initiator_type': %w", err)
+		}
+	}
+
+	if t.IsEnabled != nil {
+		object["is_enabled"], err = json.Marshal(t.IsEnabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_enabled': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *PolicyEndpointAdvancedNPS_MfaTrust) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["duration"]; found {
+		err = json.Unmarshal(raw, &t.Duration)
+		if err != nil {
+			return fmt.Errorf("error reading 'duration': %w", err)
+		}
+	}
+
+	if raw, found := object["initiator_type"]; found {
+		err = json.Unmarshal(raw, &t.InitiatorType)
+		if err != nil {
+			return fmt.Errorf("error reading 'initiator_type': %w", err)
+		}
+	}
+
+	if raw, found := object["is_enabled"]; found {
+		err = json.Unmarshal(raw, &t.IsEnabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_enabled': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0 returns the union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item as a PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0
+func (t PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) AsPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0() (PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0, error) {
+	var body PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0 overwrites any union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item as the provided PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0
+func (t *PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) FromPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0(v PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0 performs a merge with any union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item, using the provided PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0
+func (t *PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) MergePolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0(v PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1 returns the union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item as a PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1
+func (t PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) AsPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1() (PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1, error) {
+	var body PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1 overwrites any union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item as the provided PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1
+func (t *PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) FromPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1(v PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1 performs a merge with any union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item, using the provided PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1
+func (t *PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) MergePolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1(v PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2 returns the union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item as a PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2
+func (t PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) AsPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2() (PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2, error) {
+	var body PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2 overwrites any union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item as the provided PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2
+func (t *PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) FromPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2(v PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2 performs a merge with any union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item, using the provided PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2
+func (t *PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) MergePolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2(v PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3 returns the union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item as a PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3
+func (t PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) AsPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3() (PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3, error) {
+	var body PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3 overwrites any union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item as the provided PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3
+func (t *PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) FromPolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3(v PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3 performs a merge with any union data inside the PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item, using the provided PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3
+func (t *PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) MergePolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3(v PolicyEndpointAdvancedNPSRadiusResponseConfigAttributesList3) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	object["data_type"], err = json.Marshal(t.DataType)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'data_type': %w", err)
+	}
+
+	object["number"], err = json.Marshal(t.Number)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'number': %w", err)
+	}
+
+	object["type"], err = json.Marshal(t.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
+	}
+
+	if t.Value != nil {
+		object["value"], err = json.Marshal(t.Value)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'value': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *PolicyEndpointAdvancedNPS_RadiusResponseConfig_AttributesList_Item) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["data_type"]; found {
+		err = json.Unmarshal(raw, &t.DataType)
+		if err != nil {
+			return fmt.Errorf("error reading 'data_type': %w", err)
+		}
+	}
+
+	if raw, found := object["number"]; found {
+		err = json.Unmarshal(raw, &t.Number)
+		if err != nil {
+			return fmt.Errorf("error reading 'number': %w", err)
+		}
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &t.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+	}
+
+	if raw, found := object["value"]; found {
+		err = json.Unmarshal(raw, &t.Value)
+		if err != nil {
+			return fmt.Errorf("error reading 'value': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsPolicyEndpointSettingWrite0 returns the union data inside the PolicyEndpointSettingWrite as a PolicyEndpointSettingWrite0
+func (t PolicyEndpointSettingWrite) AsPolicyEndpointSettingWrite0() (PolicyEndpointSettingWrite0, error) {
+	var body PolicyEndpointSettingWrite0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointSettingWrite0 overwrites any union data inside the PolicyEndpointSettingWrite as the provided PolicyEndpointSettingWrite0
+func (t *PolicyEndpointSettingWrite) FromPolicyEndpointSettingWrite0(v PolicyEndpointSettingWrite0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointSettingWrite0 performs a merge with any union data inside the PolicyEndpointSettingWrite, using the provided PolicyEndpointSettingWrite0
+func (t *PolicyEndpointSettingWrite) MergePolicyEndpointSettingWrite0(v PolicyEndpointSettingWrite0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointSettingWrite1 returns the union data inside the PolicyEndpointSettingWrite as a PolicyEndpointSettingWrite1
+func (t PolicyEndpointSettingWrite) AsPolicyEndpointSettingWrite1() (PolicyEndpointSettingWrite1, error) {
+	var body PolicyEndpointSettingWrite1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointSettingWrite1 overwrites any union data inside the PolicyEndpointSettingWrite as the provided PolicyEndpointSettingWrite1
+func (t *PolicyEndpointSettingWrite) FromPolicyEndpointSettingWrite1(v PolicyEndpointSettingWrite1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointSettingWrite1 performs a merge with any union data inside the PolicyEndpointSettingWrite, using the provided PolicyEndpointSettingWrite1
+func (t *PolicyEndpointSettingWrite) MergePolicyEndpointSettingWrite1(v PolicyEndpointSettingWrite1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointSettingWrite2 returns the union data inside the PolicyEndpointSettingWrite as a PolicyEndpointSettingWrite2
+func (t PolicyEndpointSettingWrite) AsPolicyEndpointSettingWrite2() (PolicyEndpointSettingWrite2, error) {
+	var body PolicyEndpointSettingWrite2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointSettingWrite2 overwrites any union data inside the PolicyEndpointSettingWrite as the provided PolicyEndpointSettingWrite2
+func (t *PolicyEndpointSettingWrite) FromPolicyEndpointSettingWrite2(v PolicyEndpointSettingWrite2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointSettingWrite2 performs a merge with any union data inside the PolicyEndpointSettingWrite, using the provided PolicyEndpointSettingWrite2
+func (t *PolicyEndpointSettingWrite) MergePolicyEndpointSettingWrite2(v PolicyEndpointSettingWrite2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointSettingWrite3 returns the union data inside the PolicyEndpointSettingWrite as a PolicyEndpointSettingWrite3
+func (t PolicyEndpointSettingWrite) AsPolicyEndpointSettingWrite3() (PolicyEndpointSettingWrite3, error) {
+	var body PolicyEndpointSettingWrite3
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointSettingWrite3 overwrites any union data inside the PolicyEndpointSettingWrite as the provided PolicyEndpointSettingWrite3
+func (t *PolicyEndpointSettingWrite) FromPolicyEndpointSettingWrite3(v PolicyEndpointSettingWrite3) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointSettingWrite3 performs a merge with any union data inside the PolicyEndpointSettingWrite, using the provided PolicyEndpointSettingWrite3
+func (t *PolicyEndpointSettingWrite) MergePolicyEndpointSettingWrite3(v PolicyEndpointSettingWrite3) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointSettingWrite4 returns the union data inside the PolicyEndpointSettingWrite as a PolicyEndpointSettingWrite4
+func (t PolicyEndpointSettingWrite) AsPolicyEndpointSettingWrite4() (PolicyEndpointSettingWrite4, error) {
+	var body PolicyEndpointSettingWrite4
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointSettingWrite4 overwrites any union data inside the PolicyEndpointSettingWrite as the provided PolicyEndpointSettingWrite4
+func (t *PolicyEndpointSettingWrite) FromPolicyEndpointSettingWrite4(v PolicyEndpointSettingWrite4) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointSettingWrite4 performs a merge with any union data inside the PolicyEndpointSettingWrite, using the provided PolicyEndpointSettingWrite4
+func (t *PolicyEndpointSettingWrite) MergePolicyEndpointSettingWrite4(v PolicyEndpointSettingWrite4) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyEndpointSettingWrite5 returns the union data inside the PolicyEndpointSettingWrite as a PolicyEndpointSettingWrite5
+func (t PolicyEndpointSettingWrite) AsPolicyEndpointSettingWrite5() (PolicyEndpointSettingWrite5, error) {
+	var body PolicyEndpointSettingWrite5
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyEndpointSettingWrite5 overwrites any union data inside the PolicyEndpointSettingWrite as the provided PolicyEndpointSettingWrite5
+func (t *PolicyEndpointSettingWrite) FromPolicyEndpointSettingWrite5(v PolicyEndpointSettingWrite5) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyEndpointSettingWrite5 performs a merge with any union data inside the PolicyEndpointSettingWrite, using the provided PolicyEndpointSettingWrite5
+func (t *PolicyEndpointSettingWrite) MergePolicyEndpointSettingWrite5(v PolicyEndpointSettingWrite5) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicyEndpointSettingWrite) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *PolicyEndpointSettingWrite) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsPolicyPrimaryAuthentication0 returns the union data inside the PolicyPrimaryAuthentication as a PolicyPrimaryAuthentication0
+func (t PolicyPrimaryAuthentication) AsPolicyPrimaryAuthentication0() (PolicyPrimaryAuthentication0, error) {
+	var body PolicyPrimaryAuthentication0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyPrimaryAuthentication0 overwrites any union data inside the PolicyPrimaryAuthentication as the provided PolicyPrimaryAuthentication0
+func (t *PolicyPrimaryAuthentication) FromPolicyPrimaryAuthentication0(v PolicyPrimaryAuthentication0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyPrimaryAuthentication0 performs a merge with any union data inside the PolicyPrimaryAuthentication, using the provided PolicyPrimaryAuthentication0
+func (t *PolicyPrimaryAuthentication) MergePolicyPrimaryAuthentication0(v PolicyPrimaryAuthentication0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicyPrimaryAuthentication1 returns the union data inside the PolicyPrimaryAuthentication as a PolicyPrimaryAuthentication1
+func (t PolicyPrimaryAuthentication) AsPolicyPrimaryAuthentication1() (PolicyPrimaryAuthentication1, error) {
+	var body PolicyPrimaryAuthentication1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicyPrimaryAuthentication1 overwrites any union data inside the PolicyPrimaryAuthentication as the provided PolicyPrimaryAuthentication1
+func (t *PolicyPrimaryAuthentication) FromPolicyPrimaryAuthentication1(v PolicyPrimaryAuthentication1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicyPrimaryAuthentication1 performs a merge with any union data inside the PolicyPrimaryAuthentication, using the provided PolicyPrimaryAuthentication1
+func (t *PolicyPrimaryAuthentication) MergePolicyPrimaryAuthentication1(v PolicyPrimaryAuthentication1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicyPrimaryAuthentication) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.FactorConfigs != nil {
+		object["factor_configs"], err = json.Marshal(t.FactorConfigs)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'factor_configs': %w", err)
+		}
+	}
+
+	if t.IsPasswordlessEnabled != nil {
+		object["is_passwordless_enabled"], err = json.Marshal(t.IsPasswordlessEnabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_passwordless_enabled': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *PolicyPrimaryAuthentication) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["factor_configs"]; found {
+		err = json.Unmarshal(raw, &t.FactorConfigs)
+		if err != nil {
+			return fmt.Errorf("error reading 'factor_configs': %w", err)
+		}
+	}
+
+	if raw, found := object["is_passwordless_enabled"]; found {
+		err = json.Unmarshal(raw, &t.IsPasswordlessEnabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_passwordless_enabled': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsPolicySecondaryAuthentication0 returns the union data inside the PolicySecondaryAuthentication as a PolicySecondaryAuthentication0
+func (t PolicySecondaryAuthentication) AsPolicySecondaryAuthentication0() (PolicySecondaryAuthentication0, error) {
+	var body PolicySecondaryAuthentication0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicySecondaryAuthentication0 overwrites any union data inside the PolicySecondaryAuthentication as the provided PolicySecondaryAuthentication0
+func (t *PolicySecondaryAuthentication) FromPolicySecondaryAuthentication0(v PolicySecondaryAuthentication0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicySecondaryAuthentication0 performs a merge with any union data inside the PolicySecondaryAuthentication, using the provided PolicySecondaryAuthentication0
+func (t *PolicySecondaryAuthentication) MergePolicySecondaryAuthentication0(v PolicySecondaryAuthentication0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPolicySecondaryAuthentication1 returns the union data inside the PolicySecondaryAuthentication as a PolicySecondaryAuthentication1
+func (t PolicySecondaryAuthentication) AsPolicySecondaryAuthentication1() (PolicySecondaryAuthentication1, error) {
+	var body PolicySecondaryAuthentication1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPolicySecondaryAuthentication1 overwrites any union data inside the PolicySecondaryAuthentication as the provided PolicySecondaryAuthentication1
+func (t *PolicySecondaryAuthentication) FromPolicySecondaryAuthentication1(v PolicySecondaryAuthentication1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePolicySecondaryAuthentication1 performs a merge with any union data inside the PolicySecondaryAuthentication, using the provided PolicySecondaryAuthentication1
+func (t *PolicySecondaryAuthentication) MergePolicySecondaryAuthentication1(v PolicySecondaryAuthentication1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PolicySecondaryAuthentication) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.AuthnMode != nil {
+		object["authn_mode"], err = json.Marshal(t.AuthnMode)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'authn_mode': %w", err)
+		}
+	}
+
+	if t.FactorConfigs != nil {
+		object["factor_configs"], err = json.Marshal(t.FactorConfigs)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'factor_configs': %w", err)
+		}
+	}
+
+	if t.IsMfaEnabled != nil {
+		object["is_mfa_enabled"], err = json.Marshal(t.IsMfaEnabled)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'is_mfa_enabled': %w", err)
+		}
+	}
+
+	if t.NoOfRequiredFactors != nil {
+		object["no_of_required_factors"], err = json.Marshal(t.NoOfRequiredFactors)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'no_of_required_factors': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *PolicySecondaryAuthentication) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["authn_mode"]; found {
+		err = json.Unmarshal(raw, &t.AuthnMode)
+		if err != nil {
+			return fmt.Errorf("error reading 'authn_mode': %w", err)
+		}
+	}
+
+	if raw, found := object["factor_configs"]; found {
+		err = json.Unmarshal(raw, &t.FactorConfigs)
+		if err != nil {
+			return fmt.Errorf("error reading 'factor_configs': %w", err)
+		}
+	}
+
+	if raw, found := object["is_mfa_enabled"]; found {
+		err = json.Unmarshal(raw, &t.IsMfaEnabled)
+		if err != nil {
+			return fmt.Errorf("error reading 'is_mfa_enabled': %w", err)
+		}
+	}
+
+	if raw, found := object["no_of_required_factors"]; found {
+		err = json.Unmarshal(raw, &t.NoOfRequiredFactors)
+		if err != nil {
+			return fmt.Errorf("error reading 'no_of_required_factors': %w", err)
+		}
+	}
+
 	return err
 }
 
@@ -3863,6 +9220,385 @@ func (t RefID) MarshalJSON() ([]byte, error) {
 
 func (t *RefID) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsScheduleSettingsPatch0 returns the union data inside the ScheduleSettingsPatch as a ScheduleSettingsPatch0
+func (t ScheduleSettingsPatch) AsScheduleSettingsPatch0() (ScheduleSettingsPatch0, error) {
+	var body ScheduleSettingsPatch0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromScheduleSettingsPatch0 overwrites any union data inside the ScheduleSettingsPatch as the provided ScheduleSettingsPatch0
+func (t *ScheduleSettingsPatch) FromScheduleSettingsPatch0(v ScheduleSettingsPatch0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeScheduleSettingsPatch0 performs a merge with any union data inside the ScheduleSettingsPatch, using the provided ScheduleSettingsPatch0
+func (t *ScheduleSettingsPatch) MergeScheduleSettingsPatch0(v ScheduleSettingsPatch0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsScheduleSettingsPatch1 returns the union data inside the ScheduleSettingsPatch as a ScheduleSettingsPatch1
+func (t ScheduleSettingsPatch) AsScheduleSettingsPatch1() (ScheduleSettingsPatch1, error) {
+	var body ScheduleSettingsPatch1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromScheduleSettingsPatch1 overwrites any union data inside the ScheduleSettingsPatch as the provided ScheduleSettingsPatch1
+func (t *ScheduleSettingsPatch) FromScheduleSettingsPatch1(v ScheduleSettingsPatch1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeScheduleSettingsPatch1 performs a merge with any union data inside the ScheduleSettingsPatch, using the provided ScheduleSettingsPatch1
+func (t *ScheduleSettingsPatch) MergeScheduleSettingsPatch1(v ScheduleSettingsPatch1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsScheduleSettingsPatch2 returns the union data inside the ScheduleSettingsPatch as a ScheduleSettingsPatch2
+func (t ScheduleSettingsPatch) AsScheduleSettingsPatch2() (ScheduleSettingsPatch2, error) {
+	var body ScheduleSettingsPatch2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromScheduleSettingsPatch2 overwrites any union data inside the ScheduleSettingsPatch as the provided ScheduleSettingsPatch2
+func (t *ScheduleSettingsPatch) FromScheduleSettingsPatch2(v ScheduleSettingsPatch2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeScheduleSettingsPatch2 performs a merge with any union data inside the ScheduleSettingsPatch, using the provided ScheduleSettingsPatch2
+func (t *ScheduleSettingsPatch) MergeScheduleSettingsPatch2(v ScheduleSettingsPatch2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ScheduleSettingsPatch) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.DayOfMonth != nil {
+		object["day_of_month"], err = json.Marshal(t.DayOfMonth)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'day_of_month': %w", err)
+		}
+	}
+
+	if t.DayOfWeek != nil {
+		object["day_of_week"], err = json.Marshal(t.DayOfWeek)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'day_of_week': %w", err)
+		}
+	}
+
+	if t.Hours != nil {
+		object["hours"], err = json.Marshal(t.Hours)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'hours': %w", err)
+		}
+	}
+
+	if t.Minutes != nil {
+		object["minutes"], err = json.Marshal(t.Minutes)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'minutes': %w", err)
+		}
+	}
+
+	if t.MonthOfYear != nil {
+		object["month_of_year"], err = json.Marshal(t.MonthOfYear)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'month_of_year': %w", err)
+		}
+	}
+
+	if t.SchedulerInterval != nil {
+		object["scheduler_interval"], err = json.Marshal(t.SchedulerInterval)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'scheduler_interval': %w", err)
+		}
+	}
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *ScheduleSettingsPatch) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["day_of_month"]; found {
+		err = json.Unmarshal(raw, &t.DayOfMonth)
+		if err != nil {
+			return fmt.Errorf("error reading 'day_of_month': %w", err)
+		}
+	}
+
+	if raw, found := object["day_of_week"]; found {
+		err = json.Unmarshal(raw, &t.DayOfWeek)
+		if err != nil {
+			return fmt.Errorf("error reading 'day_of_week': %w", err)
+		}
+	}
+
+	if raw, found := object["hours"]; found {
+		err = json.Unmarshal(raw, &t.Hours)
+		if err != nil {
+			return fmt.Errorf("error reading 'hours': %w", err)
+		}
+	}
+
+	if raw, found := object["minutes"]; found {
+		err = json.Unmarshal(raw, &t.Minutes)
+		if err != nil {
+			return fmt.Errorf("error reading 'minutes': %w", err)
+		}
+	}
+
+	if raw, found := object["month_of_year"]; found {
+		err = json.Unmarshal(raw, &t.MonthOfYear)
+		if err != nil {
+			return fmt.Errorf("error reading 'month_of_year': %w", err)
+		}
+	}
+
+	if raw, found := object["scheduler_interval"]; found {
+		err = json.Unmarshal(raw, &t.SchedulerInterval)
+		if err != nil {
+			return fmt.Errorf("error reading 'scheduler_interval': %w", err)
+		}
+	}
+
+	return err
+}
+
+// AsScheduleSettingsWrite0 returns the union data inside the ScheduleSettingsWrite as a ScheduleSettingsWrite0
+func (t ScheduleSettingsWrite) AsScheduleSettingsWrite0() (ScheduleSettingsWrite0, error) {
+	var body ScheduleSettingsWrite0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromScheduleSettingsWrite0 overwrites any union data inside the ScheduleSettingsWrite as the provided ScheduleSettingsWrite0
+func (t *ScheduleSettingsWrite) FromScheduleSettingsWrite0(v ScheduleSettingsWrite0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeScheduleSettingsWrite0 performs a merge with any union data inside the ScheduleSettingsWrite, using the provided ScheduleSettingsWrite0
+func (t *ScheduleSettingsWrite) MergeScheduleSettingsWrite0(v ScheduleSettingsWrite0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsScheduleSettingsWrite1 returns the union data inside the ScheduleSettingsWrite as a ScheduleSettingsWrite1
+func (t ScheduleSettingsWrite) AsScheduleSettingsWrite1() (ScheduleSettingsWrite1, error) {
+	var body ScheduleSettingsWrite1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromScheduleSettingsWrite1 overwrites any union data inside the ScheduleSettingsWrite as the provided ScheduleSettingsWrite1
+func (t *ScheduleSettingsWrite) FromScheduleSettingsWrite1(v ScheduleSettingsWrite1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeScheduleSettingsWrite1 performs a merge with any union data inside the ScheduleSettingsWrite, using the provided ScheduleSettingsWrite1
+func (t *ScheduleSettingsWrite) MergeScheduleSettingsWrite1(v ScheduleSettingsWrite1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsScheduleSettingsWrite2 returns the union data inside the ScheduleSettingsWrite as a ScheduleSettingsWrite2
+func (t ScheduleSettingsWrite) AsScheduleSettingsWrite2() (ScheduleSettingsWrite2, error) {
+	var body ScheduleSettingsWrite2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromScheduleSettingsWrite2 overwrites any union data inside the ScheduleSettingsWrite as the provided ScheduleSettingsWrite2
+func (t *ScheduleSettingsWrite) FromScheduleSettingsWrite2(v ScheduleSettingsWrite2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeScheduleSettingsWrite2 performs a merge with any union data inside the ScheduleSettingsWrite, using the provided ScheduleSettingsWrite2
+func (t *ScheduleSettingsWrite) MergeScheduleSettingsWrite2(v ScheduleSettingsWrite2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ScheduleSettingsWrite) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	object := make(map[string]json.RawMessage)
+	if t.union != nil {
+		err = json.Unmarshal(b, &object)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if t.DayOfMonth != nil {
+		object["day_of_month"], err = json.Marshal(t.DayOfMonth)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'day_of_month': %w", err)
+		}
+	}
+
+	if t.DayOfWeek != nil {
+		object["day_of_week"], err = json.Marshal(t.DayOfWeek)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'day_of_week': %w", err)
+		}
+	}
+
+	object["hours"], err = json.Marshal(t.Hours)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'hours': %w", err)
+	}
+
+	object["minutes"], err = json.Marshal(t.Minutes)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'minutes': %w", err)
+	}
+
+	if t.MonthOfYear != nil {
+		object["month_of_year"], err = json.Marshal(t.MonthOfYear)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'month_of_year': %w", err)
+		}
+	}
+
+	object["scheduler_interval"], err = json.Marshal(t.SchedulerInterval)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'scheduler_interval': %w", err)
+	}
+
+	b, err = json.Marshal(object)
+	return b, err
+}
+
+func (t *ScheduleSettingsWrite) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	if err != nil {
+		return err
+	}
+	object := make(map[string]json.RawMessage)
+	err = json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["day_of_month"]; found {
+		err = json.Unmarshal(raw, &t.DayOfMonth)
+		if err != nil {
+			return fmt.Errorf("error reading 'day_of_month': %w", err)
+		}
+	}
+
+	if raw, found := object["day_of_week"]; found {
+		err = json.Unmarshal(raw, &t.DayOfWeek)
+		if err != nil {
+			return fmt.Errorf("error reading 'day_of_week': %w", err)
+		}
+	}
+
+	if raw, found := object["hours"]; found {
+		err = json.Unmarshal(raw, &t.Hours)
+		if err != nil {
+			return fmt.Errorf("error reading 'hours': %w", err)
+		}
+	}
+
+	if raw, found := object["minutes"]; found {
+		err = json.Unmarshal(raw, &t.Minutes)
+		if err != nil {
+			return fmt.Errorf("error reading 'minutes': %w", err)
+		}
+	}
+
+	if raw, found := object["month_of_year"]; found {
+		err = json.Unmarshal(raw, &t.MonthOfYear)
+		if err != nil {
+			return fmt.Errorf("error reading 'month_of_year': %w", err)
+		}
+	}
+
+	if raw, found := object["scheduler_interval"]; found {
+		err = json.Unmarshal(raw, &t.SchedulerInterval)
+		if err != nil {
+			return fmt.Errorf("error reading 'scheduler_interval': %w", err)
+		}
+	}
+
 	return err
 }
 
@@ -4192,14 +9928,14 @@ type ClientInterface interface {
 	CreateConditionConfig(ctx context.Context, family ConfigFamily, body CreateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetConditionConfig request
-	GetConditionConfig(ctx context.Context, family ConfigFamily, configId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetConditionConfig(ctx context.Context, family ConfigFamily, configId ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateConditionConfigWithBody request with any body
-	UpdateConditionConfigWithBody(ctx context.Context, family ConfigFamily, configId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UpdateConditionConfigWithBody(ctx context.Context, family ConfigFamily, configId ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	UpdateConditionConfig(ctx context.Context, family ConfigFamily, configId string, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UpdateConditionConfig(ctx context.Context, family ConfigFamily, configId ID, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	UpdateConditionConfigWithApplicationMergePatchPlusJSONBody(ctx context.Context, family ConfigFamily, configId string, body UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UpdateConditionConfigWithApplicationMergePatchPlusJSONBody(ctx context.Context, family ConfigFamily, configId ID, body UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListDeviceGroups request
 	ListDeviceGroups(ctx context.Context, params *ListDeviceGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4302,17 +10038,17 @@ type ClientInterface interface {
 	CreateNotificationTemplate(ctx context.Context, body CreateNotificationTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteNotificationTemplate request
-	DeleteNotificationTemplate(ctx context.Context, templateId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DeleteNotificationTemplate(ctx context.Context, templateId ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetNotificationTemplate request
-	GetNotificationTemplate(ctx context.Context, templateId string, params *GetNotificationTemplateParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetNotificationTemplate(ctx context.Context, templateId ID, params *GetNotificationTemplateParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateNotificationTemplateWithBody request with any body
-	UpdateNotificationTemplateWithBody(ctx context.Context, templateId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UpdateNotificationTemplateWithBody(ctx context.Context, templateId ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	UpdateNotificationTemplate(ctx context.Context, templateId string, body UpdateNotificationTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UpdateNotificationTemplate(ctx context.Context, templateId ID, body UpdateNotificationTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	UpdateNotificationTemplateWithApplicationMergePatchPlusJSONBody(ctx context.Context, templateId string, body UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UpdateNotificationTemplateWithApplicationMergePatchPlusJSONBody(ctx context.Context, templateId ID, body UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteUsers request
 	DeleteUsers(ctx context.Context, params *DeleteUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5463,7 +11199,7 @@ func (c *Client) CreateConditionConfig(ctx context.Context, family ConfigFamily,
 	return c.Client.Do(req)
 }
 
-func (c *Client) GetConditionConfig(ctx context.Context, family ConfigFamily, configId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) GetConditionConfig(ctx context.Context, family ConfigFamily, configId ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetConditionConfigRequest(c.Server, family, configId)
 	if err != nil {
 		return nil, err
@@ -5475,7 +11211,7 @@ func (c *Client) GetConditionConfig(ctx context.Context, family ConfigFamily, co
 	return c.Client.Do(req)
 }
 
-func (c *Client) UpdateConditionConfigWithBody(ctx context.Context, family ConfigFamily, configId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) UpdateConditionConfigWithBody(ctx context.Context, family ConfigFamily, configId ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateConditionConfigRequestWithBody(c.Server, family, configId, contentType, body)
 	if err != nil {
 		return nil, err
@@ -5487,7 +11223,7 @@ func (c *Client) UpdateConditionConfigWithBody(ctx context.Context, family Confi
 	return c.Client.Do(req)
 }
 
-func (c *Client) UpdateConditionConfig(ctx context.Context, family ConfigFamily, configId string, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) UpdateConditionConfig(ctx context.Context, family ConfigFamily, configId ID, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateConditionConfigRequest(c.Server, family, configId, body)
 	if err != nil {
 		return nil, err
@@ -5499,7 +11235,7 @@ func (c *Client) UpdateConditionConfig(ctx context.Context, family ConfigFamily,
 	return c.Client.Do(req)
 }
 
-func (c *Client) UpdateConditionConfigWithApplicationMergePatchPlusJSONBody(ctx context.Context, family ConfigFamily, configId string, body UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) UpdateConditionConfigWithApplicationMergePatchPlusJSONBody(ctx context.Context, family ConfigFamily, configId ID, body UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateConditionConfigRequestWithApplicationMergePatchPlusJSONBody(c.Server, family, configId, body)
 	if err != nil {
 		return nil, err
@@ -5955,7 +11691,7 @@ func (c *Client) CreateNotificationTemplate(ctx context.Context, body CreateNoti
 	return c.Client.Do(req)
 }
 
-func (c *Client) DeleteNotificationTemplate(ctx context.Context, templateId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) DeleteNotificationTemplate(ctx context.Context, templateId ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteNotificationTemplateRequest(c.Server, templateId)
 	if err != nil {
 		return nil, err
@@ -5967,7 +11703,7 @@ func (c *Client) DeleteNotificationTemplate(ctx context.Context, templateId stri
 	return c.Client.Do(req)
 }
 
-func (c *Client) GetNotificationTemplate(ctx context.Context, templateId string, params *GetNotificationTemplateParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) GetNotificationTemplate(ctx context.Context, templateId ID, params *GetNotificationTemplateParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetNotificationTemplateRequest(c.Server, templateId, params)
 	if err != nil {
 		return nil, err
@@ -5979,7 +11715,7 @@ func (c *Client) GetNotificationTemplate(ctx context.Context, templateId string,
 	return c.Client.Do(req)
 }
 
-func (c *Client) UpdateNotificationTemplateWithBody(ctx context.Context, templateId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) UpdateNotificationTemplateWithBody(ctx context.Context, templateId ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateNotificationTemplateRequestWithBody(c.Server, templateId, contentType, body)
 	if err != nil {
 		return nil, err
@@ -5991,7 +11727,7 @@ func (c *Client) UpdateNotificationTemplateWithBody(ctx context.Context, templat
 	return c.Client.Do(req)
 }
 
-func (c *Client) UpdateNotificationTemplate(ctx context.Context, templateId string, body UpdateNotificationTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) UpdateNotificationTemplate(ctx context.Context, templateId ID, body UpdateNotificationTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateNotificationTemplateRequest(c.Server, templateId, body)
 	if err != nil {
 		return nil, err
@@ -6003,7 +11739,7 @@ func (c *Client) UpdateNotificationTemplate(ctx context.Context, templateId stri
 	return c.Client.Do(req)
 }
 
-func (c *Client) UpdateNotificationTemplateWithApplicationMergePatchPlusJSONBody(ctx context.Context, templateId string, body UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) UpdateNotificationTemplateWithApplicationMergePatchPlusJSONBody(ctx context.Context, templateId ID, body UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateNotificationTemplateRequestWithApplicationMergePatchPlusJSONBody(c.Server, templateId, body)
 	if err != nil {
 		return nil, err
@@ -10386,7 +16122,7 @@ func NewCreateConditionConfigRequestWithBody(server string, family ConfigFamily,
 }
 
 // NewGetConditionConfigRequest generates requests for GetConditionConfig
-func NewGetConditionConfigRequest(server string, family ConfigFamily, configId string) (*http.Request, error) {
+func NewGetConditionConfigRequest(server string, family ConfigFamily, configId ID) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -10427,7 +16163,7 @@ func NewGetConditionConfigRequest(server string, family ConfigFamily, configId s
 }
 
 // NewUpdateConditionConfigRequest calls the generic UpdateConditionConfig builder with application/json body
-func NewUpdateConditionConfigRequest(server string, family ConfigFamily, configId string, body UpdateConditionConfigJSONRequestBody) (*http.Request, error) {
+func NewUpdateConditionConfigRequest(server string, family ConfigFamily, configId ID, body UpdateConditionConfigJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
@@ -10438,7 +16174,7 @@ func NewUpdateConditionConfigRequest(server string, family ConfigFamily, configI
 }
 
 // NewUpdateConditionConfigRequestWithApplicationMergePatchPlusJSONBody calls the generic UpdateConditionConfig builder with application/merge-patch+json body
-func NewUpdateConditionConfigRequestWithApplicationMergePatchPlusJSONBody(server string, family ConfigFamily, configId string, body UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody) (*http.Request, error) {
+func NewUpdateConditionConfigRequestWithApplicationMergePatchPlusJSONBody(server string, family ConfigFamily, configId ID, body UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
@@ -10449,7 +16185,7 @@ func NewUpdateConditionConfigRequestWithApplicationMergePatchPlusJSONBody(server
 }
 
 // NewUpdateConditionConfigRequestWithBody generates requests for UpdateConditionConfig with any type of body
-func NewUpdateConditionConfigRequestWithBody(server string, family ConfigFamily, configId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewUpdateConditionConfigRequestWithBody(server string, family ConfigFamily, configId ID, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -12037,7 +17773,7 @@ func NewCreateNotificationTemplateRequestWithBody(server string, contentType str
 }
 
 // NewDeleteNotificationTemplateRequest generates requests for DeleteNotificationTemplate
-func NewDeleteNotificationTemplateRequest(server string, templateId string) (*http.Request, error) {
+func NewDeleteNotificationTemplateRequest(server string, templateId ID) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -12071,7 +17807,7 @@ func NewDeleteNotificationTemplateRequest(server string, templateId string) (*ht
 }
 
 // NewGetNotificationTemplateRequest generates requests for GetNotificationTemplate
-func NewGetNotificationTemplateRequest(server string, templateId string, params *GetNotificationTemplateParams) (*http.Request, error) {
+func NewGetNotificationTemplateRequest(server string, templateId ID, params *GetNotificationTemplateParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -12127,7 +17863,7 @@ func NewGetNotificationTemplateRequest(server string, templateId string, params 
 }
 
 // NewUpdateNotificationTemplateRequest calls the generic UpdateNotificationTemplate builder with application/json body
-func NewUpdateNotificationTemplateRequest(server string, templateId string, body UpdateNotificationTemplateJSONRequestBody) (*http.Request, error) {
+func NewUpdateNotificationTemplateRequest(server string, templateId ID, body UpdateNotificationTemplateJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
@@ -12138,7 +17874,7 @@ func NewUpdateNotificationTemplateRequest(server string, templateId string, body
 }
 
 // NewUpdateNotificationTemplateRequestWithApplicationMergePatchPlusJSONBody calls the generic UpdateNotificationTemplate builder with application/merge-patch+json body
-func NewUpdateNotificationTemplateRequestWithApplicationMergePatchPlusJSONBody(server string, templateId string, body UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody) (*http.Request, error) {
+func NewUpdateNotificationTemplateRequestWithApplicationMergePatchPlusJSONBody(server string, templateId ID, body UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
@@ -12149,7 +17885,7 @@ func NewUpdateNotificationTemplateRequestWithApplicationMergePatchPlusJSONBody(s
 }
 
 // NewUpdateNotificationTemplateRequestWithBody generates requests for UpdateNotificationTemplate with any type of body
-func NewUpdateNotificationTemplateRequestWithBody(server string, templateId string, contentType string, body io.Reader) (*http.Request, error) {
+func NewUpdateNotificationTemplateRequestWithBody(server string, templateId ID, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -13346,14 +19082,14 @@ type ClientWithResponsesInterface interface {
 	CreateConditionConfigWithResponse(ctx context.Context, family ConfigFamily, body CreateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateConditionConfigResponse, error)
 
 	// GetConditionConfigWithResponse request
-	GetConditionConfigWithResponse(ctx context.Context, family ConfigFamily, configId string, reqEditors ...RequestEditorFn) (*GetConditionConfigResponse, error)
+	GetConditionConfigWithResponse(ctx context.Context, family ConfigFamily, configId ID, reqEditors ...RequestEditorFn) (*GetConditionConfigResponse, error)
 
 	// UpdateConditionConfigWithBodyWithResponse request with any body
-	UpdateConditionConfigWithBodyWithResponse(ctx context.Context, family ConfigFamily, configId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error)
+	UpdateConditionConfigWithBodyWithResponse(ctx context.Context, family ConfigFamily, configId ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error)
 
-	UpdateConditionConfigWithResponse(ctx context.Context, family ConfigFamily, configId string, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error)
+	UpdateConditionConfigWithResponse(ctx context.Context, family ConfigFamily, configId ID, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error)
 
-	UpdateConditionConfigWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, family ConfigFamily, configId string, body UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error)
+	UpdateConditionConfigWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, family ConfigFamily, configId ID, body UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error)
 
 	// ListDeviceGroupsWithResponse request
 	ListDeviceGroupsWithResponse(ctx context.Context, params *ListDeviceGroupsParams, reqEditors ...RequestEditorFn) (*ListDeviceGroupsResponse, error)
@@ -13456,17 +19192,17 @@ type ClientWithResponsesInterface interface {
 	CreateNotificationTemplateWithResponse(ctx context.Context, body CreateNotificationTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateNotificationTemplateResponse, error)
 
 	// DeleteNotificationTemplateWithResponse request
-	DeleteNotificationTemplateWithResponse(ctx context.Context, templateId string, reqEditors ...RequestEditorFn) (*DeleteNotificationTemplateResponse, error)
+	DeleteNotificationTemplateWithResponse(ctx context.Context, templateId ID, reqEditors ...RequestEditorFn) (*DeleteNotificationTemplateResponse, error)
 
 	// GetNotificationTemplateWithResponse request
-	GetNotificationTemplateWithResponse(ctx context.Context, templateId string, params *GetNotificationTemplateParams, reqEditors ...RequestEditorFn) (*GetNotificationTemplateResponse, error)
+	GetNotificationTemplateWithResponse(ctx context.Context, templateId ID, params *GetNotificationTemplateParams, reqEditors ...RequestEditorFn) (*GetNotificationTemplateResponse, error)
 
 	// UpdateNotificationTemplateWithBodyWithResponse request with any body
-	UpdateNotificationTemplateWithBodyWithResponse(ctx context.Context, templateId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error)
+	UpdateNotificationTemplateWithBodyWithResponse(ctx context.Context, templateId ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error)
 
-	UpdateNotificationTemplateWithResponse(ctx context.Context, templateId string, body UpdateNotificationTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error)
+	UpdateNotificationTemplateWithResponse(ctx context.Context, templateId ID, body UpdateNotificationTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error)
 
-	UpdateNotificationTemplateWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, templateId string, body UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error)
+	UpdateNotificationTemplateWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, templateId ID, body UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error)
 
 	// DeleteUsersWithResponse request
 	DeleteUsersWithResponse(ctx context.Context, params *DeleteUsersParams, reqEditors ...RequestEditorFn) (*DeleteUsersResponse, error)
@@ -15640,8 +21376,8 @@ type ListDeviceGroupsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	JSON200      *struct {
-		Data []DeviceGroup `json:"data"`
-		Meta OffsetMeta    `json:"meta"`
+		Data []DeviceGroupItem `json:"data"`
+		Meta OffsetMeta        `json:"meta"`
 	}
 	JSON400 *BadRequest
 	JSON401 *Unauthorized
@@ -17611,7 +23347,7 @@ func (c *ClientWithResponses) CreateConditionConfigWithResponse(ctx context.Cont
 }
 
 // GetConditionConfigWithResponse request returning *GetConditionConfigResponse
-func (c *ClientWithResponses) GetConditionConfigWithResponse(ctx context.Context, family ConfigFamily, configId string, reqEditors ...RequestEditorFn) (*GetConditionConfigResponse, error) {
+func (c *ClientWithResponses) GetConditionConfigWithResponse(ctx context.Context, family ConfigFamily, configId ID, reqEditors ...RequestEditorFn) (*GetConditionConfigResponse, error) {
 	rsp, err := c.GetConditionConfig(ctx, family, configId, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -17620,7 +23356,7 @@ func (c *ClientWithResponses) GetConditionConfigWithResponse(ctx context.Context
 }
 
 // UpdateConditionConfigWithBodyWithResponse request with arbitrary body returning *UpdateConditionConfigResponse
-func (c *ClientWithResponses) UpdateConditionConfigWithBodyWithResponse(ctx context.Context, family ConfigFamily, configId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error) {
+func (c *ClientWithResponses) UpdateConditionConfigWithBodyWithResponse(ctx context.Context, family ConfigFamily, configId ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error) {
 	rsp, err := c.UpdateConditionConfigWithBody(ctx, family, configId, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -17628,7 +23364,7 @@ func (c *ClientWithResponses) UpdateConditionConfigWithBodyWithResponse(ctx cont
 	return ParseUpdateConditionConfigResponse(rsp)
 }
 
-func (c *ClientWithResponses) UpdateConditionConfigWithResponse(ctx context.Context, family ConfigFamily, configId string, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error) {
+func (c *ClientWithResponses) UpdateConditionConfigWithResponse(ctx context.Context, family ConfigFamily, configId ID, body UpdateConditionConfigJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error) {
 	rsp, err := c.UpdateConditionConfig(ctx, family, configId, body, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -17636,7 +23372,7 @@ func (c *ClientWithResponses) UpdateConditionConfigWithResponse(ctx context.Cont
 	return ParseUpdateConditionConfigResponse(rsp)
 }
 
-func (c *ClientWithResponses) UpdateConditionConfigWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, family ConfigFamily, configId string, body UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error) {
+func (c *ClientWithResponses) UpdateConditionConfigWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, family ConfigFamily, configId ID, body UpdateConditionConfigApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateConditionConfigResponse, error) {
 	rsp, err := c.UpdateConditionConfigWithApplicationMergePatchPlusJSONBody(ctx, family, configId, body, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -17967,7 +23703,7 @@ func (c *ClientWithResponses) CreateNotificationTemplateWithResponse(ctx context
 }
 
 // DeleteNotificationTemplateWithResponse request returning *DeleteNotificationTemplateResponse
-func (c *ClientWithResponses) DeleteNotificationTemplateWithResponse(ctx context.Context, templateId string, reqEditors ...RequestEditorFn) (*DeleteNotificationTemplateResponse, error) {
+func (c *ClientWithResponses) DeleteNotificationTemplateWithResponse(ctx context.Context, templateId ID, reqEditors ...RequestEditorFn) (*DeleteNotificationTemplateResponse, error) {
 	rsp, err := c.DeleteNotificationTemplate(ctx, templateId, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -17976,7 +23712,7 @@ func (c *ClientWithResponses) DeleteNotificationTemplateWithResponse(ctx context
 }
 
 // GetNotificationTemplateWithResponse request returning *GetNotificationTemplateResponse
-func (c *ClientWithResponses) GetNotificationTemplateWithResponse(ctx context.Context, templateId string, params *GetNotificationTemplateParams, reqEditors ...RequestEditorFn) (*GetNotificationTemplateResponse, error) {
+func (c *ClientWithResponses) GetNotificationTemplateWithResponse(ctx context.Context, templateId ID, params *GetNotificationTemplateParams, reqEditors ...RequestEditorFn) (*GetNotificationTemplateResponse, error) {
 	rsp, err := c.GetNotificationTemplate(ctx, templateId, params, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -17985,7 +23721,7 @@ func (c *ClientWithResponses) GetNotificationTemplateWithResponse(ctx context.Co
 }
 
 // UpdateNotificationTemplateWithBodyWithResponse request with arbitrary body returning *UpdateNotificationTemplateResponse
-func (c *ClientWithResponses) UpdateNotificationTemplateWithBodyWithResponse(ctx context.Context, templateId string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error) {
+func (c *ClientWithResponses) UpdateNotificationTemplateWithBodyWithResponse(ctx context.Context, templateId ID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error) {
 	rsp, err := c.UpdateNotificationTemplateWithBody(ctx, templateId, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -17993,7 +23729,7 @@ func (c *ClientWithResponses) UpdateNotificationTemplateWithBodyWithResponse(ctx
 	return ParseUpdateNotificationTemplateResponse(rsp)
 }
 
-func (c *ClientWithResponses) UpdateNotificationTemplateWithResponse(ctx context.Context, templateId string, body UpdateNotificationTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error) {
+func (c *ClientWithResponses) UpdateNotificationTemplateWithResponse(ctx context.Context, templateId ID, body UpdateNotificationTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error) {
 	rsp, err := c.UpdateNotificationTemplate(ctx, templateId, body, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -18001,7 +23737,7 @@ func (c *ClientWithResponses) UpdateNotificationTemplateWithResponse(ctx context
 	return ParseUpdateNotificationTemplateResponse(rsp)
 }
 
-func (c *ClientWithResponses) UpdateNotificationTemplateWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, templateId string, body UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error) {
+func (c *ClientWithResponses) UpdateNotificationTemplateWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, templateId ID, body UpdateNotificationTemplateApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateNotificationTemplateResponse, error) {
 	rsp, err := c.UpdateNotificationTemplateWithApplicationMergePatchPlusJSONBody(ctx, templateId, body, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -22806,8 +28542,8 @@ func ParseListDeviceGroupsResponse(rsp *http.Response) (*ListDeviceGroupsRespons
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			Data []DeviceGroup `json:"data"`
-			Meta OffsetMeta    `json:"meta"`
+			Data []DeviceGroupItem `json:"data"`
+			Meta OffsetMeta        `json:"meta"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err

@@ -3,6 +3,8 @@
 
 package models
 
+import "strings"
+
 // iso3166Alpha2 lists the officially assigned ISO 3166-1 alpha-2 codes.
 const iso3166Alpha2 = "" +
 	"AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ BA BB BD BE BF BG BH BI " +
@@ -27,3 +29,9 @@ const iso639Part1 = "" +
 	"oc oj om or os pa pi pl ps pt qu rm rn ro ru rw sa sc sd se sg si sk sl " +
 	"sm sn so sq sr ss st su sv sw ta te tg th ti tk tl tn to tr ts tt tw ty " +
 	"ug uk ur uz ve vi vo wa wo xh yi yo za zh zu "
+
+// CountryCodes lists the ISO 3166-1 alpha-2 codes a user's country may be.
+func CountryCodes() []string { return strings.Fields(iso3166Alpha2) }
+
+// LanguageCodes lists the ISO 639-1 codes a user's language may start with.
+func LanguageCodes() []string { return strings.Fields(iso639Part1) }

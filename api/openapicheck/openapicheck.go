@@ -73,6 +73,13 @@ func (c *Checker) CheckRouteOrError(t testing.TB, req *http.Request, resp *http.
 	}
 }
 
+// Validate returns why the response to req is not one the document allows
+// (an undocumented route, status, content type or body shape), or nil. The
+// contract fuzzer (cmd/contractfuzz) checks its answers with it.
+func (c *Checker) Validate(req *http.Request, resp *http.Response, body []byte) error {
+	return c.validate(req, resp, body)
+}
+
 func (c *Checker) validate(req *http.Request, resp *http.Response, body []byte) error {
 	route, params, err := c.router.FindRoute(req)
 	if err != nil {

@@ -11,6 +11,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	// The IANA time zones a business-hours config names (the TimeZone
+	// enum of api/openapi.yaml) whatever the host's zoneinfo holds.
+	_ "time/tzdata"
 
 	"github.com/spf13/cobra"
 )

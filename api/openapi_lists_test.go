@@ -1,0 +1,118 @@
+package api
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"iam/models"
+	"iam/models/listing"
+)
+
+// listSchemas maps each operation that takes filter, sort or fields to the
+// allow-list its handler parses them with.
+func listSchemas() map[string]*listing.Schema {
+	configs := make([]*listing.Schema, len(models.ConfigFamilies))
+	for i, f := range models.ConfigFamilies {
+		configs[i] = models.ConditionConfigListing(f)
+	}
+	return map[string]*listing.Schema{
+		"GET /api/v1/users":             models.UserListing,
+		"GET /api/v1/groups":            models.GroupListing,
+		"GET /api/v1/groups/{group_id}": groupDetail,
+		// Without a user read scope the members are summaries
+		// (models.MemberListing): the document says what both accept.
+		"GET /api/v1/groups/{group_id}/members":                                                                     commonListing(models.UserListing, models.MemberListing),
+		"GET /api/v1/jobs":                                                                                          models.JobListing,
+		"GET /api/v1/jobs/{job_id}/results":                                                                         models.JobResultListing,
+		"GET /api/v1/management/actions/{action_id}/data":                                                           models.MgmtDataListing,
+		"POST /api/v1/management/actions/{action_id}/execute":                                                       models.MgmtDataListing,
+		"GET /api/v1/management/actions/{action_id}/uploads/{upload_id}/data":                                       models.UploadRowListing,
+		"DELETE /api/v1/management/actions/{action_id}/uploads/{upload_id}/data":                                    models.UploadRowListing,
+		"GET /api/v1/management/actions/{action_id}/executions/{execution_id}/data":                                 models.ExecutionResultListing,
+		"GET /api/v1/protection/device-groups":                                                                      models.DeviceGroupListing,
+		"GET /api/v1/protection/device-groups/{device_group_id}/members":                                            models.DeviceGroupMemberListing,
+		"GET /api/v1/templates/notification":                                                                        models.TemplateListing,
+		"GET /api/v1/protection/quick-enrollment/notification-auto-schedule":                                        models.NotificationScheduleListing,
+		"GET /api/v1/protection/quick-enrollment/notification-auto-schedule/{schedule_id}/runs":                     models.NotificationRunListing,
+		"GET /api/v1/protection/quick-enrollment/notification-auto-schedule/{schedule_id}/runs/{run_id}/deliveries": models.NotificationDeliveryListing,
+		"GET /api/v1/devices":                                    models.DeviceListing,
+		"GET /api/v1/devices/{device_id}/accounts":               models.LocalAccountListing,
+		"GET /api/v1/device-account-linking/history":             models.LinkHistoryListing,
+		"GET /api/v1/devices/{device_id}/offline-enrolled-users": models.OfflineUserListing,
+		// One operation for every family: what all of them accept.
+		"GET /api/v1/protection/conditionalfactor-configs/{family}":                             commonListing(configs...),
+		"GET /api/v1/protection/conditional-access-policies":                                    models.PolicyListing,
+		"GET /api/v1/protection/conditional-access-policies/{policy_id}/user-assignment-users":  models.PolicyUserListing,
+		"GET /api/v1/protection/conditional-access-policies/{policy_id}/user-assignment-groups": models.PolicyGroupListing,
+		"GET /api/v1/protection/conditional-access-policies/{policy_id}/protected-devices":      models.PolicyDeviceListing,
+	}
+}
+
+// commonListing is a schema of what every one of lists accepts: the
+// attributes they all have, filterable or sortable where all of them are.
+func commonListing(lists ...*listing.Schema) *listing.Schema {
+	var attrs []listing.Attribute
+	for _, a := range lists[0].Attributes {
+		common := a
+		for _, l := range lists[1:] {
+			i := slices.IndexFunc(l.Attributes, func(b listing.Attribute) bool { return b.Name == a.Name && b.Type == a.Type })
+			if i < 0 {
+				common.Name = ""
+				break
+			}
+			common.Filter = common.Filter && l.Attributes[i].Filter
+			common.Sort = common.Sort && l.Attributes[i].Sort
+		}
+		if common.Name != "" {
+			attrs = append(attrs, common)
+		}
+	}
+	return &listing.Schema{Name: "common", Attributes: attrs}
+}
+
+// Every list's filter, sort and fields parameters have the patterns of
+// the allow-list its handler checks them with, so that a request the
+// document calls valid is not refused, and a list whose attributes change
+// is caught until the document follows.
+func TestOpenAPI_ListPatterns(t *testing.T) {
+	doc, err := LoadOpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists := listSchemas()
+	for _, path := range doc.Paths.InMatchingOrder() {
+		item := doc.Paths.Value(path)
+		for method, op := range item.Operations() {
+			where := method + " " + path
+			s := lists[where]
+			params := append(slices.Clone(op.Parameters), item.Parameters...)
+			for _, name := range []string{"filter", "sort", "fields"} {
+				p := params.GetByInAndName("query", name)
+				if p == nil {
+					continue
+				}
+				if s == nil {
+					t.Errorf("%s takes %s: add its allow-list to listSchemas", where, name)
+					continue
+				}
+				want := map[string]string{"filter": s.FilterPattern(), "sort": s.SortPattern(), "fields": s.FieldsPattern()}[name]
+				if got := patternOf(p.Schema); got != want {
+					t.Errorf("%s: %s pattern\n got: %s\nwant: '%s'", where, name, got, want)
+				}
+				if name == "filter" && (p.Schema.Value.MaxLength == nil || *p.Schema.Value.MaxLength != listing.MaxFilterLength) {
+					t.Errorf("%s: filter maxLength %v, want %d", where, p.Schema.Value.MaxLength, listing.MaxFilterLength)
+				}
+			}
+		}
+	}
+}
+
+func patternOf(s *openapi3.SchemaRef) string {
+	if s == nil || s.Value == nil {
+		return fmt.Sprint(nil)
+	}
+	return s.Value.Pattern
+}
