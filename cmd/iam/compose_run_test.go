@@ -329,10 +329,10 @@ func composeStartTOTPEnrollment(t *testing.T, addr, token string, rows, chunk in
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fw.Write(composeTOTPCSV(rows)); err != nil {
+	if _, err = fw.Write(composeTOTPCSV(rows)); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Close(); err != nil {
+	if err = w.Close(); err != nil {
 		t.Fatal(err)
 	}
 	status, data := e2eAPIDo(t, addr, "POST", "/api/v1/protection/quick-enrollment/upload-csv", token, w.FormDataContentType(), body.Bytes())

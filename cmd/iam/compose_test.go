@@ -216,16 +216,17 @@ func TestCompose_RefusesToLoadWithoutKeys(t *testing.T) {
 // repository's layout: it writes .env (mode 600) with keys serve and worker
 // accept, different on each run, and refuses to overwrite an existing .env.
 func TestCompose_GenEnvWritesUsableKeys(t *testing.T) {
-	script, err := os.ReadFile("../../deploy/gen-env.sh")
-	if err != nil {
-		t.Fatal(err)
+	script, readErr := os.ReadFile("../../deploy/gen-env.sh")
+	if readErr != nil {
+		t.Fatal(readErr)
 	}
 	run := func(root string) (map[string]string, error) {
 		if err := os.MkdirAll(filepath.Join(root, "deploy"), 0o750); err != nil {
 			t.Fatal(err)
 		}
 		path := filepath.Join(root, "deploy", "gen-env.sh")
-		if err := os.WriteFile(path, script, 0o600); err != nil { // run with sh: no execute bit needed
+		//nolint:gosec // a file in the test's temporary directory, run with sh (no execute bit needed)
+		if err := os.WriteFile(path, script, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		if out, err := exec.Command("sh", path).CombinedOutput(); err != nil { //nolint:gosec // the repository's gen-env.sh, copied into the test's directory

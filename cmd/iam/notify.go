@@ -168,8 +168,8 @@ func (n NotifyConfig) notifyDeps(outboxDefault string, log *slog.Logger) (deps w
 		}
 		deps.Mail, close = m, func() {
 			// The mail sent is sent: a connection that fails to close loses nothing.
-			if err := m.Close(); err != nil {
-				log.Warn("close the SMTP connections", "error", err)
+			if closeErr := m.Close(); closeErr != nil {
+				log.Warn("close the SMTP connections", "error", closeErr)
 			}
 		}
 		log.Info("mail goes through SMTP", "host", n.SMTPHost, "tls", n.SMTPTLS, "user", n.SMTPUsername)

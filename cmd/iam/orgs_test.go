@@ -94,8 +94,8 @@ func TestOrgsCommand_CreateAndList(t *testing.T) {
 		if getErr != nil || models.FormatID(u.ID) != c.org.AdminID || u.Role != models.RoleAdmin || u.Status != models.UserActive {
 			t.Fatalf("admin of %s: %+v, %v", c.org.Name, u, getErr)
 		}
-		if _, err := store.Users.Authenticate(t.Context(), id, c.org.AdminEmail, c.password, models.DefaultAdminSettings().AccountBlocking, time.Now()); err != nil {
-			t.Errorf("admin of %s does not sign in with its password: %v", c.org.Name, err)
+		if _, authErr := store.Users.Authenticate(t.Context(), id, c.org.AdminEmail, c.password, models.DefaultAdminSettings().AccountBlocking, time.Now()); authErr != nil {
+			t.Errorf("admin of %s does not sign in with its password: %v", c.org.Name, authErr)
 		}
 	}
 
