@@ -22,7 +22,7 @@ func TestGenerated_UpToDate(t *testing.T) {
 	}
 	out := filepath.Join(dir, "client.gen.go")
 	cfg = bytes.Replace(cfg, []byte("output: client.gen.go"), []byte("output: "+out), 1)
-	if err = os.WriteFile(filepath.Join(dir, "cfg.yaml"), cfg, 0o600); err != nil {
+	if err = os.WriteFile(filepath.Join(dir, "cfg.yaml"), cfg, 0o600); err != nil { //nolint:gosec // a file in the test's temporary directory
 		t.Fatal(err)
 	}
 	// The command of the go:generate line in doc.go, writing to dir.
@@ -47,12 +47,12 @@ func TestGenerated_UpToDate(t *testing.T) {
 			args[i] = filepath.Join("..", "api", "openapi.yaml")
 		}
 	}
-	cmd := exec.Command(args[0], args[1:]...)
+	cmd := exec.Command(args[0], args[1:]...) //nolint:gosec // the go:generate line of the package's own doc.go
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, msg)
+	if msg, runErr := cmd.CombinedOutput(); runErr != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), runErr, msg)
 	}
-	want, err := os.ReadFile(out)
+	want, err := os.ReadFile(out) //nolint:gosec // the file generated into the test's temporary directory
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -118,7 +119,7 @@ func (g *generator) register(key string, n, accounts, conns int) error {
 	return firstErr
 }
 
-func (g *generator) post(path, auth string, body []byte, want int, out any) error {
+func (g *generator) post(path, auth string, body []byte, want int, out any) (err error) {
 	req, err := http.NewRequest(http.MethodPost, g.base+path, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -131,7 +132,7 @@ func (g *generator) post(path, auth string, body []byte, want int, out any) erro
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { err = errors.Join(err, resp.Body.Close()) }()
 	if resp.StatusCode != want || out != nil {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		if resp.StatusCode != want {
@@ -143,13 +144,13 @@ func (g *generator) post(path, auth string, body []byte, want int, out any) erro
 	return err
 }
 
-func (g *generator) get(path string) error {
+func (g *generator) get(path string) (err error) {
 	resp, err := g.client.Get(g.base + path)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+	defer func() { err = errors.Join(err, resp.Body.Close()) }()
+	if _, err = io.Copy(io.Discard, resp.Body); err != nil {
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {

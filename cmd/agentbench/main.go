@@ -34,6 +34,7 @@ import (
 	"strconv"
 	"time"
 
+	"iam/cmd/internal/benchrun"
 	"iam/cmd/internal/iamproc"
 	"iam/models"
 	"iam/models/dbtest/pgcluster"
@@ -65,7 +66,7 @@ func main() {
 	}
 }
 
-const secretKey = "agentbench-secret-key-0123456789abcdef-0123456789"
+const secretKey = "agentbench-secret-key-0123456789abcdef-0123456789" //nolint:gosec // the secret of the benchmark's throwaway service
 
 // benchPGConfig is a production-like cluster for an update-heavy load:
 // autovacuum on (the test default turns it off), room for the connections.
@@ -74,7 +75,7 @@ shared_buffers = 128MB
 autovacuum = on
 `
 
-func run(ctx context.Context, o options) error {
+func run(ctx context.Context, o options) (err error) {
 	work, err := os.MkdirTemp("", "iam-agentbench-")
 	if err != nil {
 		return err
@@ -82,9 +83,9 @@ func run(ctx context.Context, o options) error {
 	if o.keep {
 		defer fmt.Printf("work folder kept: %s\n", work)
 	} else {
-		defer os.RemoveAll(work)
+		defer benchrun.Cleanup(&err, func() error { return os.RemoveAll(work) })
 	}
-	if err = os.Chmod(work, 0o755); err != nil { // the PostgreSQL user must reach its folder
+	if err = os.Chmod(work, 0o755); err != nil { //nolint:gosec // the PostgreSQL user must reach its folder
 		return err
 	}
 	bin, err := iamproc.Build(work, "iam", "nodev") // serve as the image ships it
@@ -95,9 +96,9 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	defer pg.Stop()
-	if out, err := pg.Command(ctx, "createdb", "-h", "127.0.0.1", "-p", strconv.Itoa(pg.Port()), "-U", "postgres", "bench").CombinedOutput(); err != nil {
-		return fmt.Errorf("createdb: %w\n%s", err, out)
+	defer benchrun.Cleanup(&err, pg.Stop)
+	if out, createErr := pg.Command(ctx, "createdb", "-h", "127.0.0.1", "-p", strconv.Itoa(pg.Port()), "-U", "postgres", "bench").CombinedOutput(); createErr != nil {
+		return fmt.Errorf("createdb: %w\n%s", createErr, out)
 	}
 	dsn := pg.URL("bench").String()
 	encKey := secret.NewKey()
@@ -108,8 +109,8 @@ func run(ctx context.Context, o options) error {
 		// The devices all register from this one address, as fast as they can.
 		"IAM_AGENT_REGISTRATIONS_PER_ADDRESS=1000000", "IAM_AGENT_REGISTRATIONS_PER_KEY=1000000",
 		fmt.Sprintf("IAM_MAX_DEVICES_PER_ORG=%d", max(o.devices, 100_000))}
-	if out, err := iamproc.Run(bin, env, "migrate", "up"); err != nil {
-		return fmt.Errorf("migrate: %w\n%s", err, out)
+	if out, migrateErr := iamproc.Run(bin, env, "migrate", "up"); migrateErr != nil {
+		return fmt.Errorf("migrate: %w\n%s", migrateErr, out)
 	}
 	key, err := installKey(ctx, dsn, encKey)
 	if err != nil {
@@ -198,12 +199,12 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // installKey makes the organization the devices register into and returns
 // its DeviceAgent installation key.
-func installKey(ctx context.Context, dsn, encKey string) (string, error) {
+func installKey(ctx context.Context, dsn, encKey string) (_ string, err error) {
 	db, err := models.Open(ctx, dsn)
 	if err != nil {
 		return "", err
 	}
-	defer db.Close()
+	defer benchrun.Cleanup(&err, db.Close)
 	k, err := secret.ParseKey(encKey)
 	if err != nil {
 		return "", err
@@ -214,7 +215,7 @@ func installKey(ctx context.Context, dsn, encKey string) (string, error) {
 	}
 	store := models.NewStore(db).SealBlobs(box)
 	org := &models.Organization{Name: "Agent bench"}
-	if err := store.Orgs.Create(ctx, org); err != nil {
+	if err = store.Orgs.Create(ctx, org); err != nil {
 		return "", err
 	}
 	return store.Devices.InstallKey(ctx, org.ID, models.AgentDevice)

@@ -41,6 +41,7 @@ import (
 
 	"iam/api"
 	"iam/api/auth"
+	"iam/cmd/internal/benchrun"
 	"iam/models"
 	"iam/models/dbtest/pgcluster"
 	"iam/models/decide"
@@ -71,7 +72,9 @@ type config struct {
 	cpuProfile  string
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (err error) {
+	out := benchrun.NewReport(stdout)
+	defer benchrun.Cleanup(&err, out.Err) // a report cut short fails the run
 	fs := flag.NewFlagSet("decidebench", flag.ContinueOnError)
 	var cfg config
 	fs.IntVar(&cfg.decisions, "decisions", 20000, "in-process decisions to time")
@@ -79,24 +82,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	fs.IntVar(&cfg.turns, "turns", 4, "turns each route takes, in alternation")
 	fs.IntVar(&cfg.concurrency, "concurrency", 16, "concurrent HTTP clients")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the HTTP evaluate turns to this file")
-	if err := fs.Parse(args); err != nil {
+	if err = fs.Parse(args); err != nil {
 		return err
 	}
 	dsn := getenv("IAM_BENCH_DATABASE_URL")
 	if dsn == "" {
-		c, err := pgcluster.Start(ctx, pgcluster.Options{Prefix: "iam-decidebench-pg-"})
-		if err != nil {
+		var c *pgcluster.Cluster
+		if c, err = pgcluster.Start(ctx, pgcluster.Options{Prefix: "iam-decidebench-pg-"}); err != nil {
 			return err
 		}
-		defer c.Stop()
+		defer benchrun.Cleanup(&err, c.Stop)
 		dsn = c.URL("postgres").String()
-		fmt.Fprintf(out, "throwaway PostgreSQL cluster %s\n", c.Describe())
+		out.Printf("throwaway PostgreSQL cluster %s\n", c.Describe())
 	}
 	db, err := models.Open(ctx, dsn)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer benchrun.Cleanup(&err, db.Close)
 	db.SetMaxOpenConns(cfg.concurrency + 8)
 	db.SetMaxIdleConns(cfg.concurrency + 8)
 	if _, err = models.MigrateUp(ctx, db); err != nil {
@@ -108,9 +111,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "seeded %d policies (+ default), %d IP source configs of %d entries (%d entries), %d business hours configs in %v\n",
+	out.Printf("seeded %d policies (+ default), %d IP source configs of %d entries (%d entries), %d business hours configs in %v\n",
 		policies, policies, entriesPerSrc, policies*entriesPerSrc, businessConfig, time.Since(start).Round(time.Millisecond))
-	if err := inProcess(ctx, store, s, cfg, out); err != nil {
+	if err = inProcess(ctx, store, s, cfg, out); err != nil {
 		return err
 	}
 	return overHTTP(ctx, store, s, cfg, out)
@@ -125,7 +128,7 @@ type seeded struct {
 
 // srcAddr is address k of IP source i: 10.a.b.(16k+1), a.b = i.
 func srcAddr(i, k int) netip.Addr {
-	return netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), byte(16*k + 1)})
+	return netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), byte(16*k + 1)}) //nolint:gosec // i < policies < 1<<16 and k < entriesPerSrc: the bytes of the address, truncated on purpose
 }
 
 func seed(ctx context.Context, store *models.Store) (*seeded, error) {
@@ -205,12 +208,12 @@ func seed(ctx context.Context, store *models.Store) (*seeded, error) {
 func request(r *rand.Rand, s *seeded) (netip.Addr, int64) {
 	user := s.users[r.IntN(len(s.users))]
 	if r.IntN(10) == 0 {
-		return netip.AddrFrom4([4]byte{172, 16, byte(r.IntN(256)), byte(r.IntN(256))}), user
+		return netip.AddrFrom4([4]byte{172, 16, byte(r.IntN(256)), byte(r.IntN(256))}), user //nolint:gosec // IntN(256) fits a byte
 	}
 	return srcAddr(r.IntN(policies), r.IntN(entriesPerSrc-2)).Next(), user
 }
 
-func inProcess(ctx context.Context, store *models.Store, s *seeded, cfg config, out io.Writer) error {
+func inProcess(ctx context.Context, store *models.Store, s *seeded, cfg config, out *benchrun.Report) error {
 	start := time.Now()
 	set, err := store.Policies.LoadEnabledPolicies(ctx, s.org.ID)
 	if err != nil {
@@ -220,7 +223,7 @@ func inProcess(ctx context.Context, store *models.Store, s *seeded, cfg config, 
 	start = time.Now()
 	snap := decide.Compile(s.org.ID, 1, set)
 	compiled := time.Since(start)
-	fmt.Fprintf(out, "\nin process: %d policies loaded in %v, compiled in %v\n", snap.Policies(), loaded.Round(time.Microsecond), compiled.Round(time.Microsecond))
+	out.Printf("\nin process: %d policies loaded in %v, compiled in %v\n", snap.Policies(), loaded.Round(time.Microsecond), compiled.Round(time.Microsecond))
 	for _, c := range []struct {
 		name  string
 		users []int64
@@ -232,7 +235,7 @@ func inProcess(ctx context.Context, store *models.Store, s *seeded, cfg config, 
 	return nil
 }
 
-func timeDecisions(ctx context.Context, store *models.Store, s *seeded, snap *decide.Snapshot, users []int64, cfg config, name string, out io.Writer) error {
+func timeDecisions(ctx context.Context, store *models.Store, s *seeded, snap *decide.Snapshot, users []int64, cfg config, name string, out *benchrun.Report) error {
 	groups := map[int64][]int64{}
 	for _, u := range users {
 		facts, err := store.DeviceGroups.DecisionFacts(ctx, s.org.ID, u, 0)
@@ -241,7 +244,7 @@ func timeDecisions(ctx context.Context, store *models.Store, s *seeded, snap *de
 		}
 		groups[u] = facts.UserGroups
 	}
-	r := rand.New(rand.NewPCG(1, 2))
+	r := rand.New(rand.NewPCG(1, 2)) //nolint:gosec // a reproducible load, no secret
 	lat := make([]time.Duration, cfg.decisions)
 	written := make([]time.Duration, cfg.decisions) // the decision and its answer
 	var buf []byte
@@ -273,11 +276,11 @@ func timeDecisions(ctx context.Context, store *models.Store, s *seeded, snap *de
 		total += l
 	}
 	p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
-	fmt.Fprintf(out, "  %s: %d decisions, %.0f policies considered and %.0f passed over (not assigned) on average: p50 %v, p99 %v (target <= 1ms), max %v, %.0f decisions/s on one core\n",
+	out.Printf("  %s: %d decisions, %.0f policies considered and %.0f passed over (not assigned) on average: p50 %v, p99 %v (target <= 1ms), max %v, %.0f decisions/s on one core\n",
 		name, len(lat), float64(considered)/float64(len(lat)), float64(notAssigned)/float64(len(lat)),
 		p(0.5).Round(time.Microsecond), p(0.99).Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond), float64(len(lat))/total.Seconds())
 	q := func(q float64) time.Duration { return written[int(q*float64(len(written)-1))] }
-	fmt.Fprintf(out, "    with the answer written (%.0f bytes on average, reasons of every policy considered): p50 %v, p99 %v, max %v\n",
+	out.Printf("    with the answer written (%.0f bytes on average, reasons of every policy considered): p50 %v, p99 %v, max %v\n",
 		float64(size)/float64(len(written)), q(0.5).Round(time.Microsecond), q(0.99).Round(time.Microsecond), written[len(written)-1].Round(time.Microsecond))
 	return nil
 }
@@ -297,7 +300,7 @@ type result struct {
 	lat []time.Duration
 }
 
-func overHTTP(ctx context.Context, store *models.Store, s *seeded, cfg config, out io.Writer) error {
+func overHTTP(ctx context.Context, store *models.Store, s *seeded, cfg config, out *benchrun.Report) (err error) {
 	server := api.New(api.Config{}, api.Deps{Store: store, Tokens: benchTokens{orgID: s.org.ID}, Log: slog.New(slog.DiscardHandler)})
 	srv := httptest.NewServer(server.Handler())
 	defer srv.Close()
@@ -315,19 +318,19 @@ func overHTTP(ctx context.Context, store *models.Store, s *seeded, cfg config, o
 	}
 	// Warm up both (the first decision compiles the snapshot).
 	for _, mk := range []func(*rand.Rand) *http.Request{evaluate, users} {
-		if _, err := load(ctx, client, mk, 2, 300*time.Millisecond); err != nil {
+		if _, err = load(ctx, client, mk, 2, 300*time.Millisecond); err != nil {
 			return err
 		}
 	}
 	var ev, us result
 	turn := cfg.duration / time.Duration(2*cfg.turns)
 	if cfg.cpuProfile != "" {
-		f, err := os.Create(cfg.cpuProfile)
-		if err != nil {
+		var f *os.File
+		if f, err = os.Create(cfg.cpuProfile); err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
+		defer benchrun.Cleanup(&err, f.Close) // after StopCPUProfile wrote the profile
+		if err = pprof.StartCPUProfile(f); err != nil {
 			return err
 		}
 		defer pprof.StopCPUProfile()
@@ -337,9 +340,9 @@ func overHTTP(ctx context.Context, store *models.Store, s *seeded, cfg config, o
 			mk  func(*rand.Rand) *http.Request
 			acc *result
 		}{{evaluate, &ev}, {users, &us}} {
-			r, err := load(ctx, client, x.mk, cfg.concurrency, turn)
-			if err != nil {
-				return err
+			r, loadErr := load(ctx, client, x.mk, cfg.concurrency, turn)
+			if loadErr != nil {
+				return loadErr
 			}
 			x.acc.n += r.n
 			x.acc.dur += r.dur
@@ -351,10 +354,10 @@ func overHTTP(ctx context.Context, store *models.Store, s *seeded, cfg config, o
 		slices.Sort(r.lat)
 		return r.lat[int(0.99*float64(len(r.lat)-1))].Round(10 * time.Microsecond)
 	}
-	fmt.Fprintf(out, "\nover HTTP, %d clients, %d turns of %v each:\n", cfg.concurrency, cfg.turns, turn)
-	fmt.Fprintf(out, "  POST /protection/conditional-access-policies/evaluate: %.0f req/s, p99 %v\n", rate(ev), p99(ev))
-	fmt.Fprintf(out, "  GET /users?limit=1:                                    %.0f req/s, p99 %v\n", rate(us), p99(us))
-	fmt.Fprintf(out, "  evaluate at %.0f%% of GET /users?limit=1 (target >= 50%%)\n", 100*rate(ev)/rate(us))
+	out.Printf("\nover HTTP, %d clients, %d turns of %v each:\n", cfg.concurrency, cfg.turns, turn)
+	out.Printf("  POST /protection/conditional-access-policies/evaluate: %.0f req/s, p99 %v\n", rate(ev), p99(ev))
+	out.Printf("  GET /users?limit=1:                                    %.0f req/s, p99 %v\n", rate(us), p99(us))
+	out.Printf("  evaluate at %.0f%% of GET /users?limit=1 (target >= 50%%)\n", 100*rate(ev)/rate(us))
 	return nil
 }
 
@@ -371,7 +374,7 @@ func load(ctx context.Context, client *http.Client, mk func(*rand.Rand) *http.Re
 		wg.Add(1)
 		go func(seed uint64) {
 			defer wg.Done()
-			r := rand.New(rand.NewPCG(seed, seed+1))
+			r := rand.New(rand.NewPCG(seed, seed+1)) //nolint:gosec // a reproducible load, no secret
 			var mine []time.Duration
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				req := mk(r)
@@ -379,9 +382,9 @@ func load(ctx context.Context, client *http.Client, mk func(*rand.Rand) *http.Re
 				t0 := time.Now()
 				resp, err := client.Do(req)
 				if err == nil {
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != 200 {
+					_, err = io.Copy(io.Discard, resp.Body)
+					err = errors.Join(err, resp.Body.Close())
+					if err == nil && resp.StatusCode != 200 {
 						err = fmt.Errorf("%s %s: status %d", req.Method, req.URL.Path, resp.StatusCode)
 					}
 				}

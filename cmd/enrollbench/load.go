@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
 
+	"iam/cmd/internal/benchrun"
 	"iam/models"
 )
 
@@ -41,10 +43,14 @@ func bulkLoad(ctx context.Context, db *bun.DB, orgID int64, cfgID string, n int)
 	}
 	for rows.Next() {
 		var id int64
-		rows.Scan(&id)
+		if err = rows.Scan(&id); err != nil {
+			return 0, errors.Join(err, rows.Close())
+		}
 		ids = append(ids, id)
 	}
-	rows.Close()
+	if err = errors.Join(rows.Err(), rows.Close()); err != nil {
+		return 0, err
+	}
 	if len(ids) != n {
 		return 0, fmt.Errorf("found %d users, want %d", len(ids), n)
 	}
@@ -72,33 +78,37 @@ func bulkLoad(ctx context.Context, db *bun.DB, orgID int64, cfgID string, n int)
 }
 
 // copyRows loads rows 1..n with PostgreSQL's COPY.
-func copyRows(ctx context.Context, db *sql.DB, table string, cols []string, n int, row func(int) []any) error {
+func copyRows(ctx context.Context, db *sql.DB, table string, cols []string, n int, row func(int) []any) (err error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer benchrun.Cleanup(&err, conn.Close) // back to the pool
 	return conn.Raw(func(dc any) error {
 		pc := dc.(*stdlib.Conn).Conn()
 		i := 0
-		_, err := pc.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromFunc(func() ([]any, error) {
+		_, copyErr := pc.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromFunc(func() ([]any, error) {
 			if i == n {
 				return nil, nil
 			}
 			i++
 			return row(i), nil
 		}))
-		return err
+		return copyErr
 	})
 }
 
 // insertRows loads rows 1..n with one prepared INSERT in one transaction.
-func insertRows(ctx context.Context, db *sql.DB, table string, cols []string, n int, row func(int) []any) error {
+func insertRows(ctx context.Context, db *sql.DB, table string, cols []string, n int, row func(int) []any) (err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback()
+	defer func() { // after Commit, Rollback does nothing and says ErrTxDone
+		if rbErr := tx.Rollback(); !errors.Is(rbErr, sql.ErrTxDone) {
+			err = errors.Join(err, rbErr)
+		}
+	}()
 	q := "INSERT INTO " + table + " ("
 	marks := ""
 	for i, c := range cols {
@@ -112,7 +122,7 @@ func insertRows(ctx context.Context, db *sql.DB, table string, cols []string, n 
 		return err
 	}
 	for i := 1; i <= n; i++ {
-		if _, err := stmt.ExecContext(ctx, row(i)...); err != nil {
+		if _, err = stmt.ExecContext(ctx, row(i)...); err != nil {
 			return err
 		}
 	}

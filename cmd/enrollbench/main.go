@@ -17,6 +17,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"strconv"
 	"time"
 
+	"iam/cmd/internal/benchrun"
 	"iam/cmd/internal/iamproc"
 	"iam/models/dbtest/pgcluster"
 )
@@ -40,7 +42,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, rows, chunkRows int, only string, keep bool) error {
+func run(ctx context.Context, rows, chunkRows int, only string, keep bool) (err error) {
 	work, err := os.MkdirTemp("", "iam-enrollbench-")
 	if err != nil {
 		return err
@@ -48,13 +50,13 @@ func run(ctx context.Context, rows, chunkRows int, only string, keep bool) error
 	if keep {
 		defer fmt.Printf("work folder kept: %s\n", work)
 	} else {
-		defer os.RemoveAll(work)
+		defer benchrun.Cleanup(&err, func() error { return os.RemoveAll(work) })
 	}
-	if err := os.Chmod(work, 0o755); err != nil { // the PostgreSQL user must reach its folder
+	if err = os.Chmod(work, 0o755); err != nil { //nolint:gosec // the PostgreSQL user must reach its folder
 		return err
 	}
 	csvPath := filepath.Join(work, "users.csv")
-	if err := writeCSV(csvPath, rows); err != nil {
+	if err = writeCSV(csvPath, rows); err != nil {
 		return err
 	}
 	var results []result
@@ -70,8 +72,7 @@ func run(ctx context.Context, rows, chunkRows int, only string, keep bool) error
 			return err
 		}
 		r, err := measure(ctx, bin, work, csvPath, rows, chunkRows, pg.URL("bench").String())
-		pg.Stop()
-		if err != nil {
+		if err = errors.Join(err, pg.Stop()); err != nil {
 			return fmt.Errorf("postgres: %w", err)
 		}
 		results = append(results, r)
@@ -125,8 +126,7 @@ func startPostgres(ctx context.Context) (*pgcluster.Cluster, error) {
 		return nil, err
 	}
 	if out, err := pg.Command(ctx, "createdb", "-h", "127.0.0.1", "-p", strconv.Itoa(pg.Port()), "-U", "postgres", "bench").CombinedOutput(); err != nil {
-		pg.Stop()
-		return nil, fmt.Errorf("createdb: %w\n%s", err, out)
+		return nil, errors.Join(fmt.Errorf("createdb: %w\n%s", err, out), pg.Stop())
 	}
 	return pg, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"iam/cmd/internal/benchrun"
 	"iam/cmd/internal/iamproc"
 	"iam/deploy/devserver"
 	"iam/models"
@@ -23,24 +25,26 @@ import (
 
 const (
 	adminEmail = "bench-admin@example.com"
-	secretKey  = "enrollbench-secret-key-0123456789abcdef-0123456789"
+	secretKey  = "enrollbench-secret-key-0123456789abcdef-0123456789" //nolint:gosec // the secret of the benchmark's throwaway service
 )
 
 // writeCSV writes the benchmark file: one user per row, SMS OTP numbers.
-func writeCSV(path string, rows int) error {
-	f, err := os.Create(path)
+func writeCSV(path string, rows int) (err error) {
+	f, err := os.Create(path) //nolint:gosec // a file in the benchmark's work folder
 	if err != nil {
 		return err
 	}
+	defer benchrun.Cleanup(&err, f.Close)
 	w := bufio.NewWriterSize(f, 1<<20)
-	w.WriteString("Primary Email,Mobile Number\n")
-	for i := 1; i <= rows; i++ {
-		fmt.Fprintf(w, "user%d@example.com,+1415%07d\n", i, i)
-	}
-	if err := w.Flush(); err != nil {
+	if _, err = w.WriteString("Primary Email,Mobile Number\n"); err != nil {
 		return err
 	}
-	return f.Close()
+	for i := 1; i <= rows; i++ {
+		if _, err = fmt.Fprintf(w, "user%d@example.com,+1415%07d\n", i, i); err != nil {
+			return err
+		}
+	}
+	return w.Flush()
 }
 
 // measure runs one mode: dsn "" is the embedded default (SQLite), one
@@ -48,7 +52,7 @@ func writeCSV(path string, rows int) error {
 // PostgreSQL the production shape runs instead: `iam serve` and `iam worker`
 // as processes of their own against a Temporal server in this process, so
 // that the API's memory is measured alone.
-func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int, dsn string) (result, error) {
+func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int, dsn string) (_ result, err error) {
 	r := result{mode: "PostgreSQL (serve + worker)", loadKind: "COPY"}
 	dataDir := filepath.Join(work, "data-pg")
 	if dsn == "" {
@@ -64,14 +68,14 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 		storeURL = "sqlite:" + filepath.Join(dataDir, "iam.db")
 	}
 	fmt.Printf("[%s] migrating and seeding %d users ...\n", r.mode, rows)
-	if out, err := iamproc.Run(bin, append(env, "IAM_DATABASE_URL="+storeURL), "migrate", "up"); err != nil {
-		return r, fmt.Errorf("migrate: %w\n%s", err, out)
+	if out, migrateErr := iamproc.Run(bin, append(env, "IAM_DATABASE_URL="+storeURL), "migrate", "up"); migrateErr != nil {
+		return r, fmt.Errorf("migrate: %w\n%s", migrateErr, out)
 	}
 	db, err := models.Open(ctx, storeURL)
 	if err != nil {
 		return r, err
 	}
-	defer db.Close()
+	defer benchrun.Cleanup(&err, db.Close)
 	store := models.NewStore(db)
 	org := &models.Organization{Name: "Bench"}
 	if err = store.Orgs.Create(ctx, org); err != nil {
@@ -96,12 +100,12 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 			return r, err
 		}
 	} else {
-		ts, err := devserver.Start(ctx, devserver.Config{DataDir: filepath.Join(work, "temporal-pg"), DisableUI: true,
-			SearchAttributes: workflows.SearchAttributes()})
-		if err != nil {
+		var ts *devserver.Server
+		if ts, err = devserver.Start(ctx, devserver.Config{DataDir: filepath.Join(work, "temporal-pg"), DisableUI: true,
+			SearchAttributes: workflows.SearchAttributes()}); err != nil {
 			return r, fmt.Errorf("temporal: %w", err)
 		}
-		defer ts.Stop()
+		defer benchrun.Cleanup(&err, ts.Stop)
 		env = append(env, "IAM_TEMPORAL_ADDRESS="+ts.FrontendAddress(), "IAM_TEMPORAL_NAMESPACE="+ts.Namespace())
 		if worker, err = iamproc.Start(bin, work, "worker", env); err != nil {
 			return r, err
@@ -142,9 +146,9 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 	r.peakKB = vmHWM(api.Pid())
 	var last string
 	for {
-		status, processed, err := jobStatus(base, tok.AccessToken, jobID)
-		if err != nil {
-			return r, err
+		status, processed, statusErr := jobStatus(base, tok.AccessToken, jobID)
+		if statusErr != nil {
+			return r, statusErr
 		}
 		if p := fmt.Sprintf("%s %d/%d", status, processed, rows); p != last {
 			last = p
@@ -188,16 +192,16 @@ func authed(method, url, token string, body io.Reader) (*http.Response, error) {
 	return http.DefaultClient.Do(req)
 }
 
-func smsConfig(base, token string) (string, error) {
+func smsConfig(base, token string) (_ string, err error) {
 	resp, err := authed("GET", base+"/api/v1/protection/authnfactor-configs", token, nil)
 	if err != nil {
 		return "", err
 	}
-	defer resp.Body.Close()
+	defer func() { err = errors.Join(err, resp.Body.Close()) }()
 	var raw struct {
 		Data []map[string]any `json:"data"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&raw); err != nil {
+	if err = json.NewDecoder(resp.Body).Decode(&raw); err != nil {
 		return "", err
 	}
 	for _, c := range raw.Data {
@@ -209,28 +213,10 @@ func smsConfig(base, token string) (string, error) {
 }
 
 // uploadFile streams the CSV as a multipart form: fields first, the file last.
-func uploadFile(base, token, cfgID, path string, chunkRows int) (string, error) {
+func uploadFile(base, token, cfgID, path string, chunkRows int) (_ string, err error) {
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
-	go func() {
-		f, err := os.Open(path)
-		if err != nil {
-			pw.CloseWithError(err)
-			return
-		}
-		defer f.Close()
-		mw.WriteField("factor_configs", cfgID)
-		mw.WriteField("file_encoding", "UTF-8")
-		if chunkRows > 0 {
-			mw.WriteField("chunk_rows", strconv.Itoa(chunkRows))
-		}
-		fw, _ := mw.CreateFormFile("file", filepath.Base(path))
-		if _, err := io.Copy(fw, f); err != nil {
-			pw.CloseWithError(err)
-			return
-		}
-		pw.CloseWithError(mw.Close())
-	}()
+	go func() { pw.CloseWithError(writeForm(mw, cfgID, path, chunkRows)) }()
 	req, _ := http.NewRequest("POST", base+"/api/v1/protection/quick-enrollment/upload-csv", pr)
 	req.Header.Set("Authorization", "Service-oauthtoken "+token)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
@@ -238,7 +224,7 @@ func uploadFile(base, token, cfgID, path string, chunkRows int) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	defer resp.Body.Close()
+	defer func() { err = errors.Join(err, resp.Body.Close()) }()
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusAccepted {
 		return "", fmt.Errorf("upload: %d %s", resp.StatusCode, body)
@@ -248,25 +234,53 @@ func uploadFile(base, token, cfgID, path string, chunkRows int) (string, error) 
 			ID string `json:"id"`
 		} `json:"data"`
 	}
-	if err := json.Unmarshal(body, &acc); err != nil {
+	if err = json.Unmarshal(body, &acc); err != nil {
 		return "", err
 	}
 	return acc.Data.ID, nil
 }
 
-func jobStatus(base, token, id string) (string, int64, error) {
+// writeForm writes the upload form to mw: fields first, the file last.
+func writeForm(mw *multipart.Writer, cfgID, path string, chunkRows int) (err error) {
+	f, err := os.Open(path) //nolint:gosec // the CSV the benchmark wrote
+	if err != nil {
+		return err
+	}
+	defer benchrun.Cleanup(&err, f.Close)
+	if err = mw.WriteField("factor_configs", cfgID); err != nil {
+		return err
+	}
+	if err = mw.WriteField("file_encoding", "UTF-8"); err != nil {
+		return err
+	}
+	if chunkRows > 0 {
+		if err = mw.WriteField("chunk_rows", strconv.Itoa(chunkRows)); err != nil {
+			return err
+		}
+	}
+	fw, err := mw.CreateFormFile("file", filepath.Base(path))
+	if err != nil {
+		return err
+	}
+	if _, err = io.Copy(fw, f); err != nil {
+		return err
+	}
+	return mw.Close()
+}
+
+func jobStatus(base, token, id string) (_ string, _ int64, err error) {
 	resp, err := authed("GET", base+"/api/v1/jobs/"+id+"?fields=status", token, nil)
 	if err != nil {
 		return "", 0, err
 	}
-	defer resp.Body.Close()
+	defer func() { err = errors.Join(err, resp.Body.Close()) }()
 	var j struct {
 		Status   string `json:"status"`
 		Progress struct {
 			Processed int64 `json:"processed"`
 		} `json:"progress"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&j); err != nil {
+	if err = json.NewDecoder(resp.Body).Decode(&j); err != nil {
 		return "", 0, err
 	}
 	return j.Status, j.Progress.Processed, nil

@@ -47,9 +47,12 @@ func agentSimulateCommand(stdout io.Writer) *cobra.Command {
 				return err
 			}
 			rate := float64(st.CheckIns) / max(st.Elapsed.Seconds(), 1e-9)
-			fmt.Fprintf(stdout, "devices %d registered; check-ins %d (%.1f/s) in %s; commands %d; errors %d; refused %d; p50 %s p99 %s\n",
+			_, err = fmt.Fprintf(stdout, "devices %d registered; check-ins %d (%.1f/s) in %s; commands %d; errors %d; refused %d; p50 %s p99 %s\n",
 				st.Registered, st.CheckIns, rate, st.Elapsed.Round(time.Millisecond), st.Commands, st.Errors, st.Refused,
 				st.Percentile(50).Round(time.Microsecond), st.Percentile(99).Round(time.Microsecond))
+			if err != nil {
+				return err
+			}
 			if st.Errors > 0 {
 				return fmt.Errorf("%d check-ins failed", st.Errors)
 			}

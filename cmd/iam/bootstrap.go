@@ -43,12 +43,11 @@ func bootstrapOrg(ctx context.Context, store *models.Store, cfg OAuthConfig, out
 	switch {
 	case models.ErrorCode(err) == models.ENOTFOUND:
 		org = &models.Organization{Name: firstOrgName}
-		_, generated, err := createOrg(ctx, store, org, email, cfg.BootstrapAdminPassword, log)
-		if err != nil {
+		var generated string
+		if _, generated, err = createOrg(ctx, store, org, email, cfg.BootstrapAdminPassword, log); err != nil {
 			return nil, fmt.Errorf("create the first organization and its admin (IAM_BOOTSTRAP_ADMIN_EMAIL, IAM_BOOTSTRAP_ADMIN_PASSWORD): %w", err)
 		}
-		printFirstAdmin(out, email, generated)
-		return org, nil
+		return org, printFirstAdmin(out, email, generated)
 	case err != nil:
 		return nil, err
 	}
@@ -74,13 +73,18 @@ func ensureAdmin(ctx context.Context, store *models.Store, org *models.Organizat
 		return fmt.Errorf("create the first admin (IAM_BOOTSTRAP_ADMIN_EMAIL, IAM_BOOTSTRAP_ADMIN_PASSWORD): %w", err)
 	}
 	log.Info("created the first admin", "org_id", org.ID, "user_id", admin.ID, "email", email, "generated_password", generated != "")
-	printFirstAdmin(out, email, generated)
-	return nil
+	return printFirstAdmin(out, email, generated)
 }
 
-// printFirstAdmin shows a generated password of the first admin, once.
-func printFirstAdmin(out io.Writer, email, generated string) {
-	if generated != "" {
-		fmt.Fprintf(out, "Created the first admin %s with password %s\n(shown only this once: sign in and keep it safe, or set IAM_BOOTSTRAP_ADMIN_PASSWORD next time)\n", email, generated)
+// printFirstAdmin shows a generated password of the first admin, once; a
+// failed write is an error, the password being shown nowhere else.
+func printFirstAdmin(out io.Writer, email, generated string) error {
+	if generated == "" {
+		return nil
 	}
+	_, err := fmt.Fprintf(out, "Created the first admin %s with password %s\n(shown only this once: sign in and keep it safe, or set IAM_BOOTSTRAP_ADMIN_PASSWORD next time)\n", email, generated)
+	if err != nil {
+		return fmt.Errorf("print the first admin's password: %w", err)
+	}
+	return nil
 }

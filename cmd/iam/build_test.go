@@ -19,7 +19,7 @@ func goListDeps(t *testing.T, tags string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "list", "-deps", "-tags", tags, "./cmd/iam")
+	cmd := exec.Command("go", "list", "-deps", "-tags", tags, "./cmd/iam") //nolint:gosec // the go tool, with the build tags of the test
 	cmd.Dir = root
 	out, err := cmd.Output()
 	if err != nil {
@@ -62,7 +62,7 @@ func TestProductionBuild_DevSaysHow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	out, err := exec.Command(e2eProdBinary(t), "dev").CombinedOutput()
+	out, err := exec.Command(e2eProdBinary(t), "dev").CombinedOutput() //nolint:gosec // the binary this test built
 	var exitErr *exec.ExitError
 	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 1 || !strings.Contains(string(out), "go run ./cmd/iam dev") {
 		t.Errorf("iam dev of the production binary: %v: %s; want exit 1 naming `go run ./cmd/iam dev`", err, out)

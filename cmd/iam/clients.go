@@ -34,7 +34,7 @@ func clientsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 
 	// run opens the store and organization, then calls body.
 	run := func(body func(cmd *cobra.Command, env *adminEnv) error) func(*cobra.Command, []string) error {
-		return configured(environ, func(cmd *cobra.Command, cfg Config) error {
+		return configured(environ, func(cmd *cobra.Command, cfg Config) (err error) {
 			if cmd.Flags().Changed("data-dir") {
 				cfg.Dev.DataDir = dataDir
 			}
@@ -43,7 +43,7 @@ func clientsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer store.Close()
+			defer joinClose(&err, store.Close)
 			org, err := adminOrg(cmd.Context(), store, orgID, cfg.OAuth, stderr, log)
 			if err != nil {
 				return err
@@ -76,10 +76,16 @@ func clientsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 			if err := enc.Encode(out); err != nil { //nolint:gosec // the command prints the new client's secret to its operator, once
 				return err
 			}
+			var note string
 			if secret != "" {
-				fmt.Fprintln(stderr, "Keep the client secret now: it is stored hashed and shown only this once.")
+				note = "Keep the client secret now: it is stored hashed and shown only this once."
 			} else if c.Type.Public() {
-				fmt.Fprintln(stderr, "A public client has no secret: it must send code_challenge with code_challenge_method=S256 (PKCE).")
+				note = "A public client has no secret: it must send code_challenge with code_challenge_method=S256 (PKCE)."
+			}
+			if note != "" {
+				if _, err := fmt.Fprintln(stderr, note); err != nil {
+					return err
+				}
 			}
 			return nil
 		}),
@@ -99,9 +105,13 @@ func clientsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 				return err
 			}
 			w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "CLIENT ID\tTYPE\tNAME\tREDIRECT URIS\tCREATED")
+			if _, err := fmt.Fprintln(w, "CLIENT ID\tTYPE\tNAME\tREDIRECT URIS\tCREATED"); err != nil {
+				return err
+			}
 			for _, c := range clients {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", c.ID, c.Type, c.Name, strings.Join(c.RedirectURIs, " "), c.CreatedAt.UTC().Format(time.RFC3339))
+				if _, err := fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", c.ID, c.Type, c.Name, strings.Join(c.RedirectURIs, " "), c.CreatedAt.UTC().Format(time.RFC3339)); err != nil {
+					return err
+				}
 			}
 			return w.Flush()
 		}),
@@ -116,8 +126,8 @@ func clientsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 			if err := env.clients.Delete(cmd.Context(), env.org.ID, id); err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "deleted client %s\n", id)
-			return nil
+			_, err := fmt.Fprintf(stdout, "deleted client %s\n", id)
+			return err
 		}),
 	}
 	cmd.AddCommand(createCmd, listCmd, deleteCmd)

@@ -38,23 +38,20 @@ func openStore(ctx context.Context, dsn string, migrate bool, log *slog.Logger) 
 	if migrate {
 		applied, err := models.MigrateUp(ctx, db)
 		if err != nil {
-			db.Close()
-			return nil, err
+			return nil, errors.Join(err, db.Close())
 		}
 		if len(applied) > 0 {
 			log.Info("database migrated", "applied", applied)
 		}
 	} else if err := checkSchema(ctx, db); err != nil {
-		db.Close()
-		return nil, err
+		return nil, errors.Join(err, db.Close())
 	}
 	// Every command that opens the store may make ids: it leases its id
 	// node first (models/ids_lease.go). Close the store with Close, after
 	// the servers stopped, to release it.
 	store := models.NewStore(db)
 	if err := store.LeaseIDs(ctx, log); err != nil {
-		db.Close()
-		return nil, err
+		return nil, errors.Join(err, db.Close())
 	}
 	return store, nil
 }
@@ -192,14 +189,14 @@ func openGeoIP(path string) (*decide.GeoIP, error) {
 
 // runAPI serves the API on addr, with the reconciler of lost job starts and
 // orphaned uploads, until ctx ends.
-func runAPI(ctx context.Context, cfg Config, addr string, store *models.Store, tc client.Client, auth *oauth.Server, log *slog.Logger, ready func(net.Addr)) error {
+func runAPI(ctx context.Context, cfg Config, addr string, store *models.Store, tc client.Client, auth *oauth.Server, log *slog.Logger, ready func(net.Addr)) (err error) {
 	var geo decide.Locator
 	g, err := openGeoIP(cfg.GeoIPDB)
 	if err != nil {
 		return err
 	}
 	if g != nil {
-		defer g.Close()
+		defer joinClose(&err, g.Close)
 		geo = g
 	}
 	srv, launcher := apiServer(cfg, store, tc, auth, geo, log)
@@ -213,14 +210,14 @@ func runAPI(ctx context.Context, cfg Config, addr string, store *models.Store, t
 	defer cancel()
 	metricsErr := make(chan error, 1)
 	go func() {
-		err := serveHTTP(ctx, cfg.MetricsAddr, srv.MetricsHandler(), cfg.ShutdownTimeout, func(a net.Addr) {
+		serveErr := serveHTTP(ctx, cfg.MetricsAddr, srv.MetricsHandler(), cfg.ShutdownTimeout, func(a net.Addr) {
 			log.Info("metrics listening", "address", a.String())
 		})
-		if err != nil {
-			err = fmt.Errorf("metrics: %w", err)
+		if serveErr != nil {
+			serveErr = fmt.Errorf("metrics: %w", serveErr)
 		}
 		cancel()
-		metricsErr <- err
+		metricsErr <- serveErr
 	}()
 	err = serveHTTP(ctx, addr, srv.Handler(), cfg.ShutdownTimeout, ready)
 	cancel()

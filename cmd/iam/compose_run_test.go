@@ -145,7 +145,7 @@ func TestCompose_RunsAsComposeWould(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { mail.Close() })
+	t.Cleanup(func() { closeT(t, mail) })
 	stand := composeStandIns{databaseURL: dsn, temporal: temporalAddr, namespace: namespace, smtp: mail}
 
 	// Every service that runs the iam image is one of the three we start.
@@ -329,8 +329,12 @@ func composeStartTOTPEnrollment(t *testing.T, addr, token string, rows, chunk in
 	if err != nil {
 		t.Fatal(err)
 	}
-	fw.Write(composeTOTPCSV(rows))
-	w.Close()
+	if _, err = fw.Write(composeTOTPCSV(rows)); err != nil {
+		t.Fatal(err)
+	}
+	if err = w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	status, data := e2eAPIDo(t, addr, "POST", "/api/v1/protection/quick-enrollment/upload-csv", token, w.FormDataContentType(), body.Bytes())
 	if status != http.StatusAccepted {
 		t.Fatalf("upload-csv answered %d: %.500s", status, data)

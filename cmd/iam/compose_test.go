@@ -216,29 +216,30 @@ func TestCompose_RefusesToLoadWithoutKeys(t *testing.T) {
 // repository's layout: it writes .env (mode 600) with keys serve and worker
 // accept, different on each run, and refuses to overwrite an existing .env.
 func TestCompose_GenEnvWritesUsableKeys(t *testing.T) {
-	script, err := os.ReadFile("../../deploy/gen-env.sh")
-	if err != nil {
-		t.Fatal(err)
+	script, readErr := os.ReadFile("../../deploy/gen-env.sh")
+	if readErr != nil {
+		t.Fatal(readErr)
 	}
 	run := func(root string) (map[string]string, error) {
-		if err := os.MkdirAll(filepath.Join(root, "deploy"), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(root, "deploy"), 0o750); err != nil {
 			t.Fatal(err)
 		}
 		path := filepath.Join(root, "deploy", "gen-env.sh")
-		if err := os.WriteFile(path, script, 0o755); err != nil {
+		//nolint:gosec // a file in the test's temporary directory, run with sh (no execute bit needed)
+		if err := os.WriteFile(path, script, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if out, err := exec.Command("sh", path).CombinedOutput(); err != nil {
+		if out, err := exec.Command("sh", path).CombinedOutput(); err != nil { //nolint:gosec // the repository's gen-env.sh, copied into the test's directory
 			return nil, fmt.Errorf("%w: %s", err, out)
 		}
-		fi, err := os.Stat(filepath.Join(root, ".env"))
-		if err != nil {
-			t.Fatal(err)
+		fi, statErr := os.Stat(filepath.Join(root, ".env"))
+		if statErr != nil {
+			t.Fatal(statErr)
 		}
 		if fi.Mode().Perm() != 0o600 {
 			t.Errorf(".env has mode %v, want 600", fi.Mode().Perm())
 		}
-		data, _ := os.ReadFile(filepath.Join(root, ".env"))
+		data, _ := os.ReadFile(filepath.Join(root, ".env")) //nolint:gosec // the .env gen-env.sh wrote in the test's directory
 		vars := map[string]string{}
 		for _, l := range strings.Split(string(data), "\n") {
 			if k, v, ok := strings.Cut(l, "="); ok && !strings.HasPrefix(l, "#") {

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -48,7 +49,7 @@ func devCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 	return cmd
 }
 
-func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger) error {
+func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger) (err error) {
 	started := time.Now()
 	dataDir, err := filepath.Abs(cfg.Dev.DataDir)
 	if err != nil {
@@ -66,7 +67,7 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer joinClose(&err, store.Close)
 	store.SealBlobs(secrets)
 	secret, err := oauthSecret(cfg.OAuth, dataDir, true)
 	if err != nil {
@@ -94,7 +95,7 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 	if err != nil {
 		return fmt.Errorf("start the embedded Temporal server: %w", err)
 	}
-	defer ts.Stop()
+	defer joinClose(&err, ts.Stop)
 
 	cfg.Temporal.Address = ts.FrontendAddress()
 	opts, tr, err := tracedTemporalOptions(ctx, cfg, "iam-dev", log)
@@ -120,14 +121,19 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 	defer stopNotify()
 
 	return runAPI(ctx, cfg, addr, store, tc, auth, log, func(a net.Addr) {
-		fmt.Fprintf(stdout, "iam dev is ready in %s\n", time.Since(started).Round(time.Millisecond))
-		fmt.Fprintf(stdout, "  API:              http://%s/api/v1  (OpenAPI: /api/v1/openapi.json)\n", a)
-		fmt.Fprintf(stdout, "  OAuth:            http://%s/oauth/v2  (metadata: /.well-known/oauth-authorization-server)\n", a)
-		fmt.Fprintf(stdout, "  Health:           http://%s/readyz  Metrics: /metrics\n", a)
-		fmt.Fprintf(stdout, "  Temporal Web UI:  http://%s\n", ts.UIAddress())
-		fmt.Fprintf(stdout, "  Temporal gRPC:    %s  (namespace %s)\n", ts.FrontendAddress(), cfg.Temporal.Namespace)
-		fmt.Fprintf(stdout, "  Data directory:   %s\n", dataDir)
-		fmt.Fprintf(stdout, "  Notifications:    %s\n", cfg.Notify.summary(outbox))
-		fmt.Fprintf(stdout, "Press Ctrl-C to stop.\n")
+		var b strings.Builder
+		fmt.Fprintf(&b, "iam dev is ready in %s\n", time.Since(started).Round(time.Millisecond))
+		fmt.Fprintf(&b, "  API:              http://%s/api/v1  (OpenAPI: /api/v1/openapi.json)\n", a)
+		fmt.Fprintf(&b, "  OAuth:            http://%s/oauth/v2  (metadata: /.well-known/oauth-authorization-server)\n", a)
+		fmt.Fprintf(&b, "  Health:           http://%s/readyz  Metrics: /metrics\n", a)
+		fmt.Fprintf(&b, "  Temporal Web UI:  http://%s\n", ts.UIAddress())
+		fmt.Fprintf(&b, "  Temporal gRPC:    %s  (namespace %s)\n", ts.FrontendAddress(), cfg.Temporal.Namespace)
+		fmt.Fprintf(&b, "  Data directory:   %s\n", dataDir)
+		fmt.Fprintf(&b, "  Notifications:    %s\n", cfg.Notify.summary(outbox))
+		b.WriteString("Press Ctrl-C to stop.\n")
+		// The banner only repeats what the log says; the server runs on without it.
+		if _, err := io.WriteString(stdout, b.String()); err != nil {
+			log.Warn("print the ready banner", "error", err)
+		}
 	})
 }

@@ -127,7 +127,11 @@ func TestProduction_EnrollmentSurvivesTemporalOutage(t *testing.T) {
 		return ts
 	}
 	ts := startTemporal()
-	t.Cleanup(func() { ts.Stop() })
+	t.Cleanup(func() {
+		if err := ts.Stop(); err != nil {
+			t.Errorf("stop Temporal: %v", err)
+		}
+	})
 	shape := e2eStartShape(t, dsn, ts.FrontendAddress(), ts.Namespace())
 	serve, apiAddr := shape.serve, shape.apiAddr
 	all := append([]*e2eProc{serve}, shape.startWorkers(2)...)
@@ -204,6 +208,6 @@ func e2eFreeTCPPort(t *testing.T) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	defer closeT(t, ln)
 	return ln.Addr().(*net.TCPAddr).Port
 }

@@ -108,7 +108,7 @@ func e2eAPIDo(t *testing.T, addr, method, path, token, contentType string, body 
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
-	defer resp.Body.Close()
+	defer closeT(t, resp.Body)
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
@@ -372,14 +372,14 @@ func e2eNotificationRun(t *testing.T, store *e2eDB, scheduleID int64) *models.No
 func e2eOutboxMail(t *testing.T, outbox string) map[string]int {
 	t.Helper()
 	got := map[string]int{}
-	f, err := os.Open(filepath.Join(outbox, "outbox.log"))
+	f, err := os.Open(filepath.Join(outbox, "outbox.log")) //nolint:gosec // the outbox folder the test gave the binary
 	if os.IsNotExist(err) {
 		return got
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer closeT(t, f)
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Split(sc.Text(), "\t")

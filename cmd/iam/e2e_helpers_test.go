@@ -87,7 +87,7 @@ func (b *e2eBuild) build(t *testing.T, tags string) string {
 		began := time.Now()
 		// Linked without symbol tables and DWARF, as deploy/Dockerfile links
 		// it: a third smaller and quicker to link.
-		out, err := exec.Command(goTool, "build", "-tags", tags, "-ldflags=-s -w", "-o", path, ".").CombinedOutput()
+		out, err := exec.Command(goTool, "build", "-tags", tags, "-ldflags=-s -w", "-o", path, ".").CombinedOutput() //nolint:gosec // the go tool from PATH, building this package into the test's own directory
 		if err != nil {
 			b.err = fmt.Errorf("go build -tags %q ./cmd/iam: %w\n%s", tags, err, out)
 			return
@@ -110,14 +110,15 @@ func e2eRemoveWhenProcessEnds(dir string) {
 	if err != nil {
 		return
 	}
-	janitor := exec.Command("sh", "-c", `cat >/dev/null; rm -rf "$1"`, "janitor", dir)
+	janitor := exec.Command("sh", "-c", `cat >/dev/null; rm -rf "$1"`, "janitor", dir) //nolint:gosec // a fixed script; dir, the test's own temporary directory, is an argument to it
 	janitor.Stdin = r
+	// The pipe's ends only hold descriptors: a failed close loses nothing.
 	if err := janitor.Start(); err != nil {
-		r.Close()
-		w.Close()
+		_ = r.Close()
+		_ = w.Close()
 		return
 	}
-	r.Close()
+	_ = r.Close() // the janitor holds the read end now
 	e2eKeep.Lock()
 	e2eKeep.files = append(e2eKeep.files, w)
 	e2eKeep.Unlock()
@@ -170,14 +171,14 @@ func e2eStart(t *testing.T, name string, env []string, args ...string) *e2eProc 
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.cmd = exec.Command(bin, args...)
+	p.cmd = exec.Command(bin, args...) //nolint:gosec // the binary this test built, with the test's arguments
 	p.cmd.Env = append(e2eBaseEnv(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = stdout, stderr
 	p.cmd.SysProcAttr = e2eChildProcAttr()
 	p.started = time.Now()
 	err = p.cmd.Start()
-	stdout.Close()
-	stderr.Close()
+	closeT(t, stdout) // the child has its own copies
+	closeT(t, stderr)
 	if err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
@@ -213,8 +214,16 @@ func (p *e2eProc) stdout() string { return e2eReadFile(p.outPath) }
 func (p *e2eProc) stderr() string { return e2eReadFile(p.errPath) }
 
 func e2eReadFile(path string) string {
-	b, _ := os.ReadFile(path)
+	b, _ := os.ReadFile(path) //nolint:gosec // a log file of the test's own child process
 	return string(b)
+}
+
+// closeT closes c, failing the test when that fails.
+func closeT(t testing.TB, c io.Closer) {
+	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
 }
 
 // exited reports whether the process has ended.
@@ -336,7 +345,7 @@ func e2eHTTPGet(url string) (int, []byte) {
 	if err != nil {
 		return 0, []byte(err.Error())
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // a response read: a failed close loses nothing
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, body
 }
@@ -367,7 +376,7 @@ func e2eOpenDB(t *testing.T, dsn string) *e2eDB {
 	if err != nil {
 		t.Fatalf("open %s: %v", dsn, err)
 	}
-	t.Cleanup(func() { db.Close() })
+	t.Cleanup(func() { closeT(t, db) })
 	return &e2eDB{Store: models.NewStore(db), DB: db}
 }
 

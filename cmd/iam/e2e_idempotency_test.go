@@ -87,7 +87,7 @@ func TestProduction_IdempotentUploadSurvivesKilledServe(t *testing.T) {
 		if err != nil {
 			return 0, nil, nil, err
 		}
-		defer resp.Body.Close()
+		defer closeT(t, resp.Body)
 		data, err := io.ReadAll(resp.Body)
 		return resp.StatusCode, resp.Header, data, err
 	}
@@ -99,17 +99,17 @@ func TestProduction_IdempotentUploadSurvivesKilledServe(t *testing.T) {
 		return n
 	}
 
-	status, _, data, err := upload(doomedAddr)
-	if err == nil {
+	status, _, data, doomedErr := upload(doomedAddr)
+	if doomedErr == nil {
 		t.Fatalf("the doomed serve answered %d: %.300s; want it dead before answering", status, data)
 	}
 	if !doomed.waitExit(10 * time.Second) {
-		t.Fatalf("the doomed serve did not die: %v", err)
+		t.Fatalf("the doomed serve did not die: %v", doomedErr)
 	}
 	if n := jobs(); n != 1 {
 		t.Fatalf("%d enrollment jobs after the first request, want 1", n)
 	}
-	t.Logf("the first serve died after the job's commit (the client saw: %v)", err)
+	t.Logf("the first serve died after the job's commit (the client saw: %v)", doomedErr)
 
 	// Retries against the other serve, as a client honouring Retry-After.
 	began := time.Now()
@@ -188,7 +188,11 @@ func e2eEnrollmentFormOf(t *testing.T, addr, token string, rows, chunk int) (bod
 	if err != nil {
 		t.Fatal(err)
 	}
-	fw.Write(e2eFlowCSV(rows))
-	w.Close()
+	if _, err := fw.Write(e2eFlowCSV(rows)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	return b.Bytes(), w.FormDataContentType()
 }

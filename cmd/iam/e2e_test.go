@@ -47,14 +47,14 @@ const e2eDevReadyWithin = 5 * time.Second
 // tests' tokens hold.
 const (
 	e2eAdminEmail    = "admin@e2e.example.com"
-	e2eAdminPassword = "e2e-Admin-passw0rd-long-enough"
+	e2eAdminPassword = "e2e-Admin-passw0rd-long-enough" //nolint:gosec // the password of a test's throwaway admin
 	e2eJobReadScope  = "svc.job.READ"
 )
 
 // e2eSecretKey is IAM_SECRET_KEY of the production shape; e2eEncryptionKey
 // its IAM_ENCRYPTION_KEY (32 bytes as 64 hex digits).
 const (
-	e2eSecretKey     = "e2e-secret-key-0123456789abcdef-0123456789abcdef"
+	e2eSecretKey     = "e2e-secret-key-0123456789abcdef-0123456789abcdef" //nolint:gosec // the secret of a test's throwaway service
 	e2eEncryptionKey = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
 )
 
@@ -421,7 +421,7 @@ func e2eEmptySchema(t *testing.T, dsn string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer closeT(t, db)
 	for _, stmt := range []string{"DROP SCHEMA public CASCADE", "CREATE SCHEMA public"} {
 		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
@@ -439,7 +439,7 @@ func e2eMigrationNames(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer closeT(t, db)
 	m, err := models.Migrator(db)
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"regexp"
@@ -68,7 +69,13 @@ func startOTLPCollector(t *testing.T) (*otlpCollector, string) {
 	c := &otlpCollector{}
 	srv := grpc.NewServer()
 	collectortrace.RegisterTraceServiceServer(srv, c)
-	go srv.Serve(ln)
+	go func() {
+		// Serve returns nil once the cleanup's Stop ends it, ErrServerStopped
+		// when that Stop came first.
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			t.Errorf("OTLP collector: %v", err)
+		}
+	}()
 	t.Cleanup(srv.Stop)
 	return c, ln.Addr().String()
 }

@@ -60,8 +60,8 @@ func devKey(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("write the encryption key: %w", err)
 	}
-	defer f.Close()
-	if _, err := f.WriteString(key + "\n"); err != nil {
+	_, err = f.WriteString(key + "\n")
+	if err = errors.Join(err, f.Close()); err != nil {
 		return "", fmt.Errorf("write the encryption key: %w", err)
 	}
 	return key, nil

@@ -24,7 +24,7 @@ func writeGeoDB(t *testing.T) string {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "geo.mmdb")
-	f, err := os.Create(path)
+	f, err := os.Create(path) //nolint:gosec // a file in the test's temporary directory
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestGeoIP_FromEnvironment(t *testing.T) {
 	if err != nil || g == nil {
 		t.Fatalf("open %s: %v, %v", path, g, err)
 	}
-	defer g.Close()
+	defer closeT(t, g)
 	if cc, why := g.Country(netip.MustParseAddr("81.2.3.4")); cc != "FR" {
 		t.Errorf("81.2.3.4 located in %q (%s), want FR", cc, why)
 	}

@@ -85,7 +85,7 @@ func loadK8s(t *testing.T) *k8sObjects {
 	}
 	for _, path := range files {
 		name := filepath.Base(path)
-		data, err := os.ReadFile(path)
+		data, err := os.ReadFile(path) //nolint:gosec // a manifest of the repository's deploy/kubernetes
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -68,4 +69,12 @@ func configured(environ []string, body func(cmd *cobra.Command, cfg Config) erro
 		}
 		return body(cmd, cfg)
 	}
+}
+
+// joinClose, deferred, calls close as the function returns and joins its
+// error into *err, the function's named result: a failed Close (a store's
+// write of pending contact times, its release of the id lease, a Temporal
+// server's stop) fails the command instead of being lost.
+func joinClose(err *error, close func() error) {
+	*err = errors.Join(*err, close())
 }

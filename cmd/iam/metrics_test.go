@@ -23,7 +23,9 @@ func TestRunAPI_MetricsOnTheirOwnAddress(t *testing.T) {
 		t.Fatal(err)
 	}
 	metricsAddr := free.Addr().String()
-	free.Close()
+	if err = free.Close(); err != nil { // runAPI listens there
+		t.Fatal(err)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -37,7 +39,7 @@ func TestRunAPI_MetricsOnTheirOwnAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	defer closeT(t, store)
 	secret, err := oauthSecret(cfg.OAuth, dataDir, true)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +64,7 @@ func TestRunAPI_MetricsOnTheirOwnAddress(t *testing.T) {
 	get := func(url string) (int, string) {
 		t.Helper()
 		for i := 0; ; i++ {
-			resp, err := http.Get(url)
+			resp, err := http.Get(url) //nolint:gosec // the test's own listeners
 			if err != nil {
 				if i < 100 {
 					time.Sleep(20 * time.Millisecond) // the metrics listener may start a moment later
@@ -71,7 +73,9 @@ func TestRunAPI_MetricsOnTheirOwnAddress(t *testing.T) {
 				t.Fatalf("GET %s: %v", url, err)
 			}
 			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			if err = resp.Body.Close(); err != nil {
+				t.Errorf("GET %s: %v", url, err)
+			}
 			return resp.StatusCode, string(body)
 		}
 	}

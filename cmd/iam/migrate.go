@@ -29,48 +29,56 @@ func migrateCommand(environ []string, stdout io.Writer) *cobra.Command {
 		}
 	}
 	cmd.AddCommand(
-		step("up", "Apply every pending migration", func(ctx context.Context, cfg Config) error {
+		step("up", "Apply every pending migration", func(ctx context.Context, cfg Config) (err error) {
 			db, err := models.Open(ctx, cfg.DatabaseURL)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer joinClose(&err, db.Close)
 			applied, err := models.MigrateUp(ctx, db)
 			if err != nil {
 				return err
 			}
 			if len(applied) == 0 {
-				fmt.Fprintln(stdout, "nothing to migrate: the schema is up to date")
+				if _, err := fmt.Fprintln(stdout, "nothing to migrate: the schema is up to date"); err != nil {
+					return err
+				}
 			}
 			for _, name := range applied {
-				fmt.Fprintln(stdout, "applied", name)
+				if _, err := fmt.Fprintln(stdout, "applied", name); err != nil {
+					return err
+				}
 			}
 			return nil
 		}),
-		step("down", "Roll back the last group of migrations", func(ctx context.Context, cfg Config) error {
+		step("down", "Roll back the last group of migrations", func(ctx context.Context, cfg Config) (err error) {
 			db, err := models.Open(ctx, cfg.DatabaseURL)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer joinClose(&err, db.Close)
 			rolledBack, err := models.MigrateDown(ctx, db)
 			if err != nil {
 				return err
 			}
 			if len(rolledBack) == 0 {
-				fmt.Fprintln(stdout, "nothing to roll back")
+				if _, err := fmt.Fprintln(stdout, "nothing to roll back"); err != nil {
+					return err
+				}
 			}
 			for _, name := range rolledBack {
-				fmt.Fprintln(stdout, "rolled back", name)
+				if _, err := fmt.Fprintln(stdout, "rolled back", name); err != nil {
+					return err
+				}
 			}
 			return nil
 		}),
-		step("status", "List the migrations and whether each is applied", func(ctx context.Context, cfg Config) error {
+		step("status", "List the migrations and whether each is applied", func(ctx context.Context, cfg Config) (err error) {
 			db, err := models.Open(ctx, cfg.DatabaseURL)
 			if err != nil {
 				return err
 			}
-			defer db.Close()
+			defer joinClose(&err, db.Close)
 			return models.WriteMigrationStatus(ctx, db, stdout)
 		}),
 	)

@@ -105,6 +105,15 @@ func (n NotifyConfig) smtpConfig(roots *x509.CertPool) notify.SMTPConfig {
 	}
 }
 
+// smtpMailer makes the mailer of IAM_SMTP_HOST.
+func (n NotifyConfig) smtpMailer() (*notify.SMTPMailer, error) {
+	roots, err := n.rootCAs()
+	if err != nil {
+		return nil, err
+	}
+	return notify.NewSMTPMailer(n.smtpConfig(roots))
+}
+
 func (n NotifyConfig) rootCAs() (*x509.CertPool, error) {
 	if n.SMTPCAFile == "" {
 		return nil, nil
@@ -153,15 +162,16 @@ func (n NotifyConfig) notifyDeps(outboxDefault string, log *slog.Logger) (deps w
 	}
 	switch {
 	case n.SMTPHost != "":
-		roots, err := n.rootCAs()
-		if err != nil {
+		var m *notify.SMTPMailer
+		if m, err = n.smtpMailer(); err != nil {
 			return deps, close, err
 		}
-		m, err := notify.NewSMTPMailer(n.smtpConfig(roots))
-		if err != nil {
-			return deps, close, err
+		deps.Mail, close = m, func() {
+			// The mail sent is sent: a connection that fails to close loses nothing.
+			if closeErr := m.Close(); closeErr != nil {
+				log.Warn("close the SMTP connections", "error", closeErr)
+			}
 		}
-		deps.Mail, close = m, func() { m.Close() }
 		log.Info("mail goes through SMTP", "host", n.SMTPHost, "tls", n.SMTPTLS, "user", n.SMTPUsername)
 	case outbox != nil:
 		deps.Mail = outbox

@@ -32,8 +32,8 @@ func TestOAuthSecret(t *testing.T) {
 		t.Fatalf("made secret %d bytes, %v", len(first), err)
 	}
 	path := filepath.Join(dir, secretFile)
-	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("secret file mode %v, %v; want 0600", fi.Mode().Perm(), err)
+	if fi, statErr := os.Stat(path); statErr != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("secret file mode %v, %v; want 0600", fi.Mode().Perm(), statErr)
 	}
 	again, err := oauthSecret(OAuthConfig{}, dir, true)
 	if err != nil || !bytes.Equal(first, again) {
@@ -43,7 +43,7 @@ func TestOAuthSecret(t *testing.T) {
 	if got, _ := oauthSecret(OAuthConfig{SecretKey: env}, dir, true); string(got) != env {
 		t.Error("IAM_SECRET_KEY does not win over the file")
 	}
-	if err := os.Chmod(path, 0o644); err != nil {
+	if err := os.Chmod(path, 0o644); err != nil { //nolint:gosec // a secret file others may read is what the test is about
 		t.Fatal(err)
 	}
 	if _, err := oauthSecret(OAuthConfig{}, dir, true); err == nil || !strings.Contains(err.Error(), "chmod 600") {
@@ -92,7 +92,7 @@ func TestTokenAndClientsCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	defer closeT(t, store)
 	var printed bytes.Buffer
 	org, err := bootstrapOrg(ctx, store, cfg.OAuth, &printed, log)
 	if err != nil {
@@ -101,8 +101,8 @@ func TestTokenAndClientsCommands(t *testing.T) {
 	if printed.Len() != 0 {
 		t.Errorf("a configured password was printed: %q", printed.String())
 	}
-	if again, err := bootstrapOrg(ctx, store, cfg.OAuth, &printed, log); err != nil || again.ID != org.ID {
-		t.Errorf("second start: %v, %v (want organization %d again)", again, err, org.ID)
+	if again, againErr := bootstrapOrg(ctx, store, cfg.OAuth, &printed, log); againErr != nil || again.ID != org.ID {
+		t.Errorf("second start: %v, %v (want organization %d again)", again, againErr, org.ID)
 	}
 	secret, err := oauthSecret(cfg.OAuth, dataDir, true)
 	if err != nil {
@@ -131,8 +131,8 @@ func TestTokenAndClientsCommands(t *testing.T) {
 	if err != nil || p.OrgID != org.ID {
 		t.Fatalf("the server refuses the printed token: %v", err)
 	}
-	if _, errOut, err := runCLI(t, environ, "token", "--user", defaultAdminEmail, "--scopes", "svc.job.READ"); err != nil || strings.Contains(errOut, "Registered") {
-		t.Errorf("second token: %v, stderr %q (the self client is made once)", err, errOut)
+	if _, errOut, tokenErr := runCLI(t, environ, "token", "--user", defaultAdminEmail, "--scopes", "svc.job.READ"); tokenErr != nil || strings.Contains(errOut, "Registered") {
+		t.Errorf("second token: %v, stderr %q (the self client is made once)", tokenErr, errOut)
 	}
 	if _, _, err = runCLI(t, environ, "token", "--user", "nobody@example.com", "--scopes", "svc.job.READ"); err == nil {
 		t.Error("a token for an unknown user")

@@ -29,7 +29,7 @@ func orgsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 
 	// run opens the store, then calls body.
 	run := func(body func(cmd *cobra.Command, cfg Config, store *models.Store) error) func(*cobra.Command, []string) error {
-		return configured(environ, func(cmd *cobra.Command, cfg Config) error {
+		return configured(environ, func(cmd *cobra.Command, cfg Config) (err error) {
 			if cmd.Flags().Changed("data-dir") {
 				cfg.Dev.DataDir = dataDir
 			}
@@ -37,7 +37,7 @@ func orgsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer store.Close()
+			defer joinClose(&err, store.Close)
 			return body(cmd, cfg, store)
 		})
 	}
@@ -73,7 +73,9 @@ func orgsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 				return err
 			}
 			if generated != "" {
-				fmt.Fprintln(stderr, "Keep the admin's password now: it is stored hashed and shown only this once (set IAM_ADMIN_PASSWORD to choose it).")
+				if _, err := fmt.Fprintln(stderr, "Keep the admin's password now: it is stored hashed and shown only this once (set IAM_ADMIN_PASSWORD to choose it)."); err != nil {
+					return err
+				}
 			}
 			return nil
 		}),
@@ -93,9 +95,13 @@ func orgsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 				return err
 			}
 			w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tNAME\tCREATED")
+			if _, err := fmt.Fprintln(w, "ID\tNAME\tCREATED"); err != nil {
+				return err
+			}
 			for _, o := range orgs {
-				fmt.Fprintf(w, "%d\t%s\t%s\n", o.ID, o.Name, o.CreatedAt.UTC().Format(time.RFC3339))
+				if _, err := fmt.Fprintf(w, "%d\t%s\t%s\n", o.ID, o.Name, o.CreatedAt.UTC().Format(time.RFC3339)); err != nil {
+					return err
+				}
 			}
 			return w.Flush()
 		}),

@@ -84,18 +84,18 @@ func TestOrgsCommand_CreateAndList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	defer closeT(t, store)
 	for _, c := range []struct {
 		org      created
 		password string
 	}{{acme, acme.AdminPassword}, {chosen, "a password chosen by the operator"}} {
 		id, _ := models.ParseID("id", c.org.ID)
-		u, err := store.Users.GetByEmail(t.Context(), id, c.org.AdminEmail)
-		if err != nil || models.FormatID(u.ID) != c.org.AdminID || u.Role != models.RoleAdmin || u.Status != models.UserActive {
-			t.Fatalf("admin of %s: %+v, %v", c.org.Name, u, err)
+		u, getErr := store.Users.GetByEmail(t.Context(), id, c.org.AdminEmail)
+		if getErr != nil || models.FormatID(u.ID) != c.org.AdminID || u.Role != models.RoleAdmin || u.Status != models.UserActive {
+			t.Fatalf("admin of %s: %+v, %v", c.org.Name, u, getErr)
 		}
-		if _, err := store.Users.Authenticate(t.Context(), id, c.org.AdminEmail, c.password, models.DefaultAdminSettings().AccountBlocking, time.Now()); err != nil {
-			t.Errorf("admin of %s does not sign in with its password: %v", c.org.Name, err)
+		if _, authErr := store.Users.Authenticate(t.Context(), id, c.org.AdminEmail, c.password, models.DefaultAdminSettings().AccountBlocking, time.Now()); authErr != nil {
+			t.Errorf("admin of %s does not sign in with its password: %v", c.org.Name, authErr)
 		}
 	}
 

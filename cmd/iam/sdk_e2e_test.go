@@ -52,7 +52,9 @@ func TestSDK_TokenUploadWaitAndPage(t *testing.T) {
 		case codes <- r.URL.Query():
 		default:
 		}
-		fmt.Fprint(w, "signed in")
+		if _, err := fmt.Fprint(w, "signed in"); err != nil {
+			t.Errorf("callback: %v", err)
+		}
 	}))
 	defer cb.Close()
 	code, out, errOut := e2eRun(t, "clients", nil, "clients", "create", "--data-dir", dataDir, "--name", "SDK example",
@@ -175,7 +177,7 @@ func signInAndAllow(t *testing.T, base, authURL, email, password string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
+		defer closeT(t, resp.Body)
 		b, _ := io.ReadAll(resp.Body)
 		form := url.Values{}
 		for _, m := range hiddenInput.FindAllStringSubmatch(string(b), -1) {
@@ -196,7 +198,9 @@ func signInAndAllow(t *testing.T, base, authURL, email, password string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	if err = resp.Body.Close(); err != nil {
+		t.Error(err)
+	}
 }
 
 // multipartCSV is an upload form: fields, then the file.
@@ -213,7 +217,9 @@ func multipartCSV(t *testing.T, fields map[string]string, name, csv string) (io.
 	if err != nil {
 		t.Fatal(err)
 	}
-	fw.Write([]byte(csv))
+	if _, err := fw.Write([]byte(csv)); err != nil {
+		t.Fatal(err)
+	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

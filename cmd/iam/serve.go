@@ -27,7 +27,7 @@ func serveCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 	}
 }
 
-func runServe(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger) error {
+func runServe(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger) (err error) {
 	// Configuration first: a missing secret must not leave a half-bootstrapped database.
 	secret, err := oauthSecret(cfg.OAuth, "", false)
 	if err != nil {
@@ -41,7 +41,7 @@ func runServe(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logge
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer joinClose(&err, store.Close)
 	store.SealBlobs(box)
 	addr := cfg.HTTPAddr
 	if addr == "" {

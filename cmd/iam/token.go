@@ -32,7 +32,7 @@ func tokenCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 			"secret of `iam dev` under --data-dir. Send the token as " +
 			"`Authorization: Service-oauthtoken <access_token>`.",
 		Args: cobra.NoArgs,
-		RunE: configured(environ, func(cmd *cobra.Command, cfg Config) error {
+		RunE: configured(environ, func(cmd *cobra.Command, cfg Config) (err error) {
 			if cmd.Flags().Changed("data-dir") {
 				cfg.Dev.DataDir = dataDir
 			}
@@ -42,7 +42,7 @@ func tokenCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer store.Close()
+			defer joinClose(&err, store.Close)
 			// The tokens must verify on the server: its secret, or dev's file.
 			absDataDir, err := filepath.Abs(cfg.Dev.DataDir)
 			if err != nil {
@@ -107,6 +107,8 @@ func selfClient(cmd *cobra.Command, store *models.Store, org *models.Organizatio
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(stderr, "Registered the self client %s; its secret (for the refresh_token grant), shown only this once: %s\n", c.ID, secret)
+	if _, err := fmt.Fprintf(stderr, "Registered the self client %s; its secret (for the refresh_token grant), shown only this once: %s\n", c.ID, secret); err != nil {
+		return "", err
+	}
 	return c.ID, nil
 }

@@ -37,7 +37,7 @@ func workerCommand(environ []string, stderr io.Writer) *cobra.Command {
 	}
 }
 
-func runWorker(ctx context.Context, cfg Config, log *slog.Logger) error {
+func runWorker(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	secrets, err := enrollmentSecrets(cfg, "")
 	if err != nil {
 		return err
@@ -46,7 +46,7 @@ func runWorker(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer joinClose(&err, store.Close)
 	store.SealBlobs(secrets)
 	opts, tr, err := tracedTemporalOptions(ctx, cfg, "iam-worker", log)
 	if err != nil {

@@ -32,7 +32,9 @@ func TestWorkerHealth_ReadyOnlyWhenDatabaseAndTemporalAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadAddr := ln.Addr().String()
-	ln.Close() // nothing answers there
+	if err := ln.Close(); err != nil { // nothing answers there
+		t.Fatal(err)
+	}
 	temporalAt := func(addr, ns string) client.Client {
 		c, err := client.NewLazyClient(client.Options{HostPort: addr, Namespace: ns})
 		if err != nil {
@@ -44,7 +46,9 @@ func TestWorkerHealth_ReadyOnlyWhenDatabaseAndTemporalAnswer(t *testing.T) {
 	up := models.NewStore(dbtest.SQLite(t))
 	closedDB := dbtest.SQLite(t)
 	closed := models.NewStore(closedDB)
-	closedDB.Close()
+	if err := closedDB.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, c := range []struct {
 		name       string

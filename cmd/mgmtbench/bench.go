@@ -23,6 +23,7 @@ import (
 	"iam/api"
 	"iam/api/auth"
 	"iam/api/jobrun"
+	"iam/cmd/internal/benchrun"
 	"iam/deploy/devserver"
 	"iam/models"
 	"iam/worker"
@@ -70,31 +71,28 @@ func newBench(ctx context.Context, dsn, work string, users int) (*bench, error) 
 		return nil, err
 	}
 	if _, err = models.MigrateUp(ctx, db); err != nil {
-		db.Close()
-		return nil, err
+		return nil, errors.Join(err, db.Close())
 	}
 	b := &bench{users: users, db: db, store: models.NewStore(db)}
 	b.temporal, err = devserver.Start(ctx, devserver.Config{DataDir: filepath.Join(work, "temporal"), DisableUI: true,
 		SearchAttributes: workflows.SearchAttributes()})
 	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("temporal: %w", err)
+		return nil, errors.Join(fmt.Errorf("temporal: %w", err), db.Close())
 	}
 	b.tc, err = client.Dial(client.Options{HostPort: b.temporal.FrontendAddress(), Namespace: b.temporal.Namespace(),
 		Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
 	if err != nil {
-		b.close()
-		return nil, err
+		return nil, errors.Join(err, b.close())
 	}
 	b.worker = worker.New(b.tc, worker.Deps{Store: b.store})
 	if err := b.worker.Start(); err != nil {
-		b.close()
-		return nil, err
+		return nil, errors.Join(err, b.close())
 	}
 	return b, nil
 }
 
-func (b *bench) close() {
+// close stops what newBench and seed started and closes the database.
+func (b *bench) close() error {
 	if b.srv != nil {
 		b.srv.Close()
 	}
@@ -104,10 +102,11 @@ func (b *bench) close() {
 	if b.tc != nil {
 		b.tc.Close()
 	}
+	var err error
 	if b.temporal != nil {
-		b.temporal.Stop()
+		err = b.temporal.Stop()
 	}
-	b.db.Close()
+	return errors.Join(err, b.db.Close())
 }
 
 // seed makes the two organizations alike and starts the API for A.
@@ -151,23 +150,23 @@ func (b *bench) seed(ctx context.Context) error {
 // a member of a static group and of a dynamic group (department eq
 // "Bench"), with an enrollment and an access and a refresh token; every
 // 100th is linked to a local account of one of 100 devices.
-func seedOrg(ctx context.Context, db *bun.DB, orgID, cfgID int64, n int) error {
+func seedOrg(ctx context.Context, db *bun.DB, orgID, cfgID int64, n int) (err error) {
 	now := time.Now().UTC()
 	static, dynamic := models.NewID(), models.NewID()
-	if _, err := db.ExecContext(ctx, `INSERT INTO groups (id, org_id, name, is_dynamic, membership_rule, when_created, updated_at)
+	if _, err = db.ExecContext(ctx, `INSERT INTO groups (id, org_id, name, is_dynamic, membership_rule, when_created, updated_at)
 		VALUES (?, ?, 'Static', FALSE, '', ?, ?), (?, ?, 'Dynamic', TRUE, 'department eq "Bench"', ?, ?)`,
 		static, orgID, now, now, dynamic, orgID, now, now); err != nil {
 		return fmt.Errorf("groups: %w", err)
 	}
 	client := fmt.Sprintf("bench-%d", orgID)
-	if _, err := db.ExecContext(ctx, `INSERT INTO oauth_clients (id, org_id, name, type, redirect_uris, created_at)
+	if _, err = db.ExecContext(ctx, `INSERT INTO oauth_clients (id, org_id, name, type, redirect_uris, created_at)
 		VALUES (?, ?, 'bench', 'confidential', '[]', ?)`, client, orgID, now); err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
 	devices := make([]int64, 100)
 	for i := range devices {
 		devices[i] = models.NewID()
-		if _, err := db.ExecContext(ctx, `INSERT INTO devices (id, org_id, platform, name, checkin_interval_seconds,
+		if _, err = db.ExecContext(ctx, `INSERT INTO devices (id, org_id, platform, name, checkin_interval_seconds,
 			agent_installed_time, date_added, updated_at) VALUES (?, ?, 'windows', ?, 300, ?, ?, ?)`,
 			devices[i], orgID, fmt.Sprintf("PC-%03d", i), now, now, now); err != nil {
 			return fmt.Errorf("device: %w", err)
@@ -181,20 +180,20 @@ func seedOrg(ctx context.Context, db *bun.DB, orgID, cfgID int64, n int) error {
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer benchrun.Cleanup(&err, conn.Close) // back to the pool
 	copyRows := func(table string, cols []string, rows int, row func(int) []any) error {
 		return conn.Raw(func(dc any) error {
 			pc := dc.(*stdlib.Conn).Conn()
 			i := 0
-			_, err := pc.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromFunc(func() ([]any, error) {
+			_, copyErr := pc.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromFunc(func() ([]any, error) {
 				if i == rows {
 					return nil, nil
 				}
 				i++
 				return row(i - 1), nil
 			}))
-			if err != nil {
-				return fmt.Errorf("copy %s: %w", table, err)
+			if copyErr != nil {
+				return fmt.Errorf("copy %s: %w", table, copyErr)
 			}
 			return nil
 		})
@@ -301,7 +300,11 @@ func (b *bench) printStatements(ctx context.Context) {
 		fmt.Printf("  pg_stat_statements: %v\n", err)
 		return
 	}
-	defer rows.Close()
+	defer func() {
+		if err := rows.Close(); err != nil {
+			fmt.Printf("  pg_stat_statements: %v\n", err)
+		}
+	}()
 	fmt.Printf("  %8s %10s %10s  statement\n", "calls", "total ms", "rows")
 	for rows.Next() {
 		var calls, nrows int64
@@ -317,7 +320,7 @@ func (b *bench) printStatements(ctx context.Context) {
 	}
 }
 
-func (b *bench) call(ctx context.Context, method, url string, body []byte, want int, out any) error {
+func (b *bench) call(ctx context.Context, method, url string, body []byte, want int, out any) (err error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -330,7 +333,7 @@ func (b *bench) call(ctx context.Context, method, url string, body []byte, want 
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { err = errors.Join(err, resp.Body.Close()) }()
 	raw, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != want {
 		return fmt.Errorf("%s %s: %d %s", method, url, resp.StatusCode, raw)

@@ -30,6 +30,7 @@ import (
 	"os"
 	"os/signal"
 
+	"iam/cmd/internal/benchrun"
 	"iam/models/dbtest/pgcluster"
 )
 
@@ -54,25 +55,25 @@ max_wal_size = 2GB
 shared_preload_libraries = 'pg_stat_statements'
 `
 
-func run(ctx context.Context, users int, only string, turns, statements int) error {
+func run(ctx context.Context, users int, only string, turns, statements int) (err error) {
 	pg, err := pgcluster.Start(ctx, pgcluster.Options{Config: benchPGConfig, Prefix: "iam-mgmtbench-pg-"})
 	if err != nil {
 		return err
 	}
-	defer pg.Stop()
+	defer benchrun.Cleanup(&err, pg.Stop)
 	fmt.Printf("throwaway PostgreSQL cluster %s\n", pg.Describe())
 	work, err := os.MkdirTemp("", "iam-mgmtbench-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
+	defer benchrun.Cleanup(&err, func() error { return os.RemoveAll(work) })
 	b, err := newBench(ctx, pg.URL("postgres").String(), work, users)
 	if err != nil {
 		return err
 	}
 	b.statements = statements
-	defer b.close()
-	if err := b.seed(ctx); err != nil {
+	defer benchrun.Cleanup(&err, b.close)
+	if err = b.seed(ctx); err != nil {
 		return err
 	}
 	var rows []pair

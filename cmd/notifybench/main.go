@@ -23,6 +23,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -36,6 +37,7 @@ import (
 	gomail "github.com/wneessen/go-mail"
 
 	"iam/activities"
+	"iam/cmd/internal/benchrun"
 	"iam/models"
 	"iam/notify"
 	"iam/notify/smtptest"
@@ -57,7 +59,9 @@ func main() {
 	}
 }
 
-func run(out io.Writer, args []string) error {
+func run(stdout io.Writer, args []string) (err error) {
+	out := benchrun.NewReport(stdout)
+	defer benchrun.Cleanup(&err, out.Err) // a report cut short fails the run
 	flags := flag.NewFlagSet("notifybench", flag.ContinueOnError)
 	n := flags.Int("n", 10000, "recipients")
 	rounds := flags.Int("rounds", 3, "runs of each path; the median is reported")
@@ -66,7 +70,7 @@ func run(out io.Writer, args []string) error {
 	dsn := flags.String("db", "", "database of the delivery path: an empty postgres://… database (migrated here), or empty for a temporary SQLite file")
 	relay := flags.Duration("relay", 20*time.Millisecond, "time the relay-shaped server takes per message; 0 skips that shape")
 	relayN := flags.Int("relay-n", 1000, "recipients of the relay shape")
-	if err := flags.Parse(args); err != nil {
+	if err = flags.Parse(args); err != nil {
 		return err
 	}
 
@@ -75,7 +79,7 @@ func run(out io.Writer, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%d recipients, one message each, to an in-process SMTP server on 127.0.0.1 that accepts at once; median of %d rounds\n", *n, *rounds)
+	out.Printf("%d recipients, one message each, to an in-process SMTP server on 127.0.0.1 that accepts at once; median of %d rounds\n", *n, *rounds)
 	r.print(out, *conns, *claim)
 	if *relay <= 0 {
 		return nil
@@ -85,7 +89,7 @@ func run(out io.Writer, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%d recipients to an in-process SMTP server that takes %v per message (a relay); median of %d rounds\n", *relayN, *relay, *rounds)
+	out.Printf("%d recipients to an in-process SMTP server that takes %v per message (a relay); median of %d rounds\n", *relayN, *relay, *rounds)
 	r.print(out, *conns, *claim)
 	return nil
 }
@@ -97,15 +101,15 @@ type result struct {
 	plain, path, delivery float64
 }
 
-func (r result) print(out io.Writer, conns, claim int) {
-	fmt.Fprintf(out, "  go-mail plain loop (render, build, send in turn; %d connection(s)): %8.0f msg/s\n", r.plainConns, r.plain)
-	fmt.Fprintf(out, "  notify SMTP path (render, build, pooled send; %d connections):   %8.0f msg/s = %5.1f%% of the plain loop\n", conns, r.path, 100*r.path/r.plain)
-	fmt.Fprintf(out, "  delivery path (SMTP path + %s delivery ledger and log, claims of %d): %8.0f msg/s = %5.1f%% of the plain loop\n", r.dialect, claim, r.delivery, 100*r.delivery/r.plain)
+func (r result) print(out *benchrun.Report, conns, claim int) {
+	out.Printf("  go-mail plain loop (render, build, send in turn; %d connection(s)): %8.0f msg/s\n", r.plainConns, r.plain)
+	out.Printf("  notify SMTP path (render, build, pooled send; %d connections):   %8.0f msg/s = %5.1f%% of the plain loop\n", conns, r.path, 100*r.path/r.plain)
+	out.Printf("  delivery path (SMTP path + %s delivery ledger and log, claims of %d): %8.0f msg/s = %5.1f%% of the plain loop\n", r.dialect, claim, r.delivery, 100*r.delivery/r.plain)
 }
 
 // measure runs the three paths rounds times against a server that takes
 // delay per message, the plain loop over plainConns connections.
-func measure(n, rounds, conns, claim int, dsn string, delay time.Duration, plainConns int) (result, error) {
+func measure(n, rounds, conns, claim int, dsn string, delay time.Duration, plainConns int) (_ result, err error) {
 	opts := smtptest.Options{Discard: true}
 	if delay > 0 {
 		opts.OnData = func(smtptest.Message, *smtp.Conn) error {
@@ -117,14 +121,14 @@ func measure(n, rounds, conns, claim int, dsn string, delay time.Duration, plain
 	if err != nil {
 		return result{}, err
 	}
-	defer srv.Close()
+	defer benchrun.Cleanup(&err, srv.Close)
 	people := recipients(n)
 
 	ledger, err := newLedger(n, dsn)
 	if err != nil {
 		return result{}, fmt.Errorf("delivery path setup: %w", err)
 	}
-	defer ledger.close()
+	defer benchrun.Cleanup(&err, ledger.close)
 	// Rounds interleave the paths, so that a busy machine slows them alike.
 	var plains, paths, deliveries []float64
 	for range rounds {
@@ -137,7 +141,7 @@ func measure(n, rounds, conns, claim int, dsn string, delay time.Duration, plain
 			{&deliveries, func() error { return ledger.deliver(srv, conns, claim) }},
 		} {
 			start := time.Now()
-			if err := p.run(); err != nil {
+			if err = p.run(); err != nil {
 				return result{}, err
 			}
 			*p.rates = append(*p.rates, float64(n)/time.Since(start).Seconds())
@@ -223,12 +227,12 @@ func sendInTurn(srv *smtptest.Server, msgs []*gomail.Msg) error {
 }
 
 // notifyPath renders and sends every message through notify.SMTPMailer.
-func notifyPath(srv *smtptest.Server, people []person, conns int) error {
+func notifyPath(srv *smtptest.Server, people []person, conns int) (err error) {
 	m, err := notify.NewSMTPMailer(notify.SMTPConfig{Host: srv.Host, Port: srv.Port, TLS: notify.TLSNone, From: from, MaxConns: conns})
 	if err != nil {
 		return err
 	}
-	defer m.Close()
+	defer benchrun.Cleanup(&err, m.Close)
 	subj, html := notify.Compile(subject), notify.Compile(content)
 	before := srv.Count()
 	work := make(chan person)
@@ -240,9 +244,9 @@ func notifyPath(srv *smtptest.Server, people []person, conns int) error {
 			defer wg.Done()
 			for p := range work {
 				v := values(p)
-				err := m.Send(context.Background(), &notify.Message{To: []string{p.email}, Subject: subj.Render(v, false), HTML: html.Render(v, true)})
-				if err != nil {
-					errs <- err
+				sendErr := m.Send(context.Background(), &notify.Message{To: []string{p.email}, Subject: subj.Render(v, false), HTML: html.Render(v, true)})
+				if sendErr != nil {
+					errs <- sendErr
 					return
 				}
 			}
@@ -254,7 +258,7 @@ func notifyPath(srv *smtptest.Server, people []person, conns int) error {
 	close(work)
 	wg.Wait()
 	close(errs)
-	if err := <-errs; err != nil {
+	if err = <-errs; err != nil {
 		return err
 	}
 	return accepted(srv, before, len(people))
@@ -334,7 +338,7 @@ func newLedger(n int, dsn string) (*ledger, error) {
 
 // deliver prepares a run and sends it the way one notify worker does: one
 // chunk of 500 after the other, conns messages in flight.
-func (l *ledger) deliver(srv *smtptest.Server, conns, claim int) error {
+func (l *ledger) deliver(srv *smtptest.Server, conns, claim int) (err error) {
 	ctx := context.Background()
 	l.round++
 	run, err := l.store.Notifications.PrepareRun(ctx, models.PrepareRunInput{OrgID: l.org.ID, ScheduleID: l.sc.ID,
@@ -346,19 +350,19 @@ func (l *ledger) deliver(srv *smtptest.Server, conns, claim int) error {
 	if err != nil {
 		return err
 	}
-	defer m.Close()
+	defer benchrun.Cleanup(&err, m.Close)
 	a := &activities.Notifications{Store: l.store, Mail: m, Concurrency: conns, ClaimBatch: claim}
 	before := srv.Count()
 	for from := int64(1); from <= run.Total; from += workflows.NotifyChunkSize {
 		in := activities.ChunkInput{Run: activities.RunRef{OrgID: l.org.ID, RunID: run.ID}, From: from, To: from + workflows.NotifyChunkSize}
-		if _, err := activities.DeliverChunk(ctx, a, in, func(int64) {}); err != nil {
+		if _, err = activities.DeliverChunk(ctx, a, in, func(int64) {}); err != nil {
 			return err
 		}
 	}
 	return accepted(srv, before, int(run.Total))
 }
 
-func (l *ledger) close() {
-	l.store.Close()
-	os.RemoveAll(l.dir)
+// close closes the store and removes its folder.
+func (l *ledger) close() error {
+	return errors.Join(l.store.Close(), os.RemoveAll(l.dir))
 }

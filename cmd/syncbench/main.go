@@ -44,6 +44,7 @@ import (
 	"go.temporal.io/server/temporaltest"
 
 	"iam/api/jobrun"
+	"iam/cmd/internal/benchrun"
 	"iam/models"
 	"iam/models/dbtest/pgcluster"
 	"iam/worker"
@@ -64,12 +65,14 @@ shared_buffers = 256MB
 max_wal_size = 1GB
 `
 
-func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (err error) {
+	out := benchrun.NewReport(stdout)
+	defer benchrun.Cleanup(&err, out.Err) // a report cut short fails the run
 	fs := flag.NewFlagSet("syncbench", flag.ContinueOnError)
 	devices := fs.Int("devices", 10_000, "devices per organization")
 	accounts := fs.Int("accounts", 5, "local accounts per device (at least 5)")
 	trace := fs.Bool("trace", false, "print the time (2) spent in each kind of statement bun sends")
-	if err := fs.Parse(args); err != nil {
+	if err = fs.Parse(args); err != nil {
 		return err
 	}
 	if *accounts < 5 || *devices < 1 {
@@ -77,19 +80,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	}
 	dsn := getenv("IAM_BENCH_DATABASE_URL")
 	if dsn == "" {
-		c, err := pgcluster.Start(ctx, pgcluster.Options{Config: benchPGConfig, Prefix: "iam-syncbench-pg-"})
-		if err != nil {
+		var c *pgcluster.Cluster
+		if c, err = pgcluster.Start(ctx, pgcluster.Options{Config: benchPGConfig, Prefix: "iam-syncbench-pg-"}); err != nil {
 			return err
 		}
-		defer c.Stop()
+		defer benchrun.Cleanup(&err, c.Stop)
 		dsn = c.URL("postgres").String()
-		fmt.Fprintf(out, "throwaway PostgreSQL cluster %s\n", c.Describe())
+		out.Printf("throwaway PostgreSQL cluster %s\n", c.Describe())
 	}
 	db, err := models.Open(ctx, dsn)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer benchrun.Cleanup(&err, db.Close)
 	if !models.IsPostgres(db) {
 		return errors.New("the benchmark needs PostgreSQL")
 	}
@@ -110,14 +113,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return err
 	}
 	total := *devices * *accounts
-	fmt.Fprintf(out, "seeded 3 organizations × %d devices × %d accounts (%d accounts, %d users each) in %s\n",
+	out.Printf("seeded 3 organizations × %d devices × %d accounts (%d accounts, %d users each) in %s\n",
 		*devices, *accounts, total, *devices+2, time.Since(t0).Round(time.Millisecond))
 	if _, err = db.ExecContext(ctx, "VACUUM ANALYZE"); err != nil {
 		return err
 	}
 
 	// (1) The sync as a job through Temporal.
-	fmt.Fprintf(out, "starting an in-process Temporal server and worker ...\n")
+	out.Printf("starting an in-process Temporal server and worker ...\n")
 	ts := temporaltest.NewServer()
 	defer ts.Stop()
 	tc := ts.GetDefaultClient()
@@ -134,21 +137,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	// queues, namespace caches): a small sync first, so that (1) times the
 	// sync on a running server, as the product's are.
 	syncJob := func(orgID int64) (*models.Job, time.Duration, error) {
-		job, _, err := store.Devices.StartSync(ctx, orgID, 0)
-		if err != nil {
-			return nil, 0, err
+		job, _, startErr := store.Devices.StartSync(ctx, orgID, 0)
+		if startErr != nil {
+			return nil, 0, startErr
 		}
-		t0 := time.Now()
-		if err := launcher.Launch(ctx, job); err != nil {
-			return nil, 0, err
+		began := time.Now()
+		if launchErr := launcher.Launch(ctx, job); launchErr != nil {
+			return nil, 0, launchErr
 		}
 		for {
-			j, err := store.Jobs.Get(ctx, orgID, job.ID)
-			if err != nil {
-				return nil, 0, err
+			j, getErr := store.Jobs.Get(ctx, orgID, job.ID)
+			if getErr != nil {
+				return nil, 0, getErr
 			}
 			if j.Status.Finished() {
-				return j, time.Since(t0), nil
+				return j, time.Since(began), nil
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -160,7 +163,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if warm.Status != models.JobCompleted {
 		return fmt.Errorf("the warm-up sync ended %s: %s", warm.Status, warm.Message)
 	}
-	fmt.Fprintf(out, "warm-up sync job of %d accounts: %s\n", warm.Processed, took.Round(time.Millisecond))
+	out.Printf("warm-up sync job of %d accounts: %s\n", warm.Processed, took.Round(time.Millisecond))
 	job, asJob, err := syncJob(orgs[0].ID)
 	if err != nil {
 		return err
@@ -168,7 +171,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if job.Status != models.JobCompleted || job.Processed != int64(total) {
 		return fmt.Errorf("the sync job ended %s, %d of %d processed: %s", job.Status, job.Processed, total, job.Message)
 	}
-	fmt.Fprintf(out, "(1) sync job through Temporal: %s (%d accounts, %d linked, %.0f accounts/s)\n",
+	out.Printf("(1) sync job through Temporal: %s (%d accounts, %d linked, %.0f accounts/s)\n",
 		asJob.Round(time.Millisecond), job.Processed, job.SuccessCount, float64(job.Processed)/asJob.Seconds())
 
 	// (2) The same batches without the workflow engine.
@@ -198,7 +201,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		batches++
 	}
 	asBatches := time.Since(t0)
-	fmt.Fprintf(out, "(2) the same %d batches of %d, store only: %s (%d linked)\n",
+	out.Printf("(2) the same %d batches of %d, store only: %s (%d linked)\n",
 		batches, workflows.SyncBatchSize, asBatches.Round(time.Millisecond), res.Progress.Success)
 	if *trace {
 		hook.print(out, asBatches)
@@ -211,7 +214,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return err
 	}
 	oneStatement := time.Since(t0)
-	fmt.Fprintf(out, "(3) one set-based UPDATE: %s (%d linked)\n", oneStatement.Round(time.Millisecond), n)
+	out.Printf("(3) one set-based UPDATE: %s (%d linked)\n", oneStatement.Round(time.Millisecond), n)
 
 	links := make([]string, 3)
 	for i, org := range orgs {
@@ -222,13 +225,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if links[0] != links[1] || links[0] != links[2] || n != job.SuccessCount {
 		return fmt.Errorf("the three runs made different links (%d linked by the job, %d by the statement)", job.SuccessCount, n)
 	}
-	fmt.Fprintf(out, "the three made the same %d links\n\n", n)
-	fmt.Fprintf(out, "%-34s %10s %10s\n", "", "seconds", "× one SQL")
+	out.Printf("the three made the same %d links\n\n", n)
+	out.Printf("%-34s %10s %10s\n", "", "seconds", "× one SQL")
 	for _, r := range []struct {
 		name string
 		d    time.Duration
 	}{{"sync job (Temporal)", asJob}, {"sync batches (store only)", asBatches}, {"one set-based UPDATE", oneStatement}} {
-		fmt.Fprintf(out, "%-34s %10.3f %10.2f\n", r.name, r.d.Seconds(), r.d.Seconds()/oneStatement.Seconds())
+		out.Printf("%-34s %10.3f %10.2f\n", r.name, r.d.Seconds(), r.d.Seconds()/oneStatement.Seconds())
 	}
 	return nil
 }
@@ -330,7 +333,7 @@ func (h *statementTimes) AfterQuery(_ context.Context, ev *bun.QueryEvent) {
 // print prints the statements' times, the longest first, then what is
 // left of total: the statements sent past bun (on PostgreSQL, the batch's
 // writes: one statement per batch) and the Go code between statements.
-func (h *statementTimes) print(out io.Writer, total time.Duration) {
+func (h *statementTimes) print(out *benchrun.Report, total time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.off = true
@@ -341,8 +344,8 @@ func (h *statementTimes) print(out io.Writer, total time.Duration) {
 	}
 	sort.Slice(keys, func(i, j int) bool { return h.by[keys[i]] > h.by[keys[j]] })
 	for _, k := range keys[:min(len(keys), 12)] {
-		fmt.Fprintf(out, "    %8s  %s\n", h.by[k].Round(time.Millisecond), k)
+		out.Printf("    %8s  %s\n", h.by[k].Round(time.Millisecond), k)
 	}
-	fmt.Fprintf(out, "    %8s  the rest: statements past bun's hooks (the batches' writes on PostgreSQL) and Go\n",
+	out.Printf("    %8s  the rest: statements past bun's hooks (the batches' writes on PostgreSQL) and Go\n",
 		total.Round(time.Millisecond))
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"iam/cmd/internal/benchrun"
 	"iam/cmd/internal/iamproc"
 	"iam/deploy/devserver"
 	"iam/models"
@@ -26,7 +28,7 @@ import (
 
 const (
 	adminEmail = "bench-admin@example.com"
-	secretKey  = "uploadbench-secret-key-0123456789abcdef-0123456789"
+	secretKey  = "uploadbench-secret-key-0123456789abcdef-0123456789" //nolint:gosec // the secret of the benchmark's throwaway service
 	// maxFile is the most bytes a management upload's file may hold.
 	maxFile = 32 << 20
 	// uploadPath is the route measured.
@@ -57,21 +59,23 @@ func writeCSV(work string, rows, columns int) (string, int64, error) {
 		cell = min(cell, models.MaxUploadCellLen)
 	}
 	path := filepath.Join(work, "upload.csv")
-	f, err := os.Create(path)
+	f, err := os.Create(path) //nolint:gosec // a file in the benchmark's work folder
 	if err != nil {
 		return "", 0, err
 	}
+	// A bufio.Writer keeps its first error, and its writes do nothing after
+	// it: Flush below returns it.
 	w := bufio.NewWriterSize(f, 1<<20)
-	w.WriteString(header.String())
+	_, _ = w.WriteString(header.String())
 	filler := []byte(strings.Repeat("abcdefghijklmnopqrstuvwxyz0123456789", cell/36+2))
 	for i := 1; i <= rows; i++ {
-		w.WriteString(email(i))
+		_, _ = w.WriteString(email(i))
 		for c := 2; c <= columns; c++ {
-			w.WriteByte(',')
+			_ = w.WriteByte(',')
 			off := (i + c) % 36 // cells differ from one another
-			w.Write(filler[off : off+cell])
+			_, _ = w.Write(filler[off : off+cell])
 		}
-		w.WriteByte('\n')
+		_ = w.WriteByte('\n')
 	}
 	if err = w.Flush(); err != nil {
 		return "", 0, err
@@ -103,13 +107,18 @@ type bench struct {
 
 // newBench migrates the database and seeds an organization with an
 // administrator and the users the CSV names; it starts the Temporal server.
-func newBench(ctx context.Context, bin, work, dsn string, rows int) (*bench, error) {
+func newBench(ctx context.Context, bin, work, dsn string, rows int) (_ *bench, err error) {
 	b := &bench{bin: bin, work: work}
+	defer func() { // a half-made bench is closed
+		if err != nil {
+			err = errors.Join(err, b.close())
+		}
+	}()
 	b.env = []string{"IAM_DATA_DIR=" + filepath.Join(work, "data"), "IAM_SECRET_KEY=" + secretKey, "IAM_LOG_LEVEL=warn",
 		"IAM_ENCRYPTION_KEY=" + secret.NewKey(), "IAM_DATABASE_URL=" + dsn}
 	fmt.Printf("migrating and seeding %d users ...\n", rows)
-	if out, err := iamproc.Run(bin, b.env, "migrate", "up"); err != nil {
-		return nil, fmt.Errorf("migrate: %w\n%s", err, out)
+	if out, migrateErr := iamproc.Run(bin, b.env, "migrate", "up"); migrateErr != nil {
+		return nil, fmt.Errorf("migrate: %w\n%s", migrateErr, out)
 	}
 	db, err := models.Open(ctx, dsn)
 	if err != nil {
@@ -119,29 +128,24 @@ func newBench(ctx context.Context, bin, work, dsn string, rows int) (*bench, err
 	store := models.NewStore(db)
 	org := &models.Organization{Name: "Bench"}
 	if err = store.Orgs.Create(ctx, org); err != nil {
-		b.close()
 		return nil, err
 	}
 	admin := &models.User{OrgID: org.ID, Email: adminEmail, Role: models.RoleAdmin, Status: models.UserActive}
 	if err = store.Users.Create(ctx, admin, ""); err != nil {
-		b.close()
 		return nil, err
 	}
 	if err = seedUsers(ctx, db, org.ID, rows); err != nil {
-		b.close()
 		return nil, fmt.Errorf("seed users: %w", err)
 	}
 	ts, err := devserver.Start(ctx, devserver.Config{DataDir: filepath.Join(work, "temporal"), DisableUI: true,
 		SearchAttributes: workflows.SearchAttributes()})
 	if err != nil {
-		b.close()
 		return nil, fmt.Errorf("temporal: %w", err)
 	}
 	b.ts = ts
 	b.env = append(b.env, "IAM_TEMPORAL_ADDRESS="+ts.FrontendAddress(), "IAM_TEMPORAL_NAMESPACE="+ts.Namespace())
 	out, err := iamproc.Run(bin, b.env, "token", "--user", adminEmail, "--scopes", "svc.management.ALL")
 	if err != nil {
-		b.close()
 		return nil, fmt.Errorf("iam token: %w\n%s", err, out)
 	}
 	var tok struct {
@@ -151,20 +155,21 @@ func newBench(ctx context.Context, bin, work, dsn string, rows int) (*bench, err
 		_ = json.Unmarshal([]byte(out[i:j+1]), &tok)
 	}
 	if tok.AccessToken == "" {
-		b.close()
 		return nil, fmt.Errorf("iam token printed %q", out)
 	}
 	b.token = tok.AccessToken
 	return b, nil
 }
 
-func (b *bench) close() {
+func (b *bench) close() error {
+	var err error
 	if b.ts != nil {
-		b.ts.Stop()
+		err = b.ts.Stop()
 	}
 	if b.db != nil {
-		b.db.Close()
+		err = errors.Join(err, b.db.Close())
 	}
+	return err
 }
 
 // seedUsers creates users user1..userN@example.com of org, 1,000 a
@@ -273,23 +278,10 @@ func (b *bench) upload(ctx context.Context, base, csvPath string) (int, error) {
 }
 
 // post streams the CSV as a multipart form.
-func (b *bench) post(ctx context.Context, base, csvPath string) (int, string, string, error) {
+func (b *bench) post(ctx context.Context, base, csvPath string) (_ int, _, _ string, err error) {
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
-	go func() {
-		f, err := os.Open(csvPath)
-		if err != nil {
-			pw.CloseWithError(err)
-			return
-		}
-		defer f.Close()
-		fw, _ := mw.CreateFormFile("file", filepath.Base(csvPath))
-		if _, err := io.Copy(fw, f); err != nil {
-			pw.CloseWithError(err)
-			return
-		}
-		pw.CloseWithError(mw.Close())
-	}()
+	go func() { pw.CloseWithError(writeForm(mw, csvPath)) }()
 	req, err := http.NewRequestWithContext(ctx, "POST", base+uploadPath, pr)
 	if err != nil {
 		return 0, "", "", err
@@ -300,9 +292,26 @@ func (b *bench) post(ctx context.Context, base, csvPath string) (int, string, st
 	if err != nil {
 		return 0, "", "", err
 	}
-	defer resp.Body.Close()
+	defer func() { err = errors.Join(err, resp.Body.Close()) }()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	return resp.StatusCode, resp.Header.Get("Retry-After"), string(body), nil
+}
+
+// writeForm writes the form of the upload to mw: the file at csvPath.
+func writeForm(mw *multipart.Writer, csvPath string) (err error) {
+	f, err := os.Open(csvPath) //nolint:gosec // the CSV the benchmark wrote
+	if err != nil {
+		return err
+	}
+	defer benchrun.Cleanup(&err, f.Close)
+	fw, err := mw.CreateFormFile("file", filepath.Base(csvPath))
+	if err != nil {
+		return err
+	}
+	if _, err = io.Copy(fw, f); err != nil {
+		return err
+	}
+	return mw.Close()
 }
 
 // memStatus reads a process's memory figures (VmHWM, VmRSS) as one line.

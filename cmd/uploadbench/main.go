@@ -25,6 +25,7 @@ import (
 	"os"
 	"strconv"
 
+	"iam/cmd/internal/benchrun"
 	"iam/cmd/internal/iamproc"
 	"iam/models/dbtest/pgcluster"
 )
@@ -42,7 +43,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, rows, columns, concurrent, limit int, keep bool) error {
+func run(ctx context.Context, rows, columns, concurrent, limit int, keep bool) (err error) {
 	work, err := os.MkdirTemp("", "iam-uploadbench-")
 	if err != nil {
 		return err
@@ -50,9 +51,9 @@ func run(ctx context.Context, rows, columns, concurrent, limit int, keep bool) e
 	if keep {
 		defer fmt.Printf("work folder kept: %s\n", work)
 	} else {
-		defer os.RemoveAll(work)
+		defer benchrun.Cleanup(&err, func() error { return os.RemoveAll(work) })
 	}
-	if err = os.Chmod(work, 0o755); err != nil { // the PostgreSQL user must reach its folder
+	if err = os.Chmod(work, 0o755); err != nil { //nolint:gosec // the PostgreSQL user must reach its folder
 		return err
 	}
 	csvPath, size, err := writeCSV(work, rows, columns)
@@ -68,15 +69,15 @@ func run(ctx context.Context, rows, columns, concurrent, limit int, keep bool) e
 	if err != nil {
 		return err
 	}
-	defer pg.Stop()
-	if out, err := pg.Command(ctx, "createdb", "-h", "127.0.0.1", "-p", strconv.Itoa(pg.Port()), "-U", "postgres", "bench").CombinedOutput(); err != nil {
-		return fmt.Errorf("createdb: %w\n%s", err, out)
+	defer benchrun.Cleanup(&err, pg.Stop)
+	if out, createErr := pg.Command(ctx, "createdb", "-h", "127.0.0.1", "-p", strconv.Itoa(pg.Port()), "-U", "postgres", "bench").CombinedOutput(); createErr != nil {
+		return fmt.Errorf("createdb: %w\n%s", createErr, out)
 	}
 	b, err := newBench(ctx, bin, work, pg.URL("bench").String(), rows)
 	if err != nil {
 		return err
 	}
-	defer b.close()
+	defer benchrun.Cleanup(&err, b.close)
 	if limit > 0 {
 		b.env = append(b.env, "IAM_MGMT_UPLOAD_CONCURRENCY="+strconv.Itoa(limit))
 	}

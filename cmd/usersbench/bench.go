@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +21,7 @@ import (
 
 	"iam/api"
 	"iam/api/auth"
+	"iam/cmd/internal/benchrun"
 	"iam/models"
 	"iam/models/listing"
 )
@@ -30,7 +30,7 @@ import (
 // and the API serving them.
 type bench struct {
 	cfg    config
-	out    io.Writer
+	out    *benchrun.Report
 	db     *bun.DB
 	store  *models.Store
 	org    *models.Organization
@@ -52,28 +52,25 @@ func (t benchTokens) ValidateAccessToken(_ context.Context, tok string) (*auth.P
 	return &auth.Principal{UserID: 1, OrgID: t.orgID, Scopes: []string{"svc.user.READ"}}, nil
 }
 
-func newBench(ctx context.Context, dsn string, cfg config, out io.Writer) (*bench, error) {
+func newBench(ctx context.Context, dsn string, cfg config, out *benchrun.Report) (*bench, error) {
 	db, err := models.Open(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
 	if !models.IsPostgres(db) {
-		db.Close()
-		return nil, errors.New("the benchmark needs PostgreSQL")
+		return nil, errors.Join(errors.New("the benchmark needs PostgreSQL"), db.Close())
 	}
 	db.SetMaxOpenConns(cfg.concurrency + 8)
 	db.SetMaxIdleConns(cfg.concurrency + 8)
 	if _, err := models.MigrateUp(ctx, db); err != nil {
-		db.Close()
-		return nil, err
+		return nil, errors.Join(err, db.Close())
 	}
 	hook := &captureHook{}
 	db = db.WithQueryHook(hook)
 	b := &bench{cfg: cfg, out: out, db: db, store: models.NewStore(db), hook: hook}
 	b.org = &models.Organization{Name: "usersbench"}
 	if err := b.store.Orgs.Create(ctx, b.org); err != nil {
-		db.Close()
-		return nil, err
+		return nil, errors.Join(err, db.Close())
 	}
 	server := api.New(api.Config{}, api.Deps{Store: b.store, Tokens: benchTokens{orgID: b.org.ID},
 		Log: slog.New(slog.DiscardHandler)})
@@ -82,9 +79,9 @@ func newBench(ctx context.Context, dsn string, cfg config, out io.Writer) (*benc
 	return b, nil
 }
 
-func (b *bench) close() {
+func (b *bench) close() error {
 	b.srv.Close()
-	b.db.Close()
+	return b.db.Close()
 }
 
 func (b *bench) seed(ctx context.Context) error {
@@ -92,7 +89,7 @@ func (b *bench) seed(ctx context.Context) error {
 	if err := seedUsers(ctx, b.db.DB, b.org.ID, b.cfg.users); err != nil {
 		return err
 	}
-	fmt.Fprintf(b.out, "seeded %d users with COPY (+ VACUUM ANALYZE) in %s\n\n", b.cfg.users, time.Since(t0).Round(time.Millisecond))
+	b.out.Printf("seeded %d users with COPY (+ VACUUM ANALYZE) in %s\n\n", b.cfg.users, time.Since(t0).Round(time.Millisecond))
 	return nil
 }
 
@@ -120,7 +117,7 @@ func (b *bench) apiPage(query url.Values) op {
 		defer bodyBuffers.Put(buf)
 		buf.Reset()
 		_, err = buf.ReadFrom(resp.Body)
-		resp.Body.Close()
+		err = errors.Join(err, resp.Body.Close())
 		if err != nil {
 			return err
 		}
@@ -164,8 +161,8 @@ func (b *bench) directPage(stmts []string) (op, error) {
 	}
 	before, after := pageSQL[:m[0]], pageSQL[m[1]:]
 	first := before + "TRUE" + after
-	return func(ctx context.Context, cursor *string) error {
-		if err := drain(b.db.DB.QueryContext(ctx, countSQL)); err != nil {
+	return func(ctx context.Context, cursor *string) (err error) {
+		if err = drain(b.db.DB.QueryContext(ctx, countSQL)); err != nil {
 			return err
 		}
 		query := first
@@ -176,7 +173,7 @@ func (b *bench) directPage(stmts []string) (op, error) {
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
+		defer benchrun.Cleanup(&err, rows.Close)
 		cols, _ := rows.Columns()
 		vals := make([]any, len(cols))
 		raw := make([]sql.RawBytes, len(cols))
@@ -185,7 +182,7 @@ func (b *bench) directPage(stmts []string) (op, error) {
 		}
 		var last string
 		for i := 0; rows.Next(); i++ {
-			if err := rows.Scan(vals...); err != nil {
+			if err = rows.Scan(vals...); err != nil {
 				return err
 			}
 			if i < 100 {
@@ -201,7 +198,7 @@ func (b *bench) directPage(stmts []string) (op, error) {
 var keysetID = regexp.MustCompile(`\("id" > [0-9]+\)`)
 
 func (b *bench) listThroughput(ctx context.Context) error {
-	fmt.Fprintf(b.out, "(a) GET /users?limit=100, paging through next_cursor, %d clients, %s each in %d alternating turns\n",
+	b.out.Printf("(a) GET /users?limit=100, paging through next_cursor, %d clients, %s each in %d alternating turns\n",
 		b.cfg.concurrency, b.cfg.duration, b.cfg.turns)
 	stmts, err := b.showStatements(ctx, url.Values{"limit": {"100"}})
 	if err != nil {
@@ -217,7 +214,7 @@ func (b *bench) listThroughput(ctx context.Context) error {
 		if err != nil {
 			profErr = err
 		} else {
-			defer stop()
+			defer func() { profErr = errors.Join(profErr, stop()) }()
 		}
 		run()
 	}
@@ -227,14 +224,14 @@ func (b *bench) listThroughput(ctx context.Context) error {
 		return profErr
 	}
 	apiStats, sqlStats, storeStats := all[0], all[1], all[2]
-	fmt.Fprintf(b.out, "    API        %s\n    direct SQL %s\n    store only %s\n    API / direct SQL throughput: %.0f%%\n\n",
+	b.out.Printf("    API        %s\n    direct SQL %s\n    store only %s\n    API / direct SQL throughput: %.0f%%\n\n",
 		apiStats, sqlStats, storeStats, 100*apiStats.throughput()/sqlStats.throughput())
 	return nil
 }
 
 func (b *bench) filteredList(ctx context.Context) error {
 	filter := `department eq "Dept-07" and status eq 1`
-	fmt.Fprintf(b.out, "(b) GET /users?limit=100&filter=%s, paging, %d clients, %s each in %d alternating turns\n",
+	b.out.Printf("(b) GET /users?limit=100&filter=%s, paging, %d clients, %s each in %d alternating turns\n",
 		filter, b.cfg.concurrency, b.cfg.duration, b.cfg.turns)
 	query := url.Values{"limit": {"100"}, "filter": {filter}}
 	stmts, err := b.showStatements(ctx, query)
@@ -248,7 +245,7 @@ func (b *bench) filteredList(ctx context.Context) error {
 	all := interleave(ctx, b.cfg.turns, b.cfg.concurrency, b.cfg.duration, nil, b.apiPage(query), direct)
 	apiStats, sqlStats := all[0], all[1]
 	one := load(ctx, 1, b.cfg.duration/3, b.apiPage(query))
-	fmt.Fprintf(b.out, "    API        %s\n    direct SQL %s\n    API, 1 client %s\n\n", apiStats, sqlStats, one)
+	b.out.Printf("    API        %s\n    direct SQL %s\n    API, 1 client %s\n\n", apiStats, sqlStats, one)
 	return nil
 }
 
@@ -267,22 +264,29 @@ func (b *bench) showStatements(ctx context.Context, query url.Values) ([]string,
 		return nil, err
 	}
 	for _, s := range stmts {
-		fmt.Fprintf(b.out, "    SQL: %s\n", shorten(s))
-		rows, err := b.db.DB.QueryContext(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+s)
-		if err != nil {
+		b.out.Printf("    SQL: %s\n", shorten(s))
+		if err = b.explain(ctx, s); err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			fmt.Fprintf(b.out, "      | %s\n", line)
-		}
-		rows.Close()
 	}
 	return stmts, nil
+}
+
+// explain prints the EXPLAIN ANALYZE of statement s.
+func (b *bench) explain(ctx context.Context, s string) (err error) {
+	rows, err := b.db.DB.QueryContext(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+s)
+	if err != nil {
+		return err
+	}
+	defer benchrun.Cleanup(&err, rows.Close)
+	for rows.Next() {
+		var line string
+		if err = rows.Scan(&line); err != nil {
+			return err
+		}
+		b.out.Printf("      | %s\n", line)
+	}
+	return rows.Err()
 }
 
 // shorten writes a SELECT's column list as "…" to keep the report readable.
@@ -322,20 +326,19 @@ func (h *captureHook) AfterQuery(_ context.Context, e *bun.QueryEvent) {
 }
 
 // startProfile starts the CPU profile asked for, if any, into its file
-// name with suffix, and returns what stops it.
-func (b *bench) startProfile(suffix string) (func(), error) {
+// name with suffix, and returns what stops it and closes the file.
+func (b *bench) startProfile(suffix string) (func() error, error) {
 	if b.cfg.cpuProfile == "" {
-		return func() {}, nil
+		return func() error { return nil }, nil
 	}
-	f, err := os.Create(b.cfg.cpuProfile + suffix)
+	f, err := os.Create(b.cfg.cpuProfile + suffix) //nolint:gosec // the file the operator named with -cpuprofile
 	if err != nil {
 		return nil, err
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
+		return nil, errors.Join(err, f.Close())
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	return func() error { pprof.StopCPUProfile(); return f.Close() }, nil
 }
 
 // drain reads every row of a result.
@@ -343,10 +346,9 @@ func drain(rows *sql.Rows, err error) error {
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
 	for rows.Next() {
 	}
-	return rows.Err()
+	return errors.Join(rows.Err(), rows.Close())
 }
 
 // storePage is an op that pages through UserStore.List, as the API does

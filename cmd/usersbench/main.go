@@ -31,6 +31,7 @@ import (
 	"strings"
 	"time"
 
+	"iam/cmd/internal/benchrun"
 	"iam/models/dbtest/pgcluster"
 )
 
@@ -52,7 +53,9 @@ type config struct {
 	parts       string // which of (a), (b) and (c) to run
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (err error) {
+	out := benchrun.NewReport(stdout)
+	defer benchrun.Cleanup(&err, out.Err) // a report cut short fails the run
 	fs := flag.NewFlagSet("usersbench", flag.ContinueOnError)
 	var cfg config
 	fs.IntVar(&cfg.users, "users", 1_000_000, "users to seed")
@@ -61,25 +64,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	fs.IntVar(&cfg.turns, "turns", 5, "turns the runs compared take, in alternation, each for duration/turns")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write CPU profiles of the API runs of (a) to this file name with .<turn> added, of its direct SQL and store runs with .sql.<turn> and .store.<turn> (go tool pprof merges the files it is given)")
 	fs.StringVar(&cfg.parts, "parts", "abc", "the measurements to run: a (list), b (filtered list), c (recompute)")
-	if err := fs.Parse(args); err != nil {
+	if err = fs.Parse(args); err != nil {
 		return err
 	}
 	dsn := getenv("IAM_BENCH_DATABASE_URL")
 	if dsn == "" {
-		c, err := pgcluster.Start(ctx, pgcluster.Options{Config: benchPGConfig, Prefix: "iam-usersbench-pg-"})
-		if err != nil {
+		var c *pgcluster.Cluster
+		if c, err = pgcluster.Start(ctx, pgcluster.Options{Config: benchPGConfig, Prefix: "iam-usersbench-pg-"}); err != nil {
 			return err
 		}
-		defer c.Stop()
+		defer benchrun.Cleanup(&err, c.Stop)
 		dsn = c.URL("postgres").String()
-		fmt.Fprintf(out, "throwaway PostgreSQL cluster %s\n", c.Describe())
+		out.Printf("throwaway PostgreSQL cluster %s\n", c.Describe())
 	}
 	b, err := newBench(ctx, dsn, cfg, out)
 	if err != nil {
 		return err
 	}
-	defer b.close()
-	if err := b.seed(ctx); err != nil {
+	defer benchrun.Cleanup(&err, b.close)
+	if err = b.seed(ctx); err != nil {
 		return err
 	}
 	for _, part := range []struct {
@@ -89,7 +92,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		if !strings.Contains(cfg.parts, part.name) {
 			continue
 		}
-		if err := part.run(ctx); err != nil {
+		if err = part.run(ctx); err != nil {
 			return err
 		}
 	}

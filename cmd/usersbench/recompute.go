@@ -15,7 +15,7 @@ import (
 // membership into an empty static group.
 func (b *bench) recompute(ctx context.Context) error {
 	rule := `status eq 1 and country ne "US"`
-	fmt.Fprintf(b.out, "(c) dynamic group recompute over %d users, rule %s\n", b.cfg.users, rule)
+	b.out.Printf("(c) dynamic group recompute over %d users, rule %s\n", b.cfg.users, rule)
 	job := &models.Job{Kind: workflows.GroupRecomputeWorkflowName, Module: workflows.IdentityModule, ActionName: workflows.GroupRecomputeAction}
 	g := &models.Group{OrgID: b.org.ID, Name: "bench dynamic", IsDynamic: true, MembershipRule: rule}
 	if err := b.store.Groups.Create(ctx, g, nil, job); err != nil {
@@ -43,7 +43,7 @@ func (b *bench) recompute(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(b.out, "    recompute in %d batches of %d users: %s, %d members\n", batches, workflows.RecomputeBatchSize, batched.Round(time.Millisecond), got.MembersCount)
+	b.out.Printf("    recompute in %d batches of %d users: %s, %d members\n", batches, workflows.RecomputeBatchSize, batched.Round(time.Millisecond), got.MembersCount)
 
 	// Again with every member already there: the cost of a rule change
 	// that moves few users.
@@ -54,16 +54,16 @@ func (b *bench) recompute(ctx context.Context) error {
 	t0 = time.Now()
 	after = 0
 	for {
-		res, err := b.store.Groups.RecomputeBatch(ctx, b.org.ID, g2.ID, g2.RuleVersion, after, workflows.RecomputeBatchSize)
-		if err != nil {
-			return err
+		res, batchErr := b.store.Groups.RecomputeBatch(ctx, b.org.ID, g2.ID, g2.RuleVersion, after, workflows.RecomputeBatchSize)
+		if batchErr != nil {
+			return batchErr
 		}
 		if res.Done {
 			break
 		}
 		after = res.Next
 	}
-	fmt.Fprintf(b.out, "    recompute again, members already in place: %s\n", time.Since(t0).Round(time.Millisecond))
+	b.out.Printf("    recompute again, members already in place: %s\n", time.Since(t0).Round(time.Millisecond))
 
 	static := &models.Group{OrgID: b.org.ID, Name: "bench plain"}
 	if err = b.store.Groups.Create(ctx, static, nil, nil); err != nil {
@@ -80,7 +80,7 @@ func (b *bench) recompute(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(b.out, "    plain INSERT … SELECT, one statement: %s, %d members\n", plain.Round(time.Millisecond), got2.MembersCount)
-	fmt.Fprintf(b.out, "    batched / plain: %.2f\n", batched.Seconds()/plain.Seconds())
+	b.out.Printf("    plain INSERT … SELECT, one statement: %s, %d members\n", plain.Round(time.Millisecond), got2.MembersCount)
+	b.out.Printf("    batched / plain: %.2f\n", batched.Seconds()/plain.Seconds())
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"iam/cmd/internal/benchrun"
 	"iam/models"
 )
 
@@ -22,18 +23,18 @@ var countries = []string{"DE", "FR", "US", "GB", "IN", "BR", "JP", "ES", "IT", "
 func department(i int) string { return fmt.Sprintf("Dept-%02d", (i*7919)%departments) }
 
 // seedUsers COPYs n users into org and analyzes the table.
-func seedUsers(ctx context.Context, db *sql.DB, orgID int64, n int) error {
+func seedUsers(ctx context.Context, db *sql.DB, orgID int64, n int) (err error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer benchrun.Cleanup(&err, conn.Close) // back to the pool
 	cols := []string{"id", "org_id", "first_name", "last_name", "display_name", "email", "employee_id",
 		"department", "title", "country", "status", "is_licensed", "created_at", "updated_at"}
 	now := time.Now().UTC()
 	err = conn.Raw(func(dc any) error {
 		pc := dc.(*stdlib.Conn).Conn()
-		_, err := pc.CopyFrom(ctx, pgx.Identifier{"users"}, cols, pgx.CopyFromFunc(func() func() ([]any, error) {
+		_, copyErr := pc.CopyFrom(ctx, pgx.Identifier{"users"}, cols, pgx.CopyFromFunc(func() func() ([]any, error) {
 			i := 0
 			return func() ([]any, error) {
 				if i == n {
@@ -47,12 +48,12 @@ func seedUsers(ctx context.Context, db *sql.DB, orgID int64, n int) error {
 				return row, nil
 			}
 		}()))
-		return err
+		return copyErr
 	})
 	if err != nil {
 		return fmt.Errorf("copy users: %w", err)
 	}
-	if _, err := db.ExecContext(ctx, "VACUUM (ANALYZE) users"); err != nil {
+	if _, err = db.ExecContext(ctx, "VACUUM (ANALYZE) users"); err != nil {
 		return fmt.Errorf("vacuum users: %w", err)
 	}
 	return nil

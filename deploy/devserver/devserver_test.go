@@ -121,11 +121,15 @@ func waitVisible(t *testing.T, c client.Client, query, workflowID string) {
 
 func httpGet(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := http.Get(url) //nolint:gosec // an address of the test's own server
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
-	defer resp.Body.Close()
+	defer func() {
+		if closeErr := resp.Body.Close(); closeErr != nil {
+			t.Errorf("GET %s: close: %v", url, closeErr)
+		}
+	}()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatalf("GET %s: read: %v", url, err)
@@ -223,8 +227,8 @@ func TestServer_RestartKeepsNamespaceAndWorkflows(t *testing.T) {
 	cfg.Retention = 10 * 24 * time.Hour
 	srv = startServer(t, cfg)
 	t.Cleanup(func() {
-		if err := srv.Stop(); err != nil {
-			t.Errorf("Stop: %v", err)
+		if stopErr := srv.Stop(); stopErr != nil {
+			t.Errorf("Stop: %v", stopErr)
 		}
 	})
 	c, w = startWorker(t, srv)

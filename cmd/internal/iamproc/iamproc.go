@@ -5,6 +5,7 @@
 package iamproc
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 func Build(work, name, tags string) (string, error) {
 	bin := filepath.Join(work, name)
 	fmt.Printf("building %s (go build -tags %q) ...\n", name, tags)
+	//nolint:gosec // the go tool, building ./cmd/iam with the benchmark's tags into its work directory
 	if out, err := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-tags", tags, "-o", bin, "./cmd/iam").CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %w\n%s", err, out)
 	}
@@ -41,7 +43,7 @@ type Process struct {
 // Start runs `bin sub` with the benchmark's environment and env on top, its
 // output in work/<sub>-*.log. The process dies with the benchmark.
 func Start(bin, work, sub string, env []string) (*Process, error) {
-	cmd := exec.Command(bin, sub)
+	cmd := exec.Command(bin, sub) //nolint:gosec // the binary Build made, with the benchmark's subcommand
 	cmd.Env = append(os.Environ(), env...)
 	logf, err := os.CreateTemp(work, sub+"-*.log")
 	if err != nil {
@@ -50,8 +52,7 @@ func Start(bin, work, sub string, env []string) (*Process, error) {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start iam %s: %w", sub, err)
+		return nil, errors.Join(fmt.Errorf("start iam %s: %w", sub, err), logf.Close())
 	}
 	return &Process{cmd: cmd, log: logf}, nil
 }
@@ -63,12 +64,14 @@ func (p *Process) Pid() int { return p.cmd.Process.Pid }
 func (p *Process) Stop() {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	_ = p.cmd.Wait()
-	p.log.Close()
+	// Only the process wrote to the log, through its own descriptor: a
+	// failed close of ours loses nothing.
+	_ = p.log.Close()
 }
 
 // Run runs `bin args...` to its end and returns its combined output.
 func Run(bin string, env []string, args ...string) (string, error) {
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(bin, args...) //nolint:gosec // the binary Build made, with the benchmark's arguments
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -80,16 +83,19 @@ func FreePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := l.Close(); err != nil { // the port stays taken
+		return 0, err
+	}
+	return port, nil
 }
 
 // WaitFor polls url until it answers 200, for at most timeout.
 func WaitFor(url string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
+		if resp, err := http.Get(url); err == nil { //nolint:gosec // the probe address of a process the benchmark started
+			_ = resp.Body.Close() // only the status is wanted: nothing to lose
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
