@@ -118,8 +118,8 @@ func (s *GroupStore) Update(ctx context.Context, orgID, id int64, ch GroupChange
 			if !g.IsDynamic {
 				return Invalid("membership_rule", "is only for dynamic groups; a static group's members are posted")
 			}
-			rule, err := ParseMembershipRule(*ch.MembershipRule)
-			if err != nil {
+			var rule string
+			if rule, err = ParseMembershipRule(*ch.MembershipRule); err != nil {
 				return err
 			}
 			if rule != g.MembershipRule {

@@ -43,8 +43,8 @@ func NewCluster(t testing.TB) *Cluster {
 	}
 	cl := &Cluster{t: t, c: c}
 	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("dbtest: %v", err)
+		if stopErr := c.Stop(); stopErr != nil {
+			t.Errorf("dbtest: %v", stopErr)
 		}
 	})
 	admin, err := models.Open(ctx, c.URL("postgres").String())
