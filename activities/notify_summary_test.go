@@ -65,7 +65,7 @@ func TestDeliverChunk_SummaryIsSentOnceAfterTheRun(t *testing.T) {
 			}
 		}
 		close(dying.release)
-		<-firstDone
+		_ = <-firstDone // the zombie's own result is not what the test checks: what it sent is
 
 		var summaries int
 		for _, m := range srv.Messages() {

@@ -89,7 +89,11 @@ func TestEnrollment_WorkerKilledFiveTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
+	t.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	env := apitest.New(t, db, apitest.Options{})
 	hostPort, ns := apitest.TemporalAddress(t)
 	tc, err := client.Dial(client.Options{HostPort: hostPort, Namespace: ns})
