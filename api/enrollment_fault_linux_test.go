@@ -90,8 +90,8 @@ func TestEnrollment_WorkerKilledFiveTimes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			t.Error(err)
+		if cerr := db.Close(); cerr != nil {
+			t.Error(cerr)
 		}
 	})
 	env := apitest.New(t, db, apitest.Options{})

@@ -35,8 +35,8 @@ func newFaultEnv(t *testing.T, queuePrefix string) *faultEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			t.Error(err)
+		if cerr := db.Close(); cerr != nil {
+			t.Error(cerr)
 		}
 	})
 	f.DB = db

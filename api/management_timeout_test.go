@@ -42,8 +42,8 @@ func TestManagement_ExecutionTimesOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
-			t.Error(err)
+		if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
+			t.Error(rerr)
 		}
 	}()
 	if _, err = tx.ExecContext(ctx, "SELECT id FROM users WHERE id = ? FOR UPDATE", admin.ID); err != nil {

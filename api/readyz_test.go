@@ -28,8 +28,8 @@ func TestReadyz_SaysWhatFailedNotWhy(t *testing.T) {
 	}
 	db := bun.NewDB(sqldb, pgdialect.New())
 	t.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			t.Error(err)
+		if cerr := db.Close(); cerr != nil {
+			t.Error(cerr)
 		}
 	})
 	tc, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1", Logger: nopLogger{}})

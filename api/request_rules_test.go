@@ -201,11 +201,11 @@ func TestRequestRules_MalformedHeaderGetsTheErrorBody(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() {
-				if err := conn.Close(); err != nil {
-					t.Error(err)
+				if cerr := conn.Close(); cerr != nil {
+					t.Error(cerr)
 				}
 			}()
-			if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+			if err = conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
 				t.Fatal(err)
 			}
 			if _, err = io.WriteString(conn, tc.requests); err != nil {

@@ -303,8 +303,8 @@ func startSMTP(t *testing.T) (*smtptest.Server, *notify.SMTPMailer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			t.Error(err)
+		if cerr := srv.Close(); cerr != nil {
+			t.Error(cerr)
 		}
 	})
 	m, err := notify.NewSMTPMailer(notify.SMTPConfig{Host: srv.Host, Port: srv.Port, TLS: notify.TLSNone, From: "iam@example.com"})

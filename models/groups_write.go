@@ -128,7 +128,7 @@ func (s *GroupStore) Update(ctx context.Context, orgID, id int64, ch GroupChange
 				}
 				g.MembershipRule = rule
 				g.RuleVersion++
-				if err := s.queueRecompute(ctx, tx, g, job); err != nil {
+				if err = s.queueRecompute(ctx, tx, g, job); err != nil {
 					return err
 				}
 			}

@@ -71,8 +71,8 @@ func TestIsUnavailable_RefusedConnection(t *testing.T) {
 	}
 	db := bun.NewDB(sqldb, pgdialect.New())
 	defer func() {
-		if err := db.Close(); err != nil {
-			t.Error(err)
+		if cerr := db.Close(); cerr != nil {
+			t.Error(cerr)
 		}
 	}()
 	_, err = models.NewStore(db).Users.Get(context.Background(), 1, 2)
@@ -93,8 +93,8 @@ func TestIsUnavailable_SQLiteBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := a.Close(); err != nil {
-			t.Error(err)
+		if cerr := a.Close(); cerr != nil {
+			t.Error(cerr)
 		}
 	}()
 	b, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")
@@ -102,8 +102,8 @@ func TestIsUnavailable_SQLiteBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := b.Close(); err != nil {
-			t.Error(err)
+		if cerr := b.Close(); cerr != nil {
+			t.Error(cerr)
 		}
 	}()
 	ctx := context.Background()
@@ -115,8 +115,8 @@ func TestIsUnavailable_SQLiteBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := conn.Close(); err != nil {
-			t.Error(err)
+		if cerr := conn.Close(); cerr != nil {
+			t.Error(cerr)
 		}
 	}()
 	if _, err = conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {

@@ -437,8 +437,8 @@ func TestOutage_SignInStatementTimeout_503FormNotWrongPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			t.Error(err)
+		if cerr := db.Close(); cerr != nil {
+			t.Error(cerr)
 		}
 	})
 	f := newFixture(t, db, false, nil)

@@ -52,8 +52,8 @@ func NewCluster(t testing.TB) *Cluster {
 		t.Fatalf("dbtest: connect to the cluster: %v\n%s", err, c.LogTail())
 	}
 	defer func() {
-		if err := admin.Close(); err != nil {
-			t.Error(err)
+		if cerr := admin.Close(); cerr != nil {
+			t.Error(cerr)
 		}
 	}()
 	if _, err = admin.ExecContext(ctx, "CREATE DATABASE iam"); err != nil {
