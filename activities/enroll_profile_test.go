@@ -40,7 +40,11 @@ func TestEnrollCSVProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	defer func() {
+		if err := db.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	if _, err := models.MigrateUp(ctx, db); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +89,9 @@ func enrollCSVDirectly(t *testing.T, db *bun.DB, rows, chunk int) {
 				}))
 			return err
 		})
-		conn.Close()
+		if cerr := conn.Close(); cerr != nil {
+			t.Fatal(cerr)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

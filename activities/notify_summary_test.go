@@ -65,7 +65,9 @@ func TestDeliverChunk_SummaryIsSentOnceAfterTheRun(t *testing.T) {
 			}
 		}
 		close(dying.release)
-		<-firstDone
+		if err := <-firstDone; err != nil { // the zombie's own result is not what the test checks: what it sent is
+			t.Logf("the zombie attempt ended: %v", err)
+		}
 
 		var summaries int
 		for _, m := range srv.Messages() {

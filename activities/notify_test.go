@@ -104,12 +104,20 @@ func startSMTP(t *testing.T, opts smtptest.Options) (*smtptest.Server, *notify.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { srv.Close() })
+	t.Cleanup(func() {
+		if cerr := srv.Close(); cerr != nil {
+			t.Error(cerr)
+		}
+	})
 	m, err := notify.NewSMTPMailer(notify.SMTPConfig{Host: srv.Host, Port: srv.Port, TLS: notify.TLSNone, From: "iam@example.com", Timeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.Close() })
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return srv, m
 }
 
@@ -251,8 +259,10 @@ func TestDeliverChunk_AWorkerDyingMidRunSendsNobodyTwice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		close(dying.release) // the dead attempt wakes up as a zombie and writes late
-		<-firstDone
+		close(dying.release)                // the dead attempt wakes up as a zombie and writes late
+		if err := <-firstDone; err != nil { // the zombie's own result is not what the test checks: what it sent is
+			t.Logf("the zombie attempt ended: %v", err)
+		}
 		got := perRecipient(t, srv) // fails on any address that got two
 		states := f.states(t)
 		sent, uncertain := states[models.DeliverySent], states[models.DeliveryUncertain]

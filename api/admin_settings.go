@@ -36,8 +36,8 @@ func (s *Server) patchAdminSettings(c *gin.Context) error {
 	orgID := principal(c).OrgID
 	set, err := s.store.Settings.Update(c.Request.Context(), orgID, func(cur *models.AdminSettings) (*models.AdminSettings, error) {
 		next := new(models.AdminSettings)
-		if err := mergeRequest(cur, patch, nil, next); err != nil {
-			return nil, err
+		if mergeErr := mergeRequest(cur, patch, nil, next); mergeErr != nil {
+			return nil, mergeErr
 		}
 		return next, nil
 	})

@@ -76,13 +76,22 @@ func caForm(t *testing.T, fields map[string]string, file []byte) ([]byte, string
 	var b bytes.Buffer
 	w := multipart.NewWriter(&b)
 	for k, v := range fields {
-		w.WriteField(k, v)
+		if err := w.WriteField(k, v); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if file != nil {
-		fw, _ := w.CreateFormFile("ca_file", "ca.cer")
-		fw.Write(file)
+		fw, err := w.CreateFormFile("ca_file", "ca.cer")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fw.Write(file); err != nil {
+			t.Fatal(err)
+		}
 	}
-	w.Close()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	return b.Bytes(), w.FormDataContentType()
 }
 

@@ -67,7 +67,9 @@ func findInDatabase(t testing.TB, db *bun.DB, needle string) []string {
 		if err := rows.Err(); err != nil {
 			t.Fatal(err)
 		}
-		rows.Close()
+		if err := rows.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return found
 }
@@ -193,7 +195,9 @@ func TestEnrollment_SweepRemovesOrphanedFiles(t *testing.T) {
 			t.Errorf("%d blobs left, want the live job's, the busy upload's and the template's", len(left))
 		}
 		var chunks int
-		db.NewSelect().Table("blob_chunks").ColumnExpr("count(*)").Scan(ctx, &chunks)
+		if err := db.NewSelect().Table("blob_chunks").ColumnExpr("count(*)").Scan(ctx, &chunks); err != nil {
+			t.Fatal(err)
+		}
 		if chunks != 3 {
 			t.Errorf("%d chunks left, want 3", chunks)
 		}

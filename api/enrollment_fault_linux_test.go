@@ -89,7 +89,11 @@ func TestEnrollment_WorkerKilledFiveTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
+	t.Cleanup(func() {
+		if cerr := db.Close(); cerr != nil {
+			t.Error(cerr)
+		}
+	})
 	env := apitest.New(t, db, apitest.Options{})
 	hostPort, ns := apitest.TemporalAddress(t)
 	tc, err := client.Dial(client.Options{HostPort: hostPort, Namespace: ns})

@@ -66,9 +66,13 @@ func form(t testing.TB, fields [][2]string, fileName string, file []byte) (body 
 		if err != nil {
 			t.Fatal(err)
 		}
-		fw.Write(file)
+		if _, err := fw.Write(file); err != nil {
+			t.Fatal(err)
+		}
 	}
-	w.Close()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	return b.Bytes(), w.FormDataContentType()
 }
 

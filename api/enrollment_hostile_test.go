@@ -56,8 +56,8 @@ func whileServing(t *testing.T, env *apitest.Env, fn func()) {
 			case err != nil:
 				failures = append(failures, err.Error())
 			default:
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
+				_, _ = io.Copy(io.Discard, resp.Body) // drained for the connection's reuse; the status is what is checked
+				_ = resp.Body.Close()                 // only read: a close error tells the test nothing
 				if resp.StatusCode != http.StatusOK {
 					failures = append(failures, resp.Status)
 				}
@@ -103,7 +103,7 @@ func postStream(t *testing.T, env *apitest.Env, path, tok string, write func(w *
 		t.Errorf("POST %s: %v", path, err)
 		return &apitest.Response{}
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // only read: a close error tells the test nothing
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Errorf("read answer: %v", err)
@@ -122,11 +122,17 @@ func formWithFileFirst(t *testing.T, fields [][2]string, fileName string, file [
 	if err != nil {
 		t.Fatal(err)
 	}
-	fw.Write(file)
-	for _, f := range fields {
-		w.WriteField(f[0], f[1])
+	if _, err := fw.Write(file); err != nil {
+		t.Fatal(err)
 	}
-	w.Close()
+	for _, f := range fields {
+		if err := w.WriteField(f[0], f[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	return []byte(b.String()), w.FormDataContentType()
 }
 
@@ -204,9 +210,13 @@ func TestHostile_ManyFormFields(t *testing.T) {
 	}
 	big := strings.Repeat("1", 60<<10)
 	resp := postStream(t, env, csvPath, tok, func(w *multipart.Writer) error {
-		w.WriteField("factor_configs", ids[models.FactorEmailOTP])
+		if err := w.WriteField("factor_configs", ids[models.FactorEmailOTP]); err != nil {
+			return err
+		}
 		for range 5 {
-			w.WriteField("note", big)
+			if err := w.WriteField("note", big); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -253,8 +263,12 @@ func TestHostile_HugeQuotedRecord(t *testing.T) {
 		tok := env.Token(env.Org, "svc.quick_enrollment.CREATE", "svc.job.READ")
 		withRecord := func(size int64) func(w *multipart.Writer) error {
 			return func(w *multipart.Writer) error {
-				w.WriteField("factor_configs", ids[models.FactorEmailOTP])
-				w.WriteField("chunk_rows", "10")
+				if err := w.WriteField("factor_configs", ids[models.FactorEmailOTP]); err != nil {
+					return err
+				}
+				if err := w.WriteField("chunk_rows", "10"); err != nil {
+					return err
+				}
 				fw, err := w.CreateFormFile("file", "users.csv")
 				if err != nil {
 					return err
@@ -320,7 +334,9 @@ func TestHostile_SlowUploadsDoNotHoldTheDatabase(t *testing.T) {
 			fmt.Fprintf(&head, "user%d@example.com,otp%d@example.com\n", i, i)
 		}
 		slow := func(w *multipart.Writer) error {
-			w.WriteField("factor_configs", ids[models.FactorEmailOTP])
+			if err := w.WriteField("factor_configs", ids[models.FactorEmailOTP]); err != nil {
+				return err
+			}
 			fw, err := w.CreateFormFile("file", "slow.csv")
 			if err != nil {
 				return err
@@ -365,7 +381,9 @@ func TestHostile_SlowUploadsDoNotHoldTheDatabase(t *testing.T) {
 			}
 		}
 		var jobs int
-		db.NewSelect().Table("jobs").ColumnExpr("count(*)").Scan(context.Background(), &jobs)
+		if err := db.NewSelect().Table("jobs").ColumnExpr("count(*)").Scan(context.Background(), &jobs); err != nil {
+			t.Fatal(err)
+		}
 		if jobs != uploads+3 {
 			t.Errorf("%d jobs, want %d", jobs, uploads+3)
 		}
@@ -373,9 +391,13 @@ func TestHostile_SlowUploadsDoNotHoldTheDatabase(t *testing.T) {
 		// A stalled upload: the server cuts it after the idle timeout.
 		began := time.Now()
 		resp := postStream(t, env, csvPath, tok, func(w *multipart.Writer) error {
-			w.WriteField("factor_configs", ids[models.FactorEmailOTP])
+			if err := w.WriteField("factor_configs", ids[models.FactorEmailOTP]); err != nil {
+				return err
+			}
 			fw, _ := w.CreateFormFile("file", "stalled.csv")
-			io.WriteString(fw, head.String())
+			if _, err := io.WriteString(fw, head.String()); err != nil {
+				return err
+			}
 			time.Sleep(3 * idle)
 			return nil
 		})
@@ -384,7 +406,9 @@ func TestHostile_SlowUploadsDoNotHoldTheDatabase(t *testing.T) {
 			t.Errorf("a stalled upload: %d %s after %v", resp.Status, resp.Body, took)
 		}
 		var after int
-		db.NewSelect().Table("jobs").ColumnExpr("count(*)").Scan(context.Background(), &after)
+		if err := db.NewSelect().Table("jobs").ColumnExpr("count(*)").Scan(context.Background(), &after); err != nil {
+			t.Fatal(err)
+		}
 		if after != jobs {
 			t.Errorf("the stalled upload left a job")
 		}

@@ -37,13 +37,17 @@ func TestEnrollment_DisconnectMidUploadLeavesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Fprintf(conn, "POST /api/v1/protection/quick-enrollment/upload-csv HTTP/1.1\r\nHost: %s\r\nAuthorization: Service-oauthtoken %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n",
-			u.Host, tok, ct, len(body))
+		if _, err := fmt.Fprintf(conn, "POST /api/v1/protection/quick-enrollment/upload-csv HTTP/1.1\r\nHost: %s\r\nAuthorization: Service-oauthtoken %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n",
+			u.Host, tok, ct, len(body)); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := conn.Write(body[:len(body)*2/3]); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(300 * time.Millisecond) // let the server store part of it
-		conn.Close()
+		if err := conn.Close(); err != nil {
+			t.Fatal(err)
+		}
 
 		deadline := time.Now().Add(3 * time.Second)
 		for time.Now().Before(deadline) {

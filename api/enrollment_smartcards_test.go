@@ -57,9 +57,13 @@ func zipOf(t *testing.T, files ...zipFile) []byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fw.Write(f.data)
+		if _, err := fw.Write(f.data); err != nil {
+			t.Fatal(err)
+		}
 	}
-	w.Close()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	return b.Bytes()
 }
 

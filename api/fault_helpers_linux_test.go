@@ -34,7 +34,11 @@ func newFaultEnv(t *testing.T, queuePrefix string) *faultEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
+	t.Cleanup(func() {
+		if cerr := db.Close(); cerr != nil {
+			t.Error(cerr)
+		}
+	})
 	f.DB = db
 	f.Env = apitest.New(t, db, apitest.Options{})
 	f.HostPort, f.NS = apitest.TemporalAddress(t)

@@ -60,14 +60,18 @@ func multipartOf(t *testing.T, boundary string, fields [][2]string) ([]byte, str
 			if err != nil {
 				t.Fatal(err)
 			}
-			fw.Write([]byte(f[1]))
+			if _, err := fw.Write([]byte(f[1])); err != nil {
+				t.Fatal(err)
+			}
 			continue
 		}
 		if err := w.WriteField(f[0], f[1]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	w.Close()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	return b.Bytes(), w.FormDataContentType()
 }
 
@@ -82,7 +86,9 @@ func fingerprintOf(t *testing.T, method, target, contentType string, body []byte
 	fp := newFingerprint(r)
 	for len(body) > 0 {
 		n := min(len(body), 7)
-		fp.Write(body[:n])
+		if _, err := fp.Write(body[:n]); err != nil {
+			t.Fatal(err)
+		}
 		body = body[n:]
 	}
 	return fp.sum()

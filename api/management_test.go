@@ -90,18 +90,24 @@ func csvUpload(t *testing.T, csv []byte, encoding string, fileLast bool) ([]byte
 		if err != nil {
 			t.Fatal(err)
 		}
-		fw.Write(csv)
+		if _, err := fw.Write(csv); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if !fileLast {
 		writeFile()
 	}
 	if encoding != "" {
-		w.WriteField("file_encoding", encoding)
+		if err := w.WriteField("file_encoding", encoding); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if fileLast {
 		writeFile()
 	}
-	w.Close()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	return buf.Bytes(), http.Header{"Content-Type": {w.FormDataContentType()}}
 }
 

@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"database/sql"
+	"errors"
 	"testing"
 	"time"
 
@@ -39,7 +41,11 @@ func TestManagement_ExecutionTimesOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback()
+	defer func() {
+		if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
+			t.Error(rerr)
+		}
+	}()
 	if _, err = tx.ExecContext(ctx, "SELECT id FROM users WHERE id = ? FOR UPDATE", admin.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -35,12 +35,11 @@ func mergeRequest(base any, patch []byte, prepare func(doc, patch map[string]any
 		return err
 	}
 	if prepare != nil {
-		doc, err := jsonObject(raw)
-		if err != nil {
+		var doc, p map[string]any
+		if doc, err = jsonObject(raw); err != nil {
 			return err
 		}
-		p, err := jsonObject(patch)
-		if err != nil {
+		if p, err = jsonObject(patch); err != nil {
 			return err
 		}
 		prepare(doc, p)

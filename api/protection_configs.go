@@ -197,13 +197,13 @@ func (s *Server) updateConfig(c *gin.Context) error {
 	}
 	cfg, err := s.store.ConditionConfigs.Update(c.Request.Context(), principal(c).OrgID, f, id, func(cur *models.ConditionConfig) (*models.ConditionConfig, error) {
 		req, build := configRequest(f)
-		err := mergeRequest(newConfigView(cur), patch, func(doc, _ map[string]any) {
+		mergeErr := mergeRequest(newConfigView(cur), patch, func(doc, _ map[string]any) {
 			for _, k := range []string{"id", "ca_policies_usage_count", "last_modified_time"} {
 				delete(doc, k)
 			}
 		}, req)
-		if err != nil {
-			return nil, err
+		if mergeErr != nil {
+			return nil, mergeErr
 		}
 		return build(), nil
 	})

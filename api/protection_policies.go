@@ -208,15 +208,15 @@ func (s *Server) updatePolicy(c *gin.Context) error {
 	orgID := principal(c).OrgID
 	p, err := s.store.Policies.Update(c.Request.Context(), orgID, id, actorOf(c), func(cur *models.Policy) (*models.Policy, error) {
 		var req policyRequest
-		err := mergeRequest(newPolicyView(cur), patch, func(doc, patch map[string]any) {
+		mergeErr := mergeRequest(newPolicyView(cur), patch, func(doc, patch map[string]any) {
 			for _, k := range readOnlyPolicyFields {
 				if _, given := patch[k]; !given || k != "endpoints" {
 					delete(doc, k)
 				}
 			}
 		}, &req)
-		if err != nil {
-			return nil, err
+		if mergeErr != nil {
+			return nil, mergeErr
 		}
 		return req.toModel(orgID)
 	})

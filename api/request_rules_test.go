@@ -38,7 +38,7 @@ func rawDo(t *testing.T, method, url, token, contentType, body string) (*http.Re
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // only read: a close error tells the test nothing
 	out, _ := io.ReadAll(resp.Body)
 	return resp, out
 }
@@ -182,8 +182,12 @@ func TestRequestRules_MalformedHeaderGetsTheErrorBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: env.Server.Handler(), ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(api.Listener(ln))
-	t.Cleanup(func() { srv.Close() })
+	go func() { _ = srv.Serve(api.Listener(ln)) }() // http.ErrServerClosed once the cleanup closes it
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 
 	for _, tc := range []struct{ name, requests string }{
 		{"control character", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Note: a\x01b\r\n\r\n"},
@@ -196,8 +200,14 @@ func TestRequestRules_MalformedHeaderGetsTheErrorBody(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer conn.Close()
-			conn.SetDeadline(time.Now().Add(10 * time.Second))
+			defer func() {
+				if cerr := conn.Close(); cerr != nil {
+					t.Error(cerr)
+				}
+			}()
+			if err = conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+				t.Fatal(err)
+			}
 			if _, err = io.WriteString(conn, tc.requests); err != nil {
 				t.Fatal(err)
 			}
@@ -208,7 +218,7 @@ func TestRequestRules_MalformedHeaderGetsTheErrorBody(t *testing.T) {
 					t.Fatal(err)
 				}
 				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
+				_ = resp.Body.Close() // only read: a close error tells the test nothing
 				if resp.StatusCode == http.StatusOK {
 					continue
 				}

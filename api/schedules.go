@@ -231,12 +231,11 @@ func (s *Server) changeSchedule(c *gin.Context, change func(models.NotificationS
 		return errEngineDown
 	}
 	var out *models.NotificationSchedule
-	err = m.write(ctx, func(sync models.SyncFunc) error {
+	if err := m.write(ctx, func(sync models.SyncFunc) error {
 		var err error
 		out, err = s.store.Notifications.UpdateSchedule(ctx, p.OrgID, id, p.UserID, change, sync)
 		return err
-	})
-	if err != nil {
+	}); err != nil {
 		return err
 	}
 	return s.writeSchedule(c, http.StatusOK, out)

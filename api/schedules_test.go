@@ -302,12 +302,20 @@ func startSMTP(t *testing.T) (*smtptest.Server, *notify.SMTPMailer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { srv.Close() })
+	t.Cleanup(func() {
+		if cerr := srv.Close(); cerr != nil {
+			t.Error(cerr)
+		}
+	})
 	m, err := notify.NewSMTPMailer(notify.SMTPConfig{Host: srv.Host, Port: srv.Port, TLS: notify.TLSNone, From: "iam@example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.Close() })
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return srv, m
 }
 

@@ -287,9 +287,9 @@ func (s *Server) updateTemplate(c *gin.Context) error {
 		return err
 	}
 	t, err := s.store.Templates.Update(ctx, p.OrgID, p.UserID, id, func(cur *models.Template) (*models.Template, []models.NewTemplateFile, error) {
-		req, err := mergeTemplate(cur, patch)
-		if err != nil {
-			return nil, nil, err
+		req, mergeErr := mergeTemplate(cur, patch)
+		if mergeErr != nil {
+			return nil, nil, mergeErr
 		}
 		return req.toModel()
 	})

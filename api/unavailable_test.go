@@ -71,7 +71,7 @@ func TestUnavailable_503WithRetryAfterNot401Or500(t *testing.T) {
 		}
 		var body ErrorBody
 		_ = json.NewDecoder(resp.Body).Decode(&body)
-		resp.Body.Close()
+		_ = resp.Body.Close() // only read: a close error tells the test nothing
 		wantRetry := ""
 		if tc.status == 503 {
 			wantRetry = fmt.Sprint(auth.RetryAfterSeconds)
@@ -97,7 +97,9 @@ func TestOpenAPI_EveryRouteDocuments503WithRetryAfter(t *testing.T) {
 	}
 	for _, pm := range paths {
 		var path, method string
-		fmt.Sscan(pm, &path, &method)
+		if _, err := fmt.Sscan(pm, &path, &method); err != nil {
+			t.Fatal(err)
+		}
 		item := doc.Paths.Find(path)
 		if item == nil || item.GetOperation(method) == nil {
 			t.Errorf("%s %s is not in api/openapi.yaml", method, path)

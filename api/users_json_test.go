@@ -94,7 +94,9 @@ func TestWriteUserPage_MatchesEncodingJSON(t *testing.T) {
 		for _, page := range [][]models.User{users, nil} {
 			rec := httptest.NewRecorder()
 			c, _ := gin.CreateTestContext(rec)
-			writeUserPage(c, page, nil, meta)
+			if err := writeUserPage(c, page, nil, meta); err != nil {
+				t.Fatal(err)
+			}
 			want, err := json.Marshal(gin.H{"data": userViews(page), "meta": meta})
 			if err != nil {
 				t.Fatal(err)
@@ -126,7 +128,9 @@ func BenchmarkWriteUserPage(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		c, _ := gin.CreateTestContext(w)
-		writeUserPage(c, users, nil, meta)
+		if err := writeUserPage(c, users, nil, meta); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

@@ -170,7 +170,7 @@ func (s *CAStore) Create(ctx context.Context, orgID, factorID int64, in CAInput)
 		c.IsEnabled = *in.IsEnabled
 	}
 	c.setCert(cert)
-	err = inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	if err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		if err := smartCardConfig(ctx, tx, orgID, factorID); err != nil {
 			return err
 		}
@@ -188,8 +188,7 @@ func (s *CAStore) Create(ctx context.Context, orgID, factorID int64, in CAInput)
 			return fmt.Errorf("insert CA config: %w", err)
 		}
 		return nil
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -134,7 +134,7 @@ func (s *DeviceGroupStore) Create(ctx context.Context, g *DeviceGroup, deviceIDs
 	}
 	now := time.Now().UTC()
 	g.ID, g.CreatedAt, g.UpdatedAt = NewID(), now, now
-	err = inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		n, err := tx.NewSelect().Model((*DeviceGroup)(nil)).Where("org_id = ?", g.OrgID).Count(ctx)
 		if err != nil {
 			return fmt.Errorf("count device groups: %w", err)
@@ -155,7 +155,6 @@ func (s *DeviceGroupStore) Create(ctx context.Context, g *DeviceGroup, deviceIDs
 		g.MembersCount = added
 		return BumpProtectionVersion(ctx, tx, g.OrgID)
 	})
-	return err
 }
 
 // checkDeviceMemberIDs removes duplicates and caps the count.
@@ -320,7 +319,7 @@ func (s *DeviceGroupStore) AddMembers(ctx context.Context, orgID, id int64, devi
 		return nil, err
 	}
 	var out *DeviceGroup
-	err = inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	if err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		g, err := getDeviceGroup(ctx, tx, orgID, id)
 		if err != nil {
 			return err
@@ -330,8 +329,10 @@ func (s *DeviceGroupStore) AddMembers(ctx context.Context, orgID, id int64, devi
 		}
 		out, err = touchDeviceGroup(ctx, tx, g)
 		return err
-	})
-	return out, err
+	}); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // RemoveMembers removes devices from the group; ids that are not members
@@ -342,7 +343,7 @@ func (s *DeviceGroupStore) RemoveMembers(ctx context.Context, orgID, id int64, d
 		return nil, err
 	}
 	var out *DeviceGroup
-	err = inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	if err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		g, err := getDeviceGroup(ctx, tx, orgID, id)
 		if err != nil {
 			return err
@@ -355,8 +356,10 @@ func (s *DeviceGroupStore) RemoveMembers(ctx context.Context, orgID, id int64, d
 		}
 		out, err = touchDeviceGroup(ctx, tx, g)
 		return err
-	})
-	return out, err
+	}); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // touchDeviceGroup sets updated_at and reads the group again.

@@ -416,7 +416,7 @@ func (s *DeviceStore) Register(ctx context.Context, r Registration) (*Device, st
 	hash := sha256.Sum256([]byte(devSecret))
 	now := time.Now().UTC()
 	var dev *Device
-	err = inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	if err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		old, dup, err := s.registeredBefore(ctx, tx, orgID, r, now)
 		if err != nil {
 			return err
@@ -449,8 +449,7 @@ func (s *DeviceStore) Register(ctx context.Context, r Registration) (*Device, st
 		}
 		dev = d
 		return nil
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, "", err
 	}
 	return dev, devSecret, nil

@@ -350,12 +350,12 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 		// added or removed, not with an account's changed fields.
 		recount := len(in.Acks) > 0
 		if d.UninstallRequestedAt == nil {
-			added, err := s.reconcileAccounts(ctx, tx, &d, in.Accounts, now)
-			if err != nil {
+			var added bool
+			if added, err = s.reconcileAccounts(ctx, tx, &d, in.Accounts, now); err != nil {
 				return err
 			}
 			recount = recount || added
-			if err := reconcileOffline(ctx, tx, &d, in.OfflineUsers); err != nil {
+			if err = reconcileOffline(ctx, tx, &d, in.OfflineUsers); err != nil {
 				return err
 			}
 			d.DeviceFacts = in.Facts

@@ -174,7 +174,7 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 	}
 	size = min(max(size, 1), 5000)
 	out := &SyncBatchResult{}
-	err = inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	if err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		*out = SyncBatchResult{}
 		var job Job
 		if err := s.d.lockRows(tx.NewSelect().Model(&job).Where("org_id = ? AND id = ?", orgID, jobID), "UPDATE").Scan(ctx); err != nil {
@@ -200,9 +200,11 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 			if !last.Valid {
 				return fmt.Errorf("read the job's last result: result %d is missing", p.Processed)
 			}
-			if out.Last, err = ParseID("entity_id", last.String); err != nil {
+			cursor, err := ParseID("entity_id", last.String)
+			if err != nil {
 				return err
 			}
+			out.Last = cursor
 		}
 		candidates := func(q *bun.SelectQuery) *bun.SelectQuery {
 			return q.Join("JOIN devices AS d ON d.id = a.device_id").
@@ -237,9 +239,9 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 		next := make([]syncCandidate, 0, size+1)
 		if err = scanEach(rows, err, func(rows *sql.Rows) error {
 			var c syncCandidate
-			err := rows.Scan(&c.ID, &c.DeviceID, &c.UserID, &c.Users, &c.DeviceName, &c.Uninstalling)
+			scanErr := rows.Scan(&c.ID, &c.DeviceID, &c.UserID, &c.Users, &c.DeviceName, &c.Uninstalling)
 			next = append(next, c)
-			return err
+			return scanErr
 		}); err != nil {
 			return fmt.Errorf("select accounts: %w", err)
 		}
@@ -279,8 +281,7 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 		p.Total = max(p.Total, p.Processed)
 		out.Progress, w.Progress = p, p
 		return s.d.writeSyncBatch(ctx, tx, w)
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -317,9 +318,9 @@ func (s *DeviceStore) planSync(ctx context.Context, tx bun.Tx, w *syncWrite, set
 	var accs []syncAccount
 	if err = scanEach(rows, err, func(rows *sql.Rows) error {
 		var a syncAccount
-		err := rows.Scan(&a.ID, &a.DeviceID, &a.UserName, &a.PermissionLevel, &a.LinkStatus, &a.IdpUserID)
+		scanErr := rows.Scan(&a.ID, &a.DeviceID, &a.UserName, &a.PermissionLevel, &a.LinkStatus, &a.IdpUserID)
 		accs = append(accs, a)
-		return err
+		return scanErr
 	}); err != nil {
 		return fmt.Errorf("read accounts: %w", err)
 	}

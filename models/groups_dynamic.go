@@ -114,9 +114,9 @@ func syncMembership(ctx context.Context, tx bun.Tx, orgID int64, userIDs []int64
 	var cols []string
 	var args []any
 	for _, g := range groups {
-		where, wargs, err := ruleWhere(tx, g.Rule)
-		if err != nil {
-			return fmt.Errorf("rule of group %d: %w", g.ID, err)
+		where, wargs, ruleErr := ruleWhere(tx, g.Rule)
+		if ruleErr != nil {
+			return fmt.Errorf("rule of group %d: %w", g.ID, ruleErr)
 		}
 		cols = append(cols, "CASE WHEN "+where+" THEN 1 ELSE 0 END")
 		args = append(args, wargs...)

@@ -118,8 +118,8 @@ func (s *GroupStore) Update(ctx context.Context, orgID, id int64, ch GroupChange
 			if !g.IsDynamic {
 				return Invalid("membership_rule", "is only for dynamic groups; a static group's members are posted")
 			}
-			rule, err := ParseMembershipRule(*ch.MembershipRule)
-			if err != nil {
+			var rule string
+			if rule, err = ParseMembershipRule(*ch.MembershipRule); err != nil {
 				return err
 			}
 			if rule != g.MembershipRule {
@@ -128,7 +128,7 @@ func (s *GroupStore) Update(ctx context.Context, orgID, id int64, ch GroupChange
 				}
 				g.MembershipRule = rule
 				g.RuleVersion++
-				if err := s.queueRecompute(ctx, tx, g, job); err != nil {
+				if err = s.queueRecompute(ctx, tx, g, job); err != nil {
 					return err
 				}
 			}

@@ -575,8 +575,8 @@ func (s *MgmtStore) DeleteUploadRows(ctx context.Context, orgID int64, a MgmtAct
 	var where string
 	var args []any
 	if filter != "" {
-		expr, err := listing.ParseFilter(filter)
-		if err != nil {
+		var expr listing.Expr
+		if expr, err = listing.ParseFilter(filter); err != nil {
 			return nil, 0, Invalid("filter", "%v", err)
 		}
 		where, args, err = UploadRowListing.Where(s.db.Dialect().Name(), expr)
@@ -584,7 +584,7 @@ func (s *MgmtStore) DeleteUploadRows(ctx context.Context, orgID int64, a MgmtAct
 			return nil, 0, Invalid("filter", "%v", err)
 		}
 	}
-	err = inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	if err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		up := new(MgmtUpload)
 		q := tx.NewSelect().Model(up).Where("org_id = ? AND action = ? AND id = ?", orgID, a, uploadID)
 		if err := s.d.lockRows(q, "NO KEY UPDATE").Scan(ctx); errors.Is(err, sql.ErrNoRows) {
@@ -618,6 +618,8 @@ func (s *MgmtStore) DeleteUploadRows(ctx context.Context, orgID int64, a MgmtAct
 		_, err := tx.NewUpdate().Model((*MgmtUpload)(nil)).Set("row_count = row_count - ?", total).
 			Where("id = ?", uploadID).Exec(ctx)
 		return err
-	})
-	return removed, total, err
+	}); err != nil {
+		return nil, 0, err
+	}
+	return removed, total, nil
 }

@@ -130,7 +130,7 @@ func (s *NotificationStore) PrepareRun(ctx context.Context, in PrepareRunInput) 
 		}
 	}
 	run.Skipped = groupMembers - run.Recipients
-	err = inTxOnce(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	txErr := inTxOnce(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		if run.Slot != "" {
 			taken, err := tx.NewSelect().Model((*NotificationRun)(nil)).
 				Where("notification_id = ? AND slot = ?", run.NotificationID, run.Slot).Exists(ctx)
@@ -154,11 +154,11 @@ func (s *NotificationStore) PrepareRun(ctx context.Context, in PrepareRunInput) 
 		}
 		return nil
 	})
-	if isUniqueViolation(err) { // another attempt prepared it first
+	if isUniqueViolation(txErr) { // another attempt prepared it first
 		return s.findRun(ctx, s.db, in.ScheduleID, in.ScheduledAt)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("prepare run: %w", err)
+	if txErr != nil {
+		return nil, fmt.Errorf("prepare run: %w", txErr)
 	}
 	return run, nil
 }

@@ -87,15 +87,14 @@ func (s *NotificationStore) PrepareSummary(ctx context.Context, runID int64) (fr
 	if len(planned) == 0 {
 		return from, to, nil
 	}
-	err = inTxOnce(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	if err := inTxOnce(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		exists, err := tx.NewSelect().Model((*Delivery)(nil)).Where("run_id = ? AND kind = ?", run.ID, DeliverySummary).Exists(ctx)
 		if err != nil || exists {
 			return err
 		}
 		_, err = tx.NewInsert().Model(&planned).Exec(ctx)
 		return err
-	})
-	if err != nil && !isUniqueViolation(err) { // a violation: another attempt added them first
+	}); err != nil && !isUniqueViolation(err) { // a violation: another attempt added them first
 		return 0, 0, fmt.Errorf("prepare run summary: %w", err)
 	}
 	return from, to, nil

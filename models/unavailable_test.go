@@ -70,7 +70,11 @@ func TestIsUnavailable_RefusedConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := bun.NewDB(sqldb, pgdialect.New())
-	defer db.Close()
+	defer func() {
+		if cerr := db.Close(); cerr != nil {
+			t.Error(cerr)
+		}
+	}()
 	_, err = models.NewStore(db).Users.Get(context.Background(), 1, 2)
 	if !models.IsUnavailable(err) || models.ErrorCode(err) != models.EUNAVAILABLE {
 		t.Errorf("reading from a server that refuses connections: %v (code %s), want EUNAVAILABLE", err, models.ErrorCode(err))
@@ -88,12 +92,20 @@ func TestIsUnavailable_SQLiteBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer a.Close()
+	defer func() {
+		if cerr := a.Close(); cerr != nil {
+			t.Error(cerr)
+		}
+	}()
 	b, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	defer func() {
+		if cerr := b.Close(); cerr != nil {
+			t.Error(cerr)
+		}
+	}()
 	ctx := context.Background()
 	if _, err = a.ExecContext(ctx, "CREATE TABLE t (n INTEGER)"); err != nil {
 		t.Fatal(err)
@@ -102,7 +114,11 @@ func TestIsUnavailable_SQLiteBusy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	defer func() {
+		if cerr := conn.Close(); cerr != nil {
+			t.Error(cerr)
+		}
+	}()
 	if _, err = conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		t.Fatal(err)
 	}

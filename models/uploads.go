@@ -37,7 +37,7 @@ func (s *Store) createUploadJob(ctx context.Context, job *Job, file FileUpload, 
 	if err != nil {
 		return err
 	}
-	err = inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	if err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		if job.ID == 0 {
 			job.ID = NewID()
 		}
@@ -55,8 +55,7 @@ func (s *Store) createUploadJob(ctx context.Context, job *Job, file FileUpload, 
 			return also(ctx, tx)
 		}
 		return nil
-	})
-	if err != nil {
+	}); err != nil {
 		if derr := s.Blobs.Delete(context.WithoutCancel(ctx), job.OrgID, blob.ID); derr != nil {
 			err = errors.Join(err, derr)
 		}

@@ -28,8 +28,9 @@ func ParseDataURI(uri string) (contentType string, data []byte, err error) {
 	}
 	contentType = "text/plain; charset=US-ASCII"
 	if meta != "" {
-		mt, params, err := mime.ParseMediaType(meta)
-		if err != nil {
+		var mt string
+		var params map[string]string
+		if mt, params, err = mime.ParseMediaType(meta); err != nil {
 			return "", nil, fmt.Errorf("data: URI media type: %w", err)
 		}
 		contentType = mime.FormatMediaType(mt, params)

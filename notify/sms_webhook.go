@@ -62,7 +62,7 @@ func (g *WebhookGateway) SendSMS(ctx context.Context, m SMS) error {
 	if err != nil {
 		return permanent(0, err)
 	}
-	_, err = postWithRetry(ctx, g.hc, g.cfg.Retry, func(ctx context.Context) (*http.Request, error) {
+	if _, err := postWithRetry(ctx, g.hc, g.cfg.Retry, func(ctx context.Context) (*http.Request, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.cfg.URL, bytes.NewReader(body))
 		if err != nil {
 			return nil, err
@@ -76,6 +76,8 @@ func (g *WebhookGateway) SendSMS(ctx context.Context, m SMS) error {
 			req.Header.Set("Authorization", "Bearer "+g.cfg.Token.Reveal())
 		}
 		return req, nil
-	})
-	return err
+	}); err != nil {
+		return err
+	}
+	return nil
 }

@@ -30,7 +30,11 @@ func startSMTP(t *testing.T, opts smtptest.Options) *smtptest.Server {
 	if err != nil {
 		t.Fatalf("start SMTP server: %v", err)
 	}
-	t.Cleanup(func() { srv.Close() })
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return srv
 }
 
@@ -44,7 +48,11 @@ func newMailer(t *testing.T, srv *smtptest.Server, mode notify.TLSMode, user, pa
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.Close() })
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return m
 }
 
@@ -305,7 +313,11 @@ func TestSMTPMailer_PoolsConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
+	defer func() {
+		if err := m.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	var wg sync.WaitGroup
 	errs := make(chan error, 200)
 	for i := range 200 {

@@ -77,7 +77,7 @@ func (s *Server) IssueToken(ctx context.Context, in IssueRequest) (*TokenRespons
 		}
 	}
 	stored := req.Sanitize(nil)
-	err = s.tokens.InTx(ctx, func(ctx context.Context) error {
+	if err := s.tokens.InTx(ctx, func(ctx context.Context) error {
 		if err := s.tokens.CreateAccessTokenSession(ctx, accessSig, stored); err != nil {
 			return err
 		}
@@ -85,8 +85,7 @@ func (s *Server) IssueToken(ctx context.Context, in IssueRequest) (*TokenRespons
 			return s.tokens.CreateRefreshTokenSession(ctx, refreshSig, accessSig, stored)
 		}
 		return nil
-	})
-	if err != nil {
+	}); err != nil {
 		return nil, err
 	}
 	resp := s.tokenResponse(access, refresh, req.GetGrantedScopes())

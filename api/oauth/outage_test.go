@@ -74,7 +74,11 @@ func TestOutage_PostgresStopped_503NotAuthFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
+	t.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	f := newFixture(t, db, false, nil)
 	client, secret := f.client(f.env.Org, models.ClientServer, callback)
 
@@ -200,7 +204,7 @@ func outageAPIWorker(ctx context.Context, t *testing.T, f *fixture, load *outage
 			return c, nil
 		}
 		data, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_ = resp.Body.Close() // only read: a close error tells the test nothing
 		c.end = time.Now()
 		apitest.CheckResponse(t, req, resp, data)
 		c.status, c.ok, c.retryAfter, c.body = resp.StatusCode, resp.StatusCode == want, resp.Header.Get("Retry-After"), string(data)
@@ -250,7 +254,7 @@ func outageTokenWorker(ctx context.Context, t *testing.T, f *fixture, load *outa
 			continue
 		}
 		data, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_ = resp.Body.Close() // only read: a close error tells the test nothing
 		c.end = time.Now()
 		apitest.CheckResponse(t, req, resp, data)
 		c.status, c.ok, c.retryAfter, c.body = resp.StatusCode, resp.StatusCode == http.StatusOK, resp.Header.Get("Retry-After"), string(data)
@@ -276,7 +280,7 @@ func outagePageWorker(ctx context.Context, t *testing.T, f *fixture, load *outag
 			continue
 		}
 		data, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_ = resp.Body.Close() // only read: a close error tells the test nothing
 		c.end = time.Now()
 		apitest.CheckResponse(t, req, resp, data)
 		c.status, c.ok, c.retryAfter, c.body = resp.StatusCode, resp.StatusCode == http.StatusOK, resp.Header.Get("Retry-After"), string(data)
@@ -343,7 +347,7 @@ func outageSignIn(t *testing.T, f *fixture, load *outageLoad, hc *http.Client, w
 			return
 		}
 		data, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_ = resp.Body.Close() // only read: a close error tells the test nothing
 		c.end = time.Now()
 		apitest.CheckResponse(t, req, resp, data)
 		c.status, c.ok, c.retryAfter, c.body = resp.StatusCode, resp.StatusCode == want, resp.Header.Get("Retry-After"), string(data)
@@ -432,7 +436,11 @@ func TestOutage_SignInStatementTimeout_503FormNotWrongPassword(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
+	t.Cleanup(func() {
+		if cerr := db.Close(); cerr != nil {
+			t.Error(cerr)
+		}
+	})
 	f := newFixture(t, db, false, nil)
 	client, _ := f.client(f.env.Org, models.ClientServer, callback)
 	authURL := f.authURL(authParams(client, "svc.user.READ"))
@@ -443,7 +451,11 @@ func TestOutage_SignInStatementTimeout_503FormNotWrongPassword(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lock.Close()
+	defer func() {
+		if err := lock.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	if _, err := lock.ExecContext(ctx, "BEGIN; LOCK TABLE users IN ACCESS EXCLUSIVE MODE"); err != nil {
 		t.Fatal(err)
 	}

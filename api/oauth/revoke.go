@@ -65,8 +65,8 @@ func (s *Server) revokeToken(r *http.Request, token, clientID string) error {
 			return err
 		}
 		err = s.tokens.InTx(ctx, func(ctx context.Context) error {
-			if err := s.tokens.RevokeRefreshToken(ctx, req.GetID()); err != nil {
-				return err
+			if revokeErr := s.tokens.RevokeRefreshToken(ctx, req.GetID()); revokeErr != nil {
+				return revokeErr
 			}
 			return s.tokens.RevokeAccessToken(ctx, req.GetID())
 		})

@@ -43,15 +43,19 @@ func NewCluster(t testing.TB) *Cluster {
 	}
 	cl := &Cluster{t: t, c: c}
 	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("dbtest: %v", err)
+		if stopErr := c.Stop(); stopErr != nil {
+			t.Errorf("dbtest: %v", stopErr)
 		}
 	})
 	admin, err := models.Open(ctx, c.URL("postgres").String())
 	if err != nil {
 		t.Fatalf("dbtest: connect to the cluster: %v\n%s", err, c.LogTail())
 	}
-	defer admin.Close()
+	defer func() {
+		if cerr := admin.Close(); cerr != nil {
+			t.Error(cerr)
+		}
+	}()
 	if _, err = admin.ExecContext(ctx, "CREATE DATABASE iam"); err != nil {
 		t.Fatalf("dbtest: create database: %v", err)
 	}
@@ -60,7 +64,11 @@ func NewCluster(t testing.TB) *Cluster {
 	if err != nil {
 		t.Fatalf("dbtest: connect to database iam: %v", err)
 	}
-	defer db.Close()
+	defer func() {
+		if err := db.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	if _, err := models.MigrateUp(ctx, db); err != nil {
 		t.Fatalf("dbtest: migrate database iam: %v", err)
 	}

@@ -54,7 +54,8 @@ func startServer() (srv *pgServer, err error) {
 	suffix := randomHex(4)
 	srv = &pgServer{prefix: "iam_test_" + suffix}
 	if raw := os.Getenv(EnvDatabaseURL); raw != "" {
-		u, err := url.Parse(raw)
+		var u *url.URL
+		u, err = url.Parse(raw)
 		if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 			return nil, fmt.Errorf("%s must be a postgres:// URL, got %q", EnvDatabaseURL, redact(raw))
 		}
@@ -62,8 +63,8 @@ func startServer() (srv *pgServer, err error) {
 		// Other test processes may share the server: names must not collide.
 		srv.template = "iam_template_" + suffix
 	} else {
-		c, err := pgcluster.Start(ctx, pgcluster.Options{Prefix: "iam-dbtest-pg-"})
-		if err != nil {
+		var c *pgcluster.Cluster
+		if c, err = pgcluster.Start(ctx, pgcluster.Options{Prefix: "iam-dbtest-pg-"}); err != nil {
 			if errors.Is(err, pgcluster.ErrNoServer) {
 				err = fmt.Errorf("%w, or set %s to a superuser URL", err, EnvDatabaseURL)
 			}

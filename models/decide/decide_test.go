@@ -45,7 +45,11 @@ func geoDB(t testing.TB, nets map[string]string) *decide.GeoIP {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { g.Close() })
+	t.Cleanup(func() {
+		if err := g.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return g
 }
 

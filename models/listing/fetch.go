@@ -76,8 +76,9 @@ func FetchScanned[T any](ctx context.Context, q *bun.SelectQuery, dest *[]T, s *
 		return nil, &ParamError{Param: "from", Detail: "must not be negative"}
 	}
 	if p.Filter != nil {
-		where, args, err := s.Where(q.Dialect().Name(), p.Filter)
-		if err != nil {
+		var where string
+		var args []any
+		if where, args, err = s.Where(q.Dialect().Name(), p.Filter); err != nil {
 			return nil, &ParamError{Param: "filter", Detail: err.Error()}
 		}
 		q = q.Where(where, args...)

@@ -26,7 +26,9 @@ func build(t testing.TB, files ...file) []byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fw.Write(f.data)
+		if _, err := fw.Write(f.data); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)

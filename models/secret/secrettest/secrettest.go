@@ -15,8 +15,8 @@ import (
 const KeyEnv = "IAM_TEST_SECRETS_KEY"
 
 var key = func() string {
-	if key := os.Getenv(KeyEnv); key != "" {
-		return key
+	if k := os.Getenv(KeyEnv); k != "" {
+		return k
 	}
 	return secret.NewKey()
 }()
