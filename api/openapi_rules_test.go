@@ -122,10 +122,11 @@ func TestOpenAPI_FileExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, err := models.ParseX509([]byte(fmt.Sprint(doc.Components.Schemas["CAConfigForm"].Value.Properties["ca_file"].Value.Example)))
+	info, err := models.ParseCertificate([]byte(fmt.Sprint(doc.Components.Schemas["CAConfigForm"].Value.Properties["ca_file"].Value.Example)))
 	if err != nil {
 		t.Fatal(err)
 	}
+	ca := info.Cert
 	if now := time.Now(); !ca.IsCA || ca.KeyUsage&x509.KeyUsageCertSign == 0 || now.Before(ca.NotBefore) || now.After(ca.NotAfter) {
 		t.Errorf("the CA example is not a CA valid now: %+v", ca.Subject)
 	}
@@ -141,7 +142,7 @@ func TestOpenAPI_FileExamples(t *testing.T) {
 	}
 	defer f.Close()
 	data, _ := io.ReadAll(f)
-	if _, err := models.ParseX509(data); err != nil {
+	if _, err := models.ParseCertificate(data); err != nil {
 		t.Errorf("%s: %v", z.File[0].Name, err)
 	}
 }
