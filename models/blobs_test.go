@@ -57,17 +57,17 @@ func TestBlobs_SealedAtRest(t *testing.T) {
 			}
 		}
 		readAll := func(s *models.Store, offset int64) ([]byte, error) {
-			r, _, err := s.Blobs.Open(ctx, org.ID, blob.ID, offset)
-			if err != nil {
-				return nil, err
+			r, _, openErr := s.Blobs.Open(ctx, org.ID, blob.ID, offset)
+			if openErr != nil {
+				return nil, openErr
 			}
 			defer func() { _ = r.Close() }() // only read: a close error tells the test nothing
 			return io.ReadAll(r)
 		}
 		for _, off := range []int64{0, 5, 1 << 20, int64(len(data)) - 1, int64(len(data))} {
-			got, err := readAll(store, off)
-			if err != nil || !bytes.Equal(got, data[off:]) {
-				t.Errorf("read from %d: %d bytes (%v)", off, len(got), err)
+			got, readErr := readAll(store, off)
+			if readErr != nil || !bytes.Equal(got, data[off:]) {
+				t.Errorf("read from %d: %d bytes (%v)", off, len(got), readErr)
 			}
 		}
 		if _, err = readAll(models.NewStore(db).SealBlobs(testBox(t)), 0); err == nil {
@@ -79,8 +79,8 @@ func TestBlobs_SealedAtRest(t *testing.T) {
 		// Swap chunks 0 and 1: neither opens in the other's place.
 		setChunk := func(seq int, data []byte) {
 			t.Helper()
-			if _, err := db.NewUpdate().Table("blob_chunks").Set("data = ?", data).Where("blob_id = ? AND seq = ?", blob.ID, seq).Exec(ctx); err != nil {
-				t.Fatal(err)
+			if _, updErr := db.NewUpdate().Table("blob_chunks").Set("data = ?", data).Where("blob_id = ? AND seq = ?", blob.ID, seq).Exec(ctx); updErr != nil {
+				t.Fatal(updErr)
 			}
 		}
 		setChunk(0, chunks[1])

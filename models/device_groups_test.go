@@ -77,9 +77,9 @@ func TestDeviceGroups_Store(t *testing.T) {
 
 		params := func(q string) listing.Params {
 			v, _ := url.ParseQuery(q)
-			p, err := listing.Parse(v, models.DeviceGroupMemberListing)
-			if err != nil {
-				t.Fatal(err)
+			p, parseErr := listing.Parse(v, models.DeviceGroupMemberListing)
+			if parseErr != nil {
+				t.Fatal(parseErr)
 			}
 			return p
 		}

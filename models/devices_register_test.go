@@ -79,8 +79,8 @@ func TestDeviceStore_RegisterDuplicate(t *testing.T) {
 		if _, err = f.dev.Delete(ctx, f.org.ID, victim.ID); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := f.dev.Get(ctx, f.org.ID, dup.ID); err != nil || got.PossibleDuplicateOf != nil {
-			t.Fatalf("after deleting the original: %+v, %v", got, err)
+		if got, getErr := f.dev.Get(ctx, f.org.ID, dup.ID); getErr != nil || got.PossibleDuplicateOf != nil {
+			t.Fatalf("after deleting the original: %+v, %v", got, getErr)
 		}
 		// Deleting the duplicate of another pair clears its own flag.
 		a, _ := f.register(t, facts("A", "SA"))
@@ -204,8 +204,8 @@ func TestDeviceStore_RegisterCap(t *testing.T) {
 		// A duplicate is a new device too.
 		_, _, err = f.reRegister(t, facts("A2", "SA"), 0, "", 2)
 		wantCode(t, err, models.ECONFLICT)
-		if d, _, err := f.reRegister(t, facts("A", "SA"), a.ID, secA, 2); err != nil || d.ID != a.ID {
-			t.Fatalf("takeover at the cap: %+v, %v", d, err)
+		if d, _, takeErr := f.reRegister(t, facts("A", "SA"), a.ID, secA, 2); takeErr != nil || d.ID != a.ID {
+			t.Fatalf("takeover at the cap: %+v, %v", d, takeErr)
 		}
 		svc := facts("S", "SS")
 		svc.JoinType = models.JoinSvc

@@ -80,9 +80,9 @@ func TestDeviceStore_Sync(t *testing.T) {
 		created := make([]bool, 8)
 		for i := range jobs {
 			wg.Go(func() {
-				j, c, err := f.dev.StartSync(ctx, org.ID, 0)
-				if err != nil {
-					t.Error(err)
+				j, c, startErr := f.dev.StartSync(ctx, org.ID, 0)
+				if startErr != nil {
+					t.Error(startErr)
 					return
 				}
 				jobs[i], created[i] = j.ID, c
@@ -347,8 +347,8 @@ func TestDeviceStore_RegisterInstallation(t *testing.T) {
 			t.Fatalf("again: %+v %v (first %d)", again, err, first.ID)
 		}
 		reg.Facts = facts("NPS2", "")
-		if other, _, err := f.dev.RegisterInstallation(ctx, reg); err != nil || other.ID == first.ID {
-			t.Fatalf("another server: %+v %v", other, err)
+		if other, _, regErr := f.dev.RegisterInstallation(ctx, reg); regErr != nil || other.ID == first.ID {
+			t.Fatalf("another server: %+v %v", other, regErr)
 		}
 		counts, err := f.dev.InstallationCounts(ctx, f.org.ID)
 		if err != nil || counts[models.AgentNPS] != 2 || counts[models.AgentIIS] != 0 {

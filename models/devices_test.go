@@ -327,8 +327,8 @@ func TestDeviceStore_CheckInAndLinks(t *testing.T) {
 			t.Fatalf("not resent: %+v", cmds2)
 		}
 		in.Acks = []models.Ack{{CommandID: models.FormatID(cmds[0].ID), Status: "done"}}
-		if cmds, err := f.checkIn(t, d.ID, sec, in); err != nil || len(cmds) != 0 {
-			t.Fatalf("after ack: %v %v", cmds, err)
+		if left, ackErr := f.checkIn(t, d.ID, sec, in); ackErr != nil || len(left) != 0 {
+			t.Fatalf("after ack: %v %v", left, ackErr)
 		}
 		a, _ := f.dev.Account(ctx, f.org.ID, d.ID, alice.ID)
 		if a.LinkStatus != models.LinkLinked || a.LinkedAt == nil || a.LinkType != models.LinkManual || *a.IdpUserID != f.users[0].ID {
@@ -505,8 +505,8 @@ func TestDeviceStore_Delete(t *testing.T) {
 				t.Fatalf("%s: commands %+v, %v", join, cmds, err)
 			}
 			in.Acks = []models.Ack{{CommandID: models.FormatID(cmds[0].ID), Status: "done"}}
-			if cmds, err := f.checkIn(t, d.ID, sec, in); err != nil || len(cmds) != 0 {
-				t.Fatalf("%s: ack answered %+v, %v", join, cmds, err)
+			if left, ackErr := f.checkIn(t, d.ID, sec, in); ackErr != nil || len(left) != 0 {
+				t.Fatalf("%s: ack answered %+v, %v", join, left, ackErr)
 			}
 			_, err = f.dev.Authenticate(ctx, d.ID, sec)
 			wantCode(t, err, models.EUNAUTHORIZED)

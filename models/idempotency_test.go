@@ -41,17 +41,17 @@ func TestIdempotency_ReserveCompleteReplay(t *testing.T) {
 		// Another client's or organization's key of the same text is its own.
 		other := k
 		other.ClientID = "cli-2"
-		if _, ok, err := store.Idempotency.Reserve(ctx, other, "POST /x", "t3", time.Minute, time.Hour); err != nil || !ok {
+		if _, ok, err = store.Idempotency.Reserve(ctx, other, "POST /x", "t3", time.Minute, time.Hour); err != nil || !ok {
 			t.Fatalf("another client's key: %v, %v", ok, err)
 		}
-		if ok, err := store.Idempotency.Renew(ctx, k, "t2", time.Minute); err != nil || ok {
+		if ok, err = store.Idempotency.Renew(ctx, k, "t2", time.Minute); err != nil || ok {
 			t.Errorf("Renew by a non-owner = %v, %v; want false", ok, err)
 		}
-		if ok, err := store.Idempotency.Complete(ctx, k, "t2", models.IdempotentAnswer{Status: 202}); err != nil || ok {
+		if ok, err = store.Idempotency.Complete(ctx, k, "t2", models.IdempotentAnswer{Status: 202}); err != nil || ok {
 			t.Errorf("Complete by a non-owner = %v, %v; want false", ok, err)
 		}
 		ans := models.IdempotentAnswer{Fingerprint: "fp", Status: 202, ContentType: "application/json", Location: "/api/v1/jobs/1", Body: []byte(`{"a":1}`)}
-		if ok, err := store.Idempotency.Complete(ctx, k, "t1", ans); err != nil || !ok {
+		if ok, err = store.Idempotency.Complete(ctx, k, "t1", ans); err != nil || !ok {
 			t.Fatalf("Complete = %v, %v", ok, err)
 		}
 		rec, ok, err = store.Idempotency.Reserve(ctx, k, "POST /x", "t4", time.Minute, time.Hour)
@@ -120,7 +120,7 @@ func TestIdempotency_JobClaimsKeyInItsTransaction(t *testing.T) {
 		// Abandoned after its job committed (the process died before its
 		// answer): never taken over, and Release keeps it.
 		k2 := models.IdemKey{OrgID: org.ID, ClientID: "cli", Key: "died-after-commit"}
-		if _, ok, err := store.Idempotency.Reserve(ctx, k2, "POST /x", "dead", -time.Second, time.Hour); err != nil || !ok {
+		if _, ok, err = store.Idempotency.Reserve(ctx, k2, "POST /x", "dead", -time.Second, time.Hour); err != nil || !ok {
 			t.Fatal(ok, err)
 		}
 		j2, err := job(models.WithIdempotencyClaim(ctx, &models.IdempotencyClaim{Key: k2, Token: "dead"}))

@@ -113,13 +113,18 @@ func TestIDLease_RenewalTakeoverAndRelease(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		ctx := context.Background()
 		const ttl = 600 * time.Millisecond
+		release := func(l *models.IDLease) {
+			if rerr := l.Release(ctx); rerr != nil {
+				t.Errorf("releasing node %d: %v", l.Node(), rerr)
+			}
+		}
 
 		renewed := models.NewIDGen()
 		lr, err := models.LeaseNodeFor(ctx, db, renewed, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer lr.Release(ctx)
+		defer release(lr)
 		for end := time.Now().Add(3 * ttl); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
 			if _, err = renewed.TryNext(); err != nil {
 				t.Fatalf("a renewed lease stopped making ids: %v", err)
@@ -135,8 +140,8 @@ func TestIDLease_RenewalTakeoverAndRelease(t *testing.T) {
 		taken := time.Now()
 		var last int64
 		for {
-			id, err := old.TryNext()
-			if err != nil {
+			id, tryErr := old.TryNext()
+			if tryErr != nil {
 				break
 			}
 			last = id
@@ -153,16 +158,16 @@ func TestIDLease_RenewalTakeoverAndRelease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer lb.Release(ctx)
+		defer release(lb)
 		if lb.Node() == la.Node() {
 			t.Fatalf("a live lease's node %d was leased again", la.Node())
 		}
-		if ok, err := lb.Claim(ctx, la.Node()); err != nil || ok {
-			t.Fatalf("claiming a node whose lease has not expired: %v %v", ok, err)
+		if ok, claimErr := lb.Claim(ctx, la.Node()); claimErr != nil || ok {
+			t.Fatalf("claiming a node whose lease has not expired: %v %v", ok, claimErr)
 		}
 		time.Sleep(time.Until(taken.Add(ttl + 100*time.Millisecond)))
-		if ok, err := lb.Claim(ctx, la.Node()); err != nil || !ok {
-			t.Fatalf("taking over an expired node: %v %v", ok, err)
+		if ok, claimErr := lb.Claim(ctx, la.Node()); claimErr != nil || !ok {
+			t.Fatalf("taking over an expired node: %v %v", ok, claimErr)
 		}
 		first, err := newer.TryNext()
 		if err != nil {
@@ -186,15 +191,15 @@ func TestIDLease_RenewalTakeoverAndRelease(t *testing.T) {
 		if err = lc.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if id, err := rel.TryNext(); err != nil || id <= relLast {
-			t.Errorf("a released generator makes ids as without a lease: %d %v", id, err)
+		if id, tryErr := rel.TryNext(); tryErr != nil || id <= relLast {
+			t.Errorf("a released generator makes ids as without a lease: %d %v", id, tryErr)
 		}
 		next := models.NewIDGen()
 		ld, err := models.LeaseNodeFor(ctx, db, next, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer ld.Release(ctx)
+		defer release(ld)
 		if ok, err := ld.Claim(ctx, lc.Node()); err != nil || !ok {
 			t.Fatalf("claiming a released node: %v %v", ok, err)
 		}
@@ -213,7 +218,11 @@ func BenchmarkIDGen_Leased(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer l.Release(context.Background())
+	defer func() {
+		if err := l.Release(context.Background()); err != nil {
+			b.Error(err)
+		}
+	}()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if _, err := gen.TryNext(); err != nil {

@@ -51,8 +51,8 @@ func TestJobStore_Lifecycle(t *testing.T) {
 		if err != nil || started.Status != models.JobRunning {
 			t.Fatalf("Start = %+v, %v", started, err)
 		}
-		if again, err := store.Jobs.Start(ctx, org.ID, job.ID); err != nil || again.Status != models.JobRunning {
-			t.Errorf("a second Start must change nothing: %+v, %v", again, err)
+		if again, startErr := store.Jobs.Start(ctx, org.ID, job.ID); startErr != nil || again.Status != models.JobRunning {
+			t.Errorf("a second Start must change nothing: %+v, %v", again, startErr)
 		}
 
 		results := []models.JobResult{{Seq: 1, EntityID: "u1", Status: models.ResultSuccess}, {Seq: 2, Status: models.ResultError, Message: "bad"}}

@@ -217,9 +217,9 @@ func TestMgmtStore_ExecutionLifecycle(t *testing.T) {
 		// Both attempts' results stay listable.
 		for attempt, want := range map[int]int{1: 2, 2: 3, 0: 3} {
 			p, _ := listing.Parse(url.Values{}, models.ExecutionResultListing)
-			rs, _, err := m.ListResults(ctx, org, models.ActionDeleteUsers, exec.ID, attempt, p)
-			if err != nil || len(rs) != want {
-				t.Errorf("attempt %d: %d results, %v; want %d", attempt, len(rs), err, want)
+			rs, _, listErr := m.ListResults(ctx, org, models.ActionDeleteUsers, exec.ID, attempt, p)
+			if listErr != nil || len(rs) != want {
+				t.Errorf("attempt %d: %d results, %v; want %d", attempt, len(rs), listErr, want)
 			}
 		}
 		p, _ := listing.Parse(url.Values{"filter": {`status eq "failure"`}}, models.ExecutionResultListing)

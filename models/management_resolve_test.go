@@ -74,17 +74,17 @@ func TestMgmtStore_ResolveUploadInChunks(t *testing.T) {
 				if models.ErrorCode(err) != models.ECONFLICT || !strings.Contains(err.Error(), "still resolving") {
 					t.Errorf("execute while resolving = %v, want ECONFLICT", err)
 				}
-				if _, _, err := m.DeleteUploadRows(ctx, f.org.ID, models.ActionDeleteUsers, up.ID, []int64{1}, ""); models.ErrorCode(err) != models.ECONFLICT {
+				if _, _, err = m.DeleteUploadRows(ctx, f.org.ID, models.ActionDeleteUsers, up.ID, []int64{1}, ""); models.ErrorCode(err) != models.ECONFLICT {
 					t.Errorf("delete rows while resolving = %v, want ECONFLICT", err)
 				}
-				if _, err := m.ResolveUploadChunk(ctx, f.org.ID, up.ID, int64(from+2), recs[from:to], int64(100+to), done); models.ErrorCode(err) != models.ECONFLICT {
+				if _, err = m.ResolveUploadChunk(ctx, f.org.ID, up.ID, int64(from+2), recs[from:to], int64(100+to), done); models.ErrorCode(err) != models.ECONFLICT {
 					t.Errorf("a chunk past the cursor = %v, want ECONFLICT", err)
 				}
 			}
 			for range 2 { // the second: a retry after the commit
-				res, err := m.ResolveUploadChunk(ctx, f.org.ID, up.ID, int64(from+1), recs[from:to], int64(100+to), done)
-				if err != nil {
-					t.Fatal(err)
+				res, resolveErr := m.ResolveUploadChunk(ctx, f.org.ID, up.ID, int64(from+1), recs[from:to], int64(100+to), done)
+				if resolveErr != nil {
+					t.Fatal(resolveErr)
 				}
 				if len(res.Rows) != to-from || res.NextRow != int64(to+1) || res.Done != done {
 					t.Fatalf("chunk from %d = %+v", from+1, res)
@@ -153,10 +153,10 @@ func TestMgmtStore_ResolvingUploadFailsWithItsJob(t *testing.T) {
 		if models.ErrorCode(err) != models.ECONFLICT || !strings.Contains(err.Error(), "could not be resolved") {
 			t.Errorf("execute a failed upload = %v", err)
 		}
-		if _, err := m.ResolveUploadChunk(ctx, f.org.ID, up.ID, 2, records([][]string{{"user1@example.com"}}), 50, true); models.ErrorCode(err) != models.ECONFLICT {
+		if _, err = m.ResolveUploadChunk(ctx, f.org.ID, up.ID, 2, records([][]string{{"user1@example.com"}}), 50, true); models.ErrorCode(err) != models.ECONFLICT {
 			t.Errorf("a chunk of a failed upload = %v, want ECONFLICT", err)
 		}
-		if _, err := f.store.CreateResolvingUpload(ctx, &models.MgmtUpload{OrgID: f.org.ID, Action: models.ActionMoveUsers, Header: header,
+		if _, err = f.store.CreateResolvingUpload(ctx, &models.MgmtUpload{OrgID: f.org.ID, Action: models.ActionMoveUsers, Header: header,
 			MatchColumns: match, FileRows: models.MaxUploadRows + 1}, models.FileUpload{Body: strings.NewReader("x")}, "UTF-8", 0); models.ErrorCode(err) != models.EINVALID {
 			t.Errorf("%d rows = %v, want EINVALID", models.MaxUploadRows+1, err)
 		}

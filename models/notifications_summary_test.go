@@ -38,16 +38,16 @@ func TestNotificationStore_PrepareSummary(t *testing.T) {
 		if err != nil || run.Total != 6 {
 			t.Fatalf("run %+v, %v", run, err)
 		}
-		if from, to, err := ns.PrepareSummary(ctx, run.ID); err != nil || from != 7 || to != 7 {
-			t.Errorf("summary of a running run: [%d, %d) %v; want none", from, to, err)
+		if from, to, sumErr := ns.PrepareSummary(ctx, run.ID); sumErr != nil || from != 7 || to != 7 {
+			t.Errorf("summary of a running run: [%d, %d) %v; want none", from, to, sumErr)
 		}
 		if _, err = ns.FinishRun(ctx, run.ID, "gave up"); err != nil {
 			t.Fatal(err)
 		}
 		for range 2 {
-			from, to, err := ns.PrepareSummary(ctx, run.ID)
-			if err != nil || from != 7 || to != 9 {
-				t.Fatalf("summary range [%d, %d) %v; want [7, 9)", from, to, err)
+			from, to, sumErr := ns.PrepareSummary(ctx, run.ID)
+			if sumErr != nil || from != 7 || to != 9 {
+				t.Fatalf("summary range [%d, %d) %v; want [7, 9)", from, to, sumErr)
 			}
 		}
 		all, err := ns.Deliveries(ctx, run.ID)

@@ -272,12 +272,12 @@ func TestNotificationStore_DeliveryStates(t *testing.T) {
 		}
 		// Attempt b retries seq 2 (pending again) until it is out of attempts.
 		for i := 2; i <= models.MaxDeliveryAttempts; i++ {
-			c, err := ns.Step(ctx, run.ID, b, nil, []int64{2, 4})
-			if err != nil || len(c) != 1 || c[0].Seq != 2 || c[0].Attempts != i {
-				t.Fatalf("retry %d: %+v, %v", i, c, err)
+			c, stepErr := ns.Step(ctx, run.ID, b, nil, []int64{2, 4})
+			if stepErr != nil || len(c) != 1 || c[0].Seq != 2 || c[0].Attempts != i {
+				t.Fatalf("retry %d: %+v, %v", i, c, stepErr)
 			}
-			if _, err := ns.Step(ctx, run.ID, b, []models.DeliveryOutcome{{Delivery: &c[0], Outcome: models.DeliveryTemporary, Detail: "451"}}, nil); err != nil {
-				t.Fatal(err)
+			if _, stepErr = ns.Step(ctx, run.ID, b, []models.DeliveryOutcome{{Delivery: &c[0], Outcome: models.DeliveryTemporary, Detail: "451"}}, nil); stepErr != nil {
+				t.Fatal(stepErr)
 			}
 		}
 		// A late write of the dead attempt changes nothing.

@@ -49,8 +49,8 @@ func TestClientStore_Create(t *testing.T) {
 			t.Errorf("mobile client: secret %q, public %v, err %v; want a public client without secret", secret, mobile.Type.Public(), err)
 		}
 		self := &models.OAuthClient{OrgID: org.ID, Name: "Scripts", Type: models.ClientSelf}
-		if secret, err := clients.Create(ctx, self); err != nil || secret == "" || self.Type.Public() {
-			t.Errorf("self client: secret %q, err %v", secret, err)
+		if secret, createErr := clients.Create(ctx, self); createErr != nil || secret == "" || self.Type.Public() {
+			t.Errorf("self client: secret %q, err %v", secret, createErr)
 		}
 
 		list, err := clients.List(ctx, org.ID)

@@ -34,8 +34,8 @@ func TestStore_CreateOrganization(t *testing.T) {
 			t.Errorf("the generated password does not sign in: %v", err)
 		}
 		b := &models.Organization{Name: "B"}
-		if _, generated, err := store.CreateOrganization(ctx, b, models.FirstAdmin{Email: "root@b.example.com", Password: "chosen password"}); err != nil || generated != "" {
-			t.Fatalf("with a password: %q, %v", generated, err)
+		if _, generated, createErr := store.CreateOrganization(ctx, b, models.FirstAdmin{Email: "root@b.example.com", Password: "chosen password"}); createErr != nil || generated != "" {
+			t.Fatalf("with a password: %q, %v", generated, createErr)
 		}
 		if _, err = store.Users.Authenticate(ctx, b.ID, "root@b.example.com", "chosen password", policy, now); err != nil {
 			t.Errorf("the chosen password does not sign in: %v", err)

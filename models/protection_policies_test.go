@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -30,10 +31,7 @@ func policyWith(orgID int64, conds ...models.PolicyCondition) *models.Policy {
 }
 
 func itoa(n int) string {
-	if n < 10 {
-		return string(rune('0' + n))
-	}
-	return itoa(n/10) + string(rune('0'+n%10))
+	return strconv.Itoa(n)
 }
 
 func TestPolicyStore_DefaultAndPriorities(t *testing.T) {
@@ -267,9 +265,9 @@ func TestPolicyStore_Validation(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					got, err := store.Policies.Get(ctx, org.ID, p.ID)
-					if err != nil {
-						t.Fatal(err)
+					got, getErr := store.Policies.Get(ctx, org.ID, p.ID)
+					if getErr != nil {
+						t.Fatal(getErr)
 					}
 					if got.CriteriaExpression != "1 and 2" || len(got.Conditions) != 2 || got.Conditions[1].FactorConfigs[0] != models.RefID(geo.ID) ||
 						len(got.UserIDs) != 1 || got.UpdatedByName != "ann@example.com" || got.EndpointsSettings[0].Type != "NPS_VPN" ||

@@ -152,8 +152,8 @@ func TestInTx_RetriesRolledBackTransientFailures(t *testing.T) {
 			runs := 0
 			got := helper(ctx, db, func(ctx context.Context, tx bun.Tx) error {
 				runs++
-				if _, err := tx.ExecContext(ctx, "INSERT INTO retry_probe (n) VALUES (?)", runs); err != nil {
-					return err
+				if _, execErr := tx.ExecContext(ctx, "INSERT INTO retry_probe (n) VALUES (?)", runs); execErr != nil {
+					return execErr
 				}
 				if runs <= fails {
 					return fmt.Errorf("update: %w", err)

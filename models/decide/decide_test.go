@@ -24,23 +24,25 @@ func geoDB(t testing.TB, nets map[string]string) *decide.GeoIP {
 		t.Fatal(err)
 	}
 	for cidr, cc := range nets {
-		_, n, err := net.ParseCIDR(cidr)
-		if err != nil {
-			t.Fatal(err)
+		_, n, parseErr := net.ParseCIDR(cidr)
+		if parseErr != nil {
+			t.Fatal(parseErr)
 		}
-		if err := tree.Insert(n, mmdbtype.Map{"country": mmdbtype.Map{"iso_code": mmdbtype.String(cc)}}); err != nil {
+		if err = tree.Insert(n, mmdbtype.Map{"country": mmdbtype.Map{"iso_code": mmdbtype.String(cc)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	path := filepath.Join(t.TempDir(), "geo.mmdb")
-	f, err := os.Create(path)
+	f, err := os.Create(path) //nolint:gosec // a path of the test's own temporary directory
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err = tree.WriteTo(f); err != nil {
 		t.Fatal(err)
 	}
-	f.Close()
+	if err = f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	g, err := decide.OpenGeoIP(path)
 	if err != nil {
 		t.Fatal(err)

@@ -48,7 +48,9 @@ func TestDecision_JSON(t *testing.T) {
 	}
 	ref, _ := json.Marshal(plain{d.Decision, d.Policy, d.PrimaryAuthentication, d.SecondaryAuthentication, d.AdvancedSettings, d.EndpointAdvancedSettings, ev, d.NotAssigned})
 	var want map[string]any
-	json.Unmarshal(ref, &want)
+	if err := json.Unmarshal(ref, &want); err != nil {
+		t.Fatal(err)
+	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("hand-written\n%s\nencoding/json\n%s", raw, ref)
 	}

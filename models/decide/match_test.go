@@ -27,7 +27,7 @@ func (m mapLocator) Country(a netip.Addr) (string, string) {
 // actions and devices; and the answer's considered policies are those
 // Evaluated lists, the deciding one last.
 func TestMatch_AgreesWithExplain(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 11))
+	r := rand.New(rand.NewPCG(7, 11)) //nolint:gosec // a seeded, repeatable sequence of cases, not a secret
 	addrs := []netip.Addr{
 		netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.255.255.255"), netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("192.0.2.21"),
 		netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8:ffff:ffff:ffff:ffff:ffff:ffff"), netip.MustParseAddr("2001:db9::"),

@@ -29,7 +29,7 @@ func TestFetch_Filters(t *testing.T) {
 		`createdAt gt "2024-01-01T00:00:05Z"`, `createdAt le "2024-01-01T01:00:03.703701+01:00"`,
 		`id eq "1"`, `id gt 5000`, `not (id lt "5000") and not (note co "e" or score eq null)`,
 	}
-	r := rand.New(rand.NewPCG(1, 2))
+	r := rand.New(rand.NewPCG(1, 2)) //nolint:gosec // a seeded, repeatable set of filters, not a secret
 	for range 150 {
 		filters = append(filters, randomFilter(r, items, 3))
 	}
@@ -188,8 +188,8 @@ func TestFetch_OffsetPaging(t *testing.T) {
 		}
 		var paged []item
 		for from := 0; from < 130; from += 50 {
-			rows, m := fetch(t, db, itemOffsetListing, url.Values{"sort": {"-rank,name"}, "limit": {"50"}, "from": {fmt.Sprint(from)}})
-			meta := m.(*listing.OffsetMeta)
+			rows, pageMeta := fetch(t, db, itemOffsetListing, url.Values{"sort": {"-rank,name"}, "limit": {"50"}, "from": {fmt.Sprint(from)}})
+			meta := pageMeta.(*listing.OffsetMeta)
 			if meta.StartIndex.N != from || meta.Limit != 50 || meta.Total != 120 {
 				t.Errorf("from %d: meta %+v", from, meta)
 			}
