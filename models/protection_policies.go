@@ -73,11 +73,21 @@ func (s *PolicyStore) ensureDefault(ctx context.Context, tx bun.IDB, orgID int64
 		}
 		def := NewDefaultPolicy(orgID)
 		def.Priority = int64(n) + 1
-		if _, err := tx.NewInsert().Model(def).On("CONFLICT DO NOTHING").Exec(ctx); err != nil {
+		res, err := tx.NewInsert().Model(def).On("CONFLICT DO NOTHING").Exec(ctx)
+		if err != nil {
 			return nil, fmt.Errorf("insert default policy: %w", err)
 		}
-		if err := BumpProtectionVersion(ctx, tx, orgID); err != nil {
-			return nil, err
+		// Only the creator bumps the version: a loser of the race that
+		// locked the version row here, then waited for the default row
+		// locked by a writer that next bumps the version, would deadlock.
+		inserted, err := res.RowsAffected()
+		if err != nil {
+			return nil, fmt.Errorf("insert default policy: %w", err)
+		}
+		if inserted == 1 {
+			if err = BumpProtectionVersion(ctx, tx, orgID); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return nil, fmt.Errorf("default policy of organization %d: not found after insert", orgID)
