@@ -68,7 +68,7 @@ func (s *PolicyStore) ensureDefault(ctx context.Context, tx bun.IDB, orgID int64
 			return nil, fmt.Errorf("select default policy: %w", err)
 		}
 		var n int
-		if err := tx.NewSelect().Model((*Policy)(nil)).ColumnExpr("COUNT(*)").Where("org_id = ?", orgID).Scan(ctx, &n); err != nil {
+		if err = tx.NewSelect().Model((*Policy)(nil)).ColumnExpr("COUNT(*)").Where("org_id = ?", orgID).Scan(ctx, &n); err != nil {
 			return nil, fmt.Errorf("count policies: %w", err)
 		}
 		def := NewDefaultPolicy(orgID)
