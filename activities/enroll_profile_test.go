@@ -73,13 +73,13 @@ func enrollCSVDirectly(t *testing.T, db *bun.DB, rows, chunk int) {
 	began := time.Now()
 	now := time.Now().UTC()
 	if models.IsPostgres(db) {
-		conn, err := db.DB.Conn(ctx)
-		if err != nil {
-			t.Fatal(err)
+		conn, cerr := db.DB.Conn(ctx)
+		if cerr != nil {
+			t.Fatal(cerr)
 		}
-		err = conn.Raw(func(dc any) error {
+		rerr := conn.Raw(func(dc any) error {
 			i := 0
-			_, err := dc.(*stdlib.Conn).Conn().CopyFrom(ctx, pgx.Identifier{"users"}, []string{"id", "org_id", "email", "created_at", "updated_at"},
+			_, copyErr := dc.(*stdlib.Conn).Conn().CopyFrom(ctx, pgx.Identifier{"users"}, []string{"id", "org_id", "email", "created_at", "updated_at"},
 				pgx.CopyFromFunc(func() ([]any, error) {
 					if i == rows {
 						return nil, nil
@@ -87,29 +87,29 @@ func enrollCSVDirectly(t *testing.T, db *bun.DB, rows, chunk int) {
 					i++
 					return []any{models.NewID(), org.ID, "user" + strconv.Itoa(i) + "@example.com", now, now}, nil
 				}))
-			return err
+			return copyErr
 		})
-		if cerr := conn.Close(); cerr != nil {
-			t.Fatal(cerr)
-		}
-		if err != nil {
+		if err = conn.Close(); err != nil {
 			t.Fatal(err)
+		}
+		if rerr != nil {
+			t.Fatal(rerr)
 		}
 	} else {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
+		tx, terr := db.BeginTx(ctx, nil)
+		if terr != nil {
+			t.Fatal(terr)
 		}
-		stmt, err := tx.PrepareContext(ctx, "INSERT INTO users (id, org_id, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)")
-		if err != nil {
-			t.Fatal(err)
+		stmt, serr := tx.PrepareContext(ctx, "INSERT INTO users (id, org_id, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?)")
+		if serr != nil {
+			t.Fatal(serr)
 		}
 		for i := 1; i <= rows; i++ {
-			if _, err := stmt.ExecContext(ctx, models.NewID(), org.ID, "user"+strconv.Itoa(i)+"@example.com", now, now); err != nil {
+			if _, err = stmt.ExecContext(ctx, models.NewID(), org.ID, "user"+strconv.Itoa(i)+"@example.com", now, now); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := tx.Commit(); err != nil {
+		if err = tx.Commit(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -154,9 +154,9 @@ func enrollCSVDirectly(t *testing.T, db *bun.DB, rows, chunk int) {
 	began = time.Now()
 	from := int64(1)
 	for {
-		res, err := a.EnrollCSVRows(ctx, activities.EnrollCSVChunk{Job: ref, Params: input, From: from, Before: p})
-		if err != nil {
-			t.Fatal(err)
+		res, rerr := a.EnrollCSVRows(ctx, activities.EnrollCSVChunk{Job: ref, Params: input, From: from, Before: p})
+		if rerr != nil {
+			t.Fatal(rerr)
 		}
 		p, from = res.Progress, res.Next
 		if res.Done {

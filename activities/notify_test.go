@@ -311,7 +311,10 @@ func TestDeliverChunk_OutcomesOfTheServer(t *testing.T) {
 					return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "greylisted"}
 				}
 			case "u003@example.com":
-				c.Close() // the message was complete; the answer never comes
+				// The message was complete; the answer never comes.
+				if err := c.Close(); err != nil {
+					t.Errorf("dropping the connection: %v", err)
+				}
 				return errors.New("dropped")
 			}
 			return nil

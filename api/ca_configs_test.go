@@ -168,13 +168,13 @@ func TestCAConfigs(t *testing.T) {
 
 		enroll := func(files ...zipFile) []models.JobResult {
 			t.Helper()
-			resp := upload(t, env, "/api/v1/protection/quick-enrollment/upload-smartcards", qtok,
+			up := upload(t, env, "/api/v1/protection/quick-enrollment/upload-smartcards", qtok,
 				[][2]string{{"certificate_filename_pattern", "Primary Email"}, {"factor_configs", smart}}, "cards.zip", zipOf(t, files...))
-			if resp.Status != http.StatusAccepted {
-				t.Fatalf("upload: %d %s", resp.Status, resp.Body)
+			if up.Status != http.StatusAccepted {
+				t.Fatalf("upload: %d %s", up.Status, up.Body)
 			}
 			var acc acceptedBody
-			resp.JSON(t, &acc)
+			up.JSON(t, &acc)
 			id, _ := models.ParseID("id", acc.Data.ID)
 			env.WaitJob(env.Org, id, time.Minute, finished)
 			return allResults(t, env, id)

@@ -60,7 +60,7 @@ const envCrashAfterChunkCommit = "IAM_TEST_CRASH_AFTER_CHUNK_COMMIT"
 // environment; the kernel kills it should this process die first.
 func startWorkerProcess(t *testing.T, dsn, hostPort, ns, queue string, extra ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestEnrollmentWorkerProcess$", "-test.count=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestEnrollmentWorkerProcess$", "-test.count=1") //nolint:gosec // G204: this test binary, with fixed arguments
 	cmd.Env = append(os.Environ(), envChildWorker+"=1", envChildDSN+"="+dsn, envChildTemporal+"="+hostPort,
 		envChildNS+"="+ns, envChildQueue+"="+queue, secrettest.Env())
 	cmd.Env = append(cmd.Env, extra...)
@@ -136,9 +136,9 @@ func TestEnrollment_WorkerKilledFiveTimes(t *testing.T) {
 		if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 			t.Fatalf("the worker with %s=3 ended %s, want killed by SIGKILL", envCrashAfterChunkCommit, w.ProcessState)
 		}
-		j, err := env.Store.Jobs.Get(ctx, disturbed.ID, jobA)
-		if err != nil {
-			t.Fatal(err)
+		j, jerr := env.Store.Jobs.Get(ctx, disturbed.ID, jobA)
+		if jerr != nil {
+			t.Fatal(jerr)
 		}
 		t.Logf("the worker killed itself after a chunk's commit at %d rows processed (%s)", j.Processed, time.Since(began).Round(time.Millisecond))
 		w = startWorkerProcess(t, dsn, hostPort, ns, env.Jobs.TaskQueue)

@@ -16,7 +16,7 @@ import (
 	"iam/models/secret/secrettest"
 )
 
-const totpSecret = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
+const totpSecret = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP" //nolint:gosec // G101: a test's well-known example secret
 
 // A CSV enrolls its users in chunks through the workflow; bad rows fail
 // alone and the job ends WARNING with one result per row; secrets are

@@ -27,7 +27,7 @@ func TestUsers_CursorPagingUnderConcurrentWrites(t *testing.T) {
 		depts := []string{"Sales", "IT", "HR", "Ops"}
 		var originals []int64
 		for i := range 300 {
-			u := &models.User{OrgID: env.Org.ID, Email: fmt.Sprintf("o%d@example.com", i), LastName: fmt.Sprintf("L%03d", rand.IntN(1000)),
+			u := &models.User{OrgID: env.Org.ID, Email: fmt.Sprintf("o%d@example.com", i), LastName: fmt.Sprintf("L%03d", rand.IntN(1000)), //nolint:gosec // G404: test data, not a secret
 				Department: depts[i%4], Status: models.UserActive, IsLicensed: true}
 			if err := env.Store.Users.Create(ctx, u, ""); err != nil {
 				t.Fatal(err)
@@ -45,7 +45,7 @@ func TestUsers_CursorPagingUnderConcurrentWrites(t *testing.T) {
 					wg.Add(1)
 					go func() {
 						defer wg.Done()
-						r := rand.New(rand.NewPCG(uint64(w), 1))
+						r := rand.New(rand.NewPCG(uint64(w), 1)) //nolint:gosec // G404: a reproducible test load
 						for n := 0; wctx.Err() == nil; n++ {
 							time.Sleep(time.Millisecond)
 							if r.IntN(3) != 0 {

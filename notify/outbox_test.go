@@ -24,11 +24,17 @@ func TestOutbox(t *testing.T) {
 	if len(mails) != 1 || len(sms) != 1 {
 		t.Fatalf("outbox holds %v and %v", mails, sms)
 	}
-	eml, _ := os.ReadFile(mails[0])
+	eml, err := os.ReadFile(mails[0])
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !strings.Contains(string(eml), "Subject: Hello") || !strings.Contains(string(eml), "To: <ann@example.com>") {
 		t.Errorf("mail file:\n%s", eml)
 	}
-	log, _ := os.ReadFile(filepath.Join(dir, "outbox.log"))
+	log, err := os.ReadFile(filepath.Join(dir, "outbox.log")) //nolint:gosec // G304: a file in the test's own temporary directory
+	if err != nil {
+		t.Fatal(err)
+	}
 	if lines := strings.Split(strings.TrimSpace(string(log)), "\n"); len(lines) != 2 || !strings.Contains(lines[0], "\tmail\tto=ann@example.com") || !strings.Contains(lines[1], "\tsms\tto=+1555") {
 		t.Errorf("outbox.log:\n%s", log)
 	}

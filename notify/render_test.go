@@ -91,7 +91,10 @@ func TestSecret_NeverShown(t *testing.T) {
 	}{"u", "hunter2"}
 	var buf bytes.Buffer
 	slog.New(slog.NewJSONHandler(&buf, nil)).Info("config", "cfg", cfg, "pw", cfg.Password)
-	j, _ := json.Marshal(cfg)
+	j, err := json.Marshal(cfg) //nolint:gosec // G117: marshalling the secret is the point: it must come out masked
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range []string{fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), string(j), buf.String()} {
 		if strings.Contains(s, "hunter2") {
 			t.Errorf("secret shown: %s", s)

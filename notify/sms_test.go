@@ -119,7 +119,9 @@ func TestWebhookGateway_UnreachableIsRetriedThenTemporary(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now
+	if err = ln.Close(); err != nil { // nothing listens there now
+		t.Fatal(err)
+	}
 	gw, err := notify.NewWebhookGateway(notify.WebhookConfig{URL: "http://" + addr + "/sms", Retry: fastRetry})
 	if err != nil {
 		t.Fatal(err)

@@ -75,12 +75,12 @@ func walk(t *testing.T, header map[string][]string, body io.Reader, path []strin
 		*shapes = append(*shapes, strings.Join(append(path, mt), ">"))
 		r := multipart.NewReader(body, params["boundary"])
 		for {
-			p, err := r.NextRawPart()
-			if errors.Is(err, io.EOF) {
+			p, perr := r.NextRawPart()
+			if errors.Is(perr, io.EOF) {
 				return
 			}
-			if err != nil {
-				t.Fatalf("next part: %v", err)
+			if perr != nil {
+				t.Fatalf("next part: %v", perr)
 			}
 			walk(t, p.Header, p, append(path, mt), out, shapes)
 		}
@@ -253,7 +253,10 @@ func TestSMTPMailer_ClassifiesFailures(t *testing.T) {
 		case "defer":
 			return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try later"}
 		case "vanish":
-			c.Close() // the message is complete but no answer comes
+			// The message is complete but no answer comes.
+			if err := c.Close(); err != nil {
+				t.Errorf("dropping the connection: %v", err)
+			}
 			return errors.New("gone")
 		}
 		return nil
@@ -296,8 +299,11 @@ func TestSMTPMailer_ReplacesStaleConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	mu.Lock()
-	conns[0].Close() // the server drops the pooled connection
+	err := conns[0].Close() // the server drops the pooled connection
 	mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(50 * time.Millisecond)
 	if err := send(); err != nil {
 		t.Fatalf("send over a dropped pooled connection: %v", err)

@@ -82,7 +82,7 @@ var packageFiles = []string{"DeviceAgent-windows-1.0.0.msi", "DeviceAgent-macos-
 func testPackages(t testing.TB) string {
 	dir := t.TempDir()
 	for _, name := range packageFiles {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte("package "+name), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("package "+name), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -75,7 +75,9 @@ func TestBrowserFlow(t *testing.T) {
 			case got <- r.URL.Query():
 			default:
 			}
-			fmt.Fprint(w, `<!doctype html><title>Done</title><p id="done">Signed in.</p>`)
+			if _, err := fmt.Fprint(w, `<!doctype html><title>Done</title><p id="done">Signed in.</p>`); err != nil {
+				t.Errorf("the redirect endpoint's page: %v", err)
+			}
 		}))
 		defer cb.Close()
 		client, secret := f.client(f.env.Org, models.ClientServer, cb.URL+"/callback")

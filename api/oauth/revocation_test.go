@@ -185,7 +185,7 @@ func TestUsers_AdminPasswordRefusedThroughTheAPI(t *testing.T) {
 				}
 			}
 			resp := f.env.Do(apitest.Request{Method: "PATCH", Path: "/api/v1/users/" + models.FormatID(f.user.ID), Token: tok.AccessToken,
-				Body: map[string]any{"password": "a plain user's new one"}})
+				Body: map[string]any{"password": "a plain user's new one"}}) //nolint:gosec // G101: a test's password
 			if resp.Status != http.StatusOK {
 				t.Errorf("%v: PATCH a plain user's password: %d %s", scopes, resp.Status, resp.Body)
 			}
@@ -247,7 +247,7 @@ func TestAttack_NarrowAndForeignTokens(t *testing.T) {
 	// A stolen refresh token, then the owner's password is reset (by the
 	// operator, outside the API) and the account deactivated and reactivated.
 	stolen := f.issue(f.srv, client, f.admin, true, "svc.user.READ")
-	pw := "reset by the operator"
+	pw := "reset by the operator" //nolint:gosec // G101: a test's password
 	if _, err := f.users.Update(ctx, f.admin.OrgID, f.admin.ID, func(*models.User) error { return nil }, &pw); err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,9 @@ func TestUserStates_CachedBrieflyAndBounded(t *testing.T) {
 		t.Errorf("%d reads within the TTL, want 1", fetches[7])
 	}
 	now = now.Add(2 * time.Second)
-	u.get(ctx, 1, 7)
+	if _, err := u.get(ctx, 1, 7); err != nil {
+		t.Fatal(err)
+	}
 	if fetches[7] != 2 {
 		t.Errorf("%d reads after the TTL, want 2", fetches[7])
 	}
@@ -53,7 +55,9 @@ func TestUserStates_CachedBrieflyAndBounded(t *testing.T) {
 		t.Error("a miss in another organization hid the user in its own")
 	}
 	for id := int64(100); id < 100+userStateCacheSize*2; id++ {
-		u.get(ctx, 1, id)
+		if _, err := u.get(ctx, 1, id); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if n := u.cache.Len(); n > userStateCacheSize {
 		t.Errorf("the cache holds %d users, over its bound %d", n, userStateCacheSize)

@@ -47,10 +47,10 @@ func breachesAt(s *openapi3.Schema, v any, where string) []breach {
 	case string:
 		add("a number instead of a string", 12345)
 		if s.MinLength > 0 {
-			add(fmt.Sprintf("shorter than minLength %d", s.MinLength), strings.Repeat("a", int(s.MinLength)-1))
+			add(fmt.Sprintf("shorter than minLength %d", s.MinLength), strings.Repeat("a", bound(s.MinLength)-1))
 		}
-		if s.MaxLength != nil {
-			add(fmt.Sprintf("longer than maxLength %d", *s.MaxLength), strings.Repeat("a", int(*s.MaxLength)+1))
+		if s.MaxLength != nil && *s.MaxLength < maxBound {
+			add(fmt.Sprintf("longer than maxLength %d", *s.MaxLength), strings.Repeat("a", bound(*s.MaxLength)+1))
 		}
 		if s.Pattern != "" {
 			for _, c := range []string{"not matching!", "", " ", "-1", "0", "a\tb"} {

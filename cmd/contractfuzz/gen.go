@@ -43,7 +43,7 @@ func (g *gen) value(s *openapi3.Schema, name string) (any, error) {
 		}
 		return v, nil
 	}
-	return nil, fmt.Errorf("no valid value for %s in 20 tries: %v", describe(name), last)
+	return nil, fmt.Errorf("no valid value for %s in 20 tries: %w", describe(name), last)
 }
 
 func describe(name string) string {
@@ -277,10 +277,23 @@ func (g *gen) object(s *openapi3.Schema, name string, depth int) map[string]any 
 	return out
 }
 
+// maxBound caps the schema bounds (lengths, item counts) that values are
+// built from: no request worth sending comes near it, and under it a bound
+// converts to an int without overflow.
+const maxBound = 1 << 20
+
+// bound is a schema bound as an int, at most maxBound.
+func bound(n uint64) int {
+	if n > maxBound {
+		return maxBound
+	}
+	return int(n)
+}
+
 func (g *gen) array(s *openapi3.Schema, name string, depth int) []any {
-	lo, hi := int(s.MinItems), int(s.MinItems)+3
-	if s.MaxItems != nil && int(*s.MaxItems) < hi {
-		hi = int(*s.MaxItems)
+	lo, hi := bound(s.MinItems), bound(s.MinItems)+3
+	if s.MaxItems != nil && bound(*s.MaxItems) < hi {
+		hi = bound(*s.MaxItems)
 	}
 	if depth >= maxDepth {
 		hi = lo
@@ -381,9 +394,9 @@ func bounds(s *openapi3.Schema, lo, hi float64) (float64, float64) {
 }
 
 func (g *gen) str(s *openapi3.Schema) string {
-	minLen, maxLen := int(s.MinLength), int(s.MinLength)+24
-	if s.MaxLength != nil && int(*s.MaxLength) < maxLen {
-		maxLen = int(*s.MaxLength)
+	minLen, maxLen := bound(s.MinLength), bound(s.MinLength)+24
+	if s.MaxLength != nil && bound(*s.MaxLength) < maxLen {
+		maxLen = bound(*s.MaxLength)
 	}
 	switch s.Format {
 	case "date-time":
@@ -509,7 +522,7 @@ func (g *gen) classRune(ranges []rune) rune {
 		return ascii[g.r.Intn(len(ascii))]
 	}
 	i := g.r.Intn(len(ranges)/2) * 2
-	return ranges[i] + rune(g.r.Intn(int(ranges[i+1]-ranges[i])+1))
+	return ranges[i] + g.r.Int31n(ranges[i+1]-ranges[i]+1) // for a seed, the numbers Intn gives
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -31,6 +31,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -73,7 +74,7 @@ type options struct {
 	verbose         bool
 }
 
-func run(o options) (int, error) {
+func run(o options) (failures int, err error) {
 	doc, err := api.LoadOpenAPI()
 	if err != nil {
 		return 0, err
@@ -90,11 +91,15 @@ func run(o options) (int, error) {
 	}
 	base, token := o.url, o.token
 	if base == "" {
-		work, err := os.MkdirTemp("", "contractfuzz-")
-		if err != nil {
-			return 0, err
+		work, merr := os.MkdirTemp("", "contractfuzz-")
+		if merr != nil {
+			return 0, merr
 		}
-		defer os.RemoveAll(work)
+		defer func() {
+			if rerr := os.RemoveAll(work); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		}()
 		bin := o.bin
 		if bin == "" {
 			if bin, err = iamproc.Build(work, "iam", ""); err != nil {

@@ -47,14 +47,14 @@ func startDev(bin, work string) (base, token string, stop func(), err error) {
 		return "", "", nil, err
 	}
 	base = "http://" + addr
-	if err := iamproc.WaitFor(base+"/readyz", 2*time.Minute); err != nil {
+	if err = iamproc.WaitFor(base+"/readyz", 2*time.Minute); err != nil {
 		dev.Stop()
 		return "", "", nil, fmt.Errorf("iam dev (log in %s): %w", work, err)
 	}
 	out, err := iamproc.Run(bin, env, "token", "--user", adminEmail, "--scopes", strings.Join(allScopes, ","))
 	if err != nil {
 		dev.Stop()
-		return "", "", nil, fmt.Errorf("iam token: %v\n%s", err, out)
+		return "", "", nil, fmt.Errorf("iam token: %w\n%s", err, out)
 	}
 	var tok struct {
 		AccessToken string `json:"access_token"`
@@ -174,7 +174,7 @@ func (s *seeded) call(method, path string, body any, ctype string) (int, map[str
 	if err != nil {
 		return 0, nil, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read to the end: a failed close loses nothing
 	raw, _ := io.ReadAll(resp.Body)
 	var out map[string]any
 	_ = json.Unmarshal(raw, &out)
@@ -339,7 +339,10 @@ func seed(base, token string) *seeded {
 		if err != nil {
 			return err
 		}
-		body, ctype := multipartBody(map[string]string{"certificate_mapping_attribute": "email"}, "ca_file", "ca.pem", pemCA)
+		body, ctype, err := multipartBody(map[string]string{"certificate_mapping_attribute": "email"}, "ca_file", "ca.pem", pemCA)
+		if err != nil {
+			return err
+		}
 		_, out, err := s.call("POST", "/api/v1/protection/authnfactor-configs/"+smartCardID+"/ca-configs", body, ctype)
 		s.add("ca_config_id", id(out))
 		if err == nil {
@@ -379,15 +382,21 @@ func seed(base, token string) *seeded {
 		})
 	})
 	s.step("enrollment job", func() error {
-		body, ctype := multipartBody(map[string]string{"factor_configs": factorID}, "file", "users.csv",
+		body, ctype, err := multipartBody(map[string]string{"factor_configs": factorID}, "file", "users.csv",
 			[]byte("Primary Email,Email Address\n"+userEmail+","+userEmail+"\n"))
+		if err != nil {
+			return err
+		}
 		_, out, err := s.call("POST", "/api/v1/protection/quick-enrollment/upload-csv", body, ctype)
 		s.add("job_id", id(out))
 		return err
 	})
 	var uploadID string
 	s.step("management upload", func() error {
-		body, ctype := multipartBody(nil, "file", "users.csv", []byte("Primary Email\n"+userEmail+"\n"))
+		body, ctype, err := multipartBody(nil, "file", "users.csv", []byte("Primary Email\n"+userEmail+"\n"))
+		if err != nil {
+			return err
+		}
 		_, out, err := s.call("POST", "/api/v1/management/actions/move-users/uploads", body, ctype)
 		uploadID = id(out)
 		s.add("upload_id", uploadID)
@@ -417,19 +426,31 @@ func poll(fn func() (bool, error)) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return fmt.Errorf("not done in 20 s: %v", err)
+	if err == nil {
+		return fmt.Errorf("not done in 20 s")
+	}
+	return fmt.Errorf("not done in 20 s: %w", err)
 }
 
-func multipartBody(fields map[string]string, fileField, fileName string, file []byte) ([]byte, string) {
+func multipartBody(fields map[string]string, fileField, fileName string, file []byte) ([]byte, string, error) {
 	var b bytes.Buffer
 	w := multipart.NewWriter(&b)
 	for _, k := range sortedKeys(fields) {
-		_ = w.WriteField(k, fields[k])
+		if err := w.WriteField(k, fields[k]); err != nil {
+			return nil, "", err
+		}
 	}
-	fw, _ := w.CreateFormFile(fileField, fileName)
-	_, _ = fw.Write(file)
-	w.Close()
-	return b.Bytes(), w.FormDataContentType()
+	fw, err := w.CreateFormFile(fileField, fileName)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err = fw.Write(file); err != nil {
+		return nil, "", err
+	}
+	if err = w.Close(); err != nil {
+		return nil, "", err
+	}
+	return b.Bytes(), w.FormDataContentType(), nil
 }
 
 // selfSignedCA is a PEM CA certificate valid from an hour ago for a year.

@@ -77,7 +77,9 @@ func startServer() (srv *pgServer, err error) {
 	defer func() {
 		if err != nil {
 			if srv.admin != nil {
-				srv.admin.Close()
+				if closeErr := srv.admin.Close(); closeErr != nil {
+					err = fmt.Errorf("%w; then closing the connection: %w", err, closeErr)
+				}
 			}
 			if srv.cluster != nil {
 				if stopErr := srv.cluster.Stop(); stopErr != nil {

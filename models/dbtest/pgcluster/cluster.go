@@ -197,7 +197,7 @@ func (c *Cluster) Stop() error {
 // Command prepares one of the server programs (initdb, pg_ctl, createdb,
 // psql ...), run as the server's user in the cluster's folder.
 func (c *Cluster) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, filepath.Join(c.bin.dir, name), args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(c.bin.dir, name), args...) //nolint:gosec // G204: an installed PostgreSQL server program; the callers are this package's tests and helpers
 	cmd.Dir = c.dir
 	cmd.Env = c.env
 	cmd.SysProcAttr = procAttr(c.owner, false)
@@ -266,7 +266,7 @@ func (c *Cluster) LogTail() string {
 	if err != nil {
 		return "(no server log: " + err.Error() + ")"
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // only read: a failed close loses nothing
 	if fi, err := f.Stat(); err == nil && fi.Size() > max {
 		f.Seek(-max, io.SeekEnd) //nolint:errcheck
 	}
@@ -319,7 +319,7 @@ func findBinaries() (pgBin, error) {
 			}
 			continue
 		}
-		out, err := exec.Command(filepath.Join(dir, "pg_ctl"), "--version").Output()
+		out, err := exec.Command(filepath.Join(dir, "pg_ctl"), "--version").Output() //nolint:gosec // G204: the installed server's pg_ctl, with a fixed argument
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s/pg_ctl --version: %v", dir, err))
 			continue
@@ -367,9 +367,12 @@ func tempRoot() string {
 	const shm = "/dev/shm"
 	if fi, err := os.Stat(shm); err == nil && fi.IsDir() {
 		if f, err := os.CreateTemp(shm, "iam-pg-probe-"); err == nil {
-			f.Close()
-			os.Remove(f.Name())
-			return shm
+			_ = f.Close() // an empty file: nothing to lose
+			// The cluster's folder is removed at the end: a /dev/shm where
+			// the probe cannot be removed is not one to use.
+			if os.Remove(f.Name()) == nil {
+				return shm
+			}
 		}
 	}
 	return ""
@@ -381,18 +384,20 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("find a free port: %w", err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	port := l.Addr().(*net.TCPAddr).Port
+	if err = l.Close(); err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	return port, nil
 }
 
 func appendFile(path, text string) error {
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0) //nolint:gosec // G304: a file of the cluster this package made
 	if err != nil {
 		return err
 	}
 	if _, err := f.WriteString(text); err != nil {
-		f.Close()
-		return err
+		return errors.Join(err, f.Close())
 	}
 	return f.Close()
 }

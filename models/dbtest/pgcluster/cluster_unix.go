@@ -3,6 +3,7 @@
 package pgcluster
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -30,12 +31,13 @@ func serverUser() (*osUser, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the tests run as root, which PostgreSQL refuses, and there is no \"postgres\" system user to run it as: %w", err)
 	}
-	uid, err1 := strconv.Atoi(u.Uid)
-	gid, err2 := strconv.Atoi(u.Gid)
+	// 32 bits, as the kernel's ids: procAttr converts them to uint32.
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
 	if err1 != nil || err2 != nil {
-		return nil, fmt.Errorf("system user postgres has uid %q and gid %q, not numbers", u.Uid, u.Gid)
+		return nil, fmt.Errorf("system user postgres has uid %q and gid %q, not 32-bit numbers", u.Uid, u.Gid)
 	}
-	return &osUser{name: u.Username, uid: uid, gid: gid}, nil
+	return &osUser{name: u.Username, uid: int(uid), gid: int(gid)}, nil
 }
 
 // procAttr runs a program as owner (when not nil) and, with ownGroup, in a
@@ -43,7 +45,7 @@ func serverUser() (*osUser, error) {
 func procAttr(owner *osUser, ownGroup bool) *syscall.SysProcAttr {
 	attr := &syscall.SysProcAttr{Setpgid: ownGroup}
 	if owner != nil {
-		attr.Credential = &syscall.Credential{Uid: uint32(owner.uid), Gid: uint32(owner.gid)}
+		attr.Credential = &syscall.Credential{Uid: uint32(owner.uid), Gid: uint32(owner.gid)} //nolint:gosec // G115: serverUser parsed both as 32-bit numbers
 	}
 	return attr
 }
@@ -79,17 +81,18 @@ func startWatchdog(c *Cluster) (*watchdog, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "iam-pg-watchdog",
+	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "iam-pg-watchdog", //nolint:gosec // G204: the fixed script, given the installed pg_ctl and the cluster's folders
 		filepath.Join(c.bin.dir, "pg_ctl"), c.data, c.dir)
 	cmd.Stdin = r
 	cmd.Dir = "/"
 	cmd.Env = c.env
 	cmd.SysProcAttr = procAttr(c.owner, true)
 	err = cmd.Start()
-	r.Close()
+	// The child has its own copy of the read end; this one was never read,
+	// so a failed close loses nothing.
+	_ = r.Close()
 	if err != nil {
-		w.Close()
-		return nil, err
+		return nil, errors.Join(err, w.Close())
 	}
 	wd := &watchdog{cmd: cmd, pipe: w, done: make(chan error, 1)}
 	go func() { wd.done <- cmd.Wait() }()
@@ -98,15 +101,15 @@ func startWatchdog(c *Cluster) (*watchdog, error) {
 
 // release tells the watchdog to finish and waits for it.
 func (wd *watchdog) release(timeout time.Duration) error {
-	wd.pipe.Close()
+	closeErr := wd.pipe.Close()
 	select {
 	case err := <-wd.done:
-		if err != nil {
+		if err = errors.Join(closeErr, err); err != nil {
 			return fmt.Errorf("cluster watchdog: %w", err)
 		}
 		return nil
 	case <-time.After(timeout):
 		_ = wd.cmd.Process.Kill()
-		return fmt.Errorf("cluster watchdog did not finish within %v", timeout)
+		return errors.Join(closeErr, fmt.Errorf("cluster watchdog did not finish within %v", timeout))
 	}
 }
