@@ -34,21 +34,15 @@ func clientsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 
 	// run opens the store and organization, then calls body.
 	run := func(body func(cmd *cobra.Command, env *adminEnv) error) func(*cobra.Command, []string) error {
-		return configured(environ, func(cmd *cobra.Command, cfg Config) (err error) {
-			if cmd.Flags().Changed("data-dir") {
-				cfg.Dev.DataDir = dataDir
-			}
+		return configured(environ, func(cmd *cobra.Command, cfg Config) error {
 			log := newLogger(stderr, cfg.LogLevel)
-			store, _, err := openAdminStore(cmd.Context(), cfg, log)
-			if err != nil {
-				return err
-			}
-			defer joinClose(&err, store.Close)
-			org, err := adminOrg(cmd.Context(), store, orgID, cfg.OAuth, stderr, log)
-			if err != nil {
-				return err
-			}
-			return body(cmd, &adminEnv{clients: store.OAuthClients, org: org})
+			return withAdminStore(cmd, cfg, dataDir, log, func(store *models.Store) error {
+				org, err := adminOrg(cmd.Context(), store, orgID, cfg.OAuth, stderr, log)
+				if err != nil {
+					return err
+				}
+				return body(cmd, &adminEnv{clients: store.OAuthClients, org: org})
+			})
 		})
 	}
 

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"iam/api/oauth"
 	"iam/models"
 )
@@ -154,6 +156,21 @@ func openAdminStore(ctx context.Context, cfg Config, log *slog.Logger) (store *m
 	}
 	store, err = openStore(ctx, "sqlite:"+filepath.Join(dataDir, "iam.db"), true, log)
 	return store, true, err
+}
+
+// withAdminStore runs body on the store of openAdminStore, the command's
+// --data-dir (dataDir) standing for IAM_DATA_DIR when given, and closes it
+// after: a failed close fails the command.
+func withAdminStore(cmd *cobra.Command, cfg Config, dataDir string, log *slog.Logger, body func(store *models.Store) error) (err error) {
+	if cmd.Flags().Changed("data-dir") {
+		cfg.Dev.DataDir = dataDir
+	}
+	store, _, err := openAdminStore(cmd.Context(), cfg, log)
+	if err != nil {
+		return err
+	}
+	defer joinClose(&err, store.Close)
+	return body(store)
 }
 
 // adminOrg is the organization an admin command works in: the one of id, or

@@ -29,16 +29,10 @@ func orgsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 
 	// run opens the store, then calls body.
 	run := func(body func(cmd *cobra.Command, cfg Config, store *models.Store) error) func(*cobra.Command, []string) error {
-		return configured(environ, func(cmd *cobra.Command, cfg Config) (err error) {
-			if cmd.Flags().Changed("data-dir") {
-				cfg.Dev.DataDir = dataDir
-			}
-			store, _, err := openAdminStore(cmd.Context(), cfg, newLogger(stderr, cfg.LogLevel))
-			if err != nil {
-				return err
-			}
-			defer joinClose(&err, store.Close)
-			return body(cmd, cfg, store)
+		return configured(environ, func(cmd *cobra.Command, cfg Config) error {
+			return withAdminStore(cmd, cfg, dataDir, newLogger(stderr, cfg.LogLevel), func(store *models.Store) error {
+				return body(cmd, cfg, store)
+			})
 		})
 	}
 
