@@ -59,7 +59,7 @@ func (s *Server) uploadSmartCards(c *gin.Context) error {
 		ActionName: models.EnrollSmartCardsAction, Entity: models.EnrollmentEntity, CreatedBy: p.UserID,
 	}
 	file := models.FileUpload{Name: form.fileName, ContentType: "application/zip", Body: form.file, MaxSize: s.cfg.UploadMaxBytes}
-	err = s.store.CreateUploadJob(c.Request.Context(), job, file, func(blob *models.Blob) (json.RawMessage, error) {
+	err = s.store.Jobs.CreateUploadJob(c.Request.Context(), job, file, func(blob *models.Blob) (json.RawMessage, error) {
 		input.BlobID = blob.ID
 		return json.Marshal(input)
 	})

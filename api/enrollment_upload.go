@@ -77,7 +77,7 @@ func (s *Server) uploadCSV(c *gin.Context) error {
 		ActionName: models.EnrollCSVAction, Entity: models.EnrollmentEntity, CreatedBy: p.UserID,
 	}
 	file := models.FileUpload{Name: form.fileName, ContentType: "text/csv", Body: form.file, MaxSize: s.cfg.UploadMaxBytes}
-	err = s.store.CreateUploadJob(c.Request.Context(), job, file, func(blob *models.Blob) (json.RawMessage, error) {
+	err = s.store.Jobs.CreateUploadJob(c.Request.Context(), job, file, func(blob *models.Blob) (json.RawMessage, error) {
 		input.BlobID = blob.ID
 		return json.Marshal(input)
 	})

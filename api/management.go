@@ -289,7 +289,7 @@ func (s *Server) mgmtUpload(c *gin.Context) error {
 	}
 	up.FileRows = rows
 	file := models.FileUpload{Name: form.fileName, ContentType: "text/csv", Body: form.file, MaxSize: mgmtUploadMaxBytes}
-	job, err := s.store.CreateResolvingUpload(c.Request.Context(), up, file, ins.Encoding.Name, ins.DataOffset)
+	job, err := s.store.Management.CreateResolvingUpload(c.Request.Context(), up, file, ins.Encoding.Name, ins.DataOffset)
 	if err != nil {
 		return uploadWriteError(c, err)
 	}

@@ -85,6 +85,14 @@ type DBBlobStore struct {
 	box *secret.Box
 }
 
+// NewDBBlobStore returns the blob store over db; it writes in the clear
+// until Seal gives it a box.
+func NewDBBlobStore(db bun.IDB) *DBBlobStore { return &DBBlobStore{db: db} }
+
+// Seal makes the store seal what it writes with box and open what it reads
+// with it.
+func (s *DBBlobStore) Seal(box *secret.Box) { s.box = box }
+
 // blobChunkAAD binds a sealed chunk to its organization, blob and index.
 func blobChunkAAD(orgID, blobID, seq int64) string {
 	return fmt.Sprintf("iam-blob:%d:%d:%d", orgID, blobID, seq)

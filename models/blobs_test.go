@@ -126,7 +126,7 @@ func TestBlobs_CreateUploadJob(t *testing.T) {
 		}
 		job := &models.Job{OrgID: org.ID, Kind: "K", Module: "M", ActionName: "A"}
 		var blobID int64
-		err := store.CreateUploadJob(ctx, job, file(), func(b *models.Blob) (json.RawMessage, error) {
+		err := store.Jobs.CreateUploadJob(ctx, job, file(), func(b *models.Blob) (json.RawMessage, error) {
 			blobID = b.ID
 			return json.Marshal(map[string]string{"blob_id": models.FormatID(b.ID)})
 		})
@@ -139,7 +139,7 @@ func TestBlobs_CreateUploadJob(t *testing.T) {
 		}
 		// A job that breaks a rule: no job, no blob.
 		bad := &models.Job{OrgID: org.ID, Module: "M", ActionName: "A"}
-		err = store.CreateUploadJob(ctx, bad, file(), func(*models.Blob) (json.RawMessage, error) { return json.RawMessage(`{}`), nil })
+		err = store.Jobs.CreateUploadJob(ctx, bad, file(), func(*models.Blob) (json.RawMessage, error) { return json.RawMessage(`{}`), nil })
 		if models.ErrorCode(err) != models.EINVALID {
 			t.Fatalf("a job without kind: %v", err)
 		}

@@ -112,6 +112,9 @@ func parseCAFile(data []byte, now time.Time) (*x509.Certificate, error) {
 // CAStore keeps the CA configs of smart card factor configs.
 type CAStore struct{ db bun.IDB }
 
+// NewCAStore returns the CAStore over db (the database or a transaction).
+func NewCAStore(db bun.IDB) *CAStore { return &CAStore{db: db} }
+
 // smartCardConfig checks that factorID is the organization's smart card
 // factor config: ENOTFOUND when not the organization's, EINVALID when of
 // another type.
@@ -131,7 +134,7 @@ func smartCardConfig(ctx context.Context, db bun.IDB, orgID, factorID int64) err
 }
 
 func checkMapping(attr string) error {
-	if !oneOf(attr, CAMappingAttributes) {
+	if !OneOf(attr, CAMappingAttributes) {
 		return Invalid("certificate_mapping_attribute", "must be one of %s", strings.Join(CAMappingAttributes, ", "))
 	}
 	return nil

@@ -93,6 +93,9 @@ var DeviceGroupMemberListing = listing.MustSchema(listing.Schema{
 // DeviceGroupStore keeps device groups and their members.
 type DeviceGroupStore struct{ db bun.IDB }
 
+// NewDeviceGroupStore returns the DeviceGroupStore over db (the database or a transaction).
+func NewDeviceGroupStore(db bun.IDB) *DeviceGroupStore { return &DeviceGroupStore{db: db} }
+
 // deviceGroupView is the derived table reads use: the organization's groups
 // with their members_count (deleted devices not counted).
 func deviceGroupView(orgID int64) (string, []any) {

@@ -102,10 +102,10 @@ func (f *DeviceFacts) Validate() error {
 	if f.Name == "" {
 		return Invalid("facts.name", "is required")
 	}
-	if !oneOf(f.OSType, deviceOSTypes) {
+	if !OneOf(f.OSType, deviceOSTypes) {
 		return Invalid("facts.os_type", "must be one of %v", deviceOSTypes)
 	}
-	if !oneOf(f.JoinType, deviceJoinTypes) {
+	if !OneOf(f.JoinType, deviceJoinTypes) {
 		return Invalid("facts.join_type", "must be one of %v", deviceJoinTypes)
 	}
 	if f.IPAddress != "" {
@@ -114,15 +114,6 @@ func (f *DeviceFacts) Validate() error {
 		}
 	}
 	return nil
-}
-
-func oneOf(v string, set []string) bool {
-	for _, s := range set {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Device is a device with an agent (spec 2.3). Its credential is a random
@@ -196,10 +187,17 @@ func (d *Device) AgentStatus(now time.Time) string {
 // keys, local accounts, commands, offline-enrolled users and link history.
 type DeviceStore struct {
 	db       *bun.DB
-	d        sqlDialect
+	d        devicesDialect
 	box      *secret.Box
 	contacts contacts
 }
+
+// NewDeviceStore returns the DeviceStore over db; installation keys need
+// Seal first.
+func NewDeviceStore(db *bun.DB) *DeviceStore { return &DeviceStore{db: db, d: devicesDialectOf(db)} }
+
+// Seal makes the store seal the agents' installation keys with box.
+func (s *DeviceStore) Seal(box *secret.Box) { s.box = box }
 
 // errNoBox is returned when installation keys are asked of a store without
 // the encryption key.
@@ -257,7 +255,7 @@ func (s *DeviceStore) newInstallKey(orgID int64, agentType string) (*installKey,
 }
 
 func checkAgentType(agentType string) error {
-	if !oneOf(agentType, AgentTypes) {
+	if !OneOf(agentType, AgentTypes) {
 		return Invalid("agent_type", "must be one of %v", AgentTypes)
 	}
 	return nil
@@ -398,7 +396,7 @@ func (s *DeviceStore) Register(ctx context.Context, r Registration) (*Device, st
 	if r.AgentType != AgentDevice {
 		return nil, "", Invalid("agent_type", "only the %s registers devices", AgentDevice)
 	}
-	if !oneOf(r.Platform, DevicePlatforms) {
+	if !OneOf(r.Platform, DevicePlatforms) {
 		return nil, "", Invalid("platform", "must be one of %v", DevicePlatforms)
 	}
 	if err := r.Facts.Validate(); err != nil {
@@ -464,7 +462,7 @@ func (s *DeviceStore) registeredBefore(ctx context.Context, tx bun.Tx, orgID int
 		var d Device
 		q := tx.NewSelect().Model(&d).Where("id = ? AND org_id = ?", r.DeviceID, orgID)
 		err = s.d.lockRows(q, "UPDATE").Scan(ctx)
-		if isNoRows(err) {
+		if IsNoRows(err) {
 			return nil, nil, ErrBadDeviceCredentials
 		}
 		if err != nil {

@@ -3,10 +3,8 @@ package models
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -196,7 +194,7 @@ func (in *CheckIn) Validate() error {
 			return Invalid("local_accounts.user_name", "must be 1 to %d bytes of text", MaxAccountNameLen)
 		case seen[a.UserName]:
 			return Invalid("local_accounts.user_name", "%q is reported twice", a.UserName)
-		case !oneOf(a.PermissionLevel, PermissionLevels):
+		case !OneOf(a.PermissionLevel, PermissionLevels):
 			return Invalid("local_accounts.permission_level", "must be one of %v", PermissionLevels)
 		}
 		seen[a.UserName] = true
@@ -429,7 +427,7 @@ func (s *DeviceStore) applyAck(ctx context.Context, tx bun.Tx, d *Device, a Ack,
 	var c Command
 	err := tx.NewSelect().Model(&c).Where("id = ? AND device_id = ?", id, d.ID).Scan(ctx)
 	if err != nil {
-		if isNoRows(err) {
+		if IsNoRows(err) {
 			return nil
 		}
 		return fmt.Errorf("read command: %w", err)
@@ -497,7 +495,7 @@ func (s *DeviceStore) applyAck(ctx context.Context, tx bun.Tx, d *Device, a Ack,
 func (s *DeviceStore) ackLink(ctx context.Context, tx bun.Tx, d *Device, c *Command, a Ack, now time.Time) error {
 	var acc LocalAccount
 	err := tx.NewSelect().Model(&acc).Where("device_id = ? AND link_command_id = ?", d.ID, c.ID).Scan(ctx)
-	if isNoRows(err) {
+	if IsNoRows(err) {
 		return nil
 	}
 	if err != nil {
@@ -664,5 +662,3 @@ func jsonEqual(a, b json.RawMessage) bool {
 	ya, _ := json.Marshal(y)
 	return string(xa) == string(ya)
 }
-
-func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

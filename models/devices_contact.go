@@ -160,9 +160,9 @@ func (s *DeviceStore) scheduleFlush() {
 	})
 }
 
-// closeContacts writes the pending contact times and schedules no more
+// CloseContacts writes the pending contact times and schedules no more
 // flushes (Store.Close).
-func (s *DeviceStore) closeContacts(ctx context.Context) error {
+func (s *DeviceStore) CloseContacts(ctx context.Context) error {
 	err := s.FlushContacts(ctx)
 	s.contacts.mu.Lock()
 	s.contacts.closed = true

@@ -45,7 +45,7 @@ func (s *DeviceStore) lockAccount(ctx context.Context, tx bun.Tx, orgID, deviceI
 	}
 	var a LocalAccount
 	if err := tx.NewSelect().Model(&a).Where("id = ? AND device_id = ?", accountID, d.ID).Scan(ctx); err != nil {
-		if isNoRows(err) {
+		if IsNoRows(err) {
 			return nil, nil, AccountNotFound(accountID)
 		}
 		return nil, nil, fmt.Errorf("read account: %w", err)
@@ -67,7 +67,7 @@ func (s *DeviceStore) Link(ctx context.Context, orgID, deviceID, accountID int64
 	if r.PermissionLevel == "Admin" {
 		r.PermissionLevel = "Administrator"
 	}
-	if !oneOf(r.PermissionLevel, PermissionLevels) {
+	if !OneOf(r.PermissionLevel, PermissionLevels) {
 		return nil, Invalid("permission_level", "must be one of %v", PermissionLevels)
 	}
 	if r.LinkType == "" {
@@ -103,7 +103,7 @@ func (s *DeviceStore) Link(ctx context.Context, orgID, deviceID, accountID int64
 		if err == nil {
 			return &Error{Code: ECONFLICT, Title: "User Already Linked",
 				Detail: fmt.Sprintf("the user is already linked to the local account %q of this device", other.UserName)}
-		} else if !isNoRows(err) {
+		} else if !IsNoRows(err) {
 			return fmt.Errorf("read accounts: %w", err)
 		}
 		c, err := queueCommand(ctx, tx, d, &a.ID, CmdLink, map[string]string{
@@ -209,7 +209,7 @@ func (s *DeviceStore) Account(ctx context.Context, orgID, deviceID, accountID in
 	}
 	var a LocalAccount
 	if err := s.db.NewSelect().Model(&a).Where("id = ? AND device_id = ?", accountID, deviceID).Scan(ctx); err != nil {
-		if isNoRows(err) {
+		if IsNoRows(err) {
 			return nil, AccountNotFound(accountID)
 		}
 		return nil, unavailable(fmt.Errorf("read account: %w", err))

@@ -62,7 +62,7 @@ func DefaultAccountLinkingSettings() AccountLinkingSettings {
 func (s *AccountLinkingSettings) Validate() error {
 	switch s.AttributeType {
 	case "attribute":
-		if !oneOf(s.AttributeValue, LinkAttributes) {
+		if !OneOf(s.AttributeValue, LinkAttributes) {
 			return Invalid("attribute_value", "must be one of %v for attribute_type attribute", LinkAttributes)
 		}
 	case "naming_format":
@@ -74,7 +74,7 @@ func (s *AccountLinkingSettings) Validate() error {
 			return Invalid("attribute_value", "a naming format uses at least one of %v", LinkMacros)
 		}
 		for _, m := range macros {
-			if !oneOf(m, LinkMacros) {
+			if !OneOf(m, LinkMacros) {
 				return Invalid("attribute_value", "unknown macro %s; the macros are %v", m, LinkMacros)
 			}
 		}
@@ -92,7 +92,7 @@ func (s *AccountLinkingSettings) Validate() error {
 	if s.LinkRestrictedLocalAccounts == nil {
 		s.LinkRestrictedLocalAccounts = []string{}
 	}
-	if !oneOf(s.OnDemandProvisioning.DefaultPermissionLevel, []string{"standard", "admin"}) {
+	if !OneOf(s.OnDemandProvisioning.DefaultPermissionLevel, []string{"standard", "admin"}) {
 		return Invalid("ondemand_provisioning_settings.default_permission_level", "must be standard or admin")
 	}
 	return nil
@@ -116,7 +116,7 @@ func linkingSettings(ctx context.Context, db bun.IDB, orgID int64) (*AccountLink
 	out := DefaultAccountLinkingSettings()
 	var row linkingSettingsRow
 	err := db.NewSelect().Model(&row).Where("org_id = ?", orgID).Scan(ctx)
-	if isNoRows(err) {
+	if IsNoRows(err) {
 		return &out, nil
 	}
 	if err != nil {

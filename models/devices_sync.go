@@ -178,7 +178,7 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 		*out = SyncBatchResult{}
 		var job Job
 		if err := s.d.lockRows(tx.NewSelect().Model(&job).Where("org_id = ? AND id = ?", orgID, jobID), "UPDATE").Scan(ctx); err != nil {
-			if isNoRows(err) {
+			if IsNoRows(err) {
 				return ErrJobNotFound
 			}
 			return fmt.Errorf("read job: %w", err)
@@ -363,7 +363,7 @@ func (s *DeviceStore) planSync(ctx context.Context, tx bun.Tx, w *syncWrite, set
 		default:
 			taken[pair{a.DeviceID, m.UserID}] = a.UserName
 			level := a.PermissionLevel
-			if !oneOf(level, PermissionLevels) {
+			if !OneOf(level, PermissionLevels) {
 				level = PermissionLevels[0]
 			}
 			w.Links = append(w.Links, syncLink{AccountID: a.ID, DeviceID: d.DeviceID, UserID: m.UserID,

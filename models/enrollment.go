@@ -35,7 +35,12 @@ type Enrollment struct {
 // EnrollmentStore reads and writes enrollment data.
 type EnrollmentStore struct {
 	db *bun.DB
-	d  sqlDialect
+	d  enrollmentDialect
+}
+
+// NewEnrollmentStore returns the EnrollmentStore over db.
+func NewEnrollmentStore(db *bun.DB) *EnrollmentStore {
+	return &EnrollmentStore{db: db, d: enrollmentDialectOf(db)}
 }
 
 // UserKey is the user attribute a row or a file name identifies a user by.

@@ -86,6 +86,9 @@ func (c *FactorConfig) Columns() []string {
 // organization's on first use.
 type FactorStore struct{ db bun.IDB }
 
+// NewFactorStore returns the FactorStore over db (the database or a transaction).
+func NewFactorStore(db bun.IDB) *FactorStore { return &FactorStore{db: db} }
+
 // List returns the organization's factor configs in display order, seeding
 // the missing ones first (idempotent: concurrent callers see the same ids).
 func (s *FactorStore) List(ctx context.Context, orgID int64) ([]FactorConfig, error) {

@@ -60,6 +60,9 @@ const (
 // GroupStore reads and writes groups and their members.
 type GroupStore struct{ db bun.IDB }
 
+// NewGroupStore returns the GroupStore over db (the database or a transaction).
+func NewGroupStore(db bun.IDB) *GroupStore { return &GroupStore{db: db} }
+
 // ErrGroupNotFound is the answer for a group that does not exist in the
 // caller's organization.
 var ErrGroupNotFound = NotFound("Group", "the group does not exist")

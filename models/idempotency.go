@@ -83,6 +83,9 @@ type IdempotencyStore struct {
 	db *bun.DB
 }
 
+// NewIdempotencyStore returns the IdempotencyStore over db.
+func NewIdempotencyStore(db *bun.DB) *IdempotencyStore { return &IdempotencyStore{db: db} }
+
 // ErrIdempotencyClaimLost is the error of a job insert whose request no
 // longer owns its idempotency key: its lease ran out and another request
 // with the key took it over. The job's transaction rolls back.

@@ -140,8 +140,27 @@ func (j *Job) Progress() JobProgress {
 
 // JobStore reads and writes jobs and their results.
 type JobStore struct {
-	db *bun.DB
-	d  sqlDialect
+	db    *bun.DB
+	d     jobsDialect
+	blobs *DBBlobStore // where uploaded files wait for their jobs
+	onEnd JobEndFunc   // see OnEnd
+}
+
+// JobEndFunc is what another area does in the transaction that ends or
+// deletes job jobID, saying why (management fails the upload the job was
+// resolving).
+type JobEndFunc func(ctx context.Context, tx bun.IDB, jobID int64, why string) error
+
+// OnEnd makes the store call fn in the transaction that ends or deletes a
+// job. NewStore wires it; it returns s.
+func (s *JobStore) OnEnd(fn JobEndFunc) *JobStore {
+	s.onEnd = fn
+	return s
+}
+
+// NewJobStore returns the JobStore over db, keeping uploaded files in blobs.
+func NewJobStore(db *bun.DB, blobs *DBBlobStore) *JobStore {
+	return &JobStore{db: db, d: jobsDialectOf(db), blobs: blobs}
 }
 
 // ErrJobNotFound is the answer for a job that does not exist in the
@@ -199,7 +218,7 @@ func (s *JobStore) Get(ctx context.Context, orgID, id int64) (*Job, error) {
 }
 
 // Delete removes a job, its results and its uploaded file, and fails the
-// upload it was resolving (failUploadOfJob). ENOTFOUND when missing.
+// upload it was resolving (OnEnd). ENOTFOUND when missing.
 func (s *JobStore) Delete(ctx context.Context, orgID, id int64) error {
 	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewDelete().Model((*Job)(nil)).Where("org_id = ? AND id = ?", orgID, id).Exec(ctx)
@@ -209,8 +228,10 @@ func (s *JobStore) Delete(ctx context.Context, orgID, id int64) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return ErrJobNotFound
 		}
-		if err := failUploadOfJob(ctx, tx, id, "the job resolving the upload was deleted"); err != nil {
-			return err
+		if s.onEnd != nil {
+			if err := s.onEnd(ctx, tx, id, "the job resolving the upload was deleted"); err != nil {
+				return err
+			}
 		}
 		return deleteJobBlobs(ctx, tx, id)
 	})
@@ -261,19 +282,20 @@ func (s *JobStore) RecordChunk(ctx context.Context, orgID, id int64, results []J
 // Finish ends a job in status with a message and its final progress. Finishing
 // a finished job again changes nothing. The job's uploaded file is deleted
 // with the same transaction, and an upload it was resolving and did not
-// finish resolving is failed (failUploadOfJob). ENOTFOUND when the job was
+// finish resolving is failed (OnEnd). ENOTFOUND when the job was
 // deleted.
 func (s *JobStore) Finish(ctx context.Context, orgID, id int64, status JobStatus, message string, p JobProgress) error {
 	if !status.Finished() {
 		return Invalid("status", "%s is not a final job state", status)
 	}
 	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		return finishJob(ctx, tx, orgID, id, status, message, p)
+		return finishJob(ctx, tx, orgID, id, status, message, p, s.onEnd)
 	})
 }
 
-// finishJob is JobStore.Finish inside tx.
-func finishJob(ctx context.Context, tx bun.Tx, orgID, id int64, status JobStatus, message string, p JobProgress) error {
+// finishJob is JobStore.Finish inside tx, calling onEnd (when not nil) with
+// why the job ended.
+func finishJob(ctx context.Context, tx bun.Tx, orgID, id int64, status JobStatus, message string, p JobProgress, onEnd JobEndFunc) error {
 	now := time.Now().UTC()
 	res, err := tx.NewUpdate().Model((*Job)(nil)).
 		Set("status = ?", status).
@@ -298,8 +320,10 @@ func finishJob(ctx context.Context, tx bun.Tx, orgID, id int64, status JobStatus
 	if message != "" {
 		why += ": " + message
 	}
-	if err := failUploadOfJob(ctx, tx, id, why); err != nil {
-		return err
+	if onEnd != nil {
+		if err := onEnd(ctx, tx, id, why); err != nil {
+			return err
+		}
 	}
 	// The uploaded file is no longer needed: the results hold what the
 	// job's rows said.

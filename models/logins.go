@@ -146,3 +146,35 @@ func (s *UserStore) recordSuccess(ctx context.Context, user *User, policy Accoun
 	user.BlockedUntil = nil
 	return nil
 }
+
+// AccountBlockingSettings decide what failed sign-ins do. Both durations are
+// in minutes (the interface leaves the unit open).
+//
+// Failures are counted in a window that opens at the first failure and lasts
+// FailedAttemptsResetInterval minutes; a failure after the window opens a new
+// one. The FailedAttemptsThreshold-th failure within a window blocks the
+// account for BlockingDuration minutes, or until an administrator lifts the
+// block when IsBlockForever is set, and clears the count. A successful
+// sign-in clears the count when ResetFailureAttemptsOnSuccess is set.
+type AccountBlockingSettings struct {
+	FailedAttemptsThreshold       int  `json:"failed_attempts_threshold"`
+	FailedAttemptsResetInterval   int  `json:"failed_attempts_reset_interval"`
+	IsBlockForever                bool `json:"is_block_forever"`
+	BlockingDuration              int  `json:"blocking_duration"`
+	ResetFailureAttemptsOnSuccess bool `json:"reset_failure_attempts_on_success"`
+}
+
+// Validate reports the first field of the account blocking settings that
+// breaks its rule (EINVALID).
+func (a AccountBlockingSettings) Validate() error {
+	const prefix = "account_blocking_settings."
+	switch {
+	case a.FailedAttemptsThreshold < 1 || a.FailedAttemptsThreshold > 1000:
+		return Invalid(prefix+"failed_attempts_threshold", "must be between 1 and 1000")
+	case a.FailedAttemptsResetInterval < 1 || a.FailedAttemptsResetInterval > maxBlockingMinutes:
+		return Invalid(prefix+"failed_attempts_reset_interval", "must be between 1 and %d minutes", maxBlockingMinutes)
+	case !a.IsBlockForever && (a.BlockingDuration < 1 || a.BlockingDuration > maxBlockingMinutes):
+		return Invalid(prefix+"blocking_duration", "must be between 1 and %d minutes", maxBlockingMinutes)
+	}
+	return nil
+}

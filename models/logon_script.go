@@ -41,6 +41,9 @@ func DefaultLogonScriptConfig(orgID int64) *LogonScriptConfig {
 // LogonScriptStore reads and writes logon-script configurations.
 type LogonScriptStore struct{ db bun.IDB }
 
+// NewLogonScriptStore returns the LogonScriptStore over db (the database or a transaction).
+func NewLogonScriptStore(db bun.IDB) *LogonScriptStore { return &LogonScriptStore{db: db} }
+
 // Get returns the organization's configuration, or the default one.
 func (s *LogonScriptStore) Get(ctx context.Context, orgID int64) (*LogonScriptConfig, error) {
 	return getLogonScript(ctx, s.db, orgID)

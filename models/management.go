@@ -40,8 +40,14 @@ var ErrMgmtActionNotFound = NotFound("Action", "no such management action: the a
 
 // MgmtStore keeps management actions' view columns, uploads and executions.
 type MgmtStore struct {
-	db *bun.DB
-	d  sqlDialect
+	db   *bun.DB
+	d    sqlDialect
+	jobs *JobStore // creates the resolving jobs of large uploads
+}
+
+// NewMgmtStore returns the MgmtStore over db, creating jobs with jobs.
+func NewMgmtStore(db *bun.DB, jobs *JobStore) *MgmtStore {
+	return &MgmtStore{db: db, d: dialectOf(db), jobs: jobs}
 }
 
 // MaxViewColumns is the most columns a view may show.

@@ -197,7 +197,7 @@ func applyTargets(ctx context.Context, tx bun.Tx, d sqlDialect, exec *Execution,
 		var got []int64
 		var err error
 		if exec.Action == ActionDeleteUsers {
-			got, err = deleteUsers(ctx, tx, exec.OrgID, apply)
+			got, err = deleteUsers(ctx, tx, exec.OrgID, apply, unlinkDeletedUsers)
 		} else {
 			err = tx.NewUpdate().Model((*User)(nil)).
 				Set("container = ?", exec.TargetContainer).Set("updated_at = ?", time.Now().UTC()).

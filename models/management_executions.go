@@ -600,7 +600,7 @@ func finishAttemptJob(ctx context.Context, tx bun.Tx, exec *Execution, status Ex
 	case ExecInterrupted:
 		jobStatus, message = JobError, "the execution was interrupted (the job was cancelled or deleted)"
 	}
-	err := finishJob(ctx, tx, exec.OrgID, att.JobID, jobStatus, message, p)
+	err := finishJob(ctx, tx, exec.OrgID, att.JobID, jobStatus, message, p, failUploadOfJob)
 	if ErrorCode(err) == ENOTFOUND {
 		return nil
 	}

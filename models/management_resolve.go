@@ -25,7 +25,7 @@ type UploadResolveInput struct {
 // (Store.CreateUploadJob); the caller starts the job's workflow after.
 // Nothing is kept when it fails. EINVALID when the file has no rows or
 // more than MaxUploadRows.
-func (s *Store) CreateResolvingUpload(ctx context.Context, up *MgmtUpload, file FileUpload, encoding string, dataOffset int64) (*Job, error) {
+func (s *MgmtStore) CreateResolvingUpload(ctx context.Context, up *MgmtUpload, file FileUpload, encoding string, dataOffset int64) (*Job, error) {
 	if up.FileRows == 0 {
 		return nil, Invalid("file", "has no rows after the header")
 	}
@@ -38,7 +38,7 @@ func (s *Store) CreateResolvingUpload(ctx context.Context, up *MgmtUpload, file 
 	job := &Job{ID: NewID(), OrgID: up.OrgID, Kind: MgmtResolveJobKind, Module: MgmtModule, ActionName: "Resolve upload",
 		Entity: "Upload row", CreatedBy: up.CreatedBy, Total: up.FileRows}
 	up.JobID = &job.ID
-	err := s.createUploadJob(ctx, job, file, func(blob *Blob) (json.RawMessage, error) {
+	err := s.jobs.CreateUploadJobThen(ctx, job, file, func(blob *Blob) (json.RawMessage, error) {
 		return json.Marshal(UploadResolveInput{UploadID: up.ID, BlobID: blob.ID, Encoding: encoding, DataOffset: dataOffset})
 	}, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(up).Exec(ctx); err != nil {
@@ -57,7 +57,7 @@ func (s *Store) CreateResolvingUpload(ctx context.Context, up *MgmtUpload, file 
 func (s *MgmtStore) UploadByJob(ctx context.Context, orgID, uploadID int64) (*MgmtUpload, error) {
 	up := new(MgmtUpload)
 	if err := s.db.NewSelect().Model(up).Where("org_id = ? AND id = ?", orgID, uploadID).Scan(ctx); err != nil {
-		if isNoRows(err) {
+		if IsNoRows(err) {
 			return nil, ErrUploadNotFound
 		}
 		return nil, fmt.Errorf("select upload: %w", err)
@@ -90,7 +90,7 @@ func (s *MgmtStore) ResolveUploadChunk(ctx context.Context, orgID, uploadID, fro
 		up := new(MgmtUpload)
 		q := tx.NewSelect().Model(up).Where("org_id = ? AND id = ?", orgID, uploadID)
 		if err := s.d.lockRows(q, "NO KEY UPDATE").Scan(ctx); err != nil {
-			if isNoRows(err) {
+			if IsNoRows(err) {
 				return ErrUploadNotFound
 			}
 			return fmt.Errorf("select upload: %w", err)

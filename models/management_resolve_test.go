@@ -48,7 +48,7 @@ func TestMgmtStore_ResolveUploadInChunks(t *testing.T) {
 		up := &models.MgmtUpload{OrgID: f.org.ID, Action: models.ActionDeleteUsers, FileName: "big.csv", Header: header,
 			MatchColumns: match, FileRows: int64(len(rows))}
 		file := models.FileUpload{Name: "big.csv", ContentType: "text/csv", Body: strings.NewReader("the file"), MaxSize: 1 << 20}
-		job, err := f.store.CreateResolvingUpload(ctx, up, file, "UTF-8", 42)
+		job, err := f.store.Management.CreateResolvingUpload(ctx, up, file, "UTF-8", 42)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +131,7 @@ func TestMgmtStore_ResolvingUploadFailsWithItsJob(t *testing.T) {
 		header, match, _ := models.UploadHeader([]string{"Primary Email"})
 		up := &models.MgmtUpload{OrgID: f.org.ID, Action: models.ActionMoveUsers, FileName: "big.csv", Header: header,
 			MatchColumns: match, FileRows: 2}
-		job, err := f.store.CreateResolvingUpload(ctx, up, models.FileUpload{Name: "big.csv", Body: strings.NewReader("x")}, "UTF-8", 14)
+		job, err := f.store.Management.CreateResolvingUpload(ctx, up, models.FileUpload{Name: "big.csv", Body: strings.NewReader("x")}, "UTF-8", 14)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +156,7 @@ func TestMgmtStore_ResolvingUploadFailsWithItsJob(t *testing.T) {
 		if _, err = m.ResolveUploadChunk(ctx, f.org.ID, up.ID, 2, records([][]string{{"user1@example.com"}}), 50, true); models.ErrorCode(err) != models.ECONFLICT {
 			t.Errorf("a chunk of a failed upload = %v, want ECONFLICT", err)
 		}
-		if _, err = f.store.CreateResolvingUpload(ctx, &models.MgmtUpload{OrgID: f.org.ID, Action: models.ActionMoveUsers, Header: header,
+		if _, err = f.store.Management.CreateResolvingUpload(ctx, &models.MgmtUpload{OrgID: f.org.ID, Action: models.ActionMoveUsers, Header: header,
 			MatchColumns: match, FileRows: models.MaxUploadRows + 1}, models.FileUpload{Body: strings.NewReader("x")}, "UTF-8", 0); models.ErrorCode(err) != models.EINVALID {
 			t.Errorf("%d rows = %v, want EINVALID", models.MaxUploadRows+1, err)
 		}
@@ -165,13 +165,13 @@ func TestMgmtStore_ResolvingUploadFailsWithItsJob(t *testing.T) {
 		// ending another job leaves a resolving upload alone.
 		ended := &models.MgmtUpload{OrgID: f.org.ID, Action: models.ActionMoveUsers, FileName: "big.csv", Header: header,
 			MatchColumns: match, FileRows: 2}
-		endedJob, err := f.store.CreateResolvingUpload(ctx, ended, models.FileUpload{Name: "big.csv", Body: strings.NewReader("x")}, "UTF-8", 14)
+		endedJob, err := f.store.Management.CreateResolvingUpload(ctx, ended, models.FileUpload{Name: "big.csv", Body: strings.NewReader("x")}, "UTF-8", 14)
 		if err != nil {
 			t.Fatal(err)
 		}
 		other := &models.MgmtUpload{OrgID: f.org.ID, Action: models.ActionMoveUsers, FileName: "other.csv", Header: header,
 			MatchColumns: match, FileRows: 2}
-		if _, err := f.store.CreateResolvingUpload(ctx, other, models.FileUpload{Name: "other.csv", Body: strings.NewReader("x")}, "UTF-8", 14); err != nil {
+		if _, err := f.store.Management.CreateResolvingUpload(ctx, other, models.FileUpload{Name: "other.csv", Body: strings.NewReader("x")}, "UTF-8", 14); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := f.store.Jobs.Start(ctx, f.org.ID, endedJob.ID); err != nil {

@@ -90,7 +90,7 @@ func (s *NotificationStore) PrepareRun(ctx context.Context, in PrepareRunInput) 
 	if err != nil {
 		return nil, err
 	}
-	org, err := (&OrgStore{db: s.db}).Get(ctx, in.OrgID)
+	org, err := NewOrgStore(s.db).Get(ctx, in.OrgID)
 	if err != nil {
 		return nil, err
 	}

@@ -101,7 +101,7 @@ func TestNotificationStore_ListRunsAndDeliveries(t *testing.T) {
 		// Another organization sees neither; another schedule's id does not
 		// reach this schedule's run.
 		other := &models.Organization{Name: "Other", TimeZone: "UTC"}
-		if _, _, err := f.store.CreateOrganization(ctx, other, models.FirstAdmin{Email: "admin@other.example.com"}); err != nil {
+		if _, _, err := f.store.Orgs.CreateOrganization(ctx, other, models.FirstAdmin{Email: "admin@other.example.com"}); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := ns.ListRuns(ctx, other.ID, sc.ID, listParams(t, models.NotificationRunListing, "")); !errors.Is(err, models.ErrScheduleNotFound) {

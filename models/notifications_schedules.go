@@ -69,6 +69,12 @@ type NotificationStore struct {
 	writes sync.Mutex
 }
 
+// NewNotificationStore returns the NotificationStore over db, reading group
+// members from groups and templates from templates.
+func NewNotificationStore(db bun.IDB, groups GroupMembers, templates *TemplateStore) *NotificationStore {
+	return &NotificationStore{db: db, Groups: groups, Templates: templates}
+}
+
 // SyncFunc mirrors a schedule write elsewhere (its Temporal Schedule) from
 // inside the write's transaction: when it fails, the write is rolled back.
 // prev is nil on create; next is nil on delete.
@@ -161,38 +167,38 @@ func (s *NotificationStore) DeleteSchedule(ctx context.Context, orgID, id int64,
 // checkSchedule validates sc in place: its fields, its settings, its
 // template (one userID may see) and its groups (all of the organization).
 func (s *NotificationStore) checkSchedule(ctx context.Context, tx bun.Tx, sc *NotificationSchedule, userID int64) error {
-	var p problems
+	var p Problems
 	sc.Name = strings.TrimSpace(sc.Name)
 	switch n := utf8.RuneCountInString(sc.Name); {
 	case n == 0:
-		p.add("name", "is required")
+		p.Add("name", "is required")
 	case n > MaxScheduleNameLen:
-		p.add("name", "must be at most %d characters", MaxScheduleNameLen)
+		p.Add("name", "must be at most %d characters", MaxScheduleNameLen)
 	}
 	if utf8.RuneCountInString(sc.Description) > MaxScheduleDescriptionLen {
-		p.add("description", "must be at most %d characters", MaxScheduleDescriptionLen)
+		p.Add("description", "must be at most %d characters", MaxScheduleDescriptionLen)
 	}
 	if _, err := sc.Settings.Check("schedule_settings"); err != nil {
 		var e *Error
 		if errors.As(err, &e) {
 			for _, c := range e.Causes {
-				p.add(c.Title, "%s", c.Detail)
+				p.Add(c.Title, "%s", c.Detail)
 			}
 		}
 	}
 	if sc.TemplateID == 0 {
-		p.add("notification_template_id", "is required")
+		p.Add("notification_template_id", "is required")
 	} else if _, err := s.Templates.get(ctx, tx, sc.OrgID, userID, sc.TemplateID, false); err != nil {
 		if ErrorCode(err) != ENOTFOUND {
 			return err
 		}
-		p.add("notification_template_id", "names no notification template of the organization")
+		p.Add("notification_template_id", "names no notification template of the organization")
 	}
 	switch {
 	case len(sc.GroupIDs) == 0:
-		p.add("groups", "must name at least one group")
+		p.Add("groups", "must name at least one group")
 	case len(sc.GroupIDs) > MaxScheduleGroups:
-		p.add("groups", "must name at most %d groups", MaxScheduleGroups)
+		p.Add("groups", "must name at most %d groups", MaxScheduleGroups)
 	default:
 		existing, err := existingGroups(ctx, tx, sc.OrgID, sc.GroupIDs)
 		if err != nil {
@@ -202,14 +208,14 @@ func (s *NotificationStore) checkSchedule(ctx context.Context, tx bun.Tx, sc *No
 		for i, id := range sc.GroupIDs {
 			switch {
 			case seen[id]:
-				p.add(fmt.Sprintf("groups[%d]", i), "names group %d twice", id)
+				p.Add(fmt.Sprintf("groups[%d]", i), "names group %d twice", id)
 			case !existing[id]:
-				p.add(fmt.Sprintf("groups[%d]", i), "names no group of the organization")
+				p.Add(fmt.Sprintf("groups[%d]", i), "names no group of the organization")
 			}
 			seen[id] = true
 		}
 	}
-	return p.result()
+	return p.Result()
 }
 
 // existingGroups returns which of ids are groups of the organization.

@@ -38,21 +38,21 @@ type ScheduleTime struct {
 // case, numbers without leading zeros, unused fields dropped) and returns
 // its numbers. Errors name the field under prefix (schedule_settings).
 func (s *ScheduleSettings) Check(prefix string) (ScheduleTime, error) {
-	var p problems
+	var p Problems
 	t := ScheduleTime{DayOfWeek: -1, DayOfMonth: -1, Month: -1}
 	num := func(name string, v *string, lo, hi int, required bool) int {
 		field := prefix + "." + name
 		raw := strings.TrimSpace(*v)
 		if raw == "" {
 			if required {
-				p.add(field, "is required")
+				p.Add(field, "is required")
 			}
 			*v = ""
 			return -1
 		}
 		n, err := strconv.Atoi(raw)
 		if err != nil || strings.ContainsAny(raw, "+-") || len(raw) > 2 || n < lo || n > hi {
-			p.add(field, "must be a number from %d to %d, written in digits", lo, hi)
+			p.Add(field, "must be a number from %d to %d, written in digits", lo, hi)
 			return -1
 		}
 		*v = strconv.Itoa(n)
@@ -63,9 +63,9 @@ func (s *ScheduleSettings) Check(prefix string) (ScheduleTime, error) {
 	case IntervalDaily, IntervalWeekly, IntervalMonthly:
 		s.SchedulerInterval = t.Interval
 	case "":
-		p.add(prefix+".scheduler_interval", "is required")
+		p.Add(prefix+".scheduler_interval", "is required")
 	default:
-		p.add(prefix+".scheduler_interval", "must be one of: DAILY, WEEKLY, MONTHLY")
+		p.Add(prefix+".scheduler_interval", "must be one of: DAILY, WEEKLY, MONTHLY")
 	}
 	t.Hour = num("hours", &s.Hours, 0, 23, true)
 	t.Minute = num("minutes", &s.Minutes, 0, 59, true)
@@ -80,5 +80,5 @@ func (s *ScheduleSettings) Check(prefix string) (ScheduleTime, error) {
 	default:
 		s.DayOfWeek, s.DayOfMonth, s.MonthOfYear = "", "", ""
 	}
-	return t, p.result()
+	return t, p.Result()
 }

@@ -87,6 +87,9 @@ func ClientSecretMatches(hash, secret string) bool {
 // ClientStore reads and writes OAuth clients.
 type ClientStore struct{ db bun.IDB }
 
+// NewClientStore returns the ClientStore over db (the database or a transaction).
+func NewClientStore(db bun.IDB) *ClientStore { return &ClientStore{db: db} }
+
 // ErrClientNotFound is the answer for an unknown client.
 var ErrClientNotFound = NotFound("Client", "the OAuth client does not exist")
 

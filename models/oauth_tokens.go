@@ -57,6 +57,9 @@ type OAuthToken struct {
 // on the database; those of an OAuthTokenTx (Begin) in one transaction.
 type OAuthTokenStore struct{ db bun.IDB }
 
+// NewOAuthTokenStore returns the OAuthTokenStore over db (the database or a transaction).
+func NewOAuthTokenStore(db bun.IDB) *OAuthTokenStore { return &OAuthTokenStore{db: db} }
+
 // OAuthTokenTx is an OAuthTokenStore whose writes share one transaction:
 // the authorization server's library asks for one around the steps of a
 // grant. End it with Commit or Rollback.

@@ -27,6 +27,9 @@ type Organization struct {
 // OrgStore reads and writes organizations.
 type OrgStore struct{ db bun.IDB }
 
+// NewOrgStore returns the OrgStore over db (the database or a transaction).
+func NewOrgStore(db bun.IDB) *OrgStore { return &OrgStore{db: db} }
+
 // MaxOrgNameLen caps an organization's name, in characters.
 const MaxOrgNameLen = 200
 
@@ -106,17 +109,17 @@ type FirstAdmin struct {
 // `iam orgs create`, and the tests' second organizations. It returns the
 // admin and the password generated for it ("" when admin.Password was given).
 // EINVALID for an empty name or an invalid email or password.
-func (s *Store) CreateOrganization(ctx context.Context, org *Organization, admin FirstAdmin) (*User, string, error) {
+func (s *OrgStore) CreateOrganization(ctx context.Context, org *Organization, admin FirstAdmin) (*User, string, error) {
 	var (
 		user      *User
 		generated string
 	)
 	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		if err := (&OrgStore{db: tx}).Create(ctx, org); err != nil {
+		if err := NewOrgStore(tx).Create(ctx, org); err != nil {
 			return err
 		}
 		var err error
-		user, generated, err = (&UserStore{db: tx}).AddFirstAdmin(ctx, org.ID, admin)
+		user, generated, err = NewUserStore(tx).AddFirstAdmin(ctx, org.ID, admin)
 		return err
 	})
 	if err != nil {

@@ -23,7 +23,7 @@ func TestStore_CreateOrganization(t *testing.T) {
 		policy, now := models.DefaultAdminSettings().AccountBlocking, time.Now()
 
 		a := &models.Organization{Name: "A"}
-		admin, generated, err := store.CreateOrganization(ctx, a, models.FirstAdmin{Email: "admin@a.example.com"})
+		admin, generated, err := store.Orgs.CreateOrganization(ctx, a, models.FirstAdmin{Email: "admin@a.example.com"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,7 +34,7 @@ func TestStore_CreateOrganization(t *testing.T) {
 			t.Errorf("the generated password does not sign in: %v", err)
 		}
 		b := &models.Organization{Name: "B"}
-		if _, generated, createErr := store.CreateOrganization(ctx, b, models.FirstAdmin{Email: "root@b.example.com", Password: "chosen password"}); createErr != nil || generated != "" {
+		if _, generated, createErr := store.Orgs.CreateOrganization(ctx, b, models.FirstAdmin{Email: "root@b.example.com", Password: "chosen password"}); createErr != nil || generated != "" {
 			t.Fatalf("with a password: %q, %v", generated, createErr)
 		}
 		if _, err = store.Users.Authenticate(ctx, b.ID, "root@b.example.com", "chosen password", policy, now); err != nil {
@@ -52,7 +52,7 @@ func TestStore_CreateOrganization(t *testing.T) {
 			"bad email":      {"C", models.FirstAdmin{Email: "not an email"}, "email"},
 			"short password": {"C", models.FirstAdmin{Email: "x@example.com", Password: "short"}, "password"},
 		} {
-			_, _, err = store.CreateOrganization(ctx, &models.Organization{Name: c.org}, c.admin)
+			_, _, err = store.Orgs.CreateOrganization(ctx, &models.Organization{Name: c.org}, c.admin)
 			var e *models.Error
 			if !errors.As(err, &e) || e.Code != models.EINVALID || e.Field != c.field {
 				t.Errorf("%s: %v, want EINVALID on %s", name, err, c.field)

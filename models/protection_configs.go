@@ -194,13 +194,13 @@ func parseAddrOrPrefix(s string) (netip.Prefix, error) {
 // cleared. Every broken field is a cause of the EINVALID error returned,
 // one cause per field.
 func ValidateConditionConfig(c *ConditionConfig) error {
-	var p problems
+	var p Problems
 	c.DisplayName = strings.TrimSpace(c.DisplayName)
 	switch n := utf8.RuneCountInString(c.DisplayName); {
 	case n == 0:
-		p.add("display_name", "is required")
+		p.Add("display_name", "is required")
 	case n > ConfigLimits.MaxNameLength:
-		p.add("display_name", "is longer than %d characters", ConfigLimits.MaxNameLength)
+		p.Add("display_name", "is longer than %d characters", ConfigLimits.MaxNameLength)
 	}
 	switch c.Family {
 	case FamilyBusinessHours:
@@ -208,9 +208,9 @@ func ValidateConditionConfig(c *ConditionConfig) error {
 		c.IsTrustedSource, c.IPAddresses, c.IPAddressRanges = false, "", []IPRange{}
 		validateBitmap(&p, c.BusinessHoursBitmap)
 		if c.Timezone == "" {
-			p.add("timezone", "is required: an IANA time zone name such as Europe/Paris")
+			p.Add("timezone", "is required: an IANA time zone name such as Europe/Paris")
 		} else if loc, err := time.LoadLocation(c.Timezone); err != nil || strings.EqualFold(c.Timezone, "Local") {
-			p.add("timezone", "%q is not an IANA time zone name (such as Europe/Paris or UTC)", c.Timezone)
+			p.Add("timezone", "%q is not an IANA time zone name (such as Europe/Paris or UTC)", c.Timezone)
 		} else {
 			c.Timezone = loc.String()
 		}
@@ -218,35 +218,35 @@ func ValidateConditionConfig(c *ConditionConfig) error {
 		c.BusinessHoursBitmap, c.Timezone = "", ""
 		c.IsTrustedSource, c.IPAddresses, c.IPAddressRanges = false, "", []IPRange{}
 		c.Countries = validateCountries(&p, c.Countries)
-		if len(c.Countries) == 0 && !c.IsUnknownIPLocationsIncluded && p.err == nil {
-			p.add("countries", "name at least one country, or include unknown IP locations")
+		if len(c.Countries) == 0 && !c.IsUnknownIPLocationsIncluded && p.None() {
+			p.Add("countries", "name at least one country, or include unknown IP locations")
 		}
 	case FamilyIPSources:
 		c.BusinessHoursBitmap, c.Timezone = "", ""
 		c.Countries, c.IsUnknownIPLocationsIncluded = []string{}, false
 		c.IPAddresses = validateAddresses(&p, c.IPAddresses)
 		c.IPAddressRanges = validateRanges(&p, c.IPAddressRanges)
-		if c.IPAddresses == "" && len(c.IPAddressRanges) == 0 && p.err == nil {
-			p.add("ip_addresses", "name at least one address, CIDR prefix or range")
+		if c.IPAddresses == "" && len(c.IPAddressRanges) == 0 && p.None() {
+			p.Add("ip_addresses", "name at least one address, CIDR prefix or range")
 		}
 	default:
-		p.add("family", "must be businesshours, geolocations or ipsources")
+		p.Add("family", "must be businesshours, geolocations or ipsources")
 	}
-	return p.result()
+	return p.Result()
 }
 
-func validateBitmap(p *problems, bitmap string) {
+func validateBitmap(p *Problems, bitmap string) {
 	if len(bitmap) != BusinessHoursBits {
-		p.add("business_hours_bitmap", "must be %d characters of 0 and 1, one per hour of the week from Sunday 00:00 (24 × 7); got %d characters",
+		p.Add("business_hours_bitmap", "must be %d characters of 0 and 1, one per hour of the week from Sunday 00:00 (24 × 7); got %d characters",
 			BusinessHoursBits, utf8.RuneCountInString(bitmap))
 		return
 	}
 	if i := strings.IndexFunc(bitmap, func(r rune) bool { return r != '0' && r != '1' }); i >= 0 {
-		p.add("business_hours_bitmap", "must hold only 0 and 1; character %d is not", i+1)
+		p.Add("business_hours_bitmap", "must hold only 0 and 1; character %d is not", i+1)
 	}
 }
 
-func validateCountries(p *problems, in []string) []string {
+func validateCountries(p *Problems, in []string) []string {
 	out := []string{}
 	seen := map[string]bool{}
 	var bad []string
@@ -262,20 +262,20 @@ func validateCountries(p *problems, in []string) []string {
 	}
 	switch {
 	case len(in) > ConfigLimits.MaxCountries:
-		p.add("countries", "holds more than %d entries", ConfigLimits.MaxCountries)
+		p.Add("countries", "holds more than %d entries", ConfigLimits.MaxCountries)
 	case len(bad) > 0:
-		p.add("countries", "%s %s not ISO 3166-1 alpha-2 country code(s)", firstFew(bad), isAre(len(bad)))
+		p.Add("countries", "%s %s not ISO 3166-1 alpha-2 country code(s)", firstFew(bad), isAre(len(bad)))
 	}
 	return out
 }
 
-func validateAddresses(p *problems, in string) string {
+func validateAddresses(p *Problems, in string) string {
 	if strings.TrimSpace(in) == "" {
 		return ""
 	}
 	items := strings.Split(in, ",")
 	if len(items) > ConfigLimits.MaxAddresses {
-		p.add("ip_addresses", "holds more than %d entries", ConfigLimits.MaxAddresses)
+		p.Add("ip_addresses", "holds more than %d entries", ConfigLimits.MaxAddresses)
 		return in
 	}
 	var out, bad []string
@@ -300,16 +300,16 @@ func validateAddresses(p *problems, in string) string {
 		}
 	}
 	if len(bad) > 0 {
-		p.add("ip_addresses", "%s %s not IPv4 or IPv6 address(es) or CIDR prefix(es)", firstFew(bad), isAre(len(bad)))
+		p.Add("ip_addresses", "%s %s not IPv4 or IPv6 address(es) or CIDR prefix(es)", firstFew(bad), isAre(len(bad)))
 		return in
 	}
 	return strings.Join(out, ",")
 }
 
-func validateRanges(p *problems, in []IPRange) []IPRange {
+func validateRanges(p *Problems, in []IPRange) []IPRange {
 	out := []IPRange{}
 	if len(in) > ConfigLimits.MaxRanges {
-		p.add("ip_address_ranges", "holds more than %d entries", ConfigLimits.MaxRanges)
+		p.Add("ip_address_ranges", "holds more than %d entries", ConfigLimits.MaxRanges)
 		return in
 	}
 	for i, r := range in {
@@ -317,13 +317,13 @@ func validateRanges(p *problems, in []IPRange) []IPRange {
 		to, err2 := netip.ParseAddr(strings.TrimSpace(r.To))
 		switch {
 		case err1 != nil || from.Zone() != "":
-			p.add("ip_address_ranges", "entry %d: from %q is not an IPv4 or IPv6 address", i+1, r.From)
+			p.Add("ip_address_ranges", "entry %d: from %q is not an IPv4 or IPv6 address", i+1, r.From)
 		case err2 != nil || to.Zone() != "":
-			p.add("ip_address_ranges", "entry %d: to %q is not an IPv4 or IPv6 address", i+1, r.To)
+			p.Add("ip_address_ranges", "entry %d: to %q is not an IPv4 or IPv6 address", i+1, r.To)
 		case from.Unmap().Is4() != to.Unmap().Is4():
-			p.add("ip_address_ranges", "entry %d: from %s and to %s are not of the same family", i+1, r.From, r.To)
+			p.Add("ip_address_ranges", "entry %d: from %s and to %s are not of the same family", i+1, r.From, r.To)
 		case from.Unmap().Compare(to.Unmap()) > 0:
-			p.add("ip_address_ranges", "entry %d: from %s is after to %s", i+1, r.From, r.To)
+			p.Add("ip_address_ranges", "entry %d: from %s is after to %s", i+1, r.From, r.To)
 		default:
 			out = append(out, IPRange{From: from.Unmap().String(), To: to.Unmap().String()})
 			continue
@@ -388,6 +388,9 @@ var configListings = func() map[ConfigFamily]*listing.Schema {
 
 // ConditionConfigStore holds the condition configs.
 type ConditionConfigStore struct{ db bun.IDB }
+
+// NewConditionConfigStore returns the ConditionConfigStore over db (the database or a transaction).
+func NewConditionConfigStore(db bun.IDB) *ConditionConfigStore { return &ConditionConfigStore{db: db} }
 
 func (s *ConditionConfigStore) query(db bun.IDB, dest any, orgID int64, f ConfigFamily) *bun.SelectQuery {
 	return db.NewSelect().Model(dest).ColumnExpr("cc.*").ColumnExpr(usageCountExpr).

@@ -33,6 +33,9 @@ type PolicyActor struct {
 // PolicyStore holds the conditional access policies.
 type PolicyStore struct{ db bun.IDB }
 
+// NewPolicyStore returns the PolicyStore over db (the database or a transaction).
+func NewPolicyStore(db bun.IDB) *PolicyStore { return &PolicyStore{db: db} }
+
 // PolicyListing is the allow-list of GET /protection/conditional-access-policies:
 // offset paging, in priority order.
 var PolicyListing = listing.MustSchema(listing.Schema{
@@ -108,9 +111,9 @@ func NewDefaultPolicy(orgID int64) *Policy {
 		}
 		p.EndpointsSettings = append(p.EndpointsSettings, s)
 	}
-	var pr problems
+	var pr Problems
 	checkPolicy(p, &pr) // fills the defaults; the default policy is valid
-	if err := pr.result(); err != nil {
+	if err := pr.Result(); err != nil {
 		panic(err)
 	}
 	return p
@@ -276,12 +279,12 @@ func loadPolicyDetails(ctx context.Context, db bun.IDB, orgID int64, policies []
 
 // validate checks p whole (shape, then the ids it names) in tx.
 func validatePolicy(ctx context.Context, tx bun.IDB, p *Policy) error {
-	var pr problems
+	var pr Problems
 	refs := checkPolicy(p, &pr)
 	if err := checkPolicyRefs(ctx, tx, p.OrgID, refs, &pr); err != nil {
 		return err
 	}
-	return pr.result()
+	return pr.Result()
 }
 
 // Create checks p and inserts it with the next priority, just before the

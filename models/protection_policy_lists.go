@@ -71,7 +71,7 @@ func (s *PolicyStore) policyExists(ctx context.Context, orgID, id int64) (*Polic
 	p := new(Policy)
 	err := s.db.NewSelect().Model(p).Where("p.org_id = ? AND p.id = ?", orgID, id).Scan(ctx)
 	if err != nil {
-		if isNoRows(err) {
+		if IsNoRows(err) {
 			return nil, ErrPolicyNotFound
 		}
 		return nil, fmt.Errorf("select policy: %w", err)

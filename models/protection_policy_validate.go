@@ -36,19 +36,6 @@ const DefaultPolicyName = "Default Policy"
 // defaultMFATimeout is the mfa_timeout of a setting that leaves it 0.
 const defaultMFATimeout = 300
 
-// addOnce adds a cause for field unless field already has one: one cause
-// per broken field.
-func (p *problems) addOnce(field, format string, args ...any) {
-	if p.err != nil {
-		for _, c := range p.err.Causes {
-			if c.Title == field {
-				return
-			}
-		}
-	}
-	p.add(field, format, args...)
-}
-
 func isOneOf(v string, allowed ...string) bool { return slices.Contains(allowed, v) }
 
 // policyRefs are the ids a policy names, to be checked against the database.
@@ -74,33 +61,33 @@ func addRef[K comparable](m map[K][]string, id K, field string) {
 // single-type endpoints, authn_mode native, mfa_timeout 300, captcha
 // frequency always, selection modes primary, empty arrays). It returns the
 // ids p names for checkPolicyRefs.
-func checkPolicy(p *Policy, pr *problems) *policyRefs {
+func checkPolicy(p *Policy, pr *Problems) *policyRefs {
 	refs := &policyRefs{configs: map[int64][]string{}, configFamily: map[int64]ConfigFamily{}, devices: map[int64][]string{},
 		deviceGroups: map[int64][]string{}, factors: map[int64][]string{}, templates: map[int64][]string{}, apps: map[string][]string{}}
 	p.Name = strings.TrimSpace(p.Name)
 	switch n := utf8.RuneCountInString(p.Name); {
 	case n == 0:
-		pr.add("name", "is required")
+		pr.Add("name", "is required")
 	case n > PolicyLimits.MaxNameLength:
-		pr.add("name", "is longer than %d characters", PolicyLimits.MaxNameLength)
+		pr.Add("name", "is longer than %d characters", PolicyLimits.MaxNameLength)
 	case !p.IsDefault && strings.EqualFold(p.Name, DefaultPolicyName):
-		pr.add("name", "%q is the default policy's name", DefaultPolicyName)
+		pr.Add("name", "%q is the default policy's name", DefaultPolicyName)
 	}
 	if utf8.RuneCountInString(p.Description) > PolicyLimits.MaxDescription {
-		pr.add("description", "is longer than %d characters", PolicyLimits.MaxDescription)
+		pr.Add("description", "is longer than %d characters", PolicyLimits.MaxDescription)
 	}
 	if !isOneOf(p.AccessType, AccessAllow, AccessDeny) {
-		pr.add("access_type", "must be allow or deny")
+		pr.Add("access_type", "must be allow or deny")
 	}
 	if p.IsDefault {
 		if !p.IsEnabled {
-			pr.add("is_enabled", "the default policy is always enabled")
+			pr.Add("is_enabled", "the default policy is always enabled")
 		}
 		if len(p.Conditions) > 0 || p.CriteriaExpression != "" {
-			pr.add("access_conditions", "the default policy has no conditions: it applies when no other policy does")
+			pr.Add("access_conditions", "the default policy has no conditions: it applies when no other policy does")
 		}
 		if len(p.UserIDs) > 0 || len(p.GroupIDs) > 0 {
-			pr.add("user_assignments", "the default policy applies to every user and takes no assignments")
+			pr.Add("user_assignments", "the default policy applies to every user and takes no assignments")
 		}
 	}
 	checkConditions(p, pr, refs)
@@ -110,10 +97,10 @@ func checkPolicy(p *Policy, pr *problems) *policyRefs {
 	return refs
 }
 
-func checkConditions(p *Policy, pr *problems, refs *policyRefs) {
+func checkConditions(p *Policy, pr *Problems, refs *policyRefs) {
 	const f = "access_conditions"
 	if len(p.Conditions) > PolicyLimits.MaxConditions {
-		pr.add(f+".conditions", "holds more than %d conditions", PolicyLimits.MaxConditions)
+		pr.Add(f+".conditions", "holds more than %d conditions", PolicyLimits.MaxConditions)
 		return
 	}
 	seqs := map[int]bool{}
@@ -122,34 +109,34 @@ func checkConditions(p *Policy, pr *problems, refs *policyRefs) {
 		cf := fmt.Sprintf("%s.conditions[%d]", f, i)
 		switch {
 		case c.SequenceNumber < 1 || c.SequenceNumber > criteria.MaxSequence:
-			pr.add(cf+".sequence_number", "must be 1 to %d", criteria.MaxSequence)
+			pr.Add(cf+".sequence_number", "must be 1 to %d", criteria.MaxSequence)
 		case seqs[c.SequenceNumber]:
-			pr.add(cf+".sequence_number", "%d is used by another condition", c.SequenceNumber)
+			pr.Add(cf+".sequence_number", "%d is used by another condition", c.SequenceNumber)
 		}
 		seqs[c.SequenceNumber] = true
 		family, ok := ConditionFamilies[c.FactorType]
 		if !ok {
-			pr.add(cf+".factor_type", "must be ipaddress, geolocation or time")
+			pr.Add(cf+".factor_type", "must be ipaddress, geolocation or time")
 		}
 		if !isOneOf(c.Comparator, ComparatorIn, ComparatorNotIn) {
-			pr.add(cf+".comparator", "must be in or not_in")
+			pr.Add(cf+".comparator", "must be in or not_in")
 		}
 		if c.IncludeAllTrustedSources && c.FactorType != FactorTypeIPAddress {
-			pr.add(cf+".include_all_trusted_sources", "applies to ipaddress conditions only")
+			pr.Add(cf+".include_all_trusted_sources", "applies to ipaddress conditions only")
 		}
 		if c.FactorConfigs == nil {
 			c.FactorConfigs = []RefID{}
 		}
 		switch {
 		case len(c.FactorConfigs) == 0 && !c.IncludeAllTrustedSources:
-			pr.add(cf+".factor_configs", "name at least one %s config", family)
+			pr.Add(cf+".factor_configs", "name at least one %s config", family)
 		case len(c.FactorConfigs) > PolicyLimits.MaxConditionConfig:
-			pr.add(cf+".factor_configs", "holds more than %d configs", PolicyLimits.MaxConditionConfig)
+			pr.Add(cf+".factor_configs", "holds more than %d configs", PolicyLimits.MaxConditionConfig)
 		default:
 			seen := map[RefID]bool{}
 			for _, id := range c.FactorConfigs {
 				if seen[id] {
-					pr.addOnce(cf+".factor_configs", "names config %d more than once", id)
+					pr.AddOnce(cf+".factor_configs", "names config %d more than once", id)
 					continue
 				}
 				seen[id] = true
@@ -165,17 +152,17 @@ func checkConditions(p *Policy, pr *problems, refs *policyRefs) {
 	ef := f + ".criteria_expression"
 	if len(p.Conditions) == 0 {
 		if p.CriteriaExpression != "" {
-			pr.add(ef, "must be empty when there are no conditions")
+			pr.Add(ef, "must be empty when there are no conditions")
 		}
 		return
 	}
 	if p.CriteriaExpression == "" {
-		pr.add(ef, "is required: an expression over the conditions' sequence numbers such as \"1 and (2 or 3)\"")
+		pr.Add(ef, "is required: an expression over the conditions' sequence numbers such as \"1 and (2 or 3)\"")
 		return
 	}
 	e, err := criteria.Parse(p.CriteriaExpression)
 	if err != nil {
-		pr.add(ef, "%v", err)
+		pr.Add(ef, "%v", err)
 		return
 	}
 	used := criteria.Refs(e)
@@ -192,18 +179,18 @@ func checkConditions(p *Policy, pr *problems, refs *policyRefs) {
 	}
 	switch {
 	case len(unknown) > 0:
-		pr.add(ef, "names sequence number(s) %s that no condition has", strings.Join(unknown, ", "))
+		pr.Add(ef, "names sequence number(s) %s that no condition has", strings.Join(unknown, ", "))
 	case len(unused) > 0:
-		pr.add(ef, "does not use the condition(s) with sequence number(s) %s", strings.Join(unused, ", "))
+		pr.Add(ef, "does not use the condition(s) with sequence number(s) %s", strings.Join(unused, ", "))
 	default:
 		p.CriteriaExpression = e.String()
 	}
 }
 
-func checkUsers(p *Policy, pr *problems, refs *policyRefs) {
+func checkUsers(p *Policy, pr *Problems, refs *policyRefs) {
 	uniq := func(field string, ids []int64) []int64 {
 		if len(ids) > PolicyLimits.MaxAssigned {
-			pr.add(field, "holds more than %d ids", PolicyLimits.MaxAssigned)
+			pr.Add(field, "holds more than %d ids", PolicyLimits.MaxAssigned)
 			return nil
 		}
 		out := slices.Clone(ids)
@@ -221,10 +208,10 @@ func checkUsers(p *Policy, pr *problems, refs *policyRefs) {
 	refs.users, refs.groups = p.UserIDs, p.GroupIDs
 }
 
-func checkEndpoints(p *Policy, pr *problems, refs *policyRefs) {
+func checkEndpoints(p *Policy, pr *Problems, refs *policyRefs) {
 	const f = "endpoints_settings"
 	if len(p.EndpointsSettings) == 0 {
-		pr.add(f, "name at least one endpoint: %s", strings.Join(Endpoints, ", "))
+		pr.Add(f, "name at least one endpoint: %s", strings.Join(Endpoints, ", "))
 		return
 	}
 	seen := map[string]bool{}
@@ -234,10 +221,10 @@ func checkEndpoints(p *Policy, pr *problems, refs *policyRefs) {
 		types, ok := EndpointTypes[s.Endpoint]
 		switch {
 		case !ok:
-			pr.add(sf+".endpoint", "must be one of %s", strings.Join(Endpoints, ", "))
+			pr.Add(sf+".endpoint", "must be one of %s", strings.Join(Endpoints, ", "))
 			continue
 		case seen[s.Endpoint]:
-			pr.add(sf+".endpoint", "%s has another entry: one entry per endpoint", s.Endpoint)
+			pr.Add(sf+".endpoint", "%s has another entry: one entry per endpoint", s.Endpoint)
 			continue
 		}
 		seen[s.Endpoint] = true
@@ -245,7 +232,7 @@ func checkEndpoints(p *Policy, pr *problems, refs *policyRefs) {
 			s.Type = types[0]
 		}
 		if !slices.Contains(types, s.Type) {
-			pr.add(sf+".type", "must be %s for %s", strings.Join(types, " or "), s.Endpoint)
+			pr.Add(sf+".type", "must be %s for %s", strings.Join(types, " or "), s.Endpoint)
 			continue
 		}
 		checkActions(s, sf, pr)
@@ -263,25 +250,25 @@ func checkEndpoints(p *Policy, pr *problems, refs *policyRefs) {
 	}
 }
 
-func checkActions(s *EndpointSetting, sf string, pr *problems) {
+func checkActions(s *EndpointSetting, sf string, pr *Problems) {
 	allowed := EndpointActions[s.Type]
 	if s.Actions == nil {
 		s.Actions = []string{}
 	}
 	if len(allowed) == 0 {
 		if len(s.Actions) > 0 {
-			pr.add(sf+".actions", "must be empty for %s: its only action is signing in", s.Type)
+			pr.Add(sf+".actions", "must be empty for %s: its only action is signing in", s.Type)
 		}
 		return
 	}
 	if len(s.Actions) == 0 {
-		pr.add(sf+".actions", "name at least one of %s", strings.Join(allowed, ", "))
+		pr.Add(sf+".actions", "name at least one of %s", strings.Join(allowed, ", "))
 		return
 	}
 	var out []string
 	for _, a := range s.Actions {
 		if !slices.Contains(allowed, a) {
-			pr.add(sf+".actions", "%q is not an action of %s: use %s", a, s.Type, strings.Join(allowed, ", "))
+			pr.Add(sf+".actions", "%q is not an action of %s: use %s", a, s.Type, strings.Join(allowed, ", "))
 			return
 		}
 		if !slices.Contains(out, a) {
@@ -291,10 +278,10 @@ func checkActions(s *EndpointSetting, sf string, pr *problems) {
 	s.Actions = out
 }
 
-func checkAssignments(s *EndpointSetting, sf string, pr *problems, refs *policyRefs) {
+func checkAssignments(s *EndpointSetting, sf string, pr *Problems, refs *policyRefs) {
 	if d := s.DeviceAssignment; d != nil {
 		if s.Endpoint != EndpointComputerDevices {
-			pr.add(sf+".device_assignment", "applies to ComputerDevices only")
+			pr.Add(sf+".device_assignment", "applies to ComputerDevices only")
 		} else {
 			for _, part := range []struct {
 				name string
@@ -302,7 +289,7 @@ func checkAssignments(s *EndpointSetting, sf string, pr *problems, refs *policyR
 				into map[int64][]string
 			}{{"device_ids", d.DeviceIDs, refs.devices}, {"group_ids", d.GroupIDs, refs.deviceGroups}} {
 				if len(part.ids) > PolicyLimits.MaxAssigned {
-					pr.add(sf+".device_assignment."+part.name, "holds more than %d ids", PolicyLimits.MaxAssigned)
+					pr.Add(sf+".device_assignment."+part.name, "holds more than %d ids", PolicyLimits.MaxAssigned)
 					continue
 				}
 				for _, id := range part.ids {
@@ -314,15 +301,15 @@ func checkAssignments(s *EndpointSetting, sf string, pr *problems, refs *policyR
 	}
 	if s.Endpoint == EndpointComputerDevices {
 		if d := s.DeviceAssignment; d == nil || (!d.AllDevicesGroupSelected && len(d.DeviceIDs) == 0 && len(d.GroupIDs) == 0) {
-			pr.add(sf+".device_assignment", "name devices, device groups or all_devices_group_selected: the devices the policy protects")
+			pr.Add(sf+".device_assignment", "name devices, device groups or all_devices_group_selected: the devices the policy protects")
 		}
 	}
 	if a := s.AppAssignment; a != nil {
 		switch {
 		case s.Endpoint != EndpointSSOApplications:
-			pr.add(sf+".app_assignment", "applies to SSOApplications only")
+			pr.Add(sf+".app_assignment", "applies to SSOApplications only")
 		case len(a.AppIDs) > PolicyLimits.MaxAssigned:
-			pr.add(sf+".app_assignment.app_ids", "holds more than %d ids", PolicyLimits.MaxAssigned)
+			pr.Add(sf+".app_assignment.app_ids", "holds more than %d ids", PolicyLimits.MaxAssigned)
 		default:
 			slices.Sort(a.AppIDs)
 			a.AppIDs = slices.Compact(a.AppIDs)
@@ -347,34 +334,34 @@ func uniqRefs(ids []RefID) []RefID {
 }
 
 // checkOrders checks verification orders are 1..n, each once.
-func checkOrders(field string, orders []int, pr *problems) {
+func checkOrders(field string, orders []int, pr *Problems) {
 	sorted := slices.Clone(orders)
 	slices.Sort(sorted)
 	for i, o := range sorted {
 		if o != i+1 {
-			pr.addOnce(field, "verification_order must number the %d factor configs 1 to %d, each once", len(orders), len(orders))
+			pr.AddOnce(field, "verification_order must number the %d factor configs 1 to %d, each once", len(orders), len(orders))
 			return
 		}
 	}
 }
 
-func checkPrimary(a *PrimaryAuthentication, f string, pr *problems, refs *policyRefs) {
+func checkPrimary(a *PrimaryAuthentication, f string, pr *Problems, refs *policyRefs) {
 	if a.FactorConfigs == nil {
 		a.FactorConfigs = []PrimaryFactor{}
 	}
 	if len(a.FactorConfigs) > PolicyLimits.MaxFactors {
-		pr.add(f+".factor_configs", "holds more than %d factor configs", PolicyLimits.MaxFactors)
+		pr.Add(f+".factor_configs", "holds more than %d factor configs", PolicyLimits.MaxFactors)
 		return
 	}
 	if a.IsPasswordlessEnabled && len(a.FactorConfigs) == 0 {
-		pr.add(f+".factor_configs", "passwordless sign-in needs at least one factor config")
+		pr.Add(f+".factor_configs", "passwordless sign-in needs at least one factor config")
 		return
 	}
 	var orders []int
 	seen := map[RefID]bool{}
 	for _, fc := range a.FactorConfigs {
 		if seen[fc.AuthnFactorConfigID] {
-			pr.addOnce(f+".factor_configs", "names factor config %d more than once", fc.AuthnFactorConfigID)
+			pr.AddOnce(f+".factor_configs", "names factor config %d more than once", fc.AuthnFactorConfigID)
 		}
 		seen[fc.AuthnFactorConfigID] = true
 		orders = append(orders, fc.VerificationOrder)
@@ -384,7 +371,7 @@ func checkPrimary(a *PrimaryAuthentication, f string, pr *problems, refs *policy
 	slices.SortFunc(a.FactorConfigs, func(x, y PrimaryFactor) int { return x.VerificationOrder - y.VerificationOrder })
 }
 
-func checkSecondary(a *SecondaryAuthentication, f string, pr *problems, refs *policyRefs) {
+func checkSecondary(a *SecondaryAuthentication, f string, pr *Problems, refs *policyRefs) {
 	if a.FactorConfigs == nil {
 		a.FactorConfigs = []SecondaryFactor{}
 	}
@@ -392,10 +379,10 @@ func checkSecondary(a *SecondaryAuthentication, f string, pr *problems, refs *po
 		a.AuthnMode = "native"
 	}
 	if !isOneOf(a.AuthnMode, "native", "secure_link") {
-		pr.add(f+".authn_mode", "must be native or secure_link")
+		pr.Add(f+".authn_mode", "must be native or secure_link")
 	}
 	if len(a.FactorConfigs) > PolicyLimits.MaxFactors {
-		pr.add(f+".factor_configs", "holds more than %d factor configs", PolicyLimits.MaxFactors)
+		pr.Add(f+".factor_configs", "holds more than %d factor configs", PolicyLimits.MaxFactors)
 		return
 	}
 	var orders []int
@@ -403,7 +390,7 @@ func checkSecondary(a *SecondaryAuthentication, f string, pr *problems, refs *po
 	seen := map[RefID]bool{}
 	for _, fc := range a.FactorConfigs {
 		if seen[fc.AuthnFactorConfigID] {
-			pr.addOnce(f+".factor_configs", "names factor config %d more than once", fc.AuthnFactorConfigID)
+			pr.AddOnce(f+".factor_configs", "names factor config %d more than once", fc.AuthnFactorConfigID)
 		}
 		seen[fc.AuthnFactorConfigID] = true
 		orders = append(orders, fc.VerificationOrder)
@@ -416,56 +403,56 @@ func checkSecondary(a *SecondaryAuthentication, f string, pr *problems, refs *po
 	slices.SortFunc(a.FactorConfigs, func(x, y SecondaryFactor) int { return x.VerificationOrder - y.VerificationOrder })
 	if !a.IsMFAEnabled {
 		if a.NoOfRequiredFactors < 0 {
-			pr.add(f+".no_of_required_factors", "must not be negative")
+			pr.Add(f+".no_of_required_factors", "must not be negative")
 		}
 		return
 	}
 	switch {
 	case len(a.FactorConfigs) == 0:
-		pr.addOnce(f+".factor_configs", "MFA needs at least one factor config")
+		pr.AddOnce(f+".factor_configs", "MFA needs at least one factor config")
 	case a.NoOfRequiredFactors < 1 || a.NoOfRequiredFactors > len(a.FactorConfigs):
-		pr.add(f+".no_of_required_factors", "must be 1 to %d (the factor configs given)", len(a.FactorConfigs))
+		pr.Add(f+".no_of_required_factors", "must be 1 to %d (the factor configs given)", len(a.FactorConfigs))
 	case mandatory > a.NoOfRequiredFactors:
-		pr.add(f+".no_of_required_factors", "is %d but %d factor configs are mandatory", a.NoOfRequiredFactors, mandatory)
+		pr.Add(f+".no_of_required_factors", "is %d but %d factor configs are mandatory", a.NoOfRequiredFactors, mandatory)
 	}
 }
 
-func checkEndpointAdvanced(s *EndpointSetting, f string, pr *problems, refs *policyRefs) {
+func checkEndpointAdvanced(s *EndpointSetting, f string, pr *Problems, refs *policyRefs) {
 	a := &s.AdvancedSettings
 	a.NotificationTemplate = nil
 	if a.MFATimeout == 0 {
 		a.MFATimeout = defaultMFATimeout
 	}
 	if a.MFATimeout < 30 || a.MFATimeout > PolicyLimits.MaxMFATimeout {
-		pr.add(f+".mfa_timeout", "must be 30 to %d seconds", PolicyLimits.MaxMFATimeout)
+		pr.Add(f+".mfa_timeout", "must be 30 to %d seconds", PolicyLimits.MaxMFATimeout)
 	}
 	if a.MFAUnenrolledAction == "" {
 		a.MFAUnenrolledAction = AccessDeny
 	}
 	if !isOneOf(a.MFAUnenrolledAction, AccessAllow, AccessDeny) {
-		pr.add(f+".mfa_unenrolled_action", "must be allow or deny")
+		pr.Add(f+".mfa_unenrolled_action", "must be allow or deny")
 	}
 	t := &a.MFATrust
 	if t.InitiatorType == "" {
 		t.InitiatorType = "user"
 	}
 	if !isOneOf(t.InitiatorType, "user", "admin") {
-		pr.add(f+".mfa_trust.initiator_type", "must be user or admin")
+		pr.Add(f+".mfa_trust.initiator_type", "must be user or admin")
 	}
 	if t.IsEnabled || t.Duration != (TrustDuration{}) {
 		days := map[string]int{"minutes": 24 * 60, "hours": 24, "days": 1}
 		per, ok := days[t.Duration.Unit]
 		switch {
 		case !ok:
-			pr.add(f+".mfa_trust.duration.unit", "must be minutes, hours or days")
+			pr.Add(f+".mfa_trust.duration.unit", "must be minutes, hours or days")
 		case t.Duration.Value < 1 || t.Duration.Value > PolicyLimits.MaxTrustDays*per:
-			pr.add(f+".mfa_trust.duration.value", "must be 1 to %d %s (%d days at most)", PolicyLimits.MaxTrustDays*per, t.Duration.Unit, PolicyLimits.MaxTrustDays)
+			pr.Add(f+".mfa_trust.duration.value", "must be 1 to %d %s (%d days at most)", PolicyLimits.MaxTrustDays*per, t.Duration.Unit, PolicyLimits.MaxTrustDays)
 		}
 	}
 	if r := a.RadiusResponseConfig; r != nil {
 		rf := f + ".radius_response_config"
 		if s.Endpoint != EndpointNPS {
-			pr.add(rf, "applies to NPS only")
+			pr.Add(rf, "applies to NPS only")
 		} else {
 			checkRadius(r, rf, pr)
 		}
@@ -475,29 +462,29 @@ func checkEndpointAdvanced(s *EndpointSetting, f string, pr *problems, refs *pol
 	}
 }
 
-func checkRadius(r *RadiusResponseConfig, rf string, pr *problems) {
+func checkRadius(r *RadiusResponseConfig, rf string, pr *Problems) {
 	if r.VendorID != "" && (len(r.VendorID) > 10 || strings.Trim(r.VendorID, "0123456789") != "") {
-		pr.add(rf+".vendor_id", "must be a RADIUS vendor id: digits (an SMI network management private enterprise code)")
+		pr.Add(rf+".vendor_id", "must be a RADIUS vendor id: digits (an SMI network management private enterprise code)")
 	}
 	if r.AttributesList == nil {
 		r.AttributesList = []RadiusAttribute{}
 	}
 	if len(r.AttributesList) > PolicyLimits.MaxRadiusAttrs {
-		pr.add(rf+".attributes_list", "holds more than %d attributes", PolicyLimits.MaxRadiusAttrs)
+		pr.Add(rf+".attributes_list", "holds more than %d attributes", PolicyLimits.MaxRadiusAttrs)
 		return
 	}
 	for i, at := range r.AttributesList {
 		af := fmt.Sprintf("%s.attributes_list[%d]", rf, i)
 		if !isOneOf(at.Type, "vendor", "standard") {
-			pr.add(af+".type", "must be vendor or standard")
+			pr.Add(af+".type", "must be vendor or standard")
 		} else if at.Type == "vendor" && r.VendorID == "" {
-			pr.addOnce(rf+".vendor_id", "is required by vendor attributes")
+			pr.AddOnce(rf+".vendor_id", "is required by vendor attributes")
 		}
 		if at.Number < 1 || at.Number > 255 {
-			pr.add(af+".number", "must be 1 to 255")
+			pr.Add(af+".number", "must be 1 to 255")
 		}
 		if msg := radiusValueProblem(at.DataType, at.Value); msg != "" {
-			pr.add(af+".value", "%s", msg)
+			pr.Add(af+".value", "%s", msg)
 		}
 	}
 }
@@ -524,7 +511,7 @@ func radiusValueProblem(dataType, v string) string {
 	return ""
 }
 
-func checkPolicyAdvanced(a *PolicyAdvancedSettings, pr *problems) {
+func checkPolicyAdvanced(a *PolicyAdvancedSettings, pr *Problems) {
 	const f = "advanced_settings"
 	if a.CaptchaFrequencyType == "" {
 		a.CaptchaFrequencyType = "always"
@@ -533,10 +520,10 @@ func checkPolicyAdvanced(a *PolicyAdvancedSettings, pr *problems) {
 	case "always":
 	case "after_failed_attempts":
 		if a.CaptchaFailedAttemptsThreshold < 1 || a.CaptchaFailedAttemptsThreshold > PolicyLimits.MaxCaptchaAttempts {
-			pr.add(f+".captcha_failed_attempts_threshold", "must be 1 to %d with after_failed_attempts", PolicyLimits.MaxCaptchaAttempts)
+			pr.Add(f+".captcha_failed_attempts_threshold", "must be 1 to %d with after_failed_attempts", PolicyLimits.MaxCaptchaAttempts)
 		}
 	default:
-		pr.add(f+".captcha_frequency_type", "must be always or after_failed_attempts")
+		pr.Add(f+".captcha_frequency_type", "must be always or after_failed_attempts")
 	}
 	for _, m := range []struct {
 		name string
@@ -546,14 +533,14 @@ func checkPolicyAdvanced(a *PolicyAdvancedSettings, pr *problems) {
 			*m.v = "primary"
 		}
 		if !isOneOf(*m.v, "primary", "select", "input") {
-			pr.add(f+"."+m.name, "must be primary, select or input")
+			pr.Add(f+"."+m.name, "must be primary, select or input")
 		}
 	}
 }
 
 // checkPolicyRefs checks, in tx, that every id refs holds names a row of
 // p's organization of the right kind.
-func checkPolicyRefs(ctx context.Context, tx bun.IDB, orgID int64, refs *policyRefs, pr *problems) error {
+func checkPolicyRefs(ctx context.Context, tx bun.IDB, orgID int64, refs *policyRefs, pr *Problems) error {
 	// Condition configs: exist, in the family of their condition.
 	if len(refs.configs) > 0 {
 		var rows []struct {
@@ -577,9 +564,9 @@ func checkPolicyRefs(ctx context.Context, tx bun.IDB, orgID int64, refs *policyR
 			for _, field := range refs.configs[id] {
 				switch {
 				case !ok:
-					pr.addOnce(field, "no conditional factor config with id %d", id)
+					pr.AddOnce(field, "no conditional factor config with id %d", id)
 				case fam != refs.configFamily[id]:
-					pr.addOnce(field, "config %d is a %s config; this condition takes %s configs", id, fam, refs.configFamily[id])
+					pr.AddOnce(field, "config %d is a %s config; this condition takes %s configs", id, fam, refs.configFamily[id])
 				}
 			}
 		}
@@ -623,7 +610,7 @@ func checkPolicyRefs(ctx context.Context, tx bun.IDB, orgID int64, refs *policyR
 			return err
 		}
 		if len(gone) > 0 {
-			pr.addOnce(c.field, "no %s with id %s", c.what, list(gone))
+			pr.AddOnce(c.field, "no %s with id %s", c.what, list(gone))
 		}
 	}
 	for _, c := range []struct {
@@ -649,7 +636,7 @@ func checkPolicyRefs(ctx context.Context, tx bun.IDB, orgID int64, refs *policyR
 			}
 		}
 		for _, f := range fields {
-			pr.addOnce(f, "no %s with id %s", c.what, list(byField[f]))
+			pr.AddOnce(f, "no %s with id %s", c.what, list(byField[f]))
 		}
 	}
 	if err := checkDeviceGroupRefs(ctx, tx, orgID, refs, pr); err != nil {
@@ -664,7 +651,7 @@ func checkPolicyRefs(ctx context.Context, tx bun.IDB, orgID int64, refs *policyR
 		for _, id := range sortedKeys(refs.apps) {
 			if !slices.Contains(found, id) {
 				for _, f := range refs.apps[id] {
-					pr.addOnce(f, "no application (OAuth client) with id %q", id)
+					pr.AddOnce(f, "no application (OAuth client) with id %q", id)
 				}
 			}
 		}
@@ -674,7 +661,7 @@ func checkPolicyRefs(ctx context.Context, tx bun.IDB, orgID int64, refs *policyR
 
 // checkDeviceGroupRefs checks that the device group ids name device groups
 // of the organization.
-func checkDeviceGroupRefs(ctx context.Context, tx bun.IDB, orgID int64, refs *policyRefs, pr *problems) error {
+func checkDeviceGroupRefs(ctx context.Context, tx bun.IDB, orgID int64, refs *policyRefs, pr *Problems) error {
 	ids := sortedKeys(refs.deviceGroups)
 	if len(ids) == 0 {
 		return nil
@@ -697,7 +684,7 @@ func checkDeviceGroupRefs(ctx context.Context, tx bun.IDB, orgID int64, refs *po
 		}
 	}
 	for _, f := range fields {
-		pr.addOnce(f, "no device group with id %s", firstFew(byField[f]))
+		pr.AddOnce(f, "no device group with id %s", firstFew(byField[f]))
 	}
 	return nil
 }

@@ -22,23 +22,6 @@ type AdminSettings struct {
 	OfflineMFA                   OfflineMFASettings      `json:"offline_mfa_settings"`
 }
 
-// AccountBlockingSettings decide what failed sign-ins do. Both durations are
-// in minutes (the interface leaves the unit open).
-//
-// Failures are counted in a window that opens at the first failure and lasts
-// FailedAttemptsResetInterval minutes; a failure after the window opens a new
-// one. The FailedAttemptsThreshold-th failure within a window blocks the
-// account for BlockingDuration minutes, or until an administrator lifts the
-// block when IsBlockForever is set, and clears the count. A successful
-// sign-in clears the count when ResetFailureAttemptsOnSuccess is set.
-type AccountBlockingSettings struct {
-	FailedAttemptsThreshold       int  `json:"failed_attempts_threshold"`
-	FailedAttemptsResetInterval   int  `json:"failed_attempts_reset_interval"`
-	IsBlockForever                bool `json:"is_block_forever"`
-	BlockingDuration              int  `json:"blocking_duration"`
-	ResetFailureAttemptsOnSuccess bool `json:"reset_failure_attempts_on_success"`
-}
-
 // OfflineMFASettings are the offline multi-factor settings of spec 2.12.
 type OfflineMFASettings struct {
 	IsEnabled                   bool                `json:"is_enabled"`
@@ -102,21 +85,6 @@ func DefaultAdminSettings() AdminSettings {
 	}
 }
 
-// Validate reports the first field of the account blocking settings that
-// breaks its rule (EINVALID).
-func (a AccountBlockingSettings) Validate() error {
-	const prefix = "account_blocking_settings."
-	switch {
-	case a.FailedAttemptsThreshold < 1 || a.FailedAttemptsThreshold > 1000:
-		return Invalid(prefix+"failed_attempts_threshold", "must be between 1 and 1000")
-	case a.FailedAttemptsResetInterval < 1 || a.FailedAttemptsResetInterval > maxBlockingMinutes:
-		return Invalid(prefix+"failed_attempts_reset_interval", "must be between 1 and %d minutes", maxBlockingMinutes)
-	case !a.IsBlockForever && (a.BlockingDuration < 1 || a.BlockingDuration > maxBlockingMinutes):
-		return Invalid(prefix+"blocking_duration", "must be between 1 and %d minutes", maxBlockingMinutes)
-	}
-	return nil
-}
-
 // OfflineMFAActions are the offline MFA actions (spec 2.12).
 var OfflineMFAActions = []string{"InteractiveLogon", "MachineUnlock", "RDP", "SSH", "UAC", "Sudo"}
 
@@ -153,7 +121,7 @@ func (o OfflineMFASettings) Validate() error {
 	const prefix = "offline_mfa_settings."
 	seen := map[string]bool{}
 	for _, a := range o.Actions {
-		if !oneOf(a, OfflineMFAActions) {
+		if !OneOf(a, OfflineMFAActions) {
 			return Invalid(prefix+"actions", "%q is not one of %s", a, strings.Join(OfflineMFAActions, ", "))
 		}
 		if seen[a] {
@@ -234,13 +202,13 @@ func (o OfflineMFASettings) checkRefs(ctx context.Context, db bun.IDB, orgID int
 		return Invalid(prefix+"devices_assignment.device_ids", "no such devices in the organization: %s", strings.Join(miss, ", "))
 	}
 	groups := refIDs(o.DevicesAssignment.GroupIDs)
-	if miss, err := (&DeviceGroupStore{db: db}).MissingGroups(ctx, orgID, groups); err != nil {
+	if miss, err := NewDeviceGroupStore(db).MissingGroups(ctx, orgID, groups); err != nil {
 		return err
 	} else if len(miss) > 0 {
 		return Invalid(prefix+"devices_assignment.group_ids", "no such device groups in the organization: %s", joinIDs(miss))
 	}
 	if len(o.SecondaryAuthentication.FactorConfigs) > 0 {
-		configs, err := (&FactorStore{db: db}).List(ctx, orgID)
+		configs, err := NewFactorStore(db).List(ctx, orgID)
 		if err != nil {
 			return err
 		}
@@ -328,6 +296,9 @@ type adminSettingsRow struct {
 // SettingsStore reads and writes administrator settings.
 type SettingsStore struct{ db bun.IDB }
 
+// NewSettingsStore returns the SettingsStore over db (the database or a transaction).
+func NewSettingsStore(db bun.IDB) *SettingsStore { return &SettingsStore{db: db} }
+
 // Get returns the organization's settings: the stored ones over the
 // defaults, so that a field never stored has its default.
 func (s *SettingsStore) Get(ctx context.Context, orgID int64) (*AdminSettings, error) {
@@ -353,7 +324,7 @@ func (s *SettingsStore) Get(ctx context.Context, orgID int64) (*AdminSettings, e
 func (s *SettingsStore) Update(ctx context.Context, orgID int64, change func(cur *AdminSettings) (*AdminSettings, error)) (*AdminSettings, error) {
 	var out *AdminSettings
 	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		cur, err := (&SettingsStore{db: tx}).Get(ctx, orgID)
+		cur, err := NewSettingsStore(tx).Get(ctx, orgID)
 		if err != nil {
 			return err
 		}
@@ -361,7 +332,7 @@ func (s *SettingsStore) Update(ctx context.Context, orgID int64, change func(cur
 		if err != nil {
 			return err
 		}
-		if err := (&SettingsStore{db: tx}).Put(ctx, orgID, next); err != nil {
+		if err := NewSettingsStore(tx).Put(ctx, orgID, next); err != nil {
 			return err
 		}
 		out = next

@@ -79,7 +79,7 @@ func (s *Store) LeaseIDs(ctx context.Context, log *slog.Logger) error {
 func (s *Store) Close() error {
 	var errs []error
 	flushCtx, cancelFlush := context.WithTimeout(context.Background(), 10*time.Second)
-	errs = append(errs, s.Devices.closeContacts(flushCtx))
+	errs = append(errs, s.Devices.CloseContacts(flushCtx))
 	cancelFlush()
 	if s.idLease != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -95,34 +95,37 @@ func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
 // NewStore wires the stores of every area over db.
 func NewStore(db *bun.DB) *Store {
-	d := dialectOf(db) // the database's own statements, for the stores that differ
-	s := &Store{
+	blobs := NewDBBlobStore(db)
+	jobs := NewJobStore(db, blobs).OnEnd(failUploadOfJob)
+	groups := NewGroupStore(db)
+	templates := NewTemplateStore(db, blobs)
+	return &Store{
 		db:     db,
-		Orgs:   &OrgStore{db: db},
-		Jobs:   &JobStore{db: db, d: d},
-		Blobs:  &DBBlobStore{db: db},
-		Users:  &UserStore{db: db},
-		Groups: &GroupStore{db: db},
+		Orgs:   NewOrgStore(db),
+		Jobs:   jobs,
+		Blobs:  blobs,
+		Users:  NewUserStore(db).BeforeDelete(unlinkDeletedUsers),
+		Groups: groups,
 
-		OAuthClients: &ClientStore{db: db},
-		OAuthTokens:  &OAuthTokenStore{db: db},
+		Templates:     templates,
+		Notifications: NewNotificationStore(db, groups, templates),
 
-		Factors:      &FactorStore{db: db},
-		Enrollments:  &EnrollmentStore{db: db, d: d},
-		LogonScript:  &LogonScriptStore{db: db},
-		Settings:     &SettingsStore{db: db},
-		Devices:      &DeviceStore{db: db, d: d},
-		DeviceGroups: &DeviceGroupStore{db: db},
-		CAs:          &CAStore{db: db},
-		Management:   &MgmtStore{db: db, d: d},
+		OAuthClients: NewClientStore(db),
+		OAuthTokens:  NewOAuthTokenStore(db),
 
-		ConditionConfigs: &ConditionConfigStore{db: db},
-		Policies:         &PolicyStore{db: db},
-		Idempotency:      &IdempotencyStore{db: db},
+		Factors:      NewFactorStore(db),
+		Enrollments:  NewEnrollmentStore(db),
+		LogonScript:  NewLogonScriptStore(db),
+		Settings:     NewSettingsStore(db),
+		Devices:      NewDeviceStore(db),
+		DeviceGroups: NewDeviceGroupStore(db),
+		CAs:          NewCAStore(db),
+		Management:   NewMgmtStore(db, jobs),
+
+		ConditionConfigs: NewConditionConfigStore(db),
+		Policies:         NewPolicyStore(db),
+		Idempotency:      NewIdempotencyStore(db),
 	}
-	s.Templates = &TemplateStore{db: db, blobs: s.Blobs}
-	s.Notifications = &NotificationStore{db: db, Groups: s.Groups, Templates: s.Templates}
-	return s
 }
 
 // SealBlobs makes the blob store seal what it writes with box and open what
@@ -130,8 +133,7 @@ func NewStore(db *bun.DB) *Store {
 // keys. The commands that run the service call it with the key of
 // IAM_ENCRYPTION_KEY before using the store.
 func (s *Store) SealBlobs(box *secret.Box) *Store {
-	s.Blobs = &DBBlobStore{db: s.db, box: box}
-	s.Templates.blobs = s.Blobs
-	s.Devices.box = box
+	s.Blobs.Seal(box)
+	s.Devices.Seal(box)
 	return s
 }

@@ -96,6 +96,12 @@ type TemplateStore struct {
 	blobs *DBBlobStore
 }
 
+// NewTemplateStore returns the TemplateStore over db, keeping files in
+// blobs.
+func NewTemplateStore(db bun.IDB, blobs *DBBlobStore) *TemplateStore {
+	return &TemplateStore{db: db, blobs: blobs}
+}
+
 // ErrTemplateNotFound answers for a template that does not exist in the
 // organization, or is another user's SELF template.
 var ErrTemplateNotFound = NotFound("Template", "the notification template does not exist")

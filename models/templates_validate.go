@@ -18,25 +18,6 @@ var phonePattern = regexp.MustCompile(`^\+?[0-9]{6,15}$`)
 // macroPattern finds %macro% placeholders, as notify renders them.
 var macroPattern = regexp.MustCompile(`%([A-Za-z0-9_]+)%`)
 
-// problems collects broken rules: the first becomes the error's field and
-// detail, all of them its causes.
-type problems struct{ err *Error }
-
-func (p *problems) add(field, format string, args ...any) {
-	detail := fmt.Sprintf(format, args...)
-	if p.err == nil {
-		p.err = &Error{Code: EINVALID, Field: field, Detail: detail}
-	}
-	p.err.Causes = append(p.err.Causes, Cause{Title: field, Detail: detail})
-}
-
-func (p *problems) result() error {
-	if p.err == nil {
-		return nil
-	}
-	return p.err
-}
-
 // ValidateTemplate checks t against TemplateLimits and the module's
 // configuration, and writes its values in canonical form (module name,
 // severity and recipient macros in their stored case, a missing share type
@@ -44,19 +25,19 @@ func (p *problems) result() error {
 // the files arriving with the request. Every broken rule is a cause of the
 // EINVALID error returned; the first is its field and detail.
 func ValidateTemplate(t *Template, owned map[int64]TemplateFileRef, files []NewTemplateFile) error {
-	var p problems
+	var p Problems
 	lim := TemplateLimits
 	t.Name = strings.TrimSpace(t.Name)
 	switch n := utf8.RuneCountInString(t.Name); {
 	case n == 0:
-		p.add("name", "is required")
+		p.Add("name", "is required")
 	case n > lim.MaxTemplateNameSize:
-		p.add("name", "must be at most %d characters", lim.MaxTemplateNameSize)
+		p.Add("name", "must be at most %d characters", lim.MaxTemplateNameSize)
 	case !templateNamePattern.MatchString(t.Name):
-		p.add("name", "must match %s", lim.TemplateNameRegex)
+		p.Add("name", "must match %s", lim.TemplateNameRegex)
 	}
 	if utf8.RuneCountInString(t.Description) > lim.MaxTemplateDescSize {
-		p.add("description", "must be at most %d characters", lim.MaxTemplateDescSize)
+		p.Add("description", "must be at most %d characters", lim.MaxTemplateDescSize)
 	}
 	switch strings.ToUpper(strings.TrimSpace(t.ShareType)) {
 	case "", ShareAll:
@@ -64,49 +45,49 @@ func ValidateTemplate(t *Template, owned map[int64]TemplateFileRef, files []NewT
 	case ShareSelf:
 		t.ShareType = ShareSelf
 	default:
-		p.add("share_type", "must be one of: %s, %s", ShareAll, ShareSelf)
+		p.Add("share_type", "must be one of: %s, %s", ShareAll, ShareSelf)
 	}
 	module, ok := canonicalModule(t.Module)
 	if !ok {
-		p.add("module", "must be one of: %s", strings.Join(TemplateModuleNames(), ", "))
+		p.Add("module", "must be one of: %s", strings.Join(TemplateModuleNames(), ", "))
 	}
 	t.Module = module
 	cfg := moduleConfigs[module]
 
 	if t.Mail == nil && t.SMS == nil {
-		p.add("mail", "a template needs mail, sms or both")
+		p.Add("mail", "a template needs mail, sms or both")
 	}
 	if t.Mail != nil {
 		validateMail(&p, t.Mail, cfg, ok, owned, files)
 	} else if len(files) > 0 {
-		p.add(files[0].Field, "files need a mail part")
+		p.Add(files[0].Field, "files need a mail part")
 	}
 	if t.SMS != nil {
 		validateSMS(&p, t.SMS, cfg, ok)
 	}
-	return p.result()
+	return p.Result()
 }
 
-func validateMail(p *problems, m *MailTemplate, cfg TemplateModuleConfig, moduleKnown bool, owned map[int64]TemplateFileRef, files []NewTemplateFile) {
+func validateMail(p *Problems, m *MailTemplate, cfg TemplateModuleConfig, moduleKnown bool, owned map[int64]TemplateFileRef, files []NewTemplateFile) {
 	lim := TemplateLimits
 	if len(m.To)+len(m.Cc) > lim.MaxToCcSize {
-		p.add("mail.to", "to and cc together must have at most %d entries", lim.MaxToCcSize)
+		p.Add("mail.to", "to and cc together must have at most %d entries", lim.MaxToCcSize)
 	}
 	m.To = recipients(p, "mail.to", m.To, checkAddress)
 	m.Cc = recipients(p, "mail.cc", m.Cc, checkAddress)
 	switch n := utf8.RuneCountInString(m.Subject); {
 	case strings.TrimSpace(m.Subject) == "":
-		p.add("mail.subject", "is required")
+		p.Add("mail.subject", "is required")
 	case n > lim.MaxMailSubjectSize:
-		p.add("mail.subject", "must be at most %d characters", lim.MaxMailSubjectSize)
+		p.Add("mail.subject", "must be at most %d characters", lim.MaxMailSubjectSize)
 	case strings.ContainsAny(m.Subject, "\r\n"):
-		p.add("mail.subject", "must be one line")
+		p.Add("mail.subject", "must be one line")
 	}
 	switch n := utf8.RuneCountInString(m.Content); {
 	case strings.TrimSpace(m.Content) == "":
-		p.add("mail.content", "is required")
+		p.Add("mail.content", "is required")
 	case n > lim.MaxMailContentSize:
-		p.add("mail.content", "must be at most %d characters", lim.MaxMailContentSize)
+		p.Add("mail.content", "must be at most %d characters", lim.MaxMailContentSize)
 	}
 	if moduleKnown {
 		checkMacros(p, "mail.subject", m.Subject, cfg, false)
@@ -118,7 +99,7 @@ func validateMail(p *problems, m *MailTemplate, cfg TemplateModuleConfig, module
 	case "LOW", "HIGH":
 		m.Severity = strings.ToUpper(strings.TrimSpace(m.Severity))
 	default:
-		p.add("mail.severity", "must be one of: LOW, MEDIUM, HIGH")
+		p.Add("mail.severity", "must be one of: LOW, MEDIUM, HIGH")
 	}
 	// Files named by id must be the template's own.
 	seen := map[int64]bool{}
@@ -128,14 +109,14 @@ func validateMail(p *problems, m *MailTemplate, cfg TemplateModuleConfig, module
 			f, ok := owned[r.ID]
 			switch {
 			case !ok:
-				p.add(fmt.Sprintf("%s[%d]", field, i), "names no file of this template")
+				p.Add(fmt.Sprintf("%s[%d]", field, i), "names no file of this template")
 			case seen[r.ID]:
-				p.add(fmt.Sprintf("%s[%d]", field, i), "names a file already listed")
+				p.Add(fmt.Sprintf("%s[%d]", field, i), "names a file already listed")
 			default:
 				seen[r.ID] = true
 				out = append(out, f)
 				if images && !isImageName(f.Name) {
-					p.add(fmt.Sprintf("%s[%d]", field, i), "must be an image (PNG, JPEG, GIF)")
+					p.Add(fmt.Sprintf("%s[%d]", field, i), "must be an image (PNG, JPEG, GIF)")
 				}
 			}
 		}
@@ -144,38 +125,38 @@ func validateMail(p *problems, m *MailTemplate, cfg TemplateModuleConfig, module
 	m.Attachments = checkRefs("mail.attachments", m.Attachments, false)
 	m.InlineImages = checkRefs("mail.inline_images", m.InlineImages, true)
 	if n := len(m.Attachments) + len(m.InlineImages) + len(files); n > lim.MaxAttachmentCount {
-		p.add("mail.attachments", "a template may have at most %d files", lim.MaxAttachmentCount)
+		p.Add("mail.attachments", "a template may have at most %d files", lim.MaxAttachmentCount)
 	}
 	allowed := strings.Split(cfg.FileUploadExtension, ",")
 	for _, f := range files {
 		ext := strings.ToUpper(strings.TrimPrefix(path.Ext(f.Name), "."))
 		switch {
 		case strings.TrimSpace(f.Name) == "" || strings.ContainsAny(f.Name, "/\\\r\n"):
-			p.add(f.Field, "needs a file name without slashes")
+			p.Add(f.Field, "needs a file name without slashes")
 		case moduleKnown && !slices.Contains(allowed, ext):
-			p.add(f.Field, "the file type must be one of: %s", cfg.FileUploadExtension)
+			p.Add(f.Field, "the file type must be one of: %s", cfg.FileUploadExtension)
 		case int64(len(f.Data)) > lim.MaxAttachmentSize:
-			p.add(f.Field, "the file must be at most %d bytes", lim.MaxAttachmentSize)
+			p.Add(f.Field, "the file must be at most %d bytes", lim.MaxAttachmentSize)
 		case f.Inline && !isImageName(f.Name):
-			p.add(f.Field, "must be an image (PNG, JPEG, GIF)")
+			p.Add(f.Field, "must be an image (PNG, JPEG, GIF)")
 		}
 		if _, _, err := mime.ParseMediaType(f.ContentType); err != nil {
-			p.add(f.Field, "has no valid content type")
+			p.Add(f.Field, "has no valid content type")
 		}
 	}
 }
 
-func validateSMS(p *problems, s *SMSTemplate, cfg TemplateModuleConfig, moduleKnown bool) {
+func validateSMS(p *Problems, s *SMSTemplate, cfg TemplateModuleConfig, moduleKnown bool) {
 	lim := TemplateLimits
 	if len(s.To) > lim.MaxSMSNumberCount {
-		p.add("sms.to", "must have at most %d numbers", lim.MaxSMSNumberCount)
+		p.Add("sms.to", "must have at most %d numbers", lim.MaxSMSNumberCount)
 	}
 	s.To = recipients(p, "sms.to", s.To, checkPhone)
 	switch n := utf8.RuneCountInString(s.Content); {
 	case strings.TrimSpace(s.Content) == "":
-		p.add("sms.content", "is required")
+		p.Add("sms.content", "is required")
 	case n > lim.MaxSMSContentSize:
-		p.add("sms.content", "must be at most %d characters", lim.MaxSMSContentSize)
+		p.Add("sms.content", "must be at most %d characters", lim.MaxSMSContentSize)
 	}
 	if moduleKnown {
 		checkMacros(p, "sms.content", s.Content, cfg, false)
@@ -184,7 +165,7 @@ func validateSMS(p *problems, s *SMSTemplate, cfg TemplateModuleConfig, moduleKn
 
 // recipients checks each entry: a recipient macro (stored in its canonical
 // case) or what check accepts.
-func recipients(p *problems, field string, list []string, check func(string) string) []string {
+func recipients(p *Problems, field string, list []string, check func(string) string) []string {
 	out := make([]string, 0, len(list))
 	for i, r := range list {
 		r = strings.TrimSpace(r)
@@ -193,7 +174,7 @@ func recipients(p *problems, field string, list []string, check func(string) str
 			continue
 		}
 		if why := check(r); why != "" {
-			p.add(fmt.Sprintf("%s[%d]", field, i), "%s", why)
+			p.Add(fmt.Sprintf("%s[%d]", field, i), "%s", why)
 			continue
 		}
 		out = append(out, r)
@@ -218,21 +199,21 @@ func checkPhone(s string) string {
 
 // checkMacros refuses %macros% the module does not know, and with
 // mandatory set, content missing one of the module's mandatory macros.
-func checkMacros(p *problems, field, text string, cfg TemplateModuleConfig, mandatory bool) {
+func checkMacros(p *Problems, field, text string, cfg TemplateModuleConfig, mandatory bool) {
 	known := map[string]bool{}
 	for _, m := range cfg.ContentMacros {
 		known[m.ServerValue] = true
 	}
 	for _, m := range macroPattern.FindAllString(text, -1) {
 		if !known[m] {
-			p.add(field, "uses the unknown macro %s; the module's macros are %s", m, macroNames(cfg))
+			p.Add(field, "uses the unknown macro %s; the module's macros are %s", m, macroNames(cfg))
 			return
 		}
 	}
 	if mandatory {
 		for _, m := range cfg.ContentMacros {
 			if m.IsMandatory && !strings.Contains(text, m.ServerValue) {
-				p.add(field, "must contain the macro %s", m.ServerValue)
+				p.Add(field, "must contain the macro %s", m.ServerValue)
 			}
 		}
 	}

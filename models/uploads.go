@@ -25,15 +25,15 @@ type FileUpload struct {
 // returns once the blob is known. When anything fails nothing is kept; a
 // process that dies half way leaves an incomplete blob the sweep removes.
 // The blob is deleted when the job ends or is deleted.
-func (s *Store) CreateUploadJob(ctx context.Context, job *Job, file FileUpload, input func(*Blob) (json.RawMessage, error)) error {
-	return s.createUploadJob(ctx, job, file, input, nil)
+func (s *JobStore) CreateUploadJob(ctx context.Context, job *Job, file FileUpload, input func(*Blob) (json.RawMessage, error)) error {
+	return s.CreateUploadJobThen(ctx, job, file, input, nil)
 }
 
-// createUploadJob is CreateUploadJob writing also (when not nil) in the
+// CreateUploadJobThen is CreateUploadJob writing also (when not nil) in the
 // transaction that inserts the job, after it.
-func (s *Store) createUploadJob(ctx context.Context, job *Job, file FileUpload, input func(*Blob) (json.RawMessage, error),
+func (s *JobStore) CreateUploadJobThen(ctx context.Context, job *Job, file FileUpload, input func(*Blob) (json.RawMessage, error),
 	also func(ctx context.Context, tx bun.Tx) error) error {
-	blob, err := s.Blobs.Stage(ctx, job.OrgID, file.Name, file.ContentType, file.Body, file.MaxSize)
+	blob, err := s.blobs.Stage(ctx, job.OrgID, file.Name, file.ContentType, file.Body, file.MaxSize)
 	if err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func (s *Store) createUploadJob(ctx context.Context, job *Job, file FileUpload, 
 		if job.ID == 0 {
 			job.ID = NewID()
 		}
-		if err := s.Blobs.complete(ctx, tx, blob, job.ID); err != nil {
+		if err := s.blobs.complete(ctx, tx, blob, job.ID); err != nil {
 			return err
 		}
 		var err error
@@ -56,7 +56,7 @@ func (s *Store) createUploadJob(ctx context.Context, job *Job, file FileUpload, 
 		}
 		return nil
 	}); err != nil {
-		if derr := s.Blobs.Delete(context.WithoutCancel(ctx), job.OrgID, blob.ID); derr != nil {
+		if derr := s.blobs.Delete(context.WithoutCancel(ctx), job.OrgID, blob.ID); derr != nil {
 			err = errors.Join(err, derr)
 		}
 		return err

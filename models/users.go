@@ -123,7 +123,25 @@ type ApplicationService struct {
 func (u *User) IsAdmin() bool { return u.Role == RoleAdmin }
 
 // UserStore reads and writes users.
-type UserStore struct{ db bun.IDB }
+type UserStore struct {
+	db           bun.IDB
+	beforeDelete UsersDeletedFunc // see BeforeDelete
+}
+
+// UsersDeletedFunc is what another area does in the transaction that
+// deletes users ids of an organization, before their rows go (devices
+// unlink the local accounts linked to them).
+type UsersDeletedFunc func(ctx context.Context, tx bun.Tx, orgID int64, ids []int64) error
+
+// BeforeDelete makes the store call fn in the transaction that deletes
+// users, before the rows go. NewStore wires it; it returns s.
+func (s *UserStore) BeforeDelete(fn UsersDeletedFunc) *UserStore {
+	s.beforeDelete = fn
+	return s
+}
+
+// NewUserStore returns the UserStore over db (the database or a transaction).
+func NewUserStore(db bun.IDB) *UserStore { return &UserStore{db: db} }
 
 // ErrUserNotFound is the answer for a user that does not exist in the
 // caller's organization.

@@ -25,7 +25,7 @@ func checkManager(ctx context.Context, tx bun.Tx, user *User) error {
 	if manager == user.ID {
 		return Invalid("manager", "cannot be the user itself")
 	}
-	if err := dialectOf(tx).lockManagerChanges(ctx, tx, user.OrgID); err != nil {
+	if err := usersDialectOf(tx).lockManagerChanges(ctx, tx, user.OrgID); err != nil {
 		return err
 	}
 	var found, loops, depth int

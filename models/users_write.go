@@ -111,7 +111,7 @@ func (s *UserStore) DeleteMany(ctx context.Context, orgID int64, ids []int64) ([
 	var deleted []int64
 	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		var err error
-		deleted, err = deleteUsers(ctx, tx, orgID, ids)
+		deleted, err = deleteUsers(ctx, tx, orgID, ids, s.beforeDelete)
 		return err
 	})
 	if err != nil {
@@ -125,14 +125,16 @@ func (s *UserStore) DeleteMany(ctx context.Context, orgID int64, ids []int64) ([
 // dynamic), enrollment data and tokens go with the users through their
 // foreign keys; users they managed are left without a manager, their
 // dynamic memberships re-evaluated; local accounts linked to them are
-// unlinked first, with commands to their devices (unlinkDeletedUsers).
-func deleteUsers(ctx context.Context, tx bun.Tx, orgID int64, ids []int64) ([]int64, error) {
+// unlinked first by before (when not nil: UserStore.BeforeDelete).
+func deleteUsers(ctx context.Context, tx bun.Tx, orgID int64, ids []int64, before UsersDeletedFunc) ([]int64, error) {
 	deleted := []int64{}
 	if _, err := lockDynamicGroups(ctx, tx, orgID); err != nil {
 		return nil, err
 	}
-	if err := unlinkDeletedUsers(ctx, tx, orgID, ids); err != nil {
-		return nil, err
+	if before != nil {
+		if err := before(ctx, tx, orgID, ids); err != nil {
+			return nil, err
+		}
 	}
 	var reports []int64
 	err := tx.NewUpdate().Model((*User)(nil)).

@@ -78,7 +78,7 @@ func recordEnroll(t *testing.T) {
 		{workflows.EnrollSmartCardsWorkflowName, models.EnrollSmartCardsAction, zipped.Bytes(), func(id int64) any { cardInput.BlobID = id; return cardInput }},
 	} {
 		row := &models.Job{OrgID: env.Org.ID, Kind: job.kind, Module: models.EnrollmentModule, ActionName: job.action}
-		err := env.Store.CreateUploadJob(ctx, row, models.FileUpload{Name: "f", Body: bytes.NewReader(job.data)},
+		err := env.Store.Jobs.CreateUploadJob(ctx, row, models.FileUpload{Name: "f", Body: bytes.NewReader(job.data)},
 			func(blob *models.Blob) (json.RawMessage, error) { return json.Marshal(job.set(blob.ID)) })
 		if err != nil {
 			t.Fatal(err)

@@ -36,7 +36,7 @@ func recordManagementResolve(t *testing.T) {
 	}
 	up := &models.MgmtUpload{OrgID: env.Org.ID, Action: models.ActionDeleteUsers, FileName: "big.csv", Header: header,
 		MatchColumns: match, FileRows: 4100}
-	job, err := env.Store.CreateResolvingUpload(ctx, up, models.FileUpload{Name: "big.csv", ContentType: "text/csv",
+	job, err := env.Store.Management.CreateResolvingUpload(ctx, up, models.FileUpload{Name: "big.csv", ContentType: "text/csv",
 		Body: strings.NewReader(b.String()), MaxSize: 1 << 20}, "UTF-8", int64(len(head)))
 	if err != nil {
 		t.Fatal(err)

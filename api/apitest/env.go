@@ -204,7 +204,7 @@ func (e *Env) NewOrg(name string) *models.Organization {
 	e.t.Helper()
 	org := &models.Organization{Name: name}
 	admin := models.FirstAdmin{Email: fmt.Sprintf("admin-%d@example.com", models.NewID()), Password: "tenant admin password"}
-	if _, _, err := e.Store.CreateOrganization(context.Background(), org, admin); err != nil {
+	if _, _, err := e.Store.Orgs.CreateOrganization(context.Background(), org, admin); err != nil {
 		e.t.Fatalf("create organization: %v", err)
 	}
 	return org

@@ -22,7 +22,7 @@ const firstOrgName = "Default organization"
 // path of `iam orgs create` and of the first start's organization. It
 // returns the admin and the generated password ("" when one was given).
 func createOrg(ctx context.Context, store *models.Store, org *models.Organization, email, password string, log *slog.Logger) (*models.User, string, error) {
-	admin, generated, err := store.CreateOrganization(ctx, org, models.FirstAdmin{Email: email, Password: password})
+	admin, generated, err := store.Orgs.CreateOrganization(ctx, org, models.FirstAdmin{Email: email, Password: password})
 	if err != nil {
 		return nil, "", err
 	}

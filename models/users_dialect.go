@@ -1,0 +1,28 @@
+package models
+
+import (
+	"context"
+
+	"github.com/uptrace/bun"
+)
+
+// usersDialect is the SQL of users that differs between PostgreSQL and SQLite
+// (users_dialect_pg.go, users_dialect_sqlite.go), beside the shared primitives.
+type usersDialect interface {
+	sqlDialect
+	// lockManagerChanges makes the organization's manager changes in tx
+	// take turns.
+	lockManagerChanges(ctx context.Context, tx bun.Tx, orgID int64) error
+}
+
+type usersPG struct{ pgDialect }
+
+type usersSQLite struct{ sqliteDialect }
+
+// usersDialectOf returns the statements for db's database.
+func usersDialectOf(db bun.IDB) usersDialect {
+	if IsPostgres(db) {
+		return usersPG{}
+	}
+	return usersSQLite{}
+}
