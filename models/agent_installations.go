@@ -68,7 +68,7 @@ func (s *DeviceStore) RegisterInstallation(ctx context.Context, r Registration) 
 	in := &AgentInstallation{ID: NewID(), OrgID: orgID, AgentType: r.AgentType, Name: r.Facts.Name,
 		SerialNumber: r.Facts.SerialNumber, DNSHostname: r.Facts.DNSHostname, AgentVersion: r.Facts.AgentVersion,
 		Facts: facts, SecretHash: hash[:], RegisteredAt: now, UpdatedAt: now}
-	if err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	if err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		q := tx.NewSelect().Model((*AgentInstallation)(nil)).Column("id", "registered_at").
 			Where("org_id = ? AND agent_type = ?", orgID, r.AgentType).OrderExpr("id").Limit(1)
 		switch {

@@ -109,7 +109,7 @@ func errBlobTooLarge(maxSize int64) error {
 func (s *DBBlobStore) writeChunks(ctx context.Context, db bun.IDB, blob *Blob, r io.Reader, maxSize int64) error {
 	// The chunk travels as a bound parameter (binary with pgx), not
 	// formatted into the statement's text as bun would.
-	insertChunk := dialectOf(db).insertBlobChunk()
+	insertChunk := DialectOf(db).insertBlobChunk()
 	exec := func(seq int64, data []byte) error {
 		var err error
 		switch d := db.(type) {
@@ -159,14 +159,14 @@ func (s *DBBlobStore) newBlob(orgID int64, name, contentType string, complete bo
 
 // Put implements BlobStore.
 func (s *DBBlobStore) Put(ctx context.Context, orgID int64, name, contentType string, r io.Reader, maxSize int64) (*Blob, error) {
-	return s.put(ctx, s.db, orgID, name, contentType, r, maxSize)
+	return s.PutIn(ctx, s.db, orgID, name, contentType, r, maxSize)
 }
 
-// put is Put inside db, which may be the caller's transaction.
-func (s *DBBlobStore) put(ctx context.Context, db bun.IDB, orgID int64, name, contentType string, r io.Reader, maxSize int64) (*Blob, error) {
+// PutIn is Put inside db, which may be the caller's transaction.
+func (s *DBBlobStore) PutIn(ctx context.Context, db bun.IDB, orgID int64, name, contentType string, r io.Reader, maxSize int64) (*Blob, error) {
 	blob := s.newBlob(orgID, name, contentType, true)
 	// Once: the upload is read as it is written.
-	err := inTxOnce(ctx, db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTxOnce(ctx, db, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(blob).Exec(ctx); err != nil {
 			return fmt.Errorf("insert blob: %w", err)
 		}
@@ -234,12 +234,12 @@ func (s *DBBlobStore) Open(ctx context.Context, orgID, id, offset int64) (io.Rea
 
 // Delete implements BlobStore.
 func (s *DBBlobStore) Delete(ctx context.Context, orgID, id int64) error {
-	return s.delete(ctx, s.db, orgID, id)
+	return s.DeleteIn(ctx, s.db, orgID, id)
 }
 
-// delete is Delete inside db, which may be the caller's transaction.
-func (s *DBBlobStore) delete(ctx context.Context, db bun.IDB, orgID, id int64) error {
-	return inTx(ctx, db, func(ctx context.Context, tx bun.Tx) error {
+// DeleteIn is Delete inside db, which may be the caller's transaction.
+func (s *DBBlobStore) DeleteIn(ctx context.Context, db bun.IDB, orgID, id int64) error {
+	return InTx(ctx, db, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewDelete().Model((*Blob)(nil)).Where("org_id = ? AND id = ?", orgID, id).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("delete blob: %w", err)

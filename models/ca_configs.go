@@ -173,7 +173,7 @@ func (s *CAStore) Create(ctx context.Context, orgID, factorID int64, in CAInput)
 		c.IsEnabled = *in.IsEnabled
 	}
 	c.setCert(cert)
-	if err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	if err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		if err := smartCardConfig(ctx, tx, orgID, factorID); err != nil {
 			return err
 		}
@@ -254,7 +254,7 @@ func (s *CAStore) Update(ctx context.Context, orgID, factorID, id int64, in CAIn
 		}
 	}
 	var out *CAConfig
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		if err := smartCardConfig(ctx, tx, orgID, factorID); err != nil {
 			return err
 		}
@@ -413,20 +413,4 @@ func (t *CATrust) Check(cert *x509.Certificate, u *User, now time.Time) error {
 		return fmt.Errorf("the certificate (issuer %q) is not signed by an enabled certificate authority of the smart card config", cert.Issuer.String())
 	}
 	return fmt.Errorf("the certificate does not name the user by %s (certificate mapping attribute of its certificate authority)", strings.Join(mismatch, ", "))
-}
-
-// ByIDs returns the users of the organization among ids, by id.
-func (s *UserStore) ByIDs(ctx context.Context, orgID int64, ids []int64) (map[int64]*User, error) {
-	out := map[int64]*User{}
-	if len(ids) == 0 {
-		return out, nil
-	}
-	var users []User
-	if err := s.db.NewSelect().Model(&users).Where("org_id = ? AND id IN (?)", orgID, bun.List(ids)).Scan(ctx); err != nil {
-		return nil, unavailable(fmt.Errorf("select users: %w", err))
-	}
-	for i := range users {
-		out[users[i].ID] = &users[i]
-	}
-	return out, nil
 }

@@ -36,7 +36,7 @@ func Open(ctx context.Context, dsn string) (*bun.DB, error) {
 		if err != nil {
 			return nil, Errorf(EINVALID, "database url: %v", err)
 		}
-		sqldb := sql.OpenDB(retryConnector{stdlib.GetConnector(*cfg)})
+		sqldb := sql.OpenDB(RetryConnector{stdlib.GetConnector(*cfg)})
 		sqldb.SetMaxOpenConns(32)
 		sqldb.SetMaxIdleConns(32)
 		sqldb.SetConnMaxIdleTime(5 * time.Minute)
@@ -111,32 +111,32 @@ func isUniqueViolation(err error) bool {
 	return false
 }
 
-// inTx runs fn in a transaction on db, or inside the caller's transaction when
+// InTx runs fn in a transaction on db, or inside the caller's transaction when
 // db already is one.
 //
 // A transaction of its own that fails for a transient reason (see
-// IsUnavailable) was rolled back, and runs again: up to txAttempts in all,
-// while ctx lasts. So fn must do nothing but database work (inTxOnce is for
+// IsUnavailable) was rolled back, and runs again: up to TxAttempts in all,
+// while ctx lasts. So fn must do nothing but database work (InTxOnce is for
 // the others) and must set what it hands back afresh on every run. A commit
 // that fails is not run again (it may have happened), unless the database
 // says it rolled back (a serialization failure or deadlock). A transient
 // error that remains is returned as EUNAVAILABLE.
-func inTx(ctx context.Context, db bun.IDB, fn func(ctx context.Context, tx bun.Tx) error) error {
+func InTx(ctx context.Context, db bun.IDB, fn func(ctx context.Context, tx bun.Tx) error) error {
 	if tx, ok := db.(bun.Tx); ok {
 		return fn(ctx, tx)
 	}
 	for attempt := 1; ; attempt++ {
 		again, err := runTx(ctx, db, fn)
-		if err == nil || !again || attempt >= txAttempts || ctx.Err() != nil || !sleepCtx(ctx, retryWait(attempt)) {
+		if err == nil || !again || attempt >= TxAttempts || ctx.Err() != nil || !sleepCtx(ctx, retryWait(attempt)) {
 			return unavailable(err)
 		}
 	}
 }
 
-// inTxOnce is inTx without the retries, for an fn that does more than
+// InTxOnce is InTx without the retries, for an fn that does more than
 // database work (reads a request body, changes another system): a transient
 // error is returned as EUNAVAILABLE at once.
-func inTxOnce(ctx context.Context, db bun.IDB, fn func(ctx context.Context, tx bun.Tx) error) error {
+func InTxOnce(ctx context.Context, db bun.IDB, fn func(ctx context.Context, tx bun.Tx) error) error {
 	if tx, ok := db.(bun.Tx); ok {
 		return fn(ctx, tx)
 	}

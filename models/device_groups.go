@@ -137,7 +137,7 @@ func (s *DeviceGroupStore) Create(ctx context.Context, g *DeviceGroup, deviceIDs
 	}
 	now := time.Now().UTC()
 	g.ID, g.CreatedAt, g.UpdatedAt = NewID(), now, now
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		n, err := tx.NewSelect().Model((*DeviceGroup)(nil)).Where("org_id = ?", g.OrgID).Count(ctx)
 		if err != nil {
 			return fmt.Errorf("count device groups: %w", err)
@@ -270,7 +270,7 @@ type DeviceGroupChange struct {
 // Update changes name or description. ENOTFOUND, EINVALID, ECONFLICT.
 func (s *DeviceGroupStore) Update(ctx context.Context, orgID, id int64, ch DeviceGroupChange) (*DeviceGroup, error) {
 	var out *DeviceGroup
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		g, err := getDeviceGroup(ctx, tx, orgID, id)
 		if err != nil {
 			return err
@@ -302,7 +302,7 @@ func (s *DeviceGroupStore) Update(ctx context.Context, orgID, id int64, ch Devic
 // Delete removes a device group and its memberships. Policies and settings
 // that name it keep the id, which then matches no device. ENOTFOUND.
 func (s *DeviceGroupStore) Delete(ctx context.Context, orgID, id int64) error {
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewDelete().Model((*DeviceGroup)(nil)).Where("org_id = ? AND id = ?", orgID, id).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("delete device group: %w", err)
@@ -322,7 +322,7 @@ func (s *DeviceGroupStore) AddMembers(ctx context.Context, orgID, id int64, devi
 		return nil, err
 	}
 	var out *DeviceGroup
-	if err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	if err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		g, err := getDeviceGroup(ctx, tx, orgID, id)
 		if err != nil {
 			return err
@@ -346,7 +346,7 @@ func (s *DeviceGroupStore) RemoveMembers(ctx context.Context, orgID, id int64, d
 		return nil, err
 	}
 	var out *DeviceGroup
-	if err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	if err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		g, err := getDeviceGroup(ctx, tx, orgID, id)
 		if err != nil {
 			return err

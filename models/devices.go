@@ -414,7 +414,7 @@ func (s *DeviceStore) Register(ctx context.Context, r Registration) (*Device, st
 	hash := sha256.Sum256([]byte(devSecret))
 	now := time.Now().UTC()
 	var dev *Device
-	if err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	if err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		old, dup, err := s.registeredBefore(ctx, tx, orgID, r, now)
 		if err != nil {
 			return err
@@ -624,7 +624,7 @@ func (s *DeviceStore) lockDevice(ctx context.Context, tx bun.Tx, orgID, id int64
 // device.
 func (s *DeviceStore) Delete(ctx context.Context, orgID, id int64) (*Device, error) {
 	var dev *Device
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		d, err := s.lockDevice(ctx, tx, orgID, id)
 		if err != nil {
 			return err

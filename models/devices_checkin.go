@@ -327,7 +327,7 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 		return s.pendingCommands(ctx, s.db, dev.ID)
 	}
 	var cmds []Command
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		var d Device
 		err := s.d.lockRows(tx.NewSelect().Model(&d).Where("id = ?", dev.ID), "UPDATE").Scan(ctx)
 		if err != nil {

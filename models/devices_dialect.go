@@ -9,7 +9,7 @@ import (
 // devicesDialect is the SQL of devices and their agents that differs between PostgreSQL and SQLite
 // (devices_dialect_pg.go, devices_dialect_sqlite.go), beside the shared primitives.
 type devicesDialect interface {
-	sqlDialect
+	Dialect
 	// checkinRead is the statement of DeviceStore.AuthenticateCheckIn, with
 	// the driver's own placeholders (bound, so that the driver prepares it
 	// once per connection): a device's org_id, secret_hash,
@@ -26,9 +26,9 @@ type devicesDialect interface {
 	writeSyncBatch(ctx context.Context, tx bun.Tx, w *syncWrite) error
 }
 
-type devicesPG struct{ pgDialect }
+type devicesPG struct{ PGDialect }
 
-type devicesSQLite struct{ sqliteDialect }
+type devicesSQLite struct{ SQLiteDialect }
 
 // devicesDialectOf returns the statements for db's database.
 func devicesDialectOf(db bun.IDB) devicesDialect {

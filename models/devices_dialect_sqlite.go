@@ -21,7 +21,7 @@ WHERE d.id = ? ORDER BY c.id`
 // batched times anyway. (Stored as text, times do not compare in SQL here
 // the way PostgreSQL's do.)
 func (devicesSQLite) touchDevices(ctx context.Context, db *bun.DB, batch []contactTouch) error {
-	return inTx(ctx, db, func(ctx context.Context, tx bun.Tx) error {
+	return InTx(ctx, db, func(ctx context.Context, tx bun.Tx) error {
 		for _, t := range batch {
 			if _, err := tx.NewUpdate().Table("devices").Set("last_contact_time = ?", t.at).
 				Set("inactive_after = ?", t.inactive).Where("id = ?", t.id).Exec(ctx); err != nil {

@@ -74,7 +74,7 @@ func (s *DeviceStore) Link(ctx context.Context, orgID, deviceID, accountID int64
 		r.LinkType = LinkManual
 	}
 	var out *LocalAccount
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		d, a, err := s.lockAccount(ctx, tx, orgID, deviceID, accountID)
 		if err != nil {
 			return err
@@ -135,7 +135,7 @@ func (s *DeviceStore) Link(ctx context.Context, orgID, deviceID, accountID int64
 // done ack brings an unlink). ECONFLICT unless the account is pending_link.
 func (s *DeviceStore) CancelLink(ctx context.Context, orgID, deviceID, accountID int64, actor string) (*LocalAccount, error) {
 	var out *LocalAccount
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		d, a, err := s.lockAccount(ctx, tx, orgID, deviceID, accountID)
 		if err != nil {
 			return err
@@ -169,7 +169,7 @@ func (s *DeviceStore) Unlink(ctx context.Context, orgID, deviceID, accountID int
 		return nil, Invalid("reason", "at most %d bytes", MaxAckMessageLen)
 	}
 	var out *LocalAccount
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		d, a, err := s.lockAccount(ctx, tx, orgID, deviceID, accountID)
 		if err != nil {
 			return err
@@ -259,7 +259,7 @@ func (s *DeviceStore) OfflineUsers(ctx context.Context, orgID, deviceID int64) (
 // (Device Not Found) for an unknown device.
 func (s *DeviceStore) RemoveOfflineUsers(ctx context.Context, orgID, deviceID int64, userIDs []int64) ([]int64, error) {
 	var removed []int64
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		removed = removed[:0]
 		d, err := s.lockDevice(ctx, tx, orgID, deviceID)
 		if err != nil {
@@ -300,7 +300,7 @@ func unlinkDeletedUsers(ctx context.Context, tx bun.Tx, orgID int64, ids []int64
 		OrderExpr("device_id, id").Scan(ctx); err != nil {
 		return fmt.Errorf("read linked accounts: %w", err)
 	}
-	d := dialectOf(tx)
+	d := DialectOf(tx)
 	var dev *Device
 	for i := range accs {
 		a := &accs[i]

@@ -94,7 +94,7 @@ type SyncBatchResult struct {
 // userLinkKey is the SQL expression (over users aliased u) whose value the
 // lower-cased local account name must equal for set, its arguments, and the
 // condition that the attributes it reads are not empty.
-func userLinkKey(d sqlDialect, set *AccountLinkingSettings) (expr string, args []any, nonEmpty string, err error) {
+func userLinkKey(d Dialect, set *AccountLinkingSettings) (expr string, args []any, nonEmpty string, err error) {
 	cols := map[string]string{
 		"email": "u.email", "employeeID": "u.employee_id", "displayName": "u.display_name",
 		"firstName": "u.first_name", "lastName": "u.last_name", "mobileNumber": "u.mobile_number",
@@ -174,7 +174,7 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 	}
 	size = min(max(size, 1), 5000)
 	out := &SyncBatchResult{}
-	if err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	if err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		*out = SyncBatchResult{}
 		var job Job
 		if err := s.d.lockRows(tx.NewSelect().Model(&job).Where("org_id = ? AND id = ?", orgID, jobID), "UPDATE").Scan(ctx); err != nil {
@@ -577,7 +577,7 @@ func (s *DeviceStore) SeedDevices(ctx context.Context, orgID int64, devices []Se
 					PermissionLevel: PermissionLevels[0], LinkStatus: LinkUnlinked, CreatedAt: now, UpdatedAt: now})
 			}
 		}
-		err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 			if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
 				return fmt.Errorf("insert devices: %w", err)
 			}

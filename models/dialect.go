@@ -7,12 +7,12 @@ import (
 	"github.com/uptrace/bun/dialect"
 )
 
-// sqlDialect holds the primitives whose SQL differs between PostgreSQL and
+// Dialect holds the primitives whose SQL differs between PostgreSQL and
 // SQLite, one file per dialect (dialect_pg.go, dialect_sqlite.go). An
 // area's own dialect-specific statements live in the area, in an interface
 // that embeds this one, never as a branch on the database's name. Helpers
-// that hold only a bun.IDB ask dialectOf.
-type sqlDialect interface {
+// that hold only a bun.IDB ask DialectOf.
+type Dialect interface {
 	// lockRows makes q lock the rows it reads until the transaction ends,
 	// with PostgreSQL's strength ("UPDATE", "NO KEY UPDATE"). A SQLite
 	// write transaction holds the whole database, so q stays as it is.
@@ -34,16 +34,16 @@ type sqlDialect interface {
 	emailLocalPart(col string) string
 }
 
-// dialectOf returns the statements for db's database.
-func dialectOf(db bun.IDB) sqlDialect {
+// DialectOf returns the statements for db's database.
+func DialectOf(db bun.IDB) Dialect {
 	if db.Dialect().Name() == dialect.PG {
-		return pgDialect{}
+		return PGDialect{}
 	}
-	return sqliteDialect{}
+	return SQLiteDialect{}
 }
 
 // IsPostgres reports whether db speaks PostgreSQL. Store code asks its
-// sqlDialect instead; this is for tests and benchmark programs.
+// Dialect instead; this is for tests and benchmark programs.
 func IsPostgres(db bun.IDB) bool {
 	return db.Dialect().Name() == dialect.PG
 }

@@ -10,29 +10,29 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// pgDialect is PostgreSQL's SQL. The bulk paths of chunked jobs talk to
+// PGDialect is PostgreSQL's SQL. The bulk paths of chunked jobs talk to
 // pgx directly: array parameters and COPY travel in the binary protocol,
 // where bun would format every value of a many-thousand-row statement into
 // its SQL text.
-type pgDialect struct{}
+type PGDialect struct{}
 
-func (pgDialect) lockRows(q *bun.SelectQuery, strength string) *bun.SelectQuery {
+func (PGDialect) lockRows(q *bun.SelectQuery, strength string) *bun.SelectQuery {
 	return q.For(strength)
 }
 
-func (pgDialect) clockMillis() string {
+func (PGDialect) clockMillis() string {
 	return "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT"
 }
 
-func (pgDialect) insertBlobChunk() string {
+func (PGDialect) insertBlobChunk() string {
 	return "INSERT INTO blob_chunks (blob_id, seq, data) VALUES ($1, $2, $3)"
 }
 
-func (pgDialect) migrationTypes() sqlTypes {
+func (PGDialect) migrationTypes() sqlTypes {
 	return sqlTypes{Postgres: true, Time: "TIMESTAMPTZ", Blob: "BYTEA", JSON: "JSONB"}
 }
 
-func (pgDialect) queueWrites(*sync.Mutex) func() { return func() {} }
+func (PGDialect) queueWrites(*sync.Mutex) func() { return func() {} }
 
 // withPgxTx runs fn in a transaction on a pgx connection taken from db's
 // pool, committing when fn returns nil.
@@ -51,6 +51,6 @@ func withPgxTx(ctx context.Context, db *bun.DB, fn func(tx pgx.Tx) error) error 
 	})
 }
 
-func (pgDialect) emailLocalPart(col string) string {
+func (PGDialect) emailLocalPart(col string) string {
 	return "split_part(" + col + ", '@', 1)"
 }

@@ -6,32 +6,32 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// sqliteDialect is SQLite's SQL. Its bulk writes run one prepared statement
+// SQLiteDialect is SQLite's SQL. Its bulk writes run one prepared statement
 // execution per row: in process, that is cheaper than building and parsing
 // one statement naming every value.
-type sqliteDialect struct{}
+type SQLiteDialect struct{}
 
 // lockRows leaves q as it is: the store's write transactions are
 // immediate (see sqliteDSN) and hold the whole database.
-func (sqliteDialect) lockRows(q *bun.SelectQuery, _ string) *bun.SelectQuery { return q }
+func (SQLiteDialect) lockRows(q *bun.SelectQuery, _ string) *bun.SelectQuery { return q }
 
-func (sqliteDialect) clockMillis() string {
+func (SQLiteDialect) clockMillis() string {
 	return "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
 }
 
-func (sqliteDialect) insertBlobChunk() string {
+func (SQLiteDialect) insertBlobChunk() string {
 	return "INSERT INTO blob_chunks (blob_id, seq, data) VALUES (?, ?, ?)"
 }
 
-func (sqliteDialect) migrationTypes() sqlTypes {
+func (SQLiteDialect) migrationTypes() sqlTypes {
 	return sqlTypes{Time: "TIMESTAMP", Blob: "BLOB", JSON: "TEXT"}
 }
 
-func (sqliteDialect) queueWrites(mu *sync.Mutex) func() {
+func (SQLiteDialect) queueWrites(mu *sync.Mutex) func() {
 	mu.Lock()
 	return mu.Unlock
 }
 
-func (sqliteDialect) emailLocalPart(col string) string {
+func (SQLiteDialect) emailLocalPart(col string) string {
 	return "CASE WHEN instr(" + col + ", '@') > 0 THEN substr(" + col + ", 1, instr(" + col + ", '@') - 1) ELSE " + col + " END"
 }

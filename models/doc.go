@@ -6,7 +6,7 @@
 // take a bun.IDB so that they can run inside one. The Store (NewStore) is the
 // only door to the database: callers reach every area through its fields.
 //
-// What differs between PostgreSQL and SQLite lives behind sqlDialect, one
+// What differs between PostgreSQL and SQLite lives behind Dialect, one
 // file per dialect (dialect_pg.go, dialect_sqlite.go); store code asks it
 // instead of branching on the database. Passwords and the secret box are in
 // models/secret.

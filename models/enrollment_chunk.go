@@ -52,7 +52,7 @@ type enrollmentKey struct{ user, config int64 }
 // is not running.
 //
 // On PostgreSQL the chunk travels as arrays and COPY in pgx's binary
-// protocol; SQLite runs one prepared statement per write (sqlDialect).
+// protocol; SQLite runs one prepared statement per write (Dialect).
 func (s *EnrollmentStore) ApplyChunk(ctx context.Context, c *EnrollChunk) (JobProgress, error) {
 	return s.d.applyEnrollChunk(ctx, s.db, c)
 }

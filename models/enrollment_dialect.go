@@ -11,7 +11,7 @@ import (
 // enrollmentDialect is the SQL of enrollment that differs between PostgreSQL and SQLite
 // (enrollment_dialect_pg.go, enrollment_dialect_sqlite.go), beside the shared primitives.
 type enrollmentDialect interface {
-	sqlDialect
+	Dialect
 	// matchUsers is EnrollmentStore.MatchUsers for non-empty values.
 	matchUsers(ctx context.Context, db *bun.DB, orgID int64, key UserKey, values []string) (map[string]int64, error)
 	// applyEnrollChunk is EnrollmentStore.ApplyChunk, in a transaction of
@@ -19,9 +19,9 @@ type enrollmentDialect interface {
 	applyEnrollChunk(ctx context.Context, db *bun.DB, c *EnrollChunk) (JobProgress, error)
 }
 
-type enrollmentPG struct{ pgDialect }
+type enrollmentPG struct{ PGDialect }
 
-type enrollmentSQLite struct{ sqliteDialect }
+type enrollmentSQLite struct{ SQLiteDialect }
 
 // enrollmentDialectOf returns the statements for db's database.
 func enrollmentDialectOf(db bun.IDB) enrollmentDialect {

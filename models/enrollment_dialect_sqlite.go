@@ -30,7 +30,7 @@ func (enrollmentSQLite) matchUsers(ctx context.Context, db *bun.DB, orgID int64,
 // applyEnrollChunk is ApplyChunk on SQLite, in one transaction.
 func (enrollmentSQLite) applyEnrollChunk(ctx context.Context, db *bun.DB, c *EnrollChunk) (JobProgress, error) {
 	var p JobProgress
-	err := inTx(ctx, db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, db, func(ctx context.Context, tx bun.Tx) error {
 		results, writes := c.plan(time.Now().UTC())
 		written := map[enrollmentKey]bool{}
 		if err := upsertEnrollmentsSQLite(ctx, tx, c.Overwrite, writes, written); err != nil {

@@ -78,7 +78,7 @@ func getGroup(ctx context.Context, db bun.IDB, orgID, id int64, lock bool) (*Gro
 	g := new(Group)
 	q := db.NewSelect().Model(g).Where("org_id = ? AND id = ?", orgID, id)
 	if lock {
-		q = dialectOf(db).lockRows(q, "NO KEY UPDATE")
+		q = DialectOf(db).lockRows(q, "NO KEY UPDATE")
 	}
 	err := q.Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -225,7 +225,7 @@ func (s *GroupStore) RemoveMembers(ctx context.Context, orgID, groupID int64, id
 // transaction and returns the group as it is after. ENOTFOUND when the group
 // is missing; EINVALID when it is dynamic.
 func (s *GroupStore) changeMembers(ctx context.Context, orgID, groupID int64, change func(context.Context, bun.Tx, *Group) error) (*Group, error) {
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		g, err := getGroup(ctx, tx, orgID, groupID, false)
 		if err != nil {
 			return err

@@ -91,7 +91,7 @@ func lockDynamicGroups(ctx context.Context, tx bun.IDB, orgID int64) ([]dynamicG
 	var groups []dynamicGroup
 	q := tx.NewSelect().Model((*Group)(nil)).Column("id", "membership_rule").
 		Where("org_id = ? AND is_dynamic", orgID).OrderExpr("id")
-	q = dialectOf(tx).lockRows(q, "NO KEY UPDATE")
+	q = DialectOf(tx).lockRows(q, "NO KEY UPDATE")
 	if err := q.Scan(ctx, &groups); err != nil {
 		return nil, fmt.Errorf("select dynamic groups: %w", err)
 	}

@@ -47,7 +47,7 @@ func (s *UserStore) CountUsers(ctx context.Context, orgID int64) (int64, error) 
 // leaves the same rows.
 func (s *GroupStore) RecomputeBatch(ctx context.Context, orgID, groupID, ruleVersion, after int64, size int) (RecomputeBatchResult, error) {
 	var res RecomputeBatchResult
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		res = RecomputeBatchResult{}
 		g, err := getGroup(ctx, tx, orgID, groupID, true)
 		switch {

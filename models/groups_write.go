@@ -52,7 +52,7 @@ func (s *GroupStore) Create(ctx context.Context, g *Group, members []int64, job 
 	g.ID = NewID()
 	g.WhenCreated, g.UpdatedAt = now, now
 	g.MembersCount, g.RuleVersion, g.MembershipJobID = 0, 0, nil
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		if g.IsDynamic {
 			g.RuleVersion = 1
 			if err := s.queueRecompute(ctx, tx, g, job); err != nil {
@@ -100,7 +100,7 @@ type GroupChange struct {
 // given for a static group; ECONFLICT when the name is taken.
 func (s *GroupStore) Update(ctx context.Context, orgID, id int64, ch GroupChange, job *Job) (*Group, error) {
 	var out *Group
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		g, err := getGroup(ctx, tx, orgID, id, true)
 		if err != nil {
 			return err

@@ -82,7 +82,7 @@ func (l *IDLease) margin() time.Duration { return l.ttl / 6 }
 
 // dbMillis is the database's clock in Unix milliseconds, as SQL.
 func dbMillis(db bun.IDB) string {
-	return dialectOf(db).clockMillis()
+	return DialectOf(db).clockMillis()
 }
 
 // acquire leases a free node and points the generator at it.
@@ -138,13 +138,13 @@ func (l *IDLease) claim(ctx context.Context, node int64) (bool, error) {
 	bound := millisNow() + l.ttl.Milliseconds()
 	var floor int64
 	claimed := false
-	err := inTx(ctx, l.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, l.db, func(ctx context.Context, tx bun.Tx) error {
 		var now int64
 		if err := tx.NewRaw("SELECT "+dbMillis(tx)).Scan(ctx, &now); err != nil {
 			return fmt.Errorf("read the database clock: %w", err)
 		}
 		var rows []idNode
-		q := dialectOf(tx).lockRows(tx.NewSelect().Model(&rows).Where("node = ?", node), "UPDATE")
+		q := DialectOf(tx).lockRows(tx.NewSelect().Model(&rows).Where("node = ?", node), "UPDATE")
 		if err := q.Scan(ctx); err != nil {
 			return fmt.Errorf("read id node %d: %w", node, err)
 		}

@@ -171,7 +171,7 @@ var ErrJobNotFound = NotFound("Job", "the job does not exist or was deleted")
 // kind, module or action name is missing. (A job written with its input, as
 // an upload's, is Store.CreateUploadJob.)
 func (s *JobStore) Create(ctx context.Context, job *Job) error {
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		return insertJob(ctx, tx, job)
 	})
 }
@@ -220,7 +220,7 @@ func (s *JobStore) Get(ctx context.Context, orgID, id int64) (*Job, error) {
 // Delete removes a job, its results and its uploaded file, and fails the
 // upload it was resolving (OnEnd). ENOTFOUND when missing.
 func (s *JobStore) Delete(ctx context.Context, orgID, id int64) error {
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		res, err := tx.NewDelete().Model((*Job)(nil)).Where("org_id = ? AND id = ?", orgID, id).Exec(ctx)
 		if err != nil {
 			return fmt.Errorf("delete job: %w", err)
@@ -242,7 +242,7 @@ func (s *JobStore) Delete(ctx context.Context, orgID, id int64) error {
 // job was deleted; ECONFLICT when it has already finished.
 func (s *JobStore) Start(ctx context.Context, orgID, id int64) (*Job, error) {
 	var job *Job
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		_, err := tx.NewUpdate().Model((*Job)(nil)).
 			Set("status = ?", JobRunning).
 			Set("updated_at = ?", time.Now().UTC()).
@@ -288,7 +288,7 @@ func (s *JobStore) Finish(ctx context.Context, orgID, id int64, status JobStatus
 	if !status.Finished() {
 		return Invalid("status", "%s is not a final job state", status)
 	}
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		return finishJob(ctx, tx, orgID, id, status, message, p, s.onEnd)
 	})
 }

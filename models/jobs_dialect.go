@@ -9,14 +9,14 @@ import (
 // jobsDialect is the SQL of jobs that differs between PostgreSQL and SQLite
 // (jobs_dialect_pg.go, jobs_dialect_sqlite.go), beside the shared primitives.
 type jobsDialect interface {
-	sqlDialect
+	Dialect
 	// recordChunk is JobStore.RecordChunk, in a transaction of its own.
 	recordChunk(ctx context.Context, db *bun.DB, orgID, id int64, results []JobResult, p JobProgress) error
 }
 
-type jobsPG struct{ pgDialect }
+type jobsPG struct{ PGDialect }
 
-type jobsSQLite struct{ sqliteDialect }
+type jobsSQLite struct{ SQLiteDialect }
 
 // jobsDialectOf returns the statements for db's database.
 func jobsDialectOf(db bun.IDB) jobsDialect {

@@ -9,7 +9,7 @@ import (
 )
 
 func (jobsSQLite) recordChunk(ctx context.Context, db *bun.DB, orgID, id int64, results []JobResult, p JobProgress) error {
-	return inTx(ctx, db, func(ctx context.Context, tx bun.Tx) error {
+	return InTx(ctx, db, func(ctx context.Context, tx bun.Tx) error {
 		return recordChunkSQLite(ctx, tx, orgID, id, results, p)
 	})
 }

@@ -76,11 +76,11 @@ func (s *UserStore) Authenticate(ctx context.Context, orgID int64, email, passwo
 // count reaches the threshold. It returns the error to answer with.
 func (s *UserStore) recordFailure(ctx context.Context, userID int64, policy AccountBlockingSettings, now time.Time) error {
 	var answer error = ErrBadCredentials
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		answer = ErrBadCredentials
 		user := new(User)
 		q := tx.NewSelect().Model(user).Column("failed_logins", "first_failed_login_at", "blocked_until").Where("id = ?", userID)
-		q = dialectOf(tx).lockRows(q, "UPDATE")
+		q = DialectOf(tx).lockRows(q, "UPDATE")
 		if err := q.Scan(ctx); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
 				return nil // deleted meanwhile: nothing to count

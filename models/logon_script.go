@@ -66,7 +66,7 @@ func getLogonScript(ctx context.Context, db bun.IDB, orgID int64) (*LogonScriptC
 // nothing (EINVALID for a broken rule).
 func (s *LogonScriptStore) Update(ctx context.Context, orgID int64, change func(*LogonScriptConfig) error) (*LogonScriptConfig, error) {
 	var out *LogonScriptConfig
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		cfg, err := getLogonScript(ctx, tx, orgID)
 		if err != nil {
 			return err

@@ -41,13 +41,13 @@ var ErrMgmtActionNotFound = NotFound("Action", "no such management action: the a
 // MgmtStore keeps management actions' view columns, uploads and executions.
 type MgmtStore struct {
 	db   *bun.DB
-	d    sqlDialect
+	d    Dialect
 	jobs *JobStore // creates the resolving jobs of large uploads
 }
 
 // NewMgmtStore returns the MgmtStore over db, creating jobs with jobs.
 func NewMgmtStore(db *bun.DB, jobs *JobStore) *MgmtStore {
-	return &MgmtStore{db: db, d: dialectOf(db), jobs: jobs}
+	return &MgmtStore{db: db, d: DialectOf(db), jobs: jobs}
 }
 
 // MaxViewColumns is the most columns a view may show.
@@ -155,7 +155,7 @@ func truncate(s string, n int) string {
 // (MgmtDataListing: offset paging, filter over user attributes).
 func (s *MgmtStore) ListData(ctx context.Context, orgID int64, p listing.Params) ([]User, listing.Meta, error) {
 	var users []User
-	q := s.db.NewSelect().Model(&users).ExcludeColumn(signInColumns...).Where("org_id = ?", orgID)
+	q := s.db.NewSelect().Model(&users).ExcludeColumn(SignInColumns...).Where("org_id = ?", orgID)
 	meta, err := listing.Fetch(ctx, q, &users, MgmtDataListing, p)
 	return users, meta, err
 }

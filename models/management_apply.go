@@ -50,7 +50,7 @@ const (
 // ENOTFOUND when the execution is gone.
 func (s *MgmtStore) ApplyChunk(ctx context.Context, orgID, execID int64, attempt int, afterSeq int64, size int) (*ChunkResult, error) {
 	out := &ChunkResult{Last: afterSeq}
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		*out = ChunkResult{Last: afterSeq}
 		exec, err := lockExecution(ctx, tx, s.d, orgID, execID)
 		if err != nil {
@@ -92,7 +92,7 @@ func (s *MgmtStore) ApplyChunk(ctx context.Context, orgID, execID int64, attempt
 // applyTargets applies the execution to targets that have no result yet
 // and returns every target's result; caller is the user who started the
 // attempt.
-func applyTargets(ctx context.Context, tx bun.Tx, d sqlDialect, exec *Execution, caller int64, targets []ExecutionTarget) ([]ExecutionResult, error) {
+func applyTargets(ctx context.Context, tx bun.Tx, d Dialect, exec *Execution, caller int64, targets []ExecutionTarget) ([]ExecutionResult, error) {
 	first, last := targets[0].Seq, targets[len(targets)-1].Seq
 	var done []ExecutionResult
 	if err := tx.NewSelect().Model(&done).

@@ -227,7 +227,7 @@ func (s *MgmtStore) CreateExecution(ctx context.Context, n NewExecution) (*Execu
 		TargetContainer: n.TargetContainer, CreatedBy: n.CreatedBy, CreatedAt: now, UpdatedAt: now}
 	job := &Job{OrgID: n.OrgID, Kind: MgmtJobKind, Module: MgmtModule, ActionName: actionName(n.Action),
 		Entity: "User", CreatedBy: n.CreatedBy}
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		// The job and the execution first: the targets refer to the
 		// execution; a selection of nobody rolls everything back.
 		if err := insertJob(ctx, tx, job); err != nil {
@@ -442,7 +442,7 @@ func (s *MgmtStore) Targets(ctx context.Context, execID int64, attempt int, afte
 // an attempt already pending is left as it is. ECONFLICT when it has
 // finished.
 func (s *MgmtStore) StartAttempt(ctx context.Context, orgID, execID int64, attempt int) error {
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		exec, err := lockExecution(ctx, tx, s.d, orgID, execID)
 		if err != nil {
 			return err
@@ -461,7 +461,7 @@ func (s *MgmtStore) StartAttempt(ctx context.Context, orgID, execID int64, attem
 	})
 }
 
-func lockExecution(ctx context.Context, tx bun.Tx, d sqlDialect, orgID, execID int64) (*Execution, error) {
+func lockExecution(ctx context.Context, tx bun.Tx, d Dialect, orgID, execID int64) (*Execution, error) {
 	exec := new(Execution)
 	q := tx.NewSelect().Model(exec).Where("org_id = ? AND id = ?", orgID, execID)
 	if err := d.lockRows(q, "NO KEY UPDATE").Scan(ctx); errors.Is(err, sql.ErrNoRows) {
@@ -477,7 +477,7 @@ func lockExecution(ctx context.Context, tx bun.Tx, d sqlDialect, orgID, execID i
 // the attempt's and execution's counts from the stored results. ECONFLICT
 // when the attempt is not pending any more.
 func (s *MgmtStore) RecordResults(ctx context.Context, orgID, execID int64, attempt int, results []ExecutionResult) error {
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		exec, err := lockExecution(ctx, tx, s.d, orgID, execID)
 		if err != nil {
 			return err
@@ -562,7 +562,7 @@ func (s *MgmtStore) FinishAttempt(ctx context.Context, orgID, execID int64, atte
 	if !status.Finished() {
 		return Invalid("status", "%s is not a final execution state", status)
 	}
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		exec, err := lockExecution(ctx, tx, s.d, orgID, execID)
 		if err != nil {
 			return err
@@ -614,7 +614,7 @@ func finishAttemptJob(ctx context.Context, tx bun.Tx, exec *Execution, status Ex
 func (s *MgmtStore) Retry(ctx context.Context, orgID int64, a MgmtAction, execID, by int64) (*Execution, *Job, error) {
 	var exec *Execution
 	var job *Job
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		if exec, err = lockExecution(ctx, tx, s.d, orgID, execID); err != nil {
 			return err

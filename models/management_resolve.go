@@ -86,7 +86,7 @@ type ResolvedChunk struct {
 // past its cursor; ENOTFOUND when it is gone.
 func (s *MgmtStore) ResolveUploadChunk(ctx context.Context, orgID, uploadID, from int64, records []UploadRecord, end int64, done bool) (*ResolvedChunk, error) {
 	out := new(ResolvedChunk)
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		up := new(MgmtUpload)
 		q := tx.NewSelect().Model(up).Where("org_id = ? AND id = ?", orgID, uploadID)
 		if err := s.d.lockRows(q, "NO KEY UPDATE").Scan(ctx); err != nil {

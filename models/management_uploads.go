@@ -226,7 +226,7 @@ func (s *MgmtStore) CreateUploadFrom(ctx context.Context, up *MgmtUpload, next f
 	up.Status = UploadResolved
 	up.CreatedAt = time.Now().UTC()
 	var count int64
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := tx.NewInsert().Model(up).Exec(ctx); err != nil {
 			return fmt.Errorf("insert upload: %w", err)
 		}
@@ -584,7 +584,7 @@ func (s *MgmtStore) DeleteUploadRows(ctx context.Context, orgID int64, a MgmtAct
 			return nil, 0, Invalid("filter", "%v", err)
 		}
 	}
-	if err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	if err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		up := new(MgmtUpload)
 		q := tx.NewSelect().Model(up).Where("org_id = ? AND action = ? AND id = ?", orgID, a, uploadID)
 		if err := s.d.lockRows(q, "NO KEY UPDATE").Scan(ctx); errors.Is(err, sql.ErrNoRows) {

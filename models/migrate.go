@@ -32,7 +32,7 @@ type sqlTypes struct {
 }
 
 func typesFor(db *bun.DB) sqlTypes {
-	return dialectOf(db).migrationTypes()
+	return DialectOf(db).migrationTypes()
 }
 
 // Migrator returns the migrator over the embedded migrations.

@@ -113,7 +113,7 @@ func (s *NotificationStore) AbandonClaims(ctx context.Context, runID, claim int6
 		return nil
 	}
 	const why = "a send attempt ended between claiming and recording this delivery; it may have been delivered, so it is not sent again"
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		now := time.Now().UTC()
 		var log []DeliveryLogEntry
 		for _, d := range stale {
@@ -139,8 +139,8 @@ func (s *NotificationStore) Step(ctx context.Context, runID, claim int64, outcom
 	var claimed []Delivery
 	// SQLite has one writer: queue here rather than in its busy handler,
 	// which sleeps for milliseconds between tries.
-	defer dialectOf(s.db).queueWrites(&s.writes)()
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	defer DialectOf(s.db).queueWrites(&s.writes)()
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		now := time.Now().UTC()
 		if err := recordOutcomes(ctx, tx, runID, claim, outcomes, now); err != nil {
 			return err

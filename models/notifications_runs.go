@@ -130,7 +130,7 @@ func (s *NotificationStore) PrepareRun(ctx context.Context, in PrepareRunInput) 
 		}
 	}
 	run.Skipped = groupMembers - run.Recipients
-	txErr := inTxOnce(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	txErr := InTxOnce(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		if run.Slot != "" {
 			taken, err := tx.NewSelect().Model((*NotificationRun)(nil)).
 				Where("notification_id = ? AND slot = ?", run.NotificationID, run.Slot).Exists(ctx)
@@ -224,7 +224,7 @@ func (s *NotificationStore) GetRun(ctx context.Context, id int64) (*Notification
 // nothing more.
 func (s *NotificationStore) FinishRun(ctx context.Context, runID int64, reason string) (*NotificationRun, error) {
 	var run *NotificationRun
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		var pending []Delivery
 		if err := tx.NewSelect().Model(&pending).Where("run_id = ? AND kind = ? AND state = ?", runID, DeliveryMember, DeliveryPending).Scan(ctx); err != nil {
 			return fmt.Errorf("select pending deliveries: %w", err)

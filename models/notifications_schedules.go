@@ -65,7 +65,7 @@ type NotificationStore struct {
 	// Templates reads the templates runs send.
 	Templates *TemplateStore
 	// writes queues the delivery ledger's writes where the database has one
-	// writer (sqlDialect.queueWrites).
+	// writer (Dialect.queueWrites).
 	writes sync.Mutex
 }
 
@@ -88,7 +88,7 @@ func (s *NotificationStore) CreateSchedule(ctx context.Context, sc *Notification
 	sc.ID = NewID()
 	now := time.Now().UTC()
 	sc.CreatedAt, sc.UpdatedAt = now, now
-	return inTxOnce(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return InTxOnce(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		if err := s.checkSchedule(ctx, tx, sc, userID); err != nil {
 			return err
 		}
@@ -109,7 +109,7 @@ func (s *NotificationStore) getSchedule(ctx context.Context, db bun.IDB, orgID, 
 	sc := new(NotificationSchedule)
 	q := db.NewSelect().Model(sc).Where("org_id = ? AND id = ?", orgID, id)
 	if forUpdate {
-		q = dialectOf(db).lockRows(q, "UPDATE")
+		q = DialectOf(db).lockRows(q, "UPDATE")
 	}
 	err := q.Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -126,7 +126,7 @@ func (s *NotificationStore) getSchedule(ctx context.Context, db bun.IDB, orgID, 
 // inside the transaction. ENOTFOUND, EINVALID, ECONFLICT as CreateSchedule.
 func (s *NotificationStore) UpdateSchedule(ctx context.Context, orgID, id, userID int64, change func(cur NotificationSchedule) (*NotificationSchedule, error), sync SyncFunc) (*NotificationSchedule, error) {
 	var out *NotificationSchedule
-	err := inTxOnce(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTxOnce(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		prev, err := s.getSchedule(ctx, tx, orgID, id, true)
 		if err != nil {
 			return err
@@ -152,7 +152,7 @@ func (s *NotificationStore) UpdateSchedule(ctx context.Context, orgID, id, userI
 // DeleteSchedule removes a schedule, calling sync inside the transaction.
 // Its runs and their delivery log stay. ENOTFOUND when missing.
 func (s *NotificationStore) DeleteSchedule(ctx context.Context, orgID, id int64, sync SyncFunc) error {
-	return inTxOnce(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return InTxOnce(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		prev, err := s.getSchedule(ctx, tx, orgID, id, true)
 		if err != nil {
 			return err

@@ -87,7 +87,7 @@ func (s *NotificationStore) PrepareSummary(ctx context.Context, runID int64) (fr
 	if len(planned) == 0 {
 		return from, to, nil
 	}
-	if err := inTxOnce(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	if err := InTxOnce(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		exists, err := tx.NewSelect().Model((*Delivery)(nil)).Where("run_id = ? AND kind = ?", run.ID, DeliverySummary).Exists(ctx)
 		if err != nil || exists {
 			return err

@@ -240,7 +240,7 @@ func (s *ClientStore) FirstOfType(ctx context.Context, orgID int64, t ClientType
 // Delete removes a client of the organization and, with it, every code and
 // token it holds. ENOTFOUND when missing.
 func (s *ClientStore) Delete(ctx context.Context, orgID int64, id string) error {
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		// Said plainly rather than left to ON DELETE CASCADE, which SQLite
 		// applies only where foreign keys are on.
 		if _, err := tx.NewDelete().Model((*OAuthToken)(nil)).Where("client_id = ? AND org_id = ?", id, orgID).Exec(ctx); err != nil {

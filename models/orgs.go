@@ -114,7 +114,7 @@ func (s *OrgStore) CreateOrganization(ctx context.Context, org *Organization, ad
 		user      *User
 		generated string
 	)
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		if err := NewOrgStore(tx).Create(ctx, org); err != nil {
 			return err
 		}

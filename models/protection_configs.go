@@ -413,7 +413,7 @@ func (s *ConditionConfigStore) get(ctx context.Context, db bun.IDB, orgID int64,
 	c := new(ConditionConfig)
 	q := s.query(db, c, orgID, f).Where("cc.id = ?", id)
 	if forUpdate {
-		q = dialectOf(db).lockRows(q, "UPDATE")
+		q = DialectOf(db).lockRows(q, "UPDATE")
 	}
 	err := q.Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -435,7 +435,7 @@ func (s *ConditionConfigStore) Create(ctx context.Context, c *ConditionConfig) e
 	c.ID = NewID()
 	now := time.Now().UTC()
 	c.CreatedAt, c.UpdatedAt, c.UsageCount = now, now, 0
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		n, err := tx.NewSelect().Model((*ConditionConfig)(nil)).Where("org_id = ? AND family = ?", c.OrgID, c.Family).Count(ctx)
 		if err != nil {
 			return fmt.Errorf("count condition configs: %w", err)
@@ -456,7 +456,7 @@ func (s *ConditionConfigStore) Create(ctx context.Context, c *ConditionConfig) e
 // transaction. ErrConfigNotFound, EINVALID, ECONFLICT as Create.
 func (s *ConditionConfigStore) Update(ctx context.Context, orgID int64, f ConfigFamily, id int64, change func(cur *ConditionConfig) (*ConditionConfig, error)) (*ConditionConfig, error) {
 	var out *ConditionConfig
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		cur, err := s.get(ctx, tx, orgID, f, id, true)
 		if err != nil {
 			return err
@@ -486,14 +486,14 @@ func (s *ConditionConfigStore) Update(ctx context.Context, orgID int64, f Config
 // ECONFLICT error naming the policies when a policy's condition names it.
 func (s *ConditionConfigStore) DeleteMany(ctx context.Context, orgID int64, f ConfigFamily, ids []int64) (map[int64]error, error) {
 	var out map[int64]error
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		out = make(map[int64]error, len(ids))
 		if len(ids) == 0 {
 			return nil
 		}
 		var found []int64
 		q := tx.NewSelect().Model((*ConditionConfig)(nil)).Column("id").Where("org_id = ? AND family = ? AND id IN (?)", orgID, f, bun.List(ids))
-		if err := dialectOf(tx).lockRows(q, "UPDATE").Scan(ctx, &found); err != nil {
+		if err := DialectOf(tx).lockRows(q, "UPDATE").Scan(ctx, &found); err != nil {
 			return fmt.Errorf("select condition configs: %w", err)
 		}
 		var users []struct {

@@ -63,7 +63,7 @@ var PolicyListing = listing.MustSchema(listing.Schema{
 func (s *PolicyStore) ensureDefault(ctx context.Context, tx bun.IDB, orgID int64) (*Policy, error) {
 	for attempt := 0; attempt < 2; attempt++ {
 		d := new(Policy)
-		err := dialectOf(tx).lockRows(tx.NewSelect().Model(d).Where("p.org_id = ? AND p.is_default", orgID), "UPDATE").Scan(ctx)
+		err := DialectOf(tx).lockRows(tx.NewSelect().Model(d).Where("p.org_id = ? AND p.is_default", orgID), "UPDATE").Scan(ctx)
 		if err == nil {
 			return d, nil
 		}
@@ -139,7 +139,7 @@ func (s *PolicyStore) ensure(ctx context.Context, orgID int64) error {
 	if exists {
 		return nil
 	}
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		_, err := s.ensureDefault(ctx, tx, orgID)
 		return err
 	})
@@ -293,7 +293,7 @@ func validatePolicy(ctx context.Context, tx bun.IDB, p *Policy) error {
 // the organization has PolicyLimits.MaxPolicies policies.
 func (s *PolicyStore) Create(ctx context.Context, p *Policy, by PolicyActor) error {
 	p.IsDefault = false
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		def, err := s.ensureDefault(ctx, tx, p.OrgID)
 		if err != nil {
 			return err
@@ -414,7 +414,7 @@ func writePolicyRows(ctx context.Context, tx bun.Tx, p *Policy, replace bool) er
 // Create.
 func (s *PolicyStore) Update(ctx context.Context, orgID, id int64, by PolicyActor, change func(cur *Policy) (*Policy, error)) (*Policy, error) {
 	var out *Policy
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := s.ensureDefault(ctx, tx, orgID); err != nil {
 			return err
 		}
@@ -456,7 +456,7 @@ func (s *PolicyStore) Update(ctx context.Context, orgID, id int64, by PolicyActo
 // Delete removes a policy; those after it move up one. ErrPolicyNotFound
 // when missing; ECONFLICT for the default policy.
 func (s *PolicyStore) Delete(ctx context.Context, orgID, id int64) error {
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		def, err := s.ensureDefault(ctx, tx, orgID)
 		if err != nil {
 			return err
@@ -486,7 +486,7 @@ func (s *PolicyStore) Delete(ctx context.Context, orgID, id int64) error {
 // every policy but the default, each once, in the new order (priority 1
 // first); the default stays last. EINVALID otherwise.
 func (s *PolicyStore) Reorder(ctx context.Context, orgID int64, ids []int64) error {
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		def, err := s.ensureDefault(ctx, tx, orgID)
 		if err != nil {
 			return err

@@ -245,7 +245,7 @@ func checkEndpoints(p *Policy, pr *Problems, refs *policyRefs) {
 	for i, e := range Endpoints {
 		order[e] = i
 	}
-	if pr.err == nil {
+	if pr.None() {
 		slices.SortStableFunc(p.EndpointsSettings, func(a, b EndpointSetting) int { return order[a.Endpoint] - order[b.Endpoint] })
 	}
 }
@@ -551,7 +551,7 @@ func checkPolicyRefs(ctx context.Context, tx bun.IDB, orgID int64, refs *policyR
 		// this transaction, then sees the policy using them (409).
 		q := tx.NewSelect().Table("ca_condition_configs").Column("id", "family").
 			Where("org_id = ? AND id IN (?)", orgID, bun.List(mapKeys(refs.configs)))
-		err := dialectOf(tx).lockRows(q, "KEY SHARE").Scan(ctx, &rows)
+		err := DialectOf(tx).lockRows(q, "KEY SHARE").Scan(ctx, &rows)
 		if err != nil {
 			return fmt.Errorf("select condition configs: %w", err)
 		}

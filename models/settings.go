@@ -323,7 +323,7 @@ func (s *SettingsStore) Get(ctx context.Context, orgID int64) (*AdminSettings, e
 // organization's), in one transaction. It returns the stored settings.
 func (s *SettingsStore) Update(ctx context.Context, orgID int64, change func(cur *AdminSettings) (*AdminSettings, error)) (*AdminSettings, error) {
 	var out *AdminSettings
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		cur, err := NewSettingsStore(tx).Get(ctx, orgID)
 		if err != nil {
 			return err

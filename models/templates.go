@@ -118,7 +118,7 @@ func (s *TemplateStore) Create(ctx context.Context, t *Template, files []NewTemp
 	t.ID = NewID()
 	now := time.Now().UTC()
 	t.CreatedAt, t.UpdatedAt = now, now
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		if err := s.write(ctx, tx, t, nil, files); err != nil {
 			return err
 		}
@@ -138,7 +138,7 @@ func (s *TemplateStore) get(ctx context.Context, db bun.IDB, orgID, userID, id i
 	t := new(Template)
 	q := visible(db.NewSelect().Model(t), orgID, userID).Where("id = ?", id)
 	if forUpdate {
-		q = dialectOf(db).lockRows(q, "UPDATE")
+		q = DialectOf(db).lockRows(q, "UPDATE")
 	}
 	err := q.Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -156,7 +156,7 @@ func (s *TemplateStore) get(ctx context.Context, db bun.IDB, orgID, userID, id i
 // deleted. ENOTFOUND, EINVALID, ECONFLICT as Create, or change's error.
 func (s *TemplateStore) Update(ctx context.Context, orgID, userID, id int64, change func(cur *Template) (*Template, []NewTemplateFile, error)) (*Template, error) {
 	var out *Template
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		cur, err := s.get(ctx, tx, orgID, userID, id, true)
 		if err != nil {
 			return err
@@ -194,7 +194,7 @@ func (s *TemplateStore) write(ctx context.Context, tx bun.Tx, t, prev *Template,
 		return err
 	}
 	for _, f := range files {
-		blob, err := s.blobs.put(ctx, tx, t.OrgID, f.Name, f.ContentType, bytes.NewReader(f.Data), TemplateLimits.MaxAttachmentSize)
+		blob, err := s.blobs.PutIn(ctx, tx, t.OrgID, f.Name, f.ContentType, bytes.NewReader(f.Data), TemplateLimits.MaxAttachmentSize)
 		if err != nil {
 			return err
 		}
@@ -211,7 +211,7 @@ func (s *TemplateStore) write(ctx context.Context, tx bun.Tx, t, prev *Template,
 	}
 	for id := range owned {
 		if !kept[id] {
-			if err := s.blobs.delete(ctx, tx, t.OrgID, id); err != nil {
+			if err := s.blobs.DeleteIn(ctx, tx, t.OrgID, id); err != nil {
 				return err
 			}
 		}
@@ -229,7 +229,7 @@ func (s *TemplateStore) write(ctx context.Context, tx bun.Tx, t, prev *Template,
 // Delete removes a template userID may see, and its files. ENOTFOUND when
 // missing; ECONFLICT while a notification schedule uses it.
 func (s *TemplateStore) Delete(ctx context.Context, orgID, userID, id int64) error {
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		t, err := s.get(ctx, tx, orgID, userID, id, true)
 		if err != nil {
 			return err
@@ -247,7 +247,7 @@ func (s *TemplateStore) Delete(ctx context.Context, orgID, userID, id int64) err
 			return fmt.Errorf("delete template: %w", err)
 		}
 		for _, fid := range t.FileIDs() {
-			if err := s.blobs.delete(ctx, tx, orgID, fid); err != nil {
+			if err := s.blobs.DeleteIn(ctx, tx, orgID, fid); err != nil {
 				return err
 			}
 		}

@@ -109,10 +109,10 @@ func (e *unavailableError) As(target any) bool {
 func (e *unavailableError) Unwrap() error { return e.cause }
 
 // Retries of a transaction that failed for a transient reason and was rolled
-// back: at most txAttempts in all, waiting about txBackoff, then three times
+// back: at most TxAttempts in all, waiting about txBackoff, then three times
 // that, between them (with jitter), so that a failover or a restart a
 // moment long goes unnoticed while an outage is answered within a second.
-const txAttempts = 3
+const TxAttempts = 3
 
 var txBackoff = 100 * time.Millisecond
 
@@ -143,17 +143,17 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // out of connections).
 const connectAttempts = 2
 
-// retryConnector opens PostgreSQL connections, trying again after a moment
+// RetryConnector opens PostgreSQL connections, trying again after a moment
 // when the server refuses one for a transient reason: nothing was sent yet,
 // so any statement (a read outside a transaction too) is safe to send on
 // the connection that follows. With database/sql's own retry of a statement
 // whose pooled connection turns out dead before it was sent (driver
 // ErrBadConn), this is the in-process retry of statements outside a
-// transaction; inTx retries transactions.
-type retryConnector struct{ driver.Connector }
+// transaction; InTx retries transactions.
+type RetryConnector struct{ driver.Connector }
 
 // Connect implements driver.Connector.
-func (c retryConnector) Connect(ctx context.Context) (driver.Conn, error) {
+func (c RetryConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	for attempt := 1; ; attempt++ {
 		conn, err := c.Connector.Connect(ctx)
 		if err == nil || attempt >= connectAttempts || !isTransient(err) || !sleepCtx(ctx, retryWait(attempt)) {

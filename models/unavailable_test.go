@@ -218,7 +218,7 @@ func TestRetryConnector_TriesRefusedConnectionsAgain(t *testing.T) {
 		{"bad password", 100, &pgconn.PgError{Code: "28P01"}, 1, false},
 	} {
 		stub := &stubConnector{fails: tc.fails, err: tc.err}
-		_, err := models.RetryConnector(stub).Connect(ctx)
+		_, err := models.RetryConnector{Connector: stub}.Connect(ctx)
 		if stub.tries != tc.tries || (err == nil) != tc.wantSuccess {
 			t.Errorf("%s: %d tries, error %v; want %d tries, success %v", tc.name, stub.tries, err, tc.tries, tc.wantSuccess)
 		}

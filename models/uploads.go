@@ -37,7 +37,7 @@ func (s *JobStore) CreateUploadJobThen(ctx context.Context, job *Job, file FileU
 	if err != nil {
 		return err
 	}
-	if err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	if err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		if job.ID == 0 {
 			job.ID = NewID()
 		}

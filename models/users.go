@@ -175,7 +175,7 @@ func (s *UserStore) Create(ctx context.Context, user *User, password string) err
 	now := time.Now().UTC()
 	user.ID = NewID()
 	user.CreatedAt, user.UpdatedAt = now, now
-	return inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	return InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		// Every user write locks the dynamic groups first, then (through
 		// triggers) the organization's user count: one order, no deadlock.
 		if _, err := lockDynamicGroups(ctx, tx, user.OrgID); err != nil {
@@ -256,4 +256,20 @@ func (s *UserStore) HasAdmin(ctx context.Context, orgID int64) (bool, error) {
 		return false, fmt.Errorf("look for an admin: %w", err)
 	}
 	return ok, nil
+}
+
+// ByIDs returns the users of the organization among ids, by id.
+func (s *UserStore) ByIDs(ctx context.Context, orgID int64, ids []int64) (map[int64]*User, error) {
+	out := map[int64]*User{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var users []User
+	if err := s.db.NewSelect().Model(&users).Where("org_id = ? AND id IN (?)", orgID, bun.List(ids)).Scan(ctx); err != nil {
+		return nil, unavailable(fmt.Errorf("select users: %w", err))
+	}
+	for i := range users {
+		out[users[i].ID] = &users[i]
+	}
+	return out, nil
 }

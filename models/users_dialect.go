@@ -9,15 +9,15 @@ import (
 // usersDialect is the SQL of users that differs between PostgreSQL and SQLite
 // (users_dialect_pg.go, users_dialect_sqlite.go), beside the shared primitives.
 type usersDialect interface {
-	sqlDialect
+	Dialect
 	// lockManagerChanges makes the organization's manager changes in tx
 	// take turns.
 	lockManagerChanges(ctx context.Context, tx bun.Tx, orgID int64) error
 }
 
-type usersPG struct{ pgDialect }
+type usersPG struct{ PGDialect }
 
-type usersSQLite struct{ sqliteDialect }
+type usersSQLite struct{ SQLiteDialect }
 
 // usersDialectOf returns the statements for db's database.
 func usersDialectOf(db bun.IDB) usersDialect {

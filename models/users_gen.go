@@ -13,9 +13,9 @@ import (
 	"iam/models/listing"
 )
 
-// userListColumns are the columns a list of users reads, in the order
+// UserListColumns are the columns a list of users reads, in the order
 // scanUserRows scans them: every column of User not tagged nolist.
-var userListColumns = []string{
+var UserListColumns = []string{
 	"id", "org_id", "first_name", "last_name", "display_name", "email", "employee_id", "title",
 	"department", "company", "description", "manager_id", "city", "state_province", "street",
 	"zip_postal", "post_office_box", "work_location", "seating_location", "country",
@@ -23,9 +23,9 @@ var userListColumns = []string{
 	"is_domain_verified", "status", "is_licensed", "primary_source", "created_at", "updated_at",
 }
 
-// signInColumns are the columns of User tagged nolist: the sign-in state
+// SignInColumns are the columns of User tagged nolist: the sign-in state
 // and role, which lists leave out. Users read from a list have them zero.
-var signInColumns = []string{
+var SignInColumns = []string{
 	"role", "password_hash", "failed_logins", "first_failed_login_at", "blocked_until",
 	"tokens_valid_after",
 }
@@ -66,7 +66,7 @@ var userAttributes = []listing.Attribute{
 }
 
 // scanUserRows runs a page query of selectUserList and appends its rows to
-// dest, scanning userListColumns in order straight into the fields. bun's
+// dest, scanning UserListColumns in order straight into the fields. bun's
 // scan, which looks up the field of every column of every row and sets it
 // through reflection, cost as much CPU time as the driver's reading of the
 // rows, a sixth of what a page of GET /users cost under load. The values

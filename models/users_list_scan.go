@@ -6,10 +6,10 @@ import (
 	"iam/models/listing"
 )
 
-// selectUserList starts the query of a list of users: userListColumns of
+// selectUserList starts the query of a list of users: UserListColumns of
 // the organization's users.
 func selectUserList(db bun.IDB, orgID int64) *bun.SelectQuery {
-	return db.NewSelect().Model((*User)(nil)).Column(userListColumns...).Where("org_id = ?", orgID)
+	return db.NewSelect().Model((*User)(nil)).Column(UserListColumns...).Where("org_id = ?", orgID)
 }
 
 // userPageRows is how many rows the page of p reads (its limit, plus one to

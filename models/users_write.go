@@ -30,12 +30,12 @@ func (s *UserStore) Update(ctx context.Context, orgID, id int64, change UserChan
 		hash = h
 	}
 	var user *User
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		if _, err := lockDynamicGroups(ctx, tx, orgID); err != nil {
 			return err
 		}
 		u := new(User)
-		q := dialectOf(tx).lockRows(tx.NewSelect().Model(u).Where("org_id = ? AND id = ?", orgID, id), "UPDATE")
+		q := DialectOf(tx).lockRows(tx.NewSelect().Model(u).Where("org_id = ? AND id = ?", orgID, id), "UPDATE")
 		if err := q.Scan(ctx); errors.Is(err, sql.ErrNoRows) {
 			return ErrUserNotFound
 		} else if err != nil {
@@ -109,7 +109,7 @@ func (s *UserStore) DeleteMany(ctx context.Context, orgID int64, ids []int64) ([
 		return []int64{}, nil
 	}
 	var deleted []int64
-	err := inTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+	err := InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		deleted, err = deleteUsers(ctx, tx, orgID, ids, s.beforeDelete)
 		return err
