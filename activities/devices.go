@@ -7,21 +7,23 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"iam/models"
+	"iam/models/devices"
+	"iam/models/jobs"
+	"iam/models/store"
 )
 
 // Devices holds the activities of device jobs (account-linking sync).
 type Devices struct {
-	Store *models.Store
+	Store *store.Store
 }
 
 // SyncChunk asks for up to Batches batches of BatchSize accounts of a
 // sync job, with the settings the job was started with.
 type SyncChunk struct {
-	Job       models.JobRef                 `json:"job"`
-	Settings  models.AccountLinkingSettings `json:"settings"`
-	BatchSize int                           `json:"batch_size"`
-	Batches   int                           `json:"batches"`
+	Job       jobs.JobRef                    `json:"job"`
+	Settings  devices.AccountLinkingSettings `json:"settings"`
+	BatchSize int                            `json:"batch_size"`
+	Batches   int                            `json:"batches"`
 }
 
 // SyncChunkResult is where a chunk left the job.
@@ -53,8 +55,8 @@ func (a *Devices) SyncAccountsChunk(ctx context.Context, in SyncChunk) (SyncChun
 }
 
 // ReadSyncInput decodes a sync job's input: the settings it applies.
-func ReadSyncInput(raw json.RawMessage) (models.AccountLinkingSettings, error) {
-	var set models.AccountLinkingSettings
+func ReadSyncInput(raw json.RawMessage) (devices.AccountLinkingSettings, error) {
+	var set devices.AccountLinkingSettings
 	if err := json.Unmarshal(raw, &set); err != nil || set.AttributeType == "" {
 		return set, temporal.NewNonRetryableApplicationError("the job input is not account-linking settings", ErrInvalid, err)
 	}

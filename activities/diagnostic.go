@@ -7,7 +7,8 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"iam/models"
+	"iam/models/jobs"
+	"iam/models/store"
 )
 
 // DiagnosticParams is the input of a diagnostic job: synthetic items that
@@ -22,7 +23,7 @@ type DiagnosticParams struct {
 
 // DiagnosticChunk asks for items [From, To) of a diagnostic job.
 type DiagnosticChunk struct {
-	Job    models.JobRef    `json:"job"`
+	Job    jobs.JobRef      `json:"job"`
 	Params DiagnosticParams `json:"params"`
 	From   int64            `json:"from"`
 	To     int64            `json:"to"`
@@ -31,13 +32,13 @@ type DiagnosticChunk struct {
 
 // Diagnostics holds the diagnostic job's activity.
 type Diagnostics struct {
-	Store *models.Store
+	Store *store.Store
 }
 
 // RunDiagnosticChunk processes one chunk and records its results and the
 // job's new progress; it returns that progress.
 func (a *Diagnostics) RunDiagnosticChunk(ctx context.Context, in DiagnosticChunk) (Progress, error) {
-	results := make([]models.JobResult, 0, in.To-in.From)
+	results := make([]jobs.JobResult, 0, in.To-in.From)
 	p := in.Before
 	for i := in.From; i < in.To; i++ {
 		if in.Params.DelayMillis > 0 {
@@ -48,9 +49,9 @@ func (a *Diagnostics) RunDiagnosticChunk(ctx context.Context, in DiagnosticChunk
 			}
 		}
 		activity.RecordHeartbeat(ctx, i)
-		r := models.JobResult{Seq: i + 1, EntityID: fmt.Sprint(i + 1), Status: models.ResultSuccess}
+		r := jobs.JobResult{Seq: i + 1, EntityID: fmt.Sprint(i + 1), Status: jobs.ResultSuccess}
 		if in.Params.FailEvery > 0 && (i+1)%in.Params.FailEvery == 0 {
-			r.Status, r.Message = models.ResultError, "failed on purpose"
+			r.Status, r.Message = jobs.ResultError, "failed on purpose"
 			p.Failed++
 		} else {
 			p.Success++

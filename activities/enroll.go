@@ -11,13 +11,16 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"iam/models"
+	"iam/models/enrollment"
+	"iam/models/identity"
 	"iam/models/secret"
+	"iam/models/store"
 )
 
 // Enrollment holds the quick-enrollment activities: CSV files and smart-card
 // archives read chunk by chunk from the blob store into enrollment data.
 type Enrollment struct {
-	Store *models.Store
+	Store *store.Store
 	// Secrets seals TOTP secrets before they are stored. Without it, rows
 	// that carry a secret fail and nothing secret is written.
 	Secrets *secret.Box
@@ -48,7 +51,7 @@ func invalidInput(format string, args ...any) error {
 
 // factorPlan is what a chunk needs to know of the chosen factor configs.
 type factorPlan struct {
-	configs []models.FactorConfig
+	configs []enrollment.FactorConfig
 	names   map[int64]string
 }
 
@@ -74,7 +77,7 @@ type pendingRow struct {
 	row    int64
 	key    string
 	errs   []string
-	data   []models.Enrollment
+	data   []enrollment.Enrollment
 	secret map[int64]string // factor config id -> normalized secret
 	// certs are the row's smart-card certificates by factor config id,
 	// checked against the configs' enabled CAs once the user is known.
@@ -145,7 +148,7 @@ func (a *Enrollment) checkCerts(ctx context.Context, orgID int64, rows []pending
 
 // finish matches the rows' users and seals their secrets, and returns the
 // rows ApplyChunk writes.
-func (a *Enrollment) finish(ctx context.Context, orgID int64, key models.UserKey, rows []pendingRow) ([]models.ChunkRow, error) {
+func (a *Enrollment) finish(ctx context.Context, orgID int64, key enrollment.UserKey, rows []pendingRow) ([]enrollment.ChunkRow, error) {
 	keys := make([]string, 0, len(rows))
 	for _, r := range rows {
 		keys = append(keys, r.key)
@@ -157,7 +160,7 @@ func (a *Enrollment) finish(ctx context.Context, orgID int64, key models.UserKey
 	if err := a.checkCerts(ctx, orgID, rows, users); err != nil {
 		return nil, err
 	}
-	out := make([]models.ChunkRow, len(rows))
+	out := make([]enrollment.ChunkRow, len(rows))
 	for i := range rows {
 		r := &rows[i]
 		out[i].Row = r.row
@@ -172,7 +175,7 @@ func (a *Enrollment) finish(ctx context.Context, orgID int64, key models.UserKey
 						r.fail("the service has no encryption key (IAM_ENCRYPTION_KEY), so TOTP secrets cannot be stored")
 						break
 					}
-					e.Secret = a.Secrets.Seal([]byte(s), models.EnrollmentSecretAAD(orgID, out[i].UserID, e.FactorConfigID))
+					e.Secret = a.Secrets.Seal([]byte(s), identity.EnrollmentSecretAAD(orgID, out[i].UserID, e.FactorConfigID))
 				}
 				out[i].Enrollments = append(out[i].Enrollments, e)
 			}

@@ -7,23 +7,24 @@ import (
 	"io"
 	"time"
 
-	"iam/models"
 	"iam/models/csvimport"
+	"iam/models/enrollment"
+	"iam/models/jobs"
 )
 
 // EnrollCSVJob names a CSV enrollment job and its input.
 type EnrollCSVJob struct {
-	Job    models.JobRef         `json:"job"`
-	Params models.EnrollCSVInput `json:"params"`
+	Job    jobs.JobRef               `json:"job"`
+	Params enrollment.EnrollCSVInput `json:"params"`
 }
 
 // EnrollCSVChunk asks for the rows of a CSV enrollment job from row From on,
 // at most Params.ChunkRows of them.
 type EnrollCSVChunk struct {
-	Job    models.JobRef         `json:"job"`
-	Params models.EnrollCSVInput `json:"params"`
-	From   int64                 `json:"from"`
-	Before Progress              `json:"before"` // progress before this chunk
+	Job    jobs.JobRef               `json:"job"`
+	Params enrollment.EnrollCSVInput `json:"params"`
+	From   int64                     `json:"from"`
+	Before Progress                  `json:"before"` // progress before this chunk
 }
 
 // CountEnrollCSVRows reads the file once to count its rows, records the
@@ -103,7 +104,7 @@ func (a *Enrollment) EnrollCSVRows(ctx context.Context, in EnrollCSVChunk) (Enro
 		})
 	}
 	heartbeat(ctx, next)
-	progress, err := store.ApplyChunk(ctx, &models.EnrollChunk{
+	progress, err := store.ApplyChunk(ctx, &enrollment.EnrollChunk{
 		OrgID: in.Job.OrgID, JobID: in.Job.JobID, Overwrite: in.Params.Overwrite,
 		Rows: chunk.rows, Before: in.Before, NextRow: next, NextOffset: chunk.end, Names: rd.plan.names,
 	})
@@ -118,15 +119,15 @@ func (a *Enrollment) EnrollCSVRows(ctx context.Context, in EnrollCSVChunk) (Enro
 // csvReading is what reading a job's rows needs: the file's encoding and
 // columns, the user key and the factor configs.
 type csvReading struct {
-	params  models.EnrollCSVInput
+	params  enrollment.EnrollCSVInput
 	enc     csvimport.Encoding
 	plan    *factorPlan
 	cols    csvimport.Columns
-	userKey models.UserKey
+	userKey enrollment.UserKey
 	size    int
 }
 
-func (a *Enrollment) csvReading(ctx context.Context, orgID int64, p models.EnrollCSVInput) (*csvReading, error) {
+func (a *Enrollment) csvReading(ctx context.Context, orgID int64, p enrollment.EnrollCSVInput) (*csvReading, error) {
 	enc, ok := csvimport.Lookup(p.Encoding)
 	if !ok {
 		return nil, invalidInput("unknown file encoding %q", p.Encoding)
@@ -135,14 +136,14 @@ func (a *Enrollment) csvReading(ctx context.Context, orgID int64, p models.Enrol
 	if err != nil {
 		return nil, temporalError(err)
 	}
-	cols, problems := csvimport.CheckHeader(p.Header, models.UserColumns, needs(plan.configs))
+	cols, problems := csvimport.CheckHeader(p.Header, enrollment.UserColumns, needs(plan.configs))
 	if len(problems) > 0 {
 		return nil, invalidInput("the file's header does not fit the factor configs: %s", problems[0].Detail)
 	}
-	userKey, _ := models.ParseUserKey(cols.UserColumn)
+	userKey, _ := enrollment.ParseUserKey(cols.UserColumn)
 	size := p.ChunkRows
 	if size <= 0 {
-		size = models.DefaultEnrollChunkRows
+		size = enrollment.DefaultEnrollChunkRows
 	}
 	return &csvReading{params: p, enc: enc, plan: plan, cols: cols, userKey: userKey, size: size}, nil
 }
@@ -151,7 +152,7 @@ func (a *Enrollment) csvReading(ctx context.Context, orgID int64, p models.Enrol
 // writes, the byte offset after the last of them, and whether the file
 // has no rows after them.
 type csvChunk struct {
-	rows []models.ChunkRow
+	rows []enrollment.ChunkRow
 	end  int64
 	done bool
 }
@@ -192,7 +193,7 @@ func (a *Enrollment) prepareCSVChunk(ctx context.Context, orgID int64, rd *csvRe
 }
 
 // needs lists the CSV columns of the chosen factor configs.
-func needs(configs []models.FactorConfig) []csvimport.Need {
+func needs(configs []enrollment.FactorConfig) []csvimport.Need {
 	var out []csvimport.Need
 	for _, c := range configs {
 		for _, col := range c.Columns() {
@@ -203,7 +204,7 @@ func needs(configs []models.FactorConfig) []csvimport.Need {
 }
 
 // parseCSVRow validates one record into a pending row.
-func parseCSVRow(rec csvimport.Record, encName string, width int, cols csvimport.Columns, key models.UserKey, plan *factorPlan) pendingRow {
+func parseCSVRow(rec csvimport.Record, encName string, width int, cols csvimport.Columns, key enrollment.UserKey, plan *factorPlan) pendingRow {
 	row := pendingRow{row: rec.Row}
 	switch {
 	case errors.Is(rec.Err, csvimport.ErrInvalidEncoding):
@@ -222,33 +223,33 @@ func parseCSVRow(rec csvimport.Record, encName string, width int, cols csvimport
 		row.fail("%s is empty", cols.UserColumn)
 	}
 	for _, c := range plan.configs {
-		e := models.Enrollment{FactorConfigID: c.ID, FactorType: c.Type}
+		e := enrollment.Enrollment{FactorConfigID: c.ID, FactorType: c.Type}
 		switch c.Type {
-		case models.FactorEmailOTP:
-			v, err := models.NormalizeOTPEmail(field(models.ColumnOTPEmail))
+		case enrollment.FactorEmailOTP:
+			v, err := enrollment.NormalizeOTPEmail(field(enrollment.ColumnOTPEmail))
 			if err != nil {
-				row.fail("%s %v", models.ColumnOTPEmail, err)
+				row.fail("%s %v", enrollment.ColumnOTPEmail, err)
 			}
 			e.Value = v
-		case models.FactorSMSOTP:
-			v, err := models.NormalizeE164(field(models.ColumnMobileNumber))
+		case enrollment.FactorSMSOTP:
+			v, err := enrollment.NormalizeE164(field(enrollment.ColumnMobileNumber))
 			if err != nil {
-				row.fail("%s %v", models.ColumnMobileNumber, err)
+				row.fail("%s %v", enrollment.ColumnMobileNumber, err)
 			}
 			e.Value = v
-		case models.FactorTOTP:
-			v, err := models.NormalizeTOTPSecret(field(models.ColumnTOTPSecret))
+		case enrollment.FactorTOTP:
+			v, err := enrollment.NormalizeTOTPSecret(field(enrollment.ColumnTOTPSecret))
 			if err != nil {
-				row.fail("%s %v", models.ColumnTOTPSecret, err)
+				row.fail("%s %v", enrollment.ColumnTOTPSecret, err)
 			}
 			if row.secret == nil {
 				row.secret = map[int64]string{}
 			}
 			row.secret[c.ID] = v
-		case models.FactorSmartCard:
-			info, err := certificateOf([]byte(field(models.ColumnCertificate)))
+		case enrollment.FactorSmartCard:
+			info, err := certificateOf([]byte(field(enrollment.ColumnCertificate)))
 			if err != nil {
-				row.fail("%s: %v", models.ColumnCertificate, err)
+				row.fail("%s: %v", enrollment.ColumnCertificate, err)
 				break
 			}
 			e.Value, e.Thumbprint, e.ExpiresAt = info.Subject, info.Thumbprint, &info.NotAfter
@@ -260,8 +261,8 @@ func parseCSVRow(rec csvimport.Record, encName string, width int, cols csvimport
 }
 
 // certificateOf parses a certificate and refuses an expired one.
-func certificateOf(data []byte) (*models.CertificateInfo, error) {
-	info, err := models.ParseCertificate(data)
+func certificateOf(data []byte) (*enrollment.CertificateInfo, error) {
+	info, err := enrollment.ParseCertificate(data)
 	if err != nil {
 		return nil, err
 	}

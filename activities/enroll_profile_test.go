@@ -15,9 +15,13 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/activities"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/enrollment"
+	"iam/models/identity"
+	"iam/models/jobs"
 	"iam/models/secret/secrettest"
+	"iam/models/sqldb"
+	modelstore "iam/models/store"
 )
 
 // TestEnrollCSVProfile runs the CSV enrollment activities directly (no
@@ -34,9 +38,9 @@ func TestEnrollCSVProfile(t *testing.T) {
 		return
 	}
 	rows := envInt("IAM_ENROLL_PROFILE_ROWS", 100_000)
-	chunk := envInt("IAM_ENROLL_PROFILE_CHUNK", models.DefaultEnrollChunkRows)
+	chunk := envInt("IAM_ENROLL_PROFILE_CHUNK", enrollment.DefaultEnrollChunkRows)
 	ctx := context.Background()
-	db, err := models.Open(ctx, dsn)
+	db, err := sqldb.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +49,7 @@ func TestEnrollCSVProfile(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	if _, err := models.MigrateUp(ctx, db); err != nil {
+	if _, err := sqldb.MigrateUp(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	enrollCSVDirectly(t, db, rows, chunk)
@@ -55,24 +59,24 @@ func TestEnrollCSVProfile(t *testing.T) {
 // through the activities, chunk rows at a time.
 func enrollCSVDirectly(t *testing.T, db *bun.DB, rows, chunk int) {
 	ctx := context.Background()
-	store := models.NewStore(db)
-	org := &models.Organization{Name: "Profile"}
+	store := modelstore.NewStore(db)
+	org := &identity.Organization{Name: "Profile"}
 	if err := store.Orgs.Create(ctx, org); err != nil {
 		t.Fatal(err)
 	}
-	configs, err := models.NewStore(db).Factors.List(ctx, org.ID)
+	configs, err := modelstore.NewStore(db).Factors.List(ctx, org.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var sms int64
 	for _, c := range configs {
-		if c.Type == models.FactorSMSOTP {
+		if c.Type == enrollment.FactorSMSOTP {
 			sms = c.ID
 		}
 	}
 	began := time.Now()
 	now := time.Now().UTC()
-	if models.IsPostgres(db) {
+	if sqldb.IsPostgres(db) {
 		conn, cerr := db.DB.Conn(ctx)
 		if cerr != nil {
 			t.Fatal(cerr)
@@ -85,7 +89,7 @@ func enrollCSVDirectly(t *testing.T, db *bun.DB, rows, chunk int) {
 						return nil, nil
 					}
 					i++
-					return []any{models.NewID(), org.ID, "user" + strconv.Itoa(i) + "@example.com", now, now}, nil
+					return []any{sqldb.NewID(), org.ID, "user" + strconv.Itoa(i) + "@example.com", now, now}, nil
 				}))
 			return copyErr
 		})
@@ -105,7 +109,7 @@ func enrollCSVDirectly(t *testing.T, db *bun.DB, rows, chunk int) {
 			t.Fatal(serr)
 		}
 		for i := 1; i <= rows; i++ {
-			if _, err = stmt.ExecContext(ctx, models.NewID(), org.ID, "user"+strconv.Itoa(i)+"@example.com", now, now); err != nil {
+			if _, err = stmt.ExecContext(ctx, sqldb.NewID(), org.ID, "user"+strconv.Itoa(i)+"@example.com", now, now); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -127,9 +131,9 @@ func enrollCSVDirectly(t *testing.T, db *bun.DB, rows, chunk int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	input := models.EnrollCSVInput{BlobID: blob.ID, FileName: "users.csv", Encoding: "UTF-8", FactorConfigIDs: []int64{sms},
+	input := enrollment.EnrollCSVInput{BlobID: blob.ID, FileName: "users.csv", Encoding: "UTF-8", FactorConfigIDs: []int64{sms},
 		Header: []string{"Primary Email", "Mobile Number"}, UserColumn: "Primary Email", DataOffset: int64(header), ChunkRows: chunk}
-	job := &models.Job{OrgID: org.ID, Kind: "QuickEnrollmentCSV", Module: models.EnrollmentModule, ActionName: models.EnrollCSVAction}
+	job := &jobs.Job{OrgID: org.ID, Kind: "QuickEnrollmentCSV", Module: enrollment.EnrollmentModule, ActionName: enrollment.EnrollCSVAction}
 	if job.Input, err = jsonOf(input); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +144,7 @@ func enrollCSVDirectly(t *testing.T, db *bun.DB, rows, chunk int) {
 		t.Fatal(err)
 	}
 	a := &activities.Enrollment{Store: store, Secrets: secrettest.Box}
-	ref := models.JobRef{JobID: job.ID, OrgID: org.ID}
+	ref := jobs.JobRef{JobID: job.ID, OrgID: org.ID}
 
 	began = time.Now()
 	p, err := a.CountEnrollCSVRows(ctx, activities.EnrollCSVJob{Job: ref, Params: input})
@@ -183,7 +187,7 @@ func enrollCSVDirectly(t *testing.T, db *bun.DB, rows, chunk int) {
 		t.Errorf("%d results, want %d", len(results), rows)
 	}
 	for i, r := range results {
-		if r.Seq != int64(i+1) || r.Status != models.ResultSuccess {
+		if r.Seq != int64(i+1) || r.Status != jobs.ResultSuccess {
 			t.Fatalf("result %d: %+v, want SUCCESS of row %d", i, r, i+1)
 		}
 	}

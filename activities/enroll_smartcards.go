@@ -6,18 +6,19 @@ import (
 	"path"
 	"strings"
 
-	"iam/models"
+	"iam/models/enrollment"
+	"iam/models/jobs"
 	"iam/models/safezip"
 )
 
 // EnrollSmartCardChunk asks for the archive entries [From, To) of a
 // smart-card enrollment job (entry i is row i+1).
 type EnrollSmartCardChunk struct {
-	Job    models.JobRef                `json:"job"`
-	Params models.EnrollSmartCardsInput `json:"params"`
-	From   int64                        `json:"from"`
-	To     int64                        `json:"to"`
-	Before Progress                     `json:"before"`
+	Job    jobs.JobRef                      `json:"job"`
+	Params enrollment.EnrollSmartCardsInput `json:"params"`
+	From   int64                            `json:"from"`
+	To     int64                            `json:"to"`
+	Before Progress                         `json:"before"`
 }
 
 // certificateExtensions are the file name extensions of certificate files.
@@ -34,7 +35,7 @@ func (a *Enrollment) EnrollSmartCards(ctx context.Context, in EnrollSmartCardChu
 		return EnrollChunkResult{}, temporalError(err)
 	}
 	for _, c := range plan.configs {
-		if c.Type != models.FactorSmartCard {
+		if c.Type != enrollment.FactorSmartCard {
 			return EnrollChunkResult{}, invalidInput("factor config %d is not a smart card config", c.ID)
 		}
 	}
@@ -63,7 +64,7 @@ func (a *Enrollment) EnrollSmartCards(ctx context.Context, in EnrollSmartCardChu
 	}
 	before := in.Before
 	before.Total = max(before.Total, int64(len(archive.Entries)))
-	progress, err := a.Store.Enrollments.ApplyChunk(ctx, &models.EnrollChunk{
+	progress, err := a.Store.Enrollments.ApplyChunk(ctx, &enrollment.EnrollChunk{
 		OrgID: in.Job.OrgID, JobID: in.Job.JobID, Overwrite: p.Overwrite,
 		Rows: chunk, Before: before, NextRow: to + 1, NextOffset: -1, Names: plan.names,
 	})
@@ -75,7 +76,7 @@ func (a *Enrollment) EnrollSmartCards(ctx context.Context, in EnrollSmartCardChu
 }
 
 // parseEntry reads one archive entry into a pending row.
-func (a *Enrollment) parseEntry(archive *safezip.Archive, e safezip.Entry, key models.UserKey, plan *factorPlan) pendingRow {
+func (a *Enrollment) parseEntry(archive *safezip.Archive, e safezip.Entry, key enrollment.UserKey, plan *factorPlan) pendingRow {
 	row := pendingRow{row: int64(e.Index) + 1}
 	if e.Problem != "" {
 		row.fail("%s: %s", safeName(e.Name), e.Problem)
@@ -108,7 +109,7 @@ func (a *Enrollment) parseEntry(archive *safezip.Archive, e safezip.Entry, key m
 	}
 	for _, c := range plan.configs {
 		row.addCert(c.ID, info.Cert)
-		row.data = append(row.data, models.Enrollment{
+		row.data = append(row.data, enrollment.Enrollment{
 			FactorConfigID: c.ID, FactorType: c.Type,
 			Value: info.Subject, Thumbprint: info.Thumbprint, ExpiresAt: &info.NotAfter,
 		})
@@ -131,7 +132,7 @@ func safeName(name string) string {
 }
 
 // openBlobAt describes a blob without reading it.
-func (a *Enrollment) openBlobAt(ctx context.Context, orgID, id int64) (io.ReadCloser, *models.Blob, error) {
+func (a *Enrollment) openBlobAt(ctx context.Context, orgID, id int64) (io.ReadCloser, *jobs.Blob, error) {
 	rc, blob, err := a.Store.Blobs.Open(ctx, orgID, id, 0)
 	if err != nil {
 		return nil, nil, err
@@ -144,7 +145,7 @@ func (a *Enrollment) openBlobAt(ctx context.Context, orgID, id int64) (io.ReadCl
 // 1 MiB at a time: what archive/zip needs to read a ZIP from the blob store.
 type blobReaderAt struct {
 	ctx    context.Context
-	blobs  models.BlobStore
+	blobs  jobs.BlobStore
 	org    int64
 	id     int64
 	size   int64

@@ -9,17 +9,20 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"iam/models"
+	"iam/models/identity"
+	"iam/models/jobs"
+	"iam/models/store"
 )
 
 // RecomputeChunk asks for up to Batches batches of BatchSize users of a
 // dynamic group's recompute, starting after user id After.
 type RecomputeChunk struct {
-	Job       models.JobRef         `json:"job"`
-	Input     models.RecomputeInput `json:"input"`
-	After     int64                 `json:"after,string"`
-	BatchSize int                   `json:"batch_size"`
-	Batches   int                   `json:"batches"`
-	Before    Progress              `json:"before"` // progress before this chunk
+	Job       jobs.JobRef             `json:"job"`
+	Input     identity.RecomputeInput `json:"input"`
+	After     int64                   `json:"after,string"`
+	BatchSize int                     `json:"batch_size"`
+	Batches   int                     `json:"batches"`
+	Before    Progress                `json:"before"` // progress before this chunk
 }
 
 // RecomputeChunkResult is where a chunk ended.
@@ -32,7 +35,7 @@ type RecomputeChunkResult struct {
 
 // Groups holds the activities of group jobs.
 type Groups struct {
-	Store *models.Store
+	Store *store.Store
 }
 
 // RecomputeGroupChunk recomputes a dynamic group's members batch after
@@ -75,14 +78,14 @@ func (a *Groups) RecomputeGroupChunk(ctx context.Context, in RecomputeChunk) (Re
 			break
 		}
 	}
-	var results []models.JobResult
+	var results []jobs.JobResult
 	if out.Done {
 		g, err := a.Store.Groups.Get(ctx, in.Job.OrgID, in.Input.GroupID)
 		if err != nil {
-			out.Stopped = models.RecomputeGroupGone
+			out.Stopped = identity.RecomputeGroupGone
 			return out, nil
 		}
-		results = []models.JobResult{{Seq: 1, EntityID: models.FormatID(g.ID), Status: models.ResultSuccess,
+		results = []jobs.JobResult{{Seq: 1, EntityID: models.FormatID(g.ID), Status: jobs.ResultSuccess,
 			Message: fmt.Sprintf("%d members among %d users", g.MembersCount, out.Progress.Processed)}}
 	}
 	if err := a.Store.Jobs.RecordChunk(ctx, in.Job.OrgID, in.Job.JobID, results, out.Progress); err != nil {
@@ -92,8 +95,8 @@ func (a *Groups) RecomputeGroupChunk(ctx context.Context, in RecomputeChunk) (Re
 }
 
 // ReadRecomputeInput decodes a recompute job's input.
-func ReadRecomputeInput(raw json.RawMessage) (models.RecomputeInput, error) {
-	var in models.RecomputeInput
+func ReadRecomputeInput(raw json.RawMessage) (identity.RecomputeInput, error) {
+	var in identity.RecomputeInput
 	if err := json.Unmarshal(raw, &in); err != nil || in.GroupID == 0 {
 		return in, temporal.NewNonRetryableApplicationError("the job input is not a group recompute", ErrInvalid, err)
 	}

@@ -13,8 +13,11 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"iam/activities"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/identity"
+	"iam/models/jobs"
+	"iam/models/sqldb"
+	"iam/models/store"
 )
 
 // recomputeFixture is an organization of n users (department IT, ids
@@ -22,11 +25,11 @@ import (
 // is queued.
 type recomputeFixture struct {
 	db    *bun.DB
-	store *models.Store
-	org   *models.Organization
+	store *store.Store
+	org   *identity.Organization
 	users []int64 // ascending
-	group *models.Group
-	job   *models.Job
+	group *identity.Group
+	job   *jobs.Job
 }
 
 // recomputeUser is the slice of the users table the fixture fills in bulk.
@@ -44,8 +47,8 @@ type recomputeUser struct {
 func newRecompute(t *testing.T, db *bun.DB, n int) *recomputeFixture {
 	t.Helper()
 	ctx := context.Background()
-	f := &recomputeFixture{db: db, store: models.NewStore(db)}
-	f.org = &models.Organization{Name: "Recompute", TimeZone: "UTC"}
+	f := &recomputeFixture{db: db, store: store.NewStore(db)}
+	f.org = &identity.Organization{Name: "Recompute", TimeZone: "UTC"}
 	if err := f.store.Orgs.Create(ctx, f.org); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +56,7 @@ func newRecompute(t *testing.T, db *bun.DB, n int) *recomputeFixture {
 	for start := 0; start < n; start += 2000 {
 		var batch []recomputeUser
 		for i := start; i < min(n, start+2000); i++ {
-			u := recomputeUser{ID: models.NewID(), OrgID: f.org.ID, Email: fmt.Sprintf("r%06d@example.com", i), Department: "IT", CreatedAt: now, UpdatedAt: now}
+			u := recomputeUser{ID: sqldb.NewID(), OrgID: f.org.ID, Email: fmt.Sprintf("r%06d@example.com", i), Department: "IT", CreatedAt: now, UpdatedAt: now}
 			batch = append(batch, u)
 			f.users = append(f.users, u.ID)
 		}
@@ -64,8 +67,8 @@ func newRecompute(t *testing.T, db *bun.DB, n int) *recomputeFixture {
 	if !slices.IsSorted(f.users) {
 		t.Fatal("user ids are not ascending")
 	}
-	f.job = &models.Job{Kind: "GroupMembershipRecompute", Module: "Identity", ActionName: "Recompute dynamic group members"}
-	f.group = &models.Group{OrgID: f.org.ID, Name: "Sales", IsDynamic: true, MembershipRule: `department eq "Sales"`}
+	f.job = &jobs.Job{Kind: "GroupMembershipRecompute", Module: "Identity", ActionName: "Recompute dynamic group members"}
+	f.group = &identity.Group{OrgID: f.org.ID, Name: "Sales", IsDynamic: true, MembershipRule: `department eq "Sales"`}
 	if err := f.store.Groups.Create(ctx, f.group, nil, f.job); err != nil {
 		t.Fatal(err)
 	}
@@ -96,8 +99,8 @@ func (f *recomputeFixture) members(t *testing.T) []int64 {
 
 func (f *recomputeFixture) chunk(batchSize, batches int) activities.RecomputeChunk {
 	return activities.RecomputeChunk{
-		Job:       models.JobRef{JobID: f.job.ID, OrgID: f.org.ID},
-		Input:     models.RecomputeInput{GroupID: f.group.ID, RuleVersion: f.group.RuleVersion},
+		Job:       jobs.JobRef{JobID: f.job.ID, OrgID: f.org.ID},
+		Input:     identity.RecomputeInput{GroupID: f.group.ID, RuleVersion: f.group.RuleVersion},
 		BatchSize: batchSize, Batches: batches,
 	}
 }
@@ -183,8 +186,8 @@ func TestRecomputeGroupChunk_UserWritesWaitForOneBatchAtMost(t *testing.T) {
 		for i := range 3 {
 			before := committed()
 			began := time.Now()
-			u := &models.User{OrgID: f.org.ID, Email: fmt.Sprintf("w%d@example.com", i), Department: "Sales",
-				Status: models.UserActive, Role: models.RoleUser}
+			u := &identity.User{OrgID: f.org.ID, Email: fmt.Sprintf("w%d@example.com", i), Department: "Sales",
+				Status: identity.UserActive, Role: identity.RoleUser}
 			if err := f.store.Users.Create(context.Background(), u, ""); err != nil {
 				t.Fatal(err)
 			}

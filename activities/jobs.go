@@ -8,10 +8,12 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"iam/models"
+	"iam/models/jobs"
+	"iam/models/store"
 )
 
 // Progress is a job's absolute progress.
-type Progress = models.JobProgress
+type Progress = jobs.JobProgress
 
 // JobInfo is what a job workflow needs to know of its job.
 type JobInfo struct {
@@ -25,9 +27,9 @@ type JobInfo struct {
 // FinishInput ends a job. A non-empty Failure ends it in ERROR with that
 // message; otherwise the state follows from the counts in Progress.
 type FinishInput struct {
-	Job      models.JobRef `json:"job"`
-	Progress Progress      `json:"progress"`
-	Failure  string        `json:"failure,omitempty"`
+	Job      jobs.JobRef `json:"job"`
+	Progress Progress    `json:"progress"`
+	Failure  string      `json:"failure,omitempty"`
 }
 
 // Error types of the non-retryable errors activities return.
@@ -39,11 +41,11 @@ const (
 
 // Jobs holds the activities every job workflow uses.
 type Jobs struct {
-	Store *models.Store
+	Store *store.Store
 }
 
 // StartJob marks the job RUNNING and returns what its workflow needs.
-func (a *Jobs) StartJob(ctx context.Context, ref models.JobRef) (JobInfo, error) {
+func (a *Jobs) StartJob(ctx context.Context, ref jobs.JobRef) (JobInfo, error) {
 	job, err := a.Store.Jobs.Start(ctx, ref.OrgID, ref.JobID)
 	if err != nil {
 		return JobInfo{}, temporalError(err)
@@ -58,11 +60,11 @@ func (a *Jobs) StartJob(ctx context.Context, ref models.JobRef) (JobInfo, error)
 }
 
 // FinishJob writes the job's final state and returns it.
-func (a *Jobs) FinishJob(ctx context.Context, in FinishInput) (models.JobStatus, error) {
-	status := models.OutcomeStatus(in.Progress.Success, in.Progress.Failed)
+func (a *Jobs) FinishJob(ctx context.Context, in FinishInput) (jobs.JobStatus, error) {
+	status := jobs.OutcomeStatus(in.Progress.Success, in.Progress.Failed)
 	message := outcomeMessage(in.Progress)
 	if in.Failure != "" {
-		status, message = models.JobError, in.Failure
+		status, message = jobs.JobError, in.Failure
 	}
 	err := a.Store.Jobs.Finish(ctx, in.Job.OrgID, in.Job.JobID, status, message, in.Progress)
 	if err != nil {

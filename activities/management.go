@@ -7,12 +7,15 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"iam/models"
+	"iam/models/jobs"
+	"iam/models/management"
+	"iam/models/store"
 )
 
 // Management holds the activities of management executions (move and
 // delete users in bulk).
 type Management struct {
-	Store *models.Store
+	Store *store.Store
 	// Timeout is how long an attempt may run, from when it was made
 	// (IAM_MGMT_EXECUTION_TIMEOUT); past it the attempt ends time_out.
 	// Zero: no deadline.
@@ -31,13 +34,13 @@ type MgmtAttempt struct {
 // MgmtChunk asks for up to Batches batches of BatchSize targets of an
 // attempt after seq After.
 type MgmtChunk struct {
-	Job         models.JobRef `json:"job"`
-	ExecutionID int64         `json:"execution_id,string"`
-	Attempt     int           `json:"attempt"`
-	After       int64         `json:"after"`
-	BatchSize   int           `json:"batch_size"`
-	Batches     int           `json:"batches"`
-	Before      Progress      `json:"before"`
+	Job         jobs.JobRef `json:"job"`
+	ExecutionID int64       `json:"execution_id,string"`
+	Attempt     int         `json:"attempt"`
+	After       int64       `json:"after"`
+	BatchSize   int         `json:"batch_size"`
+	Batches     int         `json:"batches"`
+	Before      Progress    `json:"before"`
 }
 
 // MgmtChunkResult is where a chunk ended.
@@ -49,15 +52,15 @@ type MgmtChunkResult struct {
 
 // MgmtFinish ends an attempt in Status.
 type MgmtFinish struct {
-	Job         models.JobRef `json:"job"`
-	ExecutionID int64         `json:"execution_id,string"`
-	Attempt     int           `json:"attempt"`
-	Status      string        `json:"status"`
+	Job         jobs.JobRef `json:"job"`
+	ExecutionID int64       `json:"execution_id,string"`
+	Attempt     int         `json:"attempt"`
+	Status      string      `json:"status"`
 }
 
 // StartExecutionAttempt marks the attempt the job runs pending and returns
 // it with its deadline. Calling it again (a continued run) changes nothing.
-func (a *Management) StartExecutionAttempt(ctx context.Context, ref models.JobRef) (MgmtAttempt, error) {
+func (a *Management) StartExecutionAttempt(ctx context.Context, ref jobs.JobRef) (MgmtAttempt, error) {
 	att, err := a.Store.Management.StartJobAttempt(ctx, ref.OrgID, ref.JobID)
 	if err != nil {
 		return MgmtAttempt{}, temporalError(err)
@@ -93,13 +96,13 @@ func (a *Management) ExecuteChunk(ctx context.Context, in MgmtChunk) (MgmtChunkR
 		out.After, out.Done = res.Last, res.Done
 		out.Progress.Success, out.Progress.Failed = res.Success, res.Failed
 		out.Progress.Processed = res.Success + res.Failed
-		results := make([]models.JobResult, len(res.Results))
+		results := make([]jobs.JobResult, len(res.Results))
 		for i, r := range res.Results {
-			status := models.ResultSuccess
-			if r.Status != models.ExecResultSuccess {
-				status = models.ResultError
+			status := jobs.ResultSuccess
+			if r.Status != management.ExecResultSuccess {
+				status = jobs.ResultError
 			}
-			results[i] = models.JobResult{Seq: r.Seq, EntityID: models.FormatID(r.UserID), Status: status, Message: r.Message}
+			results[i] = jobs.JobResult{Seq: r.Seq, EntityID: models.FormatID(r.UserID), Status: status, Message: r.Message}
 		}
 		if err := a.Store.Jobs.RecordChunk(ctx, org, in.Job.JobID, results, out.Progress); err != nil {
 			return out, temporalError(err)
@@ -117,7 +120,7 @@ func (a *Management) ExecuteChunk(ctx context.Context, in MgmtChunk) (MgmtChunkR
 // as failed. Finishing again changes nothing.
 func (a *Management) FinishExecutionAttempt(ctx context.Context, in MgmtFinish) (Progress, error) {
 	m := a.Store.Management
-	if err := m.FinishAttempt(ctx, in.Job.OrgID, in.ExecutionID, in.Attempt, models.ExecutionStatus(in.Status)); err != nil {
+	if err := m.FinishAttempt(ctx, in.Job.OrgID, in.ExecutionID, in.Attempt, management.ExecutionStatus(in.Status)); err != nil {
 		return Progress{}, temporalError(err)
 	}
 	atts, err := m.Attempts(ctx, in.ExecutionID)

@@ -6,18 +6,19 @@ import (
 	"io"
 	"strconv"
 
-	"iam/models"
 	"iam/models/csvimport"
+	"iam/models/jobs"
+	"iam/models/management"
 )
 
 // MgmtResolveChunk asks for the next Rows rows of a large upload, from row
 // number From, to be resolved.
 type MgmtResolveChunk struct {
-	Job    models.JobRef             `json:"job"`
-	Params models.UploadResolveInput `json:"params"`
-	From   int64                     `json:"from"`
-	Rows   int                       `json:"rows"`
-	Before Progress                  `json:"before"`
+	Job    jobs.JobRef                   `json:"job"`
+	Params management.UploadResolveInput `json:"params"`
+	From   int64                         `json:"from"`
+	Rows   int                           `json:"rows"`
+	Before Progress                      `json:"before"`
 }
 
 // MgmtResolveResult is where a resolve chunk ended.
@@ -42,14 +43,14 @@ func (a *Management) ResolveUploadRows(ctx context.Context, in MgmtResolveChunk)
 	if err != nil {
 		return MgmtResolveResult{}, temporalError(err)
 	}
-	var chunk *models.ResolvedChunk
+	var chunk *management.ResolvedChunk
 	if in.From < up.NextRow { // committed before
 		to := min(in.From+int64(in.Rows), up.NextRow)
 		rows, err := m.UploadRows(ctx, up.ID, in.From, to)
 		if err != nil {
 			return MgmtResolveResult{}, err
 		}
-		chunk = &models.ResolvedChunk{Rows: rows, NextRow: to, Done: to > up.FileRows}
+		chunk = &management.ResolvedChunk{Rows: rows, NextRow: to, Done: to > up.FileRows}
 	} else {
 		records, end, done, err := a.readUploadRows(ctx, org, in.Params, up.NextOffset, in.From, in.Rows)
 		if err != nil {
@@ -64,14 +65,14 @@ func (a *Management) ResolveUploadRows(ctx context.Context, in MgmtResolveChunk)
 	testHookChunkCommitted()
 	p := in.Before
 	p.Total = up.FileRows
-	results := make([]models.JobResult, len(chunk.Rows))
+	results := make([]jobs.JobResult, len(chunk.Rows))
 	for i, r := range chunk.Rows {
-		res := models.JobResult{Seq: r.RowNo, EntityID: strconv.FormatInt(r.RowNo, 10), Status: models.ResultSuccess, Message: r.Status}
+		res := jobs.JobResult{Seq: r.RowNo, EntityID: strconv.FormatInt(r.RowNo, 10), Status: jobs.ResultSuccess, Message: r.Status}
 		p.Processed++
-		if r.Status == models.RowMapped {
+		if r.Status == management.RowMapped {
 			p.Success++
 		} else {
-			res.Status, res.Message = models.ResultError, r.Status+": "+r.Message
+			res.Status, res.Message = jobs.ResultError, r.Status+": "+r.Message
 			p.Failed++
 		}
 		results[i] = res
@@ -85,7 +86,7 @@ func (a *Management) ResolveUploadRows(ctx context.Context, in MgmtResolveChunk)
 // readUploadRows reads up to n records of an upload's file from byte
 // offset (row number from on), and returns them with the offset after the
 // last and whether the file ended.
-func (a *Management) readUploadRows(ctx context.Context, org int64, in models.UploadResolveInput, offset, from int64, n int) ([]models.UploadRecord, int64, bool, error) {
+func (a *Management) readUploadRows(ctx context.Context, org int64, in management.UploadResolveInput, offset, from int64, n int) ([]management.UploadRecord, int64, bool, error) {
 	enc, ok := csvimport.Lookup(in.Encoding)
 	if !ok {
 		return nil, 0, false, invalidInput("unknown file encoding %q", in.Encoding)
@@ -96,7 +97,7 @@ func (a *Management) readUploadRows(ctx context.Context, org int64, in models.Up
 	}
 	defer func() { _ = rc.Close() }() // only read: a failed close loses nothing
 	r := csvimport.NewReader(rc, enc, offset, from)
-	records := make([]models.UploadRecord, 0, n)
+	records := make([]management.UploadRecord, 0, n)
 	end := offset
 	for len(records) < n {
 		rec, err := r.Read()
@@ -106,7 +107,7 @@ func (a *Management) readUploadRows(ctx context.Context, org int64, in models.Up
 		if err != nil {
 			return nil, 0, false, err
 		}
-		ur := models.UploadRecord{RowNo: rec.Row, Fields: rec.Fields}
+		ur := management.UploadRecord{RowNo: rec.Row, Fields: rec.Fields}
 		if rec.Err != nil {
 			ur.Problem = rec.Err.Error()
 		}

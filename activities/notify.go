@@ -8,7 +8,8 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"iam/models"
+	"iam/models/notification"
+	"iam/models/store"
 	"iam/notify"
 )
 
@@ -16,7 +17,7 @@ import (
 // Finish need only the store and run on the jobs task queue; the send step
 // runs on the rate-limited notify task queue, whose worker has the senders.
 type Notifications struct {
-	Store *models.Store
+	Store *store.Store
 	// Mail and SMS send the messages; a nil one fails its deliveries.
 	Mail notify.Mailer
 	SMS  notify.SMSGateway
@@ -46,7 +47,7 @@ type PrepareRunInput struct {
 }
 
 // RunStatusRunning is the status of a run that has deliveries to send.
-const RunStatusRunning = models.RunRunning
+const RunStatusRunning = notification.RunRunning
 
 // RunInfo is a prepared run. Gone says the schedule was deleted: nothing
 // to do.
@@ -92,10 +93,10 @@ type RunSummary struct {
 // PrepareNotificationRun fixes the run's recipients (once per schedule and
 // scheduled time; a retry finds the same run).
 func (a *Notifications) PrepareNotificationRun(ctx context.Context, in PrepareRunInput) (RunInfo, error) {
-	run, err := a.Store.Notifications.PrepareRun(ctx, models.PrepareRunInput{
+	run, err := a.Store.Notifications.PrepareRun(ctx, notification.PrepareRunInput{
 		OrgID: in.OrgID, ScheduleID: in.ScheduleID, ScheduledAt: in.ScheduledAt,
 	})
-	if errors.Is(err, models.ErrScheduleGone) {
+	if errors.Is(err, notification.ErrScheduleGone) {
 		return RunInfo{Gone: true}, nil
 	}
 	if err != nil {

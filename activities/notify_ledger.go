@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"iam/models"
+	"iam/models/notification"
 )
 
 // ledger writes the steps of a chunk's senders to the delivery table,
@@ -17,27 +17,27 @@ type ledger struct {
 }
 
 type stepReq struct {
-	outcomes []models.DeliveryOutcome
+	outcomes []notification.DeliveryOutcome
 	next     []int64
 	reply    chan stepReply
 }
 
 type stepReply struct {
-	claimed []models.Delivery
+	claimed []notification.Delivery
 	err     error
 }
 
 // newLedger starts the writer of run's deliveries held by claim. Its
 // writes outlive ctx's cancellation (by up to 30 s each): what was sent
 // must be recorded.
-func newLedger(ctx context.Context, ns *models.NotificationStore, runID, claim int64) *ledger {
+func newLedger(ctx context.Context, ns *notification.NotificationStore, runID, claim int64) *ledger {
 	l := &ledger{reqs: make(chan *stepReq), done: make(chan struct{})}
 	go l.loop(context.WithoutCancel(ctx), ns, runID, claim)
 	return l
 }
 
 // step records outcomes and claims the pending deliveries among next.
-func (l *ledger) step(outcomes []models.DeliveryOutcome, next []int64) ([]models.Delivery, error) {
+func (l *ledger) step(outcomes []notification.DeliveryOutcome, next []int64) ([]notification.Delivery, error) {
 	r := &stepReq{outcomes: outcomes, next: next, reply: make(chan stepReply, 1)}
 	l.reqs <- r
 	rep := <-r.reply
@@ -50,7 +50,7 @@ func (l *ledger) close() {
 	<-l.done
 }
 
-func (l *ledger) loop(ctx context.Context, ns *models.NotificationStore, runID, claim int64) {
+func (l *ledger) loop(ctx context.Context, ns *notification.NotificationStore, runID, claim int64) {
 	defer close(l.done)
 	for first := range l.reqs {
 		batch := []*stepReq{first}
@@ -66,7 +66,7 @@ func (l *ledger) loop(ctx context.Context, ns *models.NotificationStore, runID, 
 				break drain
 			}
 		}
-		var outcomes []models.DeliveryOutcome
+		var outcomes []notification.DeliveryOutcome
 		var next []int64
 		owner := map[int64]int{}
 		for i, r := range batch {

@@ -7,13 +7,15 @@ import (
 	"time"
 
 	"iam/models"
+	"iam/models/notification"
+	"iam/models/store"
 	"iam/notify"
 )
 
 // message renders a run's template for each recipient. It is built once
 // per send step: texts compiled, files read.
 type message struct {
-	run         *models.NotificationRun
+	run         *notification.NotificationRun
 	subject     notify.Text
 	html        notify.Text
 	sms         notify.Text
@@ -26,10 +28,10 @@ type message struct {
 }
 
 // newMessage compiles run's template and reads its files.
-func newMessage(ctx context.Context, store *models.Store, run *models.NotificationRun) (*message, error) {
+func newMessage(ctx context.Context, store *store.Store, run *notification.NotificationRun) (*message, error) {
 	t := run.Template
 	m := &message{run: run, base: map[string]string{}}
-	cfg, ok := models.TemplateModuleConfigs(t.Module)
+	cfg, ok := notification.TemplateModuleConfigs(t.Module)
 	if ok {
 		for _, macro := range cfg.ContentMacros { // macros without a value here render empty
 			m.base[strings.Trim(macro.ServerValue, "%")] = ""
@@ -53,8 +55,8 @@ func newMessage(ctx context.Context, store *models.Store, run *models.Notificati
 	m.subject = notify.Compile(t.Mail.Subject)
 	m.html = notify.Compile(t.Mail.Content)
 	m.severity, _ = notify.ParseSeverity(t.Mail.Severity)
-	tpl := &models.Template{OrgID: run.OrgID}
-	read := func(ref models.TemplateFileRef, inline bool) (notify.File, error) {
+	tpl := &notification.Template{OrgID: run.OrgID}
+	read := func(ref notification.TemplateFileRef, inline bool) (notify.File, error) {
 		data, ct, err := store.Templates.ReadFile(ctx, tpl, ref.ID)
 		if err != nil {
 			return notify.File{}, fmt.Errorf("read template file %d: %w", ref.ID, err)
@@ -83,7 +85,7 @@ func newMessage(ctx context.Context, store *models.Store, run *models.Notificati
 }
 
 // values are the macro values for one recipient.
-func (m *message) values(u *models.Recipient) map[string]string {
+func (m *message) values(u *notification.Recipient) map[string]string {
 	v := make(map[string]string, len(m.base)+6)
 	for k, x := range m.base {
 		v[k] = x
@@ -98,12 +100,12 @@ func (m *message) values(u *models.Recipient) map[string]string {
 
 // deliveryKey identifies a delivery everywhere it travels (Message-ID, SMS
 // reference): notification, scheduled time and recipient.
-func deliveryKey(d *models.Delivery) string {
+func deliveryKey(d *notification.Delivery) string {
 	return fmt.Sprintf("n%d.%d.%s", d.NotificationID, d.ScheduledAt.Unix(), strings.ReplaceAll(d.Recipient, ":", "."))
 }
 
 // mail renders the mail of delivery d to u.
-func (m *message) mail(d *models.Delivery, u *models.Recipient) *notify.Message {
+func (m *message) mail(d *notification.Delivery, u *notification.Recipient) *notify.Message {
 	v := m.values(u)
 	return &notify.Message{
 		To:          []string{d.Address},
@@ -121,6 +123,6 @@ func (m *message) mail(d *models.Delivery, u *models.Recipient) *notify.Message 
 }
 
 // text renders the SMS of delivery d to u.
-func (m *message) text(d *models.Delivery, u *models.Recipient) notify.SMS {
+func (m *message) text(d *notification.Delivery, u *notification.Recipient) notify.SMS {
 	return notify.SMS{To: d.Address, Body: m.sms.Render(m.values(u), false), Reference: deliveryKey(d)}
 }

@@ -9,7 +9,8 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"iam/models"
+	"iam/models/notification"
+	"iam/models/sqldb"
 	"iam/notify"
 )
 
@@ -71,27 +72,27 @@ func DeliverChunk(ctx context.Context, a *Notifications, in ChunkInput, progress
 	if err != nil {
 		return res, temporalError(err)
 	}
-	if want := map[bool]string{false: models.RunRunning, true: models.RunCompleted}[in.Summary]; run.Status != want {
+	if want := map[bool]string{false: notification.RunRunning, true: notification.RunCompleted}[in.Summary]; run.Status != want {
 		return res, nil // members are sent while the run runs, its summary once it is done
 	}
 	open, err := ns.OpenDeliveries(ctx, run.ID, in.From, in.To)
 	if err != nil {
 		return res, err
 	}
-	claim := models.NewID()
-	var stale []models.Delivery
+	claim := sqldb.NewID()
+	var stale []notification.Delivery
 	var pending []int64
 	var userIDs []int64
-	kind := map[bool]string{false: models.DeliveryMember, true: models.DeliverySummary}[in.Summary]
+	kind := map[bool]string{false: notification.DeliveryMember, true: notification.DeliverySummary}[in.Summary]
 	for _, d := range open {
 		if d.Kind != kind { // a member chunk's range may reach past the members
 			continue
 		}
-		if d.State == models.DeliverySending {
+		if d.State == notification.DeliverySending {
 			stale = append(stale, d)
 		} else {
 			pending = append(pending, d.Seq)
-			if d.Kind == models.DeliveryMember {
+			if d.Kind == notification.DeliveryMember {
 				userIDs = append(userIDs, d.UserID)
 			}
 		}
@@ -117,7 +118,7 @@ func DeliverChunk(ctx context.Context, a *Notifications, in ChunkInput, progress
 	if err != nil {
 		return res, err
 	}
-	byID := make(map[int64]*models.Recipient, len(users))
+	byID := make(map[int64]*notification.Recipient, len(users))
 	for i := range users {
 		byID[users[i].ID] = &users[i]
 	}
@@ -165,9 +166,9 @@ func DeliverChunk(ctx context.Context, a *Notifications, in ChunkInput, progress
 // sender claims deliveries from queue a few at a time, sends them and
 // records what came of them, until the queue is empty or ctx ends.
 func (a *Notifications) sender(ctx context.Context, led *ledger, msg *message,
-	users map[int64]*models.Recipient, queue <-chan int64, progress func(int)) (ChunkResult, error) {
+	users map[int64]*notification.Recipient, queue <-chan int64, progress func(int)) (ChunkResult, error) {
 	var res ChunkResult
-	var outcomes []models.DeliveryOutcome
+	var outcomes []notification.DeliveryOutcome
 	batch := a.ClaimBatch
 	if batch <= 0 {
 		batch = 4
@@ -199,14 +200,14 @@ func (a *Notifications) sender(ctx context.Context, led *ledger, msg *message,
 			o := a.deliver(ctx, msg, d, users[d.UserID])
 			metrics(ctx).WithTags(map[string]string{TagOutcome: o.Outcome}).Counter(MetricDeliveries).Inc(1)
 			switch o.Outcome {
-			case models.DeliverySent:
+			case notification.DeliverySent:
 				res.Sent++
-			case models.DeliveryFailed:
+			case notification.DeliveryFailed:
 				res.Failed++
-			case models.DeliveryUncertain:
+			case notification.DeliveryUncertain:
 				res.Uncertain++
-			case models.DeliveryTemporary:
-				if d.Attempts >= models.MaxDeliveryAttempts {
+			case notification.DeliveryTemporary:
+				if d.Attempts >= notification.MaxDeliveryAttempts {
 					res.Failed++
 				} else {
 					res.Pending++
@@ -232,69 +233,69 @@ func take(queue <-chan int64, n int) []int64 {
 }
 
 // deliver sends one delivery and says what came of it.
-func (a *Notifications) deliver(ctx context.Context, msg *message, d *models.Delivery, u *models.Recipient) models.DeliveryOutcome {
-	out := models.DeliveryOutcome{Delivery: d}
-	if d.Kind == models.DeliverySummary {
+func (a *Notifications) deliver(ctx context.Context, msg *message, d *notification.Delivery, u *notification.Recipient) notification.DeliveryOutcome {
+	out := notification.DeliveryOutcome{Delivery: d}
+	if d.Kind == notification.DeliverySummary {
 		return a.deliverSummary(ctx, msg, d)
 	}
 	if u == nil {
-		out.Outcome, out.Detail = models.DeliveryFailed, "the user no longer exists"
+		out.Outcome, out.Detail = notification.DeliveryFailed, "the user no longer exists"
 		return out
 	}
 	var err error
 	switch d.Channel {
-	case models.ChannelMail:
+	case notification.ChannelMail:
 		if a.Mail == nil || msg.run.Template.Mail == nil {
-			out.Outcome, out.Detail = models.DeliveryFailed, "no mail server is configured"
+			out.Outcome, out.Detail = notification.DeliveryFailed, "no mail server is configured"
 			return out
 		}
 		err = a.Mail.Send(ctx, msg.mail(d, u))
-	case models.ChannelSMS:
+	case notification.ChannelSMS:
 		if a.SMS == nil || msg.run.Template.SMS == nil {
-			out.Outcome, out.Detail = models.DeliveryFailed, "no SMS gateway is configured"
+			out.Outcome, out.Detail = notification.DeliveryFailed, "no SMS gateway is configured"
 			return out
 		}
 		err = a.SMS.SendSMS(ctx, msg.text(d, u))
 	default:
-		out.Outcome, out.Detail = models.DeliveryFailed, fmt.Sprintf("unknown channel %q", d.Channel)
+		out.Outcome, out.Detail = notification.DeliveryFailed, fmt.Sprintf("unknown channel %q", d.Channel)
 		return out
 	}
 	return outcome(out, err)
 }
 
 // deliverSummary sends a summary delivery.
-func (a *Notifications) deliverSummary(ctx context.Context, msg *message, d *models.Delivery) models.DeliveryOutcome {
-	out := models.DeliveryOutcome{Delivery: d}
+func (a *Notifications) deliverSummary(ctx context.Context, msg *message, d *notification.Delivery) notification.DeliveryOutcome {
+	out := notification.DeliveryOutcome{Delivery: d}
 	var err error
 	switch {
-	case d.Channel == models.ChannelMail && a.Mail != nil:
+	case d.Channel == notification.ChannelMail && a.Mail != nil:
 		err = a.Mail.Send(ctx, msg.summary.mail(msg.run, d))
-	case d.Channel == models.ChannelSMS && a.SMS != nil:
+	case d.Channel == notification.ChannelSMS && a.SMS != nil:
 		err = a.SMS.SendSMS(ctx, msg.summary.textFor(d))
-	case d.Channel == models.ChannelMail:
-		out.Outcome, out.Detail = models.DeliveryFailed, "no mail server is configured"
+	case d.Channel == notification.ChannelMail:
+		out.Outcome, out.Detail = notification.DeliveryFailed, "no mail server is configured"
 		return out
-	case d.Channel == models.ChannelSMS:
-		out.Outcome, out.Detail = models.DeliveryFailed, "no SMS gateway is configured"
+	case d.Channel == notification.ChannelSMS:
+		out.Outcome, out.Detail = notification.DeliveryFailed, "no SMS gateway is configured"
 		return out
 	default:
-		out.Outcome, out.Detail = models.DeliveryFailed, fmt.Sprintf("unknown channel %q", d.Channel)
+		out.Outcome, out.Detail = notification.DeliveryFailed, fmt.Sprintf("unknown channel %q", d.Channel)
 		return out
 	}
 	return outcome(out, err)
 }
 
 // outcome sorts the error of a send into the delivery's outcome.
-func outcome(out models.DeliveryOutcome, err error) models.DeliveryOutcome {
+func outcome(out notification.DeliveryOutcome, err error) notification.DeliveryOutcome {
 	switch notify.Classify(err) {
 	case 0:
-		out.Outcome = models.DeliverySent
+		out.Outcome = notification.DeliverySent
 	case notify.Permanent:
-		out.Outcome, out.Detail = models.DeliveryFailed, errText(err)
+		out.Outcome, out.Detail = notification.DeliveryFailed, errText(err)
 	case notify.Uncertain:
-		out.Outcome, out.Detail = models.DeliveryUncertain, errText(err)
+		out.Outcome, out.Detail = notification.DeliveryUncertain, errText(err)
 	default:
-		out.Outcome, out.Detail = models.DeliveryTemporary, errText(err)
+		out.Outcome, out.Detail = notification.DeliveryTemporary, errText(err)
 	}
 	return out
 }

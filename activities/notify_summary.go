@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"iam/models"
+	"iam/models/notification"
+	"iam/models/store"
 	"iam/notify"
 )
 
@@ -41,7 +43,7 @@ type summary struct {
 }
 
 // newSummary writes the summary of a finished run.
-func newSummary(ctx context.Context, store *models.Store, run *models.NotificationRun) (*summary, error) {
+func newSummary(ctx context.Context, store *store.Store, run *notification.NotificationRun) (*summary, error) {
 	name, err := store.Notifications.ScheduleName(ctx, run.OrgID, run.NotificationID)
 	if err != nil {
 		return nil, err
@@ -71,7 +73,7 @@ func newSummary(ctx context.Context, store *models.Store, run *models.Notificati
 
 // summaryMail is the summary mail of delivery d: to mail.to, cc mail.cc (or
 // to mail.cc alone when mail.to has no address).
-func (s *summary) mail(run *models.NotificationRun, d *models.Delivery) *notify.Message {
+func (s *summary) mail(run *notification.NotificationRun, d *notification.Delivery) *notify.Message {
 	addr := run.Template.Summary()
 	to, cc := addr.MailTo, addr.MailCc
 	if len(to) == 0 {
@@ -92,6 +94,6 @@ func (s *summary) mail(run *models.NotificationRun, d *models.Delivery) *notify.
 }
 
 // text is the summary SMS of delivery d.
-func (s *summary) textFor(d *models.Delivery) notify.SMS {
+func (s *summary) textFor(d *notification.Delivery) notify.SMS {
 	return notify.SMS{To: d.Address, Body: s.sms, Reference: deliveryKey(d)}
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/activities"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/notification"
 	"iam/notify/smtptest"
 )
 
@@ -83,7 +83,7 @@ func TestDeliverChunk_SummaryIsSentOnceAfterTheRun(t *testing.T) {
 			t.Errorf("%d summaries among %d messages (%v); want 1 among 4", summaries, srv.Count(), got)
 		}
 		ds, _ := ns.Deliveries(ctx, f.run.ID)
-		if len(ds) != 4 || ds[3].Kind != models.DeliverySummary || ds[3].State != models.DeliveryUncertain {
+		if len(ds) != 4 || ds[3].Kind != notification.DeliverySummary || ds[3].State != notification.DeliveryUncertain {
 			t.Errorf("deliveries %+v; want the summary uncertain", ds)
 		}
 	})

@@ -20,8 +20,10 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/activities"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/identity"
+	"iam/models/notification"
+	"iam/models/store"
 	"iam/notify"
 	"iam/notify/smtptest"
 )
@@ -30,50 +32,52 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 
 // runFixture is a prepared run to n group members.
 type runFixture struct {
-	store *models.Store
-	org   *models.Organization
-	run   *models.NotificationRun
-	users []*models.User
+	store *store.Store
+	org   *identity.Organization
+	run   *notification.NotificationRun
+	users []*identity.User
 }
 
 func newRun(t *testing.T, db *bun.DB, n int, withSMS bool) *runFixture {
 	t.Helper()
 	ctx := context.Background()
-	f := &runFixture{store: models.NewStore(db)}
-	f.org = &models.Organization{Name: "Acme & Co", TimeZone: "Europe/Paris"}
+	f := &runFixture{store: store.NewStore(db)}
+	f.org = &identity.Organization{Name: "Acme & Co", TimeZone: "Europe/Paris"}
 	if err := f.store.Orgs.Create(ctx, f.org); err != nil {
 		t.Fatal(err)
 	}
 	var ids []int64
 	for i := range n {
-		u := &models.User{OrgID: f.org.ID, FirstName: fmt.Sprintf("U%03d", i), LastName: "<Test>", Email: fmt.Sprintf("u%03d@example.com", i),
-			MobileNumber: fmt.Sprintf("+1415555%04d", i), Status: models.UserActive, Role: models.RoleUser}
+		u := &identity.User{OrgID: f.org.ID, FirstName: fmt.Sprintf("U%03d", i), LastName: "<Test>", Email: fmt.Sprintf("u%03d@example.com", i),
+			MobileNumber: fmt.Sprintf("+1415555%04d", i), Status: identity.UserActive, Role: identity.RoleUser}
 		if err := f.store.Users.Create(ctx, u, ""); err != nil {
 			t.Fatal(err)
 		}
 		f.users = append(f.users, u)
 		ids = append(ids, u.ID)
 	}
-	g := &models.Group{OrgID: f.org.ID, Name: "Not enrolled"}
+	g := &identity.Group{OrgID: f.org.ID, Name: "Not enrolled"}
 	if err := f.store.Groups.Create(ctx, g, ids, nil); err != nil {
 		t.Fatal(err)
 	}
-	tpl := &models.Template{OrgID: f.org.ID, Name: "Reminder", Module: "Reports",
-		Mail: &models.MailTemplate{Subject: "Enrol now, %first_name%", Content: "<p>Hello %display_name% of %org_name%</p>", Severity: "HIGH"}}
+	tpl := &notification.Template{OrgID: f.org.ID, Name: "Reminder", Module: "Reports",
+		Mail: &notification.MailTemplate{Subject: "Enrol now, %first_name%", Content: "<p>Hello %display_name% of %org_name%</p>", Severity: "HIGH"}}
 	if withSMS {
-		tpl.SMS = &models.SMSTemplate{Content: "Enrol now, %first_name%"}
+		tpl.SMS = &notification.SMSTemplate{Content: "Enrol now, %first_name%"}
 	}
-	files := []models.NewTemplateFile{{Name: "guide.pdf", ContentType: "application/pdf", Data: []byte("%PDF guide"), Field: "mail.attachments[0]"}}
+	files := []notification.NewTemplateFile{{Name: "guide.pdf", ContentType: "application/pdf", Data: []byte("%PDF guide"), Field: "mail.attachments[0]"}}
 	if err := f.store.Templates.Create(ctx, tpl, files); err != nil {
 		t.Fatal(err)
 	}
-	sc := &models.NotificationSchedule{OrgID: f.org.ID, Name: "Daily", TemplateID: tpl.ID, GroupIDs: []int64{g.ID}, IsEnabled: true,
-		Settings: models.ScheduleSettings{SchedulerInterval: "DAILY", Hours: "9", Minutes: "0"}}
-	noSync := func(context.Context, *models.NotificationSchedule, *models.NotificationSchedule) error { return nil }
+	sc := &notification.NotificationSchedule{OrgID: f.org.ID, Name: "Daily", TemplateID: tpl.ID, GroupIDs: []int64{g.ID}, IsEnabled: true,
+		Settings: notification.ScheduleSettings{SchedulerInterval: "DAILY", Hours: "9", Minutes: "0"}}
+	noSync := func(context.Context, *notification.NotificationSchedule, *notification.NotificationSchedule) error {
+		return nil
+	}
 	if err := f.store.Notifications.CreateSchedule(ctx, sc, 0, noSync); err != nil {
 		t.Fatal(err)
 	}
-	run, err := f.store.Notifications.PrepareRun(ctx, models.PrepareRunInput{OrgID: f.org.ID, ScheduleID: sc.ID, ScheduledAt: time.Date(2026, 6, 1, 7, 0, 0, 0, time.UTC)})
+	run, err := f.store.Notifications.PrepareRun(ctx, notification.PrepareRunInput{OrgID: f.org.ID, ScheduleID: sc.ID, ScheduledAt: time.Date(2026, 6, 1, 7, 0, 0, 0, time.UTC)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +269,7 @@ func TestDeliverChunk_AWorkerDyingMidRunSendsNobodyTwice(t *testing.T) {
 		}
 		got := perRecipient(t, srv) // fails on any address that got two
 		states := f.states(t)
-		sent, uncertain := states[models.DeliverySent], states[models.DeliveryUncertain]
+		sent, uncertain := states[notification.DeliverySent], states[notification.DeliveryUncertain]
 		if sent+uncertain != 120 || uncertain != int(res.Uncertain) {
 			t.Errorf("states %v, second step %+v", states, res)
 		}
@@ -280,7 +284,7 @@ func TestDeliverChunk_AWorkerDyingMidRunSendsNobodyTwice(t *testing.T) {
 		}
 		ds, _ := f.store.Notifications.Deliveries(context.Background(), f.run.ID)
 		for _, d := range ds {
-			if d.State == models.DeliverySent && got[d.Address] != 1 {
+			if d.State == notification.DeliverySent && got[d.Address] != 1 {
 				t.Errorf("%s is recorded sent but received %d", d.Address, got[d.Address])
 			}
 		}
@@ -288,7 +292,7 @@ func TestDeliverChunk_AWorkerDyingMidRunSendsNobodyTwice(t *testing.T) {
 		log, _ := f.store.Notifications.DeliveryLog(context.Background(), f.run.ID, 0)
 		uncertainLogged := 0
 		for _, e := range log {
-			if e.Outcome == models.DeliveryUncertain {
+			if e.Outcome == notification.DeliveryUncertain {
 				uncertainLogged++
 			}
 		}
@@ -335,7 +339,7 @@ func TestDeliverChunk_OutcomesOfTheServer(t *testing.T) {
 		if got["u002@example.com"] != 1 || got["u003@example.com"] != 0 || got["u001@example.com"] != 0 || len(got) != 4 {
 			t.Errorf("server got %v", got)
 		}
-		if s := f.states(t); s[models.DeliverySent] != 4 || s[models.DeliveryFailed] != 1 || s[models.DeliveryUncertain] != 1 {
+		if s := f.states(t); s[notification.DeliverySent] != 4 || s[notification.DeliveryFailed] != 1 || s[notification.DeliveryUncertain] != 1 {
 			t.Errorf("states %v", s)
 		}
 	})

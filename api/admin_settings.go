@@ -5,7 +5,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"iam/models"
+	"iam/models/protection"
 )
 
 // Administrator settings (spec 2.12): GET answers the stored settings over
@@ -34,8 +34,8 @@ func (s *Server) patchAdminSettings(c *gin.Context) error {
 		return err
 	}
 	orgID := principal(c).OrgID
-	set, err := s.store.Settings.Update(c.Request.Context(), orgID, func(cur *models.AdminSettings) (*models.AdminSettings, error) {
-		next := new(models.AdminSettings)
+	set, err := s.store.Settings.Update(c.Request.Context(), orgID, func(cur *protection.AdminSettings) (*protection.AdminSettings, error) {
+		next := new(protection.AdminSettings)
 		if mergeErr := mergeRequest(cur, patch, nil, next); mergeErr != nil {
 			return nil, mergeErr
 		}

@@ -17,6 +17,8 @@ import (
 
 	"iam/api/clientaddr"
 	"iam/models"
+	"iam/models/devices"
+	"iam/models/protection"
 )
 
 // The agent channel (/agent/v1): device agents register with their
@@ -169,10 +171,10 @@ func agentError(err error) error {
 }
 
 type agentRegisterRequest struct {
-	InstallationKey string             `json:"installation_key" validate:"required,max=256"`
-	AgentType       string             `json:"agent_type" validate:"required"`
-	Platform        string             `json:"platform" validate:"required"`
-	Facts           models.DeviceFacts `json:"facts"`
+	InstallationKey string              `json:"installation_key" validate:"required,max=256"`
+	AgentType       string              `json:"agent_type" validate:"required"`
+	Platform        string              `json:"platform" validate:"required"`
+	Facts           devices.DeviceFacts `json:"facts"`
 }
 
 type agentRegisterResponse struct {
@@ -203,7 +205,7 @@ func (s *Server) agentRegister(c *gin.Context) error {
 	if ok, wait := s.registrations.perKey.allow(sha256.Sum256([]byte(req.InstallationKey))); !ok {
 		return errTooManyRequests("too many registrations with this installation key", wait)
 	}
-	reg := models.Registration{
+	reg := devices.Registration{
 		InstallationKey: req.InstallationKey, AgentType: req.AgentType, Platform: req.Platform,
 		Facts: req.Facts, Interval: s.cfg.AgentCheckinInterval, MaxDevices: s.cfg.MaxDevicesPerOrg,
 	}
@@ -214,11 +216,11 @@ func (s *Server) agentRegister(c *gin.Context) error {
 		ivl    int64
 		err    error
 	)
-	if models.ServerAgent(req.AgentType) {
+	if devices.ServerAgent(req.AgentType) {
 		// An NPS extension or IIS module: an installation, not a device.
-		var in *models.AgentInstallation
+		var in *devices.AgentInstallation
 		if in, secret, err = s.store.Devices.RegisterInstallation(ctx, reg); err == nil {
-			id, ivl = in.ID, int64(cmp.Or(s.cfg.AgentCheckinInterval, models.DefaultCheckinInterval)/time.Second)
+			id, ivl = in.ID, int64(cmp.Or(s.cfg.AgentCheckinInterval, devices.DefaultCheckinInterval)/time.Second)
 		}
 	} else {
 		if c.GetHeader("Authorization") != "" {
@@ -226,12 +228,12 @@ func (s *Server) agentRegister(c *gin.Context) error {
 				return err
 			}
 		}
-		var dev *models.Device
+		var dev *devices.Device
 		if dev, secret, err = s.store.Devices.Register(ctx, reg); err == nil {
 			id, ivl = dev.ID, dev.CheckinIntervalSeconds
 		}
 	}
-	if errors.Is(err, models.ErrBadInstallationKey) {
+	if errors.Is(err, devices.ErrBadInstallationKey) {
 		s.registrations.badKeys.allow(addr)
 	}
 	if err != nil {
@@ -245,7 +247,7 @@ func (s *Server) agentRegister(c *gin.Context) error {
 // top level beside id and type.
 type agentCommand map[string]any
 
-func newAgentCommand(cmd models.Command) agentCommand {
+func newAgentCommand(cmd devices.Command) agentCommand {
 	out := agentCommand{}
 	_ = json.Unmarshal(cmd.Args, (*map[string]any)(&out))
 	out["id"] = models.FormatID(cmd.ID)
@@ -254,8 +256,8 @@ func newAgentCommand(cmd models.Command) agentCommand {
 }
 
 type agentSettings struct {
-	AccountLinking *models.AccountLinkingSettings `json:"account_linking,omitempty"`
-	OfflineMFA     *models.OfflineMFASettings     `json:"offline_mfa,omitempty"`
+	AccountLinking *devices.AccountLinkingSettings `json:"account_linking,omitempty"`
+	OfflineMFA     *protection.OfflineMFASettings  `json:"offline_mfa,omitempty"`
 }
 
 // agentSettingsTTL is how long a process reuses an organization's settings
@@ -302,7 +304,7 @@ type reportMemo struct {
 // still holds that check-in's digest, is the same report: it is not
 // decoded nor validated again (models.SameReport). Any other body is
 // decoded and validated. It returns the body's SHA-256 too.
-func (s *Server) agentReport(c *gin.Context, dev *models.Device) (*models.CheckIn, [sha256.Size]byte, error) {
+func (s *Server) agentReport(c *gin.Context, dev *devices.Device) (*devices.CheckIn, [sha256.Size]byte, error) {
 	var raw [sha256.Size]byte
 	if dev.UninstallRequestedAt != nil {
 		// Only the acks count: the device must always be able to fetch
@@ -312,7 +314,7 @@ func (s *Server) agentReport(c *gin.Context, dev *models.Device) (*models.CheckI
 			Acks []json.RawMessage `json:"acks"`
 		}
 		_ = json.Unmarshal(body, &in)
-		return models.UninstallCheckIn(in.Acks), raw, nil
+		return devices.UninstallCheckIn(in.Acks), raw, nil
 	}
 	if err := jsonMediaType(c); err != nil {
 		return nil, raw, err
@@ -323,9 +325,9 @@ func (s *Server) agentReport(c *gin.Context, dev *models.Device) (*models.CheckI
 	}
 	raw = sha256.Sum256(body)
 	if m, ok := s.agentReports.Get(dev.ID); ok && m.raw == raw && m.digest == dev.ReportedDigest && dev.UninstallRequestedAt == nil {
-		return models.SameReport(m.digest), raw, nil
+		return devices.SameReport(m.digest), raw, nil
 	}
-	var in models.CheckIn
+	var in devices.CheckIn
 	if err := decodeBody(body, &in); err != nil {
 		return nil, raw, err
 	}
@@ -339,7 +341,7 @@ func (s *Server) agentReport(c *gin.Context, dev *models.Device) (*models.CheckI
 // device receives (OfflineMFASettings.ForDevice): enabled only for a device
 // named in devices_assignment.device_ids or a member of a device group in
 // group_ids. The device's groups are read only when it matters.
-func (s *Server) offlineMFAFor(c *gin.Context, dev *models.Device, org *models.OfflineMFASettings) (*models.OfflineMFASettings, error) {
+func (s *Server) offlineMFAFor(c *gin.Context, dev *devices.Device, org *protection.OfflineMFASettings) (*protection.OfflineMFASettings, error) {
 	if org == nil {
 		return nil, nil
 	}
@@ -364,7 +366,7 @@ type agentCheckinResponse struct {
 // authenticate (check-ins read the pending commands in the same statement:
 // DeviceStore.AuthenticateCheckIn) and applies the device's rate limit
 // (shared by check-ins and authorizations).
-func (s *Server) agentDevice(c *gin.Context, authenticate func(ctx context.Context, id int64, secret string) (*models.Device, error)) (*models.Device, error) {
+func (s *Server) agentDevice(c *gin.Context, authenticate func(ctx context.Context, id int64, secret string) (*devices.Device, error)) (*devices.Device, error) {
 	id, sec, err := deviceCredential(c)
 	if err != nil {
 		return nil, err
@@ -385,7 +387,7 @@ func deviceCredential(c *gin.Context) (int64, string, error) {
 	if scheme != DeviceScheme {
 		return 0, "", errDeviceUnauthorized("send Authorization: Device <device_id>:<device_secret>")
 	}
-	id, sec, err := models.ParseDeviceCredential(strings.TrimSpace(cred))
+	id, sec, err := devices.ParseDeviceCredential(strings.TrimSpace(cred))
 	if err != nil {
 		return 0, "", agentError(err)
 	}

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"iam/api/apitest"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/devices"
 )
 
 // BenchmarkAgentCheckin is the server's side of one check-in on
@@ -20,7 +20,7 @@ import (
 // cmd/agentbench measures `iam serve` over HTTP.
 func BenchmarkAgentCheckin(b *testing.B) {
 	env := apitest.New(b, dbtest.Postgres(b), apitest.Options{AgentRate: 1e9, AgentBurst: 1e9, RegistrationsPerAddress: 1e6})
-	key, err := env.Store.Devices.InstallKey(b.Context(), env.Org.ID, models.AgentDevice)
+	key, err := env.Store.Devices.InstallKey(b.Context(), env.Org.ID, devices.AgentDevice)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,6 +11,8 @@ import (
 	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/devices"
+	"iam/models/identity"
 )
 
 func registerBody(key string, facts map[string]any) map[string]any {
@@ -148,7 +150,7 @@ func TestAgent_RegisterDuplicate(t *testing.T) {
 		env := apitest.New(t, db, apitest.Options{})
 		ctx := t.Context()
 		key := installKey(t, env)
-		u := &models.User{OrgID: env.Org.ID, Email: "alice@example.com", Status: models.UserActive}
+		u := &identity.User{OrgID: env.Org.ID, Email: "alice@example.com", Status: identity.UserActive}
 		if err := env.Store.Users.Create(ctx, u, ""); err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +158,7 @@ func TestAgent_RegisterDuplicate(t *testing.T) {
 		victim.checkin(map[string]any{"local_accounts": localAccounts("alice")})
 		vid, _ := models.ParseID("id", victim.id)
 		accs, _ := env.Store.Devices.Accounts(ctx, env.Org.ID, vid)
-		if _, err := env.Store.Devices.Link(ctx, env.Org.ID, vid, accs[0].ID, models.LinkRequest{UserID: u.ID, PermissionLevel: "Standard"}); err != nil {
+		if _, err := env.Store.Devices.Link(ctx, env.Org.ID, vid, accs[0].ID, devices.LinkRequest{UserID: u.ID, PermissionLevel: "Standard"}); err != nil {
 			t.Fatal(err)
 		}
 
@@ -231,7 +233,7 @@ func TestAgent_DeletedDevice(t *testing.T) {
 		env := apitest.New(t, db, apitest.Options{})
 		ctx := t.Context()
 		key := installKey(t, env)
-		u := &models.User{OrgID: env.Org.ID, Email: "bob@example.com", Status: models.UserActive}
+		u := &identity.User{OrgID: env.Org.ID, Email: "bob@example.com", Status: identity.UserActive}
 		if err := env.Store.Users.Create(ctx, u, ""); err != nil {
 			t.Fatal(err)
 		}

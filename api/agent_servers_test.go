@@ -7,8 +7,8 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/api/apitest"
-	"iam/models"
 	"iam/models/dbtest"
+	devicesmodel "iam/models/devices"
 )
 
 // agentsInfo returns each agent type's installation key and status.
@@ -49,20 +49,20 @@ func TestAgent_ServerComponentsRegister(t *testing.T) {
 		env := apitest.New(t, db, apitest.Options{})
 		cap := env.Token(env.Org, "svc.conditional_access_policy.ALL")
 		info := agentsInfoByType(t, env, cap)
-		for _, typ := range []string{models.AgentNPS, models.AgentIIS, models.AgentDevice} {
+		for _, typ := range []string{devicesmodel.AgentNPS, devicesmodel.AgentIIS, devicesmodel.AgentDevice} {
 			if info[typ][1] != "not_installed" || info[typ][0] == "" {
 				t.Fatalf("%s before any registration: %v", typ, info[typ])
 			}
 		}
-		nps, iis := info[models.AgentNPS][0], info[models.AgentIIS][0]
+		nps, iis := info[devicesmodel.AgentNPS][0], info[devicesmodel.AgentIIS][0]
 		facts := agentFacts("NPS1", "NPS-SERIAL")
-		if r := registerServer(env, iis, models.AgentNPS, "windows", facts); r.Status != http.StatusUnauthorized {
+		if r := registerServer(env, iis, devicesmodel.AgentNPS, "windows", facts); r.Status != http.StatusUnauthorized {
 			t.Fatalf("NPS with the IIS key: %d %s", r.Status, r.Body)
 		}
-		if r := registerServer(env, nps, models.AgentNPS, "linux", facts); r.Status != http.StatusBadRequest {
+		if r := registerServer(env, nps, devicesmodel.AgentNPS, "linux", facts); r.Status != http.StatusBadRequest {
 			t.Fatalf("NPS on linux: %d %s", r.Status, r.Body)
 		}
-		r := registerServer(env, nps, models.AgentNPS, "windows", facts)
+		r := registerServer(env, nps, devicesmodel.AgentNPS, "windows", facts)
 		if r.Status != http.StatusCreated {
 			t.Fatalf("NPS register: %d %s", r.Status, r.Body)
 		}
@@ -72,25 +72,25 @@ func TestAgent_ServerComponentsRegister(t *testing.T) {
 			t.Fatalf("NPS registered %s", r.Body)
 		}
 		info = agentsInfoByType(t, env, cap)
-		if info[models.AgentNPS][1] != "installed" || info[models.AgentIIS][1] != "not_installed" || info[models.AgentDevice][1] != "not_installed" {
+		if info[devicesmodel.AgentNPS][1] != "installed" || info[devicesmodel.AgentIIS][1] != "not_installed" || info[devicesmodel.AgentDevice][1] != "not_installed" {
 			t.Fatalf("after the NPS registration: %v", info)
 		}
 		// The same server again takes over its installation.
-		r = registerServer(env, nps, models.AgentNPS, "windows", facts)
+		r = registerServer(env, nps, devicesmodel.AgentNPS, "windows", facts)
 		var again agentRegisterAnswer
 		r.JSON(t, &again)
 		if r.Status != http.StatusCreated || again.DeviceID != first.DeviceID || again.DeviceSecret == first.DeviceSecret {
 			t.Fatalf("NPS registering again: %d %s (first %s)", r.Status, r.Body, first.DeviceID)
 		}
-		if r := registerServer(env, iis, models.AgentIIS, "windows", agentFacts("WEB1", "WEB-SERIAL")); r.Status != http.StatusCreated {
+		if r := registerServer(env, iis, devicesmodel.AgentIIS, "windows", agentFacts("WEB1", "WEB-SERIAL")); r.Status != http.StatusCreated {
 			t.Fatalf("IIS register: %d %s", r.Status, r.Body)
 		}
 		info = agentsInfoByType(t, env, cap)
-		if info[models.AgentIIS][1] != "installed" {
+		if info[devicesmodel.AgentIIS][1] != "installed" {
 			t.Fatalf("after the IIS registration: %v", info)
 		}
 		counts, err := env.Store.Devices.InstallationCounts(t.Context(), env.Org.ID)
-		if err != nil || counts[models.AgentNPS] != 1 || counts[models.AgentIIS] != 1 {
+		if err != nil || counts[devicesmodel.AgentNPS] != 1 || counts[devicesmodel.AgentIIS] != 1 {
 			t.Fatalf("installations %v %v", counts, err)
 		}
 		// No device was made.
@@ -104,10 +104,10 @@ func TestAgent_ServerComponentsRegister(t *testing.T) {
 		if resp.Status != http.StatusOK {
 			t.Fatalf("regenerate: %d %s", resp.Status, resp.Body)
 		}
-		if r := registerServer(env, nps, models.AgentNPS, "windows", agentFacts("NPS2", "NPS-2")); r.Status != http.StatusUnauthorized {
+		if r := registerServer(env, nps, devicesmodel.AgentNPS, "windows", agentFacts("NPS2", "NPS-2")); r.Status != http.StatusUnauthorized {
 			t.Fatalf("NPS with the superseded key: %d %s", r.Status, r.Body)
 		}
-		if r := registerServer(env, agentsInfoByType(t, env, cap)[models.AgentNPS][0], models.AgentNPS, "windows", agentFacts("NPS2", "NPS-2")); r.Status != http.StatusCreated {
+		if r := registerServer(env, agentsInfoByType(t, env, cap)[devicesmodel.AgentNPS][0], devicesmodel.AgentNPS, "windows", agentFacts("NPS2", "NPS-2")); r.Status != http.StatusCreated {
 			t.Fatalf("NPS with the new key: %d %s", r.Status, r.Body)
 		}
 	})

@@ -11,6 +11,8 @@ import (
 	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/devices"
+	"iam/models/identity"
 )
 
 // agentSim is one device agent talking to the test API.
@@ -95,7 +97,7 @@ func TestAgent_RegisterAndCheckIn(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		env := apitest.New(t, db, apitest.Options{})
 		ctx := t.Context()
-		key, err := env.Store.Devices.InstallKey(ctx, env.Org.ID, models.AgentDevice)
+		key, err := env.Store.Devices.InstallKey(ctx, env.Org.ID, devices.AgentDevice)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,11 +129,11 @@ func TestAgent_RegisterAndCheckIn(t *testing.T) {
 		// ack makes the link.
 		id, _ := models.ParseID("id", a.id)
 		accs, _ := env.Store.Devices.Accounts(ctx, env.Org.ID, id)
-		u := &models.User{OrgID: env.Org.ID, Email: "alice@example.com", Status: models.UserActive}
+		u := &identity.User{OrgID: env.Org.ID, Email: "alice@example.com", Status: identity.UserActive}
 		if err = env.Store.Users.Create(ctx, u, ""); err != nil {
 			t.Fatal(err)
 		}
-		if _, err = env.Store.Devices.Link(ctx, env.Org.ID, id, accs[0].ID, models.LinkRequest{UserID: u.ID, PermissionLevel: "Administrator"}); err != nil {
+		if _, err = env.Store.Devices.Link(ctx, env.Org.ID, id, accs[0].ID, devices.LinkRequest{UserID: u.ID, PermissionLevel: "Administrator"}); err != nil {
 			t.Fatal(err)
 		}
 		ans = a.checkin(map[string]any{"local_accounts": localAccounts("alice", "bob")})
@@ -149,12 +151,12 @@ func TestAgent_RegisterAndCheckIn(t *testing.T) {
 			t.Errorf("after ack %+v", ans.Commands)
 		}
 		acc, _ := env.Store.Devices.Account(ctx, env.Org.ID, id, accs[0].ID)
-		if acc.LinkStatus != models.LinkLinked {
+		if acc.LinkStatus != devices.LinkLinked {
 			t.Errorf("link status %s", acc.LinkStatus)
 		}
 
 		// A superseded key admits nothing; the registered device goes on.
-		fresh, err := env.Store.Devices.RegenerateInstallKey(ctx, env.Org.ID, models.AgentDevice)
+		fresh, err := env.Store.Devices.RegenerateInstallKey(ctx, env.Org.ID, devices.AgentDevice)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +170,7 @@ func TestAgent_RegisterAndCheckIn(t *testing.T) {
 func TestAgent_Limits(t *testing.T) {
 	db := dbtest.SQLite(t)
 	env := apitest.New(t, db, apitest.Options{AgentRate: 0.001, AgentBurst: 3})
-	key, err := env.Store.Devices.InstallKey(t.Context(), env.Org.ID, models.AgentDevice)
+	key, err := env.Store.Devices.InstallKey(t.Context(), env.Org.ID, devices.AgentDevice)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +190,7 @@ func TestAgent_Limits(t *testing.T) {
 	huge := strings.Repeat("x", 3<<20)
 	resp = b.checkinRaw(map[string]any{"facts": map[string]any{"name": huge}}, "")
 	wantError(t, resp, 413, "00000110", "bytes")
-	names := make([]string, models.MaxLocalAccounts+1)
+	names := make([]string, devices.MaxLocalAccounts+1)
 	for i := range names {
 		names[i] = fmt.Sprintf("u%d", i)
 	}
@@ -204,7 +206,7 @@ func TestAgent_SameBytesCheckIn(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		env := apitest.New(t, db, apitest.Options{AgentRate: 1000, AgentBurst: 1000})
 		ctx := t.Context()
-		key, err := env.Store.Devices.InstallKey(ctx, env.Org.ID, models.AgentDevice)
+		key, err := env.Store.Devices.InstallKey(ctx, env.Org.ID, devices.AgentDevice)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,8 +221,8 @@ func TestAgent_SameBytesCheckIn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		other := models.CheckIn{Facts: models.DeviceFacts{Name: "PC1", OSType: "Windows", JoinType: "ADJoined", SerialNumber: "S1"},
-			Accounts: []models.AccountReport{{UserName: "alice", PermissionLevel: "Standard"}}}
+		other := devices.CheckIn{Facts: devices.DeviceFacts{Name: "PC1", OSType: "Windows", JoinType: "ADJoined", SerialNumber: "S1"},
+			Accounts: []devices.AccountReport{{UserName: "alice", PermissionLevel: "Standard"}}}
 		if err := other.Validate(); err != nil {
 			t.Fatal(err)
 		}
@@ -236,11 +238,11 @@ func TestAgent_SameBytesCheckIn(t *testing.T) {
 		}
 
 		// A pending command reaches an unchanged check-in of the same bytes.
-		u := &models.User{OrgID: env.Org.ID, Email: "alice@example.com", Status: models.UserActive}
+		u := &identity.User{OrgID: env.Org.ID, Email: "alice@example.com", Status: identity.UserActive}
 		if err := env.Store.Users.Create(ctx, u, ""); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := env.Store.Devices.Link(ctx, env.Org.ID, id, accs[0].ID, models.LinkRequest{UserID: u.ID, PermissionLevel: "Standard"}); err != nil {
+		if _, err := env.Store.Devices.Link(ctx, env.Org.ID, id, accs[0].ID, devices.LinkRequest{UserID: u.ID, PermissionLevel: "Standard"}); err != nil {
 			t.Fatal(err)
 		}
 		for range 2 {

@@ -16,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"iam/models"
+	"iam/models/devices"
 	"iam/models/listing"
 )
 
@@ -63,10 +64,10 @@ func (p agentPackages) current() map[string]agentPackage {
 }
 
 // versions are the current device agent versions by platform.
-func (p agentPackages) versions() models.AgentVersions {
-	out := models.AgentVersions{}
+func (p agentPackages) versions() devices.AgentVersions {
+	out := devices.AgentVersions{}
 	for key, pkg := range p.current() {
-		if plat, ok := strings.CutPrefix(key, models.AgentDevice+"-"); ok {
+		if plat, ok := strings.CutPrefix(key, devices.AgentDevice+"-"); ok {
 			out[plat] = pkg.version
 		}
 	}
@@ -116,9 +117,9 @@ type agentView struct {
 }
 
 var agentNames = map[string][2]string{
-	models.AgentDevice: {"Device Agent", "Windows, macOS and Linux devices"},
-	models.AgentNPS:    {"NPS Extension", "Network Policy Server"},
-	models.AgentIIS:    {"IIS Module", "IIS web server"},
+	devices.AgentDevice: {"Device Agent", "Windows, macOS and Linux devices"},
+	devices.AgentNPS:    {"NPS Extension", "Network Policy Server"},
+	devices.AgentIIS:    {"IIS Module", "IIS web server"},
 }
 
 func downloadURL(agentType, platform string) string {
@@ -150,8 +151,8 @@ func (s *Server) agentsInfo(c *gin.Context) error {
 		return err
 	}
 	pkgs := s.packages.current()
-	out := make([]agentView, 0, len(models.AgentTypes))
-	for _, typ := range models.AgentTypes {
+	out := make([]agentView, 0, len(devices.AgentTypes))
+	for _, typ := range devices.AgentTypes {
 		key, err := s.store.Devices.InstallKey(ctx, org, typ)
 		if err != nil {
 			return err
@@ -159,9 +160,9 @@ func (s *Server) agentsInfo(c *gin.Context) error {
 		v := agentView{Type: typ, DisplayName: agentNames[typ][0], EndpointName: agentNames[typ][1],
 			DownloadURL: downloadURL(typ, ""), Version: pkgs[typ].version, InstallationKey: key,
 			InstallationDetails: installDetails{Status: status(installs[typ] > 0)}}
-		if typ == models.AgentDevice {
+		if typ == devices.AgentDevice {
 			var any bool
-			for _, plat := range models.DevicePlatforms {
+			for _, plat := range devices.DevicePlatforms {
 				n := counts[plat]
 				installed, total := n.Installed, n.Total
 				any = any || installed > 0
@@ -179,12 +180,12 @@ func (s *Server) agentsInfo(c *gin.Context) error {
 
 func agentType(c *gin.Context) (string, error) {
 	t := c.Param("agent_type")
-	for _, known := range models.AgentTypes {
+	for _, known := range devices.AgentTypes {
 		if t == known {
 			return t, nil
 		}
 	}
-	return "", models.NotFound("Agent", fmt.Sprintf("no agent type %q; the types are %v", t, models.AgentTypes))
+	return "", models.NotFound("Agent", fmt.Sprintf("no agent type %q; the types are %v", t, devices.AgentTypes))
 }
 
 // regenerateInstallKey: POST /protection/agents-info/{agent_type}/regenerate-install-key.
@@ -210,14 +211,14 @@ func (s *Server) downloadAgent(c *gin.Context) error {
 		return err
 	}
 	key := typ
-	if typ == models.AgentDevice {
+	if typ == devices.AgentDevice {
 		plat := c.Query("platform")
 		found := false
-		for _, p := range models.DevicePlatforms {
+		for _, p := range devices.DevicePlatforms {
 			found = found || p == plat
 		}
 		if !found {
-			return &listing.ParamError{Param: "platform", Detail: fmt.Sprintf("is required for the device agent: one of %v", models.DevicePlatforms)}
+			return &listing.ParamError{Param: "platform", Detail: fmt.Sprintf("is required for the device agent: one of %v", devices.DevicePlatforms)}
 		}
 		key += "-" + plat
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"iam/models"
+	"iam/models/enrollment"
 )
 
 // Certificate authority configs of the smart card factor config (spec 2.10,
@@ -20,7 +21,7 @@ import (
 const caConfigsPath = "/protection/authnfactor-configs/:authnfactor_config_id/ca-configs"
 
 // caMaxBody bounds a CA config form: the file and a few short fields.
-const caMaxBody = models.MaxCAFileBytes + 64<<10
+const caMaxBody = enrollment.MaxCAFileBytes + 64<<10
 
 type caConfigView struct {
 	ID                          string    `json:"id"`
@@ -34,7 +35,7 @@ type caConfigView struct {
 	AddedTime                   time.Time `json:"added_time"`
 }
 
-func newCAConfigView(c *models.CAConfig) caConfigView {
+func newCAConfigView(c *enrollment.CAConfig) caConfigView {
 	return caConfigView{ID: models.FormatID(c.ID), AuthnFactorConfigID: models.FormatID(c.FactorConfigID), IsEnabled: c.IsEnabled,
 		CAFile: c.PEM(), SubjectName: c.SubjectName, Thumbprint: c.Thumbprint, CertificateMappingAttribute: c.MappingAttribute,
 		ExpiresOn: c.ExpiresOn, AddedTime: c.AddedTime}
@@ -43,8 +44,8 @@ func newCAConfigView(c *models.CAConfig) caConfigView {
 // readCAForm reads the multipart form: is_enabled (true or false),
 // certificate_mapping_attribute, and the ca_file part (at most
 // models.MaxCAFileBytes). Absent fields stay nil.
-func readCAForm(c *gin.Context) (models.CAInput, error) {
-	var in models.CAInput
+func readCAForm(c *gin.Context) (enrollment.CAInput, error) {
+	var in enrollment.CAInput
 	mt, _, err := mime.ParseMediaType(c.GetHeader("Content-Type"))
 	if err != nil || mt != "multipart/form-data" {
 		return in, newAPIError(http.StatusUnsupportedMediaType, CodeMediaType, "Unsupported Media Type", "the request body must be multipart/form-data")
@@ -72,7 +73,7 @@ func readCAForm(c *gin.Context) (models.CAInput, error) {
 		seen[name] = true
 		limit := int64(1024)
 		if name == "ca_file" {
-			limit = models.MaxCAFileBytes
+			limit = enrollment.MaxCAFileBytes
 		}
 		data, err := io.ReadAll(io.LimitReader(part, limit+1))
 		if err != nil {
@@ -110,11 +111,11 @@ func readCAForm(c *gin.Context) (models.CAInput, error) {
 }
 
 func caPathIDs(c *gin.Context, withCA bool) (factorID, caID int64, err error) {
-	if factorID, err = pathID(c, "authnfactor_config_id", models.ErrFactorConfigNotFound); err != nil {
+	if factorID, err = pathID(c, "authnfactor_config_id", enrollment.ErrFactorConfigNotFound); err != nil {
 		return
 	}
 	if withCA {
-		caID, err = pathID(c, "ca_config_id", models.ErrCAConfigNotFound)
+		caID, err = pathID(c, "ca_config_id", enrollment.ErrCAConfigNotFound)
 	}
 	return
 }

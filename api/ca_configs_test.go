@@ -22,6 +22,8 @@ import (
 	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/enrollment"
+	"iam/models/jobs"
 )
 
 // testCA is a certificate authority for tests.
@@ -115,7 +117,7 @@ func TestCAConfigs(t *testing.T) {
 		users := seedUsers(t, db, env.Org, 6)
 		tok := env.Token(env.Org, "svc.auth.ALL")
 		qtok := env.Token(env.Org, "svc.quick_enrollment.ALL")
-		smart := factorIDs(t, env, env.Org)[models.FactorSmartCard]
+		smart := factorIDs(t, env, env.Org)[enrollment.FactorSmartCard]
 		base := "/api/v1/protection/authnfactor-configs/" + smart + "/ca-configs"
 		send := func(method, path string, fields map[string]string, file []byte) *apitest.Response {
 			body, ct := caForm(t, fields, file)
@@ -152,8 +154,8 @@ func TestCAConfigs(t *testing.T) {
 			newTestCAValid(t, "Future CA", true, time.Now().Add(24*time.Hour), year).der), 400, "00000109", "not valid yet: it becomes valid on")
 		wantError(t, send("POST", base, map[string]string{"certificate_mapping_attribute": "shoeSize"}, unknown.der), 400, "00000109", "certificate_mapping_attribute")
 		wantError(t, send("POST", base, map[string]string{"certificate_mapping_attribute": "email"}, []byte("junk")), 400, "00000109", "ca_file")
-		wantError(t, send("POST", base, map[string]string{"certificate_mapping_attribute": "email"}, bytes.Repeat([]byte("A"), models.MaxCAFileBytes+1)), 413, "00000110", "")
-		wantError(t, send("POST", "/api/v1/protection/authnfactor-configs/"+factorIDs(t, env, env.Org)[models.FactorTOTP]+"/ca-configs",
+		wantError(t, send("POST", base, map[string]string{"certificate_mapping_attribute": "email"}, bytes.Repeat([]byte("A"), enrollment.MaxCAFileBytes+1)), 413, "00000110", "")
+		wantError(t, send("POST", "/api/v1/protection/authnfactor-configs/"+factorIDs(t, env, env.Org)[enrollment.FactorTOTP]+"/ca-configs",
 			map[string]string{"certificate_mapping_attribute": "email"}, unknown.der), 400, "00000109", "smart card")
 
 		resp = env.Get(base, tok)
@@ -166,7 +168,7 @@ func TestCAConfigs(t *testing.T) {
 		other := env.NewOrg("Other")
 		wantError(t, env.Get(base+"/"+one.Data.ID, env.Token(other, "svc.auth.ALL")), 404, "00000103", "")
 
-		enroll := func(files ...zipFile) []models.JobResult {
+		enroll := func(files ...zipFile) []jobs.JobResult {
 			t.Helper()
 			up := upload(t, env, "/api/v1/protection/quick-enrollment/upload-smartcards", qtok,
 				[][2]string{{"certificate_filename_pattern", "Primary Email"}, {"factor_configs", smart}}, "cards.zip", zipOf(t, files...))
@@ -187,7 +189,7 @@ func TestCAConfigs(t *testing.T) {
 		)
 		want := []string{"", "not signed by an enabled certificate authority", "not signed by an enabled certificate authority", "does not name the user by email"}
 		for i, r := range results {
-			if (want[i] == "") != (r.Status == models.ResultSuccess) || !strings.Contains(r.Message, want[i]) {
+			if (want[i] == "") != (r.Status == jobs.ResultSuccess) || !strings.Contains(r.Message, want[i]) {
 				t.Errorf("row %d: %s %q, want %q", r.Seq, r.Status, r.Message, want[i])
 			}
 		}
@@ -202,7 +204,7 @@ func TestCAConfigs(t *testing.T) {
 			"user6@example.com,"+b64(unknown.issue(t, "User Six", "user6@example.com"))+"\n")
 		env.WaitJob(env.Org, csvJob, time.Minute, finished)
 		csvRows := allResults(t, env, csvJob)
-		if len(csvRows) != 2 || csvRows[0].Status != models.ResultSuccess || csvRows[1].Status == models.ResultSuccess ||
+		if len(csvRows) != 2 || csvRows[0].Status != jobs.ResultSuccess || csvRows[1].Status == jobs.ResultSuccess ||
 			!strings.Contains(csvRows[1].Message, "not signed by an enabled certificate authority") {
 			t.Errorf("CSV rows %+v", csvRows)
 		}
@@ -212,7 +214,7 @@ func TestCAConfigs(t *testing.T) {
 		if resp.Status != 200 {
 			t.Fatalf("patch: %d %s", resp.Status, resp.Body)
 		}
-		if r := enroll(zipFile{"user2@example.com.cer", disabled.issue(t, "User Two", "user2@example.com")}); r[0].Status != models.ResultSuccess {
+		if r := enroll(zipFile{"user2@example.com.cer", disabled.issue(t, "User Two", "user2@example.com")}); r[0].Status != jobs.ResultSuccess {
 			t.Errorf("after enabling: %+v", r[0])
 		}
 		// With no enabled CA left, certificates enroll unchecked as before.
@@ -221,7 +223,7 @@ func TestCAConfigs(t *testing.T) {
 				t.Fatalf("delete: %d %s", resp.Status, resp.Body)
 			}
 		}
-		if r := enroll(zipFile{"user3@example.com.cer", unknown.issue(t, "User Three", "user3@example.com")}); r[0].Status != models.ResultSuccess {
+		if r := enroll(zipFile{"user3@example.com.cer", unknown.issue(t, "User Three", "user3@example.com")}); r[0].Status != jobs.ResultSuccess {
 			t.Errorf("without enabled CAs: %+v", r[0])
 		}
 	})

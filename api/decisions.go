@@ -14,6 +14,10 @@ import (
 
 	"iam/models"
 	"iam/models/decide"
+	"iam/models/devices"
+	"iam/models/identity"
+	"iam/models/protection"
+	"iam/models/store"
 )
 
 // Conditional access decisions: admins ask "what if" at
@@ -22,13 +26,13 @@ import (
 // organization's cached snapshot (docs/protection.md).
 
 // decisionSource reads snapshots for the decision cache from the store.
-type decisionSource struct{ store *models.Store }
+type decisionSource struct{ store *store.Store }
 
 func (d decisionSource) ProtectionVersion(ctx context.Context, orgID int64) (int64, error) {
 	return d.store.DeviceGroups.ProtectionVersion(ctx, orgID)
 }
 
-func (d decisionSource) LoadEnabledPolicies(ctx context.Context, orgID int64) (*models.PolicySet, error) {
+func (d decisionSource) LoadEnabledPolicies(ctx context.Context, orgID int64) (*protection.PolicySet, error) {
 	return d.store.Policies.LoadEnabledPolicies(ctx, orgID)
 }
 
@@ -59,10 +63,10 @@ func (s *Server) decideFor(ctx context.Context, orgID int64, req decide.Request)
 		return nil, err
 	}
 	if !f.UserExists {
-		return nil, models.ErrUserNotFound
+		return nil, identity.ErrUserNotFound
 	}
 	if req.DeviceID != 0 && !f.DeviceExists {
-		return nil, models.DeviceNotFound(req.DeviceID)
+		return nil, devices.DeviceNotFound(req.DeviceID)
 	}
 	req.UserGroups, req.DeviceGroups = f.UserGroups, f.DeviceGroups
 	snap, err := s.decisions.At(ctx, orgID, f.Version)
@@ -89,8 +93,8 @@ func (s *Server) evaluatePolicies(c *gin.Context) error {
 		return err
 	}
 	req := decide.Request{UserID: userID, Endpoint: in.Endpoint, Action: in.Action, Time: time.Now().UTC()}
-	if !slices.Contains(models.Endpoints, in.Endpoint) {
-		return models.Invalid("endpoint", "must be one of %s", strings.Join(models.Endpoints, ", "))
+	if !slices.Contains(protection.Endpoints, in.Endpoint) {
+		return models.Invalid("endpoint", "must be one of %s", strings.Join(protection.Endpoints, ", "))
 	}
 	if in.DeviceID != "" {
 		if req.DeviceID, err = models.ParseID("device_id", in.DeviceID); err != nil {
@@ -160,14 +164,14 @@ func (s *Server) agentAuthorize(c *gin.Context) error {
 		return err
 	}
 	ctx := c.Request.Context()
-	req := decide.Request{DeviceID: dev.ID, Endpoint: models.EndpointComputerDevices, Action: in.Action, Time: time.Now().UTC()}
+	req := decide.Request{DeviceID: dev.ID, Endpoint: protection.EndpointComputerDevices, Action: in.Action, Time: time.Now().UTC()}
 	switch {
 	case in.UserID != "":
 		if req.UserID, err = models.ParseID("user_id", in.UserID); err != nil {
 			return err
 		}
 	case in.UserName != "":
-		var u *models.User
+		var u *identity.User
 		if u, err = s.store.Users.GetByEmail(ctx, dev.OrgID, strings.TrimSpace(in.UserName)); err != nil {
 			return err
 		}

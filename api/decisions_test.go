@@ -10,6 +10,10 @@ import (
 	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/devices"
+	"iam/models/identity"
+	"iam/models/jobs"
+	"iam/models/protection"
 )
 
 type decisionBody struct {
@@ -39,40 +43,40 @@ func TestDecisions_EvaluateAndAuthorize(t *testing.T) {
 		tok := env.Token(env.Org, "svc.conditional_access_policy.READ")
 
 		// The dynamic group exists first: the user's creation makes them a member.
-		dyn := &models.Group{OrgID: env.Org.ID, Name: "Sales", IsDynamic: true, MembershipRule: `department eq "Sales"`}
-		if err := env.Store.Groups.Create(ctx, dyn, nil, &models.Job{Kind: "GroupRecompute", Module: "Identity", ActionName: "Recompute group members"}); err != nil {
+		dyn := &identity.Group{OrgID: env.Org.ID, Name: "Sales", IsDynamic: true, MembershipRule: `department eq "Sales"`}
+		if err := env.Store.Groups.Create(ctx, dyn, nil, &jobs.Job{Kind: "GroupRecompute", Module: "Identity", ActionName: "Recompute group members"}); err != nil {
 			t.Fatal(err)
 		}
-		seller := &models.User{OrgID: env.Org.ID, Email: "seller@example.com", Department: "Sales", Status: models.UserActive}
-		other := &models.User{OrgID: env.Org.ID, Email: "other@example.com", Department: "IT", Status: models.UserActive}
-		for _, u := range []*models.User{seller, other} {
+		seller := &identity.User{OrgID: env.Org.ID, Email: "seller@example.com", Department: "Sales", Status: identity.UserActive}
+		other := &identity.User{OrgID: env.Org.ID, Email: "other@example.com", Department: "IT", Status: identity.UserActive}
+		for _, u := range []*identity.User{seller, other} {
 			if err := env.Store.Users.Create(ctx, u, ""); err != nil {
 				t.Fatal(err)
 			}
 		}
-		key, err := env.Store.Devices.InstallKey(ctx, env.Org.ID, models.AgentDevice)
+		key, err := env.Store.Devices.InstallKey(ctx, env.Org.ID, devices.AgentDevice)
 		if err != nil {
 			t.Fatal(err)
 		}
 		lab := registerAgent(t, env, key, agentFacts("LAB1", "L1"))
 		desk := registerAgent(t, env, key, agentFacts("DESK1", "D1"))
-		dg := &models.DeviceGroup{OrgID: env.Org.ID, Name: "Lab"}
+		dg := &protection.DeviceGroup{OrgID: env.Org.ID, Name: "Lab"}
 		labID, _ := models.ParseID("id", lab.id)
 		if err := env.Store.DeviceGroups.Create(ctx, dg, []int64{labID}); err != nil {
 			t.Fatal(err)
 		}
-		office := &models.ConditionConfig{OrgID: env.Org.ID, Family: models.FamilyIPSources, DisplayName: "Office", IPAddresses: "192.0.2.0/24"}
+		office := &protection.ConditionConfig{OrgID: env.Org.ID, Family: protection.FamilyIPSources, DisplayName: "Office", IPAddresses: "192.0.2.0/24"}
 		if err := env.Store.ConditionConfigs.Create(ctx, office); err != nil {
 			t.Fatal(err)
 		}
-		p := &models.Policy{OrgID: env.Org.ID, Name: "Lab outside office", IsEnabled: true, AccessType: models.AccessDeny,
+		p := &protection.Policy{OrgID: env.Org.ID, Name: "Lab outside office", IsEnabled: true, AccessType: protection.AccessDeny,
 			GroupIDs: []int64{dyn.ID},
-			EndpointsSettings: []models.EndpointSetting{{Endpoint: models.EndpointComputerDevices, Type: models.EndpointTypeComputerDevices,
-				Actions: []string{"RDP"}, DeviceAssignment: &models.DeviceAssignment{GroupIDs: []models.RefID{models.RefID(dg.ID)}}}},
-			Conditions:         []models.PolicyCondition{{SequenceNumber: 1, FactorType: "ipaddress", Comparator: "not_in", FactorConfigs: []models.RefID{models.RefID(office.ID)}}},
+			EndpointsSettings: []protection.EndpointSetting{{Endpoint: protection.EndpointComputerDevices, Type: protection.EndpointTypeComputerDevices,
+				Actions: []string{"RDP"}, DeviceAssignment: &protection.DeviceAssignment{GroupIDs: []protection.RefID{protection.RefID(dg.ID)}}}},
+			Conditions:         []protection.PolicyCondition{{SequenceNumber: 1, FactorType: "ipaddress", Comparator: "not_in", FactorConfigs: []protection.RefID{protection.RefID(office.ID)}}},
 			CriteriaExpression: "1",
 		}
-		if err := env.Store.Policies.Create(ctx, p, models.PolicyActor{}); err != nil {
+		if err := env.Store.Policies.Create(ctx, p, protection.PolicyActor{}); err != nil {
 			t.Fatal(err)
 		}
 
@@ -101,7 +105,7 @@ func TestDecisions_EvaluateAndAuthorize(t *testing.T) {
 			"not in the group":       {"user_id": otherID, "device_id": lab.id, "endpoint": "ComputerDevices", "action": "RDP", "ip": "198.51.100.7"},
 			"device outside the lab": {"user_id": sellerID, "device_id": desk.id, "endpoint": "ComputerDevices", "action": "RDP", "ip": "198.51.100.7"},
 		} {
-			if d := evaluate(body); d.Data.Decision != "allow" || d.Data.Policy == nil || d.Data.Policy.Name != models.DefaultPolicyName {
+			if d := evaluate(body); d.Data.Decision != "allow" || d.Data.Policy == nil || d.Data.Policy.Name != protection.DefaultPolicyName {
 				t.Errorf("%s: %+v", name, d.Data)
 			}
 		}
@@ -126,7 +130,7 @@ func TestDecisions_EvaluateAndAuthorize(t *testing.T) {
 		}
 
 		// Disabling the policy reaches the next decision.
-		if _, err := env.Store.Policies.Update(ctx, env.Org.ID, p.ID, models.PolicyActor{}, func(cur *models.Policy) (*models.Policy, error) {
+		if _, err := env.Store.Policies.Update(ctx, env.Org.ID, p.ID, protection.PolicyActor{}, func(cur *protection.Policy) (*protection.Policy, error) {
 			cur.IsEnabled = false
 			return cur, nil
 		}); err != nil {

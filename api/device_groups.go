@@ -8,6 +8,7 @@ import (
 
 	"iam/models"
 	"iam/models/listing"
+	"iam/models/protection"
 )
 
 // Device groups (/protection/device-groups): named static sets of devices
@@ -25,7 +26,7 @@ type deviceGroupView struct {
 	LastModifiedTime time.Time `json:"last_modified_time"`
 }
 
-func newDeviceGroupView(g *models.DeviceGroup) deviceGroupView {
+func newDeviceGroupView(g *protection.DeviceGroup) deviceGroupView {
 	return deviceGroupView{ID: models.FormatID(g.ID), Name: g.Name, Description: g.Description, MembersCount: g.MembersCount,
 		CreatedTime: g.CreatedAt, LastModifiedTime: g.UpdatedAt}
 }
@@ -56,8 +57,8 @@ type deviceIDsRequest struct {
 // parseDeviceIDs reads device ids of a body field (EINVALID) or of the ids
 // query (a parameter error).
 func parseDeviceIDs(field string, raw []string) ([]int64, error) {
-	if len(raw) > models.MaxDeviceGroupMembersPerRequest {
-		return nil, models.Invalid(field, "at most %d devices a request", models.MaxDeviceGroupMembersPerRequest)
+	if len(raw) > protection.MaxDeviceGroupMembersPerRequest {
+		return nil, models.Invalid(field, "at most %d devices a request", protection.MaxDeviceGroupMembersPerRequest)
 	}
 	ids := make([]int64, 0, len(raw))
 	for _, r := range raw {
@@ -75,7 +76,7 @@ func parseDeviceIDs(field string, raw []string) ([]int64, error) {
 
 // listDeviceGroups: GET /protection/device-groups (offset paging).
 func (s *Server) listDeviceGroups(c *gin.Context) error {
-	params, err := listing.Parse(c.Request.URL.Query(), models.DeviceGroupListing)
+	params, err := listing.Parse(c.Request.URL.Query(), protection.DeviceGroupListing)
 	if err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func (s *Server) createDeviceGroup(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	g := &models.DeviceGroup{OrgID: principal(c).OrgID, Name: req.Name, Description: req.Description}
+	g := &protection.DeviceGroup{OrgID: principal(c).OrgID, Name: req.Name, Description: req.Description}
 	if err := s.store.DeviceGroups.Create(c.Request.Context(), g, ids); err != nil {
 		return err
 	}
@@ -111,7 +112,7 @@ func (s *Server) createDeviceGroup(c *gin.Context) error {
 
 // getDeviceGroup: GET /protection/device-groups/{device_group_id}.
 func (s *Server) getDeviceGroup(c *gin.Context) error {
-	id, err := pathID(c, "device_group_id", models.ErrDeviceGroupNotFound)
+	id, err := pathID(c, "device_group_id", protection.ErrDeviceGroupNotFound)
 	if err != nil {
 		return err
 	}
@@ -126,7 +127,7 @@ func (s *Server) getDeviceGroup(c *gin.Context) error {
 // updateDeviceGroup: PATCH /protection/device-groups/{device_group_id}:
 // name and description; members change through the members routes.
 func (s *Server) updateDeviceGroup(c *gin.Context) error {
-	id, err := pathID(c, "device_group_id", models.ErrDeviceGroupNotFound)
+	id, err := pathID(c, "device_group_id", protection.ErrDeviceGroupNotFound)
 	if err != nil {
 		return err
 	}
@@ -135,7 +136,7 @@ func (s *Server) updateDeviceGroup(c *gin.Context) error {
 		return err
 	}
 	g, err := s.store.DeviceGroups.Update(c.Request.Context(), principal(c).OrgID, id,
-		models.DeviceGroupChange{Name: req.Name, Description: req.Description})
+		protection.DeviceGroupChange{Name: req.Name, Description: req.Description})
 	if err != nil {
 		return err
 	}
@@ -145,7 +146,7 @@ func (s *Server) updateDeviceGroup(c *gin.Context) error {
 
 // deleteDeviceGroup: DELETE /protection/device-groups/{device_group_id}, 204.
 func (s *Server) deleteDeviceGroup(c *gin.Context) error {
-	id, err := pathID(c, "device_group_id", models.ErrDeviceGroupNotFound)
+	id, err := pathID(c, "device_group_id", protection.ErrDeviceGroupNotFound)
 	if err != nil {
 		return err
 	}
@@ -159,11 +160,11 @@ func (s *Server) deleteDeviceGroup(c *gin.Context) error {
 // deviceGroupMembers: GET /protection/device-groups/{id}/members (offset
 // paging).
 func (s *Server) deviceGroupMembers(c *gin.Context) error {
-	id, err := pathID(c, "device_group_id", models.ErrDeviceGroupNotFound)
+	id, err := pathID(c, "device_group_id", protection.ErrDeviceGroupNotFound)
 	if err != nil {
 		return err
 	}
-	params, err := listing.Parse(c.Request.URL.Query(), models.DeviceGroupMemberListing)
+	params, err := listing.Parse(c.Request.URL.Query(), protection.DeviceGroupMemberListing)
 	if err != nil {
 		return err
 	}
@@ -182,7 +183,7 @@ func (s *Server) deviceGroupMembers(c *gin.Context) error {
 // addDeviceGroupMembers: POST /protection/device-groups/{id}/members
 // {device_ids}, {data: group}.
 func (s *Server) addDeviceGroupMembers(c *gin.Context) error {
-	id, err := pathID(c, "device_group_id", models.ErrDeviceGroupNotFound)
+	id, err := pathID(c, "device_group_id", protection.ErrDeviceGroupNotFound)
 	if err != nil {
 		return err
 	}
@@ -205,7 +206,7 @@ func (s *Server) addDeviceGroupMembers(c *gin.Context) error {
 // removeDeviceGroupMembers: DELETE /protection/device-groups/{id}/members?ids=…,
 // {data: group}; ids that are not members are ignored.
 func (s *Server) removeDeviceGroupMembers(c *gin.Context) error {
-	id, err := pathID(c, "device_group_id", models.ErrDeviceGroupNotFound)
+	id, err := pathID(c, "device_group_id", protection.ErrDeviceGroupNotFound)
 	if err != nil {
 		return err
 	}

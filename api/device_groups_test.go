@@ -7,8 +7,8 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/api/apitest"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/devices"
 )
 
 type deviceGroupBody struct {
@@ -22,7 +22,7 @@ func TestDeviceGroups_API(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		env := apitest.New(t, db, apitest.Options{})
 		tok := env.Token(env.Org, "svc.conditional_access_policy.ALL")
-		key, err := env.Store.Devices.InstallKey(t.Context(), env.Org.ID, models.AgentDevice)
+		key, err := env.Store.Devices.InstallKey(t.Context(), env.Org.ID, devices.AgentDevice)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"iam/models"
+	"iam/models/devices"
+	"iam/models/identity"
 	"iam/models/listing"
 )
 
@@ -52,7 +54,7 @@ type deviceView struct {
 	PossibleDuplicateOf *string `json:"possible_duplicate_of"`
 }
 
-func newDeviceView(d *models.Device, status string, outdated bool) deviceView {
+func newDeviceView(d *devices.Device, status string, outdated bool) deviceView {
 	return deviceView{
 		ID: models.FormatID(d.ID), Name: d.Name, OSType: d.OSType, OSDistribution: d.OSDistribution,
 		OSMajorVersion: d.OSMajorVersion, OSReleaseName: d.OSReleaseName, OSBuildVersion: d.OSBuildVersion,
@@ -75,7 +77,7 @@ func deviceID(c *gin.Context) (int64, error) {
 
 // listDevices: GET /devices, cursor paging.
 func (s *Server) listDevices(c *gin.Context) error {
-	params, err := listing.Parse(c.Request.URL.Query(), models.DeviceListing)
+	params, err := listing.Parse(c.Request.URL.Query(), devices.DeviceListing)
 	if err != nil {
 		return err
 	}
@@ -144,9 +146,9 @@ type accountView struct {
 	IdpUserDetails  *idpUserDetails `json:"idp_user_details"`
 }
 
-func newAccountView(a *models.LocalAccount, users map[int64]models.User) accountView {
+func newAccountView(a *devices.LocalAccount, users map[int64]identity.User) accountView {
 	v := accountView{ID: a.ID, UserName: a.UserName, PermissionLevel: a.PermissionLevel, LastLogin: utcPtr(a.LastLogin),
-		IsIdpLinked: a.LinkStatus == models.LinkLinked, LinkStatus: a.LinkStatus}
+		IsIdpLinked: a.LinkStatus == devices.LinkLinked, LinkStatus: a.LinkStatus}
 	if a.IdpUserID != nil {
 		id := models.FormatID(*a.IdpUserID)
 		u := users[*a.IdpUserID]
@@ -157,7 +159,7 @@ func newAccountView(a *models.LocalAccount, users map[int64]models.User) account
 	return v
 }
 
-func (s *Server) accountViews(c *gin.Context, accs []models.LocalAccount) ([]accountView, error) {
+func (s *Server) accountViews(c *gin.Context, accs []devices.LocalAccount) ([]accountView, error) {
 	var ids []int64
 	for _, a := range accs {
 		if a.IdpUserID != nil {
@@ -177,7 +179,7 @@ func (s *Server) accountViews(c *gin.Context, accs []models.LocalAccount) ([]acc
 
 // listAccounts: GET /devices/{device_id}/accounts, offset paging.
 func (s *Server) listAccounts(c *gin.Context) error {
-	params, err := listing.Parse(c.Request.URL.Query(), models.LocalAccountListing)
+	params, err := listing.Parse(c.Request.URL.Query(), devices.LocalAccountListing)
 	if err != nil {
 		return err
 	}
@@ -209,8 +211,8 @@ func accountIDs(c *gin.Context) (int64, int64, error) {
 	return dev, acc, nil
 }
 
-func (s *Server) answerAccount(c *gin.Context, a *models.LocalAccount) error {
-	views, err := s.accountViews(c, []models.LocalAccount{*a})
+func (s *Server) answerAccount(c *gin.Context, a *devices.LocalAccount) error {
+	views, err := s.accountViews(c, []devices.LocalAccount{*a})
 	if err != nil {
 		return err
 	}
@@ -253,8 +255,8 @@ func (s *Server) linkAccount(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	a, err := s.store.Devices.Link(c.Request.Context(), p.OrgID, dev, acc, models.LinkRequest{
-		UserID: uid, PermissionLevel: req.PermissionLevel, LinkType: models.LinkManual, Actor: models.FormatID(p.UserID)})
+	a, err := s.store.Devices.Link(c.Request.Context(), p.OrgID, dev, acc, devices.LinkRequest{
+		UserID: uid, PermissionLevel: req.PermissionLevel, LinkType: devices.LinkManual, Actor: models.FormatID(p.UserID)})
 	if err != nil {
 		return err
 	}
@@ -318,7 +320,7 @@ func (s *Server) patchLinkingSettings(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	var next models.AccountLinkingSettings
+	var next devices.AccountLinkingSettings
 	if err := mergeRequest(cur, patch, nil, &next); err != nil {
 		return err
 	}
@@ -350,7 +352,7 @@ func orJSON(b json.RawMessage, def string) json.RawMessage {
 
 // listOfflineUsers: GET /devices/{device_id}/offline-enrolled-users.
 func (s *Server) listOfflineUsers(c *gin.Context) error {
-	params, err := listing.Parse(c.Request.URL.Query(), models.OfflineUserListing)
+	params, err := listing.Parse(c.Request.URL.Query(), devices.OfflineUserListing)
 	if err != nil {
 		return err
 	}
@@ -439,7 +441,7 @@ func idPtr(id *int64) *string {
 
 // linkHistory: GET /device-account-linking/history, offset paging, newest first.
 func (s *Server) linkHistory(c *gin.Context) error {
-	params, err := listing.Parse(c.Request.URL.Query(), models.LinkHistoryListing)
+	params, err := listing.Parse(c.Request.URL.Query(), devices.LinkHistoryListing)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,9 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/models"
+	devicesmodel "iam/models/devices"
+	"iam/models/identity"
+	"iam/models/jobs"
 )
 
 // seedSyncDevices gives org n users (seedUsers: user<i>@example.com), two
@@ -17,24 +20,24 @@ import (
 // local accounts each: user<i> (one user matches: linked), USER<i> (the same
 // user, already linked on the device: skipped), Administrator (restricted),
 // shared (two users match) and nobody<i> (none does).
-func seedSyncDevices(t *testing.T, f *faultEnv, org *models.Organization, n int) {
+func seedSyncDevices(t *testing.T, f *faultEnv, org *identity.Organization, n int) {
 	t.Helper()
 	ctx := context.Background()
 	seedUsers(t, f.DB, org, n)
 	for _, e := range []string{"shared@example.com", "shared@example.org"} {
-		if err := f.Store.Users.Create(ctx, &models.User{OrgID: org.ID, Email: e, Status: models.UserActive}, ""); err != nil {
+		if err := f.Store.Users.Create(ctx, &identity.User{OrgID: org.ID, Email: e, Status: identity.UserActive}, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
-	devs := make([]models.SeedDevice, n)
+	devs := make([]devicesmodel.SeedDevice, n)
 	for i := range devs {
-		devs[i] = models.SeedDevice{Name: fmt.Sprint("pc", i+1), Accounts: []string{
+		devs[i] = devicesmodel.SeedDevice{Name: fmt.Sprint("pc", i+1), Accounts: []string{
 			fmt.Sprint("user", i+1), fmt.Sprint("USER", i+1), "Administrator", "shared", fmt.Sprint("nobody", i+1)}}
 	}
 	if _, err := f.Store.Devices.SeedDevices(ctx, org.ID, devs); err != nil {
 		t.Fatal(err)
 	}
-	set := models.DefaultAccountLinkingSettings()
+	set := devicesmodel.DefaultAccountLinkingSettings()
 	set.IsEnabled = true
 	if err := f.Store.Devices.PutLinkingSettings(ctx, org.ID, &set); err != nil {
 		t.Fatal(err)
@@ -92,7 +95,7 @@ func TestSyncNow_WorkerKilledTwice(t *testing.T) {
 	seedSyncDevices(t, f, undisturbed, devices)
 	t.Logf("seeded 2 × %d devices, %d accounts (%s)", devices, accounts, time.Since(began).Round(time.Millisecond))
 
-	run := func(org *models.Organization) int64 {
+	run := func(org *identity.Organization) int64 {
 		acc := syncNow(t, f.Env, f.Token(org, "svc.device.WRITE"))
 		id, _ := models.ParseID("id", acc.Data.ID)
 		return id
@@ -111,14 +114,14 @@ func TestSyncNow_WorkerKilledTwice(t *testing.T) {
 	b := f.WaitJob(undisturbed, jobB, 3*time.Minute, finished)
 	t.Logf("undisturbed sync ended %s in %s", b.Status, time.Since(began).Round(time.Millisecond))
 
-	for _, j := range []*models.Job{a, b} {
-		if j.Status != models.JobCompleted || j.Processed != accounts || j.Total != accounts || j.SuccessCount != devices {
+	for _, j := range []*jobs.Job{a, b} {
+		if j.Status != jobs.JobCompleted || j.Processed != accounts || j.Total != accounts || j.SuccessCount != devices {
 			t.Fatalf("job %d: %s, %d of %d processed, %d linked", j.ID, j.Status, j.Processed, j.Total, j.SuccessCount)
 		}
 	}
 	// No account linked twice: per account at most one link command and
 	// one history entry; one linked (pending) account per device.
-	for _, org := range []*models.Organization{disturbed, undisturbed} {
+	for _, org := range []*identity.Organization{disturbed, undisturbed} {
 		var twice int
 		if err := f.DB.NewSelect().TableExpr("(SELECT account_id FROM device_commands WHERE org_id = ? AND type = 'link' GROUP BY account_id HAVING count(*) > 1) AS x", org.ID).
 			ColumnExpr("count(*)").Scan(ctx, &twice); err != nil || twice != 0 {
@@ -126,7 +129,7 @@ func TestSyncNow_WorkerKilledTwice(t *testing.T) {
 		}
 		hist, _ := f.DB.NewSelect().Table("device_link_history").Where("org_id = ? AND action = 'link'", org.ID).Count(ctx)
 		cmds, _ := f.DB.NewSelect().Table("device_commands").Where("org_id = ? AND type = 'link'", org.ID).Count(ctx)
-		pending, _ := f.DB.NewSelect().Table("device_accounts").Where("org_id = ? AND link_status = ? AND link_type = 'Automatic'", org.ID, models.LinkPending).Count(ctx)
+		pending, _ := f.DB.NewSelect().Table("device_accounts").Where("org_id = ? AND link_status = ? AND link_type = 'Automatic'", org.ID, devicesmodel.LinkPending).Count(ctx)
 		if hist != devices || cmds != devices || pending != devices {
 			t.Errorf("%s: %d history entries, %d link commands, %d pending accounts; want %d each", org.Name, hist, cmds, pending, devices)
 		}
@@ -140,7 +143,7 @@ func TestSyncNow_WorkerKilledTwice(t *testing.T) {
 			t.Fatalf("result %d differs: %+v vs %+v", i+1, ra[i], rb[i])
 		}
 	}
-	if retried := retriedActivities(t, f.Temporal, models.JobWorkflowID(jobA)); retried < 2 {
+	if retried := retriedActivities(t, f.Temporal, jobs.JobWorkflowID(jobA)); retried < 2 {
 		t.Errorf("%d chunks were retried, want at least the two whose worker died after a commit", retried)
 	} else {
 		t.Logf("%d chunks were retried after a kill", retried)

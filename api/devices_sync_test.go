@@ -13,6 +13,9 @@ import (
 	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/devices"
+	"iam/models/identity"
+	"iam/models/jobs"
 )
 
 type syncAccepted struct {
@@ -59,11 +62,11 @@ func TestSyncNow_EndToEnd(t *testing.T) {
 	tok := env.Token(env.Org, "svc.device.ALL")
 	jobsTok := env.Token(env.Org, "svc.job.READ")
 	for _, email := range []string{"alice@example.com", "bob@example.com", "bob@example.org"} {
-		if err := env.Store.Users.Create(ctx, &models.User{OrgID: env.Org.ID, Email: email, Status: models.UserActive}, ""); err != nil {
+		if err := env.Store.Users.Create(ctx, &identity.User{OrgID: env.Org.ID, Email: email, Status: identity.UserActive}, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
-	key, err := env.Store.Devices.InstallKey(ctx, env.Org.ID, models.AgentDevice)
+	key, err := env.Store.Devices.InstallKey(ctx, env.Org.ID, devices.AgentDevice)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +81,7 @@ func TestSyncNow_EndToEnd(t *testing.T) {
 	acc := syncNow(t, env, tok)
 	id, _ := models.ParseID("id", acc.Data.ID)
 	job := env.WaitJob(env.Org, id, time.Minute, finished)
-	if job.Status != models.JobCompleted || job.Module != "Devices" || job.Processed != 4 || job.SuccessCount != 1 {
+	if job.Status != jobs.JobCompleted || job.Module != "Devices" || job.Processed != 4 || job.SuccessCount != 1 {
 		t.Fatalf("job %+v", job)
 	}
 	if err := env.Temporal.GetWorkflow(ctx, job.WorkflowID(), "").Get(ctx, nil); err != nil {
@@ -105,7 +108,7 @@ func TestSyncNow_EndToEnd(t *testing.T) {
 			t.Errorf("%s: result %q, want %q…", name, got, want)
 		}
 	}
-	if al := accounts["alice"]; al.LinkStatus != models.LinkPending || al.IdpUserDetails == nil || al.IdpUserDetails.LinkType != "Automatic" {
+	if al := accounts["alice"]; al.LinkStatus != devices.LinkPending || al.IdpUserDetails == nil || al.IdpUserDetails.LinkType != "Automatic" {
 		t.Fatalf("alice after the sync: %+v", al)
 	}
 
@@ -116,7 +119,7 @@ func TestSyncNow_EndToEnd(t *testing.T) {
 	}
 	a.checkin(map[string]any{"local_accounts": localAccounts("alice", "Administrator", "ghost", "bob"),
 		"acks": []map[string]any{{"command_id": ans.Commands[0]["id"], "status": "done"}}})
-	if al := deviceAccounts(t, env, tok, a.id)["alice"]; al.LinkStatus != models.LinkLinked {
+	if al := deviceAccounts(t, env, tok, a.id)["alice"]; al.LinkStatus != devices.LinkLinked {
 		t.Fatalf("alice after the ack: %+v", al)
 	}
 	resp = env.Get(`/api/v1/device-account-linking/history?filter=job_id%20eq%20"`+acc.Data.ID+`"`, tok)
@@ -138,7 +141,7 @@ func TestSyncNow_EndToEnd(t *testing.T) {
 		t.Fatal("a finished sync was answered again")
 	}
 	id2, _ := models.ParseID("id", acc2.Data.ID)
-	if j := env.WaitJob(env.Org, id2, time.Minute, finished); j.Processed != 3 || j.SuccessCount != 0 || j.Status != models.JobCompleted {
+	if j := env.WaitJob(env.Org, id2, time.Minute, finished); j.Processed != 3 || j.SuccessCount != 0 || j.Status != jobs.JobCompleted {
 		t.Fatalf("second sync %+v", j)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/devices"
 )
 
 type accountBody struct {
@@ -207,7 +208,7 @@ func TestDevices_AgentsKeysAndPackages(t *testing.T) {
 	db := dbtest.SQLite(t)
 	env := apitest.New(t, db, apitest.Options{})
 	cap := env.Token(env.Org, "svc.conditional_access_policy.ALL")
-	old, err := env.Store.Devices.InstallKey(t.Context(), env.Org.ID, models.AgentDevice)
+	old, err := env.Store.Devices.InstallKey(t.Context(), env.Org.ID, devices.AgentDevice)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,10 @@ import (
 
 	"iam/api/apitest"
 	"iam/api/jobrun"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/enrollment"
+	"iam/models/jobs"
+	"iam/models/sqldb"
 )
 
 // findInDatabase returns "table.column" of every value, in every column of
@@ -24,7 +26,7 @@ func findInDatabase(t testing.TB, db *bun.DB, needle string) []string {
 	ctx := context.Background()
 	var tables []string
 	q := "SELECT name FROM sqlite_master WHERE type = 'table'"
-	if models.IsPostgres(db) {
+	if sqldb.IsPostgres(db) {
 		q = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
 	}
 	if err := db.NewRaw(q).Scan(ctx, &tables); err != nil {
@@ -93,7 +95,7 @@ func TestEnrollment_NoSecretInTheClearAfterTOTPEnrollment(t *testing.T) {
 		queued := apitest.New(t, db, apitest.Options{})
 		qtok := queued.Token(queued.Org, "svc.quick_enrollment.CREATE")
 		qids := factorIDs(t, queued, queued.Org)
-		uploadCSV(t, queued, qtok, [][2]string{{"factor_configs", qids[models.FactorTOTP]}}, csv)
+		uploadCSV(t, queued, qtok, [][2]string{{"factor_configs", qids[enrollment.FactorTOTP]}}, csv)
 		if n, _ := db.NewSelect().Table("blob_chunks").Count(context.Background()); n == 0 {
 			t.Fatal("the queued job's file is not stored")
 		}
@@ -101,9 +103,9 @@ func TestEnrollment_NoSecretInTheClearAfterTOTPEnrollment(t *testing.T) {
 			t.Errorf("a queued upload's secret is in the clear in %v", where)
 		}
 
-		jobID := uploadCSV(t, env, tok, [][2]string{{"factor_configs", ids[models.FactorTOTP]}}, csv)
+		jobID := uploadCSV(t, env, tok, [][2]string{{"factor_configs", ids[enrollment.FactorTOTP]}}, csv)
 		job := env.WaitJob(env.Org, jobID, 2*time.Minute, finished)
-		if job.Status != models.JobWarning || job.SuccessCount != 2 || job.ErrorCount != 1 {
+		if job.Status != jobs.JobWarning || job.SuccessCount != 2 || job.ErrorCount != 1 {
 			t.Fatalf("job ended %s, %d ok %d failed; want WARNING, 2 ok, 1 failed", job.Status, job.SuccessCount, job.ErrorCount)
 		}
 		for _, secret := range []string{totpSecret, other, strings.ToLower(other)} {
@@ -124,7 +126,7 @@ func TestEnrollment_DeletingTheJobDeletesItsFile(t *testing.T) {
 		queue := apitest.New(t, db, apitest.Options{}) // no Temporal: the job stays QUEUED
 		ids := factorIDs(t, queue, queue.Org)
 		tok := queue.Token(queue.Org, "svc.quick_enrollment.CREATE", "svc.job.DELETE", "svc.job.READ")
-		jobID := uploadCSV(t, queue, tok, [][2]string{{"factor_configs", ids[models.FactorEmailOTP]}}, "Primary Email,Email Address\nu@x.io,a@x.io\n")
+		jobID := uploadCSV(t, queue, tok, [][2]string{{"factor_configs", ids[enrollment.FactorEmailOTP]}}, "Primary Email,Email Address\nu@x.io,a@x.io\n")
 		if n, _ := db.NewSelect().Table("blobs").Where("job_id = ?", jobID).Count(context.Background()); n != 1 {
 			t.Fatalf("%d blobs for the job, want 1", n)
 		}
@@ -147,12 +149,12 @@ func TestEnrollment_SweepRemovesOrphanedFiles(t *testing.T) {
 		ids := factorIDs(t, env, env.Org)
 		tok := env.Token(env.Org, "svc.quick_enrollment.CREATE")
 		csv := "Primary Email,Email Address\nu@x.io,a@x.io\n"
-		live := uploadCSV(t, env, tok, [][2]string{{"factor_configs", ids[models.FactorEmailOTP]}}, csv)
-		ended := uploadCSV(t, env, tok, [][2]string{{"factor_configs", ids[models.FactorEmailOTP]}}, csv)
-		if _, err := db.NewUpdate().Table("jobs").Set("status = ?", models.JobCompleted).Where("id = ?", ended).Exec(ctx); err != nil {
+		live := uploadCSV(t, env, tok, [][2]string{{"factor_configs", ids[enrollment.FactorEmailOTP]}}, csv)
+		ended := uploadCSV(t, env, tok, [][2]string{{"factor_configs", ids[enrollment.FactorEmailOTP]}}, csv)
+		if _, err := db.NewUpdate().Table("jobs").Set("status = ?", jobs.JobCompleted).Where("id = ?", ended).Exec(ctx); err != nil {
 			t.Fatal(err)
 		}
-		gone := uploadCSV(t, env, tok, [][2]string{{"factor_configs", ids[models.FactorEmailOTP]}}, csv)
+		gone := uploadCSV(t, env, tok, [][2]string{{"factor_configs", ids[enrollment.FactorEmailOTP]}}, csv)
 		if _, err := db.NewDelete().Table("jobs").Where("id = ?", gone).Exec(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +180,7 @@ func TestEnrollment_SweepRemovesOrphanedFiles(t *testing.T) {
 		if err != nil || n != 3 {
 			t.Fatalf("sweep removed %d (%v), want 3", n, err)
 		}
-		var left []models.Blob
+		var left []jobs.Blob
 		if err := db.NewSelect().Model(&left).Order("created_at").Scan(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"iam/models"
+	"iam/models/enrollment"
 )
 
 // factorConfigView is an authentication factor config as the API shows it.
@@ -21,7 +22,7 @@ type factorConfigView struct {
 	CreatedTime string   `json:"created_time"`
 }
 
-func newFactorConfigView(c *models.FactorConfig) factorConfigView {
+func newFactorConfigView(c *enrollment.FactorConfig) factorConfigView {
 	return factorConfigView{
 		ID:          models.FormatID(c.ID),
 		FactorType:  string(c.Type),
@@ -57,18 +58,18 @@ func (s *Server) sampleCSV(c *gin.Context) error {
 	if err == nil && len(ids) == 0 {
 		err = models.Invalid("factor_configs", "is required: comma-separated factor config ids")
 	}
-	var configs []models.FactorConfig
+	var configs []enrollment.FactorConfig
 	if err == nil {
 		configs, err = s.store.Factors.Resolve(ctx, principal(c).OrgID, ids)
 	}
 	if err != nil {
 		return asParamError(err)
 	}
-	header := []string{models.ColumnPrimaryEmail}
+	header := []string{enrollment.ColumnPrimaryEmail}
 	example := []string{"jane.doe@example.com"}
 	seen := map[string]bool{}
 	for _, cfg := range configs {
-		spec, _ := models.SpecOf(cfg.Type)
+		spec, _ := enrollment.SpecOf(cfg.Type)
 		for i, col := range spec.Columns {
 			if !seen[col] {
 				seen[col] = true

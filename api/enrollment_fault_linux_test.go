@@ -16,7 +16,12 @@ import (
 	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/enrollment"
+	"iam/models/identity"
+	"iam/models/jobs"
 	"iam/models/secret/secrettest"
+	"iam/models/sqldb"
+	"iam/models/store"
 	"iam/worker"
 )
 
@@ -36,7 +41,7 @@ func TestEnrollmentWorkerProcess(t *testing.T) {
 		t.Skip("a worker subprocess of TestEnrollment_WorkerKilledFiveTimes")
 	}
 	ctx := context.Background()
-	db, err := models.Open(ctx, os.Getenv(envChildDSN))
+	db, err := sqldb.Open(ctx, os.Getenv(envChildDSN))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +49,7 @@ func TestEnrollmentWorkerProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := worker.NewOn(c, os.Getenv(envChildQueue), worker.Deps{Store: models.NewStore(db).SealBlobs(secrettest.Box), Secrets: secrettest.Box})
+	w := worker.NewOn(c, os.Getenv(envChildQueue), worker.Deps{Store: store.NewStore(db).SealBlobs(secrettest.Box), Secrets: secrettest.Box})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +90,7 @@ func TestEnrollment_WorkerKilledFiveTimes(t *testing.T) {
 	const rows = 100_000
 	dsn := dbtest.PostgresURL(t)
 	ctx := context.Background()
-	db, err := models.Open(ctx, dsn)
+	db, err := sqldb.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +107,7 @@ func TestEnrollment_WorkerKilledFiveTimes(t *testing.T) {
 	}
 	t.Cleanup(tc.Close)
 	env.Jobs.Client = tc
-	env.Jobs.TaskQueue = fmt.Sprintf("enroll-fault-%d", models.NewID())
+	env.Jobs.TaskQueue = fmt.Sprintf("enroll-fault-%d", sqldb.NewID())
 
 	disturbed, undisturbed := env.Org, env.NewBareOrg("Reference")
 	usersA := seedUsers(t, db, disturbed, rows)
@@ -117,10 +122,10 @@ func TestEnrollment_WorkerKilledFiveTimes(t *testing.T) {
 		fmt.Fprintf(&b, "user%d@example.com,otp%d@example.com,%s\n", i, i, mobile)
 	}
 	csv := b.String()
-	run := func(org *models.Organization) int64 {
+	run := func(org *identity.Organization) int64 {
 		ids := factorIDs(t, env, org)
 		tok := env.Token(org, "svc.quick_enrollment.ALL")
-		return uploadCSV(t, env, tok, [][2]string{{"factor_configs", ids[models.FactorEmailOTP] + "," + ids[models.FactorSMSOTP]}, {"chunk_rows", "2000"}}, csv)
+		return uploadCSV(t, env, tok, [][2]string{{"factor_configs", ids[enrollment.FactorEmailOTP] + "," + ids[enrollment.FactorSMSOTP]}, {"chunk_rows", "2000"}}, csv)
 	}
 
 	w := startWorkerProcess(t, dsn, hostPort, ns, env.Jobs.TaskQueue)
@@ -144,7 +149,7 @@ func TestEnrollment_WorkerKilledFiveTimes(t *testing.T) {
 		w = startWorkerProcess(t, dsn, hostPort, ns, env.Jobs.TaskQueue)
 	}
 	for i, at := range []int64{15_000, 45_000, 75_000} {
-		env.WaitJob(disturbed, jobA, 3*time.Minute, func(j *models.Job) bool { return j.Processed >= at })
+		env.WaitJob(disturbed, jobA, 3*time.Minute, func(j *jobs.Job) bool { return j.Processed >= at })
 		if err = w.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -165,8 +170,8 @@ func TestEnrollment_WorkerKilledFiveTimes(t *testing.T) {
 	t.Logf("undisturbed job ended %s in %s", bJob.Status, time.Since(began).Round(time.Millisecond))
 
 	wantErrors := int64(rows / 997)
-	for _, j := range []*models.Job{a, bJob} {
-		if j.Status != models.JobWarning || j.Processed != rows || j.Total != rows || j.ErrorCount != wantErrors || j.SuccessCount != rows-wantErrors {
+	for _, j := range []*jobs.Job{a, bJob} {
+		if j.Status != jobs.JobWarning || j.Processed != rows || j.Total != rows || j.ErrorCount != wantErrors || j.SuccessCount != rows-wantErrors {
 			t.Fatalf("job %d: %s %d/%d, %d ok, %d failed", j.ID, j.Status, j.Processed, j.Total, j.SuccessCount, j.ErrorCount)
 		}
 	}
@@ -193,7 +198,7 @@ func TestEnrollment_WorkerKilledFiveTimes(t *testing.T) {
 	}
 	// The kills hit chunks in flight and chunks committed: Temporal retried
 	// them (at least the two whose worker died after their commit).
-	if retried := retriedActivities(t, tc, models.JobWorkflowID(jobA)); retried < 2 {
+	if retried := retriedActivities(t, tc, jobs.JobWorkflowID(jobA)); retried < 2 {
 		t.Errorf("%d chunks were retried, want at least the two committed before their worker died", retried)
 	} else {
 		t.Logf("%d chunks were retried after a kill", retried)

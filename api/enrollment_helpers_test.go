@@ -14,6 +14,10 @@ import (
 
 	"iam/api/apitest"
 	"iam/models"
+	"iam/models/enrollment"
+	"iam/models/identity"
+	"iam/models/jobs"
+	"iam/models/sqldb"
 )
 
 // testUser is the slice of the users table the enrollment tests fill.
@@ -31,7 +35,7 @@ type testUser struct {
 
 // seedUsers creates n users of org: user<i>@example.com, employee E<i>,
 // mobile +1555<i, 7 digits>, for i from 1 to n. It returns their ids by i.
-func seedUsers(t testing.TB, db bun.IDB, org *models.Organization, n int) map[int]int64 {
+func seedUsers(t testing.TB, db bun.IDB, org *identity.Organization, n int) map[int]int64 {
 	t.Helper()
 	ids := make(map[int]int64, n)
 	now := time.Now().UTC()
@@ -39,7 +43,7 @@ func seedUsers(t testing.TB, db bun.IDB, org *models.Organization, n int) map[in
 	for start := 1; start <= n; start += batch {
 		var users []testUser
 		for i := start; i < start+batch && i <= n; i++ {
-			u := testUser{ID: models.NewID(), OrgID: org.ID, Email: fmt.Sprintf("user%d@example.com", i),
+			u := testUser{ID: sqldb.NewID(), OrgID: org.ID, Email: fmt.Sprintf("user%d@example.com", i),
 				EmployeeID: fmt.Sprintf("E%d", i), MobileNumber: fmt.Sprintf("+1555%07d", i), CreatedAt: now, UpdatedAt: now}
 			ids[i] = u.ID
 			users = append(users, u)
@@ -77,13 +81,13 @@ func form(t testing.TB, fields [][2]string, fileName string, file []byte) (body 
 }
 
 // factorIDs returns the org's factor config ids by type.
-func factorIDs(t testing.TB, env *apitest.Env, org *models.Organization) map[models.FactorType]string {
+func factorIDs(t testing.TB, env *apitest.Env, org *identity.Organization) map[enrollment.FactorType]string {
 	t.Helper()
 	configs, err := env.Store.Factors.List(context.Background(), org.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[models.FactorType]string{}
+	out := map[enrollment.FactorType]string{}
 	for _, c := range configs {
 		out[c.Type] = models.FormatID(c.ID)
 	}
@@ -128,9 +132,9 @@ func uploadCSV(t testing.TB, env *apitest.Env, token string, fields [][2]string,
 }
 
 // allResults pages through a job's results.
-func allResults(t testing.TB, env *apitest.Env, jobID int64) []models.JobResult {
+func allResults(t testing.TB, env *apitest.Env, jobID int64) []jobs.JobResult {
 	t.Helper()
-	var out []models.JobResult
+	var out []jobs.JobResult
 	for from := 0; ; from += 1000 {
 		page, err := env.Store.Jobs.Results(context.Background(), jobID, "", from, 1000)
 		if err != nil {

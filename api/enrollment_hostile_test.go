@@ -19,7 +19,10 @@ import (
 	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/enrollment"
+	"iam/models/jobs"
 	"iam/models/safezip/ziptest"
+	"iam/models/sqldb"
 )
 
 const (
@@ -150,8 +153,8 @@ func TestHostile_FormPartsInAnyOrder(t *testing.T) {
 		fields     [][2]string
 		file       []byte
 	}{
-		{csvPath, "users.csv", [][2]string{{"factor_configs", ids[models.FactorEmailOTP]}, {"file_encoding", "UTF-8"}, {"chunk_rows", "10"}}, csv},
-		{cardsPath, "cards.zip", [][2]string{{"certificate_filename_pattern", "Primary Email"}, {"factor_configs", ids[models.FactorSmartCard]}}, archive},
+		{csvPath, "users.csv", [][2]string{{"factor_configs", ids[enrollment.FactorEmailOTP]}, {"file_encoding", "UTF-8"}, {"chunk_rows", "10"}}, csv},
+		{cardsPath, "cards.zip", [][2]string{{"certificate_filename_pattern", "Primary Email"}, {"factor_configs", ids[enrollment.FactorSmartCard]}}, archive},
 	}
 	for _, tc := range cases {
 		for _, fileFirst := range []bool{false, true} {
@@ -180,7 +183,7 @@ func TestHostile_FormPartsInAnyOrder(t *testing.T) {
 		}
 	}
 	// A form with two files is refused.
-	body, ct := formWithFileFirst(t, [][2]string{{"factor_configs", ids[models.FactorEmailOTP]}, {"file", "again"}}, "users.csv", csv)
+	body, ct := formWithFileFirst(t, [][2]string{{"factor_configs", ids[enrollment.FactorEmailOTP]}, {"file", "again"}}, "users.csv", csv)
 	resp := env.Do(apitest.Request{Method: http.MethodPost, Path: csvPath, Token: tok, Body: body, Header: http.Header{"Content-Type": {ct}}})
 	if resp.Status != http.StatusBadRequest {
 		t.Errorf("two file parts: %d %s", resp.Status, resp.Body)
@@ -210,7 +213,7 @@ func TestHostile_ManyFormFields(t *testing.T) {
 	}
 	big := strings.Repeat("1", 60<<10)
 	resp := postStream(t, env, csvPath, tok, func(w *multipart.Writer) error {
-		if err := w.WriteField("factor_configs", ids[models.FactorEmailOTP]); err != nil {
+		if err := w.WriteField("factor_configs", ids[enrollment.FactorEmailOTP]); err != nil {
 			return err
 		}
 		for range 5 {
@@ -263,7 +266,7 @@ func TestHostile_HugeQuotedRecord(t *testing.T) {
 		tok := env.Token(env.Org, "svc.quick_enrollment.CREATE", "svc.job.READ")
 		withRecord := func(size int64) func(w *multipart.Writer) error {
 			return func(w *multipart.Writer) error {
-				if err := w.WriteField("factor_configs", ids[models.FactorEmailOTP]); err != nil {
+				if err := w.WriteField("factor_configs", ids[enrollment.FactorEmailOTP]); err != nil {
 					return err
 				}
 				if err := w.WriteField("chunk_rows", "10"); err != nil {
@@ -303,9 +306,9 @@ func TestHostile_HugeQuotedRecord(t *testing.T) {
 		job := env.WaitJob(env.Org, id, 2*time.Minute, finished)
 		t.Logf("8 MiB record: job %s in %v", job.Status, time.Since(began))
 		rs := allResults(t, env, id)
-		if job.Status != models.JobWarning || len(rs) != 3 || rs[0].Status != models.ResultSuccess ||
-			rs[1].Status != models.ResultError || !strings.Contains(rs[1].Message, "the row is longer than") ||
-			rs[2].Status != models.ResultSuccess || rs[2].Seq != 3 {
+		if job.Status != jobs.JobWarning || len(rs) != 3 || rs[0].Status != jobs.ResultSuccess ||
+			rs[1].Status != jobs.ResultError || !strings.Contains(rs[1].Message, "the row is longer than") ||
+			rs[2].Status != jobs.ResultSuccess || rs[2].Seq != 3 {
 			t.Errorf("job %s, results %+v", job.Status, rs)
 		}
 	})
@@ -319,7 +322,7 @@ func TestHostile_HugeQuotedRecord(t *testing.T) {
 func TestHostile_SlowUploadsDoNotHoldTheDatabase(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		const uploads = 34
-		if models.IsPostgres(db) {
+		if sqldb.IsPostgres(db) {
 			db.SetMaxOpenConns(16) // fewer connections than uploads
 		}
 		// The idle limit is eight times the slow uploads' pause, so that a
@@ -334,7 +337,7 @@ func TestHostile_SlowUploadsDoNotHoldTheDatabase(t *testing.T) {
 			fmt.Fprintf(&head, "user%d@example.com,otp%d@example.com\n", i, i)
 		}
 		slow := func(w *multipart.Writer) error {
-			if err := w.WriteField("factor_configs", ids[models.FactorEmailOTP]); err != nil {
+			if err := w.WriteField("factor_configs", ids[enrollment.FactorEmailOTP]); err != nil {
 				return err
 			}
 			fw, err := w.CreateFormFile("file", "slow.csv")
@@ -366,7 +369,7 @@ func TestHostile_SlowUploadsDoNotHoldTheDatabase(t *testing.T) {
 			// A write: a small upload goes through while the slow ones send.
 			for range 3 {
 				began := time.Now()
-				resp := upload(t, env, csvPath, tok, [][2]string{{"factor_configs", ids[models.FactorEmailOTP]}}, "quick.csv", []byte("Primary Email,Email Address\nu@x.io,a@x.io\n"))
+				resp := upload(t, env, csvPath, tok, [][2]string{{"factor_configs", ids[enrollment.FactorEmailOTP]}}, "quick.csv", []byte("Primary Email,Email Address\nu@x.io,a@x.io\n"))
 				if took := time.Since(began); resp.Status != http.StatusAccepted || took > answerWithin {
 					t.Errorf("a small upload beside the slow ones: %d after %v", resp.Status, took)
 				}
@@ -391,7 +394,7 @@ func TestHostile_SlowUploadsDoNotHoldTheDatabase(t *testing.T) {
 		// A stalled upload: the server cuts it after the idle timeout.
 		began := time.Now()
 		resp := postStream(t, env, csvPath, tok, func(w *multipart.Writer) error {
-			if err := w.WriteField("factor_configs", ids[models.FactorEmailOTP]); err != nil {
+			if err := w.WriteField("factor_configs", ids[enrollment.FactorEmailOTP]); err != nil {
 				return err
 			}
 			fw, _ := w.CreateFormFile("file", "stalled.csv")

@@ -5,7 +5,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"iam/models"
+	"iam/models/enrollment"
 )
 
 // logonScriptPut is the body of PUT logon-script-config: the whole
@@ -45,7 +45,7 @@ func (s *Server) putLogonScript(c *gin.Context) error {
 	if err := decodeJSON(c, &body); err != nil {
 		return err
 	}
-	cfg, err := s.store.LogonScript.Update(ctx, principal(c).OrgID, func(cfg *models.LogonScriptConfig) error {
+	cfg, err := s.store.LogonScript.Update(ctx, principal(c).OrgID, func(cfg *enrollment.LogonScriptConfig) error {
 		cfg.WindowTitle, cfg.WindowContent = body.WindowTitle, body.WindowContent
 		cfg.EnrollmentButton, cfg.CancellationButton = body.EnrollmentButton, body.CancellationButton
 		cfg.ForceEnrollment = body.ForceEnrollment
@@ -65,7 +65,7 @@ func (s *Server) patchLogonScript(c *gin.Context) error {
 	if err := decodeJSON(c, &body); err != nil {
 		return err
 	}
-	cfg, err := s.store.LogonScript.Update(ctx, principal(c).OrgID, func(cfg *models.LogonScriptConfig) error {
+	cfg, err := s.store.LogonScript.Update(ctx, principal(c).OrgID, func(cfg *enrollment.LogonScriptConfig) error {
 		for _, f := range []struct {
 			src *string
 			dst *string

@@ -17,6 +17,8 @@ import (
 	"iam/api/jobrun"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/enrollment"
+	"iam/models/jobs"
 )
 
 // A client that goes away in the middle of the file leaves no job and no
@@ -31,7 +33,7 @@ func TestEnrollment_DisconnectMidUploadLeavesNothing(t *testing.T) {
 		for i := 0; csv.Len() < 3<<20; i++ {
 			fmt.Fprintf(&csv, "user%d@example.com,otp%d@example.com\n", i, i)
 		}
-		body, ct := form(t, [][2]string{{"factor_configs", ids[models.FactorEmailOTP]}}, "big.csv", []byte(csv.String()))
+		body, ct := form(t, [][2]string{{"factor_configs", ids[enrollment.FactorEmailOTP]}}, "big.csv", []byte(csv.String()))
 		u, _ := url.Parse(env.URL)
 		conn, err := net.Dial("tcp", u.Host)
 		if err != nil {
@@ -58,7 +60,7 @@ func TestEnrollment_DisconnectMidUploadLeavesNothing(t *testing.T) {
 			}
 		}
 		// The database is not left locked: a whole upload goes through.
-		uploadCSV(t, env, tok, [][2]string{{"factor_configs", ids[models.FactorEmailOTP]}}, "Primary Email,Email Address\nu@x.io,a@x.io\n")
+		uploadCSV(t, env, tok, [][2]string{{"factor_configs", ids[enrollment.FactorEmailOTP]}}, "Primary Email,Email Address\nu@x.io,a@x.io\n")
 	})
 }
 
@@ -78,7 +80,7 @@ func TestEnrollment_TemporalDownQueuesTheJob(t *testing.T) {
 	env.Jobs.Client = down
 
 	resp := upload(t, env, "/api/v1/protection/quick-enrollment/upload-csv", tok,
-		[][2]string{{"factor_configs", ids[models.FactorEmailOTP]}}, "u.csv",
+		[][2]string{{"factor_configs", ids[enrollment.FactorEmailOTP]}}, "u.csv",
 		[]byte("Primary Email,Email Address\nuser1@example.com,a@x.io\nuser2@example.com,b@x.io\nuser3@example.com,c@x.io\n"))
 	var acc acceptedBody
 	resp.JSON(t, &acc)
@@ -87,7 +89,7 @@ func TestEnrollment_TemporalDownQueuesTheJob(t *testing.T) {
 	}
 	id, _ := models.ParseID("id", acc.Data.ID)
 	time.Sleep(300 * time.Millisecond)
-	if j, _ := env.Store.Jobs.Get(context.Background(), env.Org.ID, id); j.Status != models.JobQueued {
+	if j, _ := env.Store.Jobs.Get(context.Background(), env.Org.ID, id); j.Status != jobs.JobQueued {
 		t.Fatalf("job is %s while Temporal is down", j.Status)
 	}
 
@@ -97,7 +99,7 @@ func TestEnrollment_TemporalDownQueuesTheJob(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	go rec.Run(ctx)
-	if j := env.WaitJob(env.Org, id, time.Minute, finished); j.Status != models.JobCompleted || j.SuccessCount != 3 {
+	if j := env.WaitJob(env.Org, id, time.Minute, finished); j.Status != jobs.JobCompleted || j.SuccessCount != 3 {
 		t.Errorf("job ended %s with %d ok", j.Status, j.SuccessCount)
 	}
 }

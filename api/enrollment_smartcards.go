@@ -6,6 +6,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"iam/models"
+	"iam/models/enrollment"
+	"iam/models/jobs"
 	"iam/models/safezip"
 )
 
@@ -26,7 +28,7 @@ func (s *Server) uploadSmartCards(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	pattern, ok := models.ParseUserKey(form.value("certificate_filename_pattern"))
+	pattern, ok := enrollment.ParseUserKey(form.value("certificate_filename_pattern"))
 	if !ok {
 		return models.Invalid("certificate_filename_pattern", "must be one of: Primary Email, Employee ID, Mobile Number")
 	}
@@ -47,19 +49,19 @@ func (s *Server) uploadSmartCards(c *gin.Context) error {
 		return models.Invalid("file", "the archive holds no files")
 	}
 
-	input := models.EnrollSmartCardsInput{
+	input := enrollment.EnrollSmartCardsInput{
 		FileName: form.fileName, Overwrite: overwrite, FilenamePattern: pattern,
 		Entries: int64(len(archive.Entries)), ChunkRows: chunkRows,
 	}
 	for _, cfg := range configs {
 		input.FactorConfigIDs = append(input.FactorConfigIDs, cfg.ID)
 	}
-	job := &models.Job{
-		OrgID: p.OrgID, Kind: models.EnrollSmartCardsJobKind, Module: models.EnrollmentModule,
-		ActionName: models.EnrollSmartCardsAction, Entity: models.EnrollmentEntity, CreatedBy: p.UserID,
+	job := &jobs.Job{
+		OrgID: p.OrgID, Kind: jobs.EnrollSmartCardsJobKind, Module: enrollment.EnrollmentModule,
+		ActionName: enrollment.EnrollSmartCardsAction, Entity: enrollment.EnrollmentEntity, CreatedBy: p.UserID,
 	}
-	file := models.FileUpload{Name: form.fileName, ContentType: "application/zip", Body: form.file, MaxSize: s.cfg.UploadMaxBytes}
-	err = s.store.Jobs.CreateUploadJob(c.Request.Context(), job, file, func(blob *models.Blob) (json.RawMessage, error) {
+	file := jobs.FileUpload{Name: form.fileName, ContentType: "application/zip", Body: form.file, MaxSize: s.cfg.UploadMaxBytes}
+	err = s.store.Jobs.CreateUploadJob(c.Request.Context(), job, file, func(blob *jobs.Blob) (json.RawMessage, error) {
 		input.BlobID = blob.ID
 		return json.Marshal(input)
 	})
@@ -72,15 +74,15 @@ func (s *Server) uploadSmartCards(c *gin.Context) error {
 
 // smartCardConfigs resolves factor_configs for a smart-card upload: smart
 // card configs only; the organization's smart card config when omitted.
-func (s *Server) smartCardConfigs(c *gin.Context, f *uploadForm) ([]models.FactorConfig, error) {
+func (s *Server) smartCardConfigs(c *gin.Context, f *uploadForm) ([]enrollment.FactorConfig, error) {
 	if len(f.fields["factor_configs"]) == 0 {
 		all, err := s.store.Factors.List(c.Request.Context(), principal(c).OrgID)
 		if err != nil {
 			return nil, err
 		}
 		for _, cfg := range all {
-			if cfg.Type == models.FactorSmartCard {
-				return []models.FactorConfig{cfg}, nil
+			if cfg.Type == enrollment.FactorSmartCard {
+				return []enrollment.FactorConfig{cfg}, nil
 			}
 		}
 	}
@@ -89,7 +91,7 @@ func (s *Server) smartCardConfigs(c *gin.Context, f *uploadForm) ([]models.Facto
 		return nil, err
 	}
 	for _, cfg := range configs {
-		if cfg.Type != models.FactorSmartCard {
+		if cfg.Type != enrollment.FactorSmartCard {
 			return nil, models.Invalid("factor_configs", "%s is not a smart card config; a smart-card upload enrolls smart cards only", cfg.DisplayName)
 		}
 	}

@@ -24,6 +24,9 @@ import (
 	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/enrollment"
+	"iam/models/jobs"
+	"iam/models/store"
 )
 
 // newCert makes a self-signed certificate for cn valid until notAfter and
@@ -100,19 +103,19 @@ func TestEnrollment_SmartCards(t *testing.T) {
 		resp.JSON(t, &acc)
 		id, _ := models.ParseID("id", acc.Data.ID)
 		job := env.WaitJob(env.Org, id, time.Minute, finished)
-		if job.Status != models.JobWarning || job.Total != 9 || job.SuccessCount != 3 || job.ErrorCount != 6 {
+		if job.Status != jobs.JobWarning || job.Total != 9 || job.SuccessCount != 3 || job.ErrorCount != 6 {
 			t.Fatalf("job %s %d/%d ok %d failed %d", job.Status, job.Processed, job.Total, job.SuccessCount, job.ErrorCount)
 		}
 		want := []string{"", "", "", "path traversal", "nested archives", "not a certificate file", "neither PEM, DER nor base64",
 			"no user of the organization has Primary Email", "the certificate expired"}
 		for i, r := range allResults(t, env, id) {
-			if (want[i] == "") != (r.Status == models.ResultSuccess) || !strings.Contains(r.Message, want[i]) {
+			if (want[i] == "") != (r.Status == jobs.ResultSuccess) || !strings.Contains(r.Message, want[i]) {
 				t.Errorf("row %d: %s %q, want %q", r.Seq, r.Status, r.Message, want[i])
 			}
 		}
-		es, _ := models.NewStore(db).Enrollments.List(context.Background(), env.Org.ID, users[1])
+		es, _ := store.NewStore(db).Enrollments.List(context.Background(), env.Org.ID, users[1])
 		sum := sha1.Sum(good) //nolint:gosec // G401: the thumbprint the product shows, not a protection
-		if len(es) != 1 || es[0].FactorType != models.FactorSmartCard || es[0].Value != "CN=User One" ||
+		if len(es) != 1 || es[0].FactorType != enrollment.FactorSmartCard || es[0].Value != "CN=User One" ||
 			es[0].Thumbprint != strings.ToUpper(hex.EncodeToString(sum[:])) || !es[0].ExpiresAt.Equal(future) {
 			t.Errorf("smart card enrollment %+v", es)
 		}
@@ -141,7 +144,7 @@ func TestEnrollment_SmartCardsRefused(t *testing.T) {
 		{"too many entries", [][2]string{pattern}, zipOf(t, many...), "more than 10000 entries"},
 		{"empty archive", [][2]string{pattern}, zipOf(t), "holds no files"},
 		{"bad pattern", [][2]string{{"certificate_filename_pattern", "Shoe Size"}}, zipOf(t, zipFile{"a.cer", nil}), "certificate_filename_pattern"},
-		{"not a smart card config", [][2]string{pattern, {"factor_configs", ids[models.FactorTOTP]}}, zipOf(t, zipFile{"a.cer", nil}), "not a smart card config"},
+		{"not a smart card config", [][2]string{pattern, {"factor_configs", ids[enrollment.FactorTOTP]}}, zipOf(t, zipFile{"a.cer", nil}), "not a smart card config"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := upload(t, env, path, tok, tc.fields, "cards.zip", tc.file)

@@ -13,7 +13,11 @@ import (
 	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/enrollment"
+	"iam/models/identity"
+	"iam/models/jobs"
 	"iam/models/secret/secrettest"
+	"iam/models/store"
 )
 
 const totpSecret = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP" //nolint:gosec // G101: a test's well-known example secret
@@ -43,14 +47,14 @@ func TestEnrollment_CSVEndToEnd(t *testing.T) {
 		b.WriteString("\n   \n")                                                               // blank: skipped
 		b.WriteString("\"user30@example.com\",\"otp30@example.com\",\"+14155550030\",\"" + totpSecret + "\"")
 
-		fields := [][2]string{{"factor_configs", ids[models.FactorEmailOTP] + "," + ids[models.FactorSMSOTP]},
-			{"factor_configs", ids[models.FactorTOTP]}, {"file_encoding", "utf-8"}, {"chunk_rows", "10"}}
+		fields := [][2]string{{"factor_configs", ids[enrollment.FactorEmailOTP] + "," + ids[enrollment.FactorSMSOTP]},
+			{"factor_configs", ids[enrollment.FactorTOTP]}, {"file_encoding", "utf-8"}, {"chunk_rows", "10"}}
 		jobID := uploadCSV(t, env, tok, fields, b.String())
 		job := env.WaitJob(env.Org, jobID, 2*time.Minute, finished)
-		if job.Status != models.JobWarning || job.Processed != 32 || job.Total != 32 || job.SuccessCount != 26 || job.ErrorCount != 6 {
+		if job.Status != jobs.JobWarning || job.Processed != 32 || job.Total != 32 || job.SuccessCount != 26 || job.ErrorCount != 6 {
 			t.Fatalf("job ended %s %d/%d, %d ok %d failed; want WARNING 32/32, 26 ok, 6 failed", job.Status, job.Processed, job.Total, job.SuccessCount, job.ErrorCount)
 		}
-		if job.Module != models.EnrollmentModule || job.ActionName != models.EnrollCSVAction {
+		if job.Module != enrollment.EnrollmentModule || job.ActionName != enrollment.EnrollCSVAction {
 			t.Errorf("job %s/%s", job.Module, job.ActionName)
 		}
 		results := allResults(t, env, jobID)
@@ -68,9 +72,9 @@ func TestEnrollment_CSVEndToEnd(t *testing.T) {
 		for _, r := range results {
 			want, bad := wantErr[r.Seq]
 			switch {
-			case bad && (r.Status != models.ResultError || !strings.Contains(r.Message, want)):
+			case bad && (r.Status != jobs.ResultError || !strings.Contains(r.Message, want)):
 				t.Errorf("row %d: %s %q, want ERROR containing %q", r.Seq, r.Status, r.Message, want)
-			case !bad && r.Status != models.ResultSuccess:
+			case !bad && r.Status != jobs.ResultSuccess:
 				t.Errorf("row %d: %s %q, want SUCCESS", r.Seq, r.Status, r.Message)
 			}
 		}
@@ -79,29 +83,29 @@ func TestEnrollment_CSVEndToEnd(t *testing.T) {
 		}
 
 		// The data is stored, the secret sealed for its row only.
-		es, err := models.NewStore(db).Enrollments.List(ctx, env.Org.ID, users[2])
+		es, err := store.NewStore(db).Enrollments.List(ctx, env.Org.ID, users[2])
 		if err != nil || len(es) != 3 {
 			t.Fatalf("user 2 has %d enrollments (%v), want 3", len(es), err)
 		}
 		for _, e := range es {
 			switch e.FactorType {
-			case models.FactorEmailOTP:
+			case enrollment.FactorEmailOTP:
 				if e.Value != "otp2@example.com" {
 					t.Errorf("email OTP value %q", e.Value)
 				}
-			case models.FactorSMSOTP:
+			case enrollment.FactorSMSOTP:
 				if e.Value != "+14155550002" {
 					t.Errorf("SMS OTP value %q, want E.164", e.Value)
 				}
-			case models.FactorTOTP:
+			case enrollment.FactorTOTP:
 				if e.Value != "" || strings.Contains(string(e.Secret), totpSecret) {
 					t.Fatalf("the TOTP secret is stored in the clear")
 				}
-				plain, err := secrettest.Box.Open(e.Secret, models.EnrollmentSecretAAD(env.Org.ID, users[2], e.FactorConfigID))
+				plain, err := secrettest.Box.Open(e.Secret, identity.EnrollmentSecretAAD(env.Org.ID, users[2], e.FactorConfigID))
 				if err != nil || string(plain) != totpSecret {
 					t.Errorf("sealed secret opens to %q (%v)", plain, err)
 				}
-				if _, err := secrettest.Box.Open(e.Secret, models.EnrollmentSecretAAD(env.Org.ID, users[3], e.FactorConfigID)); err == nil {
+				if _, err := secrettest.Box.Open(e.Secret, identity.EnrollmentSecretAAD(env.Org.ID, users[3], e.FactorConfigID)); err == nil {
 					t.Error("a sealed secret opens for another user")
 				}
 			}
@@ -115,22 +119,22 @@ func TestEnrollment_CSVEndToEnd(t *testing.T) {
 		}
 
 		// Again without overwrite: nothing changes, every row says why.
-		again := uploadCSV(t, env, tok, [][2]string{{"factor_configs", ids[models.FactorEmailOTP]}},
+		again := uploadCSV(t, env, tok, [][2]string{{"factor_configs", ids[enrollment.FactorEmailOTP]}},
 			"primary email,EMAIL ADDRESS\nuser1@example.com,changed@example.com\nuser29@example.com,new29@example.com\n")
 		job = env.WaitJob(env.Org, again, time.Minute, finished)
 		rs := allResults(t, env, again)
-		if job.Status != models.JobWarning || rs[0].Status != models.ResultError || !strings.Contains(rs[0].Message, "already enrolled in Email OTP") || rs[1].Status != models.ResultSuccess {
+		if job.Status != jobs.JobWarning || rs[0].Status != jobs.ResultError || !strings.Contains(rs[0].Message, "already enrolled in Email OTP") || rs[1].Status != jobs.ResultSuccess {
 			t.Errorf("no-overwrite job %s: %+v", job.Status, rs)
 		}
 		// With overwrite the data is replaced.
-		over := uploadCSV(t, env, tok, [][2]string{{"factor_configs", ids[models.FactorEmailOTP]}, {"overwrite_enrollment_data", "true"}},
+		over := uploadCSV(t, env, tok, [][2]string{{"factor_configs", ids[enrollment.FactorEmailOTP]}, {"overwrite_enrollment_data", "true"}},
 			"Primary Email,Email Address\nuser1@example.com,changed@example.com\n")
-		if job := env.WaitJob(env.Org, over, time.Minute, finished); job.Status != models.JobCompleted {
+		if job := env.WaitJob(env.Org, over, time.Minute, finished); job.Status != jobs.JobCompleted {
 			t.Errorf("overwrite job ended %s", job.Status)
 		}
-		es, _ = models.NewStore(db).Enrollments.List(ctx, env.Org.ID, users[1])
+		es, _ = store.NewStore(db).Enrollments.List(ctx, env.Org.ID, users[1])
 		for _, e := range es {
-			if e.FactorType == models.FactorEmailOTP && e.Value != "changed@example.com" {
+			if e.FactorType == enrollment.FactorEmailOTP && e.Value != "changed@example.com" {
 				t.Errorf("overwrite kept %q", e.Value)
 			}
 		}
@@ -143,7 +147,7 @@ func TestEnrollment_HeaderErrors(t *testing.T) {
 	env := apitest.New(t, dbtest.SQLite(t), apitest.Options{})
 	ids := factorIDs(t, env, env.Org)
 	tok := env.Token(env.Org, "svc.quick_enrollment.WRITE")
-	email, sms := ids[models.FactorEmailOTP], ids[models.FactorSMSOTP]
+	email, sms := ids[enrollment.FactorEmailOTP], ids[enrollment.FactorSMSOTP]
 	cases := []struct {
 		name, configs, encoding, file string
 		causes                        []string

@@ -8,6 +8,8 @@ import (
 
 	"iam/models"
 	"iam/models/csvimport"
+	"iam/models/enrollment"
+	"iam/models/jobs"
 )
 
 // uploadCSV: POST /protection/quick-enrollment/upload-csv. The whole form
@@ -36,7 +38,7 @@ func (s *Server) uploadCSV(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	chunkRows, err := form.chunkRows(models.DefaultEnrollChunkRows)
+	chunkRows, err := form.chunkRows(enrollment.DefaultEnrollChunkRows)
 	if err != nil {
 		return err
 	}
@@ -49,7 +51,7 @@ func (s *Server) uploadCSV(c *gin.Context) error {
 	var userColumn string
 	if len(problems) == 0 {
 		var cols csvimport.Columns
-		cols, problems = csvimport.CheckHeader(ins.Header, models.UserColumns, csvNeeds(configs))
+		cols, problems = csvimport.CheckHeader(ins.Header, enrollment.UserColumns, csvNeeds(configs))
 		userColumn = cols.UserColumn
 	}
 	if len(problems) > 0 {
@@ -60,7 +62,7 @@ func (s *Server) uploadCSV(c *gin.Context) error {
 		return csvUploadFailed(causes)
 	}
 
-	input := models.EnrollCSVInput{
+	input := enrollment.EnrollCSVInput{
 		FileName:   form.fileName,
 		Encoding:   ins.Encoding.Name,
 		Overwrite:  overwrite,
@@ -72,12 +74,12 @@ func (s *Server) uploadCSV(c *gin.Context) error {
 	for _, cfg := range configs {
 		input.FactorConfigIDs = append(input.FactorConfigIDs, cfg.ID)
 	}
-	job := &models.Job{
-		OrgID: p.OrgID, Kind: models.EnrollCSVJobKind, Module: models.EnrollmentModule,
-		ActionName: models.EnrollCSVAction, Entity: models.EnrollmentEntity, CreatedBy: p.UserID,
+	job := &jobs.Job{
+		OrgID: p.OrgID, Kind: jobs.EnrollCSVJobKind, Module: enrollment.EnrollmentModule,
+		ActionName: enrollment.EnrollCSVAction, Entity: enrollment.EnrollmentEntity, CreatedBy: p.UserID,
 	}
-	file := models.FileUpload{Name: form.fileName, ContentType: "text/csv", Body: form.file, MaxSize: s.cfg.UploadMaxBytes}
-	err = s.store.Jobs.CreateUploadJob(c.Request.Context(), job, file, func(blob *models.Blob) (json.RawMessage, error) {
+	file := jobs.FileUpload{Name: form.fileName, ContentType: "text/csv", Body: form.file, MaxSize: s.cfg.UploadMaxBytes}
+	err = s.store.Jobs.CreateUploadJob(c.Request.Context(), job, file, func(blob *jobs.Blob) (json.RawMessage, error) {
 		input.BlobID = blob.ID
 		return json.Marshal(input)
 	})
@@ -89,7 +91,7 @@ func (s *Server) uploadCSV(c *gin.Context) error {
 }
 
 // csvNeeds lists the CSV columns of the chosen factor configs.
-func csvNeeds(configs []models.FactorConfig) []csvimport.Need {
+func csvNeeds(configs []enrollment.FactorConfig) []csvimport.Need {
 	var out []csvimport.Need
 	for _, cfg := range configs {
 		for _, col := range cfg.Columns() {
@@ -100,7 +102,7 @@ func csvNeeds(configs []models.FactorConfig) []csvimport.Need {
 }
 
 // factorConfigs resolves the factor_configs field.
-func (s *Server) factorConfigs(c *gin.Context, f *uploadForm) ([]models.FactorConfig, error) {
+func (s *Server) factorConfigs(c *gin.Context, f *uploadForm) ([]enrollment.FactorConfig, error) {
 	ids, err := parseIDList("factor_configs", f.fields["factor_configs"])
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"iam/models"
+	"iam/models/identity"
 )
 
 // TestErrors_OneAnswerDoesNotReachAnother: the causes of one request's 401
@@ -68,7 +69,7 @@ func TestErrors_OneAnswerDoesNotReachAnother(t *testing.T) {
 // causes) does not write into that error.
 func TestErrors_MappingLeavesSharedValuesAlone(t *testing.T) {
 	src := &models.Error{Code: models.EINVALID, Field: "f", Detail: "d", Causes: []models.Cause{{Title: "a", Detail: "b"}}}
-	for _, e := range []error{models.ErrUserNotFound, src} {
+	for _, e := range []error{identity.ErrUserNotFound, src} {
 		before := fmt.Sprintf("%+v", e)
 		ae := toAPIError(e)
 		ae.Body.Detail = "changed"

@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"iam/api/apitest"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/sqldb"
 )
 
 // faultEnv is the setting of a worker fault test: the PostgreSQL database,
@@ -30,7 +30,7 @@ type faultEnv struct {
 func newFaultEnv(t *testing.T, queuePrefix string) *faultEnv {
 	t.Helper()
 	f := &faultEnv{DSN: dbtest.PostgresURL(t)}
-	db, err := models.Open(context.Background(), f.DSN)
+	db, err := sqldb.Open(context.Background(), f.DSN)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func newFaultEnv(t *testing.T, queuePrefix string) *faultEnv {
 	}
 	t.Cleanup(f.Temporal.Close)
 	f.Jobs.Client = f.Temporal
-	f.Jobs.TaskQueue = fmt.Sprintf("%s-%d", queuePrefix, models.NewID())
+	f.Jobs.TaskQueue = fmt.Sprintf("%s-%d", queuePrefix, sqldb.NewID())
 	return f
 }
 

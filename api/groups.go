@@ -12,6 +12,8 @@ import (
 
 	"iam/api/auth"
 	"iam/models"
+	"iam/models/identity"
+	"iam/models/jobs"
 	"iam/models/listing"
 	"iam/workflows"
 )
@@ -50,7 +52,7 @@ type groupAppService struct {
 	Logo        string `json:"logo"`
 }
 
-func newGroupView(g *models.Group) groupView {
+func newGroupView(g *identity.Group) groupView {
 	v := groupView{
 		ID: models.FormatID(g.ID), Name: g.Name, Description: g.Description, MembersCount: g.MembersCount,
 		WhenCreated: g.WhenCreated.UTC(), IsDynamic: g.IsDynamic, MembershipRule: g.MembershipRule,
@@ -69,13 +71,13 @@ func newGroupView(g *models.Group) groupView {
 var groupDetail = listing.MustSchema(listing.Schema{
 	Name:       "group",
 	Paging:     listing.CursorPaging,
-	Attributes: append(append([]listing.Attribute{}, models.GroupListing.Attributes...), listing.Attribute{Name: "members"}),
+	Attributes: append(append([]listing.Attribute{}, identity.GroupListing.Attributes...), listing.Attribute{Name: "members"}),
 })
 
 // recomputeJob is the job row a membership recompute starts from.
-func recomputeJob(c *gin.Context) *models.Job {
-	return &models.Job{
-		Kind:       models.GroupRecomputeJobKind,
+func recomputeJob(c *gin.Context) *jobs.Job {
+	return &jobs.Job{
+		Kind:       jobs.GroupRecomputeJobKind,
 		Module:     workflows.IdentityModule,
 		ActionName: workflows.GroupRecomputeAction,
 		CreatedBy:  principal(c).UserID,
@@ -84,7 +86,7 @@ func recomputeJob(c *gin.Context) *models.Job {
 
 // startRecompute starts a recompute job the write committed (startJob);
 // job is nil, or was not written (ID 0), when nothing needs recomputing.
-func (s *Server) startRecompute(c *gin.Context, job *models.Job) {
+func (s *Server) startRecompute(c *gin.Context, job *jobs.Job) {
 	if job != nil && job.ID != 0 {
 		s.startJob(c, job)
 	}
@@ -93,7 +95,7 @@ func (s *Server) startRecompute(c *gin.Context, job *models.Job) {
 // listGroups: GET /groups (cursor paging).
 func (s *Server) listGroups(c *gin.Context) error {
 	ctx := c.Request.Context()
-	params, err := listing.Parse(c.Request.URL.Query(), models.GroupListing)
+	params, err := listing.Parse(c.Request.URL.Query(), identity.GroupListing)
 	if err != nil {
 		return err
 	}
@@ -117,7 +119,7 @@ func (s *Server) getGroup(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := pathID(c, "group_id", models.ErrGroupNotFound)
+	id, err := pathID(c, "group_id", identity.ErrGroupNotFound)
 	if err != nil {
 		return err
 	}
@@ -150,7 +152,7 @@ func (s *Server) getGroup(c *gin.Context) error {
 // and sorted on those alone (models.MemberListing).
 func (s *Server) groupMembers(c *gin.Context) error {
 	ctx := c.Request.Context()
-	id, err := pathID(c, "group_id", models.ErrGroupNotFound)
+	id, err := pathID(c, "group_id", identity.ErrGroupNotFound)
 	if err != nil {
 		return err
 	}
@@ -158,7 +160,7 @@ func (s *Server) groupMembers(c *gin.Context) error {
 	if !auth.Allows(p.Scopes, userReadScopes) {
 		return s.groupMemberSummaries(c, p.OrgID, id)
 	}
-	params, err := listing.Parse(c.Request.URL.Query(), models.UserListing)
+	params, err := listing.Parse(c.Request.URL.Query(), identity.UserListing)
 	if err != nil {
 		return err
 	}
@@ -182,7 +184,7 @@ type memberSummary struct {
 
 func (s *Server) groupMemberSummaries(c *gin.Context, orgID, groupID int64) error {
 	ctx := c.Request.Context()
-	params, err := listing.Parse(c.Request.URL.Query(), models.MemberListing)
+	params, err := listing.Parse(c.Request.URL.Query(), identity.MemberListing)
 	if err != nil {
 		return err
 	}
@@ -221,9 +223,9 @@ func (s *Server) createGroup(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	g := &models.Group{OrgID: principal(c).OrgID, Name: req.Name, Description: req.Description,
+	g := &identity.Group{OrgID: principal(c).OrgID, Name: req.Name, Description: req.Description,
 		IsDynamic: req.IsDynamic, MembershipRule: req.MembershipRule}
-	var job *models.Job
+	var job *jobs.Job
 	if g.IsDynamic {
 		job = recomputeJob(c)
 	}
@@ -247,7 +249,7 @@ type groupPatchRequest struct {
 // changed membership_rule starts a recompute job.
 func (s *Server) updateGroup(c *gin.Context) error {
 	ctx := c.Request.Context()
-	id, err := pathID(c, "group_id", models.ErrGroupNotFound)
+	id, err := pathID(c, "group_id", identity.ErrGroupNotFound)
 	if err != nil {
 		return err
 	}
@@ -257,7 +259,7 @@ func (s *Server) updateGroup(c *gin.Context) error {
 	}
 	job := recomputeJob(c)
 	g, err := s.store.Groups.Update(ctx, principal(c).OrgID, id,
-		models.GroupChange{Name: req.Name, Description: req.Description, MembershipRule: req.MembershipRule}, job)
+		identity.GroupChange{Name: req.Name, Description: req.Description, MembershipRule: req.MembershipRule}, job)
 	if err != nil {
 		return err
 	}
@@ -269,7 +271,7 @@ func (s *Server) updateGroup(c *gin.Context) error {
 // deleteGroup: DELETE /groups/{group_id}, 204.
 func (s *Server) deleteGroup(c *gin.Context) error {
 	ctx := c.Request.Context()
-	id, err := pathID(c, "group_id", models.ErrGroupNotFound)
+	id, err := pathID(c, "group_id", identity.ErrGroupNotFound)
 	if err != nil {
 		return err
 	}
@@ -282,7 +284,7 @@ func (s *Server) deleteGroup(c *gin.Context) error {
 
 // deleteGroups: DELETE /groups?ids=…, the bulk delete of spec 4.0 item 6.
 func (s *Server) deleteGroups(c *gin.Context) error {
-	return s.bulkDelete(c, models.ErrGroupNotFound, s.store.Groups.DeleteMany)
+	return s.bulkDelete(c, identity.ErrGroupNotFound, s.store.Groups.DeleteMany)
 }
 
 // membersRequest is the body of POST /groups/{id}/members.
@@ -295,7 +297,7 @@ type membersRequest struct {
 // added.
 func (s *Server) addGroupMembers(c *gin.Context) error {
 	ctx := c.Request.Context()
-	id, err := pathID(c, "group_id", models.ErrGroupNotFound)
+	id, err := pathID(c, "group_id", identity.ErrGroupNotFound)
 	if err != nil {
 		return err
 	}
@@ -319,7 +321,7 @@ func (s *Server) addGroupMembers(c *gin.Context) error {
 // Group}. Static groups only; ids that are not members are ignored.
 func (s *Server) removeGroupMembers(c *gin.Context) error {
 	ctx := c.Request.Context()
-	id, err := pathID(c, "group_id", models.ErrGroupNotFound)
+	id, err := pathID(c, "group_id", identity.ErrGroupNotFound)
 	if err != nil {
 		return err
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/api/apitest"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/jobs"
 )
 
 type groupBody struct {
@@ -149,7 +149,7 @@ func TestGroups_Dynamic(t *testing.T) {
 			t.Fatalf("no membership job: %+v", g)
 		}
 		job := env.WaitJob(env.Org, mustID(t, *g.MembershipJobID), time.Minute, finished)
-		if job.Status != models.JobCompleted || job.Module != "Identity" || job.Processed != 30 {
+		if job.Status != jobs.JobCompleted || job.Module != "Identity" || job.Processed != 30 {
 			t.Errorf("recompute job %+v", job)
 		}
 		got := groupReq(t, env, "GET", "/api/v1/groups/"+g.ID, tok, nil, 200)

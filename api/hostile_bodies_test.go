@@ -26,6 +26,10 @@ import (
 	"iam/api/oauth"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/devices"
+	"iam/models/enrollment"
+	"iam/models/management"
+	"iam/models/notification"
 )
 
 // hostileValues are JSON values no route may answer 500 to: NUL, lone
@@ -229,7 +233,7 @@ func seedResources(t *testing.T, env *apitest.Env, tok, installKey string, dev, 
 		"endpoints_settings": []map[string]any{{"endpoint": "IIS"}}}, "")
 	deviceGroup := createdID(t, env, "/api/v1/protection/device-groups", tok, map[string]any{"name": "Kiosks", "device_ids": []string{dev.id}}, "")
 
-	smartCard := factorIDs(t, env, env.Org)[models.FactorSmartCard]
+	smartCard := factorIDs(t, env, env.Org)[enrollment.FactorSmartCard]
 	ca := newTestCA(t, "Hostile CA", true, time.Now().Add(365*24*time.Hour))
 	caBody, caType := caForm(t, map[string]string{"certificate_mapping_attribute": "email"}, ca.der)
 	caConfig := createdID(t, env, "/api/v1/protection/authnfactor-configs/"+smartCard+"/ca-configs", tok, caBody, caType)
@@ -237,7 +241,7 @@ func seedResources(t *testing.T, env *apitest.Env, tok, installKey string, dev, 
 	removeTemporalSchedules(t, env)
 	schedule := createdID(t, env, schedulesPath, tok, aud.body("Reminder"), "")
 	scheduleID, _ := models.ParseID("schedule_id", schedule)
-	run, err := env.Store.Notifications.PrepareRun(ctx, models.PrepareRunInput{OrgID: env.Org.ID, ScheduleID: scheduleID,
+	run, err := env.Store.Notifications.PrepareRun(ctx, notification.PrepareRunInput{OrgID: env.Org.ID, ScheduleID: scheduleID,
 		ScheduledAt: time.Date(2026, 5, 4, 9, 30, 0, 0, time.UTC)})
 	if err != nil {
 		t.Fatal(err)
@@ -247,11 +251,11 @@ func seedResources(t *testing.T, env *apitest.Env, tok, installKey string, dev, 
 	// An upload (through the API) and a queued execution (through the
 	// store: its workflow is never started) of each action.
 	var actions []map[string]string
-	for _, action := range []models.MgmtAction{models.ActionDeleteUsers, models.ActionMoveUsers} {
+	for _, action := range []management.MgmtAction{management.ActionDeleteUsers, management.ActionMoveUsers} {
 		csv, h := csvUpload(t, []byte("Primary Email\n"+aud.users[0].Email+"\n"), "", false)
 		upload := createdID(t, env, mgmtBase+string(action)+"/uploads", tok, csv, h.Get("Content-Type"))
-		n := models.NewExecution{OrgID: env.Org.ID, Action: action, Selection: models.Selection{UserIDs: []int64{aud.users[1].ID}}, CreatedBy: aud.admin.ID}
-		if action == models.ActionMoveUsers {
+		n := management.NewExecution{OrgID: env.Org.ID, Action: action, Selection: management.Selection{UserIDs: []int64{aud.users[1].ID}}, CreatedBy: aud.admin.ID}
+		if action == management.ActionMoveUsers {
 			n.TargetContainer = "OU=Staff,DC=example,DC=com"
 		}
 		exec, _, err := env.Store.Management.CreateExecution(ctx, n)
@@ -395,7 +399,7 @@ func TestHostileBodies_NoRouteAnswers500(t *testing.T) {
 		slices.Sort(scopes)
 		tok := env.Token(env.Org, slices.Compact(scopes)...)
 
-		key, err := env.Store.Devices.InstallKey(ctx, env.Org.ID, models.AgentDevice)
+		key, err := env.Store.Devices.InstallKey(ctx, env.Org.ID, devices.AgentDevice)
 		if err != nil {
 			t.Fatal(err)
 		}

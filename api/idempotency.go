@@ -21,6 +21,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"iam/models"
+	"iam/models/jobs"
 )
 
 // Idempotency keys (docs/operations.md, "Retrying job-starting requests"):
@@ -75,7 +76,7 @@ func (s *Server) idempotent(h gin.HandlerFunc) gin.HandlerFunc {
 			return
 		}
 		p := principal(c)
-		key := models.IdemKey{OrgID: p.OrgID, ClientID: p.ClientID, Key: values[0]}
+		key := jobs.IdemKey{OrgID: p.OrgID, ClientID: p.ClientID, Key: values[0]}
 		route := c.Request.Method + " " + c.FullPath()
 		token := newIdempotencyToken()
 		ctx := c.Request.Context()
@@ -107,7 +108,7 @@ func newIdempotencyToken() string {
 
 // runIdempotent runs h as the owner of key: the body is fingerprinted as
 // the handler streams it, the answer held back until it is recorded.
-func (s *Server) runIdempotent(c *gin.Context, h gin.HandlerFunc, key models.IdemKey, token string) {
+func (s *Server) runIdempotent(c *gin.Context, h gin.HandlerFunc, key jobs.IdemKey, token string) {
 	log := logger(c)
 	store := s.store.Idempotency
 	fp := newFingerprint(c.Request)
@@ -121,7 +122,7 @@ func (s *Server) runIdempotent(c *gin.Context, h gin.HandlerFunc, key models.Ide
 	real := c.Writer
 	held := &heldWriter{ResponseWriter: real, status: http.StatusOK}
 	c.Writer = held
-	ctx := models.WithIdempotencyClaim(c.Request.Context(), &models.IdempotencyClaim{Key: key, Token: token})
+	ctx := jobs.WithIdempotencyClaim(c.Request.Context(), &jobs.IdempotencyClaim{Key: key, Token: token})
 	c.Request = c.Request.WithContext(ctx)
 
 	// Renew the lease while the handler runs (an upload may take minutes).
@@ -174,10 +175,10 @@ func (s *Server) runIdempotent(c *gin.Context, h gin.HandlerFunc, key models.Ide
 		(*hook)(c)
 	}
 	testHookIdempotentAnswered(held.status)
-	ans := models.IdempotentAnswer{Fingerprint: sum, Status: held.status, ContentType: held.Header().Get("Content-Type"),
+	ans := jobs.IdempotentAnswer{Fingerprint: sum, Status: held.status, ContentType: held.Header().Get("Content-Type"),
 		Location: held.Header().Get("Location"), Body: held.buf.Bytes()}
 	bg := context.WithoutCancel(ctx)
-	if body.eof && replayable(held.status) && len(ans.Body) <= models.MaxIdempotentAnswer {
+	if body.eof && replayable(held.status) && len(ans.Body) <= jobs.MaxIdempotentAnswer {
 		if ok, err := store.Complete(bg, key, token, ans); err != nil {
 			log.Warn("idempotent answer not recorded", "error", err)
 		} else if !ok {
@@ -185,7 +186,7 @@ func (s *Server) runIdempotent(c *gin.Context, h gin.HandlerFunc, key models.Ide
 		}
 	} else if kept, err := store.Release(bg, key, token); err != nil {
 		log.Warn("idempotency key not released", "error", err)
-	} else if kept != nil && len(ans.Body) <= models.MaxIdempotentAnswer {
+	} else if kept != nil && len(ans.Body) <= jobs.MaxIdempotentAnswer {
 		// A job was written: the key stays its own, whatever the answer.
 		if _, err := store.Complete(bg, key, token, ans); err != nil {
 			log.Warn("idempotent answer not recorded", "error", err)
@@ -208,7 +209,7 @@ func replayable(status int) bool {
 // answerAgain answers a request whose key is taken: in flight (409), its
 // first request interrupted after writing its job (409 with the job's
 // Location), or answered (the answer again, or 422 for another request).
-func (s *Server) answerAgain(c *gin.Context, rec *models.IdempotencyRecord) {
+func (s *Server) answerAgain(c *gin.Context, rec *jobs.IdempotencyRecord) {
 	if rec.InFlight() {
 		if rec.JobID != nil && !rec.LockedUntil.After(time.Now()) {
 			id := models.FormatID(*rec.JobID)

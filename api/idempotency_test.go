@@ -16,6 +16,8 @@ import (
 	"iam/api/auth"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/enrollment"
+	"iam/models/sqldb"
 )
 
 func countJobs(t *testing.T, db *bun.DB, orgID int64) int64 {
@@ -46,8 +48,8 @@ func TestIdempotency_UploadAnsweredOnce(t *testing.T) {
 		seedUsers(t, db, env.Org, 3)
 		ids := factorIDs(t, env, env.Org)
 		scopes := []string{"svc.quick_enrollment.CREATE", "svc.job.READ"}
-		tok := env.Tokens.Mint(auth.Principal{UserID: models.NewID(), OrgID: env.Org.ID, ClientID: "client-a", Scopes: scopes})
-		fields := [][2]string{{"factor_configs", ids[models.FactorSMSOTP]}}
+		tok := env.Tokens.Mint(auth.Principal{UserID: sqldb.NewID(), OrgID: env.Org.ID, ClientID: "client-a", Scopes: scopes})
+		fields := [][2]string{{"factor_configs", ids[enrollment.FactorSMSOTP]}}
 		csv := "Primary Email,Mobile Number\nuser1@example.com,+14155550001\n"
 		const path = "/api/v1/protection/quick-enrollment/upload-csv"
 		send := func(tok, key, csv string) *apitest.Response {
@@ -77,7 +79,7 @@ func TestIdempotency_UploadAnsweredOnce(t *testing.T) {
 		if e := other.ErrorBody(t); other.Status != http.StatusUnprocessableEntity || e.Code != api.CodeIdempotencyKeyReused {
 			t.Errorf("the key with another file: %d %s, want 422 %s", other.Status, other.Body, api.CodeIdempotencyKeyReused)
 		}
-		tokB := env.Tokens.Mint(auth.Principal{UserID: models.NewID(), OrgID: env.Org.ID, ClientID: "client-b", Scopes: scopes})
+		tokB := env.Tokens.Mint(auth.Principal{UserID: sqldb.NewID(), OrgID: env.Org.ID, ClientID: "client-b", Scopes: scopes})
 		if r := send(tokB, "upload-1", csv); r.Status != http.StatusAccepted || r.Header.Get(api.IdempotentReplayedHeader) != "" {
 			t.Errorf("another client's key: %d %s, want a new 202", r.Status, r.Body)
 		}
@@ -121,8 +123,8 @@ func TestIdempotency_InstanceDiesAfterItsJob(t *testing.T) {
 		b := apitest.New(t, db, apitest.Options{IdempotencyLease: lease})
 		org := a.Org
 		scopes := []string{"svc.group.CREATE"}
-		tokA := a.Tokens.Mint(auth.Principal{UserID: models.NewID(), OrgID: org.ID, ClientID: "cli", Scopes: scopes})
-		tokB := b.Tokens.Mint(auth.Principal{UserID: models.NewID(), OrgID: org.ID, ClientID: "cli", Scopes: scopes})
+		tokA := a.Tokens.Mint(auth.Principal{UserID: sqldb.NewID(), OrgID: org.ID, ClientID: "cli", Scopes: scopes})
+		tokB := b.Tokens.Mint(auth.Principal{UserID: sqldb.NewID(), OrgID: org.ID, ClientID: "cli", Scopes: scopes})
 		body := map[string]any{"name": "Sales", "is_dynamic": true, "membership_rule": `department eq "Sales"`}
 		const key = "group-sales-1"
 

@@ -8,8 +8,8 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/api/apitest"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/devices"
 )
 
 // TestAdminSettings_IDsStoredCanonical: ids written with leading zeros or a
@@ -20,7 +20,7 @@ func TestAdminSettings_IDsStoredCanonical(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		env := apitest.New(t, db, apitest.Options{})
 		tok := env.Token(env.Org, "svc.conditional_access_policy.ALL")
-		key, err := env.Store.Devices.InstallKey(t.Context(), env.Org.ID, models.AgentDevice)
+		key, err := env.Store.Devices.InstallKey(t.Context(), env.Org.ID, devices.AgentDevice)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +96,7 @@ func TestCheckin_OfflineUserIDsCanonical(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		env := apitest.New(t, db, apitest.Options{})
 		tok := env.Token(env.Org, "svc.device.ALL")
-		key, err := env.Store.Devices.InstallKey(t.Context(), env.Org.ID, models.AgentDevice)
+		key, err := env.Store.Devices.InstallKey(t.Context(), env.Org.ID, devices.AgentDevice)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +134,7 @@ func TestIDBodies_SpellingsNameTheSameRow(t *testing.T) {
 		wantError(t, env.Do(apitest.Request{Method: "POST", Path: "/api/v1/groups/" + g.ID + "/members", Token: gtok,
 			Body: map[string]any{"members": []string{"0" + other.ID}}}), 400, "00000109", "members")
 
-		key, err := env.Store.Devices.InstallKey(t.Context(), env.Org.ID, models.AgentDevice)
+		key, err := env.Store.Devices.InstallKey(t.Context(), env.Org.ID, devices.AgentDevice)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"iam/models"
+	"iam/models/jobs"
 	"iam/models/listing"
 )
 
@@ -36,15 +37,15 @@ type progressView struct {
 
 // jobDetails holds the first results of a job and the counts of all of them.
 type jobDetails struct {
-	Entity       string             `json:"entity"`
-	Result       []models.JobResult `json:"result"`
-	SuccessCount int64              `json:"success_count"`
-	ErrorCount   int64              `json:"error_count"`
-	ResultCount  int64              `json:"result_count"`
-	ResultsHref  string             `json:"results_href"`
+	Entity       string           `json:"entity"`
+	Result       []jobs.JobResult `json:"result"`
+	SuccessCount int64            `json:"success_count"`
+	ErrorCount   int64            `json:"error_count"`
+	ResultCount  int64            `json:"result_count"`
+	ResultsHref  string           `json:"results_href"`
 }
 
-func newJobView(j *models.Job) jobView {
+func newJobView(j *jobs.Job) jobView {
 	return jobView{
 		ID:         models.FormatID(j.ID),
 		StartTime:  j.StartTime.UTC(),
@@ -68,7 +69,7 @@ func utcPtr(t *time.Time) *time.Time {
 // listJobs: GET /jobs (offset paging; filter on module, status, action_name,
 // start_time, end_time).
 func (s *Server) listJobs(c *gin.Context) error {
-	params, err := listing.Parse(c.Request.URL.Query(), models.JobListing)
+	params, err := listing.Parse(c.Request.URL.Query(), jobs.JobListing)
 	if err != nil {
 		return err
 	}
@@ -90,7 +91,7 @@ func (s *Server) listJobs(c *gin.Context) error {
 func (s *Server) getJob(c *gin.Context) error {
 	ctx := c.Request.Context()
 	org := principal(c).OrgID
-	id, err := pathID(c, "job_id", models.ErrJobNotFound)
+	id, err := pathID(c, "job_id", jobs.ErrJobNotFound)
 	if err != nil {
 		return err
 	}
@@ -103,7 +104,7 @@ func (s *Server) getJob(c *gin.Context) error {
 		return err
 	}
 	if results == nil {
-		results = []models.JobResult{}
+		results = []jobs.JobResult{}
 	}
 	view := newJobView(job)
 	view.Details = &jobDetails{
@@ -123,11 +124,11 @@ func (s *Server) getJob(c *gin.Context) error {
 func (s *Server) listJobResults(c *gin.Context) error {
 	ctx := c.Request.Context()
 	org := principal(c).OrgID
-	id, err := pathID(c, "job_id", models.ErrJobNotFound)
+	id, err := pathID(c, "job_id", jobs.ErrJobNotFound)
 	if err != nil {
 		return err
 	}
-	params, err := listing.Parse(c.Request.URL.Query(), models.JobResultListing)
+	params, err := listing.Parse(c.Request.URL.Query(), jobs.JobResultListing)
 	if err != nil {
 		return err
 	}
@@ -148,7 +149,7 @@ func (s *Server) listJobResults(c *gin.Context) error {
 func (s *Server) deleteJob(c *gin.Context) error {
 	ctx := c.Request.Context()
 	org := principal(c).OrgID
-	id, err := pathID(c, "job_id", models.ErrJobNotFound)
+	id, err := pathID(c, "job_id", jobs.ErrJobNotFound)
 	if err != nil {
 		return err
 	}

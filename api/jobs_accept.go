@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"iam/models"
+	"iam/models/jobs"
 )
 
 // Every job, of every kind, is written QUEUED in the transaction that holds
@@ -27,7 +28,7 @@ const jobStartTimeout = 5 * time.Second
 // committed), but keeps the client waiting at most jobStartTimeout. When no
 // workflow engine is configured or it cannot be reached, the failure is
 // logged and the job left to the reconciler.
-func (s *Server) startJob(c *gin.Context, job *models.Job) bool {
+func (s *Server) startJob(c *gin.Context, job *jobs.Job) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), jobStartTimeout)
 	defer cancel()
 	err := errors.New("no workflow engine is configured")
@@ -62,18 +63,18 @@ type jobAcceptedLinks struct {
 // acceptJob starts a committed job (startJob) and answers 202 with the job
 // response and its Location: RUNNING, or QUEUED when the job waits for the
 // reconciler. what names what was accepted ("the file").
-func (s *Server) acceptJob(c *gin.Context, job *models.Job, what string) {
+func (s *Server) acceptJob(c *gin.Context, job *jobs.Job, what string) {
 	id := models.FormatID(job.ID)
 	if s.startJob(c, job) {
-		writeJobAccepted(c, job, models.JobRunning, fmt.Sprintf("%s accepted; follow the job at /jobs/%s", what, id))
+		writeJobAccepted(c, job, jobs.JobRunning, fmt.Sprintf("%s accepted; follow the job at /jobs/%s", what, id))
 		return
 	}
-	writeJobAccepted(c, job, models.JobQueued,
+	writeJobAccepted(c, job, jobs.JobQueued,
 		fmt.Sprintf("%s accepted; the job starts as soon as the workflow engine is reachable (/jobs/%s)", what, id))
 }
 
 // writeJobAccepted answers 202 with the job response of job in status.
-func writeJobAccepted(c *gin.Context, job *models.Job, status models.JobStatus, message string) {
+func writeJobAccepted(c *gin.Context, job *jobs.Job, status jobs.JobStatus, message string) {
 	id := models.FormatID(job.ID)
 	resp := jobAccepted{Data: jobAcceptedData{ID: id, Status: string(status), Message: message}}
 	resp.Links.Status.Href = "/jobs/" + id

@@ -14,8 +14,8 @@ import (
 	"iam/activities"
 	"iam/api"
 	"iam/api/apitest"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/jobs"
 )
 
 type jobBody struct {
@@ -29,10 +29,10 @@ type jobBody struct {
 		Total     int64 `json:"total"`
 	} `json:"progress"`
 	Details struct {
-		Result       []models.JobResult `json:"result"`
-		SuccessCount int64              `json:"success_count"`
-		ErrorCount   int64              `json:"error_count"`
-		ResultCount  int64              `json:"result_count"`
+		Result       []jobs.JobResult `json:"result"`
+		SuccessCount int64            `json:"success_count"`
+		ErrorCount   int64            `json:"error_count"`
+		ResultCount  int64            `json:"result_count"`
 	} `json:"details"`
 }
 
@@ -45,7 +45,7 @@ type jobList struct {
 	} `json:"meta"`
 }
 
-func finished(j *models.Job) bool { return j.Status.Finished() }
+func finished(j *jobs.Job) bool { return j.Status.Finished() }
 
 func TestJobs_DiagnosticJobRunsToCompletion(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
@@ -76,7 +76,7 @@ func TestJobs_DiagnosticJobRunsToCompletion(t *testing.T) {
 		// The rest of the results page through /results.
 		resp = env.Get(fmt.Sprintf("/api/v1/jobs/%d/results?from=200&limit=100", job.ID), tok)
 		var page struct {
-			Data []models.JobResult `json:"data"`
+			Data []jobs.JobResult `json:"data"`
 			Meta struct {
 				StartIndex string `json:"start_index"`
 				Total      int    `json:"total_no_of_objects"`
@@ -107,12 +107,12 @@ func TestJobs_SomeFailuresEndInWarningAndResultsFilter(t *testing.T) {
 	tok := env.Token(env.Org, "svc.job.all") // ALL, in lower case, covers READ
 	job := env.StartDiagnostic(env.Org, activities.DiagnosticParams{Items: 30, ChunkSize: 7, FailEvery: 10})
 	done := env.WaitJob(env.Org, job.ID, 60*time.Second, finished)
-	if done.Status != models.JobWarning || done.ErrorCount != 3 || done.SuccessCount != 27 {
+	if done.Status != jobs.JobWarning || done.ErrorCount != 3 || done.SuccessCount != 27 {
 		t.Fatalf("job ended %s with %d ok / %d failed, want WARNING 27/3", done.Status, done.SuccessCount, done.ErrorCount)
 	}
 	resp := env.Get(fmt.Sprintf("/api/v1/jobs/%d/results?filter=%s", job.ID, q(`status eq "ERROR"`)), tok)
 	var page struct {
-		Data []models.JobResult `json:"data"`
+		Data []jobs.JobResult `json:"data"`
 	}
 	resp.JSON(t, &page)
 	if len(page.Data) != 3 || page.Data[0].Seq != 10 || page.Data[2].Seq != 30 || page.Data[0].Message == "" {
@@ -120,7 +120,7 @@ func TestJobs_SomeFailuresEndInWarningAndResultsFilter(t *testing.T) {
 	}
 
 	all := env.StartDiagnostic(env.Org, activities.DiagnosticParams{Items: 4, FailEvery: 1})
-	if j := env.WaitJob(env.Org, all.ID, 60*time.Second, finished); j.Status != models.JobError {
+	if j := env.WaitJob(env.Org, all.ID, 60*time.Second, finished); j.Status != jobs.JobError {
 		t.Errorf("a job whose every entity failed ended %s, want ERROR", j.Status)
 	}
 }
@@ -218,7 +218,7 @@ func TestJobs_DeleteCancelsTheRunningWorkflow(t *testing.T) {
 	env := apitest.New(t, dbtest.SQLite(t), apitest.Options{Temporal: true})
 	tok := env.Token(env.Org, "svc.job.ALL")
 	job := env.StartDiagnostic(env.Org, activities.DiagnosticParams{Items: 1000, ChunkSize: 10, DelayMillis: 20})
-	env.WaitJob(env.Org, job.ID, 30*time.Second, func(j *models.Job) bool { return j.Processed > 0 })
+	env.WaitJob(env.Org, job.ID, 30*time.Second, func(j *jobs.Job) bool { return j.Processed > 0 })
 
 	resp := env.Do(apitest.Request{Method: http.MethodDelete, Path: fmt.Sprintf("/api/v1/jobs/%d", job.ID), Token: tok})
 	if resp.Status != http.StatusNoContent {

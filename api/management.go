@@ -15,7 +15,9 @@ import (
 
 	"iam/models"
 	"iam/models/csvimport"
+	"iam/models/jobs"
 	"iam/models/listing"
+	"iam/models/management"
 )
 
 // mgmtPath is the prefix of the management action routes (spec 4.5).
@@ -52,10 +54,10 @@ func (s *Server) mgmtUploadSlot() (release func(), err error) {
 }
 
 // mgmtAction reads the action of the path: an unknown one is 404.
-func mgmtAction(c *gin.Context) (models.MgmtAction, error) {
-	a, ok := models.ParseMgmtAction(c.Param("action_id"))
+func mgmtAction(c *gin.Context) (management.MgmtAction, error) {
+	a, ok := management.ParseMgmtAction(c.Param("action_id"))
 	if !ok {
-		return "", models.ErrMgmtActionNotFound
+		return "", management.ErrMgmtActionNotFound
 	}
 	return a, nil
 }
@@ -63,7 +65,7 @@ func mgmtAction(c *gin.Context) (models.MgmtAction, error) {
 // mgmtActionID reads the action and the id in path parameter param (an
 // upload's or an execution's): an unknown action is 404, and so is an id
 // that is not one (notFound).
-func mgmtActionID(c *gin.Context, param string, notFound error) (models.MgmtAction, int64, error) {
+func mgmtActionID(c *gin.Context, param string, notFound error) (management.MgmtAction, int64, error) {
 	a, err := mgmtAction(c)
 	if err != nil {
 		return "", 0, err
@@ -103,7 +105,7 @@ func (s *Server) mgmtData(c *gin.Context) error {
 			return asParamError(err)
 		}
 	}
-	params, err := listing.Parse(q, models.MgmtDataListing)
+	params, err := listing.Parse(q, management.MgmtDataListing)
 	if err != nil {
 		return err
 	}
@@ -176,12 +178,12 @@ func (s *Server) putViewColumns(c *gin.Context) error {
 // uploadView is an upload as the API shows it (spec 2.16); id is an
 // integer as the spec types it.
 type uploadView struct {
-	ID           int64                 `json:"id"`
-	Header       []models.UploadColumn `json:"header"`
-	MatchColumns []string              `json:"match_columns"`
-	FileName     string                `json:"file_name"`
-	RowCount     int64                 `json:"row_count"`
-	CreatedAt    time.Time             `json:"created_at"`
+	ID           int64                     `json:"id"`
+	Header       []management.UploadColumn `json:"header"`
+	MatchColumns []string                  `json:"match_columns"`
+	FileName     string                    `json:"file_name"`
+	RowCount     int64                     `json:"row_count"`
+	CreatedAt    time.Time                 `json:"created_at"`
 	// The service's additions: the state (resolving, resolved, failed),
 	// the rows of the file, the job resolving them and why it failed.
 	Status    string `json:"status"`
@@ -190,7 +192,7 @@ type uploadView struct {
 	Message   string `json:"message,omitempty"`
 }
 
-func newUploadView(u *models.MgmtUpload) uploadView {
+func newUploadView(u *management.MgmtUpload) uploadView {
 	v := uploadView{ID: u.ID, Header: u.Header, MatchColumns: u.MatchColumns, FileName: u.FileName,
 		RowCount: u.RowCount, CreatedAt: u.CreatedAt.UTC(), Status: u.Status, TotalRows: u.FileRows, Message: u.Message}
 	if u.JobID != nil {
@@ -244,7 +246,7 @@ func (s *Server) mgmtUpload(c *gin.Context) error {
 		}
 		return csvUploadFailed(causes)
 	}
-	header, match, err := models.UploadHeader(ins.Header)
+	header, match, err := management.UploadHeader(ins.Header)
 	if err != nil {
 		var me *models.Error
 		if errors.As(err, &me) && len(me.Causes) > 0 {
@@ -268,15 +270,15 @@ func (s *Server) mgmtUpload(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	up := &models.MgmtUpload{OrgID: p.OrgID, Action: a, FileName: truncateName(form.fileName), Header: header,
+	up := &management.MgmtUpload{OrgID: p.OrgID, Action: a, FileName: truncateName(form.fileName), Header: header,
 		MatchColumns: match, CreatedBy: p.UserID}
-	if rows <= models.MaxUploadRowsSync {
+	if rows <= management.MaxUploadRowsSync {
 		// Read again, and resolved a chunk at a time: one chunk is held.
 		if _, err = form.file.Seek(ins.DataOffset, io.SeekStart); err != nil {
 			return fmt.Errorf("rewind upload: %w", err)
 		}
 		r := csvimport.NewReader(form.file, ins.Encoding, ins.DataOffset, 1)
-		if err = s.store.Management.CreateUploadFrom(c.Request.Context(), up, func() (models.UploadRecord, error) {
+		if err = s.store.Management.CreateUploadFrom(c.Request.Context(), up, func() (management.UploadRecord, error) {
 			return uploadRecord(r)
 		}); err != nil {
 			return uploadWriteError(c, err)
@@ -288,7 +290,7 @@ func (s *Server) mgmtUpload(c *gin.Context) error {
 		return fmt.Errorf("rewind upload: %w", err)
 	}
 	up.FileRows = rows
-	file := models.FileUpload{Name: form.fileName, ContentType: "text/csv", Body: form.file, MaxSize: mgmtUploadMaxBytes}
+	file := jobs.FileUpload{Name: form.fileName, ContentType: "text/csv", Body: form.file, MaxSize: mgmtUploadMaxBytes}
 	job, err := s.store.Management.CreateResolvingUpload(c.Request.Context(), up, file, ins.Encoding.Name, ins.DataOffset)
 	if err != nil {
 		return uploadWriteError(c, err)
@@ -311,23 +313,23 @@ func countUploadRows(r *csvimport.Reader) (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("read upload: %w", err)
 		}
-		if rows++; rows > models.MaxUploadRows {
-			return 0, models.Invalid("file", "has more than %d rows", models.MaxUploadRows)
+		if rows++; rows > management.MaxUploadRows {
+			return 0, models.Invalid("file", "has more than %d rows", management.MaxUploadRows)
 		}
 	}
 }
 
 // uploadRecord reads an upload's next row (io.EOF after the last); a row
 // the reader could not read whole carries its problem.
-func uploadRecord(r *csvimport.Reader) (models.UploadRecord, error) {
+func uploadRecord(r *csvimport.Reader) (management.UploadRecord, error) {
 	rec, err := r.Read()
 	if errors.Is(err, io.EOF) {
-		return models.UploadRecord{}, io.EOF
+		return management.UploadRecord{}, io.EOF
 	}
 	if err != nil {
-		return models.UploadRecord{}, fmt.Errorf("read upload: %w", err)
+		return management.UploadRecord{}, fmt.Errorf("read upload: %w", err)
 	}
-	ur := models.UploadRecord{RowNo: rec.Row, Fields: rec.Fields}
+	ur := management.UploadRecord{RowNo: rec.Row, Fields: rec.Fields}
 	if rec.Err != nil {
 		ur.Problem = rec.Err.Error()
 	}
@@ -343,7 +345,7 @@ func truncateName(s string) string {
 
 // mgmtGetUpload: GET …/uploads/{upload_id}.
 func (s *Server) mgmtGetUpload(c *gin.Context) error {
-	a, id, err := mgmtActionID(c, "upload_id", models.ErrUploadNotFound)
+	a, id, err := mgmtActionID(c, "upload_id", management.ErrUploadNotFound)
 	if err != nil {
 		return err
 	}
@@ -358,11 +360,11 @@ func (s *Server) mgmtGetUpload(c *gin.Context) error {
 // mgmtUploadData: GET …/uploads/{upload_id}/data (offset paging, filter
 // on id, user_id, status, message).
 func (s *Server) mgmtUploadData(c *gin.Context) error {
-	a, id, err := mgmtActionID(c, "upload_id", models.ErrUploadNotFound)
+	a, id, err := mgmtActionID(c, "upload_id", management.ErrUploadNotFound)
 	if err != nil {
 		return err
 	}
-	params, err := listing.Parse(c.Request.URL.Query(), models.UploadRowListing)
+	params, err := listing.Parse(c.Request.URL.Query(), management.UploadRowListing)
 	if err != nil {
 		return err
 	}
@@ -385,7 +387,7 @@ func (s *Server) mgmtUploadData(c *gin.Context) error {
 // Answers 200 {data: {deleted_count, results: [{resource_id, status: 204 |
 // 404}]}}, one result per id in the order given.
 func (s *Server) mgmtDeleteUploadData(c *gin.Context) error {
-	a, id, err := mgmtActionID(c, "upload_id", models.ErrUploadNotFound)
+	a, id, err := mgmtActionID(c, "upload_id", management.ErrUploadNotFound)
 	if err != nil {
 		return err
 	}
@@ -394,8 +396,8 @@ func (s *Server) mgmtDeleteUploadData(c *gin.Context) error {
 	var names []string
 	if v := strings.TrimSpace(q.Get("ids")); v != "" {
 		names = strings.Split(v, ",")
-		if len(names) > models.MaxUploadRowIDs {
-			return asParamError(models.Invalid("ids", "names %d rows; at most %d", len(names), models.MaxUploadRowIDs))
+		if len(names) > management.MaxUploadRowIDs {
+			return asParamError(models.Invalid("ids", "names %d rows; at most %d", len(names), management.MaxUploadRowIDs))
 		}
 		for i, n := range names {
 			names[i] = strings.TrimSpace(n)
@@ -468,7 +470,7 @@ func (s *Server) mgmtExecute(c *gin.Context) error {
 	if err = decodeJSON(c, &req); err != nil {
 		return err
 	}
-	sel := models.Selection{Filter: strings.TrimSpace(req.Filter)}
+	sel := management.Selection{Filter: strings.TrimSpace(req.Filter)}
 	if qf := strings.TrimSpace(c.Query("filter")); qf != "" {
 		if sel.Filter != "" {
 			return models.Invalid("filter", "is given both in the query and in the body")
@@ -482,8 +484,8 @@ func (s *Server) mgmtExecute(c *gin.Context) error {
 		}
 	}
 	if req.UserIDs != nil {
-		if len(req.UserIDs) > models.MaxSelectionUserIDs {
-			return models.Invalid("user_ids", "names %d users; at most %d", len(req.UserIDs), models.MaxSelectionUserIDs)
+		if len(req.UserIDs) > management.MaxSelectionUserIDs {
+			return models.Invalid("user_ids", "names %d users; at most %d", len(req.UserIDs), management.MaxSelectionUserIDs)
 		}
 		sel.UserIDs = make([]int64, 0, len(req.UserIDs))
 		for _, v := range req.UserIDs {
@@ -497,7 +499,7 @@ func (s *Server) mgmtExecute(c *gin.Context) error {
 			return models.Invalid("user_ids", "names no users")
 		}
 	}
-	exec, job, err := s.store.Management.CreateExecution(c.Request.Context(), models.NewExecution{
+	exec, job, err := s.store.Management.CreateExecution(c.Request.Context(), management.NewExecution{
 		OrgID: p.OrgID, Action: a, Selection: sel, TargetContainer: req.TargetContainer, CreatedBy: p.UserID})
 	if err != nil {
 		return err
@@ -507,7 +509,7 @@ func (s *Server) mgmtExecute(c *gin.Context) error {
 }
 
 // acceptExecution starts the attempt's job (startJob) and answers 202.
-func (s *Server) acceptExecution(c *gin.Context, a models.MgmtAction, exec *models.Execution, job *models.Job) {
+func (s *Server) acceptExecution(c *gin.Context, a management.MgmtAction, exec *management.Execution, job *jobs.Job) {
 	s.startJob(c, job)
 	var resp executionAccepted
 	jobID := models.FormatID(job.ID)
@@ -558,8 +560,8 @@ type attemptView struct {
 	FinishedAt   *time.Time `json:"finished_at"`
 }
 
-func (s *Server) execution(c *gin.Context) (models.MgmtAction, *models.Execution, error) {
-	a, id, err := mgmtActionID(c, "execution_id", models.ErrExecutionNotFound)
+func (s *Server) execution(c *gin.Context) (management.MgmtAction, *management.Execution, error) {
+	a, id, err := mgmtActionID(c, "execution_id", management.ErrExecutionNotFound)
 	if err != nil {
 		return "", nil, err
 	}
@@ -623,7 +625,7 @@ type executionResultView struct {
 // filter on user_id, email, status, message; attempt, default the
 // current).
 func (s *Server) mgmtExecutionData(c *gin.Context) error {
-	a, id, err := mgmtActionID(c, "execution_id", models.ErrExecutionNotFound)
+	a, id, err := mgmtActionID(c, "execution_id", management.ErrExecutionNotFound)
 	if err != nil {
 		return err
 	}
@@ -634,7 +636,7 @@ func (s *Server) mgmtExecutionData(c *gin.Context) error {
 			return asParamError(models.Invalid("attempt", "must be an attempt number from 1"))
 		}
 	}
-	params, err := listing.Parse(q, models.ExecutionResultListing)
+	params, err := listing.Parse(q, management.ExecutionResultListing)
 	if err != nil {
 		return err
 	}
@@ -656,7 +658,7 @@ func (s *Server) mgmtExecutionData(c *gin.Context) error {
 // the current one did not succeed for, with a new job; 202 as execute.
 // 409 while the execution runs, or when nothing failed.
 func (s *Server) mgmtRetry(c *gin.Context) error {
-	a, id, err := mgmtActionID(c, "execution_id", models.ErrExecutionNotFound)
+	a, id, err := mgmtActionID(c, "execution_id", management.ErrExecutionNotFound)
 	if err != nil {
 		return err
 	}
@@ -676,4 +678,4 @@ func (s *Server) mgmtRetry(c *gin.Context) error {
 
 // mgmtExecuteMaxBody bounds an execute body: MaxSelectionUserIDs ids of 20
 // digits, quoted, with room for a filter and a container.
-const mgmtExecuteMaxBody = models.MaxSelectionUserIDs*24 + 64<<10
+const mgmtExecuteMaxBody = management.MaxSelectionUserIDs*24 + 64<<10

@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"iam/models"
+	"iam/models/identity"
+	"iam/models/jobs"
 )
 
 // A 100,000-user delete whose worker is SIGKILLed three times still
@@ -29,7 +30,7 @@ func TestManagement_WorkerKilledThreeTimes(t *testing.T) {
 	disturbed, undisturbed := env.Org, env.NewBareOrg("Reference")
 	seedUsers(t, db, disturbed, users)
 	seedUsers(t, db, undisturbed, users)
-	run := func(org *models.Organization) (string, int64) {
+	run := func(org *identity.Organization) (string, int64) {
 		tok := env.Token(org, "svc.management.all")
 		path, acc := execute(t, env, tok, "delete-users", map[string]any{"filter": `email ew "@example.com"`})
 		return path, mustID(t, acc.Data.JobID)
@@ -42,7 +43,7 @@ func TestManagement_WorkerKilledThreeTimes(t *testing.T) {
 		return fmt.Sprintf("%d users processed", j.Processed)
 	})
 	w := f.startWorker(t)
-	env.WaitJob(disturbed, jobA, 3*time.Minute, func(j *models.Job) bool { return j.Processed >= 40_000 })
+	env.WaitJob(disturbed, jobA, 3*time.Minute, func(j *jobs.Job) bool { return j.Processed >= 40_000 })
 	if err := w.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -58,11 +59,11 @@ func TestManagement_WorkerKilledThreeTimes(t *testing.T) {
 	t.Logf("undisturbed delete ended %s in %s", b.Status, time.Since(began).Round(time.Millisecond))
 
 	for _, c := range []struct {
-		org  *models.Organization
+		org  *identity.Organization
 		path string
-		job  *models.Job
+		job  *jobs.Job
 	}{{disturbed, pathA, a}, {undisturbed, pathB, b}} {
-		if c.job.Status != models.JobCompleted || c.job.Processed != users || c.job.SuccessCount != users {
+		if c.job.Status != jobs.JobCompleted || c.job.Processed != users || c.job.SuccessCount != users {
 			t.Fatalf("job %d: %s %d processed, %d ok", c.job.ID, c.job.Status, c.job.Processed, c.job.SuccessCount)
 		}
 		if n, _ := env.Store.Users.CountUsers(ctx, c.org.ID); n != 0 {
@@ -74,7 +75,7 @@ func TestManagement_WorkerKilledThreeTimes(t *testing.T) {
 		}
 	}
 	// Exactly one result per user, all success, in both runs alike.
-	count := func(org *models.Organization, job *models.Job) (rows, distinct int) {
+	count := func(org *identity.Organization, job *jobs.Job) (rows, distinct int) {
 		exec, _, err := env.Store.Management.ExecutionByJob(ctx, org.ID, job.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -87,8 +88,8 @@ func TestManagement_WorkerKilledThreeTimes(t *testing.T) {
 		return int(r), d
 	}
 	for _, c := range []struct {
-		org *models.Organization
-		job *models.Job
+		org *identity.Organization
+		job *jobs.Job
 	}{{disturbed, a}, {undisturbed, b}} {
 		if r, d := count(c.org, c.job); r != users || d != users {
 			t.Errorf("%s: %d success results over %d distinct users, want %d each", c.org.Name, r, d, users)
@@ -103,7 +104,7 @@ func TestManagement_WorkerKilledThreeTimes(t *testing.T) {
 			t.Fatalf("result %d differs: %+v vs %+v", i+1, ra[i], rb[i])
 		}
 	}
-	if retried := retriedActivities(t, tc, models.JobWorkflowID(jobA)); retried < 2 {
+	if retried := retriedActivities(t, tc, jobs.JobWorkflowID(jobA)); retried < 2 {
 		t.Errorf("%d chunks were retried, want at least the two committed before their worker died", retried)
 	} else {
 		t.Logf("%d chunks were retried after a kill", retried)

@@ -15,6 +15,9 @@ import (
 	"iam/api/auth"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/identity"
+	"iam/models/jobs"
+	"iam/models/management"
 )
 
 type mgmtResults struct {
@@ -39,7 +42,7 @@ func waitExecution(t *testing.T, env *apitest.Env, tok, path string) string {
 	for {
 		var st struct{ Data string }
 		env.Get(path+"/status", tok).JSON(t, &st)
-		if models.ExecutionStatus(st.Data).Finished() {
+		if management.ExecutionStatus(st.Data).Finished() {
 			return st.Data
 		}
 		if time.Now().After(deadline) {
@@ -70,20 +73,20 @@ func TestManagement_DeleteRunsAndRetries(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		env := apitest.New(t, db, apitest.Options{Temporal: true})
 		ctx := t.Context()
-		mk := func(email string, role models.Role) *models.User {
-			u := &models.User{OrgID: env.Org.ID, Email: email, FirstName: email[:2], Status: 1, Role: role}
+		mk := func(email string, role identity.Role) *identity.User {
+			u := &identity.User{OrgID: env.Org.ID, Email: email, FirstName: email[:2], Status: 1, Role: role}
 			if err := env.Store.Users.Create(ctx, u, ""); err != nil {
 				t.Fatal(err)
 			}
 			return u
 		}
-		admin := mk("ad@example.com", models.RoleAdmin)
-		caller := mk("me@example.com", models.RoleUser)
-		var plain []*models.User
+		admin := mk("ad@example.com", identity.RoleAdmin)
+		caller := mk("me@example.com", identity.RoleUser)
+		var plain []*identity.User
 		for i := range 3 {
-			plain = append(plain, mk(fmt.Sprintf("u%d@example.com", i), models.RoleUser))
+			plain = append(plain, mk(fmt.Sprintf("u%d@example.com", i), identity.RoleUser))
 		}
-		g := &models.Group{OrgID: env.Org.ID, Name: "g"}
+		g := &identity.Group{OrgID: env.Org.ID, Name: "g"}
 		if err := env.Store.Groups.Create(ctx, g, []int64{plain[0].ID, caller.ID}, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +121,7 @@ func TestManagement_DeleteRunsAndRetries(t *testing.T) {
 			t.Errorf("group has %d members, want the caller alone", got.MembersCount)
 		}
 		job, err := env.Store.Jobs.Get(ctx, env.Org.ID, mustID(t, acc.Data.JobID))
-		if err != nil || job.Status != models.JobWarning || job.Module != "Management" || job.SuccessCount != 3 || job.ErrorCount != 3 {
+		if err != nil || job.Status != jobs.JobWarning || job.Module != "Management" || job.SuccessCount != 3 || job.ErrorCount != 3 {
 			t.Errorf("job = %+v, %v", job, err)
 		}
 		var exec struct {
@@ -133,7 +136,7 @@ func TestManagement_DeleteRunsAndRetries(t *testing.T) {
 		}
 
 		// Another administrator: the first may now go.
-		mk("ad2@example.com", models.RoleAdmin)
+		mk("ad2@example.com", identity.RoleAdmin)
 		resp := env.Do(apitest.Request{Method: "POST", Path: path + "/retry", Token: tok})
 		if resp.Status != http.StatusAccepted {
 			t.Fatalf("retry: %d %s", resp.Status, resp.Body)
@@ -170,9 +173,9 @@ func TestManagement_MoveCompletesAndRetryIsRefused(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		env := apitest.New(t, db, apitest.Options{Temporal: true})
 		ctx := t.Context()
-		var users []*models.User
+		var users []*identity.User
 		for i := range 3 {
-			u := &models.User{OrgID: env.Org.ID, Email: fmt.Sprintf("m%d@example.com", i), Status: 1}
+			u := &identity.User{OrgID: env.Org.ID, Email: fmt.Sprintf("m%d@example.com", i), Status: 1}
 			if err := env.Store.Users.Create(ctx, u, ""); err != nil {
 				t.Fatal(err)
 			}

@@ -14,7 +14,10 @@ import (
 	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/jobs"
+	"iam/models/management"
 	"iam/models/secret/secrettest"
+	"iam/models/sqldb"
 	"iam/worker"
 )
 
@@ -107,7 +110,7 @@ func TestManagement_LargeUploadResolvedByAJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(tc.Close)
-		env.Jobs.Client, env.Jobs.TaskQueue = tc, fmt.Sprintf("mgmt-resolve-%d", models.NewID())
+		env.Jobs.Client, env.Jobs.TaskQueue = tc, fmt.Sprintf("mgmt-resolve-%d", sqldb.NewID())
 		w := worker.NewOn(tc, env.Jobs.TaskQueue, worker.Deps{Store: env.Store, Secrets: secrettest.Box})
 		if err = w.Start(); err != nil {
 			t.Fatal(err)
@@ -122,7 +125,7 @@ func TestManagement_LargeUploadResolvedByAJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		job = env.WaitJob(env.Org, jobID, 2*time.Minute, finished)
-		if job.Status != models.JobWarning || job.Module != models.MgmtModule || job.Processed != rows ||
+		if job.Status != jobs.JobWarning || job.Module != management.MgmtModule || job.Processed != rows ||
 			job.SuccessCount != users || job.ErrorCount != rows-users {
 			t.Errorf("job %s %s processed %d success %d errors %d", job.Module, job.Status, job.Processed, job.SuccessCount, job.ErrorCount)
 		}

@@ -16,6 +16,9 @@ import (
 	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/identity"
+	"iam/models/jobs"
+	"iam/models/management"
 )
 
 const mgmtBase = "/api/v1/management/actions/"
@@ -155,9 +158,9 @@ func TestManagement_UploadSelectAndExecute(t *testing.T) {
 		env := apitest.New(t, db, apitest.Options{})
 		tok := env.Token(env.Org, "svc.management.all")
 		ctx := t.Context()
-		var users []*models.User
+		var users []*identity.User
 		for i := range 4 {
-			u := &models.User{OrgID: env.Org.ID, Email: fmt.Sprintf("u%d@example.com", i), FirstName: fmt.Sprintf("F%d", i),
+			u := &identity.User{OrgID: env.Org.ID, Email: fmt.Sprintf("u%d@example.com", i), FirstName: fmt.Sprintf("F%d", i),
 				EmployeeID: fmt.Sprintf("E%d", i), Status: 1, Department: "Sales"}
 			if err := env.Store.Users.Create(ctx, u, ""); err != nil {
 				t.Fatal(err)
@@ -168,7 +171,7 @@ func TestManagement_UploadSelectAndExecute(t *testing.T) {
 		// View columns: default, replaced, refused.
 		var cols struct{ Data []string }
 		env.Get(mgmtBase+"move-users/view-columns", tok).JSON(t, &cols)
-		if !slices.Equal(cols.Data, models.DefaultViewColumns(models.ActionMoveUsers)) {
+		if !slices.Equal(cols.Data, management.DefaultViewColumns(management.ActionMoveUsers)) {
 			t.Errorf("default columns = %v", cols.Data)
 		}
 		resp := env.Do(apitest.Request{Method: "PUT", Path: mgmtBase + "move-user/view-columns", Token: tok, Body: []string{"email", "department"}})
@@ -298,7 +301,7 @@ func TestManagement_UploadSelectAndExecute(t *testing.T) {
 			t.Errorf("accepted = %s", resp.Body)
 		}
 		job, err := env.Store.Jobs.Get(ctx, env.Org.ID, mustID(t, acc.Data.JobID))
-		if err != nil || job.Module != "Management" || job.Status != models.JobQueued || job.Total != 2 {
+		if err != nil || job.Module != "Management" || job.Status != jobs.JobQueued || job.Total != 2 {
 			t.Errorf("job = %+v, %v", job, err)
 		}
 		var status struct{ Data string }
@@ -369,7 +372,7 @@ func TestManagement_UploadRefused(t *testing.T) {
 				wantError(t, env.Do(apitest.Request{Method: "POST", Path: mgmtBase + "delete-users/uploads", Token: tok, Body: body, Header: h}), c.status, c.code, c.detail)
 			})
 		}
-		big := "Primary Email\n" + strings.Repeat("a@b.c\n", models.MaxUploadRows+1)
+		big := "Primary Email\n" + strings.Repeat("a@b.c\n", management.MaxUploadRows+1)
 		body, h := csvUpload(t, []byte(big), "", false)
 		wantError(t, env.Do(apitest.Request{Method: "POST", Path: mgmtBase + "delete-users/uploads", Token: tok, Body: body, Header: h}), 400, "00000109", "rows")
 		huge := bytes.Repeat([]byte("x"), 33<<20)

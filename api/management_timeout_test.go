@@ -7,8 +7,9 @@ import (
 	"time"
 
 	"iam/api/apitest"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/identity"
+	"iam/models/jobs"
 	"iam/workflows"
 )
 
@@ -31,7 +32,7 @@ func TestManagement_ExecutionTimesOut(t *testing.T) {
 	env := apitest.New(t, db, apitest.Options{Temporal: true, MgmtExecutionTimeout: timeout})
 	ctx := t.Context()
 	ids := seedUsers(t, db, env.Org, users)
-	admin := &models.User{OrgID: env.Org.ID, Email: "admin@corp.test", Status: models.UserActive, Role: models.RoleAdmin}
+	admin := &identity.User{OrgID: env.Org.ID, Email: "admin@corp.test", Status: identity.UserActive, Role: identity.RoleAdmin}
 	if err := env.Store.Users.Create(ctx, admin, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestManagement_ExecutionTimesOut(t *testing.T) {
 		}
 	}
 	job := env.WaitJob(env.Org, mustID(t, acc.Data.JobID), time.Minute, finished)
-	if job.Status != models.JobWarning || job.Processed != users || job.ErrorCount != users-chunk {
+	if job.Status != jobs.JobWarning || job.Processed != users || job.ErrorCount != users-chunk {
 		t.Errorf("job %s processed %d errors %d, want WARNING, %d, %d", job.Status, job.Processed, job.ErrorCount, users, users-chunk)
 	}
 

@@ -9,8 +9,8 @@ import (
 
 	"iam/api"
 	"iam/api/apitest"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/identity"
 )
 
 // A process resolves at most MgmtUploadConcurrency management uploads at
@@ -20,7 +20,7 @@ func TestManagement_UploadConcurrencyLimit(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		env := apitest.New(t, db, apitest.Options{MgmtUploadConcurrency: 1})
 		tok := env.Token(env.Org, "svc.management.all")
-		u := &models.User{OrgID: env.Org.ID, Email: "u@example.com", Status: 1}
+		u := &identity.User{OrgID: env.Org.ID, Email: "u@example.com", Status: 1}
 		if err := env.Store.Users.Create(t.Context(), u, ""); err != nil {
 			t.Fatal(err)
 		}

@@ -6,15 +6,15 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"iam/models"
 	"iam/models/listing"
+	"iam/models/notification"
 )
 
 // templateDefaultConfigs: GET /meta/templates/notification/default_configs.
 // The limits served are the ones template writes are checked against
 // (models.TemplateLimits).
 func (s *Server) templateDefaultConfigs(c *gin.Context) error {
-	c.JSON(http.StatusOK, gin.H{"data": models.TemplateDefaults()})
+	c.JSON(http.StatusOK, gin.H{"data": notification.TemplateDefaults()})
 	return nil
 }
 
@@ -23,11 +23,11 @@ func (s *Server) templateDefaultConfigs(c *gin.Context) error {
 func (s *Server) templateModuleConfigs(c *gin.Context) error {
 	module := c.Query("module")
 	if module == "" {
-		module = models.ModuleReports
+		module = notification.ModuleReports
 	}
-	cfg, ok := models.TemplateModuleConfigs(module)
+	cfg, ok := notification.TemplateModuleConfigs(module)
 	if !ok {
-		return &listing.ParamError{Param: "module", Detail: "must be one of: " + strings.Join(models.TemplateModuleNames(), ", ")}
+		return &listing.ParamError{Param: "module", Detail: "must be one of: " + strings.Join(notification.TemplateModuleNames(), ", ")}
 	}
 	c.JSON(http.StatusOK, gin.H{"data": cfg})
 	return nil

@@ -8,7 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"iam/models"
+	"iam/models/jobs"
+	"iam/models/store"
 )
 
 // jobsCollectorTTL is how long a count of the jobs serves scrapes before
@@ -20,16 +21,16 @@ const jobsCollectorTTL = 15 * time.Second
 // per jobsCollectorTTL whatever the scrape rate. A failed count serves the
 // last one (or nothing) and is logged.
 type jobsCollector struct {
-	store *models.Store
+	store *store.Store
 	log   *slog.Logger
 	desc  *prometheus.Desc
 
 	mu     sync.Mutex
 	at     time.Time
-	counts []models.JobCount
+	counts []jobs.JobCount
 }
 
-func newJobsCollector(store *models.Store, log *slog.Logger) *jobsCollector {
+func newJobsCollector(store *store.Store, log *slog.Logger) *jobsCollector {
 	return &jobsCollector{store: store, log: log, desc: prometheus.NewDesc("iam_jobs",
 		"Jobs of every organization by module and status.", []string{"module", "status"}, nil)}
 }

@@ -7,47 +7,52 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"iam/models"
+	"iam/models/devices"
+	"iam/models/identity"
+	"iam/models/jobs"
 	"iam/models/listing"
+	"iam/models/management"
+	"iam/models/notification"
+	"iam/models/protection"
 )
 
 // listSchemas maps each operation that takes filter, sort or fields to the
 // allow-list its handler parses them with.
 func listSchemas() map[string]*listing.Schema {
-	configs := make([]*listing.Schema, len(models.ConfigFamilies))
-	for i, f := range models.ConfigFamilies {
-		configs[i] = models.ConditionConfigListing(f)
+	configs := make([]*listing.Schema, len(protection.ConfigFamilies))
+	for i, f := range protection.ConfigFamilies {
+		configs[i] = protection.ConditionConfigListing(f)
 	}
 	return map[string]*listing.Schema{
-		"GET /api/v1/users":             models.UserListing,
-		"GET /api/v1/groups":            models.GroupListing,
+		"GET /api/v1/users":             identity.UserListing,
+		"GET /api/v1/groups":            identity.GroupListing,
 		"GET /api/v1/groups/{group_id}": groupDetail,
 		// Without a user read scope the members are summaries
 		// (models.MemberListing): the document says what both accept.
-		"GET /api/v1/groups/{group_id}/members":                                                                     commonListing(models.UserListing, models.MemberListing),
-		"GET /api/v1/jobs":                                                                                          models.JobListing,
-		"GET /api/v1/jobs/{job_id}/results":                                                                         models.JobResultListing,
-		"GET /api/v1/management/actions/{action_id}/data":                                                           models.MgmtDataListing,
-		"POST /api/v1/management/actions/{action_id}/execute":                                                       models.MgmtDataListing,
-		"GET /api/v1/management/actions/{action_id}/uploads/{upload_id}/data":                                       models.UploadRowListing,
-		"DELETE /api/v1/management/actions/{action_id}/uploads/{upload_id}/data":                                    models.UploadRowListing,
-		"GET /api/v1/management/actions/{action_id}/executions/{execution_id}/data":                                 models.ExecutionResultListing,
-		"GET /api/v1/protection/device-groups":                                                                      models.DeviceGroupListing,
-		"GET /api/v1/protection/device-groups/{device_group_id}/members":                                            models.DeviceGroupMemberListing,
-		"GET /api/v1/templates/notification":                                                                        models.TemplateListing,
-		"GET /api/v1/protection/quick-enrollment/notification-auto-schedule":                                        models.NotificationScheduleListing,
-		"GET /api/v1/protection/quick-enrollment/notification-auto-schedule/{schedule_id}/runs":                     models.NotificationRunListing,
-		"GET /api/v1/protection/quick-enrollment/notification-auto-schedule/{schedule_id}/runs/{run_id}/deliveries": models.NotificationDeliveryListing,
-		"GET /api/v1/devices":                                    models.DeviceListing,
-		"GET /api/v1/devices/{device_id}/accounts":               models.LocalAccountListing,
-		"GET /api/v1/device-account-linking/history":             models.LinkHistoryListing,
-		"GET /api/v1/devices/{device_id}/offline-enrolled-users": models.OfflineUserListing,
+		"GET /api/v1/groups/{group_id}/members":                                                                     commonListing(identity.UserListing, identity.MemberListing),
+		"GET /api/v1/jobs":                                                                                          jobs.JobListing,
+		"GET /api/v1/jobs/{job_id}/results":                                                                         jobs.JobResultListing,
+		"GET /api/v1/management/actions/{action_id}/data":                                                           management.MgmtDataListing,
+		"POST /api/v1/management/actions/{action_id}/execute":                                                       management.MgmtDataListing,
+		"GET /api/v1/management/actions/{action_id}/uploads/{upload_id}/data":                                       management.UploadRowListing,
+		"DELETE /api/v1/management/actions/{action_id}/uploads/{upload_id}/data":                                    management.UploadRowListing,
+		"GET /api/v1/management/actions/{action_id}/executions/{execution_id}/data":                                 management.ExecutionResultListing,
+		"GET /api/v1/protection/device-groups":                                                                      protection.DeviceGroupListing,
+		"GET /api/v1/protection/device-groups/{device_group_id}/members":                                            protection.DeviceGroupMemberListing,
+		"GET /api/v1/templates/notification":                                                                        notification.TemplateListing,
+		"GET /api/v1/protection/quick-enrollment/notification-auto-schedule":                                        notification.NotificationScheduleListing,
+		"GET /api/v1/protection/quick-enrollment/notification-auto-schedule/{schedule_id}/runs":                     notification.NotificationRunListing,
+		"GET /api/v1/protection/quick-enrollment/notification-auto-schedule/{schedule_id}/runs/{run_id}/deliveries": notification.NotificationDeliveryListing,
+		"GET /api/v1/devices":                                    devices.DeviceListing,
+		"GET /api/v1/devices/{device_id}/accounts":               devices.LocalAccountListing,
+		"GET /api/v1/device-account-linking/history":             devices.LinkHistoryListing,
+		"GET /api/v1/devices/{device_id}/offline-enrolled-users": devices.OfflineUserListing,
 		// One operation for every family: what all of them accept.
 		"GET /api/v1/protection/conditionalfactor-configs/{family}":                             commonListing(configs...),
-		"GET /api/v1/protection/conditional-access-policies":                                    models.PolicyListing,
-		"GET /api/v1/protection/conditional-access-policies/{policy_id}/user-assignment-users":  models.PolicyUserListing,
-		"GET /api/v1/protection/conditional-access-policies/{policy_id}/user-assignment-groups": models.PolicyGroupListing,
-		"GET /api/v1/protection/conditional-access-policies/{policy_id}/protected-devices":      models.PolicyDeviceListing,
+		"GET /api/v1/protection/conditional-access-policies":                                    protection.PolicyListing,
+		"GET /api/v1/protection/conditional-access-policies/{policy_id}/user-assignment-users":  protection.PolicyUserListing,
+		"GET /api/v1/protection/conditional-access-policies/{policy_id}/user-assignment-groups": protection.PolicyGroupListing,
+		"GET /api/v1/protection/conditional-access-policies/{policy_id}/protected-devices":      protection.PolicyDeviceListing,
 	}
 }
 

@@ -15,7 +15,10 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"iam/models"
+	"iam/models/enrollment"
+	"iam/models/identity"
+	"iam/models/management"
+	"iam/models/protection"
 )
 
 // The user schemas' country and language patterns list the codes the
@@ -25,10 +28,10 @@ func TestOpenAPI_UserCodePatterns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	countries := strings.Join(models.CountryCodes(), "|")
+	countries := strings.Join(identity.CountryCodes(), "|")
 	want := map[string]string{
 		"country":  "^(" + countries + ")?$",
-		"language": "^((" + strings.Join(models.LanguageCodes(), "|") + ")(-(" + countries + "))?)?$",
+		"language": "^((" + strings.Join(identity.LanguageCodes(), "|") + ")(-(" + countries + "))?)?$",
 	}
 	for _, schema := range []string{"UserCreate", "UserPatch"} {
 		props := doc.Components.Schemas[schema].Value.Properties
@@ -47,7 +50,7 @@ func TestOpenAPI_MembershipRulePattern(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"GroupCreate": "^$|" + models.UserListing.FilterPattern(), "GroupPatch": models.UserListing.FilterPattern()}
+	want := map[string]string{"GroupCreate": "^$|" + identity.UserListing.FilterPattern(), "GroupPatch": identity.UserListing.FilterPattern()}
 	for schema, pattern := range want {
 		if got := doc.Components.Schemas[schema].Value.Properties["membership_rule"].Value.Pattern; got != pattern {
 			t.Errorf("%s.membership_rule pattern\n got %q\nwant %q", schema, got, pattern)
@@ -71,17 +74,17 @@ func TestOpenAPI_ClosedSetsAreTheService(t *testing.T) {
 	}
 	put := doc.Paths.Find("/api/v1/management/actions/{action_id}/view-columns").Put
 	cols := put.RequestBody.Value.Content["application/json"].Schema.Value.Items.Value
-	if got, want := enum(cols), models.ViewColumnNames(); !slices.Equal(got, want) {
+	if got, want := enum(cols), management.ViewColumnNames(); !slices.Equal(got, want) {
 		t.Errorf("view columns %v, want %v", got, want)
 	}
 	countries := enum(doc.Components.Schemas["CountryCode"].Value)
 	for _, c := range countries {
-		if !models.IsCountryCode(c) {
+		if !protection.IsCountryCode(c) {
 			t.Errorf("country code %s is not one a geolocation config takes", c)
 		}
 	}
-	for _, c := range models.CountryCodes() {
-		if models.IsCountryCode(c) && !slices.Contains(countries, c) {
+	for _, c := range identity.CountryCodes() {
+		if protection.IsCountryCode(c) && !slices.Contains(countries, c) {
 			t.Errorf("country code %s is missing", c)
 		}
 	}
@@ -122,7 +125,7 @@ func TestOpenAPI_FileExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := models.ParseCertificate([]byte(fmt.Sprint(doc.Components.Schemas["CAConfigForm"].Value.Properties["ca_file"].Value.Example)))
+	info, err := enrollment.ParseCertificate([]byte(fmt.Sprint(doc.Components.Schemas["CAConfigForm"].Value.Properties["ca_file"].Value.Example)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +145,7 @@ func TestOpenAPI_FileExamples(t *testing.T) {
 	}
 	defer func() { _ = f.Close() }() // only read: a failed close loses nothing
 	data, _ := io.ReadAll(f)
-	if _, err := models.ParseCertificate(data); err != nil {
+	if _, err := enrollment.ParseCertificate(data); err != nil {
 		t.Errorf("%s: %v", z.File[0].Name, err)
 	}
 }

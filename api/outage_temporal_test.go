@@ -20,6 +20,8 @@ import (
 	"iam/api/auth"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/enrollment"
+	"iam/models/jobs"
 	"iam/worker"
 )
 
@@ -107,7 +109,7 @@ func TestOutage_TemporalStopped(t *testing.T) {
 		do(name, req)
 	}
 	ids := factorIDs(t, env, env.Org)
-	body, ct := form(t, [][2]string{{"factor_configs", ids[models.FactorEmailOTP]}}, "users.csv",
+	body, ct := form(t, [][2]string{{"factor_configs", ids[enrollment.FactorEmailOTP]}}, "users.csv",
 		[]byte("Primary Email,Email Address\n"+a.users[0].Email+",otp@example.com\n"))
 	do("upload CSV", apitest.Request{Method: "POST", Path: "/api/v1/protection/quick-enrollment/upload-csv", Token: tok, Body: body,
 		Header: http.Header{"Content-Type": {ct}}})
@@ -127,9 +129,9 @@ func TestOutage_TemporalStopped(t *testing.T) {
 		case o.name == "upload CSV":
 			var acc acceptedBody
 			o.resp.JSON(t, &acc)
-			if o.resp.Status != http.StatusAccepted || acc.Data.Status != string(models.JobQueued) {
+			if o.resp.Status != http.StatusAccepted || acc.Data.Status != string(jobs.JobQueued) {
 				t.Errorf("%s: %d %s, want 202 QUEUED", what, o.resp.Status, o.resp.Body)
-			} else if j, err := env.Store.Jobs.Get(ctx, env.Org.ID, mustID(t, acc.Data.ID)); err != nil || j.Status != models.JobQueued {
+			} else if j, err := env.Store.Jobs.Get(ctx, env.Org.ID, mustID(t, acc.Data.ID)); err != nil || j.Status != jobs.JobQueued {
 				t.Errorf("%s: the job is not QUEUED for the reconciler: %+v %v", what, j, err)
 			}
 		case o.name == "delete job":

@@ -10,6 +10,7 @@ import (
 
 	"iam/models"
 	"iam/models/listing"
+	"iam/models/protection"
 )
 
 // configsPath is where the condition configs live, one family per segment
@@ -39,22 +40,22 @@ type geolocationView struct {
 
 type ipSourceView struct {
 	configCommon
-	IsTrustedSource bool             `json:"is_trusted_source"`
-	IPAddresses     string           `json:"ip_addresses"`
-	IPAddressRanges []models.IPRange `json:"ip_address_ranges"`
+	IsTrustedSource bool                 `json:"is_trusted_source"`
+	IPAddresses     string               `json:"ip_addresses"`
+	IPAddressRanges []protection.IPRange `json:"ip_address_ranges"`
 }
 
-func newConfigView(c *models.ConditionConfig) any {
+func newConfigView(c *protection.ConditionConfig) any {
 	common := configCommon{ID: models.FormatID(c.ID), DisplayName: c.DisplayName, CAPoliciesUsageCount: c.UsageCount, LastModifiedTime: c.UpdatedAt}
 	switch c.Family {
-	case models.FamilyBusinessHours:
+	case protection.FamilyBusinessHours:
 		return businessHoursView{common, c.BusinessHoursBitmap, c.Timezone}
-	case models.FamilyGeolocations:
+	case protection.FamilyGeolocations:
 		return geolocationView{common, nonNil(c.Countries), c.IsUnknownIPLocationsIncluded}
 	default:
 		ranges := c.IPAddressRanges
 		if ranges == nil {
-			ranges = []models.IPRange{}
+			ranges = []protection.IPRange{}
 		}
 		return ipSourceView{common, c.IsTrustedSource, c.IPAddresses, ranges}
 	}
@@ -74,36 +75,36 @@ type geolocationRequest struct {
 }
 
 type ipSourceRequest struct {
-	DisplayName     string           `json:"display_name"`
-	IsTrustedSource bool             `json:"is_trusted_source"`
-	IPAddresses     string           `json:"ip_addresses"`
-	IPAddressRanges []models.IPRange `json:"ip_address_ranges"`
+	DisplayName     string               `json:"display_name"`
+	IsTrustedSource bool                 `json:"is_trusted_source"`
+	IPAddresses     string               `json:"ip_addresses"`
+	IPAddressRanges []protection.IPRange `json:"ip_address_ranges"`
 }
 
 // configRequest returns an empty request of family f and the function that
 // turns it into a config.
-func configRequest(f models.ConfigFamily) (any, func() *models.ConditionConfig) {
+func configRequest(f protection.ConfigFamily) (any, func() *protection.ConditionConfig) {
 	switch f {
-	case models.FamilyBusinessHours:
+	case protection.FamilyBusinessHours:
 		r := &businessHoursRequest{}
-		return r, func() *models.ConditionConfig {
-			return &models.ConditionConfig{Family: f, DisplayName: r.DisplayName, BusinessHoursBitmap: r.BusinessHoursBitmap, Timezone: r.Timezone}
+		return r, func() *protection.ConditionConfig {
+			return &protection.ConditionConfig{Family: f, DisplayName: r.DisplayName, BusinessHoursBitmap: r.BusinessHoursBitmap, Timezone: r.Timezone}
 		}
-	case models.FamilyGeolocations:
+	case protection.FamilyGeolocations:
 		r := &geolocationRequest{}
-		return r, func() *models.ConditionConfig {
-			return &models.ConditionConfig{Family: f, DisplayName: r.DisplayName, Countries: r.Countries, IsUnknownIPLocationsIncluded: r.IsUnknownIPLocationsIncluded}
+		return r, func() *protection.ConditionConfig {
+			return &protection.ConditionConfig{Family: f, DisplayName: r.DisplayName, Countries: r.Countries, IsUnknownIPLocationsIncluded: r.IsUnknownIPLocationsIncluded}
 		}
 	default:
 		r := &ipSourceRequest{}
-		return r, func() *models.ConditionConfig {
-			return &models.ConditionConfig{Family: f, DisplayName: r.DisplayName, IsTrustedSource: r.IsTrustedSource, IPAddresses: r.IPAddresses, IPAddressRanges: r.IPAddressRanges}
+		return r, func() *protection.ConditionConfig {
+			return &protection.ConditionConfig{Family: f, DisplayName: r.DisplayName, IsTrustedSource: r.IsTrustedSource, IPAddresses: r.IPAddresses, IPAddressRanges: r.IPAddressRanges}
 		}
 	}
 }
 
-func pathFamily(c *gin.Context) (models.ConfigFamily, error) {
-	return models.ParseFamily(c.Param("family"))
+func pathFamily(c *gin.Context) (protection.ConfigFamily, error) {
+	return protection.ParseFamily(c.Param("family"))
 }
 
 // listConfigs: GET /protection/conditionalfactor-configs/{family} (offset
@@ -113,7 +114,7 @@ func (s *Server) listConfigs(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	params, err := listing.Parse(c.Request.URL.Query(), models.ConditionConfigListing(f))
+	params, err := listing.Parse(c.Request.URL.Query(), protection.ConditionConfigListing(f))
 	if err != nil {
 		return err
 	}
@@ -123,9 +124,9 @@ func (s *Server) listConfigs(c *gin.Context) error {
 	}
 	var data any
 	switch f {
-	case models.FamilyBusinessHours:
+	case protection.FamilyBusinessHours:
 		data = projectConfigs[businessHoursView](list, params.Fields)
-	case models.FamilyGeolocations:
+	case protection.FamilyGeolocations:
 		data = projectConfigs[geolocationView](list, params.Fields)
 	default:
 		data = projectConfigs[ipSourceView](list, params.Fields)
@@ -134,7 +135,7 @@ func (s *Server) listConfigs(c *gin.Context) error {
 	return nil
 }
 
-func projectConfigs[V any](list []models.ConditionConfig, fields []string) any {
+func projectConfigs[V any](list []protection.ConditionConfig, fields []string) any {
 	views := make([]V, len(list))
 	for i := range list {
 		views[i] = newConfigView(&list[i]).(V)
@@ -168,7 +169,7 @@ func (s *Server) getConfig(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := pathID(c, "config_id", models.ErrConfigNotFound)
+	id, err := pathID(c, "config_id", protection.ErrConfigNotFound)
 	if err != nil {
 		return err
 	}
@@ -187,7 +188,7 @@ func (s *Server) updateConfig(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := pathID(c, "config_id", models.ErrConfigNotFound)
+	id, err := pathID(c, "config_id", protection.ErrConfigNotFound)
 	if err != nil {
 		return err
 	}
@@ -195,7 +196,7 @@ func (s *Server) updateConfig(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := s.store.ConditionConfigs.Update(c.Request.Context(), principal(c).OrgID, f, id, func(cur *models.ConditionConfig) (*models.ConditionConfig, error) {
+	cfg, err := s.store.ConditionConfigs.Update(c.Request.Context(), principal(c).OrgID, f, id, func(cur *protection.ConditionConfig) (*protection.ConditionConfig, error) {
 		req, build := configRequest(f)
 		mergeErr := mergeRequest(newConfigView(cur), patch, func(doc, _ map[string]any) {
 			for _, k := range []string{"id", "ca_policies_usage_count", "last_modified_time"} {
@@ -226,7 +227,7 @@ func (s *Server) deleteConfigs(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.bulkResults(c, raw, models.ErrConfigNotFound, func(ctx context.Context, orgID int64, ids []int64) (map[int64]error, error) {
+	return s.bulkResults(c, raw, protection.ErrConfigNotFound, func(ctx context.Context, orgID int64, ids []int64) (map[int64]error, error) {
 		return s.store.ConditionConfigs.DeleteMany(ctx, orgID, f, ids)
 	})
 }

@@ -9,7 +9,10 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"iam/models"
+	"iam/models/devices"
+	"iam/models/identity"
 	"iam/models/listing"
+	"iam/models/protection"
 )
 
 // policiesPath is where the conditional access policies live (spec 4.3).
@@ -18,21 +21,21 @@ const policiesPath = "/protection/conditional-access-policies"
 // policyView is a conditional access policy as the API shows it (spec
 // 2.11), with the list item's fields too.
 type policyView struct {
-	ID                string                        `json:"id"`
-	Name              string                        `json:"name"`
-	Description       string                        `json:"description"`
-	IsEnabled         bool                          `json:"is_enabled"`
-	IsDefaultPolicy   bool                          `json:"is_default_policy"`
-	Priority          int64                         `json:"priority"`
-	IsAgentRequired   bool                          `json:"is_agent_required"`
-	UserAssignments   models.UserAssignments        `json:"user_assignments"`
-	AccessConditions  models.AccessConditions       `json:"access_conditions"`
-	AccessType        string                        `json:"access_type"`
-	Endpoints         []string                      `json:"endpoints"`
-	EndpointsSettings []models.EndpointSetting      `json:"endpoints_settings"`
-	AdvancedSettings  models.PolicyAdvancedSettings `json:"advanced_settings"`
-	LastModifiedTime  time.Time                     `json:"last_modified_time"`
-	LastModifiedUser  string                        `json:"last_modified_user"`
+	ID                string                            `json:"id"`
+	Name              string                            `json:"name"`
+	Description       string                            `json:"description"`
+	IsEnabled         bool                              `json:"is_enabled"`
+	IsDefaultPolicy   bool                              `json:"is_default_policy"`
+	Priority          int64                             `json:"priority"`
+	IsAgentRequired   bool                              `json:"is_agent_required"`
+	UserAssignments   protection.UserAssignments        `json:"user_assignments"`
+	AccessConditions  protection.AccessConditions       `json:"access_conditions"`
+	AccessType        string                            `json:"access_type"`
+	Endpoints         []string                          `json:"endpoints"`
+	EndpointsSettings []protection.EndpointSetting      `json:"endpoints_settings"`
+	AdvancedSettings  protection.PolicyAdvancedSettings `json:"advanced_settings"`
+	LastModifiedTime  time.Time                         `json:"last_modified_time"`
+	LastModifiedUser  string                            `json:"last_modified_user"`
 }
 
 // policyItem is a policy as the list shows it: display_name instead of
@@ -51,33 +54,33 @@ type policyItem struct {
 	LastModifiedUser string    `json:"last_modified_user"`
 }
 
-func toRefIDs(ids []int64) []models.RefID {
-	out := make([]models.RefID, len(ids))
+func toRefIDs(ids []int64) []protection.RefID {
+	out := make([]protection.RefID, len(ids))
 	for i, id := range ids {
-		out[i] = models.RefID(id)
+		out[i] = protection.RefID(id)
 	}
 	return out
 }
 
-func newPolicyView(p *models.Policy) policyView {
+func newPolicyView(p *protection.Policy) policyView {
 	conds := p.Conditions
 	if conds == nil {
-		conds = []models.PolicyCondition{}
+		conds = []protection.PolicyCondition{}
 	}
 	return policyView{
 		ID: models.FormatID(p.ID), Name: p.Name, Description: p.Description, IsEnabled: p.IsEnabled, IsDefaultPolicy: p.IsDefault,
 		Priority: p.Priority, IsAgentRequired: p.IsAgentRequired(),
-		UserAssignments:  models.UserAssignments{UserIDs: toRefIDs(p.UserIDs), GroupIDs: toRefIDs(p.GroupIDs), UsersCount: len(p.UserIDs), GroupsCount: len(p.GroupIDs)},
-		AccessConditions: models.AccessConditions{CriteriaExpression: p.CriteriaExpression, Conditions: conds},
+		UserAssignments:  protection.UserAssignments{UserIDs: toRefIDs(p.UserIDs), GroupIDs: toRefIDs(p.GroupIDs), UsersCount: len(p.UserIDs), GroupsCount: len(p.GroupIDs)},
+		AccessConditions: protection.AccessConditions{CriteriaExpression: p.CriteriaExpression, Conditions: conds},
 		AccessType:       p.AccessType, Endpoints: p.Endpoints(), EndpointsSettings: p.EndpointsSettings, AdvancedSettings: p.AdvancedSettings,
 		LastModifiedTime: p.UpdatedAt, LastModifiedUser: p.UpdatedByName,
 	}
 }
 
-func newPolicyItem(p *models.Policy) policyItem {
+func newPolicyItem(p *protection.Policy) policyItem {
 	endpoints := p.Endpoints()
-	if len(endpoints) == len(models.Endpoints) {
-		endpoints = []string{models.AllEndpoints}
+	if len(endpoints) == len(protection.Endpoints) {
+		endpoints = []string{protection.AllEndpoints}
 	}
 	return policyItem{ID: models.FormatID(p.ID), DisplayName: p.Name, Description: p.Description, IsEnabled: p.IsEnabled,
 		IsDefaultPolicy: p.IsDefault, Priority: p.Priority, IsAgentRequired: p.IsAgentRequired(), AccessType: p.AccessType,
@@ -88,21 +91,21 @@ func newPolicyItem(p *models.Policy) policyItem {
 // policy as GET shows it. endpoints, when given, must be the endpoints of
 // endpoints_settings (it is derived from them).
 type policyRequest struct {
-	Name              string                        `json:"name"`
-	Description       string                        `json:"description"`
-	IsEnabled         *bool                         `json:"is_enabled"`
-	UserAssignments   models.UserAssignments        `json:"user_assignments"`
-	AccessConditions  models.AccessConditions       `json:"access_conditions"`
-	AccessType        string                        `json:"access_type"`
-	Endpoints         []string                      `json:"endpoints"`
-	EndpointsSettings []models.EndpointSetting      `json:"endpoints_settings"`
-	AdvancedSettings  models.PolicyAdvancedSettings `json:"advanced_settings"`
+	Name              string                            `json:"name"`
+	Description       string                            `json:"description"`
+	IsEnabled         *bool                             `json:"is_enabled"`
+	UserAssignments   protection.UserAssignments        `json:"user_assignments"`
+	AccessConditions  protection.AccessConditions       `json:"access_conditions"`
+	AccessType        string                            `json:"access_type"`
+	Endpoints         []string                          `json:"endpoints"`
+	EndpointsSettings []protection.EndpointSetting      `json:"endpoints_settings"`
+	AdvancedSettings  protection.PolicyAdvancedSettings `json:"advanced_settings"`
 }
 
 // toModel turns the request into a policy of orgID; is_enabled defaults to
 // true.
-func (r *policyRequest) toModel(orgID int64) (*models.Policy, error) {
-	p := &models.Policy{OrgID: orgID, Name: r.Name, Description: r.Description, IsEnabled: r.IsEnabled == nil || *r.IsEnabled,
+func (r *policyRequest) toModel(orgID int64) (*protection.Policy, error) {
+	p := &protection.Policy{OrgID: orgID, Name: r.Name, Description: r.Description, IsEnabled: r.IsEnabled == nil || *r.IsEnabled,
 		AccessType: r.AccessType, CriteriaExpression: r.AccessConditions.CriteriaExpression, Conditions: r.AccessConditions.Conditions,
 		EndpointsSettings: r.EndpointsSettings, AdvancedSettings: r.AdvancedSettings}
 	for _, id := range r.UserAssignments.UserIDs {
@@ -113,8 +116,8 @@ func (r *policyRequest) toModel(orgID int64) (*models.Policy, error) {
 	}
 	if r.Endpoints != nil {
 		want := slices.Clone(r.Endpoints)
-		if slices.Equal(want, []string{models.AllEndpoints}) {
-			want = slices.Clone(models.Endpoints)
+		if slices.Equal(want, []string{protection.AllEndpoints}) {
+			want = slices.Clone(protection.Endpoints)
 		}
 		slices.Sort(want)
 		var have []string
@@ -129,15 +132,15 @@ func (r *policyRequest) toModel(orgID int64) (*models.Policy, error) {
 	return p, nil
 }
 
-func actorOf(c *gin.Context) models.PolicyActor {
+func actorOf(c *gin.Context) protection.PolicyActor {
 	p := principal(c)
-	return models.PolicyActor{UserID: p.UserID, ClientID: p.ClientID}
+	return protection.PolicyActor{UserID: p.UserID, ClientID: p.ClientID}
 }
 
 // listPolicies: GET /protection/conditional-access-policies (offset
 // paging, priority order).
 func (s *Server) listPolicies(c *gin.Context) error {
-	params, err := listing.Parse(c.Request.URL.Query(), models.PolicyListing)
+	params, err := listing.Parse(c.Request.URL.Query(), protection.PolicyListing)
 	if err != nil {
 		return err
 	}
@@ -178,7 +181,7 @@ func (s *Server) createPolicy(c *gin.Context) error {
 
 // getPolicy: GET .../{policy_id}, {data: policy}.
 func (s *Server) getPolicy(c *gin.Context) error {
-	id, err := pathID(c, "policy_id", models.ErrPolicyNotFound)
+	id, err := pathID(c, "policy_id", protection.ErrPolicyNotFound)
 	if err != nil {
 		return err
 	}
@@ -197,7 +200,7 @@ var readOnlyPolicyFields = []string{"id", "is_default_policy", "priority", "is_a
 // updatePolicy: PATCH .../{policy_id}, a JSON merge patch over the policy
 // as GET shows it (arrays replace); the result is checked whole.
 func (s *Server) updatePolicy(c *gin.Context) error {
-	id, err := pathID(c, "policy_id", models.ErrPolicyNotFound)
+	id, err := pathID(c, "policy_id", protection.ErrPolicyNotFound)
 	if err != nil {
 		return err
 	}
@@ -206,7 +209,7 @@ func (s *Server) updatePolicy(c *gin.Context) error {
 		return err
 	}
 	orgID := principal(c).OrgID
-	p, err := s.store.Policies.Update(c.Request.Context(), orgID, id, actorOf(c), func(cur *models.Policy) (*models.Policy, error) {
+	p, err := s.store.Policies.Update(c.Request.Context(), orgID, id, actorOf(c), func(cur *protection.Policy) (*protection.Policy, error) {
 		var req policyRequest
 		mergeErr := mergeRequest(newPolicyView(cur), patch, func(doc, patch map[string]any) {
 			for _, k := range readOnlyPolicyFields {
@@ -229,7 +232,7 @@ func (s *Server) updatePolicy(c *gin.Context) error {
 
 // deletePolicy: DELETE .../{policy_id}, 204; 409 for the default policy.
 func (s *Server) deletePolicy(c *gin.Context) error {
-	id, err := pathID(c, "policy_id", models.ErrPolicyNotFound)
+	id, err := pathID(c, "policy_id", protection.ErrPolicyNotFound)
 	if err != nil {
 		return err
 	}
@@ -256,8 +259,8 @@ func (s *Server) reorderPolicies(c *gin.Context) error {
 	if req.IDs == nil {
 		return models.Invalid("ids", "is required: every policy id but the default's, in the new order")
 	}
-	if len(req.IDs) > models.PolicyLimits.MaxPolicies {
-		return models.Invalid("ids", "holds more than %d ids", models.PolicyLimits.MaxPolicies)
+	if len(req.IDs) > protection.PolicyLimits.MaxPolicies {
+		return models.Invalid("ids", "holds more than %d ids", protection.PolicyLimits.MaxPolicies)
 	}
 	ids := make([]int64, len(req.IDs))
 	for i, raw := range req.IDs {
@@ -272,7 +275,7 @@ func (s *Server) reorderPolicies(c *gin.Context) error {
 	if err := s.store.Policies.Reorder(ctx, orgID, ids); err != nil {
 		return err
 	}
-	params, err := listing.Parse(map[string][]string{"limit": {"1000"}}, models.PolicyListing)
+	params, err := listing.Parse(map[string][]string{"limit": {"1000"}}, protection.PolicyListing)
 	if err != nil {
 		return err
 	}
@@ -290,25 +293,25 @@ func (s *Server) reorderPolicies(c *gin.Context) error {
 
 // Sub-list items (spec 4.3).
 type policyUserItem struct {
-	ID            string                `json:"id"`
-	Name          string                `json:"name"`
-	Email         string                `json:"email"`
-	PrimarySource *models.PrimarySource `json:"primary_source"`
+	ID            string                  `json:"id"`
+	Name          string                  `json:"name"`
+	Email         string                  `json:"email"`
+	PrimarySource *identity.PrimarySource `json:"primary_source"`
 }
 
 type policyGroupItem struct {
-	ID            string                `json:"id"`
-	Name          string                `json:"name"`
-	Type          string                `json:"type"`
-	PrimarySource *models.PrimarySource `json:"primary_source"`
+	ID            string                  `json:"id"`
+	Name          string                  `json:"name"`
+	Type          string                  `json:"type"`
+	PrimarySource *identity.PrimarySource `json:"primary_source"`
 }
 
 type policyDeviceItem struct {
-	ID            string                `json:"id"`
-	Name          string                `json:"name"`
-	JoinType      string                `json:"join_type"`
-	PrimarySource *models.PrimarySource `json:"primary_source"`
-	AgentStatus   string                `json:"agent_status"`
+	ID            string                  `json:"id"`
+	Name          string                  `json:"name"`
+	JoinType      string                  `json:"join_type"`
+	PrimarySource *identity.PrimarySource `json:"primary_source"`
+	AgentStatus   string                  `json:"agent_status"`
 }
 
 // policySubList answers one of a policy's sub-lists: the policy from the
@@ -316,7 +319,7 @@ type policyDeviceItem struct {
 // load reads, each item shown by view.
 func policySubList[T, V any](c *gin.Context, schema *listing.Schema,
 	load func(ctx context.Context, orgID, policyID int64, p listing.Params) ([]T, listing.Meta, error), view func(T) V) error {
-	id, err := pathID(c, "policy_id", models.ErrPolicyNotFound)
+	id, err := pathID(c, "policy_id", protection.ErrPolicyNotFound)
 	if err != nil {
 		return err
 	}
@@ -338,14 +341,14 @@ func policySubList[T, V any](c *gin.Context, schema *listing.Schema,
 
 // policyUsers: GET .../{policy_id}/user-assignment-users.
 func (s *Server) policyUsers(c *gin.Context) error {
-	return policySubList(c, models.PolicyUserListing, s.store.Policies.AssignedUsers, func(u models.PolicyUser) policyUserItem {
+	return policySubList(c, protection.PolicyUserListing, s.store.Policies.AssignedUsers, func(u protection.PolicyUser) policyUserItem {
 		return policyUserItem{ID: models.FormatID(u.ID), Name: u.Name, Email: u.Email, PrimarySource: u.PrimarySource}
 	})
 }
 
 // policyGroups: GET .../{policy_id}/user-assignment-groups.
 func (s *Server) policyGroups(c *gin.Context) error {
-	return policySubList(c, models.PolicyGroupListing, s.store.Policies.AssignedGroups, func(g models.PolicyGroup) policyGroupItem {
+	return policySubList(c, protection.PolicyGroupListing, s.store.Policies.AssignedGroups, func(g protection.PolicyGroup) policyGroupItem {
 		typ := "static"
 		if g.IsDynamic {
 			typ = "dynamic"
@@ -358,10 +361,10 @@ func (s *Server) policyGroups(c *gin.Context) error {
 // directory source: primary_source is null.
 func (s *Server) policyDevices(c *gin.Context) error {
 	versions := s.packages.versions()
-	load := func(ctx context.Context, orgID, policyID int64, p listing.Params) ([]models.Device, listing.Meta, error) {
+	load := func(ctx context.Context, orgID, policyID int64, p listing.Params) ([]devices.Device, listing.Meta, error) {
 		return s.store.Policies.ProtectedDevices(ctx, orgID, policyID, p, versions)
 	}
-	return policySubList(c, models.PolicyDeviceListing, load, func(d models.Device) policyDeviceItem {
+	return policySubList(c, protection.PolicyDeviceListing, load, func(d devices.Device) policyDeviceItem {
 		return policyDeviceItem{ID: models.FormatID(d.ID), Name: d.Name, JoinType: d.JoinType, AgentStatus: d.ListedAgentStatus}
 	})
 }

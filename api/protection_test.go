@@ -12,6 +12,8 @@ import (
 	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/identity"
+	"iam/models/protection"
 )
 
 const (
@@ -179,18 +181,18 @@ func TestPolicies_API(t *testing.T) {
 		ctx := context.Background()
 		env := apitest.New(t, db, apitest.Options{})
 		tok := env.Token(env.Org, "svc.conditional_access_policy.all")
-		ips := &models.ConditionConfig{OrgID: env.Org.ID, Family: models.FamilyIPSources, DisplayName: "HQ", IPAddresses: "192.0.2.0/24", IsTrustedSource: true}
-		hours := &models.ConditionConfig{OrgID: env.Org.ID, Family: models.FamilyBusinessHours, DisplayName: "Office", BusinessHoursBitmap: officeHours(), Timezone: "UTC"}
-		for _, c := range []*models.ConditionConfig{ips, hours} {
+		ips := &protection.ConditionConfig{OrgID: env.Org.ID, Family: protection.FamilyIPSources, DisplayName: "HQ", IPAddresses: "192.0.2.0/24", IsTrustedSource: true}
+		hours := &protection.ConditionConfig{OrgID: env.Org.ID, Family: protection.FamilyBusinessHours, DisplayName: "Office", BusinessHoursBitmap: officeHours(), Timezone: "UTC"}
+		for _, c := range []*protection.ConditionConfig{ips, hours} {
 			if err := env.Store.ConditionConfigs.Create(ctx, c); err != nil {
 				t.Fatal(err)
 			}
 		}
-		user := &models.User{OrgID: env.Org.ID, Email: "ann@example.com", DisplayName: "Ann", Status: models.UserActive}
+		user := &identity.User{OrgID: env.Org.ID, Email: "ann@example.com", DisplayName: "Ann", Status: identity.UserActive}
 		if err := env.Store.Users.Create(ctx, user, ""); err != nil {
 			t.Fatal(err)
 		}
-		group := &models.Group{OrgID: env.Org.ID, Name: "Sales"}
+		group := &identity.Group{OrgID: env.Org.ID, Name: "Sales"}
 		if err := env.Store.Groups.Create(ctx, group, nil, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"iam/api"
-	"iam/models"
+	"iam/models/store"
 )
 
 // TestReadyz_SaysWhatFailedNotWhy: with the database and Temporal down,
@@ -37,7 +37,7 @@ func TestReadyz_SaysWhatFailedNotWhy(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(tc.Close)
-	s := api.New(api.Config{}, api.Deps{Store: models.NewStore(db), Temporal: tc, Log: slog.New(slog.DiscardHandler)})
+	s := api.New(api.Config{}, api.Deps{Store: store.NewStore(db), Temporal: tc, Log: slog.New(slog.DiscardHandler)})
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	resp, err := http.Get(srv.URL + "/readyz")

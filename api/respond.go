@@ -15,6 +15,7 @@ import (
 	"github.com/go-playground/validator/v10"
 
 	"iam/models"
+	"iam/models/protection"
 )
 
 // handle adapts a handler that returns its error: a non-nil error is
@@ -139,7 +140,7 @@ func jsonError(err error) error {
 		if typeErr.Field == "" {
 			return errInvalidBody("the body must be a JSON %s", typeErr.Type.Kind())
 		}
-		if typeErr.Type == reflect.TypeFor[models.RefID]() {
+		if typeErr.Type == reflect.TypeFor[protection.RefID]() {
 			// An id of the wrong shape (0, "0", -3, "x"), not of the
 			// wrong JSON type.
 			return models.Invalid(typeErr.Field, "must be an id: a positive integer as a digit string")

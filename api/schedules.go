@@ -10,6 +10,7 @@ import (
 
 	"iam/models"
 	"iam/models/listing"
+	"iam/models/notification"
 )
 
 // schedulesPath is where notification auto-schedules live.
@@ -17,15 +18,15 @@ const schedulesPath = "/protection/quick-enrollment/notification-auto-schedule"
 
 // scheduleBase holds what list items and single schedules share (spec 2.15).
 type scheduleBase struct {
-	ID                    string                  `json:"id"`
-	Name                  string                  `json:"name"`
-	Description           string                  `json:"description"`
-	NotificationTemplate  refView                 `json:"notification_template"`
-	IsEnabled             bool                    `json:"is_enabled"`
-	LastRunTime           *time.Time              `json:"last_run_time"`
-	NextRunTime           *time.Time              `json:"next_run_time"`
-	AssociatedGroupsCount string                  `json:"associated_groups_count"`
-	ScheduleSettings      models.ScheduleSettings `json:"schedule_settings"`
+	ID                    string                        `json:"id"`
+	Name                  string                        `json:"name"`
+	Description           string                        `json:"description"`
+	NotificationTemplate  refView                       `json:"notification_template"`
+	IsEnabled             bool                          `json:"is_enabled"`
+	LastRunTime           *time.Time                    `json:"last_run_time"`
+	NextRunTime           *time.Time                    `json:"next_run_time"`
+	AssociatedGroupsCount string                        `json:"associated_groups_count"`
+	ScheduleSettings      notification.ScheduleSettings `json:"schedule_settings"`
 }
 
 // scheduleView is one schedule: its groups, and technician as an object.
@@ -47,7 +48,7 @@ type refView struct {
 	Name string `json:"name"`
 }
 
-func newScheduleBase(sc *models.NotificationSchedule, refs models.ScheduleRefs, rt runTimes) scheduleBase {
+func newScheduleBase(sc *notification.NotificationSchedule, refs notification.ScheduleRefs, rt runTimes) scheduleBase {
 	return scheduleBase{
 		ID: models.FormatID(sc.ID), Name: sc.Name, Description: sc.Description,
 		NotificationTemplate: refView{ID: models.FormatID(sc.TemplateID), Name: refs.TemplateNames[sc.TemplateID]},
@@ -60,16 +61,16 @@ func newScheduleBase(sc *models.NotificationSchedule, refs models.ScheduleRefs, 
 // scheduleRequest is the body of POST, and of PATCH once merged over the
 // current schedule. is_enabled (default true) is the service's addition.
 type scheduleRequest struct {
-	Name                   string                  `json:"name" validate:"required"`
-	Description            string                  `json:"description"`
-	Groups                 []int64                 `json:"groups" validate:"required"`
-	NotificationTemplateID string                  `json:"notification_template_id" validate:"required"`
-	ScheduleSettings       models.ScheduleSettings `json:"schedule_settings"`
-	IsEnabled              *bool                   `json:"is_enabled"`
+	Name                   string                        `json:"name" validate:"required"`
+	Description            string                        `json:"description"`
+	Groups                 []int64                       `json:"groups" validate:"required"`
+	NotificationTemplateID string                        `json:"notification_template_id" validate:"required"`
+	ScheduleSettings       notification.ScheduleSettings `json:"schedule_settings"`
+	IsEnabled              *bool                         `json:"is_enabled"`
 }
 
 // apply writes the request into sc.
-func (r *scheduleRequest) apply(sc *models.NotificationSchedule) error {
+func (r *scheduleRequest) apply(sc *notification.NotificationSchedule) error {
 	tid, err := models.ParseID("notification_template_id", r.NotificationTemplateID)
 	if err != nil {
 		return err
@@ -81,16 +82,16 @@ func (r *scheduleRequest) apply(sc *models.NotificationSchedule) error {
 
 // scheduleRequestOf is the request form of a stored schedule (the base of
 // a PATCH).
-func scheduleRequestOf(sc *models.NotificationSchedule) scheduleRequest {
+func scheduleRequestOf(sc *notification.NotificationSchedule) scheduleRequest {
 	enabled := sc.IsEnabled
 	return scheduleRequest{Name: sc.Name, Description: sc.Description, Groups: sc.GroupIDs,
 		NotificationTemplateID: models.FormatID(sc.TemplateID), ScheduleSettings: sc.Settings, IsEnabled: &enabled}
 }
 
 // writeSchedule answers with one schedule.
-func (s *Server) writeSchedule(c *gin.Context, status int, sc *models.NotificationSchedule) error {
+func (s *Server) writeSchedule(c *gin.Context, status int, sc *notification.NotificationSchedule) error {
 	ctx := c.Request.Context()
-	refs, err := s.store.Notifications.Refs(ctx, sc.OrgID, []models.NotificationSchedule{*sc})
+	refs, err := s.store.Notifications.Refs(ctx, sc.OrgID, []notification.NotificationSchedule{*sc})
 	if err != nil {
 		return err
 	}
@@ -108,7 +109,7 @@ func (s *Server) writeSchedule(c *gin.Context, status int, sc *models.Notificati
 func (s *Server) listSchedules(c *gin.Context) error {
 	ctx := c.Request.Context()
 	org := principal(c).OrgID
-	params, err := listing.Parse(c.Request.URL.Query(), models.NotificationScheduleListing)
+	params, err := listing.Parse(c.Request.URL.Query(), notification.NotificationScheduleListing)
 	if err != nil {
 		return err
 	}
@@ -143,7 +144,7 @@ func (s *Server) createSchedule(c *gin.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	sc := &models.NotificationSchedule{OrgID: p.OrgID, CreatedBy: p.UserID}
+	sc := &notification.NotificationSchedule{OrgID: p.OrgID, CreatedBy: p.UserID}
 	if err := req.apply(sc); err != nil {
 		return err
 	}
@@ -151,7 +152,7 @@ func (s *Server) createSchedule(c *gin.Context) error {
 	if m == nil {
 		return errEngineDown
 	}
-	err := m.write(ctx, func(sync models.SyncFunc) error {
+	err := m.write(ctx, func(sync notification.SyncFunc) error {
 		return s.store.Notifications.CreateSchedule(ctx, sc, p.UserID, sync)
 	})
 	if err != nil {
@@ -163,7 +164,7 @@ func (s *Server) createSchedule(c *gin.Context) error {
 // getSchedule: GET .../notification-auto-schedule/{schedule_id}, {data}.
 func (s *Server) getSchedule(c *gin.Context) error {
 	ctx := c.Request.Context()
-	id, err := pathID(c, "schedule_id", models.ErrScheduleNotFound)
+	id, err := pathID(c, "schedule_id", notification.ErrScheduleNotFound)
 	if err != nil {
 		return err
 	}
@@ -183,7 +184,7 @@ func (s *Server) updateSchedule(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.changeSchedule(c, func(cur models.NotificationSchedule) (*models.NotificationSchedule, error) {
+	return s.changeSchedule(c, func(cur notification.NotificationSchedule) (*notification.NotificationSchedule, error) {
 		req, err := mergeSchedule(cur, patch)
 		if err != nil {
 			return nil, err
@@ -196,7 +197,7 @@ func (s *Server) updateSchedule(c *gin.Context) error {
 }
 
 // mergeSchedule applies patch to the request form of cur.
-func mergeSchedule(cur models.NotificationSchedule, patch []byte) (*scheduleRequest, error) {
+func mergeSchedule(cur notification.NotificationSchedule, patch []byte) (*scheduleRequest, error) {
 	var req scheduleRequest
 	if err := mergeRequest(scheduleRequestOf(&cur), patch, nil, &req); err != nil {
 		return nil, err
@@ -211,7 +212,7 @@ func (s *Server) pauseSchedule(c *gin.Context) error { return s.setScheduleEnabl
 func (s *Server) resumeSchedule(c *gin.Context) error { return s.setScheduleEnabled(c, true) }
 
 func (s *Server) setScheduleEnabled(c *gin.Context, enabled bool) error {
-	return s.changeSchedule(c, func(cur models.NotificationSchedule) (*models.NotificationSchedule, error) {
+	return s.changeSchedule(c, func(cur notification.NotificationSchedule) (*notification.NotificationSchedule, error) {
 		cur.IsEnabled = enabled
 		return &cur, nil
 	})
@@ -219,10 +220,10 @@ func (s *Server) setScheduleEnabled(c *gin.Context, enabled bool) error {
 
 // changeSchedule writes change to the schedule of the path and its
 // Temporal Schedule together, and answers with the result.
-func (s *Server) changeSchedule(c *gin.Context, change func(models.NotificationSchedule) (*models.NotificationSchedule, error)) error {
+func (s *Server) changeSchedule(c *gin.Context, change func(notification.NotificationSchedule) (*notification.NotificationSchedule, error)) error {
 	ctx := c.Request.Context()
 	p := principal(c)
-	id, err := pathID(c, "schedule_id", models.ErrScheduleNotFound)
+	id, err := pathID(c, "schedule_id", notification.ErrScheduleNotFound)
 	if err != nil {
 		return err
 	}
@@ -230,8 +231,8 @@ func (s *Server) changeSchedule(c *gin.Context, change func(models.NotificationS
 	if m == nil {
 		return errEngineDown
 	}
-	var out *models.NotificationSchedule
-	if err := m.write(ctx, func(sync models.SyncFunc) error {
+	var out *notification.NotificationSchedule
+	if err := m.write(ctx, func(sync notification.SyncFunc) error {
 		var err error
 		out, err = s.store.Notifications.UpdateSchedule(ctx, p.OrgID, id, p.UserID, change, sync)
 		return err
@@ -246,7 +247,7 @@ func (s *Server) changeSchedule(c *gin.Context, change func(models.NotificationS
 func (s *Server) deleteSchedule(c *gin.Context) error {
 	ctx := c.Request.Context()
 	p := principal(c)
-	id, err := pathID(c, "schedule_id", models.ErrScheduleNotFound)
+	id, err := pathID(c, "schedule_id", notification.ErrScheduleNotFound)
 	if err != nil {
 		return err
 	}
@@ -254,7 +255,7 @@ func (s *Server) deleteSchedule(c *gin.Context) error {
 	if m == nil {
 		return errEngineDown
 	}
-	err = m.write(ctx, func(sync models.SyncFunc) error {
+	err = m.write(ctx, func(sync notification.SyncFunc) error {
 		return s.store.Notifications.DeleteSchedule(ctx, p.OrgID, id, sync)
 	})
 	if err != nil {
@@ -268,7 +269,7 @@ func (s *Server) deleteSchedule(c *gin.Context) error {
 // the one in progress, if any), paused or not.
 func (s *Server) runSchedule(c *gin.Context) error {
 	ctx := c.Request.Context()
-	id, err := pathID(c, "schedule_id", models.ErrScheduleNotFound)
+	id, err := pathID(c, "schedule_id", notification.ErrScheduleNotFound)
 	if err != nil {
 		return err
 	}

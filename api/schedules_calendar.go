@@ -5,7 +5,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"iam/models"
+	"iam/models/notification"
 )
 
 // scheduleSpec is the Temporal calendar of a schedule's settings, in the
@@ -19,7 +19,7 @@ import (
 // time it repeats (01:30 on the fall-back night) fires twice, and the second
 // run is written SKIPPED by models.PrepareRun (one run per local minute), so
 // members are notified once.
-func scheduleSpec(t models.ScheduleTime, tz string) client.ScheduleSpec {
+func scheduleSpec(t notification.ScheduleTime, tz string) client.ScheduleSpec {
 	one := func(v int) []client.ScheduleRange { return []client.ScheduleRange{{Start: v}} }
 	all := func(lo, hi int) []client.ScheduleRange { return []client.ScheduleRange{{Start: lo, End: hi}} }
 	cal := client.ScheduleCalendarSpec{
@@ -32,9 +32,9 @@ func scheduleSpec(t models.ScheduleTime, tz string) client.ScheduleSpec {
 		Comment:    fmt.Sprintf("%s at %02d:%02d", t.Interval, t.Hour, t.Minute),
 	}
 	switch t.Interval {
-	case models.IntervalWeekly:
+	case notification.IntervalWeekly:
 		cal.DayOfWeek = one(t.DayOfWeek)
-	case models.IntervalMonthly:
+	case notification.IntervalMonthly:
 		cal.DayOfMonth = one(t.DayOfMonth)
 		if t.Month > 0 {
 			cal.Month = one(t.Month)

@@ -10,6 +10,7 @@ import (
 	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/sqldb"
 )
 
 // nextTransition returns the local midnight of the next day after from on
@@ -64,7 +65,7 @@ func TestSchedules_DaylightSavingTimeOnTheServer(t *testing.T) {
 		// A probe with the same calendar, starting the day before the change.
 		probe := *spec
 		probe.StartAt = tc.day.AddDate(0, 0, -1)
-		id := "dst-probe-" + models.FormatID(models.NewID())
+		id := "dst-probe-" + models.FormatID(sqldb.NewID())
 		h, err := env.Temporal.ScheduleClient().Create(ctx, client.ScheduleOptions{
 			ID: id, Spec: probe, Action: &client.ScheduleWorkflowAction{Workflow: "none", TaskQueue: "nowhere"},
 		})

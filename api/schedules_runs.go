@@ -8,6 +8,7 @@ import (
 
 	"iam/models"
 	"iam/models/listing"
+	"iam/models/notification"
 )
 
 // runView is one run of a notification schedule: when it was due, when it
@@ -33,7 +34,7 @@ type runTemplateRef struct {
 	Name string `json:"name"`
 }
 
-func newRunView(r *models.NotificationRun) runView {
+func newRunView(r *notification.NotificationRun) runView {
 	return runView{
 		ID: models.FormatID(r.ID), Status: r.Status,
 		ScheduledTime: r.ScheduledAt.UTC(), StartTime: r.CreatedAt.UTC(), EndTime: utcPtr(r.FinishedAt),
@@ -62,11 +63,11 @@ type deliveryView struct {
 // listScheduleRuns: GET …/notification-auto-schedule/{schedule_id}/runs,
 // newest first (offset paging; filter and sort on status, times, counts).
 func (s *Server) listScheduleRuns(c *gin.Context) error {
-	id, err := pathID(c, "schedule_id", models.ErrScheduleNotFound)
+	id, err := pathID(c, "schedule_id", notification.ErrScheduleNotFound)
 	if err != nil {
 		return err
 	}
-	params, err := listing.Parse(c.Request.URL.Query(), models.NotificationRunListing)
+	params, err := listing.Parse(c.Request.URL.Query(), notification.NotificationRunListing)
 	if err != nil {
 		return err
 	}
@@ -86,15 +87,15 @@ func (s *Server) listScheduleRuns(c *gin.Context) error {
 // delivery order (offset paging; filter on status, channel, kind …). A user
 // deleted since the run has no display name.
 func (s *Server) listRunDeliveries(c *gin.Context) error {
-	id, err := pathID(c, "schedule_id", models.ErrScheduleNotFound)
+	id, err := pathID(c, "schedule_id", notification.ErrScheduleNotFound)
 	if err != nil {
 		return err
 	}
-	runID, err := pathID(c, "run_id", models.ErrRunNotFound)
+	runID, err := pathID(c, "run_id", notification.ErrRunNotFound)
 	if err != nil {
 		return err
 	}
-	params, err := listing.Parse(c.Request.URL.Query(), models.NotificationDeliveryListing)
+	params, err := listing.Parse(c.Request.URL.Query(), notification.NotificationDeliveryListing)
 	if err != nil {
 		return err
 	}
@@ -121,7 +122,7 @@ func (s *Server) listRunDeliveries(c *gin.Context) error {
 	for i, d := range deliveries {
 		v := deliveryView{
 			Seq: d.Seq, Kind: d.Kind, Channel: d.Channel, Address: d.Address, Status: d.State,
-			Attempts: d.Attempts, LastError: d.LastError, Uncertain: d.State == models.DeliveryUncertain, UpdatedAt: d.UpdatedAt.UTC(),
+			Attempts: d.Attempts, LastError: d.LastError, Uncertain: d.State == notification.DeliveryUncertain, UpdatedAt: d.UpdatedAt.UTC(),
 		}
 		if d.UserID != 0 {
 			uid := models.FormatID(d.UserID)

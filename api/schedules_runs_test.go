@@ -16,6 +16,8 @@ import (
 	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/notification"
+	"iam/models/sqldb"
 	"iam/notify"
 	"iam/worker"
 )
@@ -92,14 +94,16 @@ func TestScheduleRuns_ListedWithinTheOrganization(t *testing.T) {
 		env := apitest.New(t, db, apitest.Options{})
 		a := newAudience(t, env, env.Org, 4, 1)
 		ns := env.Store.Notifications
-		noSync := func(context.Context, *models.NotificationSchedule, *models.NotificationSchedule) error { return nil }
-		sc := &models.NotificationSchedule{OrgID: env.Org.ID, Name: "Reminder", TemplateID: a.template.ID, GroupIDs: []int64{a.group},
-			Settings: models.ScheduleSettings{SchedulerInterval: "DAILY", Hours: "9", Minutes: "30"}}
+		noSync := func(context.Context, *notification.NotificationSchedule, *notification.NotificationSchedule) error {
+			return nil
+		}
+		sc := &notification.NotificationSchedule{OrgID: env.Org.ID, Name: "Reminder", TemplateID: a.template.ID, GroupIDs: []int64{a.group},
+			Settings: notification.ScheduleSettings{SchedulerInterval: "DAILY", Hours: "9", Minutes: "30"}}
 		if err := ns.CreateSchedule(ctx, sc, a.admin.ID, noSync); err != nil {
 			t.Fatal(err)
 		}
 		at := time.Date(2026, 5, 4, 9, 30, 0, 0, time.UTC)
-		run, err := ns.PrepareRun(ctx, models.PrepareRunInput{OrgID: env.Org.ID, ScheduleID: sc.ID, ScheduledAt: at})
+		run, err := ns.PrepareRun(ctx, notification.PrepareRunInput{OrgID: env.Org.ID, ScheduleID: sc.ID, ScheduledAt: at})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -171,10 +175,10 @@ func TestScheduleRuns_ListedWithinTheOrganization(t *testing.T) {
 		notFound(schedulesPath+"/"+id+"/runs", otherTok, "Schedule Not Found")
 		notFound(schedulesPath+"/"+id+"/runs/"+runID+"/deliveries", otherTok, "Schedule Not Found")
 		notFound(schedulesPath+"/x/runs", tok, "Schedule Not Found")
-		notFound(schedulesPath+"/"+id+"/runs/"+models.FormatID(models.NewID())+"/deliveries", tok, "Run Not Found")
+		notFound(schedulesPath+"/"+id+"/runs/"+models.FormatID(sqldb.NewID())+"/deliveries", tok, "Run Not Found")
 		notFound(schedulesPath+"/"+id+"/runs/x/deliveries", tok, "Run Not Found")
-		sc2 := &models.NotificationSchedule{OrgID: env.Org.ID, Name: "Other", TemplateID: a.template.ID, GroupIDs: []int64{a.group},
-			Settings: models.ScheduleSettings{SchedulerInterval: "DAILY", Hours: "10", Minutes: "0"}}
+		sc2 := &notification.NotificationSchedule{OrgID: env.Org.ID, Name: "Other", TemplateID: a.template.ID, GroupIDs: []int64{a.group},
+			Settings: notification.ScheduleSettings{SchedulerInterval: "DAILY", Hours: "10", Minutes: "0"}}
 		if err := ns.CreateSchedule(ctx, sc2, a.admin.ID, noSync); err != nil {
 			t.Fatal(err)
 		}
@@ -227,10 +231,10 @@ func TestScheduleRuns_RealRunListedAndSummarizedToTheTemplatesAddresses(t *testi
 		t.Cleanup(w.Stop)
 
 		a := newAudience(t, env, env.Org, 6, 1) // 5 members to message, 1 enrolled
-		a.template = &models.Template{OrgID: env.Org.ID, Name: "Reminder with summary", Module: "Reports",
-			Mail: &models.MailTemplate{To: []string{"SELF", "ops@example.com"}, Cc: []string{"audit@example.com"},
+		a.template = &notification.Template{OrgID: env.Org.ID, Name: "Reminder with summary", Module: "Reports",
+			Mail: &notification.MailTemplate{To: []string{"SELF", "ops@example.com"}, Cc: []string{"audit@example.com"},
 				Subject: "Please enrol, %first_name%", Content: "<p>Hello %display_name%, please enrol.</p>"},
-			SMS: &models.SMSTemplate{To: []string{"SELF", "+14155550199"}, Content: "Please enrol, %first_name%"}}
+			SMS: &notification.SMSTemplate{To: []string{"SELF", "+14155550199"}, Content: "Please enrol, %first_name%"}}
 		if err := env.Store.Templates.Create(ctx, a.template, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"iam/models"
+	"iam/models/notification"
+	"iam/models/store"
 	"iam/workflows"
 )
 
@@ -27,7 +29,7 @@ const scheduleCatchup = 6 * time.Hour
 type scheduleMirror struct {
 	c     client.Client
 	queue string // the task queue of the run workflows
-	store *models.Store
+	store *store.Store
 	log   *slog.Logger
 }
 
@@ -50,13 +52,13 @@ var errEngineDown = &models.Error{Code: models.EUNAVAILABLE, Title: "Service Una
 // write runs a store write with the mirror as its SyncFunc. The Temporal
 // change happens inside the write's transaction; when the write fails after
 // it (the commit), the change is undone, so that nothing is half-written.
-func (m *scheduleMirror) write(ctx context.Context, write func(models.SyncFunc) error) error {
+func (m *scheduleMirror) write(ctx context.Context, write func(notification.SyncFunc) error) error {
 	if err := m.reachable(ctx); err != nil {
 		return err
 	}
 	var done bool
-	var prev, next *models.NotificationSchedule
-	err := write(func(ctx context.Context, p, n *models.NotificationSchedule) error {
+	var prev, next *notification.NotificationSchedule
+	err := write(func(ctx context.Context, p, n *notification.NotificationSchedule) error {
 		if err := m.apply(ctx, p, n); err != nil {
 			m.log.Warn("notification schedule not mirrored in Temporal", "error", err)
 			return errEngineDown
@@ -92,12 +94,12 @@ func (m *scheduleMirror) reachable(ctx context.Context) error {
 
 // apply makes Temporal match next: create (prev nil), delete (next nil) or
 // update.
-func (m *scheduleMirror) apply(ctx context.Context, prev, next *models.NotificationSchedule) error {
+func (m *scheduleMirror) apply(ctx context.Context, prev, next *notification.NotificationSchedule) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var notFound *serviceerror.NotFound
 	if next == nil {
-		err := m.c.ScheduleClient().GetHandle(ctx, models.NotificationScheduleID(prev.ID)).Delete(ctx)
+		err := m.c.ScheduleClient().GetHandle(ctx, notification.NotificationScheduleID(prev.ID)).Delete(ctx)
 		if errors.As(err, &notFound) {
 			return nil
 		}
@@ -129,7 +131,7 @@ func (m *scheduleMirror) apply(ctx context.Context, prev, next *models.Notificat
 }
 
 // options are the Temporal Schedule of sc.
-func (m *scheduleMirror) options(ctx context.Context, sc *models.NotificationSchedule) (client.ScheduleOptions, error) {
+func (m *scheduleMirror) options(ctx context.Context, sc *notification.NotificationSchedule) (client.ScheduleOptions, error) {
 	org, err := m.store.Orgs.Get(ctx, sc.OrgID)
 	if err != nil {
 		return client.ScheduleOptions{}, err
@@ -144,7 +146,7 @@ func (m *scheduleMirror) options(ctx context.Context, sc *models.NotificationSch
 		note = "enabled"
 	}
 	return client.ScheduleOptions{
-		ID:   models.NotificationScheduleID(sc.ID),
+		ID:   notification.NotificationScheduleID(sc.ID),
 		Spec: scheduleSpec(t, org.TimeZone),
 		Action: &client.ScheduleWorkflowAction{
 			ID:        "notify-" + models.FormatID(sc.ID),
@@ -166,13 +168,13 @@ func (m *scheduleMirror) options(ctx context.Context, sc *models.NotificationSch
 // trigger starts a run of sc now (run-now): it waits for a run in
 // progress. A Temporal Schedule found missing (a wiped dev server) is made
 // again from the row first.
-func (m *scheduleMirror) trigger(ctx context.Context, sc *models.NotificationSchedule) error {
+func (m *scheduleMirror) trigger(ctx context.Context, sc *notification.NotificationSchedule) error {
 	if err := m.reachable(ctx); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	h := m.c.ScheduleClient().GetHandle(ctx, models.NotificationScheduleID(sc.ID))
+	h := m.c.ScheduleClient().GetHandle(ctx, notification.NotificationScheduleID(sc.ID))
 	opts := client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE}
 	err := h.Trigger(ctx, opts)
 	var notFound *serviceerror.NotFound
@@ -210,7 +212,7 @@ func (m *scheduleMirror) times(ctx context.Context, ids []int64) map[int64]runTi
 			defer func() { <-sem; wg.Done() }()
 			dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			d, err := m.c.ScheduleClient().GetHandle(dctx, models.NotificationScheduleID(id)).Describe(dctx)
+			d, err := m.c.ScheduleClient().GetHandle(dctx, notification.NotificationScheduleID(id)).Describe(dctx)
 			if err != nil {
 				m.log.Warn("notification schedule not described", "schedule_id", id, "error", err)
 				return

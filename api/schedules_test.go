@@ -20,6 +20,9 @@ import (
 	"iam/api/auth"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/enrollment"
+	"iam/models/identity"
+	"iam/models/notification"
 	"iam/notify"
 	"iam/notify/smtptest"
 	"iam/worker"
@@ -39,39 +42,39 @@ type scheduleBody struct {
 	Technician struct {
 		ID, Name string
 	} `json:"technician"`
-	LastRunTime           *time.Time              `json:"last_run_time"`
-	NextRunTime           *time.Time              `json:"next_run_time"`
-	AssociatedGroupsCount string                  `json:"associated_groups_count"`
-	ScheduleSettings      models.ScheduleSettings `json:"schedule_settings"`
+	LastRunTime           *time.Time                    `json:"last_run_time"`
+	NextRunTime           *time.Time                    `json:"next_run_time"`
+	AssociatedGroupsCount string                        `json:"associated_groups_count"`
+	ScheduleSettings      notification.ScheduleSettings `json:"schedule_settings"`
 }
 
 // audience is a group of n users of org (the first enrolled of them
 // enrolled) and a mail template.
 type audience struct {
 	group    int64
-	users    []*models.User
-	template *models.Template
-	admin    *models.User
+	users    []*identity.User
+	template *notification.Template
+	admin    *identity.User
 }
 
-func newAudience(t *testing.T, env *apitest.Env, org *models.Organization, n, enrolled int) *audience {
+func newAudience(t *testing.T, env *apitest.Env, org *identity.Organization, n, enrolled int) *audience {
 	t.Helper()
 	ctx := context.Background()
 	a := &audience{}
-	a.admin = &models.User{OrgID: org.ID, FirstName: "Ada", LastName: "Admin", Email: fmt.Sprintf("admin-%d@example.com", org.ID), Status: models.UserActive}
+	a.admin = &identity.User{OrgID: org.ID, FirstName: "Ada", LastName: "Admin", Email: fmt.Sprintf("admin-%d@example.com", org.ID), Status: identity.UserActive}
 	if err := env.Store.Users.Create(ctx, a.admin, ""); err != nil {
 		t.Fatal(err)
 	}
 	var ids []int64
 	for i := range n {
-		u := &models.User{OrgID: org.ID, FirstName: fmt.Sprintf("Member%03d", i), Email: fmt.Sprintf("m%03d-%d@example.com", i, org.ID), Status: models.UserActive}
+		u := &identity.User{OrgID: org.ID, FirstName: fmt.Sprintf("Member%03d", i), Email: fmt.Sprintf("m%03d-%d@example.com", i, org.ID), Status: identity.UserActive}
 		if err := env.Store.Users.Create(ctx, u, ""); err != nil {
 			t.Fatal(err)
 		}
 		a.users = append(a.users, u)
 		ids = append(ids, u.ID)
 	}
-	g := &models.Group{OrgID: org.ID, Name: "Members"}
+	g := &identity.Group{OrgID: org.ID, Name: "Members"}
 	if err := env.Store.Groups.Create(ctx, g, ids, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -82,14 +85,14 @@ func newAudience(t *testing.T, env *apitest.Env, org *models.Organization, n, en
 			t.Fatal(err)
 		}
 		for _, u := range a.users[:enrolled] {
-			e := &models.Enrollment{OrgID: org.ID, UserID: u.ID, FactorConfigID: configs[0].ID, FactorType: configs[0].Type, Value: "x", UpdatedAt: time.Now()}
+			e := &enrollment.Enrollment{OrgID: org.ID, UserID: u.ID, FactorConfigID: configs[0].ID, FactorType: configs[0].Type, Value: "x", UpdatedAt: time.Now()}
 			if _, err := env.DB.NewInsert().Model(e).Exec(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	a.template = &models.Template{OrgID: org.ID, Name: "Enrol reminder", Module: "Reports",
-		Mail: &models.MailTemplate{Subject: "Please enrol, %first_name%", Content: "<p>Hello %display_name%, please enrol.</p>"}}
+	a.template = &notification.Template{OrgID: org.ID, Name: "Enrol reminder", Module: "Reports",
+		Mail: &notification.MailTemplate{Subject: "Please enrol, %first_name%", Content: "<p>Hello %display_name%, please enrol.</p>"}}
 	if err := env.Store.Templates.Create(ctx, a.template, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +114,7 @@ func removeTemporalSchedules(t *testing.T, env *apitest.Env) {
 		var ids []int64
 		_ = env.DB.NewSelect().Table("notification_schedules").Column("id").Scan(context.Background(), &ids)
 		for _, id := range ids {
-			_ = env.Temporal.ScheduleClient().GetHandle(context.Background(), models.NotificationScheduleID(id)).Delete(context.Background())
+			_ = env.Temporal.ScheduleClient().GetHandle(context.Background(), notification.NotificationScheduleID(id)).Delete(context.Background())
 		}
 	})
 }
@@ -119,7 +122,7 @@ func removeTemporalSchedules(t *testing.T, env *apitest.Env) {
 func describe(t *testing.T, env *apitest.Env, id string) *client.ScheduleDescription {
 	t.Helper()
 	n, _ := models.ParseID("id", id)
-	d, err := env.Temporal.ScheduleClient().GetHandle(context.Background(), models.NotificationScheduleID(n)).Describe(context.Background())
+	d, err := env.Temporal.ScheduleClient().GetHandle(context.Background(), notification.NotificationScheduleID(n)).Describe(context.Background())
 	if err != nil {
 		t.Fatalf("describe Temporal schedule: %v", err)
 	}
@@ -209,7 +212,7 @@ func TestSchedules_LifecycleMirrorsTemporal(t *testing.T) {
 		if resp.Status != http.StatusNoContent {
 			t.Fatalf("DELETE: %d %s", resp.Status, resp.Body)
 		}
-		if _, err := env.Temporal.ScheduleClient().GetHandle(ctx, models.NotificationScheduleID(mustID(t, sc.ID))).Describe(ctx); err == nil {
+		if _, err := env.Temporal.ScheduleClient().GetHandle(ctx, notification.NotificationScheduleID(mustID(t, sc.ID))).Describe(ctx); err == nil {
 			t.Error("the Temporal schedule outlived its row")
 		}
 		if resp := env.Get(schedulesPath+"/"+sc.ID, tok); resp.Status != 404 || resp.ErrorBody(t).Title != "Schedule Not Found" {
@@ -320,16 +323,16 @@ func startSMTP(t *testing.T) (*smtptest.Server, *notify.SMTPMailer) {
 }
 
 // waitRun waits for the schedule's run to finish and returns it.
-func waitRun(t *testing.T, env *apitest.Env, scheduleID string, timeout time.Duration) *models.NotificationRun {
+func waitRun(t *testing.T, env *apitest.Env, scheduleID string, timeout time.Duration) *notification.NotificationRun {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		var runs []models.NotificationRun
+		var runs []notification.NotificationRun
 		err := env.DB.NewSelect().Model(&runs).Where("notification_id = ?", mustID(t, scheduleID)).Scan(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(runs) == 1 && runs[0].Status != models.RunRunning {
+		if len(runs) == 1 && runs[0].Status != notification.RunRunning {
 			return &runs[0]
 		}
 		if time.Now().After(deadline) {
@@ -360,7 +363,7 @@ func TestSchedules_RunNowNotifiesMembersWhoHaveNotEnrolled(t *testing.T) {
 			t.Fatalf("run-now: %d %s", resp.Status, resp.Body)
 		}
 		run := waitRun(t, env, created.Data.ID, 60*time.Second)
-		if run.Status != models.RunCompleted || run.Total != 25 || run.Sent != 25 {
+		if run.Status != notification.RunCompleted || run.Total != 25 || run.Sent != 25 {
 			t.Fatalf("run %+v; want 25 sent (30 members, 5 enrolled)", run)
 		}
 		got := map[string]int{}
@@ -476,6 +479,6 @@ func mustLoc(t *testing.T, name string) *time.Location {
 }
 
 // apiPrincipal is a token holder who is user u.
-func apiPrincipal(u *models.User, scopes ...string) auth.Principal {
+func apiPrincipal(u *identity.User, scopes ...string) auth.Principal {
 	return auth.Principal{UserID: u.ID, OrgID: u.OrgID, Scopes: scopes}
 }

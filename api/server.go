@@ -20,8 +20,8 @@ import (
 
 	"iam/api/auth"
 	"iam/api/jobrun"
-	"iam/models"
 	"iam/models/decide"
+	"iam/models/store"
 )
 
 // Config holds the API's tunables.
@@ -81,7 +81,7 @@ const DefaultUploadMaxBytes = 256 << 20
 
 // Deps are the API's collaborators.
 type Deps struct {
-	Store    *models.Store
+	Store    *store.Store
 	Temporal client.Client
 	Jobs     *jobrun.Launcher
 	Tokens   auth.TokenValidator
@@ -98,7 +98,7 @@ type Deps struct {
 type Server struct {
 	cfg     Config
 	deps    Deps
-	store   *models.Store
+	store   *store.Store
 	log     *slog.Logger
 	metrics *prometheus.Registry
 	engine  *gin.Engine

@@ -8,24 +8,25 @@ import (
 
 	"iam/models"
 	"iam/models/listing"
+	"iam/models/notification"
 	"iam/notify"
 )
 
 // templateMaxBody is the body limit of template writes: room for every file
 // a template may hold, base64-encoded in data: URIs, and the rest.
-var templateMaxBody = int64(models.TemplateLimits.MaxAttachmentCount)*models.TemplateLimits.MaxAttachmentSize*4/3 + 1<<20
+var templateMaxBody = int64(notification.TemplateLimits.MaxAttachmentCount)*notification.TemplateLimits.MaxAttachmentSize*4/3 + 1<<20
 
 // templateView is a notification template as the API shows it (spec 2.18).
 type templateView struct {
-	ID             string                        `json:"id"`
-	Name           string                        `json:"name"`
-	Description    string                        `json:"description"`
-	ShareType      string                        `json:"share_type"`
-	Module         string                        `json:"module"`
-	IsDefault      bool                          `json:"is_default"`
-	Configurations models.TemplateConfigurations `json:"configurations"`
-	Mail           *mailView                     `json:"mail,omitempty"`
-	SMS            *smsView                      `json:"sms,omitempty"`
+	ID             string                              `json:"id"`
+	Name           string                              `json:"name"`
+	Description    string                              `json:"description"`
+	ShareType      string                              `json:"share_type"`
+	Module         string                              `json:"module"`
+	IsDefault      bool                                `json:"is_default"`
+	Configurations notification.TemplateConfigurations `json:"configurations"`
+	Mail           *mailView                           `json:"mail,omitempty"`
+	SMS            *smsView                            `json:"sms,omitempty"`
 }
 
 type mailView struct {
@@ -52,7 +53,7 @@ type fileView struct {
 	File string `json:"file,omitempty"`
 }
 
-func newTemplateView(t *models.Template) templateView {
+func newTemplateView(t *notification.Template) templateView {
 	v := templateView{
 		ID: models.FormatID(t.ID), Name: t.Name, Description: t.Description, ShareType: t.ShareType,
 		Module: t.Module, IsDefault: t.IsDefault, Configurations: t.Configurations,
@@ -84,14 +85,14 @@ func nonNil(s []string) []string {
 // templateRequest is the body of POST, and of PATCH once merged over the
 // current template. The rules beyond shape are models.ValidateTemplate's.
 type templateRequest struct {
-	Name           string                         `json:"name" validate:"required"`
-	Description    string                         `json:"description"`
-	ShareType      string                         `json:"share_type"`
-	Module         string                         `json:"module" validate:"required"`
-	IsDefault      bool                           `json:"is_default"`
-	Configurations *models.TemplateConfigurations `json:"configurations"`
-	Mail           *mailRequest                   `json:"mail"`
-	SMS            *smsView                       `json:"sms"`
+	Name           string                               `json:"name" validate:"required"`
+	Description    string                               `json:"description"`
+	ShareType      string                               `json:"share_type"`
+	Module         string                               `json:"module" validate:"required"`
+	IsDefault      bool                                 `json:"is_default"`
+	Configurations *notification.TemplateConfigurations `json:"configurations"`
+	Mail           *mailRequest                         `json:"mail"`
+	SMS            *smsView                             `json:"sms"`
 }
 
 type mailRequest struct {
@@ -110,23 +111,23 @@ type mailRequest struct {
 }
 
 // toModel turns the request into a template and its new files.
-func (r *templateRequest) toModel() (*models.Template, []models.NewTemplateFile, error) {
-	t := &models.Template{Name: r.Name, Description: r.Description, ShareType: r.ShareType, Module: r.Module, IsDefault: r.IsDefault}
+func (r *templateRequest) toModel() (*notification.Template, []notification.NewTemplateFile, error) {
+	t := &notification.Template{Name: r.Name, Description: r.Description, ShareType: r.ShareType, Module: r.Module, IsDefault: r.IsDefault}
 	if r.Configurations != nil {
 		t.Configurations = *r.Configurations
 	}
 	if r.SMS != nil {
-		t.SMS = &models.SMSTemplate{To: r.SMS.To, Content: r.SMS.Content}
+		t.SMS = &notification.SMSTemplate{To: r.SMS.To, Content: r.SMS.Content}
 	}
 	if r.Mail == nil {
 		return t, nil, nil
 	}
 	m := r.Mail
-	t.Mail = &models.MailTemplate{To: m.To, Cc: m.Cc, Subject: m.Subject, Content: m.Content, Severity: m.Severity}
-	var files []models.NewTemplateFile
-	ref := func(field, id string) (models.TemplateFileRef, error) {
+	t.Mail = &notification.MailTemplate{To: m.To, Cc: m.Cc, Subject: m.Subject, Content: m.Content, Severity: m.Severity}
+	var files []notification.NewTemplateFile
+	ref := func(field, id string) (notification.TemplateFileRef, error) {
 		n, err := models.ParseID(field, id)
-		return models.TemplateFileRef{ID: n}, err
+		return notification.TemplateFileRef{ID: n}, err
 	}
 	for i, id := range m.AttachmentIDs {
 		r, err := ref(fmt.Sprintf("mail.attachment_ids[%d]", i), id)
@@ -160,7 +161,7 @@ func (r *templateRequest) toModel() (*models.Template, []models.NewTemplateFile,
 			if err != nil {
 				return models.Invalid(name+".file", "%v", err)
 			}
-			files = append(files, models.NewTemplateFile{Name: f.Name, ContentType: ct, Data: data, Inline: inline, Field: name})
+			files = append(files, notification.NewTemplateFile{Name: f.Name, ContentType: ct, Data: data, Inline: inline, Field: name})
 		}
 		return nil
 	}
@@ -178,7 +179,7 @@ func (r *templateRequest) toModel() (*models.Template, []models.NewTemplateFile,
 func (s *Server) listTemplates(c *gin.Context) error {
 	ctx := c.Request.Context()
 	p := principal(c)
-	params, err := listing.Parse(c.Request.URL.Query(), models.TemplateListing)
+	params, err := listing.Parse(c.Request.URL.Query(), notification.TemplateListing)
 	if err != nil {
 		return err
 	}
@@ -219,7 +220,7 @@ func (s *Server) createTemplate(c *gin.Context) error {
 func (s *Server) getTemplate(c *gin.Context) error {
 	ctx := c.Request.Context()
 	p := principal(c)
-	id, err := pathID(c, "template_id", models.ErrTemplateNotFound)
+	id, err := pathID(c, "template_id", notification.ErrTemplateNotFound)
 	if err != nil {
 		return err
 	}
@@ -242,12 +243,12 @@ func (s *Server) getTemplate(c *gin.Context) error {
 }
 
 // fillFiles writes the full form of a template's files into v.
-func (s *Server) fillFiles(c *gin.Context, t *models.Template, v *mailView) error {
+func (s *Server) fillFiles(c *gin.Context, t *notification.Template, v *mailView) error {
 	ctx := c.Request.Context()
 	if v == nil {
 		return nil
 	}
-	full := func(ref models.TemplateFileRef) (fileView, error) {
+	full := func(ref notification.TemplateFileRef) (fileView, error) {
 		data, ct, err := s.store.Templates.ReadFile(ctx, t, ref.ID)
 		if err != nil {
 			return fileView{}, err
@@ -278,7 +279,7 @@ func (s *Server) fillFiles(c *gin.Context, t *models.Template, v *mailView) erro
 func (s *Server) updateTemplate(c *gin.Context) error {
 	ctx := c.Request.Context()
 	p := principal(c)
-	id, err := pathID(c, "template_id", models.ErrTemplateNotFound)
+	id, err := pathID(c, "template_id", notification.ErrTemplateNotFound)
 	if err != nil {
 		return err
 	}
@@ -286,7 +287,7 @@ func (s *Server) updateTemplate(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	t, err := s.store.Templates.Update(ctx, p.OrgID, p.UserID, id, func(cur *models.Template) (*models.Template, []models.NewTemplateFile, error) {
+	t, err := s.store.Templates.Update(ctx, p.OrgID, p.UserID, id, func(cur *notification.Template) (*notification.Template, []notification.NewTemplateFile, error) {
 		req, mergeErr := mergeTemplate(cur, patch)
 		if mergeErr != nil {
 			return nil, nil, mergeErr
@@ -303,7 +304,7 @@ func (s *Server) updateTemplate(c *gin.Context) error {
 // mergeTemplate applies patch to the current template's view and reads the
 // result as a create request. A mail patch naming attachment_ids without
 // attachments replaces the attachments by those ids.
-func mergeTemplate(cur *models.Template, patch []byte) (*templateRequest, error) {
+func mergeTemplate(cur *notification.Template, patch []byte) (*templateRequest, error) {
 	var req templateRequest
 	err := mergeRequest(newTemplateView(cur), patch, func(doc, patch map[string]any) {
 		delete(doc, "id")
@@ -326,7 +327,7 @@ func mergeTemplate(cur *models.Template, patch []byte) (*templateRequest, error)
 func (s *Server) deleteTemplate(c *gin.Context) error {
 	ctx := c.Request.Context()
 	p := principal(c)
-	id, err := pathID(c, "template_id", models.ErrTemplateNotFound)
+	id, err := pathID(c, "template_id", notification.ErrTemplateNotFound)
 	if err != nil {
 		return err
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/api/apitest"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/notification"
 )
 
 type templateBody struct {
@@ -156,7 +156,7 @@ func TestTemplates_BadInputNamesTheField(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		env := apitest.New(t, db, apitest.Options{})
 		tok := env.Token(env.Org, "svc.notification_template.create")
-		lim := models.TemplateLimits
+		lim := notification.TemplateLimits
 		for _, tc := range []struct {
 			name   string
 			change func(map[string]any)
@@ -284,7 +284,7 @@ func TestMeta_ConfigsAgreeWithTheChecks(t *testing.T) {
 				}
 			}
 		}
-		if d.TemplateNameRegex != models.TemplateLimits.TemplateNameRegex {
+		if d.TemplateNameRegex != notification.TemplateLimits.TemplateNameRegex {
 			t.Errorf("served regex %q", d.TemplateNameRegex)
 		}
 

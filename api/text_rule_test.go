@@ -10,8 +10,9 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/api/apitest"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/devices"
+	"iam/models/enrollment"
 )
 
 // badTexts are the strings the text rule refuses, as they appear inside a
@@ -48,11 +49,11 @@ func TestTextRule_EveryBodyRefusesNULAndInvalidUnicode(t *testing.T) {
 		ctx := t.Context()
 		tok := env.Token(env.Org, "svc.conditional_access_policy.ALL", "svc.conditional_factor_config.ALL", "svc.device.ALL",
 			"svc.auth.ALL", "svc.quick_enrollment.ALL")
-		key, err := env.Store.Devices.InstallKey(ctx, env.Org.ID, models.AgentDevice)
+		key, err := env.Store.Devices.InstallKey(ctx, env.Org.ID, devices.AgentDevice)
 		if err != nil {
 			t.Fatal(err)
 		}
-		npsKey, err := env.Store.Devices.InstallKey(ctx, env.Org.ID, models.AgentNPS)
+		npsKey, err := env.Store.Devices.InstallKey(ctx, env.Org.ID, devices.AgentNPS)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +135,7 @@ func TestTextRule_EveryBodyRefusesNULAndInvalidUnicode(t *testing.T) {
 
 		// Multipart text fields: a CA config's mapping attribute, an
 		// upload's field.
-		smart := factorIDs(t, env, env.Org)[models.FactorSmartCard]
+		smart := factorIDs(t, env, env.Org)[enrollment.FactorSmartCard]
 		for _, bad := range []string{"a\x00b", "a\xffb"} {
 			body, ct := caForm(t, map[string]string{"certificate_mapping_attribute": bad}, []byte("x"))
 			wantError(t, env.Do(apitest.Request{Method: "POST", Path: "/api/v1/protection/authnfactor-configs/" + smart + "/ca-configs", Token: tok,

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"iam/models"
+	"iam/models/identity"
 	"iam/models/listing"
 )
 
@@ -17,23 +18,23 @@ import (
 // view of models.User's PrimarySource (tagged custom: the generated view
 // and writer call newPrimarySourceView and appendPrimarySourceJSON).
 type primarySourceView struct {
-	ApplicationName    string                    `json:"applicationName"`
-	ApplicationService models.ApplicationService `json:"applicationService"`
-	CreationTime       time.Time                 `json:"creationTime"`
-	IsEnabled          bool                      `json:"isEnabled"`
-	ID                 string                    `json:"id"`
-	ModifiedTime       time.Time                 `json:"modifiedTime"`
+	ApplicationName    string                      `json:"applicationName"`
+	ApplicationService identity.ApplicationService `json:"applicationService"`
+	CreationTime       time.Time                   `json:"creationTime"`
+	IsEnabled          bool                        `json:"isEnabled"`
+	ID                 string                      `json:"id"`
+	ModifiedTime       time.Time                   `json:"modifiedTime"`
 }
 
 // localSource names this service as the source of records made through it.
-var localSource = models.ApplicationService{ID: "iam", Name: "iam", ServiceName: "Identity and Access Management", Logo: ""}
+var localSource = identity.ApplicationService{ID: "iam", Name: "iam", ServiceName: "Identity and Access Management", Logo: ""}
 
 // localSourceName is the applicationName of records made through this service.
 const localSourceName = "IAM"
 
 // newPrimarySourceView is the view of the user's primary source: this
 // service for a user made through it.
-func newPrimarySourceView(u *models.User) *primarySourceView {
+func newPrimarySourceView(u *identity.User) *primarySourceView {
 	p := u.PrimarySource
 	if p == nil {
 		return &primarySourceView{
@@ -45,7 +46,7 @@ func newPrimarySourceView(u *models.User) *primarySourceView {
 		CreationTime: p.CreationTime.UTC(), IsEnabled: p.IsEnabled, ID: p.ID, ModifiedTime: p.ModifiedTime.UTC()}
 }
 
-func userViews(users []models.User) []userView {
+func userViews(users []identity.User) []userView {
 	views := make([]userView, len(users))
 	for i := range users {
 		views[i] = newUserView(&users[i])
@@ -58,18 +59,18 @@ func userViews(users []models.User) []userView {
 func (s *Server) listUsers(c *gin.Context) error {
 	ctx := c.Request.Context()
 	query := c.Request.URL.Query()
-	params, err := listing.Parse(query, models.UserListing)
+	params, err := listing.Parse(query, identity.UserListing)
 	if err != nil {
 		return err
 	}
-	licensing := models.LicensingBoth
+	licensing := identity.LicensingBoth
 	switch vs := query["licensing"]; {
 	case len(vs) > 1:
 		return &listing.ParamError{Param: "licensing", Detail: "is given more than once"}
 	case len(vs) == 1 && vs[0] != "":
-		licensing = models.Licensing(vs[0])
+		licensing = identity.Licensing(vs[0])
 	}
-	buf := userPages.Get().(*[]models.User)
+	buf := userPages.Get().(*[]identity.User)
 	users, meta, err := s.store.Users.ListInto(ctx, *buf, principal(c).OrgID, licensing, params)
 	if err == nil {
 		err = writeUserPage(c, users, params.Fields, meta)
@@ -83,12 +84,12 @@ func (s *Server) listUsers(c *gin.Context) error {
 
 // userPages recycles the slices pages of users are read into (a page of
 // 100 users takes 55 KB), sparing the allocator and the collector.
-var userPages = sync.Pool{New: func() any { return new([]models.User) }}
+var userPages = sync.Pool{New: func() any { return new([]identity.User) }}
 
 // getUser: GET /users/{user_id}, {data: User}.
 func (s *Server) getUser(c *gin.Context) error {
 	ctx := c.Request.Context()
-	id, err := pathID(c, "user_id", models.ErrUserNotFound)
+	id, err := pathID(c, "user_id", identity.ErrUserNotFound)
 	if err != nil {
 		return err
 	}
@@ -132,7 +133,7 @@ func errAdminPassword() error {
 // (models.UserStore.Update).
 func (s *Server) updateUser(c *gin.Context) error {
 	ctx := c.Request.Context()
-	id, err := pathID(c, "user_id", models.ErrUserNotFound)
+	id, err := pathID(c, "user_id", identity.ErrUserNotFound)
 	if err != nil {
 		return err
 	}
@@ -142,7 +143,7 @@ func (s *Server) updateUser(c *gin.Context) error {
 	}
 	change := req.apply
 	if req.Password != nil {
-		change = func(u *models.User) error {
+		change = func(u *identity.User) error {
 			if u.IsAdmin() {
 				return errAdminPassword()
 			}
@@ -160,7 +161,7 @@ func (s *Server) updateUser(c *gin.Context) error {
 // deleteUser: DELETE /users/{user_id}, 204.
 func (s *Server) deleteUser(c *gin.Context) error {
 	ctx := c.Request.Context()
-	id, err := pathID(c, "user_id", models.ErrUserNotFound)
+	id, err := pathID(c, "user_id", identity.ErrUserNotFound)
 	if err != nil {
 		return err
 	}
@@ -173,5 +174,5 @@ func (s *Server) deleteUser(c *gin.Context) error {
 
 // deleteUsers: DELETE /users?ids=…, the bulk delete of spec 4.0 item 6.
 func (s *Server) deleteUsers(c *gin.Context) error {
-	return s.bulkDelete(c, models.ErrUserNotFound, s.store.Users.DeleteMany)
+	return s.bulkDelete(c, identity.ErrUserNotFound, s.store.Users.DeleteMany)
 }

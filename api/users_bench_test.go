@@ -11,8 +11,9 @@ import (
 
 	"iam/api/apitest"
 	"iam/api/auth"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/identity"
+	"iam/models/sqldb"
 )
 
 // BenchmarkUsers_List pages GET /api/v1/users?limit=100 through 10,000
@@ -24,14 +25,14 @@ func BenchmarkUsers_List(b *testing.B) {
 	ctx := b.Context()
 	now := time.Now().UTC()
 	for chunk := range 10 {
-		batch := make([]models.User, 1000)
+		batch := make([]identity.User, 1000)
 		for i := range batch {
 			n := chunk*1000 + i
-			batch[i] = models.User{ID: models.NewID(), OrgID: env.Org.ID, FirstName: fmt.Sprintf("First%d", n),
+			batch[i] = identity.User{ID: sqldb.NewID(), OrgID: env.Org.ID, FirstName: fmt.Sprintf("First%d", n),
 				LastName: fmt.Sprintf("Last%d", n), DisplayName: fmt.Sprintf("First%d Last%d", n, n),
 				Email: fmt.Sprintf("user%05d@example.com", n), EmployeeID: fmt.Sprintf("E%05d", n),
 				Department: "Dept", Title: "Engineer", Country: "DE", Status: 1, IsLicensed: true,
-				Role: models.RoleUser, CreatedAt: now, UpdatedAt: now}
+				Role: identity.RoleUser, CreatedAt: now, UpdatedAt: now}
 		}
 		if _, err := db.NewInsert().Model(&batch).Exec(ctx); err != nil {
 			b.Fatal(err)

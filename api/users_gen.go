@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"iam/models"
+	"iam/models/identity"
 )
 
 // userView is a user as the API shows it (spec 2.1, camelCase): the
@@ -44,7 +45,7 @@ type userView struct {
 }
 
 // newUserView is the view of u.
-func newUserView(u *models.User) userView {
+func newUserView(u *identity.User) userView {
 	v := userView{
 		ID: models.FormatID(u.ID), FirstName: u.FirstName, LastName: u.LastName, DisplayName: u.DisplayName,
 		Email: u.Email, EmployeeID: u.EmployeeID, Title: u.Title, Department: u.Department,
@@ -64,7 +65,7 @@ func newUserView(u *models.User) userView {
 
 // appendUserJSON appends the user as encoding/json writes its view
 // (newUserView), without making the view.
-func appendUserJSON(b []byte, u *models.User) []byte {
+func appendUserJSON(b []byte, u *identity.User) []byte {
 	b = appendJSONID(append(b, `{"id":`...), u.ID)
 	b = appendJSONString(append(b, `,"firstName":`...), u.FirstName)
 	b = appendJSONString(append(b, `,"lastName":`...), u.LastName)
@@ -136,7 +137,7 @@ type userFields struct {
 }
 
 // apply copies the fields present onto u.
-func (f *userFields) apply(u *models.User) error {
+func (f *userFields) apply(u *identity.User) error {
 	if f.FirstName != nil {
 		u.FirstName = *f.FirstName
 	}

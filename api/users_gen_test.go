@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"iam/models"
+	"iam/models/identity"
 	"iam/models/usergen"
 )
 
@@ -85,18 +85,18 @@ func TestUserJSON_Golden(t *testing.T) {
 // goldenUsers are a user with every field set (awkward text, a manager, a
 // primary source, times out of UTC, sign-in state that is never shown) and
 // one with none.
-func goldenUsers() []models.User {
+func goldenUsers() []identity.User {
 	manager := int64(42)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("x", 3600))
-	full := models.User{ID: 382621712387010659, OrgID: 9, FirstName: "Ann <&>", LastName: "O\"Brien", DisplayName: "Ann O'Brien",
+	full := identity.User{ID: 382621712387010659, OrgID: 9, FirstName: "Ann <&>", LastName: "O\"Brien", DisplayName: "Ann O'Brien",
 		Email: "ann@example.com", EmployeeID: "E1", Title: "Dr", Department: "Sales", Company: "ACME", Description: "line\nbreak \u2028",
 		ManagerID: &manager, City: "Köln", StateProvince: "NRW", Street: "Hauptstr. 1", ZipPostal: "50667", PostOfficeBox: "PO 7",
 		WorkLocation: "HQ", SeatingLocation: "3.14", Country: "DE", MobileNumber: "+49 1", HomePhone: "+49 2", TelephoneNumber: "+49 3",
 		Fax: "+49 4", Gender: "F", Language: "de-DE", Container: `OU=R\2C\"D\",DC=example`, IsDomainVerified: true, Status: 1, IsLicensed: true,
-		PrimarySource: &models.PrimarySource{ID: "ad-1", ApplicationName: "AD", IsEnabled: true,
-			ApplicationService: models.ApplicationService{ID: "ad", Name: "Active Directory", ServiceName: "AD", Logo: "x"},
+		PrimarySource: &identity.PrimarySource{ID: "ad-1", ApplicationName: "AD", IsEnabled: true,
+			ApplicationService: identity.ApplicationService{ID: "ad", Name: "Active Directory", ServiceName: "AD", Logo: "x"},
 			CreationTime:       at, ModifiedTime: at.Add(time.Hour)},
-		Role: models.RoleAdmin, PasswordHash: "secret", CreatedAt: at, UpdatedAt: at}
-	bare := models.User{ID: 7, Email: "b@example.com", Status: 0, CreatedAt: at, UpdatedAt: at.Add(time.Second)}
-	return []models.User{full, bare}
+		Role: identity.RoleAdmin, PasswordHash: "secret", CreatedAt: at, UpdatedAt: at}
+	bare := identity.User{ID: 7, Email: "b@example.com", Status: 0, CreatedAt: at, UpdatedAt: at.Add(time.Second)}
+	return []identity.User{full, bare}
 }

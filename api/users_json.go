@@ -10,7 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"iam/models"
+	"iam/models/identity"
 	"iam/models/listing"
 )
 
@@ -20,7 +20,7 @@ import (
 // encoding/json from views: a page of users is the bulk of the response,
 // and encoding/json's reflection, its check of what a MarshalJSON returns
 // and the views' allocations cost several times more.
-func writeUserPage(c *gin.Context, users []models.User, fields []string, meta listing.Meta) error {
+func writeUserPage(c *gin.Context, users []identity.User, fields []string, meta listing.Meta) error {
 	if len(fields) > 0 {
 		c.JSON(http.StatusOK, gin.H{"data": listing.Project(userViews(users), fields), "meta": meta})
 		return nil
@@ -52,10 +52,10 @@ var pageBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 128<<10); ret
 
 // appendPrimarySourceJSON appends the user's primary source as
 // encoding/json writes newPrimarySourceView's.
-func appendPrimarySourceJSON(b []byte, u *models.User) []byte {
+func appendPrimarySourceJSON(b []byte, u *identity.User) []byte {
 	p := u.PrimarySource
 	if p == nil { // this service: see newPrimarySourceView
-		p = &models.PrimarySource{ApplicationName: localSourceName, ApplicationService: localSource,
+		p = &identity.PrimarySource{ApplicationName: localSourceName, ApplicationService: localSource,
 			IsEnabled: true, CreationTime: u.CreatedAt, ModifiedTime: u.UpdatedAt}
 	}
 	b = appendJSONString(append(b, `{"applicationName":`...), p.ApplicationName)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"iam/models"
+	"iam/models/identity"
 	"iam/models/listing"
 )
 
@@ -23,16 +23,16 @@ func TestAppendUserJSON_MatchesEncodingJSON(t *testing.T) {
 	manager := int64(42)
 	zone := time.FixedZone("UTC+5:30", 5*3600+1800)
 	for _, text := range []string{"", "plain", "quote \" back \\ slash", "<tag> & co", "tab\tnew\nline\r\x00\x1f\x7f", "ünïcödé ✓ 😀", "bad \xff utf8", "sep \u2028 \u2029"} {
-		base := models.User{ID: 7, FirstName: text, LastName: text, Description: text, Email: "a@example.com", Status: 1,
+		base := identity.User{ID: 7, FirstName: text, LastName: text, Description: text, Email: "a@example.com", Status: 1,
 			IsLicensed: true, CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC), UpdatedAt: time.Now()}
 		withAll := base
 		withAll.ID, withAll.ManagerID, withAll.IsDomainVerified, withAll.Status = 382621712387010659, &manager, true, 0
 		withAll.CreatedAt, withAll.UpdatedAt = base.CreatedAt.In(zone), time.Date(2026, 3, 4, 5, 6, 7, 0, zone)
-		withAll.PrimarySource = &models.PrimarySource{ID: text, ApplicationName: text, IsEnabled: false,
-			ApplicationService: models.ApplicationService{ID: "ad", Name: text, ServiceName: "AD", Logo: text},
+		withAll.PrimarySource = &identity.PrimarySource{ID: text, ApplicationName: text, IsEnabled: false,
+			ApplicationService: identity.ApplicationService{ID: "ad", Name: text, ServiceName: "AD", Logo: text},
 			CreationTime:       time.Date(2025, 1, 2, 3, 4, 5, 6000, zone),
 			ModifiedTime:       time.Date(2025, 2, 3, 4, 5, 6, 0, time.UTC)}
-		for _, u := range []models.User{base, withAll} {
+		for _, u := range []identity.User{base, withAll} {
 			got := appendUserJSON(nil, &u)
 			want, _ := json.Marshal(newUserView(&u))
 			if string(got) != string(want) {
@@ -75,11 +75,11 @@ func TestAppendJSONString_MatchesEncodingJSON(t *testing.T) {
 func TestWriteUserPage_MatchesEncodingJSON(t *testing.T) {
 	gin.SetMode(gin.ReleaseMode)
 	manager := int64(42)
-	src := &models.PrimarySource{ID: "ad-1", ApplicationName: "AD <x>", IsEnabled: true,
-		ApplicationService: models.ApplicationService{ID: "ad", Name: "Active Directory", ServiceName: "AD", Logo: "x"},
+	src := &identity.PrimarySource{ID: "ad-1", ApplicationName: "AD <x>", IsEnabled: true,
+		ApplicationService: identity.ApplicationService{ID: "ad", Name: "Active Directory", ServiceName: "AD", Logo: "x"},
 		CreationTime:       time.Date(2025, 1, 2, 3, 4, 5, 6000, time.FixedZone("x", 3600)),
 		ModifiedTime:       time.Date(2025, 2, 3, 4, 5, 6, 0, time.UTC)}
-	users := []models.User{
+	users := []identity.User{
 		{ID: 1, FirstName: "Ann", Email: "a@example.com", Status: 1, IsLicensed: true, CreatedAt: time.Unix(1, 0), UpdatedAt: time.Unix(2, 5000)},
 		{ID: 382621712387010659, FirstName: "ünï \"q\" & <b>", ManagerID: &manager, PrimarySource: src, IsDomainVerified: true,
 			CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC), UpdatedAt: time.Now()},
@@ -91,7 +91,7 @@ func TestWriteUserPage_MatchesEncodingJSON(t *testing.T) {
 		&listing.CursorMeta{Cursor: &cursor, IsLast: true, Limit: 100, Total: 2},
 		&listing.OffsetMeta{StartIndex: listing.StartIndex{N: 3, Quoted: true}, Limit: 2, Total: 9},
 	} {
-		for _, page := range [][]models.User{users, nil} {
+		for _, page := range [][]identity.User{users, nil} {
 			rec := httptest.NewRecorder()
 			c, _ := gin.CreateTestContext(rec)
 			if err := writeUserPage(c, page, nil, meta); err != nil {
@@ -114,10 +114,10 @@ func TestWriteUserPage_MatchesEncodingJSON(t *testing.T) {
 // BenchmarkWriteUserPage writes pages of 100 users as GET /users answers them.
 func BenchmarkWriteUserPage(b *testing.B) {
 	gin.SetMode(gin.ReleaseMode)
-	users := make([]models.User, 100)
+	users := make([]identity.User, 100)
 	now := time.Now().UTC()
 	for i := range users {
-		users[i] = models.User{ID: 382621712387010659 + int64(i), OrgID: 1, FirstName: fmt.Sprintf("First%d", i),
+		users[i] = identity.User{ID: 382621712387010659 + int64(i), OrgID: 1, FirstName: fmt.Sprintf("First%d", i),
 			LastName: fmt.Sprintf("Last%d", i), DisplayName: fmt.Sprintf("First%d Last%d", i, i),
 			Email: fmt.Sprintf("user%07d@example.com", i), EmployeeID: fmt.Sprintf("E%07d", i),
 			Department: "Dept-07", Title: "Engineer", Country: "DE", Status: 1, IsLicensed: true, CreatedAt: now, UpdatedAt: now}

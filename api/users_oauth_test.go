@@ -11,6 +11,10 @@ import (
 	"iam/api/oauth"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/identity"
+	"iam/models/oauthstore"
+	"iam/models/sqldb"
+	"iam/models/store"
 )
 
 // oauthTokens validates with the authorization server made after the API
@@ -34,14 +38,14 @@ func TestUsers_RealOAuthTokens(t *testing.T) {
 	}
 	tokens.srv.Store(srv)
 	ctx := context.Background()
-	issue := func(org *models.Organization, scopes ...string) string {
+	issue := func(org *identity.Organization, scopes ...string) string {
 		t.Helper()
-		admin := &models.User{OrgID: org.ID, Email: "admin-" + models.FormatID(models.NewID()) + "@example.com", Role: models.RoleAdmin, Status: models.UserActive}
+		admin := &identity.User{OrgID: org.ID, Email: "admin-" + models.FormatID(sqldb.NewID()) + "@example.com", Role: identity.RoleAdmin, Status: identity.UserActive}
 		if err := env.Store.Users.Create(ctx, admin, ""); err != nil {
 			t.Fatal(err)
 		}
-		client := &models.OAuthClient{OrgID: org.ID, Name: "users test", HomepageURL: "https://app.example.com", Type: models.ClientSelf}
-		if _, err := models.NewStore(db).OAuthClients.Create(ctx, client); err != nil {
+		client := &oauthstore.OAuthClient{OrgID: org.ID, Name: "users test", HomepageURL: "https://app.example.com", Type: oauthstore.ClientSelf}
+		if _, err := store.NewStore(db).OAuthClients.Create(ctx, client); err != nil {
 			t.Fatal(err)
 		}
 		resp, err := srv.IssueToken(ctx, oauth.IssueRequest{ClientID: client.ID, OrgID: org.ID, UserID: admin.ID, Scopes: scopes})

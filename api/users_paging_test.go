@@ -14,6 +14,7 @@ import (
 	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/identity"
 )
 
 // TestUsers_CursorPagingUnderConcurrentWrites pages through GET /users
@@ -27,8 +28,8 @@ func TestUsers_CursorPagingUnderConcurrentWrites(t *testing.T) {
 		depts := []string{"Sales", "IT", "HR", "Ops"}
 		var originals []int64
 		for i := range 300 {
-			u := &models.User{OrgID: env.Org.ID, Email: fmt.Sprintf("o%d@example.com", i), LastName: fmt.Sprintf("L%03d", rand.IntN(1000)), //nolint:gosec // G404: test data, not a secret
-				Department: depts[i%4], Status: models.UserActive, IsLicensed: true}
+			u := &identity.User{OrgID: env.Org.ID, Email: fmt.Sprintf("o%d@example.com", i), LastName: fmt.Sprintf("L%03d", rand.IntN(1000)), //nolint:gosec // G404: test data, not a secret
+				Department: depts[i%4], Status: identity.UserActive, IsLicensed: true}
 			if err := env.Store.Users.Create(ctx, u, ""); err != nil {
 				t.Fatal(err)
 			}
@@ -49,7 +50,7 @@ func TestUsers_CursorPagingUnderConcurrentWrites(t *testing.T) {
 						for n := 0; wctx.Err() == nil; n++ {
 							time.Sleep(time.Millisecond)
 							if r.IntN(3) != 0 {
-								u := &models.User{OrgID: env.Org.ID, Email: fmt.Sprintf("w%d-%d-%d@example.com", w, n, r.Int()),
+								u := &identity.User{OrgID: env.Org.ID, Email: fmt.Sprintf("w%d-%d-%d@example.com", w, n, r.Int()),
 									LastName: fmt.Sprintf("L%03d", r.IntN(1000)), Department: depts[r.IntN(4)], Status: 1}
 								_ = env.Store.Users.Create(context.Background(), u, "")
 								continue

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"iam/models"
+	"iam/models/identity"
 )
 
 // userCreateRequest is the body of POST /users: firstName and email are
@@ -65,8 +66,8 @@ func (r *userCreateRequest) check() error {
 
 // user builds the user to create in org from the request (decodeJSON has
 // checked it).
-func (r *userCreateRequest) user(orgID int64) (*models.User, error) {
-	u := &models.User{OrgID: orgID, Status: models.UserActive, IsLicensed: true, Role: models.RoleUser}
+func (r *userCreateRequest) user(orgID int64) (*identity.User, error) {
+	u := &identity.User{OrgID: orgID, Status: identity.UserActive, IsLicensed: true, Role: identity.RoleUser}
 	if err := r.apply(u); err != nil {
 		return nil, err
 	}

@@ -67,7 +67,7 @@ func ErrorCode(err error) string {
 	if errors.As(err, &e) {
 		return e.Code
 	}
-	if isTransient(err) {
+	if IsTransient(err) {
 		return EUNAVAILABLE
 	}
 	return EINTERNAL

@@ -38,11 +38,11 @@ func IsUnavailable(err error) bool {
 	if errors.As(err, &me) {
 		return me.Code == EUNAVAILABLE
 	}
-	return isTransient(err)
+	return IsTransient(err)
 }
 
 // isTransient classifies driver and network errors; see IsUnavailable.
-func isTransient(err error) bool {
+func IsTransient(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
@@ -79,8 +79,8 @@ func isTransient(err error) bool {
 
 // unavailable returns errUnavailable wrapping err when err is transient, and
 // err otherwise.
-func unavailable(err error) error {
-	if err == nil || !isTransient(err) {
+func Unavailable(err error) error {
+	if err == nil || !IsTransient(err) {
 		return err
 	}
 	var me *Error
@@ -114,12 +114,12 @@ func (e *unavailableError) Unwrap() error { return e.cause }
 // moment long goes unnoticed while an outage is answered within a second.
 const TxAttempts = 3
 
-var txBackoff = 100 * time.Millisecond
+var TxBackoff = 100 * time.Millisecond
 
 // retryWait returns how long to wait before attempt n (1 is the first
 // retry).
-func retryWait(n int) time.Duration {
-	d := txBackoff
+func RetryWait(n int) time.Duration {
+	d := TxBackoff
 	for range n - 1 {
 		d *= 3
 	}
@@ -127,7 +127,7 @@ func retryWait(n int) time.Duration {
 }
 
 // sleepCtx waits d or until ctx ends; false when ctx ended.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
+func SleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -141,7 +141,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // connectAttempts is how many times a new database connection is tried when
 // the server refuses it for a transient reason (restarting, failing over,
 // out of connections).
-const connectAttempts = 2
+const ConnectAttempts = 2
 
 // RetryConnector opens PostgreSQL connections, trying again after a moment
 // when the server refuses one for a transient reason: nothing was sent yet,
@@ -156,7 +156,7 @@ type RetryConnector struct{ driver.Connector }
 func (c RetryConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	for attempt := 1; ; attempt++ {
 		conn, err := c.Connector.Connect(ctx)
-		if err == nil || attempt >= connectAttempts || !isTransient(err) || !sleepCtx(ctx, retryWait(attempt)) {
+		if err == nil || attempt >= ConnectAttempts || !IsTransient(err) || !SleepCtx(ctx, RetryWait(attempt)) {
 			return conn, err
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"iam/activities"
-	"iam/models"
+	"iam/models/store"
 	"iam/notify"
 	"iam/workflows"
 )
@@ -36,7 +36,7 @@ type NotifyDeps struct {
 // NewNotify returns the worker of the notification send step: the queue
 // paired with jobsQueue (workflows.NotifyTaskQueueFor), activities only,
 // rate-limited. dev and worker run it beside New's.
-func NewNotify(c client.Client, jobsQueue string, store *models.Store, n NotifyDeps) sdkworker.Worker {
+func NewNotify(c client.Client, jobsQueue string, store *store.Store, n NotifyDeps) sdkworker.Worker {
 	w := sdkworker.New(c, workflows.NotifyTaskQueueFor(jobsQueue), sdkworker.Options{
 		DisableWorkflowWorker:        true,
 		TaskQueueActivitiesPerSecond: n.ActivitiesPerSecond,

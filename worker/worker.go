@@ -17,14 +17,14 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"iam/activities"
-	"iam/models"
 	"iam/models/secret"
+	"iam/models/store"
 	"iam/workflows"
 )
 
 // Deps are what the activities need.
 type Deps struct {
-	Store *models.Store
+	Store *store.Store
 	// Secrets seals enrollment secrets (IAM_ENCRYPTION_KEY); nil leaves the
 	// rows that carry one failing.
 	Secrets *secret.Box

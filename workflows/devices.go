@@ -4,12 +4,12 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"iam/activities"
-	"iam/models"
+	"iam/models/jobs"
 )
 
 // DeviceSyncWorkflowName is the workflow type of account-linking syncs (the
 // job rows name it).
-const DeviceSyncWorkflowName = models.DeviceSyncJobKind
+const DeviceSyncWorkflowName = jobs.DeviceSyncJobKind
 
 // Sync sizing: accounts per batch (one transaction each) and batches per
 // activity (one heartbeat per batch).

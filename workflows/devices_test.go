@@ -13,7 +13,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"iam/activities"
-	"iam/models"
+	"iam/models/devices"
+	"iam/models/jobs"
 )
 
 func newSyncEnv(t *testing.T, input json.RawMessage) *testsuite.TestWorkflowEnvironment {
@@ -40,12 +41,12 @@ func fakeAccounts(n int64, calls *int) func(context.Context, activities.SyncChun
 		}
 		done = min(done+int64(in.BatchSize*in.Batches), n)
 		return activities.SyncChunkResult{Last: done, Done: done == n,
-			Progress: models.JobProgress{Total: n, Processed: done, Success: done / 2}}, nil
+			Progress: jobs.JobProgress{Total: n, Processed: done, Success: done / 2}}, nil
 	}
 }
 
 func syncInput(t *testing.T) json.RawMessage {
-	set := models.DefaultAccountLinkingSettings()
+	set := devices.DefaultAccountLinkingSettings()
 	set.IsEnabled, set.AttributeValue = true, "employeeID"
 	b, err := json.Marshal(set)
 	if err != nil {
@@ -62,9 +63,9 @@ func TestDeviceAccountSync_RunsChunksToTheEnd(t *testing.T) {
 	env.OnActivity(deviceActivities.SyncAccountsChunk, mock.Anything, mock.Anything).Return(fakeAccounts(n, &calls))
 	var finished activities.FinishInput
 	env.OnActivity(jobActivities.FinishJob, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FinishInput) (models.JobStatus, error) {
+		func(_ context.Context, in activities.FinishInput) (jobs.JobStatus, error) {
 			finished = in
-			return models.JobCompleted, nil
+			return jobs.JobCompleted, nil
 		})
 	env.ExecuteWorkflow(DeviceSyncWorkflowName, JobInput{Job: ref})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
@@ -103,9 +104,9 @@ func TestDeviceAccountSync_BadInputFails(t *testing.T) {
 	env := newSyncEnv(t, json.RawMessage(`{"group_id": "1"}`))
 	var finished activities.FinishInput
 	env.OnActivity(jobActivities.FinishJob, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FinishInput) (models.JobStatus, error) {
+		func(_ context.Context, in activities.FinishInput) (jobs.JobStatus, error) {
 			finished = in
-			return models.JobError, nil
+			return jobs.JobError, nil
 		})
 	env.ExecuteWorkflow(DeviceSyncWorkflowName, JobInput{Job: ref})
 	if finished.Failure == "" {

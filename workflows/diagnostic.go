@@ -7,13 +7,13 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"iam/activities"
-	"iam/models"
+	"iam/models/jobs"
 )
 
 // Diagnostic job identity: the workflow type, and the module and action name
 // its job row shows.
 const (
-	DiagnosticWorkflowName = models.DiagnosticJobKind
+	DiagnosticWorkflowName = jobs.DiagnosticJobKind
 	DiagnosticModule       = "System"
 	DiagnosticAction       = "Diagnostic"
 )

@@ -14,10 +14,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"iam/activities"
-	"iam/models"
+	"iam/models/jobs"
 )
 
-var ref = models.JobRef{JobID: 42, OrgID: 7}
+var ref = jobs.JobRef{JobID: 42, OrgID: 7}
 
 func newDiagnosticEnv(t *testing.T, params activities.DiagnosticParams) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
@@ -51,9 +51,9 @@ func TestDiagnostic_ProcessesEveryChunkAndFinishes(t *testing.T) {
 	env.OnActivity(diagnosticActivities.RunDiagnosticChunk, mock.Anything, mock.Anything).Return(chunkRunner(&calls))
 	var finished activities.FinishInput
 	env.OnActivity(jobActivities.FinishJob, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FinishInput) (models.JobStatus, error) {
+		func(_ context.Context, in activities.FinishInput) (jobs.JobStatus, error) {
 			finished = in
-			return models.JobCompleted, nil
+			return jobs.JobCompleted, nil
 		})
 
 	env.ExecuteWorkflow(DiagnosticWorkflowName, JobInput{Job: ref})
@@ -106,9 +106,9 @@ func TestDiagnostic_ContinuesAsNewWithItsState(t *testing.T) {
 	env2.OnActivity(diagnosticActivities.RunDiagnosticChunk, mock.Anything, mock.Anything).Return(chunkRunner(&calls2))
 	var finished activities.FinishInput
 	env2.OnActivity(jobActivities.FinishJob, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FinishInput) (models.JobStatus, error) {
+		func(_ context.Context, in activities.FinishInput) (jobs.JobStatus, error) {
 			finished = in
-			return models.JobCompleted, nil
+			return jobs.JobCompleted, nil
 		})
 	env2.ExecuteWorkflow(DiagnosticWorkflowName, next)
 	if err := env2.GetWorkflowError(); err != nil {
@@ -126,9 +126,9 @@ func TestDiagnostic_FailedChunkEndsTheJobInError(t *testing.T) {
 		Return(activities.Progress{}, temporal.NewNonRetryableApplicationError("the input is broken", activities.ErrInvalid, nil))
 	var finished activities.FinishInput
 	env.OnActivity(jobActivities.FinishJob, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FinishInput) (models.JobStatus, error) {
+		func(_ context.Context, in activities.FinishInput) (jobs.JobStatus, error) {
 			finished = in
-			return models.JobError, nil
+			return jobs.JobError, nil
 		})
 
 	env.ExecuteWorkflow(DiagnosticWorkflowName, JobInput{Job: ref})

@@ -7,13 +7,14 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"iam/activities"
-	"iam/models"
+	"iam/models/enrollment"
+	"iam/models/jobs"
 )
 
 // Quick enrollment workflow types (the job rows' kind, models.*JobKind).
 const (
-	EnrollCSVWorkflowName        = models.EnrollCSVJobKind
-	EnrollSmartCardsWorkflowName = models.EnrollSmartCardsJobKind
+	EnrollCSVWorkflowName        = jobs.EnrollCSVJobKind
+	EnrollSmartCardsWorkflowName = jobs.EnrollSmartCardsJobKind
 )
 
 var enrollActivities *activities.Enrollment
@@ -31,7 +32,7 @@ func EnrollCSV(ctx workflow.Context, in JobInput) error {
 }
 
 func runEnrollCSV(ctx workflow.Context, run *jobRun) error {
-	var params models.EnrollCSVInput
+	var params enrollment.EnrollCSVInput
 	if err := json.Unmarshal(run.info.Input, &params); err != nil {
 		return temporal.NewNonRetryableApplicationError("the job input is not valid", activities.ErrInvalid, err)
 	}
@@ -71,7 +72,7 @@ func EnrollSmartCards(ctx workflow.Context, in JobInput) error {
 }
 
 func runEnrollSmartCards(ctx workflow.Context, run *jobRun) error {
-	var params models.EnrollSmartCardsInput
+	var params enrollment.EnrollSmartCardsInput
 	if err := json.Unmarshal(run.info.Input, &params); err != nil {
 		return temporal.NewNonRetryableApplicationError("the job input is not valid", activities.ErrInvalid, err)
 	}

@@ -14,7 +14,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"iam/activities"
-	"iam/models"
+	"iam/models/enrollment"
+	"iam/models/jobs"
 )
 
 func newEnrollEnv(t *testing.T, name string, fn any, input any) *testsuite.TestWorkflowEnvironment {
@@ -43,7 +44,7 @@ func csvChunks(rows, size int64, calls *int) func(context.Context, activities.En
 }
 
 func TestEnrollCSV_CountsThenWorksThroughChunks(t *testing.T) {
-	env := newEnrollEnv(t, EnrollCSVWorkflowName, EnrollCSV, models.EnrollCSVInput{BlobID: 9, Encoding: "UTF-8", ChunkRows: 100})
+	env := newEnrollEnv(t, EnrollCSVWorkflowName, EnrollCSV, enrollment.EnrollCSVInput{BlobID: 9, Encoding: "UTF-8", ChunkRows: 100})
 	env.OnActivity(enrollActivities.CountEnrollCSVRows, mock.Anything, mock.Anything).Return(activities.Progress{Total: 250}, nil)
 	calls := 0
 	var froms []int64
@@ -57,9 +58,9 @@ func TestEnrollCSV_CountsThenWorksThroughChunks(t *testing.T) {
 		})
 	var finished activities.FinishInput
 	env.OnActivity(jobActivities.FinishJob, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FinishInput) (models.JobStatus, error) {
+		func(_ context.Context, in activities.FinishInput) (jobs.JobStatus, error) {
 			finished = in
-			return models.JobCompleted, nil
+			return jobs.JobCompleted, nil
 		})
 
 	env.ExecuteWorkflow(EnrollCSVWorkflowName, JobInput{Job: ref})
@@ -83,7 +84,7 @@ func TestEnrollCSV_CountsThenWorksThroughChunks(t *testing.T) {
 
 func TestEnrollCSV_ContinuesAsNewWithoutCountingAgain(t *testing.T) {
 	rows := int64(chunksPerRun*10 + 5)
-	env := newEnrollEnv(t, EnrollCSVWorkflowName, EnrollCSV, models.EnrollCSVInput{ChunkRows: 10})
+	env := newEnrollEnv(t, EnrollCSVWorkflowName, EnrollCSV, enrollment.EnrollCSVInput{ChunkRows: 10})
 	env.OnActivity(enrollActivities.CountEnrollCSVRows, mock.Anything, mock.Anything).Return(activities.Progress{Total: rows}, nil)
 	calls := 0
 	env.OnActivity(enrollActivities.EnrollCSVRows, mock.Anything, mock.Anything).Return(csvChunks(rows, 10, &calls))
@@ -100,10 +101,10 @@ func TestEnrollCSV_ContinuesAsNewWithoutCountingAgain(t *testing.T) {
 		t.Fatalf("handed over %+v", next.Resume)
 	}
 
-	env2 := newEnrollEnv(t, EnrollCSVWorkflowName, EnrollCSV, models.EnrollCSVInput{ChunkRows: 10})
+	env2 := newEnrollEnv(t, EnrollCSVWorkflowName, EnrollCSV, enrollment.EnrollCSVInput{ChunkRows: 10})
 	calls2 := 0
 	env2.OnActivity(enrollActivities.EnrollCSVRows, mock.Anything, mock.Anything).Return(csvChunks(rows, 10, &calls2))
-	env2.OnActivity(jobActivities.FinishJob, mock.Anything, mock.Anything).Return(models.JobCompleted, nil)
+	env2.OnActivity(jobActivities.FinishJob, mock.Anything, mock.Anything).Return(jobs.JobCompleted, nil)
 	env2.ExecuteWorkflow(EnrollCSVWorkflowName, next)
 	if err := env2.GetWorkflowError(); err != nil {
 		t.Fatal(err)
@@ -116,14 +117,14 @@ func TestEnrollCSV_ContinuesAsNewWithoutCountingAgain(t *testing.T) {
 }
 
 func TestEnrollCSV_BrokenInputEndsInError(t *testing.T) {
-	env := newEnrollEnv(t, EnrollCSVWorkflowName, EnrollCSV, models.EnrollCSVInput{})
+	env := newEnrollEnv(t, EnrollCSVWorkflowName, EnrollCSV, enrollment.EnrollCSVInput{})
 	env.OnActivity(enrollActivities.CountEnrollCSVRows, mock.Anything, mock.Anything).
 		Return(activities.Progress{}, temporal.NewNonRetryableApplicationError("unknown file encoding", activities.ErrInvalid, nil))
 	var finished activities.FinishInput
 	env.OnActivity(jobActivities.FinishJob, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FinishInput) (models.JobStatus, error) {
+		func(_ context.Context, in activities.FinishInput) (jobs.JobStatus, error) {
 			finished = in
-			return models.JobError, nil
+			return jobs.JobError, nil
 		})
 	env.ExecuteWorkflow(EnrollCSVWorkflowName, JobInput{Job: ref})
 	if env.GetWorkflowError() == nil || finished.Failure != "unknown file encoding" {
@@ -132,7 +133,7 @@ func TestEnrollCSV_BrokenInputEndsInError(t *testing.T) {
 }
 
 func TestEnrollCSV_DeletedJobStopsQuietly(t *testing.T) {
-	env := newEnrollEnv(t, EnrollCSVWorkflowName, EnrollCSV, models.EnrollCSVInput{})
+	env := newEnrollEnv(t, EnrollCSVWorkflowName, EnrollCSV, enrollment.EnrollCSVInput{})
 	env.OnActivity(enrollActivities.CountEnrollCSVRows, mock.Anything, mock.Anything).Return(activities.Progress{Total: 10}, nil)
 	env.OnActivity(enrollActivities.EnrollCSVRows, mock.Anything, mock.Anything).
 		Return(activities.EnrollChunkResult{}, temporal.NewNonRetryableApplicationError("gone", activities.ErrJobGone, nil))
@@ -144,7 +145,7 @@ func TestEnrollCSV_DeletedJobStopsQuietly(t *testing.T) {
 }
 
 func TestEnrollSmartCards_ChunksByEntryIndex(t *testing.T) {
-	env := newEnrollEnv(t, EnrollSmartCardsWorkflowName, EnrollSmartCards, models.EnrollSmartCardsInput{Entries: 25, ChunkRows: 10})
+	env := newEnrollEnv(t, EnrollSmartCardsWorkflowName, EnrollSmartCards, enrollment.EnrollSmartCardsInput{Entries: 25, ChunkRows: 10})
 	var spans [][2]int64
 	env.OnActivity(enrollActivities.EnrollSmartCards, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.EnrollSmartCardChunk) (activities.EnrollChunkResult, error) {
@@ -156,9 +157,9 @@ func TestEnrollSmartCards_ChunksByEntryIndex(t *testing.T) {
 		})
 	var finished activities.FinishInput
 	env.OnActivity(jobActivities.FinishJob, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FinishInput) (models.JobStatus, error) {
+		func(_ context.Context, in activities.FinishInput) (jobs.JobStatus, error) {
 			finished = in
-			return models.JobError, nil
+			return jobs.JobError, nil
 		})
 	env.ExecuteWorkflow(EnrollSmartCardsWorkflowName, JobInput{Job: ref})
 	if env.GetWorkflowError() != nil {

@@ -5,13 +5,13 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"iam/activities"
-	"iam/models"
+	"iam/models/jobs"
 )
 
 // Group recompute job identity: the workflow type, and the module and action
 // name its job row shows.
 const (
-	GroupRecomputeWorkflowName = models.GroupRecomputeJobKind
+	GroupRecomputeWorkflowName = jobs.GroupRecomputeJobKind
 	IdentityModule             = "Identity"
 	GroupRecomputeAction       = "Recompute dynamic group members"
 )

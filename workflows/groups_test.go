@@ -12,7 +12,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"iam/activities"
-	"iam/models"
+	"iam/models/identity"
+	"iam/models/jobs"
 )
 
 func newRecomputeEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
@@ -23,7 +24,7 @@ func newRecomputeEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env.RegisterWorkflowWithOptions(GroupRecompute, workflow.RegisterOptions{Name: GroupRecomputeWorkflowName})
 	env.RegisterActivity(&activities.Jobs{})
 	env.RegisterActivity(&activities.Groups{})
-	input, _ := json.Marshal(models.RecomputeInput{GroupID: 9, RuleVersion: 2})
+	input, _ := json.Marshal(identity.RecomputeInput{GroupID: 9, RuleVersion: 2})
 	env.OnActivity(jobActivities.StartJob, mock.Anything, ref).
 		Return(activities.JobInfo{Kind: GroupRecomputeWorkflowName, Input: input}, nil)
 	return env
@@ -37,7 +38,7 @@ func fakeUsers(n int64, calls *int, stopAt int) func(context.Context, activities
 			panic("wrong input")
 		}
 		if *calls == stopAt {
-			return activities.RecomputeChunkResult{After: in.After, Stopped: models.RecomputeSuperseded, Progress: in.Before}, nil
+			return activities.RecomputeChunkResult{After: in.After, Stopped: identity.RecomputeSuperseded, Progress: in.Before}, nil
 		}
 		next := min(in.After+int64(in.BatchSize*in.Batches), n)
 		p := in.Before
@@ -54,9 +55,9 @@ func TestGroupRecompute_RunsChunksToTheEnd(t *testing.T) {
 	env.OnActivity(groupActivities.RecomputeGroupChunk, mock.Anything, mock.Anything).Return(fakeUsers(users, &calls, 0))
 	var finished activities.FinishInput
 	env.OnActivity(jobActivities.FinishJob, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FinishInput) (models.JobStatus, error) {
+		func(_ context.Context, in activities.FinishInput) (jobs.JobStatus, error) {
 			finished = in
-			return models.JobCompleted, nil
+			return jobs.JobCompleted, nil
 		})
 	env.ExecuteWorkflow(GroupRecomputeWorkflowName, JobInput{Job: ref})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
@@ -76,12 +77,12 @@ func TestGroupRecompute_StopsWhenSuperseded(t *testing.T) {
 	env.OnActivity(groupActivities.RecomputeGroupChunk, mock.Anything, mock.Anything).Return(fakeUsers(500_000, &calls, 2))
 	var finished activities.FinishInput
 	env.OnActivity(jobActivities.FinishJob, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FinishInput) (models.JobStatus, error) {
+		func(_ context.Context, in activities.FinishInput) (jobs.JobStatus, error) {
 			finished = in
-			return models.JobError, nil
+			return jobs.JobError, nil
 		})
 	env.ExecuteWorkflow(GroupRecomputeWorkflowName, JobInput{Job: ref})
-	if calls != 2 || finished.Failure != models.RecomputeSuperseded {
+	if calls != 2 || finished.Failure != identity.RecomputeSuperseded {
 		t.Errorf("%d chunks, finished with %+v; want 2 and the superseded message", calls, finished)
 	}
 }

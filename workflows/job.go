@@ -9,14 +9,14 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"iam/activities"
-	"iam/models"
+	"iam/models/jobs"
 )
 
 // JobInput starts a job workflow. Resume is nil on a job's first run and
 // carries the state across continue-as-new.
 type JobInput struct {
-	Job    models.JobRef `json:"job"`
-	Resume *JobResume    `json:"resume,omitempty"`
+	Job    jobs.JobRef `json:"job"`
+	Resume *JobResume  `json:"resume,omitempty"`
 }
 
 // JobResume is the state a job workflow hands to its next run.
@@ -33,7 +33,7 @@ const chunksPerRun = 200
 // jobRun is the state every job workflow run shares: its job, its progress,
 // and the query, summary and search attributes that show them.
 type jobRun struct {
-	ref      models.JobRef
+	ref      jobs.JobRef
 	info     activities.JobInfo
 	next     int64
 	progress activities.Progress

@@ -8,12 +8,13 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"iam/activities"
-	"iam/models"
+	"iam/models/jobs"
+	"iam/models/management"
 )
 
 // ManagementWorkflowName is the workflow type of management executions
 // (models.MgmtJobKind: the job rows name it).
-const ManagementWorkflowName = models.MgmtJobKind
+const ManagementWorkflowName = jobs.MgmtJobKind
 
 // Execution sizing: targets per batch (one transaction each) and batches
 // per activity (one heartbeat per batch).
@@ -46,7 +47,7 @@ func runManagement(ctx workflow.Context, run *jobRun) error {
 	if run.progress.Total == 0 {
 		run.progress = att.Progress
 	}
-	status := models.ExecCompleted
+	status := management.ExecCompleted
 	var bodyErr error
 	cctx := workflow.WithActivityOptions(ctx, chunkOptions)
 	for {
@@ -54,14 +55,14 @@ func runManagement(ctx workflow.Context, run *jobRun) error {
 			return run.continueAsNew(ctx, ManagementExecution)
 		}
 		if !att.Deadline.IsZero() && !workflow.Now(ctx).Before(att.Deadline) {
-			status = models.ExecTimeOut
+			status = management.ExecTimeOut
 			break
 		}
 		chunk := activities.MgmtChunk{Job: run.ref, ExecutionID: att.ExecutionID, Attempt: att.Attempt,
 			After: run.next, BatchSize: MgmtBatchSize, Batches: MgmtBatchesPerChunk, Before: run.progress}
 		var res activities.MgmtChunkResult
 		if err := workflow.ExecuteActivity(cctx, mgmtActivities.ExecuteChunk, chunk).Get(cctx, &res); err != nil {
-			status, bodyErr = models.ExecInterrupted, err
+			status, bodyErr = management.ExecInterrupted, err
 			break
 		}
 		run.advance(ctx, res.After, res.Progress)
@@ -91,7 +92,7 @@ func runManagement(ctx workflow.Context, run *jobRun) error {
 
 // ManagementResolveWorkflowName is the workflow type that resolves a large
 // upload's rows (models.MgmtResolveJobKind).
-const ManagementResolveWorkflowName = models.MgmtResolveJobKind
+const ManagementResolveWorkflowName = jobs.MgmtResolveJobKind
 
 // MgmtResolveRows is how many rows of an upload one activity resolves (one
 // transaction).
@@ -111,7 +112,7 @@ func ManagementUploadResolve(ctx workflow.Context, in JobInput) error {
 }
 
 func runUploadResolve(ctx workflow.Context, run *jobRun) error {
-	var params models.UploadResolveInput
+	var params management.UploadResolveInput
 	if err := json.Unmarshal(run.info.Input, &params); err != nil {
 		return temporal.NewNonRetryableApplicationError("the job input is not valid", activities.ErrInvalid, err)
 	}

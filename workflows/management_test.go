@@ -15,7 +15,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"iam/activities"
-	"iam/models"
+	"iam/models/jobs"
+	"iam/models/management"
 )
 
 func newMgmtEnv(t *testing.T, deadline time.Time) *testsuite.TestWorkflowEnvironment {
@@ -60,9 +61,9 @@ func TestManagementExecution_RunsChunksAndCompletes(t *testing.T) {
 		})
 	var finished activities.FinishInput
 	env.OnActivity(jobActivities.FinishJob, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FinishInput) (models.JobStatus, error) {
+		func(_ context.Context, in activities.FinishInput) (jobs.JobStatus, error) {
 			finished = in
-			return models.JobWarning, nil
+			return jobs.JobWarning, nil
 		})
 	env.ExecuteWorkflow(ManagementWorkflowName, JobInput{Job: ref})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
@@ -71,7 +72,7 @@ func TestManagementExecution_RunsChunksAndCompletes(t *testing.T) {
 	if calls != 3 { // 10,000 a chunk
 		t.Errorf("%d chunks for 25,000 users, want 3", calls)
 	}
-	if ended.Status != string(models.ExecCompleted) || ended.ExecutionID != 77 || ended.Attempt != 2 {
+	if ended.Status != string(management.ExecCompleted) || ended.ExecutionID != 77 || ended.Attempt != 2 {
 		t.Errorf("attempt ended with %+v", ended)
 	}
 	if finished.Failure != "" || finished.Progress.Failed != 1714 || finished.Progress.Processed != 12_000 {
@@ -98,15 +99,15 @@ func TestManagementExecution_TimesOut(t *testing.T) {
 		})
 	var finished activities.FinishInput
 	env.OnActivity(jobActivities.FinishJob, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FinishInput) (models.JobStatus, error) {
+		func(_ context.Context, in activities.FinishInput) (jobs.JobStatus, error) {
 			finished = in
-			return models.JobWarning, nil
+			return jobs.JobWarning, nil
 		})
 	env.ExecuteWorkflow(ManagementWorkflowName, JobInput{Job: ref})
 	if env.GetWorkflowError() != nil {
 		t.Fatalf("workflow: %v", env.GetWorkflowError())
 	}
-	if calls != 2 || ended.Status != string(models.ExecTimeOut) {
+	if calls != 2 || ended.Status != string(management.ExecTimeOut) {
 		t.Errorf("%d chunks, attempt ended %+v; want 2 and time_out", calls, ended)
 	}
 	if finished.Progress.Failed != 3428 {
@@ -126,15 +127,15 @@ func TestManagementExecution_JobDeletedInterrupts(t *testing.T) {
 		})
 	jobFinished := false
 	env.OnActivity(jobActivities.FinishJob, mock.Anything, mock.Anything).Return(
-		func(context.Context, activities.FinishInput) (models.JobStatus, error) {
+		func(context.Context, activities.FinishInput) (jobs.JobStatus, error) {
 			jobFinished = true
-			return models.JobError, nil
+			return jobs.JobError, nil
 		})
 	env.ExecuteWorkflow(ManagementWorkflowName, JobInput{Job: ref})
 	if env.GetWorkflowError() != nil {
 		t.Fatalf("a deleted job ends the workflow quietly: %v", env.GetWorkflowError())
 	}
-	if ended.Status != string(models.ExecInterrupted) || jobFinished {
+	if ended.Status != string(management.ExecInterrupted) || jobFinished {
 		t.Errorf("attempt ended %+v, job finished %v; want interrupted and no job write", ended, jobFinished)
 	}
 }
@@ -155,12 +156,12 @@ func TestManagementExecution_CancelInterrupts(t *testing.T) {
 		})
 	var finished activities.FinishInput
 	env.OnActivity(jobActivities.FinishJob, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FinishInput) (models.JobStatus, error) {
+		func(_ context.Context, in activities.FinishInput) (jobs.JobStatus, error) {
 			finished = in
-			return models.JobError, nil
+			return jobs.JobError, nil
 		})
 	env.ExecuteWorkflow(ManagementWorkflowName, JobInput{Job: ref})
-	if ended.Status != string(models.ExecInterrupted) || finished.Failure != "the job was cancelled" {
+	if ended.Status != string(management.ExecInterrupted) || finished.Failure != "the job was cancelled" {
 		t.Errorf("attempt ended %+v, job finished %+v; want interrupted and cancelled", ended, finished)
 	}
 }
@@ -175,7 +176,7 @@ func TestManagementUploadResolve_ChunksUntilResolved(t *testing.T) {
 	env.RegisterWorkflowWithOptions(ManagementUploadResolve, workflow.RegisterOptions{Name: ManagementResolveWorkflowName})
 	env.RegisterActivity(&activities.Jobs{})
 	env.RegisterActivity(&activities.Management{})
-	input, _ := json.Marshal(models.UploadResolveInput{UploadID: 5, BlobID: 6, Encoding: "UTF-8", DataOffset: 20})
+	input, _ := json.Marshal(management.UploadResolveInput{UploadID: 5, BlobID: 6, Encoding: "UTF-8", DataOffset: 20})
 	env.OnActivity(jobActivities.StartJob, mock.Anything, ref).Return(activities.JobInfo{Kind: ManagementResolveWorkflowName, Input: input}, nil)
 	const rows = 4500
 	var froms []int64
@@ -192,9 +193,9 @@ func TestManagementUploadResolve_ChunksUntilResolved(t *testing.T) {
 		})
 	var finished activities.FinishInput
 	env.OnActivity(jobActivities.FinishJob, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FinishInput) (models.JobStatus, error) {
+		func(_ context.Context, in activities.FinishInput) (jobs.JobStatus, error) {
 			finished = in
-			return models.JobCompleted, nil
+			return jobs.JobCompleted, nil
 		})
 	env.ExecuteWorkflow(ManagementResolveWorkflowName, JobInput{Job: ref})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {

@@ -27,8 +27,11 @@ import (
 	"iam/api"
 	"iam/api/auth"
 	"iam/api/jobrun"
-	"iam/models"
+	"iam/models/identity"
+	"iam/models/jobs"
 	"iam/models/secret/secrettest"
+	"iam/models/sqldb"
+	"iam/models/store"
 	"iam/worker"
 	"iam/workflows"
 )
@@ -92,7 +95,7 @@ func testPackages(t testing.TB) string {
 // Env is a running API for one test.
 type Env struct {
 	t     testing.TB
-	Store *models.Store
+	Store *store.Store
 	// DB is the database under Store, for a test's own seeds and checks.
 	DB       *bun.DB
 	Temporal client.Client // nil without Options.Temporal
@@ -101,7 +104,7 @@ type Env struct {
 	URL      string
 	Tokens   *Tokens
 	// Org is an organization made for the test; more with NewOrg.
-	Org *models.Organization
+	Org *identity.Organization
 }
 
 var shared struct {
@@ -141,12 +144,12 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	e := &Env{t: t, Store: models.NewStore(db).SealBlobs(secrettest.Box), DB: db, Tokens: &Tokens{}}
+	e := &Env{t: t, Store: store.NewStore(db).SealBlobs(secrettest.Box), DB: db, Tokens: &Tokens{}}
 	e.Jobs = &jobrun.Launcher{Store: e.Store, Log: log}
 	if opts.Temporal {
 		e.Temporal = sharedTemporal(t)
 		e.Jobs.Client = e.Temporal
-		e.Jobs.TaskQueue = fmt.Sprintf("test-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), models.NewID())
+		e.Jobs.TaskQueue = fmt.Sprintf("test-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), sqldb.NewID())
 		w := worker.NewOn(e.Temporal, e.Jobs.TaskQueue, worker.Deps{Store: e.Store, Secrets: secrettest.Box,
 			MgmtExecutionTimeout: opts.MgmtExecutionTimeout})
 		if err := w.Start(); err != nil {
@@ -157,7 +160,7 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 	if opts.TemporalClient != nil {
 		e.Temporal = opts.TemporalClient
 		e.Jobs.Client = e.Temporal
-		e.Jobs.TaskQueue = fmt.Sprintf("test-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), models.NewID())
+		e.Jobs.TaskQueue = fmt.Sprintf("test-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), sqldb.NewID())
 	}
 	if opts.AgentPackagesDir == "" {
 		opts.AgentPackagesDir = testPackages(t)
@@ -188,9 +191,9 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 // NewBareOrg creates an organization without any user, as Env.Org is (so
 // that a test counts its users from zero): for a test that compares two
 // organizations' runs. A test of tenant isolation takes NewOrg.
-func (e *Env) NewBareOrg(name string) *models.Organization {
+func (e *Env) NewBareOrg(name string) *identity.Organization {
 	e.t.Helper()
-	org := &models.Organization{Name: name}
+	org := &identity.Organization{Name: name}
 	if err := e.Store.Orgs.Create(context.Background(), org); err != nil {
 		e.t.Fatalf("create organization: %v", err)
 	}
@@ -200,10 +203,10 @@ func (e *Env) NewBareOrg(name string) *models.Organization {
 // NewOrg creates another organization, the way `iam orgs create` does
 // (models.Store.CreateOrganization: the organization with its first admin),
 // for the tests that prove one tenant cannot reach another's data.
-func (e *Env) NewOrg(name string) *models.Organization {
+func (e *Env) NewOrg(name string) *identity.Organization {
 	e.t.Helper()
-	org := &models.Organization{Name: name}
-	admin := models.FirstAdmin{Email: fmt.Sprintf("admin-%d@example.com", models.NewID()), Password: "tenant admin password"}
+	org := &identity.Organization{Name: name}
+	admin := identity.FirstAdmin{Email: fmt.Sprintf("admin-%d@example.com", sqldb.NewID()), Password: "tenant admin password"}
 	if _, _, err := e.Store.Orgs.CreateOrganization(context.Background(), org, admin); err != nil {
 		e.t.Fatalf("create organization: %v", err)
 	}
@@ -211,8 +214,8 @@ func (e *Env) NewOrg(name string) *models.Organization {
 }
 
 // Token mints a test token for a user of org holding scopes.
-func (e *Env) Token(org *models.Organization, scopes ...string) string {
-	return e.Tokens.Mint(auth.Principal{UserID: models.NewID(), OrgID: org.ID, Scopes: scopes})
+func (e *Env) Token(org *identity.Organization, scopes ...string) string {
+	return e.Tokens.Mint(auth.Principal{UserID: sqldb.NewID(), OrgID: org.ID, Scopes: scopes})
 }
 
 // Response is a finished request.
@@ -302,7 +305,7 @@ func (e *Env) Get(path, token string) *Response {
 }
 
 // StartDiagnostic creates a diagnostic job in org and launches it.
-func (e *Env) StartDiagnostic(org *models.Organization, params any) *models.Job {
+func (e *Env) StartDiagnostic(org *identity.Organization, params any) *jobs.Job {
 	e.t.Helper()
 	job := e.CreateDiagnostic(org, params)
 	if err := e.Jobs.Launch(context.Background(), job); err != nil {
@@ -312,15 +315,15 @@ func (e *Env) StartDiagnostic(org *models.Organization, params any) *models.Job 
 }
 
 // CreateDiagnostic writes a QUEUED diagnostic job without starting it.
-func (e *Env) CreateDiagnostic(org *models.Organization, params any) *models.Job {
+func (e *Env) CreateDiagnostic(org *identity.Organization, params any) *jobs.Job {
 	e.t.Helper()
 	input, err := json.Marshal(params)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	job := &models.Job{
+	job := &jobs.Job{
 		OrgID:      org.ID,
-		Kind:       models.DiagnosticJobKind,
+		Kind:       jobs.DiagnosticJobKind,
 		Module:     workflows.DiagnosticModule,
 		ActionName: workflows.DiagnosticAction,
 		Input:      input,
@@ -332,7 +335,7 @@ func (e *Env) CreateDiagnostic(org *models.Organization, params any) *models.Job
 }
 
 // WaitJob polls the job until done reports true, failing after timeout.
-func (e *Env) WaitJob(org *models.Organization, id int64, timeout time.Duration, done func(*models.Job) bool) *models.Job {
+func (e *Env) WaitJob(org *identity.Organization, id int64, timeout time.Duration, done func(*jobs.Job) bool) *jobs.Job {
 	e.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

@@ -21,13 +21,15 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"iam/models"
+	"iam/models/jobs"
+	"iam/models/store"
 	"iam/workflows"
 )
 
 // Launcher starts and cancels job workflows.
 type Launcher struct {
 	Client client.Client
-	Store  *models.Store
+	Store  *store.Store
 	Log    *slog.Logger
 	// TaskQueue is where job workflows run; workflows.TaskQueue when empty.
 	// Tests give each environment its own.
@@ -36,7 +38,7 @@ type Launcher struct {
 
 // Launch starts the workflow of a committed QUEUED job. A job already started
 // is not an error. On failure the job stays QUEUED for the Reconciler.
-func (l *Launcher) Launch(ctx context.Context, job *models.Job) error {
+func (l *Launcher) Launch(ctx context.Context, job *jobs.Job) error {
 	opts := client.StartWorkflowOptions{
 		ID:                       job.WorkflowID(),
 		TaskQueue:                cmp.Or(l.TaskQueue, workflows.TaskQueue),
@@ -48,10 +50,10 @@ func (l *Launcher) Launch(ctx context.Context, job *models.Job) error {
 			workflows.AttrOrgID.ValueSet(models.FormatID(job.OrgID)),
 			workflows.AttrModule.ValueSet(job.Module),
 			workflows.AttrAction.ValueSet(job.ActionName),
-			workflows.AttrStatus.ValueSet(string(models.JobQueued)),
+			workflows.AttrStatus.ValueSet(string(jobs.JobQueued)),
 		),
 	}
-	in := workflows.JobInput{Job: models.JobRef{JobID: job.ID, OrgID: job.OrgID}}
+	in := workflows.JobInput{Job: jobs.JobRef{JobID: job.ID, OrgID: job.OrgID}}
 	startCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, err := l.Client.ExecuteWorkflow(startCtx, opts, job.Kind, in)
@@ -71,7 +73,7 @@ func (l *Launcher) Cancel(ctx context.Context, jobID int64) error {
 	if l.Client == nil {
 		return fmt.Errorf("cancel workflow of job %d: no workflow engine is configured", jobID)
 	}
-	err := l.Client.CancelWorkflow(ctx, models.JobWorkflowID(jobID), "")
+	err := l.Client.CancelWorkflow(ctx, jobs.JobWorkflowID(jobID), "")
 	var notFound *serviceerror.NotFound
 	if err == nil || errors.As(err, &notFound) {
 		return nil

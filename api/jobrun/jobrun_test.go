@@ -17,6 +17,7 @@ import (
 	"iam/api/jobrun"
 	"iam/models"
 	"iam/models/dbtest"
+	jobsmodel "iam/models/jobs"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -35,7 +36,7 @@ func TestReconciler_StartsJobsWhoseStartWasLost(t *testing.T) {
 	defer down.Close()
 	offline := &jobrun.Launcher{Client: down, Store: env.Store, Log: slog.New(slog.DiscardHandler), TaskQueue: env.Jobs.TaskQueue}
 
-	jobs := make([]*models.Job, 3)
+	jobs := make([]*jobsmodel.Job, 3)
 	for i := range jobs {
 		jobs[i] = env.CreateDiagnostic(env.Org, activities.DiagnosticParams{Items: 5})
 		shortCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -52,7 +53,7 @@ func TestReconciler_StartsJobsWhoseStartWasLost(t *testing.T) {
 	cancel()
 	time.Sleep(500 * time.Millisecond)
 	for _, j := range jobs {
-		if got, _ := env.Store.Jobs.Get(ctx, env.Org.ID, j.ID); got.Status != models.JobQueued {
+		if got, _ := env.Store.Jobs.Get(ctx, env.Org.ID, j.ID); got.Status != jobsmodel.JobQueued {
 			t.Fatalf("job %d is %s while Temporal is down, want QUEUED", j.ID, got.Status)
 		}
 	}
@@ -62,8 +63,8 @@ func TestReconciler_StartsJobsWhoseStartWasLost(t *testing.T) {
 	defer stop()
 	go rec.Run(runCtx)
 	for _, j := range jobs {
-		got := env.WaitJob(env.Org, j.ID, 60*time.Second, func(j *models.Job) bool { return j.Status.Finished() })
-		if got.Status != models.JobCompleted || got.Processed != 5 {
+		got := env.WaitJob(env.Org, j.ID, 60*time.Second, func(j *jobsmodel.Job) bool { return j.Status.Finished() })
+		if got.Status != jobsmodel.JobCompleted || got.Processed != 5 {
 			t.Errorf("job %d ended %s at %d/5", j.ID, got.Status, got.Processed)
 		}
 	}
@@ -87,15 +88,15 @@ func TestLaunch_OneWorkflowPerJob(t *testing.T) {
 			t.Fatalf("launch: %v", err)
 		}
 	}
-	got := env.WaitJob(env.Org, job.ID, 60*time.Second, func(j *models.Job) bool { return j.Status.Finished() })
-	if got.Status != models.JobCompleted || got.Processed != 20 {
+	got := env.WaitJob(env.Org, job.ID, 60*time.Second, func(j *jobsmodel.Job) bool { return j.Status.Finished() })
+	if got.Status != jobsmodel.JobCompleted || got.Processed != 20 {
 		t.Fatalf("job ended %s at %d/20", got.Status, got.Processed)
 	}
 	if err := env.Jobs.Launch(ctx, job); err != nil {
 		t.Fatalf("launch after the end: %v", err)
 	}
 
-	wid := models.JobWorkflowID(job.ID)
+	wid := jobsmodel.JobWorkflowID(job.ID)
 	if wid != "job-"+models.FormatID(job.ID) {
 		t.Errorf("workflow id %q, want job-<id>", wid)
 	}

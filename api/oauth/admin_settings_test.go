@@ -9,8 +9,9 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/api/apitest"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/oauthstore"
+	"iam/models/protection"
 )
 
 // TestAdminSettings_GovernSignIn: account blocking settings changed through
@@ -20,7 +21,7 @@ import (
 func TestAdminSettings_GovernSignIn(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		f := newFixture(t, db, false, nil)
-		selfA, _ := f.client(f.env.Org, models.ClientSelf)
+		selfA, _ := f.client(f.env.Org, oauthstore.ClientSelf)
 		tok := f.issue(f.srv, selfA, f.admin, false, "svc.conditional_access_policy.ALL").AccessToken
 		resp := f.env.Do(apitest.Request{Method: "PATCH", Path: "/api/v1/protection/admin-settings", Token: tok,
 			Body: map[string]any{"account_blocking_settings": map[string]any{"failed_attempts_threshold": 2, "blocking_duration": 90}}})
@@ -28,14 +29,14 @@ func TestAdminSettings_GovernSignIn(t *testing.T) {
 			t.Fatalf("patch: %d %s", resp.Status, resp.Body)
 		}
 		var got struct {
-			Data models.AdminSettings `json:"data"`
+			Data protection.AdminSettings `json:"data"`
 		}
 		resp.JSON(t, &got)
 		if ab := got.Data.AccountBlocking; ab.FailedAttemptsThreshold != 2 || ab.BlockingDuration != 90 || ab.FailedAttemptsResetInterval != 30 {
 			t.Fatalf("merged settings %+v", ab)
 		}
 
-		client, _ := f.client(f.env.Org, models.ClientServer, callback)
+		client, _ := f.client(f.env.Org, oauthstore.ClientServer, callback)
 		authURL := f.authURL(authParams(client, "svc.job.READ"))
 		b := f.browser()
 		b.signIn(authURL, f.user.Email, "wrong once")

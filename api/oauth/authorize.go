@@ -12,12 +12,14 @@ import (
 	"github.com/ory/fosite"
 
 	"iam/models"
+	"iam/models/identity"
+	"iam/models/oauthstore"
 )
 
 // authRequest is a checked authorization request.
 type authRequest struct {
 	ar      fosite.AuthorizeRequester
-	client  *models.OAuthClient
+	client  *oauthstore.OAuthClient
 	raw     string // the query string, carried by the forms
 	offline bool
 }
@@ -135,7 +137,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 // A sign-in of a user gone, inactive or blocked, or made before the user's
 // tokens were revoked (a password change, say), is forgotten; one whose user
 // could not be read (an unavailable store) is kept, and the error returned.
-func (s *Server) signedInUser(w http.ResponseWriter, r *http.Request, orgID int64) (*models.User, bool, error) {
+func (s *Server) signedInUser(w http.ResponseWriter, r *http.Request, orgID int64) (*identity.User, bool, error) {
 	in, ok := s.signedIn(r, orgID)
 	if !ok {
 		return nil, false, nil
@@ -151,7 +153,7 @@ func (s *Server) signedInUser(w http.ResponseWriter, r *http.Request, orgID int6
 		s.clearSignIn(w)
 		return nil, false, nil
 	}
-	if user.Status != models.UserActive || (user.BlockedUntil != nil && s.cfg.Now().Before(*user.BlockedUntil)) ||
+	if user.Status != identity.UserActive || (user.BlockedUntil != nil && s.cfg.Now().Before(*user.BlockedUntil)) ||
 		revokedSince(user, time.UnixMilli(in.Issued)) {
 		s.clearSignIn(w)
 		return nil, false, nil
@@ -171,7 +173,7 @@ func (s *Server) renderLogin(w http.ResponseWriter, r *http.Request, req *authRe
 	}, "")
 }
 
-func (s *Server) renderConsent(w http.ResponseWriter, r *http.Request, req *authRequest, user *models.User) {
+func (s *Server) renderConsent(w http.ResponseWriter, r *http.Request, req *authRequest, user *identity.User) {
 	var scopes []scopeView
 	for _, sc := range withoutOffline(req.ar.GetRequestedScopes()) {
 		scopes = append(scopes, scopeView{Name: sc, Description: describeScope(sc)})

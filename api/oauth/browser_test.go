@@ -16,8 +16,8 @@ import (
 	"github.com/uptrace/bun"
 	"golang.org/x/oauth2"
 
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/oauthstore"
 )
 
 // chromiumPath finds the headless browser of the browser test.
@@ -80,7 +80,7 @@ func TestBrowserFlow(t *testing.T) {
 			}
 		}))
 		defer cb.Close()
-		client, secret := f.client(f.env.Org, models.ClientServer, cb.URL+"/callback")
+		client, secret := f.client(f.env.Org, oauthstore.ClientServer, cb.URL+"/callback")
 
 		conf := &oauth2.Config{
 			ClientID:     client.ID,

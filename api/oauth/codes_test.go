@@ -12,8 +12,8 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/api/oauth"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/oauthstore"
 )
 
 const callback = "http://127.0.0.1:9/callback"
@@ -23,7 +23,7 @@ const callback = "http://127.0.0.1:9/callback"
 func TestCode_Redirect(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		f := newFixture(t, db, false, func(c *oauth.Config) { c.Location = "eu" })
-		client, _ := f.client(f.env.Org, models.ClientServer, callback)
+		client, _ := f.client(f.env.Org, oauthstore.ClientServer, callback)
 		q := f.code(authParams(client, "svc.job.READ", "state", "opaque-state-1"))
 		if q.Get("state") != "opaque-state-1" || q.Get("location") != "eu" || q.Get("accounts-server") != f.env.URL {
 			t.Errorf("redirect query = %v; want state, location=eu, accounts-server=%s", q, f.env.URL)
@@ -43,7 +43,7 @@ func TestCode_Redirect(t *testing.T) {
 func TestCode_UsedTwice(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		f := newFixture(t, db, false, nil)
-		client, secret := f.client(f.env.Org, models.ClientServer, callback)
+		client, secret := f.client(f.env.Org, oauthstore.ClientServer, callback)
 		code := f.code(authParams(client, "svc.job.READ", "access_type", "offline")).Get("code")
 
 		first := f.exchange(client, secret, code, callback).tokens(t)
@@ -74,7 +74,7 @@ func TestCode_UsedTwice(t *testing.T) {
 func TestCode_Expired(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		f := newFixture(t, db, false, nil)
-		client, secret := f.client(f.env.Org, models.ClientServer, callback)
+		client, secret := f.client(f.env.Org, oauthstore.ClientServer, callback)
 		before := time.Now()
 		f.code(authParams(client, "svc.job.READ"))
 		var exp time.Time
@@ -110,7 +110,7 @@ func TestCode_RedirectURIMismatch(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		f := newFixture(t, db, false, nil)
 		other := "http://127.0.0.1:9/other"
-		client, secret := f.client(f.env.Org, models.ClientServer, callback, other)
+		client, secret := f.client(f.env.Org, oauthstore.ClientServer, callback, other)
 		code := f.code(authParams(client, "svc.job.READ")).Get("code")
 		for _, redirect := range []string{other, "", callback + "/"} {
 			r := f.exchange(client, secret, code, redirect)
@@ -126,8 +126,8 @@ func TestCode_RedirectURIMismatch(t *testing.T) {
 func TestCode_ClientMismatch(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		f := newFixture(t, db, false, nil)
-		client, secret := f.client(f.env.Org, models.ClientServer, callback)
-		other, otherSecret := f.client(f.env.Org, models.ClientServer, callback)
+		client, secret := f.client(f.env.Org, oauthstore.ClientServer, callback)
+		other, otherSecret := f.client(f.env.Org, oauthstore.ClientServer, callback)
 		code := f.code(authParams(client, "svc.job.READ")).Get("code")
 
 		r := f.exchange(client, secret+"x", code, callback)
@@ -147,7 +147,7 @@ func TestCode_ClientMismatch(t *testing.T) {
 func TestAuthorize_RedirectURIMustEqualARegisteredOne(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		f := newFixture(t, db, false, nil)
-		client, _ := f.client(f.env.Org, models.ClientServer, callback)
+		client, _ := f.client(f.env.Org, oauthstore.ClientServer, callback)
 		b := f.browser()
 		for _, redirect := range []string{"", "https://evil.example.com/cb", "http://127.0.0.1:10/callback", callback + "?x=1"} {
 			p := authParams(client, "svc.job.READ")
@@ -174,7 +174,7 @@ func pkcePair(verifier string) (challenge string) {
 func TestPKCE(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		f := newFixture(t, db, false, nil)
-		for _, typ := range []models.ClientType{models.ClientBrowser, models.ClientMobile, models.ClientNonBrowserMobile} {
+		for _, typ := range []oauthstore.ClientType{oauthstore.ClientBrowser, oauthstore.ClientMobile, oauthstore.ClientNonBrowserMobile} {
 			t.Run(string(typ), func(t *testing.T) {
 				client, secret := f.client(f.env.Org, typ, callback)
 				if secret != "" {

@@ -7,15 +7,15 @@ import (
 	"strings"
 	"testing"
 
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/oauthstore"
 )
 
 // TestContract: the authorization server answers each case with the status
 // api/openapi.yaml documents for it, in the shape it documents.
 func TestContract(t *testing.T) {
 	f := newFixture(t, dbtest.SQLite(t), false, nil)
-	client, secret := f.client(f.env.Org, models.ClientServer, callback)
+	client, secret := f.client(f.env.Org, oauthstore.ClientServer, callback)
 	b := f.browser()
 	check := func(want int, method, path string, form url.Values) *response {
 		t.Helper()

@@ -18,8 +18,10 @@ import (
 	"iam/api/apitest"
 	"iam/api/auth"
 	"iam/api/oauth"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/identity"
+	"iam/models/oauthstore"
+	"iam/models/store"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -38,10 +40,10 @@ type fixture struct {
 	holder  *late
 	srv     *oauth.Server
 	cfg     oauth.Config
-	users   *models.UserStore
-	clients *models.ClientStore
-	admin   *models.User
-	user    *models.User
+	users   *identity.UserStore
+	clients *oauthstore.ClientStore
+	admin   *identity.User
+	user    *identity.User
 }
 
 // late lets the API be built before the authorization server, which needs
@@ -62,15 +64,15 @@ func newFixture(t *testing.T, db *bun.DB, temporal bool, edit func(*oauth.Config
 	t.Helper()
 	l := &late{}
 	env := apitest.New(t, db, apitest.Options{Temporal: temporal, Tokens: l, OAuth: l})
-	f := &fixture{t: t, db: db, env: env, holder: l, users: models.NewStore(db).Users, clients: models.NewStore(db).OAuthClients}
+	f := &fixture{t: t, db: db, env: env, holder: l, users: store.NewStore(db).Users, clients: store.NewStore(db).OAuthClients}
 	f.cfg = oauth.Config{Issuer: env.URL, Secret: testSecret}
 	if edit != nil {
 		edit(&f.cfg)
 	}
 	f.srv = f.newServer(f.cfg)
 	l.srv.Store(f.srv)
-	f.admin = f.newUser(env.Org, "admin@example.com", models.RoleAdmin)
-	f.user = f.newUser(env.Org, "user@example.com", models.RoleUser)
+	f.admin = f.newUser(env.Org, "admin@example.com", identity.RoleAdmin)
+	f.user = f.newUser(env.Org, "user@example.com", identity.RoleUser)
 	return f
 }
 
@@ -84,9 +86,9 @@ func (f *fixture) newServer(cfg oauth.Config) *oauth.Server {
 	return srv
 }
 
-func (f *fixture) newUser(org *models.Organization, email string, role models.Role) *models.User {
+func (f *fixture) newUser(org *identity.Organization, email string, role identity.Role) *identity.User {
 	f.t.Helper()
-	u := &models.User{OrgID: org.ID, Email: email, Role: role, Status: models.UserActive}
+	u := &identity.User{OrgID: org.ID, Email: email, Role: role, Status: identity.UserActive}
 	if err := f.users.Create(context.Background(), u, adminPassword); err != nil {
 		f.t.Fatalf("create user %s: %v", email, err)
 	}
@@ -94,9 +96,9 @@ func (f *fixture) newUser(org *models.Organization, email string, role models.Ro
 }
 
 // client registers a client of org; it returns the client and its secret.
-func (f *fixture) client(org *models.Organization, typ models.ClientType, redirectURIs ...string) (*models.OAuthClient, string) {
+func (f *fixture) client(org *identity.Organization, typ oauthstore.ClientType, redirectURIs ...string) (*oauthstore.OAuthClient, string) {
 	f.t.Helper()
-	c := &models.OAuthClient{OrgID: org.ID, Name: "Test " + string(typ) + " app", HomepageURL: "https://app.example.com",
+	c := &oauthstore.OAuthClient{OrgID: org.ID, Name: "Test " + string(typ) + " app", HomepageURL: "https://app.example.com",
 		Type: typ, RedirectURIs: redirectURIs}
 	secret, err := f.clients.Create(context.Background(), c)
 	if err != nil {
@@ -106,7 +108,7 @@ func (f *fixture) client(org *models.Organization, typ models.ClientType, redire
 }
 
 // issue issues tokens directly (the self client's way).
-func (f *fixture) issue(srv *oauth.Server, client *models.OAuthClient, user *models.User, offline bool, scopes ...string) *oauth.TokenResponse {
+func (f *fixture) issue(srv *oauth.Server, client *oauthstore.OAuthClient, user *identity.User, offline bool, scopes ...string) *oauth.TokenResponse {
 	f.t.Helper()
 	tok, err := srv.IssueToken(context.Background(), oauth.IssueRequest{
 		ClientID: client.ID, OrgID: user.OrgID, UserID: user.ID, Scopes: scopes, Offline: offline,
@@ -272,7 +274,7 @@ func (f *fixture) authURL(params url.Values) string {
 }
 
 // authParams are the parameters of a code request of client.
-func authParams(client *models.OAuthClient, scope string, extra ...string) url.Values {
+func authParams(client *oauthstore.OAuthClient, scope string, extra ...string) url.Values {
 	v := url.Values{
 		"client_id":     {client.ID},
 		"response_type": {"code"},
@@ -325,7 +327,7 @@ func (f *fixture) tokenCall(path string, query, form url.Values) *response {
 }
 
 // exchange trades a code at the token endpoint with form parameters.
-func (f *fixture) exchange(client *models.OAuthClient, secret, code, redirectURI string, extra ...string) *response {
+func (f *fixture) exchange(client *oauthstore.OAuthClient, secret, code, redirectURI string, extra ...string) *response {
 	f.t.Helper()
 	form := url.Values{
 		"grant_type":    {"authorization_code"},

@@ -5,15 +5,15 @@ import (
 
 	"github.com/ory/fosite"
 
-	"iam/models"
+	"iam/models/identity"
 )
 
 // grantRefusal says why user may not hold a token with scopes at now, or
 // returns nil. Scopes follow the user's role: an admin may grant every
 // scope, any other user none. An inactive or blocked user may grant nothing.
-func grantRefusal(user *models.User, scopes []string, now time.Time) *fosite.RFC6749Error {
+func grantRefusal(user *identity.User, scopes []string, now time.Time) *fosite.RFC6749Error {
 	switch {
-	case user.Status != models.UserActive:
+	case user.Status != identity.UserActive:
 		return fosite.ErrAccessDenied.WithHint("The user's account is inactive.")
 	case user.BlockedUntil != nil && now.Before(*user.BlockedUntil):
 		return fosite.ErrAccessDenied.WithHint("The user's account is blocked.")

@@ -8,6 +8,7 @@ import (
 	"github.com/ory/fosite"
 
 	"iam/models"
+	"iam/models/oauthstore"
 )
 
 // IssueRequest asks for tokens without the browser flow: for the self client
@@ -34,7 +35,7 @@ func (s *Server) IssueToken(ctx context.Context, in IssueRequest) (*TokenRespons
 		return nil, err
 	}
 	if client.OrgID != in.OrgID {
-		return nil, models.ErrClientNotFound
+		return nil, oauthstore.ErrClientNotFound
 	}
 	user, err := s.users.Get(ctx, in.OrgID, in.UserID)
 	if err != nil {

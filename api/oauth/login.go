@@ -7,6 +7,7 @@ import (
 
 	"iam/api/auth"
 	"iam/models"
+	"iam/models/identity"
 )
 
 // login is POST /oauth/v2/login: an identity user signs in with email and
@@ -67,7 +68,7 @@ const signInRefused = "The email or password is wrong, or this account cannot si
 // loginFailure is the status and message the sign-in page shows for an
 // Authenticate error: signInRefused for every refusal.
 func loginFailure(err error) (int, string) {
-	var blocked *models.AccountBlockedError
+	var blocked *identity.AccountBlockedError
 	switch {
 	case errors.As(err, &blocked),
 		models.ErrorCode(err) == models.EUNAUTHORIZED,

@@ -12,8 +12,11 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/api/oauth"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/identity"
+	"iam/models/oauthstore"
+	"iam/models/protection"
+	"iam/models/store"
 )
 
 // TestLogin_AccountBlocking: failed sign-ins follow the organization's
@@ -21,12 +24,12 @@ import (
 func TestLogin_AccountBlocking(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		f := newFixture(t, db, false, nil)
-		settings := models.DefaultAdminSettings()
+		settings := protection.DefaultAdminSettings()
 		settings.AccountBlocking.FailedAttemptsThreshold = 2
-		if err := models.NewStore(db).Settings.Put(context.Background(), f.env.Org.ID, &settings); err != nil {
+		if err := store.NewStore(db).Settings.Put(context.Background(), f.env.Org.ID, &settings); err != nil {
 			t.Fatal(err)
 		}
-		client, _ := f.client(f.env.Org, models.ClientServer, callback)
+		client, _ := f.client(f.env.Org, oauthstore.ClientServer, callback)
 		authURL := f.authURL(authParams(client, "svc.job.READ"))
 		b := f.browser()
 
@@ -55,15 +58,15 @@ func TestLogin_AccountBlocking(t *testing.T) {
 		if err != nil || blocked.BlockedUntil == nil {
 			t.Fatalf("the admin should be blocked after two failures: %+v %v", blocked, err)
 		}
-		inactive := f.newUser(f.env.Org, "inactive@example.com", models.RoleAdmin)
-		if _, err := f.users.Update(context.Background(), f.env.Org.ID, inactive.ID, func(u *models.User) error { u.Status = models.UserInactive; return nil }, nil); err != nil {
+		inactive := f.newUser(f.env.Org, "inactive@example.com", identity.RoleAdmin)
+		if _, err := f.users.Update(context.Background(), f.env.Org.ID, inactive.ID, func(u *identity.User) error { u.Status = identity.UserInactive; return nil }, nil); err != nil {
 			t.Fatal(err)
 		}
 		same("inactive account, right password", f.browser().signIn(authURL, inactive.Email, adminPassword))
 		same("inactive account, wrong password", f.browser().signIn(authURL, inactive.Email, "wrong"))
 		// Another organization's client does not know the user at all.
 		orgB := f.env.NewOrg("B")
-		clientB, _ := f.client(orgB, models.ClientServer, callback)
+		clientB, _ := f.client(orgB, oauthstore.ClientServer, callback)
 		r = f.browser().signIn(f.authURL(authParams(clientB, "svc.job.READ")), f.user.Email, adminPassword)
 		if r.status != http.StatusUnauthorized {
 			t.Errorf("sign-in to another organization: %d, want 401", r.status)
@@ -75,7 +78,7 @@ func TestLogin_AccountBlocking(t *testing.T) {
 func TestLogin_CSRF(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		f := newFixture(t, db, false, nil)
-		client, _ := f.client(f.env.Org, models.ClientServer, callback)
+		client, _ := f.client(f.env.Org, oauthstore.ClientServer, callback)
 		authURL := f.authURL(authParams(client, "svc.job.READ"))
 		b := f.browser()
 		form := formFields(t, b.get(authURL))
@@ -110,7 +113,7 @@ func TestLogin_CSRF(t *testing.T) {
 func TestConsent_Refusals(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		f := newFixture(t, db, false, nil)
-		client, _ := f.client(f.env.Org, models.ClientServer, callback)
+		client, _ := f.client(f.env.Org, oauthstore.ClientServer, callback)
 		authURL := f.authURL(authParams(client, "svc.job.READ", "state", "state-123"))
 
 		b := f.browser()
@@ -138,7 +141,7 @@ func TestConsent_Refusals(t *testing.T) {
 func TestAuthorize_Scopes(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		f := newFixture(t, db, false, nil)
-		client, secret := f.client(f.env.Org, models.ClientServer, callback)
+		client, secret := f.client(f.env.Org, oauthstore.ClientServer, callback)
 		code := f.code(authParams(client, "svc.job.READ,svc.user.all svc.job.READ")).Get("code")
 		if tok := f.exchange(client, secret, code, callback).tokens(t); tok.Scope != "svc.job.READ svc.user.all" {
 			t.Errorf("granted scope %q", tok.Scope)
@@ -160,7 +163,7 @@ func TestAuthorize_Scopes(t *testing.T) {
 // TestPages_Headers: the pages forbid framing, scripts and caching.
 func TestPages_Headers(t *testing.T) {
 	f := newFixture(t, dbtest.SQLite(t), false, nil)
-	client, _ := f.client(f.env.Org, models.ClientServer, callback)
+	client, _ := f.client(f.env.Org, oauthstore.ClientServer, callback)
 	authURL := f.authURL(authParams(client, "svc.job.READ"))
 	b := f.browser()
 	for name, r := range map[string]*response{
@@ -200,7 +203,7 @@ func TestRateLimits(t *testing.T) {
 		c.LoginRate = oauth.RateLimit{PerMinute: 1, Burst: 2}
 		c.TokenRate = oauth.RateLimit{PerMinute: 1, Burst: 3}
 	})
-	client, _ := f.client(f.env.Org, models.ClientServer, callback)
+	client, _ := f.client(f.env.Org, oauthstore.ClientServer, callback)
 	authURL := f.authURL(authParams(client, "svc.job.READ"))
 	b := f.browser()
 	form := formFields(t, b.get(authURL))

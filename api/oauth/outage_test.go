@@ -15,8 +15,9 @@ import (
 
 	"iam/api/apitest"
 	"iam/api/auth"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/oauthstore"
+	"iam/models/sqldb"
 )
 
 // The outage tests stop the PostgreSQL server under a steady mixed load and
@@ -70,7 +71,7 @@ type outageTimes struct {
 func TestOutage_PostgresStopped_503NotAuthFailure(t *testing.T) {
 	cl := dbtest.NewCluster(t)
 	ctx := context.Background()
-	db, err := models.Open(ctx, cl.URL())
+	db, err := sqldb.Open(ctx, cl.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestOutage_PostgresStopped_503NotAuthFailure(t *testing.T) {
 		}
 	})
 	f := newFixture(t, db, false, nil)
-	client, secret := f.client(f.env.Org, models.ClientServer, callback)
+	client, secret := f.client(f.env.Org, oauthstore.ClientServer, callback)
 
 	const apiWorkers = 6
 	tokens := make([]string, apiWorkers)
@@ -432,7 +433,7 @@ func outageCheck(t *testing.T, mode string, load *outageLoad, at outageTimes) {
 // password and a wrong one alike, and no failure is counted.
 func TestOutage_SignInStatementTimeout_503FormNotWrongPassword(t *testing.T) {
 	ctx := context.Background()
-	db, err := models.Open(ctx, dbtest.PostgresURL(t)+"&statement_timeout=300")
+	db, err := sqldb.Open(ctx, dbtest.PostgresURL(t)+"&statement_timeout=300")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +443,7 @@ func TestOutage_SignInStatementTimeout_503FormNotWrongPassword(t *testing.T) {
 		}
 	})
 	f := newFixture(t, db, false, nil)
-	client, _ := f.client(f.env.Org, models.ClientServer, callback)
+	client, _ := f.client(f.env.Org, oauthstore.ClientServer, callback)
 	authURL := f.authURL(authParams(client, "svc.user.READ"))
 	b := f.browser()
 	form := formFields(t, b.get(authURL))

@@ -9,13 +9,14 @@ import (
 	"github.com/ory/fosite/handler/pkce"
 	"github.com/ory/fosite/token/hmac"
 
-	"iam/models"
+	"iam/models/identity"
+	"iam/models/oauthstore"
 )
 
 // newProvider composes fosite for the service: the authorization code grant
 // with PKCE (S256 only, required for public clients), the service's own
 // refresh grant (refresh.go), and introspection of HMAC access tokens.
-func newProvider(cfg Config, k keys, store *storage, users *models.UserStore) (*fosite.Fosite, oauth2.CoreStrategy) {
+func newProvider(cfg Config, k keys, store *storage, users *identity.UserStore) (*fosite.Fosite, oauth2.CoreStrategy) {
 	fc := &fosite.Config{
 		AuthorizeCodeLifespan: cfg.AuthorizeCodeLifespan,
 		AccessTokenLifespan:   cfg.AccessTokenLifespan,
@@ -63,7 +64,7 @@ var errSecretMismatch = errors.New("the client secret is wrong")
 
 // Compare implements fosite.Hasher.
 func (secretHasher) Compare(_ context.Context, hash, secret []byte) error {
-	if !models.ClientSecretMatches(string(hash), string(secret)) {
+	if !oauthstore.ClientSecretMatches(string(hash), string(secret)) {
 		return errSecretMismatch
 	}
 	return nil
@@ -71,5 +72,5 @@ func (secretHasher) Compare(_ context.Context, hash, secret []byte) error {
 
 // Hash implements fosite.Hasher.
 func (secretHasher) Hash(_ context.Context, secret []byte) ([]byte, error) {
-	return []byte(models.HashClientSecret(string(secret))), nil
+	return []byte(oauthstore.HashClientSecret(string(secret))), nil
 }

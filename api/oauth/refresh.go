@@ -9,6 +9,7 @@ import (
 	"github.com/ory/fosite/handler/oauth2"
 
 	"iam/models"
+	"iam/models/identity"
 )
 
 // refreshHandler is the refresh_token grant of spec 5 (step 3): it issues a
@@ -20,7 +21,7 @@ import (
 type refreshHandler struct {
 	strategy oauth2.CoreStrategy
 	store    *storage
-	users    *models.UserStore
+	users    *identity.UserStore
 	lifespan time.Duration
 }
 

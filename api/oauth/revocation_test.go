@@ -14,7 +14,10 @@ import (
 	"iam/api/oauth"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/identity"
+	"iam/models/oauthstore"
 	"iam/models/secret"
+	"iam/models/sqldb"
 )
 
 // stateTTL is the user state cache bound of the revocation tests' server.
@@ -30,20 +33,20 @@ func TestTokens_EndWithTheUser(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		f := newFixture(t, db, false, func(c *oauth.Config) { c.UserStateTTL = stateTTL })
 		ctx := context.Background()
-		client, secret := f.client(f.env.Org, models.ClientServer, callback)
-		setUser := func(victim *models.User, column string, value any) {
+		client, secret := f.client(f.env.Org, oauthstore.ClientServer, callback)
+		setUser := func(victim *identity.User, column string, value any) {
 			t.Helper()
 			if _, err := db.NewUpdate().Table("users").Set("? = ?", bun.Ident(column), value).Where("id = ?", victim.ID).Exec(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
-		update := func(victim *models.User, change models.UserChange, password *string) {
+		update := func(victim *identity.User, change identity.UserChange, password *string) {
 			t.Helper()
 			if _, err := f.users.Update(ctx, victim.OrgID, victim.ID, change, password); err != nil {
 				t.Fatal(err)
 			}
 		}
-		patch := func(victim *models.User, body map[string]any) {
+		patch := func(victim *identity.User, body map[string]any) {
 			t.Helper()
 			resp := f.env.Do(apitest.Request{Method: "PATCH", Path: "/api/v1/users/" + models.FormatID(victim.ID), Token: f.operatorToken(), Body: body})
 			if resp.Status != http.StatusOK {
@@ -53,21 +56,21 @@ func TestTokens_EndWithTheUser(t *testing.T) {
 		newPassword := "a brand new password"
 		cases := []struct {
 			name    string
-			change  func(victim *models.User)
-			undo    func(victim *models.User) // nil: nothing to undo
-			revokes bool                      // the tokens stay dead after undo
+			change  func(victim *identity.User)
+			undo    func(victim *identity.User) // nil: nothing to undo
+			revokes bool                        // the tokens stay dead after undo
 		}{
-			{name: "password changed", change: func(v *models.User) { update(v, func(*models.User) error { return nil }, &newPassword) }, revokes: true},
-			{name: "password removed", change: func(v *models.User) { empty := ""; update(v, func(*models.User) error { return nil }, &empty) }, revokes: true},
+			{name: "password changed", change: func(v *identity.User) { update(v, func(*identity.User) error { return nil }, &newPassword) }, revokes: true},
+			{name: "password removed", change: func(v *identity.User) { empty := ""; update(v, func(*identity.User) error { return nil }, &empty) }, revokes: true},
 			{
 				name:    "deactivated through the API",
-				change:  func(v *models.User) { patch(v, map[string]any{"status": 0}) },
-				undo:    func(v *models.User) { patch(v, map[string]any{"status": 1}) },
+				change:  func(v *identity.User) { patch(v, map[string]any{"status": 0}) },
+				undo:    func(v *identity.User) { patch(v, map[string]any{"status": 1}) },
 				revokes: true,
 			},
 			{
 				name: "deleted through the API",
-				change: func(v *models.User) {
+				change: func(v *identity.User) {
 					resp := f.env.Do(apitest.Request{Method: "DELETE", Path: "/api/v1/users/" + models.FormatID(v.ID), Token: f.operatorToken()})
 					if resp.Status != http.StatusNoContent {
 						t.Fatalf("DELETE: %d %s", resp.Status, resp.Body)
@@ -77,30 +80,30 @@ func TestTokens_EndWithTheUser(t *testing.T) {
 			},
 			{
 				name: "demoted",
-				change: func(v *models.User) {
-					update(v, func(u *models.User) error { u.Role = models.RoleUser; return nil }, nil)
+				change: func(v *identity.User) {
+					update(v, func(u *identity.User) error { u.Role = identity.RoleUser; return nil }, nil)
 				},
-				undo: func(v *models.User) {
-					update(v, func(u *models.User) error { u.Role = models.RoleAdmin; return nil }, nil)
+				undo: func(v *identity.User) {
+					update(v, func(u *identity.User) error { u.Role = identity.RoleAdmin; return nil }, nil)
 				},
 				revokes: true,
 			},
 			{
 				name:   "demoted outside the store (SQL)",
-				change: func(v *models.User) { setUser(v, "role", "user") },
+				change: func(v *identity.User) { setUser(v, "role", "user") },
 			},
 			{
 				name:   "deactivated outside the store (SQL)",
-				change: func(v *models.User) { setUser(v, "status", 0) },
+				change: func(v *identity.User) { setUser(v, "status", 0) },
 			},
 			{
 				name:   "blocked",
-				change: func(v *models.User) { setUser(v, "blocked_until", time.Now().Add(time.Hour).UTC()) },
-				undo:   func(v *models.User) { setUser(v, "blocked_until", nil) },
+				change: func(v *identity.User) { setUser(v, "blocked_until", time.Now().Add(time.Hour).UTC()) },
+				undo:   func(v *identity.User) { setUser(v, "blocked_until", nil) },
 			},
 		}
 		for i, tc := range cases {
-			victim := f.newUser(f.env.Org, "victim"+string(rune('a'+i))+"@example.com", models.RoleAdmin)
+			victim := f.newUser(f.env.Org, "victim"+string(rune('a'+i))+"@example.com", identity.RoleAdmin)
 			tok := f.issue(f.srv, client, victim, true, "svc.user.READ")
 			refresh := func() *response {
 				return f.tokenCall("/oauth/v2/token", nil, url.Values{"grant_type": {"refresh_token"},
@@ -147,7 +150,7 @@ func TestTokens_EndWithTheUser(t *testing.T) {
 // the consent page is not reached with the old sign-in.
 func TestTokens_PasswordChangeEndsSignIns(t *testing.T) {
 	f := newFixture(t, dbtest.SQLite(t), false, nil)
-	client, _ := f.client(f.env.Org, models.ClientServer, callback)
+	client, _ := f.client(f.env.Org, oauthstore.ClientServer, callback)
 	authURL := f.authURL(authParams(client, "svc.job.READ"))
 	b := f.browser()
 	if r := b.signIn(authURL, f.user.Email, adminPassword); r.status != http.StatusSeeOther {
@@ -173,10 +176,10 @@ func TestTokens_PasswordChangeEndsSignIns(t *testing.T) {
 func TestUsers_AdminPasswordRefusedThroughTheAPI(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		f := newFixture(t, db, false, nil)
-		client, _ := f.client(f.env.Org, models.ClientServer, callback)
+		client, _ := f.client(f.env.Org, oauthstore.ClientServer, callback)
 		adminTok := f.issue(f.srv, client, f.admin, false, "svc.user.READ")
 		for _, scopes := range [][]string{{"svc.user.UPDATE"}, {"svc.user.WRITE"}, {"svc.user.ALL"}} {
-			tok := f.issue(f.srv, client, f.newUser(f.env.Org, "app-"+strings.ToLower(strings.ReplaceAll(scopes[0], ".", "-"))+"@example.com", models.RoleAdmin), false, scopes...)
+			tok := f.issue(f.srv, client, f.newUser(f.env.Org, "app-"+strings.ToLower(strings.ReplaceAll(scopes[0], ".", "-"))+"@example.com", identity.RoleAdmin), false, scopes...)
 			for _, pw := range []string{"attacker chosen password", ""} {
 				resp := f.env.Do(apitest.Request{Method: "PATCH", Path: "/api/v1/users/" + models.FormatID(f.admin.ID), Token: tok.AccessToken,
 					Body: map[string]any{"password": pw, "displayName": "Owned"}})
@@ -206,8 +209,8 @@ func TestUsers_AdminPasswordRefusedThroughTheAPI(t *testing.T) {
 // operatorToken is a real token of a fresh admin holding svc.user.ALL.
 func (f *fixture) operatorToken() string {
 	f.t.Helper()
-	client, _ := f.client(f.env.Org, models.ClientSelf)
-	op := f.newUser(f.env.Org, "operator-"+models.FormatID(models.NewID())+"@example.com", models.RoleAdmin)
+	client, _ := f.client(f.env.Org, oauthstore.ClientSelf)
+	op := f.newUser(f.env.Org, "operator-"+models.FormatID(sqldb.NewID())+"@example.com", identity.RoleAdmin)
 	return f.issue(f.srv, client, op, false, "svc.user.ALL").AccessToken
 }
 
@@ -219,12 +222,12 @@ func (f *fixture) operatorToken() string {
 func TestAttack_NarrowAndForeignTokens(t *testing.T) {
 	f := newFixture(t, dbtest.SQLite(t), false, func(c *oauth.Config) { c.UserStateTTL = stateTTL })
 	ctx := context.Background()
-	client, clientSecret := f.client(f.env.Org, models.ClientServer, callback)
+	client, clientSecret := f.client(f.env.Org, oauthstore.ClientServer, callback)
 	adminPath := "/api/v1/users/" + models.FormatID(f.admin.ID)
 
 	orgB := f.env.NewOrg("B")
-	clientB, _ := f.client(orgB, models.ClientSelf)
-	foreign := f.issue(f.srv, clientB, f.newUser(orgB, "admin-b@example.com", models.RoleAdmin), false, "svc.user.ALL").AccessToken
+	clientB, _ := f.client(orgB, oauthstore.ClientSelf)
+	foreign := f.issue(f.srv, clientB, f.newUser(orgB, "admin-b@example.com", identity.RoleAdmin), false, "svc.user.ALL").AccessToken
 	for _, req := range []apitest.Request{
 		{Method: "PATCH", Path: adminPath, Token: foreign, Body: map[string]any{"password": "taken over by org B"}},
 		{Method: "PATCH", Path: adminPath, Token: foreign, Body: map[string]any{"status": 0}},
@@ -235,12 +238,12 @@ func TestAttack_NarrowAndForeignTokens(t *testing.T) {
 			t.Errorf("org B's token %s %s: %d %s, want 404", req.Method, req.Path, resp.Status, resp.Body)
 		}
 	}
-	narrow := f.issue(f.srv, client, f.newUser(f.env.Org, "groups-app@example.com", models.RoleAdmin), false, "svc.group.READ").AccessToken
+	narrow := f.issue(f.srv, client, f.newUser(f.env.Org, "groups-app@example.com", identity.RoleAdmin), false, "svc.group.READ").AccessToken
 	if resp := f.env.Do(apitest.Request{Method: "PATCH", Path: adminPath, Token: narrow, Body: map[string]any{"password": "narrow token"}}); resp.Status != http.StatusForbidden {
 		t.Errorf("svc.group.READ PATCH: %d, want 403", resp.Status)
 	}
 	got, err := f.users.Get(ctx, f.admin.OrgID, f.admin.ID)
-	if err != nil || !secret.VerifyPassword(got.PasswordHash, adminPassword) || got.Status != models.UserActive {
+	if err != nil || !secret.VerifyPassword(got.PasswordHash, adminPassword) || got.Status != identity.UserActive {
 		t.Fatalf("the admin changed: %+v %v", got, err)
 	}
 
@@ -248,7 +251,7 @@ func TestAttack_NarrowAndForeignTokens(t *testing.T) {
 	// operator, outside the API) and the account deactivated and reactivated.
 	stolen := f.issue(f.srv, client, f.admin, true, "svc.user.READ")
 	pw := "reset by the operator" //nolint:gosec // G101: a test's password
-	if _, err := f.users.Update(ctx, f.admin.OrgID, f.admin.ID, func(*models.User) error { return nil }, &pw); err != nil {
+	if _, err := f.users.Update(ctx, f.admin.OrgID, f.admin.ID, func(*identity.User) error { return nil }, &pw); err != nil {
 		t.Fatal(err)
 	}
 	op := f.operatorToken()

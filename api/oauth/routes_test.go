@@ -24,6 +24,14 @@ import (
 	"iam/api/oauth"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/devices"
+	"iam/models/enrollment"
+	"iam/models/identity"
+	"iam/models/management"
+	"iam/models/notification"
+	"iam/models/oauthstore"
+	"iam/models/protection"
+	"iam/models/sqldb"
 )
 
 // fixtures make, for a path parameter, a resource of org and return its
@@ -32,35 +40,35 @@ import (
 // makes a parent of its own when there is none. Every path parameter of
 // every route needs one: TestRoutes_Security fails for a route whose
 // parameter has none.
-var fixtures = map[string]func(t *testing.T, env *apitest.Env, org *models.Organization, parents map[string]string) string{
-	"job_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
+var fixtures = map[string]func(t *testing.T, env *apitest.Env, org *identity.Organization, parents map[string]string) string{
+	"job_id": func(t *testing.T, env *apitest.Env, org *identity.Organization, _ map[string]string) string {
 		return models.FormatID(env.CreateDiagnostic(org, activities.DiagnosticParams{Items: 1}).ID)
 	},
-	"user_id": func(t *testing.T, env *apitest.Env, org *models.Organization, parents map[string]string) string {
-		u := &models.User{OrgID: org.ID, Email: "fixture-" + models.FormatID(models.NewID()) + "@example.com", Status: models.UserActive}
+	"user_id": func(t *testing.T, env *apitest.Env, org *identity.Organization, parents map[string]string) string {
+		u := &identity.User{OrgID: org.ID, Email: "fixture-" + models.FormatID(sqldb.NewID()) + "@example.com", Status: identity.UserActive}
 		if err := env.Store.Users.Create(context.Background(), u, ""); err != nil {
 			t.Fatalf("user fixture: %v", err)
 		}
 		// Under a device, the user is enrolled offline on it.
 		if dev, ok := devicesByID[parents["device_id"]]; ok {
-			in := models.CheckIn{Facts: dev.DeviceFacts, OfflineUsers: []models.OfflineUserReport{{ID: models.FormatID(u.ID), UserName: u.Email}}}
+			in := devices.CheckIn{Facts: dev.DeviceFacts, OfflineUsers: []devices.OfflineUserReport{{ID: models.FormatID(u.ID), UserName: u.Email}}}
 			if _, err := env.Store.Devices.CheckIn(context.Background(), dev, &in); err != nil {
 				t.Fatalf("offline user fixture: %v", err)
 			}
 		}
 		return models.FormatID(u.ID)
 	},
-	"group_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
-		g := &models.Group{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID())}
+	"group_id": func(t *testing.T, env *apitest.Env, org *identity.Organization, _ map[string]string) string {
+		g := &identity.Group{OrgID: org.ID, Name: "Fixture " + models.FormatID(sqldb.NewID())}
 		if err := env.Store.Groups.Create(context.Background(), g, nil, nil); err != nil {
 			t.Fatalf("group fixture: %v", err)
 		}
 		return models.FormatID(g.ID)
 	},
-	"schedule_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
+	"schedule_id": func(t *testing.T, env *apitest.Env, org *identity.Organization, _ map[string]string) string {
 		return scheduleFixture(t, env, org)
 	},
-	"run_id": func(t *testing.T, env *apitest.Env, org *models.Organization, parents map[string]string) string {
+	"run_id": func(t *testing.T, env *apitest.Env, org *identity.Organization, parents map[string]string) string {
 		scheduleID, ok := parents["schedule_id"]
 		if !ok {
 			scheduleID = scheduleFixture(t, env, org)
@@ -69,7 +77,7 @@ var fixtures = map[string]func(t *testing.T, env *apitest.Env, org *models.Organ
 		if err != nil {
 			t.Fatal(err)
 		}
-		run, err := env.Store.Notifications.PrepareRun(context.Background(), models.PrepareRunInput{
+		run, err := env.Store.Notifications.PrepareRun(context.Background(), notification.PrepareRunInput{
 			OrgID: org.ID, ScheduleID: id, ScheduledAt: time.Now().UTC().Truncate(time.Minute)})
 		if err != nil {
 			t.Fatalf("run fixture: %v", err)
@@ -77,7 +85,7 @@ var fixtures = map[string]func(t *testing.T, env *apitest.Env, org *models.Organ
 		return models.FormatID(run.ID)
 	},
 	"device_id": deviceFixture,
-	"account_id": func(t *testing.T, env *apitest.Env, org *models.Organization, parents map[string]string) string {
+	"account_id": func(t *testing.T, env *apitest.Env, org *identity.Organization, parents map[string]string) string {
 		dev, ok := parents["device_id"]
 		if !ok {
 			dev = deviceFixture(t, env, org, parents)
@@ -89,78 +97,78 @@ var fixtures = map[string]func(t *testing.T, env *apitest.Env, org *models.Organ
 		}
 		return models.FormatID(accs[0].ID)
 	},
-	"agent_type": func(*testing.T, *apitest.Env, *models.Organization, map[string]string) string {
-		return models.AgentDevice
+	"agent_type": func(*testing.T, *apitest.Env, *identity.Organization, map[string]string) string {
+		return devices.AgentDevice
 	},
-	"action_id": func(*testing.T, *apitest.Env, *models.Organization, map[string]string) string {
-		return string(models.ActionDeleteUsers)
+	"action_id": func(*testing.T, *apitest.Env, *identity.Organization, map[string]string) string {
+		return string(management.ActionDeleteUsers)
 	},
-	"upload_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
-		header, match, err := models.UploadHeader([]string{"Primary Email"})
+	"upload_id": func(t *testing.T, env *apitest.Env, org *identity.Organization, _ map[string]string) string {
+		header, match, err := management.UploadHeader([]string{"Primary Email"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		up := &models.MgmtUpload{OrgID: org.ID, Action: models.ActionDeleteUsers, FileName: "fixture.csv", Header: header, MatchColumns: match}
-		if err := env.Store.Management.CreateUpload(context.Background(), up, []models.UploadRecord{{Fields: []string{"nobody@example.com"}}}); err != nil {
+		up := &management.MgmtUpload{OrgID: org.ID, Action: management.ActionDeleteUsers, FileName: "fixture.csv", Header: header, MatchColumns: match}
+		if err := env.Store.Management.CreateUpload(context.Background(), up, []management.UploadRecord{{Fields: []string{"nobody@example.com"}}}); err != nil {
 			t.Fatalf("upload fixture: %v", err)
 		}
 		return models.FormatID(up.ID)
 	},
-	"execution_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
-		u := &models.User{OrgID: org.ID, Email: "target-" + models.FormatID(models.NewID()) + "@example.com", Status: models.UserActive}
+	"execution_id": func(t *testing.T, env *apitest.Env, org *identity.Organization, _ map[string]string) string {
+		u := &identity.User{OrgID: org.ID, Email: "target-" + models.FormatID(sqldb.NewID()) + "@example.com", Status: identity.UserActive}
 		if err := env.Store.Users.Create(context.Background(), u, ""); err != nil {
 			t.Fatalf("execution fixture: %v", err)
 		}
-		exec, _, err := env.Store.Management.CreateExecution(context.Background(), models.NewExecution{OrgID: org.ID,
-			Action: models.ActionDeleteUsers, Selection: models.Selection{UserIDs: []int64{u.ID}}})
+		exec, _, err := env.Store.Management.CreateExecution(context.Background(), management.NewExecution{OrgID: org.ID,
+			Action: management.ActionDeleteUsers, Selection: management.Selection{UserIDs: []int64{u.ID}}})
 		if err != nil {
 			t.Fatalf("execution fixture: %v", err)
 		}
 		return models.FormatID(exec.ID)
 	},
-	"device_group_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
-		g := &models.DeviceGroup{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID())}
+	"device_group_id": func(t *testing.T, env *apitest.Env, org *identity.Organization, _ map[string]string) string {
+		g := &protection.DeviceGroup{OrgID: org.ID, Name: "Fixture " + models.FormatID(sqldb.NewID())}
 		if err := env.Store.DeviceGroups.Create(context.Background(), g, nil); err != nil {
 			t.Fatalf("device group fixture: %v", err)
 		}
 		return models.FormatID(g.ID)
 	},
 	"authnfactor_config_id": smartCardFixture,
-	"ca_config_id": func(t *testing.T, env *apitest.Env, org *models.Organization, parents map[string]string) string {
+	"ca_config_id": func(t *testing.T, env *apitest.Env, org *identity.Organization, parents map[string]string) string {
 		factor, ok := parents["authnfactor_config_id"]
 		if !ok {
 			factor = smartCardFixture(t, env, org, parents)
 		}
 		factorID, _ := models.ParseID("authnfactor_config_id", factor)
-		ca, err := env.Store.CAs.Create(context.Background(), org.ID, factorID, models.CAInput{File: fixtureCA(t), MappingAttribute: ptr("email")})
+		ca, err := env.Store.CAs.Create(context.Background(), org.ID, factorID, enrollment.CAInput{File: fixtureCA(t), MappingAttribute: ptr("email")})
 		if err != nil {
 			t.Fatalf("CA config fixture: %v", err)
 		}
 		return models.FormatID(ca.ID)
 	},
-	"template_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
-		tpl := &models.Template{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID()), Module: "reports",
-			Mail: &models.MailTemplate{To: []string{"ops@example.com"}, Subject: "Hello", Content: "<p>Hi</p>", Severity: "high"}}
+	"template_id": func(t *testing.T, env *apitest.Env, org *identity.Organization, _ map[string]string) string {
+		tpl := &notification.Template{OrgID: org.ID, Name: "Fixture " + models.FormatID(sqldb.NewID()), Module: "reports",
+			Mail: &notification.MailTemplate{To: []string{"ops@example.com"}, Subject: "Hello", Content: "<p>Hi</p>", Severity: "high"}}
 		if err := env.Store.Templates.Create(context.Background(), tpl, nil); err != nil {
 			t.Fatalf("template fixture: %v", err)
 		}
 		return models.FormatID(tpl.ID)
 	},
 	// Condition configs and conditional access policies.
-	"family": func(*testing.T, *apitest.Env, *models.Organization, map[string]string) string {
-		return string(models.FamilyIPSources)
+	"family": func(*testing.T, *apitest.Env, *identity.Organization, map[string]string) string {
+		return string(protection.FamilyIPSources)
 	},
-	"config_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
-		c := &models.ConditionConfig{OrgID: org.ID, Family: models.FamilyIPSources, DisplayName: "Fixture " + models.FormatID(models.NewID()), IPAddresses: "192.0.2.0/24"}
+	"config_id": func(t *testing.T, env *apitest.Env, org *identity.Organization, _ map[string]string) string {
+		c := &protection.ConditionConfig{OrgID: org.ID, Family: protection.FamilyIPSources, DisplayName: "Fixture " + models.FormatID(sqldb.NewID()), IPAddresses: "192.0.2.0/24"}
 		if err := env.Store.ConditionConfigs.Create(context.Background(), c); err != nil {
 			t.Fatalf("condition config fixture: %v", err)
 		}
 		return models.FormatID(c.ID)
 	},
-	"policy_id": func(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
-		p := &models.Policy{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID()), IsEnabled: true, AccessType: models.AccessAllow,
-			EndpointsSettings: []models.EndpointSetting{{Endpoint: models.EndpointNPS}}}
-		if err := env.Store.Policies.Create(context.Background(), p, models.PolicyActor{}); err != nil {
+	"policy_id": func(t *testing.T, env *apitest.Env, org *identity.Organization, _ map[string]string) string {
+		p := &protection.Policy{OrgID: org.ID, Name: "Fixture " + models.FormatID(sqldb.NewID()), IsEnabled: true, AccessType: protection.AccessAllow,
+			EndpointsSettings: []protection.EndpointSetting{{Endpoint: protection.EndpointNPS}}}
+		if err := env.Store.Policies.Create(context.Background(), p, protection.PolicyActor{}); err != nil {
 			t.Fatalf("policy fixture: %v", err)
 		}
 		return models.FormatID(p.ID)
@@ -168,19 +176,19 @@ var fixtures = map[string]func(t *testing.T, env *apitest.Env, org *models.Organ
 }
 
 // deviceFixture registers a device with one local account.
-func deviceFixture(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
+func deviceFixture(t *testing.T, env *apitest.Env, org *identity.Organization, _ map[string]string) string {
 	ctx := context.Background()
-	key, err := env.Store.Devices.InstallKey(ctx, org.ID, models.AgentDevice)
+	key, err := env.Store.Devices.InstallKey(ctx, org.ID, devices.AgentDevice)
 	if err != nil {
 		t.Fatalf("device fixture: %v", err)
 	}
-	serial := "fixture-" + models.FormatID(models.NewID())
-	facts := models.DeviceFacts{Name: serial, OSType: "Windows", JoinType: "ADJoined", SerialNumber: serial}
-	dev, _, err := env.Store.Devices.Register(ctx, models.Registration{InstallationKey: key, AgentType: models.AgentDevice, Platform: "windows", Facts: facts})
+	serial := "fixture-" + models.FormatID(sqldb.NewID())
+	facts := devices.DeviceFacts{Name: serial, OSType: "Windows", JoinType: "ADJoined", SerialNumber: serial}
+	dev, _, err := env.Store.Devices.Register(ctx, devices.Registration{InstallationKey: key, AgentType: devices.AgentDevice, Platform: "windows", Facts: facts})
 	if err != nil {
 		t.Fatalf("device fixture: %v", err)
 	}
-	in := models.CheckIn{Facts: facts, Accounts: []models.AccountReport{{UserName: "fixture", PermissionLevel: "Standard"}}}
+	in := devices.CheckIn{Facts: facts, Accounts: []devices.AccountReport{{UserName: "fixture", PermissionLevel: "Standard"}}}
 	if _, err := env.Store.Devices.CheckIn(ctx, dev, &in); err != nil {
 		t.Fatalf("device fixture: %v", err)
 	}
@@ -190,7 +198,7 @@ func deviceFixture(t *testing.T, env *apitest.Env, org *models.Organization, _ m
 
 // devicesByID keeps the devices the device_id fixture made, for the
 // fixtures of what lives on them.
-var devicesByID = map[string]*models.Device{}
+var devicesByID = map[string]*devices.Device{}
 
 // orgFree are path parameters that name no resource of an organization
 // (an agent type, a management action): a route with only those has no other organization's id
@@ -210,32 +218,32 @@ func orgScoped(path string) bool {
 // path ids, so that the id cases reach the id. Keyed by "METHOD path"; org is
 // the caller's organization. Other routes get an empty JSON object as body
 // when their method takes one.
-var inputs = map[string]func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any){
-	"POST /groups/:group_id/members": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {
+var inputs = map[string]func(t *testing.T, env *apitest.Env, org *identity.Organization) (url.Values, any){
+	"POST /groups/:group_id/members": func(t *testing.T, env *apitest.Env, org *identity.Organization) (url.Values, any) {
 		return nil, map[string]any{"members": []string{fixtures["user_id"](t, env, org, nil)}}
 	},
-	"DELETE /groups/:group_id/members": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {
+	"DELETE /groups/:group_id/members": func(t *testing.T, env *apitest.Env, org *identity.Organization) (url.Values, any) {
 		return url.Values{"ids": {fixtures["user_id"](t, env, org, nil)}}, nil
 	},
-	"DELETE /devices/:device_id/offline-enrolled-users": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {
+	"DELETE /devices/:device_id/offline-enrolled-users": func(t *testing.T, env *apitest.Env, org *identity.Organization) (url.Values, any) {
 		return url.Values{"ids": {"1"}}, nil
 	},
-	"DELETE /management/actions/:action_id/uploads/:upload_id/data": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {
+	"DELETE /management/actions/:action_id/uploads/:upload_id/data": func(t *testing.T, env *apitest.Env, org *identity.Organization) (url.Values, any) {
 		return url.Values{"ids": {"1"}}, nil
 	},
-	"POST /protection/device-groups/:device_group_id/members": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {
+	"POST /protection/device-groups/:device_group_id/members": func(t *testing.T, env *apitest.Env, org *identity.Organization) (url.Values, any) {
 		return nil, map[string]any{"device_ids": []string{}}
 	},
-	"DELETE /protection/device-groups/:device_group_id/members": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {
+	"DELETE /protection/device-groups/:device_group_id/members": func(t *testing.T, env *apitest.Env, org *identity.Organization) (url.Values, any) {
 		return url.Values{"ids": {"1"}}, nil
 	},
-	"GET /protection/agents-info/:agent_type/download": func(t *testing.T, env *apitest.Env, org *models.Organization) (url.Values, any) {
+	"GET /protection/agents-info/:agent_type/download": func(t *testing.T, env *apitest.Env, org *identity.Organization) (url.Values, any) {
 		return url.Values{"platform": {"linux"}}, nil
 	},
 }
 
 // request is a call of rt on path by the caller of org with token.
-func request(t *testing.T, env *apitest.Env, rt api.Route, org *models.Organization, path, token string) apitest.Request {
+func request(t *testing.T, env *apitest.Env, rt api.Route, org *identity.Organization, path, token string) apitest.Request {
 	req := apitest.Request{Method: rt.Method, Path: path, Token: token, Body: bodyFor(rt.Method)}
 	if input, ok := inputs[rt.Method+" "+rt.Path]; ok {
 		query, body := input(t, env, org)
@@ -250,7 +258,7 @@ func request(t *testing.T, env *apitest.Env, rt api.Route, org *models.Organizat
 var pathParam = regexp.MustCompile(`[:*]([A-Za-z0-9_]+)`)
 
 // pathFor fills route's path parameters with fresh resources of org.
-func pathFor(t *testing.T, env *apitest.Env, rt api.Route, org *models.Organization) (string, bool) {
+func pathFor(t *testing.T, env *apitest.Env, rt api.Route, org *identity.Organization) (string, bool) {
 	t.Helper()
 	ids := map[string]string{}
 	missing := false
@@ -281,14 +289,14 @@ func TestRoutes_Security(t *testing.T) {
 		// it is made first so that the wait overlaps the setup.
 		short := f.cfg
 		short.AccessTokenLifespan = time.Second
-		selfA, _ := f.client(f.env.Org, models.ClientSelf)
+		selfA, _ := f.client(f.env.Org, oauthstore.ClientSelf)
 		allScopes := oauth.SupportedScopes()
 		expired := f.issue(f.newServer(short), selfA, f.admin, false, allScopes...).AccessToken
 		expiredAt := time.Now().Add(1600 * time.Millisecond)
 
 		orgB := f.env.NewOrg("Other organization")
-		adminB := f.newUser(orgB, "admin-b@example.com", models.RoleAdmin)
-		selfB, _ := f.client(orgB, models.ClientSelf)
+		adminB := f.newUser(orgB, "admin-b@example.com", identity.RoleAdmin)
+		selfB, _ := f.client(orgB, oauthstore.ClientSelf)
 		tokenB := f.issue(f.srv, selfB, adminB, false, allScopes...).AccessToken
 
 		// One resource of every kind in the other organization, which no
@@ -420,22 +428,24 @@ func wrongScopes(t *testing.T, required []string) []string {
 
 // scheduleFixture makes a notification schedule of org (and its group and
 // template), written without its Temporal Schedule.
-func scheduleFixture(t *testing.T, env *apitest.Env, org *models.Organization) string {
+func scheduleFixture(t *testing.T, env *apitest.Env, org *identity.Organization) string {
 	ctx := context.Background()
-	g := &models.Group{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID())}
+	g := &identity.Group{OrgID: org.ID, Name: "Fixture " + models.FormatID(sqldb.NewID())}
 	if err := env.Store.Groups.Create(ctx, g, nil, nil); err != nil {
 		t.Fatalf("schedule fixture: %v", err)
 	}
-	tpl := &models.Template{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID()), Module: "reports",
-		Mail: &models.MailTemplate{Subject: "Hello", Content: "<p>Hi</p>"}}
+	tpl := &notification.Template{OrgID: org.ID, Name: "Fixture " + models.FormatID(sqldb.NewID()), Module: "reports",
+		Mail: &notification.MailTemplate{Subject: "Hello", Content: "<p>Hi</p>"}}
 	if err := env.Store.Templates.Create(ctx, tpl, nil); err != nil {
 		t.Fatalf("schedule fixture: %v", err)
 	}
 	// Written without its Temporal Schedule (paused): the API makes that
 	// when it first needs it.
-	sc := &models.NotificationSchedule{OrgID: org.ID, Name: "Fixture " + models.FormatID(models.NewID()), TemplateID: tpl.ID,
-		GroupIDs: []int64{g.ID}, Settings: models.ScheduleSettings{SchedulerInterval: "DAILY", Hours: "9", Minutes: "0"}}
-	noSync := func(context.Context, *models.NotificationSchedule, *models.NotificationSchedule) error { return nil }
+	sc := &notification.NotificationSchedule{OrgID: org.ID, Name: "Fixture " + models.FormatID(sqldb.NewID()), TemplateID: tpl.ID,
+		GroupIDs: []int64{g.ID}, Settings: notification.ScheduleSettings{SchedulerInterval: "DAILY", Hours: "9", Minutes: "0"}}
+	noSync := func(context.Context, *notification.NotificationSchedule, *notification.NotificationSchedule) error {
+		return nil
+	}
 	if err := env.Store.Notifications.CreateSchedule(ctx, sc, 0, noSync); err != nil {
 		t.Fatalf("schedule fixture: %v", err)
 	}
@@ -443,13 +453,13 @@ func scheduleFixture(t *testing.T, env *apitest.Env, org *models.Organization) s
 }
 
 // smartCardFixture is the organization's smart card factor config.
-func smartCardFixture(t *testing.T, env *apitest.Env, org *models.Organization, _ map[string]string) string {
+func smartCardFixture(t *testing.T, env *apitest.Env, org *identity.Organization, _ map[string]string) string {
 	configs, err := env.Store.Factors.List(context.Background(), org.ID)
 	if err != nil {
 		t.Fatalf("factor config fixture: %v", err)
 	}
 	for _, c := range configs {
-		if c.Type == models.FactorSmartCard {
+		if c.Type == enrollment.FactorSmartCard {
 			return models.FormatID(c.ID)
 		}
 	}
@@ -463,7 +473,7 @@ func fixtureCA(t *testing.T) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(models.NewID()), Subject: pkix.Name{CommonName: "Fixture CA " + models.FormatID(models.NewID())},
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(sqldb.NewID()), Subject: pkix.Name{CommonName: "Fixture CA " + models.FormatID(sqldb.NewID())},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), BasicConstraintsValid: true, IsCA: true}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {

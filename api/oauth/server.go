@@ -11,7 +11,10 @@ import (
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/handler/oauth2"
 
-	"iam/models"
+	"iam/models/identity"
+	"iam/models/oauthstore"
+	"iam/models/protection"
+	"iam/models/store"
 )
 
 // The endpoints (spec 5) and the metadata document (RFC 8414).
@@ -29,7 +32,7 @@ const formLimit = 64 << 10
 
 // Deps are the Server's collaborators.
 type Deps struct {
-	Store *models.Store
+	Store *store.Store
 	Log   *slog.Logger
 }
 
@@ -41,9 +44,9 @@ type Server struct {
 	provider *fosite.Fosite
 	strategy oauth2.CoreStrategy
 	tokens   *storage
-	clients  *models.ClientStore
-	users    *models.UserStore
-	settings *models.SettingsStore
+	clients  *oauthstore.ClientStore
+	users    *identity.UserStore
+	settings *protection.SettingsStore
 	// userStates caches the state of tokens' users (userstate.go).
 	userStates *userStates
 	pages      pages

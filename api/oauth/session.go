@@ -7,6 +7,7 @@ import (
 	"github.com/ory/fosite"
 
 	"iam/models"
+	"iam/models/identity"
 )
 
 // Session is what a code or token carries beside its request: the user and
@@ -26,7 +27,7 @@ type Session struct {
 
 var _ fosite.Session = (*Session)(nil)
 
-func newSession(user *models.User) *Session {
+func newSession(user *identity.User) *Session {
 	return &Session{UserID: user.ID, OrgID: user.OrgID, AuthTime: time.Now().UTC()}
 }
 

@@ -17,10 +17,11 @@ import (
 	fositestorage "github.com/ory/fosite/storage"
 
 	"iam/models"
+	"iam/models/oauthstore"
 )
 
 // fositeClient is a registered client as fosite sees it.
-type fositeClient struct{ *models.OAuthClient }
+type fositeClient struct{ *oauthstore.OAuthClient }
 
 var _ fosite.Client = fositeClient{}
 
@@ -57,8 +58,8 @@ func (c fositeClient) GetAudience() fosite.Arguments { return nil }
 // and PKCE challenges. A request's session must carry the user id as its
 // subject (GetSubject, a digit string) and is stored as JSON.
 type storage struct {
-	tokens  *models.OAuthTokenStore
-	clients *models.ClientStore
+	tokens  *oauthstore.OAuthTokenStore
+	clients *oauthstore.ClientStore
 }
 
 var (
@@ -74,8 +75,8 @@ var (
 type txKey struct{}
 
 // conn returns the transaction of ctx, or the store.
-func (s *storage) conn(ctx context.Context) *models.OAuthTokenStore {
-	if tx, ok := ctx.Value(txKey{}).(*models.OAuthTokenTx); ok {
+func (s *storage) conn(ctx context.Context) *oauthstore.OAuthTokenStore {
+	if tx, ok := ctx.Value(txKey{}).(*oauthstore.OAuthTokenTx); ok {
 		return &tx.OAuthTokenStore
 	}
 	return s.tokens
@@ -93,7 +94,7 @@ func (s *storage) BeginTX(ctx context.Context) (context.Context, error) {
 
 // Commit implements storage.Transactional.
 func (s *storage) Commit(ctx context.Context) error {
-	tx, ok := ctx.Value(txKey{}).(*models.OAuthTokenTx)
+	tx, ok := ctx.Value(txKey{}).(*oauthstore.OAuthTokenTx)
 	if !ok {
 		return errors.New("commit: no OAuth transaction in the context")
 	}
@@ -102,7 +103,7 @@ func (s *storage) Commit(ctx context.Context) error {
 
 // Rollback implements storage.Transactional.
 func (s *storage) Rollback(ctx context.Context) error {
-	tx, ok := ctx.Value(txKey{}).(*models.OAuthTokenTx)
+	tx, ok := ctx.Value(txKey{}).(*oauthstore.OAuthTokenTx)
 	if !ok {
 		return errors.New("roll back: no OAuth transaction in the context")
 	}
@@ -153,7 +154,7 @@ func (s *storage) SetClientAssertionJWT(context.Context, string, time.Time) erro
 
 // create stores req under (kind, signature), expiring when its session
 // says for tokenType (never when zero).
-func (s *storage) create(ctx context.Context, kind models.OAuthTokenKind, signature string, tokenType fosite.TokenType, req fosite.Requester) error {
+func (s *storage) create(ctx context.Context, kind oauthstore.OAuthTokenKind, signature string, tokenType fosite.TokenType, req fosite.Requester) error {
 	row, err := newTokenRow(kind, signature, tokenType, req)
 	if err != nil {
 		return err
@@ -161,7 +162,7 @@ func (s *storage) create(ctx context.Context, kind models.OAuthTokenKind, signat
 	return s.conn(ctx).Create(ctx, row)
 }
 
-func newTokenRow(kind models.OAuthTokenKind, signature string, tokenType fosite.TokenType, req fosite.Requester) (*models.OAuthToken, error) {
+func newTokenRow(kind oauthstore.OAuthTokenKind, signature string, tokenType fosite.TokenType, req fosite.Requester) (*oauthstore.OAuthToken, error) {
 	client, ok := req.GetClient().(fositeClient)
 	if !ok {
 		return nil, fmt.Errorf("store %s: the request's client is %T, not a registered client", kind, req.GetClient())
@@ -178,7 +179,7 @@ func newTokenRow(kind models.OAuthTokenKind, signature string, tokenType fosite.
 	if err != nil {
 		return nil, fmt.Errorf("store %s: encode session: %w", kind, err)
 	}
-	row := &models.OAuthToken{
+	row := &oauthstore.OAuthToken{
 		Kind:            kind,
 		Signature:       signature,
 		RequestID:       req.GetID(),
@@ -201,7 +202,7 @@ func newTokenRow(kind models.OAuthTokenKind, signature string, tokenType fosite.
 
 // get loads the request stored under (kind, signature), decoding its session
 // into session. fosite.ErrNotFound when missing.
-func (s *storage) get(ctx context.Context, kind models.OAuthTokenKind, signature string, session fosite.Session) (*fosite.Request, bool, error) {
+func (s *storage) get(ctx context.Context, kind oauthstore.OAuthTokenKind, signature string, session fosite.Session) (*fosite.Request, bool, error) {
 	row, err := s.conn(ctx).Get(ctx, kind, signature)
 	if models.ErrorCode(err) == models.ENOTFOUND {
 		return nil, false, fosite.ErrNotFound
@@ -241,14 +242,14 @@ func splitScopes(s string) fosite.Arguments {
 
 // CreateAuthorizeCodeSession implements oauth2.AuthorizeCodeStorage.
 func (s *storage) CreateAuthorizeCodeSession(ctx context.Context, signature string, req fosite.Requester) error {
-	return s.create(ctx, models.OAuthCode, signature, fosite.AuthorizeCode, req)
+	return s.create(ctx, oauthstore.OAuthCode, signature, fosite.AuthorizeCode, req)
 }
 
 // GetAuthorizeCodeSession implements oauth2.AuthorizeCodeStorage. A used
 // code returns its request together with fosite.ErrInvalidatedAuthorizeCode,
 // so that fosite can revoke what the first use produced.
 func (s *storage) GetAuthorizeCodeSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
-	req, active, err := s.get(ctx, models.OAuthCode, signature, session)
+	req, active, err := s.get(ctx, oauthstore.OAuthCode, signature, session)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +263,7 @@ func (s *storage) GetAuthorizeCodeSession(ctx context.Context, signature string,
 // the code is kept, marked used. A code already used (a concurrent exchange
 // won) gives fosite.ErrInvalidatedAuthorizeCode.
 func (s *storage) InvalidateAuthorizeCodeSession(ctx context.Context, signature string) error {
-	ok, err := s.conn(ctx).Deactivate(ctx, models.OAuthCode, signature)
+	ok, err := s.conn(ctx).Deactivate(ctx, oauthstore.OAuthCode, signature)
 	if err != nil {
 		return err
 	}
@@ -274,12 +275,12 @@ func (s *storage) InvalidateAuthorizeCodeSession(ctx context.Context, signature 
 
 // CreateAccessTokenSession implements oauth2.AccessTokenStorage.
 func (s *storage) CreateAccessTokenSession(ctx context.Context, signature string, req fosite.Requester) error {
-	return s.create(ctx, models.OAuthAccess, signature, fosite.AccessToken, req)
+	return s.create(ctx, oauthstore.OAuthAccess, signature, fosite.AccessToken, req)
 }
 
 // GetAccessTokenSession implements oauth2.AccessTokenStorage.
 func (s *storage) GetAccessTokenSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
-	req, _, err := s.get(ctx, models.OAuthAccess, signature, session)
+	req, _, err := s.get(ctx, oauthstore.OAuthAccess, signature, session)
 	if err != nil {
 		return nil, err
 	}
@@ -288,19 +289,19 @@ func (s *storage) GetAccessTokenSession(ctx context.Context, signature string, s
 
 // DeleteAccessTokenSession implements oauth2.AccessTokenStorage.
 func (s *storage) DeleteAccessTokenSession(ctx context.Context, signature string) error {
-	return s.conn(ctx).Delete(ctx, models.OAuthAccess, signature)
+	return s.conn(ctx).Delete(ctx, oauthstore.OAuthAccess, signature)
 }
 
 // CreateRefreshTokenSession implements oauth2.RefreshTokenStorage. When the
 // user then holds more than models.RefreshTokensPerUser refresh tokens, the
 // oldest are deleted (OAuthTokenStore.Create).
 func (s *storage) CreateRefreshTokenSession(ctx context.Context, signature, _ string, req fosite.Requester) error {
-	return s.create(ctx, models.OAuthRefresh, signature, fosite.RefreshToken, req)
+	return s.create(ctx, oauthstore.OAuthRefresh, signature, fosite.RefreshToken, req)
 }
 
 // GetRefreshTokenSession implements oauth2.RefreshTokenStorage.
 func (s *storage) GetRefreshTokenSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
-	req, active, err := s.get(ctx, models.OAuthRefresh, signature, session)
+	req, active, err := s.get(ctx, oauthstore.OAuthRefresh, signature, session)
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +313,7 @@ func (s *storage) GetRefreshTokenSession(ctx context.Context, signature string, 
 
 // DeleteRefreshTokenSession implements oauth2.RefreshTokenStorage.
 func (s *storage) DeleteRefreshTokenSession(ctx context.Context, signature string) error {
-	return s.conn(ctx).Delete(ctx, models.OAuthRefresh, signature)
+	return s.conn(ctx).Delete(ctx, oauthstore.OAuthRefresh, signature)
 }
 
 // RotateRefreshToken implements oauth2.RefreshTokenStorage: the refresh
@@ -328,7 +329,7 @@ func (s *storage) RotateRefreshToken(ctx context.Context, requestID, _ string) e
 // RevokeRefreshToken implements oauth2.TokenRevocationStorage: every refresh
 // token of the request is deleted.
 func (s *storage) RevokeRefreshToken(ctx context.Context, requestID string) error {
-	return s.conn(ctx).DeleteRequest(ctx, models.OAuthRefresh, requestID)
+	return s.conn(ctx).DeleteRequest(ctx, oauthstore.OAuthRefresh, requestID)
 }
 
 // RevokeRefreshTokenMaybeGracePeriod implements
@@ -340,17 +341,17 @@ func (s *storage) RevokeRefreshTokenMaybeGracePeriod(ctx context.Context, reques
 // RevokeAccessToken implements oauth2.TokenRevocationStorage: every access
 // token of the request is deleted.
 func (s *storage) RevokeAccessToken(ctx context.Context, requestID string) error {
-	return s.conn(ctx).DeleteRequest(ctx, models.OAuthAccess, requestID)
+	return s.conn(ctx).DeleteRequest(ctx, oauthstore.OAuthAccess, requestID)
 }
 
 // CreatePKCERequestSession implements pkce.PKCERequestStorage.
 func (s *storage) CreatePKCERequestSession(ctx context.Context, signature string, req fosite.Requester) error {
-	return s.create(ctx, models.OAuthPKCE, signature, fosite.AuthorizeCode, req)
+	return s.create(ctx, oauthstore.OAuthPKCE, signature, fosite.AuthorizeCode, req)
 }
 
 // GetPKCERequestSession implements pkce.PKCERequestStorage.
 func (s *storage) GetPKCERequestSession(ctx context.Context, signature string, session fosite.Session) (fosite.Requester, error) {
-	req, _, err := s.get(ctx, models.OAuthPKCE, signature, session)
+	req, _, err := s.get(ctx, oauthstore.OAuthPKCE, signature, session)
 	if err != nil {
 		return nil, err
 	}
@@ -359,5 +360,5 @@ func (s *storage) GetPKCERequestSession(ctx context.Context, signature string, s
 
 // DeletePKCERequestSession implements pkce.PKCERequestStorage.
 func (s *storage) DeletePKCERequestSession(ctx context.Context, signature string) error {
-	return s.conn(ctx).Delete(ctx, models.OAuthPKCE, signature)
+	return s.conn(ctx).Delete(ctx, oauthstore.OAuthPKCE, signature)
 }

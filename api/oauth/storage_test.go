@@ -13,39 +13,42 @@ import (
 
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/identity"
+	"iam/models/oauthstore"
+	"iam/models/store"
 )
 
 // oauthFixture is an organization with a user and a client, for the OAuth
 // storage tests.
 type oauthFixture struct {
 	store  *storage
-	org    *models.Organization
-	user   *models.User
-	client *models.OAuthClient
+	org    *identity.Organization
+	user   *identity.User
+	client *oauthstore.OAuthClient
 }
 
 func newOAuthFixture(t *testing.T, db *bun.DB) *oauthFixture {
 	t.Helper()
 	ctx := t.Context()
-	store := models.NewStore(db)
+	store := store.NewStore(db)
 	f := &oauthFixture{store: &storage{tokens: store.OAuthTokens, clients: store.OAuthClients}}
-	f.org = &models.Organization{Name: "Org"}
+	f.org = &identity.Organization{Name: "Org"}
 	if err := store.Orgs.Create(ctx, f.org); err != nil {
 		t.Fatal(err)
 	}
-	f.user = newStoredUser(t, db, f.org.ID, "admin@example.com", models.RoleAdmin)
-	f.client = &models.OAuthClient{OrgID: f.org.ID, Name: "App", HomepageURL: "https://app.example.com",
-		Type: models.ClientServer, RedirectURIs: []string{"https://app.example.com/cb"}}
+	f.user = newStoredUser(t, db, f.org.ID, "admin@example.com", identity.RoleAdmin)
+	f.client = &oauthstore.OAuthClient{OrgID: f.org.ID, Name: "App", HomepageURL: "https://app.example.com",
+		Type: oauthstore.ClientServer, RedirectURIs: []string{"https://app.example.com/cb"}}
 	if _, err := store.OAuthClients.Create(ctx, f.client); err != nil {
 		t.Fatal(err)
 	}
 	return f
 }
 
-func newStoredUser(t *testing.T, db *bun.DB, orgID int64, email string, role models.Role) *models.User {
+func newStoredUser(t *testing.T, db *bun.DB, orgID int64, email string, role identity.Role) *identity.User {
 	t.Helper()
-	u := &models.User{OrgID: orgID, Email: email, Role: role, Status: models.UserActive}
-	if err := models.NewStore(db).Users.Create(t.Context(), u, "correct horse battery"); err != nil {
+	u := &identity.User{OrgID: orgID, Email: email, Role: role, Status: identity.UserActive}
+	if err := store.NewStore(db).Users.Create(t.Context(), u, "correct horse battery"); err != nil {
 		t.Fatalf("create user %s: %v", email, err)
 	}
 	return u
@@ -53,7 +56,7 @@ func newStoredUser(t *testing.T, db *bun.DB, orgID int64, email string, role mod
 
 // request builds a fosite request of the fixture's client for user, whose
 // tokens of kind expire after ttl (zero: never).
-func (f *oauthFixture) request(user *models.User, kind fosite.TokenType, ttl time.Duration) *fosite.Request {
+func (f *oauthFixture) request(user *identity.User, kind fosite.TokenType, ttl time.Duration) *fosite.Request {
 	sess := &fosite.DefaultSession{Subject: models.FormatID(user.ID), Username: user.Email}
 	if ttl != 0 {
 		sess.SetExpiresAt(kind, time.Now().UTC().Add(ttl).Round(time.Second))
@@ -184,17 +187,17 @@ func TestStorage_RefreshTokenCap(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		ctx := t.Context()
 		f := newOAuthFixture(t, db)
-		bystander := newStoredUser(t, db, f.org.ID, "other@example.com", models.RoleAdmin)
+		bystander := newStoredUser(t, db, f.org.ID, "other@example.com", identity.RoleAdmin)
 		if err := f.store.CreateRefreshTokenSession(ctx, "bystander", "", f.request(bystander, fosite.RefreshToken, 0)); err != nil {
 			t.Fatal(err)
 		}
-		for i := 1; i <= models.RefreshTokensPerUser; i++ {
+		for i := 1; i <= oauthstore.RefreshTokensPerUser; i++ {
 			if err := f.store.CreateRefreshTokenSession(ctx, fmt.Sprintf("rt-%d", i), "", f.request(f.user, fosite.RefreshToken, 0)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if n, _ := f.store.tokens.CountRefreshTokens(ctx, f.user.ID); n != models.RefreshTokensPerUser {
-			t.Fatalf("after %d refresh tokens the user holds %d", models.RefreshTokensPerUser, n)
+		if n, _ := f.store.tokens.CountRefreshTokens(ctx, f.user.ID); n != oauthstore.RefreshTokensPerUser {
+			t.Fatalf("after %d refresh tokens the user holds %d", oauthstore.RefreshTokensPerUser, n)
 		}
 		if _, err := f.store.GetRefreshTokenSession(ctx, "rt-1", new(fosite.DefaultSession)); err != nil {
 			t.Fatalf("the first token is gone before the cap is passed: %v", err)
@@ -203,8 +206,8 @@ func TestStorage_RefreshTokenCap(t *testing.T) {
 		if err := f.store.CreateRefreshTokenSession(ctx, "rt-21", "", f.request(f.user, fosite.RefreshToken, 0)); err != nil {
 			t.Fatal(err)
 		}
-		if n, _ := f.store.tokens.CountRefreshTokens(ctx, f.user.ID); n != models.RefreshTokensPerUser {
-			t.Errorf("after the 21st the user holds %d refresh tokens, want %d", n, models.RefreshTokensPerUser)
+		if n, _ := f.store.tokens.CountRefreshTokens(ctx, f.user.ID); n != oauthstore.RefreshTokensPerUser {
+			t.Errorf("after the 21st the user holds %d refresh tokens, want %d", n, oauthstore.RefreshTokensPerUser)
 		}
 		if _, err := f.store.GetRefreshTokenSession(ctx, "rt-1", new(fosite.DefaultSession)); !errors.Is(err, fosite.ErrNotFound) {
 			t.Errorf("the first refresh token survived the 21st: %v", err)

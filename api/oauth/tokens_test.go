@@ -9,8 +9,8 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/api/auth"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/oauthstore"
 )
 
 // TestToken_QueryParameters: the token endpoint reads its parameters from
@@ -18,7 +18,7 @@ import (
 func TestToken_QueryParameters(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		f := newFixture(t, db, false, nil)
-		client, secret := f.client(f.env.Org, models.ClientServer, callback)
+		client, secret := f.client(f.env.Org, oauthstore.ClientServer, callback)
 		code := f.code(authParams(client, "svc.job.READ,svc.user.READ", "access_type", "offline")).Get("code")
 		tok := f.tokenCall("/oauth/v2/token", url.Values{"code": {code}, "grant_type": {"authorization_code"},
 			"client_id": {client.ID}, "client_secret": {secret}, "redirect_uri": {callback}}, nil).tokens(t)
@@ -39,7 +39,7 @@ func TestToken_QueryParameters(t *testing.T) {
 func TestToken_Refresh(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		f := newFixture(t, db, false, nil)
-		client, secret := f.client(f.env.Org, models.ClientServer, callback)
+		client, secret := f.client(f.env.Org, oauthstore.ClientServer, callback)
 
 		online := f.exchange(client, secret, f.code(authParams(client, "svc.job.READ")).Get("code"), callback)
 		if strings.Contains(online.body, "refresh_token") {
@@ -74,7 +74,7 @@ func TestToken_Refresh(t *testing.T) {
 		}
 
 		// Another client may not use it.
-		other, otherSecret := f.client(f.env.Org, models.ClientServer, callback)
+		other, otherSecret := f.client(f.env.Org, oauthstore.ClientServer, callback)
 		r := f.tokenCall("/oauth/v2/token", nil, url.Values{"grant_type": {"refresh_token"},
 			"refresh_token": {tok.RefreshToken}, "client_id": {other.ID}, "client_secret": {otherSecret}})
 		if code, _ := r.oauthError(t); code != "invalid_grant" {
@@ -88,14 +88,14 @@ func TestToken_Refresh(t *testing.T) {
 func TestRevoke(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		f := newFixture(t, db, false, nil)
-		client, secret := f.client(f.env.Org, models.ClientServer, callback)
+		client, secret := f.client(f.env.Org, oauthstore.ClientServer, callback)
 		tok := f.exchange(client, secret, f.code(authParams(client, "svc.job.READ", "access_type", "offline")).Get("code"), callback).tokens(t)
 		refreshed := f.tokenCall("/oauth/v2/token", nil, url.Values{"grant_type": {"refresh_token"},
 			"refresh_token": {tok.RefreshToken}, "client_id": {client.ID}, "client_secret": {secret}}).tokens(t)
 		bystander := f.issue(f.srv, client, f.admin, true, "svc.job.READ")
 
 		// Wrong client credentials are refused and revoke nothing.
-		other, otherSecret := f.client(f.env.Org, models.ClientServer, callback)
+		other, otherSecret := f.client(f.env.Org, oauthstore.ClientServer, callback)
 		for _, creds := range []url.Values{
 			{"client_id": {client.ID}, "client_secret": {"wrong"}},
 			{"client_id": {other.ID}, "client_secret": {otherSecret}},
@@ -152,9 +152,9 @@ func TestRevoke(t *testing.T) {
 func TestRefreshTokenCap(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		f := newFixture(t, db, false, nil)
-		client, secret := f.client(f.env.Org, models.ClientServer, callback)
+		client, secret := f.client(f.env.Org, oauthstore.ClientServer, callback)
 		var first, last string
-		for i := 0; i < models.RefreshTokensPerUser; i++ {
+		for i := 0; i < oauthstore.RefreshTokensPerUser; i++ {
 			tok := f.issue(f.srv, client, f.admin, true, "svc.job.READ")
 			if i == 0 {
 				first = tok.RefreshToken
@@ -181,7 +181,7 @@ func TestRefreshTokenCap(t *testing.T) {
 func TestValidate(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		f := newFixture(t, db, false, nil)
-		client, _ := f.client(f.env.Org, models.ClientSelf)
+		client, _ := f.client(f.env.Org, oauthstore.ClientSelf)
 		tok := f.issue(f.srv, client, f.admin, true, "svc.job.READ")
 		p, err := f.srv.ValidateAccessToken(t.Context(), tok.AccessToken)
 		if err != nil {

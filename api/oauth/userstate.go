@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/golang-lru/v2"
 
 	"iam/models"
+	"iam/models/identity"
 )
 
 // A token is only as good as its user: every use of an access token (and
@@ -34,7 +35,7 @@ var errTokenUserRefused = errors.New("the token's user may no longer use it")
 type userKey struct{ org, user int64 }
 
 type cachedUserState struct {
-	user    *models.User // nil: the user does not exist
+	user    *identity.User // nil: the user does not exist
 	fetched time.Time
 }
 
@@ -43,10 +44,10 @@ type userStates struct {
 	ttl   time.Duration
 	now   func() time.Time
 	cache *lru.Cache[userKey, cachedUserState]
-	fetch func(ctx context.Context, orgID, userID int64) (*models.User, error)
+	fetch func(ctx context.Context, orgID, userID int64) (*identity.User, error)
 }
 
-func newUserStates(ttl time.Duration, users *models.UserStore) (*userStates, error) {
+func newUserStates(ttl time.Duration, users *identity.UserStore) (*userStates, error) {
 	cache, err := lru.New[userKey, cachedUserState](userStateCacheSize)
 	if err != nil {
 		return nil, fmt.Errorf("user state cache: %w", err)
@@ -56,7 +57,7 @@ func newUserStates(ttl time.Duration, users *models.UserStore) (*userStates, err
 
 // get returns the user's token state, or nil when the user does not exist
 // in the organization.
-func (u *userStates) get(ctx context.Context, orgID, userID int64) (*models.User, error) {
+func (u *userStates) get(ctx context.Context, orgID, userID int64) (*identity.User, error) {
 	now := u.now()
 	key := userKey{orgID, userID}
 	if c, ok := u.cache.Get(key); ok && now.Sub(c.fetched) < u.ttl && now.Sub(c.fetched) >= 0 {
@@ -93,6 +94,6 @@ func (s *Server) checkTokenUser(ctx context.Context, sess *Session, scopes []str
 
 // revokedSince reports whether the user's tokens and sign-ins were revoked
 // after t (a grant's AuthTime, a sign-in's time).
-func revokedSince(user *models.User, t time.Time) bool {
+func revokedSince(user *identity.User, t time.Time) bool {
 	return user.TokensValidAfter != nil && t.Before(*user.TokensValidAfter)
 }

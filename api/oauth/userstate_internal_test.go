@@ -7,7 +7,7 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2"
 
-	"iam/models"
+	"iam/models/identity"
 )
 
 // TestUserStates_CachedBrieflyAndBounded: a user's state is read once per
@@ -24,12 +24,12 @@ func TestUserStates_CachedBrieflyAndBounded(t *testing.T) {
 		ttl:   2 * time.Second,
 		now:   func() time.Time { return now },
 		cache: cache,
-		fetch: func(_ context.Context, orgID, userID int64) (*models.User, error) {
+		fetch: func(_ context.Context, orgID, userID int64) (*identity.User, error) {
 			fetches[userID]++
 			if orgID != 1 {
-				return nil, models.ErrUserNotFound
+				return nil, identity.ErrUserNotFound
 			}
-			return &models.User{ID: userID, OrgID: 1, Status: models.UserActive}, nil
+			return &identity.User{ID: userID, OrgID: 1, Status: identity.UserActive}, nil
 		},
 	}
 	ctx := context.Background()

@@ -36,9 +36,12 @@ import (
 
 	"iam/cmd/internal/benchrun"
 	"iam/cmd/internal/iamproc"
-	"iam/models"
 	"iam/models/dbtest/pgcluster"
+	"iam/models/devices"
+	"iam/models/identity"
 	"iam/models/secret"
+	"iam/models/sqldb"
+	"iam/models/store"
 )
 
 type options struct {
@@ -200,7 +203,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // installKey makes the organization the devices register into and returns
 // its DeviceAgent installation key.
 func installKey(ctx context.Context, dsn, encKey string) (_ string, err error) {
-	db, err := models.Open(ctx, dsn)
+	db, err := sqldb.Open(ctx, dsn)
 	if err != nil {
 		return "", err
 	}
@@ -213,10 +216,10 @@ func installKey(ctx context.Context, dsn, encKey string) (_ string, err error) {
 	if err != nil {
 		return "", err
 	}
-	store := models.NewStore(db).SealBlobs(box)
-	org := &models.Organization{Name: "Agent bench"}
+	store := store.NewStore(db).SealBlobs(box)
+	org := &identity.Organization{Name: "Agent bench"}
 	if err = store.Orgs.Create(ctx, org); err != nil {
 		return "", err
 	}
-	return store.Devices.InstallKey(ctx, org.ID, models.AgentDevice)
+	return store.Devices.InstallKey(ctx, org.ID, devices.AgentDevice)
 }

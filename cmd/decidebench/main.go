@@ -42,9 +42,12 @@ import (
 	"iam/api"
 	"iam/api/auth"
 	"iam/cmd/internal/benchrun"
-	"iam/models"
 	"iam/models/dbtest/pgcluster"
 	"iam/models/decide"
+	"iam/models/identity"
+	"iam/models/protection"
+	"iam/models/sqldb"
+	"iam/models/store"
 )
 
 const (
@@ -95,17 +98,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		dsn = c.URL("postgres").String()
 		out.Printf("throwaway PostgreSQL cluster %s\n", c.Describe())
 	}
-	db, err := models.Open(ctx, dsn)
+	db, err := sqldb.Open(ctx, dsn)
 	if err != nil {
 		return err
 	}
 	defer benchrun.Cleanup(&err, db.Close)
 	db.SetMaxOpenConns(cfg.concurrency + 8)
 	db.SetMaxIdleConns(cfg.concurrency + 8)
-	if _, err = models.MigrateUp(ctx, db); err != nil {
+	if _, err = sqldb.MigrateUp(ctx, db); err != nil {
 		return err
 	}
-	store := models.NewStore(db)
+	store := store.NewStore(db)
 	start := time.Now()
 	s, err := seed(ctx, store)
 	if err != nil {
@@ -121,7 +124,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 // seeded is what the requests name.
 type seeded struct {
-	org   *models.Organization
+	org   *identity.Organization
 	users []int64 // each in one team
 	worst int64   // in every team
 }
@@ -131,8 +134,8 @@ func srcAddr(i, k int) netip.Addr {
 	return netip.AddrFrom4([4]byte{10, byte(i >> 8), byte(i), byte(16*k + 1)}) //nolint:gosec // i < policies < 1<<16 and k < entriesPerSrc: the bytes of the address, truncated on purpose
 }
 
-func seed(ctx context.Context, store *models.Store) (*seeded, error) {
-	org := &models.Organization{Name: "decidebench"}
+func seed(ctx context.Context, store *store.Store) (*seeded, error) {
+	org := &identity.Organization{Name: "decidebench"}
 	if err := store.Orgs.Create(ctx, org); err != nil {
 		return nil, err
 	}
@@ -140,16 +143,16 @@ func seed(ctx context.Context, store *models.Store) (*seeded, error) {
 	// Each policy targets one of the teams; each user is in one team, so
 	// policies/teams policies reach a user. The worst-case user is in every
 	// team: every policy reaches them.
-	var teams []*models.Group
+	var teams []*identity.Group
 	for k := 0; k < teamCount; k++ {
-		g := &models.Group{OrgID: org.ID, Name: fmt.Sprintf("Team %d", k)}
+		g := &identity.Group{OrgID: org.ID, Name: fmt.Sprintf("Team %d", k)}
 		if err := store.Groups.Create(ctx, g, nil, nil); err != nil {
 			return nil, err
 		}
 		teams = append(teams, g)
 	}
 	for i := 0; i < 100; i++ {
-		u := &models.User{OrgID: org.ID, Email: fmt.Sprintf("user%d@example.com", i), Status: models.UserActive}
+		u := &identity.User{OrgID: org.ID, Email: fmt.Sprintf("user%d@example.com", i), Status: identity.UserActive}
 		if err := store.Users.Create(ctx, u, ""); err != nil {
 			return nil, err
 		}
@@ -158,7 +161,7 @@ func seed(ctx context.Context, store *models.Store) (*seeded, error) {
 			return nil, err
 		}
 	}
-	worst := &models.User{OrgID: org.ID, Email: "everywhere@example.com", Status: models.UserActive}
+	worst := &identity.User{OrgID: org.ID, Email: "everywhere@example.com", Status: identity.UserActive}
 	if err := store.Users.Create(ctx, worst, ""); err != nil {
 		return nil, err
 	}
@@ -170,8 +173,8 @@ func seed(ctx context.Context, store *models.Store) (*seeded, error) {
 	}
 	var hours []int64
 	for i := 0; i < businessConfig; i++ {
-		c := &models.ConditionConfig{OrgID: org.ID, Family: models.FamilyBusinessHours, DisplayName: fmt.Sprintf("Hours %d", i),
-			Timezone: []string{"UTC", "Europe/Paris", "America/New_York", "Asia/Tokyo"}[i%4], BusinessHoursBitmap: strings.Repeat("1", models.BusinessHoursBits)}
+		c := &protection.ConditionConfig{OrgID: org.ID, Family: protection.FamilyBusinessHours, DisplayName: fmt.Sprintf("Hours %d", i),
+			Timezone: []string{"UTC", "Europe/Paris", "America/New_York", "Asia/Tokyo"}[i%4], BusinessHoursBitmap: strings.Repeat("1", protection.BusinessHoursBits)}
 		if err := store.ConditionConfigs.Create(ctx, c); err != nil {
 			return nil, err
 		}
@@ -183,20 +186,20 @@ func seed(ctx context.Context, store *models.Store) (*seeded, error) {
 			items = append(items, netip.PrefixFrom(srcAddr(i, k), 28).Masked().String())
 		}
 		v6 := func(k int) string { return fmt.Sprintf("2001:db8:%x::%x", i, k) }
-		c := &models.ConditionConfig{OrgID: org.ID, Family: models.FamilyIPSources, DisplayName: fmt.Sprintf("Source %d", i),
-			IPAddresses: strings.Join(items, ","), IPAddressRanges: []models.IPRange{{From: v6(0x10), To: v6(0x1f)}, {From: v6(0x100), To: v6(0x1ff)}}}
+		c := &protection.ConditionConfig{OrgID: org.ID, Family: protection.FamilyIPSources, DisplayName: fmt.Sprintf("Source %d", i),
+			IPAddresses: strings.Join(items, ","), IPAddressRanges: []protection.IPRange{{From: v6(0x10), To: v6(0x1f)}, {From: v6(0x100), To: v6(0x1ff)}}}
 		if err := store.ConditionConfigs.Create(ctx, c); err != nil {
 			return nil, fmt.Errorf("IP source %d: %w", i, err)
 		}
-		p := &models.Policy{OrgID: org.ID, Name: fmt.Sprintf("Policy %d", i), IsEnabled: true, AccessType: []string{models.AccessAllow, models.AccessDeny}[i%2],
+		p := &protection.Policy{OrgID: org.ID, Name: fmt.Sprintf("Policy %d", i), IsEnabled: true, AccessType: []string{protection.AccessAllow, protection.AccessDeny}[i%2],
 			GroupIDs:          []int64{teams[i%teamCount].ID},
-			EndpointsSettings: []models.EndpointSetting{{Endpoint: models.EndpointNPS}},
-			Conditions: []models.PolicyCondition{
-				{SequenceNumber: 1, FactorType: models.FactorTypeIPAddress, Comparator: models.ComparatorIn, FactorConfigs: []models.RefID{models.RefID(c.ID)}},
-				{SequenceNumber: 2, FactorType: models.FactorTypeTime, Comparator: models.ComparatorIn, FactorConfigs: []models.RefID{models.RefID(hours[i%len(hours)])}},
+			EndpointsSettings: []protection.EndpointSetting{{Endpoint: protection.EndpointNPS}},
+			Conditions: []protection.PolicyCondition{
+				{SequenceNumber: 1, FactorType: protection.FactorTypeIPAddress, Comparator: protection.ComparatorIn, FactorConfigs: []protection.RefID{protection.RefID(c.ID)}},
+				{SequenceNumber: 2, FactorType: protection.FactorTypeTime, Comparator: protection.ComparatorIn, FactorConfigs: []protection.RefID{protection.RefID(hours[i%len(hours)])}},
 			},
 			CriteriaExpression: "1 and 2"}
-		if err := store.Policies.Create(ctx, p, models.PolicyActor{}); err != nil {
+		if err := store.Policies.Create(ctx, p, protection.PolicyActor{}); err != nil {
 			return nil, fmt.Errorf("policy %d: %w", i, err)
 		}
 	}
@@ -213,7 +216,7 @@ func request(r *rand.Rand, s *seeded) (netip.Addr, int64) {
 	return srcAddr(r.IntN(policies), r.IntN(entriesPerSrc-2)).Next(), user
 }
 
-func inProcess(ctx context.Context, store *models.Store, s *seeded, cfg config, out *benchrun.Report) error {
+func inProcess(ctx context.Context, store *store.Store, s *seeded, cfg config, out *benchrun.Report) error {
 	start := time.Now()
 	set, err := store.Policies.LoadEnabledPolicies(ctx, s.org.ID)
 	if err != nil {
@@ -235,7 +238,7 @@ func inProcess(ctx context.Context, store *models.Store, s *seeded, cfg config, 
 	return nil
 }
 
-func timeDecisions(ctx context.Context, store *models.Store, s *seeded, snap *decide.Snapshot, users []int64, cfg config, name string, out *benchrun.Report) error {
+func timeDecisions(ctx context.Context, store *store.Store, s *seeded, snap *decide.Snapshot, users []int64, cfg config, name string, out *benchrun.Report) error {
 	groups := map[int64][]int64{}
 	for _, u := range users {
 		facts, err := store.DeviceGroups.DecisionFacts(ctx, s.org.ID, u, 0)
@@ -253,7 +256,7 @@ func timeDecisions(ctx context.Context, store *models.Store, s *seeded, snap *de
 	for i := range lat {
 		ip, _ := request(r, s)
 		user := users[r.IntN(len(users))]
-		req := decide.Request{UserID: user, UserGroups: groups[user], Endpoint: models.EndpointNPS, IP: ip, Time: now}
+		req := decide.Request{UserID: user, UserGroups: groups[user], Endpoint: protection.EndpointNPS, IP: ip, Time: now}
 		t0 := time.Now()
 		d := decide.Decide(snap, req, nil)
 		lat[i] = time.Since(t0)
@@ -300,7 +303,7 @@ type result struct {
 	lat []time.Duration
 }
 
-func overHTTP(ctx context.Context, store *models.Store, s *seeded, cfg config, out *benchrun.Report) (err error) {
+func overHTTP(ctx context.Context, store *store.Store, s *seeded, cfg config, out *benchrun.Report) (err error) {
 	server := api.New(api.Config{}, api.Deps{Store: store, Tokens: benchTokens{orgID: s.org.ID}, Log: slog.New(slog.DiscardHandler)})
 	srv := httptest.NewServer(server.Handler())
 	defer srv.Close()

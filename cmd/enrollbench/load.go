@@ -14,6 +14,7 @@ import (
 
 	"iam/cmd/internal/benchrun"
 	"iam/models"
+	"iam/models/sqldb"
 )
 
 // seedUsers creates users user1..userN@example.com of org.
@@ -21,9 +22,9 @@ func seedUsers(ctx context.Context, db *bun.DB, orgID int64, n int) error {
 	now := time.Now().UTC()
 	cols := []string{"id", "org_id", "email", "created_at", "updated_at"}
 	row := func(i int) []any {
-		return []any{models.NewID(), orgID, "user" + strconv.Itoa(i) + "@example.com", now, now}
+		return []any{sqldb.NewID(), orgID, "user" + strconv.Itoa(i) + "@example.com", now, now}
 	}
-	if models.IsPostgres(db) {
+	if sqldb.IsPostgres(db) {
 		return copyRows(ctx, db.DB, "users", cols, n, row)
 	}
 	return insertRows(ctx, db.DB, "users", cols, n, row)
@@ -57,7 +58,7 @@ func bulkLoad(ctx context.Context, db *bun.DB, orgID int64, cfgID string, n int)
 	// The job wrote into an empty table: so does the bulk load. (A DELETE
 	// would leave the job's rows dead in the table and its indexes.)
 	empty := "DELETE FROM enrollments"
-	if models.IsPostgres(db) {
+	if sqldb.IsPostgres(db) {
 		empty = "TRUNCATE enrollments"
 	}
 	if _, err = db.ExecContext(ctx, empty); err != nil {
@@ -69,7 +70,7 @@ func bulkLoad(ctx context.Context, db *bun.DB, orgID int64, cfgID string, n int)
 		return []any{orgID, ids[i-1], cfg, "SMS_OTP", fmt.Sprintf("+1415%07d", i), int64(1), int64(i), now}
 	}
 	began := time.Now()
-	if models.IsPostgres(db) {
+	if sqldb.IsPostgres(db) {
 		err = copyRows(ctx, db.DB, "enrollments", cols, n, row)
 	} else {
 		err = insertRows(ctx, db.DB, "enrollments", cols, n, row)

@@ -18,8 +18,10 @@ import (
 	"iam/cmd/internal/benchrun"
 	"iam/cmd/internal/iamproc"
 	"iam/deploy/devserver"
-	"iam/models"
+	"iam/models/identity"
 	"iam/models/secret"
+	"iam/models/sqldb"
+	modelstore "iam/models/store"
 	"iam/workflows"
 )
 
@@ -71,18 +73,18 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 	if out, migrateErr := iamproc.Run(bin, append(env, "IAM_DATABASE_URL="+storeURL), "migrate", "up"); migrateErr != nil {
 		return r, fmt.Errorf("migrate: %w\n%s", migrateErr, out)
 	}
-	db, err := models.Open(ctx, storeURL)
+	db, err := sqldb.Open(ctx, storeURL)
 	if err != nil {
 		return r, err
 	}
 	defer benchrun.Cleanup(&err, db.Close)
-	store := models.NewStore(db)
-	org := &models.Organization{Name: "Bench"}
+	store := modelstore.NewStore(db)
+	org := &identity.Organization{Name: "Bench"}
 	if err = store.Orgs.Create(ctx, org); err != nil {
 		return r, err
 	}
-	admin := &models.User{OrgID: org.ID, Email: adminEmail, Role: models.RoleAdmin, Status: models.UserActive}
-	if err = models.NewStore(db).Users.Create(ctx, admin, ""); err != nil {
+	admin := &identity.User{OrgID: org.ID, Email: adminEmail, Role: identity.RoleAdmin, Status: identity.UserActive}
+	if err = modelstore.NewStore(db).Users.Create(ctx, admin, ""); err != nil {
 		return r, err
 	}
 	if err = seedUsers(ctx, db, org.ID, rows); err != nil {

@@ -7,15 +7,15 @@ import (
 	"testing"
 
 	"iam/api/apitest"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/devices"
 )
 
 // `iam agent simulate` plays its agents against a running API and prints
 // their figures.
 func TestAgentSimulate(t *testing.T) {
 	env := apitest.New(t, dbtest.SQLite(t), apitest.Options{})
-	key, err := env.Store.Devices.InstallKey(context.Background(), env.Org.ID, models.AgentDevice)
+	key, err := env.Store.Devices.InstallKey(context.Background(), env.Org.ID, devices.AgentDevice)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 
 	"iam/models"
+	"iam/models/identity"
+	"iam/models/store"
 )
 
 // defaultAdminEmail is the first admin's email when IAM_BOOTSTRAP_ADMIN_EMAIL
@@ -21,8 +23,8 @@ const firstOrgName = "Default organization"
 // or, when empty, a generated one): models.Store.CreateOrganization, the one
 // path of `iam orgs create` and of the first start's organization. It
 // returns the admin and the generated password ("" when one was given).
-func createOrg(ctx context.Context, store *models.Store, org *models.Organization, email, password string, log *slog.Logger) (*models.User, string, error) {
-	admin, generated, err := store.Orgs.CreateOrganization(ctx, org, models.FirstAdmin{Email: email, Password: password})
+func createOrg(ctx context.Context, store *store.Store, org *identity.Organization, email, password string, log *slog.Logger) (*identity.User, string, error) {
+	admin, generated, err := store.Orgs.CreateOrganization(ctx, org, identity.FirstAdmin{Email: email, Password: password})
 	if err != nil {
 		return nil, "", err
 	}
@@ -37,12 +39,12 @@ func createOrg(ctx context.Context, store *models.Store, org *models.Organizatio
 // password printed once to out (never logged). When the first organization
 // exists without an admin (made by `iam clients` or `iam token` on a fresh
 // database), it gives it one the same way.
-func bootstrapOrg(ctx context.Context, store *models.Store, cfg OAuthConfig, out io.Writer, log *slog.Logger) (*models.Organization, error) {
+func bootstrapOrg(ctx context.Context, store *store.Store, cfg OAuthConfig, out io.Writer, log *slog.Logger) (*identity.Organization, error) {
 	email := cmp.Or(cfg.BootstrapAdminEmail, defaultAdminEmail)
 	org, err := store.Orgs.First(ctx)
 	switch {
 	case models.ErrorCode(err) == models.ENOTFOUND:
-		org = &models.Organization{Name: firstOrgName}
+		org = &identity.Organization{Name: firstOrgName}
 		var generated string
 		if _, generated, err = createOrg(ctx, store, org, email, cfg.BootstrapAdminPassword, log); err != nil {
 			return nil, fmt.Errorf("create the first organization and its admin (IAM_BOOTSTRAP_ADMIN_EMAIL, IAM_BOOTSTRAP_ADMIN_PASSWORD): %w", err)
@@ -56,13 +58,13 @@ func bootstrapOrg(ctx context.Context, store *models.Store, cfg OAuthConfig, out
 
 // ensureAdmin gives org its first admin when it has none. An admin made by
 // another process starting at the same time is not an error.
-func ensureAdmin(ctx context.Context, store *models.Store, org *models.Organization, email, password string, out io.Writer, log *slog.Logger) error {
+func ensureAdmin(ctx context.Context, store *store.Store, org *identity.Organization, email, password string, out io.Writer, log *slog.Logger) error {
 	users := store.Users
 	ok, err := users.HasAdmin(ctx, org.ID)
 	if err != nil || ok {
 		return err
 	}
-	admin, generated, err := users.AddFirstAdmin(ctx, org.ID, models.FirstAdmin{Email: email, Password: password})
+	admin, generated, err := users.AddFirstAdmin(ctx, org.ID, identity.FirstAdmin{Email: email, Password: password})
 	switch {
 	case models.ErrorCode(err) == models.ECONFLICT:
 		if ok, herr := users.HasAdmin(ctx, org.ID); herr == nil && ok {

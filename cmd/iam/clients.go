@@ -10,7 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"iam/models"
+	"iam/models/identity"
+	"iam/models/oauthstore"
+	"iam/models/store"
 )
 
 // clientsCommand manages the OAuth clients of an organization: `iam clients
@@ -36,7 +38,7 @@ func clientsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 	run := func(body func(cmd *cobra.Command, env *adminEnv) error) func(*cobra.Command, []string) error {
 		return configured(environ, func(cmd *cobra.Command, cfg Config) error {
 			log := newLogger(stderr, cfg.LogLevel)
-			return withAdminStore(cmd, cfg, dataDir, log, func(store *models.Store) error {
+			return withAdminStore(cmd, cfg, dataDir, log, func(store *store.Store) error {
 				org, err := adminOrg(cmd.Context(), store, orgID, cfg.OAuth, stderr, log)
 				if err != nil {
 					return err
@@ -55,14 +57,14 @@ func clientsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 		Short: "Register a client; prints its id and, once, its secret",
 		Args:  cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, env *adminEnv) error {
-			c := &models.OAuthClient{OrgID: env.org.ID, Name: create.name, HomepageURL: create.homepage,
+			c := &oauthstore.OAuthClient{OrgID: env.org.ID, Name: create.name, HomepageURL: create.homepage,
 				Type: clientTypeFromFlag(create.typ), RedirectURIs: create.redirects}
 			secret, err := env.clients.Create(cmd.Context(), c)
 			if err != nil {
 				return err
 			}
 			out := struct {
-				*models.OAuthClient
+				*oauthstore.OAuthClient
 				Secret string `json:"client_secret,omitempty"`
 			}{c, secret}
 			enc := json.NewEncoder(stdout)
@@ -130,22 +132,22 @@ func clientsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 
 // adminEnv is what a clients subcommand works with.
 type adminEnv struct {
-	clients *models.ClientStore
-	org     *models.Organization
+	clients *oauthstore.ClientStore
+	org     *identity.Organization
 }
 
 // clientTypeFromFlag accepts the type names and the interface's words for
 // them (client-based, server-based, mobile-based, self-client).
-func clientTypeFromFlag(s string) models.ClientType {
+func clientTypeFromFlag(s string) oauthstore.ClientType {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "client-based":
-		return models.ClientBrowser
+		return oauthstore.ClientBrowser
 	case "server-based":
-		return models.ClientServer
+		return oauthstore.ClientServer
 	case "mobile-based":
-		return models.ClientMobile
+		return oauthstore.ClientMobile
 	case "self-client":
-		return models.ClientSelf
+		return oauthstore.ClientSelf
 	}
-	return models.ClientType(strings.ToLower(strings.TrimSpace(s)))
+	return oauthstore.ClientType(strings.ToLower(strings.TrimSpace(s)))
 }

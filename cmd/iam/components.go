@@ -17,8 +17,9 @@ import (
 	"iam/api"
 	"iam/api/jobrun"
 	"iam/api/oauth"
-	"iam/models"
 	"iam/models/decide"
+	"iam/models/sqldb"
+	"iam/models/store"
 )
 
 // The pieces every command assembles from: logger, store, Temporal client,
@@ -30,13 +31,13 @@ func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 
 // openStore opens the database, and with migrate set brings its schema up to
 // date; without, it refuses a schema that is behind.
-func openStore(ctx context.Context, dsn string, migrate bool, log *slog.Logger) (*models.Store, error) {
-	db, err := models.Open(ctx, dsn)
+func openStore(ctx context.Context, dsn string, migrate bool, log *slog.Logger) (*store.Store, error) {
+	db, err := sqldb.Open(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
 	if migrate {
-		applied, err := models.MigrateUp(ctx, db)
+		applied, err := sqldb.MigrateUp(ctx, db)
 		if err != nil {
 			return nil, errors.Join(err, db.Close())
 		}
@@ -49,7 +50,7 @@ func openStore(ctx context.Context, dsn string, migrate bool, log *slog.Logger) 
 	// Every command that opens the store may make ids: it leases its id
 	// node first (models/ids_lease.go). Close the store with Close, after
 	// the servers stopped, to release it.
-	store := models.NewStore(db)
+	store := store.NewStore(db)
 	if err := store.LeaseIDs(ctx, log); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
@@ -58,7 +59,7 @@ func openStore(ctx context.Context, dsn string, migrate bool, log *slog.Logger) 
 
 // checkSchema fails when migrations are pending.
 func checkSchema(ctx context.Context, db *bun.DB) error {
-	m, err := models.Migrator(db)
+	m, err := sqldb.Migrator(db)
 	if err != nil {
 		return err
 	}
@@ -111,7 +112,7 @@ func dialTemporal(ctx context.Context, opts client.Options, log *slog.Logger) (c
 
 // apiServer builds the API with its launcher, behind the authorization
 // server auth (which validates the API's tokens and serves /oauth/v2).
-func apiServer(cfg Config, store *models.Store, tc client.Client, auth *oauth.Server, geo decide.Locator, log *slog.Logger) (*api.Server, *jobrun.Launcher) {
+func apiServer(cfg Config, store *store.Store, tc client.Client, auth *oauth.Server, geo decide.Locator, log *slog.Logger) (*api.Server, *jobrun.Launcher) {
 	launcher := &jobrun.Launcher{Client: tc, Store: store, Log: log}
 	proxies, _ := trustedProxies(cfg.OAuth) // newOAuthServer refused them if they are not valid
 	srv := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, UploadMaxBytes: cfg.UploadMaxBytes, UploadIdleTimeout: cfg.UploadIdleTimeout, SeparateMetrics: cfg.MetricsAddr != "",
@@ -160,7 +161,7 @@ func serveHTTP(ctx context.Context, addr string, h http.Handler, timeout time.Du
 
 // bootstrapAuth makes the first organization and its admin on a fresh
 // database, and the authorization server with its token janitor.
-func bootstrapAuth(ctx context.Context, cfg Config, store *models.Store, secret []byte, addr string, stdout io.Writer, log *slog.Logger) (*oauth.Server, error) {
+func bootstrapAuth(ctx context.Context, cfg Config, store *store.Store, secret []byte, addr string, stdout io.Writer, log *slog.Logger) (*oauth.Server, error) {
 	if _, err := bootstrapOrg(ctx, store, cfg.OAuth, stdout, log); err != nil {
 		return nil, err
 	}
@@ -189,7 +190,7 @@ func openGeoIP(path string) (*decide.GeoIP, error) {
 
 // runAPI serves the API on addr, with the reconciler of lost job starts and
 // orphaned uploads, until ctx ends.
-func runAPI(ctx context.Context, cfg Config, addr string, store *models.Store, tc client.Client, auth *oauth.Server, log *slog.Logger, ready func(net.Addr)) (err error) {
+func runAPI(ctx context.Context, cfg Config, addr string, store *store.Store, tc client.Client, auth *oauth.Server, log *slog.Logger, ready func(net.Addr)) (err error) {
 	var geo decide.Locator
 	g, err := openGeoIP(cfg.GeoIPDB)
 	if err != nil {

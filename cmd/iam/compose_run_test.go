@@ -25,6 +25,9 @@ import (
 
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/enrollment"
+	"iam/models/jobs"
+	"iam/models/notification"
 	"iam/notify/smtptest"
 )
 
@@ -226,23 +229,23 @@ func TestCompose_RunsAsComposeWould(t *testing.T) {
 	const rows, chunk = 2000, 100
 	jobID := composeStartTOTPEnrollment(t, apiAddr, token, rows, chunk)
 	job := e2eWaitJob(t, store.Store, org, jobID, 45*time.Second, e2eFinished, all...)
-	if job.Status != models.JobCompleted || job.Processed != rows || job.SuccessCount != rows {
+	if job.Status != jobs.JobCompleted || job.Processed != rows || job.SuccessCount != rows {
 		t.Errorf("the TOTP enrollment ended %s (%q), %d/%d processed, %d ok; want COMPLETED, all %d", job.Status, job.Message, job.Processed, job.Total, job.SuccessCount, rows)
 	}
-	n, err := store.DB.NewSelect().Table("enrollments").Where("org_id = ? AND job_id = ? AND factor_type = ?", org.ID, job.ID, models.FactorTOTP).Count(context.Background())
+	n, err := store.DB.NewSelect().Table("enrollments").Where("org_id = ? AND job_id = ? AND factor_type = ?", org.ID, job.ID, enrollment.FactorTOTP).Count(context.Background())
 	if err != nil || n != rows {
 		t.Errorf("%d TOTP enrollments (%v), want %d", n, err, rows)
 	}
 
 	// A notification run: its mail reaches the stand-in of the mail catcher.
 	scheduleID := e2eStartNotificationRun(t, apiAddr, token, users)
-	var run *models.NotificationRun
+	var run *notification.NotificationRun
 	e2eWaitFor(t, 45*time.Second, 20*time.Millisecond, "the run finishes", func() (bool, string) {
 		run = e2eNotificationRun(t, store, scheduleID)
 		if run == nil {
 			return false, "no run yet"
 		}
-		return run.Status != models.RunRunning, run.Status
+		return run.Status != notification.RunRunning, run.Status
 	}, all...)
 	received := map[string]int{}
 	for _, m := range mail.Messages() {
@@ -313,7 +316,7 @@ func composeStartTOTPEnrollment(t *testing.T, addr, token string, rows, chunk in
 		ID   string `json:"id"`
 		Type string `json:"factor_type"`
 	}) bool {
-		return c.Type == string(models.FactorTOTP)
+		return c.Type == string(enrollment.FactorTOTP)
 	})
 	if i < 0 {
 		t.Fatalf("no TOTP factor config among %+v", configs.Data)

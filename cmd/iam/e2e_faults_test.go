@@ -12,6 +12,8 @@ import (
 	"iam/deploy/devserver"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/enrollment"
+	"iam/models/jobs"
 	"iam/workflows"
 )
 
@@ -53,13 +55,13 @@ func TestProduction_EnrollmentSurvivesPostgresRestart(t *testing.T) {
 		t.Fatalf("upload-csv answered %d: %.500s", status, data)
 	}
 	var jobID int64
-	if err := store.DB.NewSelect().Table("jobs").Column("id").Where("org_id = ? AND module = ?", org.ID, models.EnrollmentModule).
+	if err := store.DB.NewSelect().Table("jobs").Column("id").Where("org_id = ? AND module = ?", org.ID, enrollment.EnrollmentModule).
 		Scan(t.Context(), &jobID); err != nil {
 		t.Fatal(err)
 	}
 
 	// Under way: a few chunks committed, most of the file to go.
-	job := e2eWaitJob(t, store.Store, org, jobID, 2*time.Minute, func(j *models.Job) bool {
+	job := e2eWaitJob(t, store.Store, org, jobID, 2*time.Minute, func(j *jobs.Job) bool {
 		return j.Processed >= 4*e2eRestartChunk || j.Status.Finished()
 	}, all...)
 	if job.Status.Finished() || job.Processed > e2eRestartRows/2 {
@@ -159,7 +161,7 @@ func TestProduction_EnrollmentSurvivesTemporalOutage(t *testing.T) {
 		return id, acc.Data.Status
 	}
 	first, _ := upload(e2eOutageRows, e2eOutageChunk)
-	job := e2eWaitJob(t, store.Store, org, first, 2*time.Minute, func(j *models.Job) bool {
+	job := e2eWaitJob(t, store.Store, org, first, 2*time.Minute, func(j *jobs.Job) bool {
 		return j.Processed >= 3*e2eOutageChunk || j.Status.Finished()
 	}, all...)
 	if job.Status.Finished() || job.Processed > e2eOutageRows/2 {
@@ -181,7 +183,7 @@ func TestProduction_EnrollmentSurvivesTemporalOutage(t *testing.T) {
 			fmt.Sprintf("%d %s", code, data)
 	}, all...)
 	during, status := upload(1_000, 500)
-	if status != string(models.JobQueued) {
+	if status != string(jobs.JobQueued) {
 		t.Errorf("an upload during the outage is %s, want QUEUED", status)
 	}
 	time.Sleep(time.Until(stopped.Add(e2eOutageFor)))

@@ -22,6 +22,11 @@ import (
 	"iam/api/auth"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/identity"
+	"iam/models/jobs"
+	"iam/models/notification"
+	"iam/models/sqldb"
+	"iam/models/store"
 )
 
 // The flows below drive the three kinds of bulk work through the built
@@ -65,7 +70,7 @@ type e2eFlowUser struct {
 // e2eSeedFlowUsers writes the organization's users straight into the
 // database: user<i>@example.com for i from 1, department Sales for even i.
 // It returns their ids by i.
-func e2eSeedFlowUsers(t *testing.T, store *e2eDB, org *models.Organization, n int) map[int]int64 {
+func e2eSeedFlowUsers(t *testing.T, store *e2eDB, org *identity.Organization, n int) map[int]int64 {
 	t.Helper()
 	ctx := context.Background()
 	ids := make(map[int]int64, n)
@@ -77,7 +82,7 @@ func e2eSeedFlowUsers(t *testing.T, store *e2eDB, org *models.Organization, n in
 			if i%2 == 0 {
 				dept = "Sales"
 			}
-			u := e2eFlowUser{ID: models.NewID(), OrgID: org.ID, FirstName: fmt.Sprintf("User%d", i), Email: fmt.Sprintf("user%d@example.com", i),
+			u := e2eFlowUser{ID: sqldb.NewID(), OrgID: org.ID, FirstName: fmt.Sprintf("User%d", i), Email: fmt.Sprintf("user%d@example.com", i),
 				MobileNumber: fmt.Sprintf("+1555%07d", i), Department: dept, CreatedAt: now, UpdatedAt: now}
 			ids[i] = u.ID
 			batch = append(batch, u)
@@ -189,18 +194,18 @@ func e2eStartEnrollmentOf(t *testing.T, addr, token string, rows, chunk int) int
 // e2eCheckEnrollment checks the finished enrollment job: WARNING, every row
 // processed exactly once with the result its data calls for, and exactly one
 // enrollment per factor of every good row, written by its own row.
-func e2eCheckEnrollment(t *testing.T, store *e2eDB, org *models.Organization, job *models.Job, users map[int]int64) {
+func e2eCheckEnrollment(t *testing.T, store *e2eDB, org *identity.Organization, job *jobs.Job, users map[int]int64) {
 	t.Helper()
 	e2eCheckEnrollmentOf(t, store, org, job, users, e2eFlowCSVRows)
 }
 
 // e2eCheckEnrollmentOf is e2eCheckEnrollment for a file of rows rows.
-func e2eCheckEnrollmentOf(t *testing.T, store *e2eDB, org *models.Organization, job *models.Job, users map[int]int64, fileRows int) {
+func e2eCheckEnrollmentOf(t *testing.T, store *e2eDB, org *identity.Organization, job *jobs.Job, users map[int]int64, fileRows int) {
 	t.Helper()
 	ctx := context.Background()
 	rows := int64(fileRows)
 	bad := rows / 97
-	if job.Status != models.JobWarning || job.Processed != rows || job.Total != rows || job.SuccessCount != rows-bad || job.ErrorCount != bad {
+	if job.Status != jobs.JobWarning || job.Processed != rows || job.Total != rows || job.SuccessCount != rows-bad || job.ErrorCount != bad {
 		t.Errorf("enrollment job %d: %s %d/%d, %d ok, %d failed; want WARNING %d/%d, %d ok, %d failed",
 			job.ID, job.Status, job.Processed, job.Total, job.SuccessCount, job.ErrorCount, rows, rows, rows-bad, bad)
 	}
@@ -213,9 +218,9 @@ func e2eCheckEnrollmentOf(t *testing.T, store *e2eDB, org *models.Organization, 
 	}
 	for i, r := range results {
 		row := i + 1
-		want := models.ResultSuccess
+		want := jobs.ResultSuccess
 		if row%97 == 0 {
-			want = models.ResultError
+			want = jobs.ResultError
 		}
 		if r.Seq != int64(row) || r.Status != want || r.EntityID != models.FormatID(users[row]) {
 			t.Fatalf("result %d: %+v, want row %d %s of user %d", i, r, row, want, users[row])
@@ -259,7 +264,7 @@ func e2eStartRecompute(t *testing.T, addr, token string) (groupID, jobID int64) 
 }
 
 // e2eMembersCount reads a group's member count from the database.
-func e2eMembersCount(t *testing.T, store *models.Store, org *models.Organization, groupID int64) int64 {
+func e2eMembersCount(t *testing.T, store *store.Store, org *identity.Organization, groupID int64) int64 {
 	t.Helper()
 	g, err := store.Groups.Get(context.Background(), org.ID, groupID)
 	if err != nil {
@@ -270,13 +275,13 @@ func e2eMembersCount(t *testing.T, store *models.Store, org *models.Organization
 
 // e2eCheckRecompute checks the finished recompute: COMPLETED over every
 // user, and the group's members exactly the users of Sales.
-func e2eCheckRecompute(t *testing.T, store *models.Store, org *models.Organization, job *models.Job, groupID int64, users map[int]int64) {
+func e2eCheckRecompute(t *testing.T, store *store.Store, org *identity.Organization, job *jobs.Job, groupID int64, users map[int]int64) {
 	t.Helper()
 	total, err := store.Users.CountUsers(context.Background(), org.ID) // the admin too
 	if err != nil {
 		t.Fatal(err)
 	}
-	if job.Status != models.JobCompleted || job.Processed != total || job.Total != total {
+	if job.Status != jobs.JobCompleted || job.Processed != total || job.Total != total {
 		t.Errorf("recompute job %d: %s %d/%d (%q), want COMPLETED over %d users", job.ID, job.Status, job.Processed, job.Total, job.Message, total)
 	}
 	got, err := store.Groups.MemberIDs(context.Background(), groupID, len(users)+10)
@@ -353,9 +358,9 @@ func e2eStartNotificationRun(t *testing.T, addr, token string, users map[int]int
 }
 
 // e2eNotificationRun returns the schedule's one run, nil before it is prepared.
-func e2eNotificationRun(t *testing.T, store *e2eDB, scheduleID int64) *models.NotificationRun {
+func e2eNotificationRun(t *testing.T, store *e2eDB, scheduleID int64) *notification.NotificationRun {
 	t.Helper()
-	var runs []models.NotificationRun
+	var runs []notification.NotificationRun
 	if err := store.DB.NewSelect().Model(&runs).Where("notification_id = ?", scheduleID).Scan(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -395,10 +400,10 @@ func e2eOutboxMail(t *testing.T, outbox string) map[string]int {
 // killed sender) uncertain, at most the senders' claims of the killed
 // processes uncertain, and nobody got two messages; every delivery recorded
 // sent is in the outbox once.
-func e2eCheckNotificationRun(t *testing.T, store *models.Store, run *models.NotificationRun, mail map[string]int, killed int64) {
+func e2eCheckNotificationRun(t *testing.T, store *store.Store, run *notification.NotificationRun, mail map[string]int, killed int64) {
 	t.Helper()
 	maxUncertain := killed * 4 * 4 // IAM_NOTIFY_CONCURRENCY × IAM_NOTIFY_CLAIM_BATCH each
-	if run.Status != models.RunCompleted || run.Total != e2eFlowRecipients || run.Sent+run.Uncertain != e2eFlowRecipients ||
+	if run.Status != notification.RunCompleted || run.Total != e2eFlowRecipients || run.Sent+run.Uncertain != e2eFlowRecipients ||
 		run.Failed != 0 || run.Uncertain > maxUncertain {
 		t.Errorf("run %d: %s (%q), %d of %d sent, %d failed, %d uncertain; want COMPLETED, all sent but at most %d uncertain",
 			run.ID, run.Status, run.Message, run.Sent, run.Total, run.Failed, run.Uncertain, maxUncertain)
@@ -412,11 +417,11 @@ func e2eCheckNotificationRun(t *testing.T, store *models.Store, run *models.Noti
 	}
 	for _, d := range ds {
 		switch {
-		case d.State == models.DeliverySent && mail[d.Address] != 1:
+		case d.State == notification.DeliverySent && mail[d.Address] != 1:
 			t.Errorf("%s is recorded sent and got %d messages", d.Address, mail[d.Address])
-		case d.State == models.DeliveryUncertain && mail[d.Address] > 1:
+		case d.State == notification.DeliveryUncertain && mail[d.Address] > 1:
 			t.Errorf("%s is uncertain and got %d messages", d.Address, mail[d.Address])
-		case d.State != models.DeliverySent && d.State != models.DeliveryUncertain:
+		case d.State != notification.DeliverySent && d.State != notification.DeliveryUncertain:
 			t.Errorf("delivery to %s is %s", d.Address, d.State)
 		}
 	}
@@ -504,13 +509,13 @@ func TestDev_BulkWorkSurvivesKill9(t *testing.T) {
 	dev.kill()
 	run := e2eNotificationRun(t, store, scheduleID)
 	t.Logf("killed dev during the run: %d mails in the outbox", len(e2eOutboxMail(t, outbox)))
-	if run == nil || run.Status != models.RunRunning {
+	if run == nil || run.Status != notification.RunRunning {
 		t.Fatalf("the run is %+v at the kill, want RUNNING", run)
 	}
 	dev = startDev("dev-4")
 	e2eWaitFor(t, 2*time.Minute, 20*time.Millisecond, "the run finishes", func() (bool, string) {
 		run = e2eNotificationRun(t, store, scheduleID)
-		return run.Status != models.RunRunning, run.Status
+		return run.Status != notification.RunRunning, run.Status
 	}, dev.e2eProc)
 	e2eCheckNotificationRun(t, store.Store, run, e2eOutboxMail(t, outbox), 1)
 	t.Logf("run %d: %d sent, %d uncertain", run.ID, run.Sent, run.Uncertain)
@@ -596,13 +601,13 @@ func TestProduction_BulkWorkSurvivesWorkerKill9(t *testing.T) {
 	killAll(workers)
 	run := e2eNotificationRun(t, store, scheduleID)
 	t.Logf("killed the workers during the run: %d mails in the outbox", len(e2eOutboxMail(t, outbox)))
-	if run == nil || run.Status != models.RunRunning {
+	if run == nil || run.Status != notification.RunRunning {
 		t.Fatalf("the run is %+v at the kill, want RUNNING", run)
 	}
 	workers = startWorkers(2)
 	e2eWaitFor(t, 2*time.Minute, 20*time.Millisecond, "the run finishes", func() (bool, string) {
 		run = e2eNotificationRun(t, store, scheduleID)
-		return run.Status != models.RunRunning, run.Status
+		return run.Status != notification.RunRunning, run.Status
 	}, append([]*e2eProc{serve}, workers...)...)
 	// Two processes sent: each may leave its senders' claims uncertain.
 	e2eCheckNotificationRun(t, store.Store, run, e2eOutboxMail(t, outbox), 2)

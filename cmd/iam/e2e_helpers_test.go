@@ -24,6 +24,10 @@ import (
 
 	"iam/activities"
 	"iam/models"
+	"iam/models/identity"
+	"iam/models/jobs"
+	"iam/models/sqldb"
+	"iam/models/store"
 	"iam/workflows"
 )
 
@@ -364,7 +368,7 @@ func e2eWaitReady(t *testing.T, p *e2eProc, addr string, timeout time.Duration) 
 // e2eDB is the database a test opens beside the binary: its store, and the
 // handle for the test's own seeds and checks.
 type e2eDB struct {
-	*models.Store
+	*store.Store
 	DB *bun.DB
 }
 
@@ -372,19 +376,19 @@ func e2eOpenDB(t *testing.T, dsn string) *e2eDB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, err := models.Open(ctx, dsn)
+	db, err := sqldb.Open(ctx, dsn)
 	if err != nil {
 		t.Fatalf("open %s: %v", dsn, err)
 	}
 	t.Cleanup(func() { closeT(t, db) })
-	return &e2eDB{Store: models.NewStore(db), DB: db}
+	return &e2eDB{Store: store.NewStore(db), DB: db}
 }
 
 // e2eFirstOrg returns the organization the binary created on the fresh
 // database, waiting for it.
-func e2eFirstOrg(t *testing.T, store *models.Store) *models.Organization {
+func e2eFirstOrg(t *testing.T, store *store.Store) *identity.Organization {
 	t.Helper()
-	var org *models.Organization
+	var org *identity.Organization
 	e2eWaitFor(t, 10*time.Second, 50*time.Millisecond, "the first organization exists", func() (bool, string) {
 		var err error
 		org, err = store.Orgs.First(context.Background())
@@ -396,13 +400,13 @@ func e2eFirstOrg(t *testing.T, store *models.Store) *models.Organization {
 // e2eQueueDiagnostic writes a QUEUED diagnostic job straight into the app
 // database, as if its start had been lost: only the running process's
 // reconciler can start it.
-func e2eQueueDiagnostic(t *testing.T, store *models.Store, org *models.Organization, params activities.DiagnosticParams) *models.Job {
+func e2eQueueDiagnostic(t *testing.T, store *store.Store, org *identity.Organization, params activities.DiagnosticParams) *jobs.Job {
 	t.Helper()
 	input, err := json.Marshal(params)
 	if err != nil {
 		t.Fatal(err)
 	}
-	job := &models.Job{
+	job := &jobs.Job{
 		OrgID:      org.ID,
 		Kind:       workflows.DiagnosticWorkflowName,
 		Module:     workflows.DiagnosticModule,
@@ -416,7 +420,7 @@ func e2eQueueDiagnostic(t *testing.T, store *models.Store, org *models.Organizat
 }
 
 // e2eGetJob reads a job from the database.
-func e2eGetJob(t *testing.T, store *models.Store, org *models.Organization, id int64) *models.Job {
+func e2eGetJob(t *testing.T, store *store.Store, org *identity.Organization, id int64) *jobs.Job {
 	t.Helper()
 	job, err := store.Jobs.Get(context.Background(), org.ID, id)
 	if err != nil {
@@ -426,9 +430,9 @@ func e2eGetJob(t *testing.T, store *models.Store, org *models.Organization, id i
 }
 
 // e2eWaitJob polls the job in the database until done says so, and returns it.
-func e2eWaitJob(t *testing.T, store *models.Store, org *models.Organization, id int64, timeout time.Duration, done func(*models.Job) bool, procs ...*e2eProc) *models.Job {
+func e2eWaitJob(t *testing.T, store *store.Store, org *identity.Organization, id int64, timeout time.Duration, done func(*jobs.Job) bool, procs ...*e2eProc) *jobs.Job {
 	t.Helper()
-	var job *models.Job
+	var job *jobs.Job
 	e2eWaitFor(t, timeout, 20*time.Millisecond, fmt.Sprintf("job %d", id), func() (bool, string) {
 		job = e2eGetJob(t, store, org, id)
 		return done(job), fmt.Sprintf("%s, %d/%d processed", job.Status, job.Processed, job.Total)
@@ -436,17 +440,17 @@ func e2eWaitJob(t *testing.T, store *models.Store, org *models.Organization, id 
 	return job
 }
 
-func e2eFinished(j *models.Job) bool { return j.Status.Finished() }
+func e2eFinished(j *jobs.Job) bool { return j.Status.Finished() }
 
 // e2eCheckCompleted checks that a finished diagnostic job of n items without
 // failures ended COMPLETED with n processed and exactly one SUCCESS result
 // per item: seq 1..n, no gap, no duplicate.
-func e2eCheckCompleted(t *testing.T, store *models.Store, job *models.Job, n int64) {
+func e2eCheckCompleted(t *testing.T, store *store.Store, job *jobs.Job, n int64) {
 	t.Helper()
-	if job.Status != models.JobCompleted {
+	if job.Status != jobs.JobCompleted {
 		t.Errorf("job %d is %s (%q), want COMPLETED", job.ID, job.Status, job.Message)
 	}
-	want := models.JobProgress{Processed: n, Total: n, Success: n}
+	want := jobs.JobProgress{Processed: n, Total: n, Success: n}
 	if got := job.Progress(); got != want {
 		t.Errorf("job %d progress %+v, want %+v", job.ID, got, want)
 	}
@@ -463,7 +467,7 @@ func e2eCheckCompleted(t *testing.T, store *models.Store, job *models.Job, n int
 	seen := map[int64]int{}
 	for _, r := range results {
 		seen[r.Seq]++
-		if r.Status != models.ResultSuccess || r.EntityID != fmt.Sprint(r.Seq) {
+		if r.Status != jobs.ResultSuccess || r.EntityID != fmt.Sprint(r.Seq) {
 			t.Errorf("job %d result %+v, want SUCCESS for entity %d", job.ID, r, r.Seq)
 		}
 	}
@@ -550,7 +554,7 @@ func e2eAPIGet(t *testing.T, addr, path, token string) (int, []byte) {
 
 // e2eCheckJobOverHTTP checks that the API shows a finished diagnostic job of n
 // items COMPLETED, on its own and in the list of jobs.
-func e2eCheckJobOverHTTP(t *testing.T, addr, token string, job *models.Job, n int64) {
+func e2eCheckJobOverHTTP(t *testing.T, addr, token string, job *jobs.Job, n int64) {
 	t.Helper()
 	id := models.FormatID(job.ID)
 	status, body := e2eAPIGet(t, addr, "/api/v1/jobs/"+id, token)
@@ -575,7 +579,7 @@ func e2eCheckJobOverHTTP(t *testing.T, addr, token string, job *models.Job, n in
 	if err := json.Unmarshal(body, &got); err != nil {
 		t.Fatalf("GET /api/v1/jobs/%s: %v: %.500s", id, err, body)
 	}
-	if got.ID != id || got.Status != string(models.JobCompleted) || got.Module != workflows.DiagnosticModule ||
+	if got.ID != id || got.Status != string(jobs.JobCompleted) || got.Module != workflows.DiagnosticModule ||
 		got.Action != workflows.DiagnosticAction || got.Progress.Processed != n || got.Progress.Total != n ||
 		got.Details.SuccessCount != n || got.Details.ErrorCount != 0 || got.Details.ResultCount != n {
 		t.Errorf("GET /api/v1/jobs/%s shows %+v, want %s COMPLETED with %d of %d processed and %d successes", id, got, id, n, n, n)
@@ -596,7 +600,7 @@ func e2eCheckJobOverHTTP(t *testing.T, addr, token string, job *models.Job, n in
 	}
 	for _, j := range list.Data {
 		if j.ID == id {
-			if j.Status != string(models.JobCompleted) {
+			if j.Status != string(jobs.JobCompleted) {
 				t.Errorf("GET /api/v1/jobs lists job %s %s, want COMPLETED", id, j.Status)
 			}
 			return

@@ -15,6 +15,7 @@ import (
 	"iam/api/auth"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/enrollment"
 )
 
 // e2eCrashAfterIdempotentJob is the test-only variable that makes `iam
@@ -92,7 +93,7 @@ func TestProduction_IdempotentUploadSurvivesKilledServe(t *testing.T) {
 		return resp.StatusCode, resp.Header, data, err
 	}
 	jobs := func() int64 {
-		n, err := store.DB.NewSelect().Table("jobs").Where("org_id = ? AND module = ?", org.ID, models.EnrollmentModule).Count(context.Background())
+		n, err := store.DB.NewSelect().Table("jobs").Where("org_id = ? AND module = ?", org.ID, enrollment.EnrollmentModule).Count(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +170,7 @@ func e2eEnrollmentFormOf(t *testing.T, addr, token string, rows, chunk int) (bod
 	e2eAPIJSON(t, addr, "GET", "/api/v1/protection/authnfactor-configs", token, nil, http.StatusOK, &configs)
 	var ids []string
 	for _, c := range configs.Data {
-		if c.Type == string(models.FactorEmailOTP) || c.Type == string(models.FactorSMSOTP) {
+		if c.Type == string(enrollment.FactorEmailOTP) || c.Type == string(enrollment.FactorSMSOTP) {
 			ids = append(ids, c.ID)
 		}
 	}

@@ -22,6 +22,10 @@ import (
 	"iam/activities"
 	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/identity"
+	"iam/models/jobs"
+	"iam/models/sqldb"
+	"iam/models/store"
 )
 
 // The tests below run the built binary in its three shapes: `iam dev` alone,
@@ -237,7 +241,7 @@ func TestDev_JobSurvivesKill9(t *testing.T) {
 
 	const items = 300
 	job := e2eQueueDiagnostic(t, store.Store, org, activities.DiagnosticParams{Items: items, ChunkSize: 10, DelayMillis: 20})
-	job = e2eWaitJob(t, store.Store, org, job.ID, 30*time.Second, func(j *models.Job) bool {
+	job = e2eWaitJob(t, store.Store, org, job.ID, 30*time.Second, func(j *jobs.Job) bool {
 		return j.Processed >= 30 || j.Status.Finished()
 	}, dev.e2eProc)
 	if job.Status.Finished() || job.Processed >= items {
@@ -246,7 +250,7 @@ func TestDev_JobSurvivesKill9(t *testing.T) {
 	dev.kill()
 	killed := e2eGetJob(t, store.Store, org, job.ID)
 	t.Logf("killed iam dev with the job %s at %d/%d", killed.Status, killed.Processed, items)
-	if killed.Status != models.JobRunning || killed.Processed >= items {
+	if killed.Status != jobs.JobRunning || killed.Processed >= items {
 		t.Fatalf("after the kill the job is %s at %d/%d, want RUNNING and unfinished", killed.Status, killed.Processed, items)
 	}
 
@@ -305,7 +309,7 @@ func TestProduction_ServeAndTwoWorkers(t *testing.T) {
 	store := e2eOpenDB(t, dsn)
 	org := e2eFirstOrg(t, store.Store)
 	const small = 40
-	var jobs []*models.Job
+	var jobs []*jobs.Job
 	for range 4 {
 		jobs = append(jobs, e2eQueueDiagnostic(t, store.Store, org, activities.DiagnosticParams{Items: small, ChunkSize: 5, DelayMillis: 5}))
 	}
@@ -346,12 +350,12 @@ func TestProduction_ServeAndTwoWorkers(t *testing.T) {
 // e2eKillChunkRunner waits until a chunk of job has just started, asks Temporal
 // which worker runs it, and kills that worker with SIGKILL. It returns the
 // worker killed.
-func e2eKillChunkRunner(t *testing.T, tc client.Client, store *models.Store, org *models.Organization, job *models.Job, workers, all []*e2eProc) *e2eProc {
+func e2eKillChunkRunner(t *testing.T, tc client.Client, store *store.Store, org *identity.Organization, job *jobs.Job, workers, all []*e2eProc) *e2eProc {
 	t.Helper()
 	// A chunk starts as soon as the one before it is recorded: wait for the
 	// progress to move, then for the next chunk to be well under way.
-	first := e2eWaitJob(t, store, org, job.ID, 30*time.Second, func(j *models.Job) bool { return j.Processed > 0 }, all...)
-	e2eWaitJob(t, store, org, job.ID, 30*time.Second, func(j *models.Job) bool { return j.Processed > first.Processed }, all...)
+	first := e2eWaitJob(t, store, org, job.ID, 30*time.Second, func(j *jobs.Job) bool { return j.Processed > 0 }, all...)
+	e2eWaitJob(t, store, org, job.ID, 30*time.Second, func(j *jobs.Job) bool { return j.Processed > first.Processed }, all...)
 	time.Sleep(300 * time.Millisecond)
 
 	var victim *e2eProc
@@ -417,7 +421,7 @@ func e2eEmptySchema(t *testing.T, dsn string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, err := models.Open(ctx, dsn)
+	db, err := sqldb.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,12 +439,12 @@ func e2eMigrationNames(t *testing.T) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, err := models.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "scratch.db"))
+	db, err := sqldb.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "scratch.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer closeT(t, db)
-	m, err := models.Migrator(db)
+	m, err := sqldb.Migrator(db)
 	if err != nil {
 		t.Fatal(err)
 	}

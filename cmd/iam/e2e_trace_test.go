@@ -17,8 +17,8 @@ import (
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
 
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/enrollment"
 )
 
 // otlpSpan is what the test collector keeps of an exported span.
@@ -163,14 +163,14 @@ func TestProduction_OneUploadIsOneTrace(t *testing.T) {
 		v, _ := strconv.ParseFloat(string(m[1]), 64)
 		return v
 	}
-	module := fmt.Sprintf(`{module=%q}`, models.EnrollmentModule)
+	module := fmt.Sprintf(`{module=%q}`, enrollment.EnrollmentModule)
 	if got := metric(healthAddr, "iam_job_rows_processed_total"+module); got != rows {
 		t.Errorf("iam_job_rows_processed_total = %v, want %d", got, rows)
 	}
 	if got := metric(healthAddr, "iam_job_chunk_duration_seconds_count"+module); got < rows/chunk {
 		t.Errorf("iam_job_chunk_duration_seconds_count = %v, want at least %d chunks", got, rows/chunk)
 	}
-	if got := metric(apiAddr, fmt.Sprintf(`iam_jobs{module=%q,status=%q}`, models.EnrollmentModule, job.Status)); got != 1 {
+	if got := metric(apiAddr, fmt.Sprintf(`iam_jobs{module=%q,status=%q}`, enrollment.EnrollmentModule, job.Status)); got != 1 {
 		t.Errorf("iam_jobs of the job's module and status = %v, want 1", got)
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"iam/models"
+	"iam/models/sqldb"
 )
 
 func migrateCommand(environ []string, stdout io.Writer) *cobra.Command {
@@ -30,12 +30,12 @@ func migrateCommand(environ []string, stdout io.Writer) *cobra.Command {
 	}
 	cmd.AddCommand(
 		step("up", "Apply every pending migration", func(ctx context.Context, cfg Config) (err error) {
-			db, err := models.Open(ctx, cfg.DatabaseURL)
+			db, err := sqldb.Open(ctx, cfg.DatabaseURL)
 			if err != nil {
 				return err
 			}
 			defer joinClose(&err, db.Close)
-			applied, err := models.MigrateUp(ctx, db)
+			applied, err := sqldb.MigrateUp(ctx, db)
 			if err != nil {
 				return err
 			}
@@ -52,12 +52,12 @@ func migrateCommand(environ []string, stdout io.Writer) *cobra.Command {
 			return nil
 		}),
 		step("down", "Roll back the last group of migrations", func(ctx context.Context, cfg Config) (err error) {
-			db, err := models.Open(ctx, cfg.DatabaseURL)
+			db, err := sqldb.Open(ctx, cfg.DatabaseURL)
 			if err != nil {
 				return err
 			}
 			defer joinClose(&err, db.Close)
-			rolledBack, err := models.MigrateDown(ctx, db)
+			rolledBack, err := sqldb.MigrateDown(ctx, db)
 			if err != nil {
 				return err
 			}
@@ -74,12 +74,12 @@ func migrateCommand(environ []string, stdout io.Writer) *cobra.Command {
 			return nil
 		}),
 		step("status", "List the migrations and whether each is applied", func(ctx context.Context, cfg Config) (err error) {
-			db, err := models.Open(ctx, cfg.DatabaseURL)
+			db, err := sqldb.Open(ctx, cfg.DatabaseURL)
 			if err != nil {
 				return err
 			}
 			defer joinClose(&err, db.Close)
-			return models.WriteMigrationStatus(ctx, db, stdout)
+			return sqldb.WriteMigrationStatus(ctx, db, stdout)
 		}),
 	)
 	return cmd

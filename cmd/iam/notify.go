@@ -11,7 +11,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"iam/models"
+	"iam/models/store"
 	"iam/notify"
 	"iam/worker"
 	"iam/workflows"
@@ -195,7 +195,7 @@ func (n NotifyConfig) notifyDeps(outboxDefault string, log *slog.Logger) (deps w
 
 // startNotifyWorker runs the notify worker (the rate-limited send step of
 // notification runs) beside the main worker; stop stops it.
-func startNotifyWorker(tc client.Client, store *models.Store, n NotifyConfig, outboxDefault string, log *slog.Logger) (stop func(), err error) {
+func startNotifyWorker(tc client.Client, store *store.Store, n NotifyConfig, outboxDefault string, log *slog.Logger) (stop func(), err error) {
 	deps, closeMail, err := n.notifyDeps(outboxDefault, log.With("component", "notify"))
 	if err != nil {
 		return nil, err

@@ -17,7 +17,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"iam/api/oauth"
-	"iam/models"
+	"iam/models/identity"
+	"iam/models/store"
 )
 
 // OAuthConfig configures the authorization server and the first admin
@@ -120,7 +121,7 @@ func trustedProxies(cfg OAuthConfig) ([]netip.Prefix, error) {
 }
 
 // newOAuthServer builds the authorization server of the service.
-func newOAuthServer(cfg OAuthConfig, store *models.Store, secret []byte, issuer string, log *slog.Logger) (*oauth.Server, error) {
+func newOAuthServer(cfg OAuthConfig, store *store.Store, secret []byte, issuer string, log *slog.Logger) (*oauth.Server, error) {
 	proxies, err := trustedProxies(cfg)
 	if err != nil {
 		return nil, err
@@ -145,7 +146,7 @@ func newOAuthServer(cfg OAuthConfig, store *models.Store, secret []byte, issuer 
 // openAdminStore opens the database the admin commands (clients, token) work
 // on: IAM_DATABASE_URL, whose schema must be current, or else dev's SQLite
 // file under the data directory, migrated as dev would. embedded tells which.
-func openAdminStore(ctx context.Context, cfg Config, log *slog.Logger) (store *models.Store, embedded bool, err error) {
+func openAdminStore(ctx context.Context, cfg Config, log *slog.Logger) (store *store.Store, embedded bool, err error) {
 	if cfg.DatabaseURL != "" {
 		store, err = openStore(ctx, cfg.DatabaseURL, false, log)
 		return store, false, err
@@ -161,7 +162,7 @@ func openAdminStore(ctx context.Context, cfg Config, log *slog.Logger) (store *m
 // withAdminStore runs body on the store of openAdminStore, the command's
 // --data-dir (dataDir) standing for IAM_DATA_DIR when given, and closes it
 // after: a failed close fails the command.
-func withAdminStore(cmd *cobra.Command, cfg Config, dataDir string, log *slog.Logger, body func(store *models.Store) error) (err error) {
+func withAdminStore(cmd *cobra.Command, cfg Config, dataDir string, log *slog.Logger, body func(store *store.Store) error) (err error) {
 	if cmd.Flags().Changed("data-dir") {
 		cfg.Dev.DataDir = dataDir
 	}
@@ -176,7 +177,7 @@ func withAdminStore(cmd *cobra.Command, cfg Config, dataDir string, log *slog.Lo
 // adminOrg is the organization an admin command works in: the one of id, or
 // the first one (made with its admin, as on dev's first start, when there is
 // none; a generated password is printed to out).
-func adminOrg(ctx context.Context, store *models.Store, id int64, cfg OAuthConfig, out io.Writer, log *slog.Logger) (*models.Organization, error) {
+func adminOrg(ctx context.Context, store *store.Store, id int64, cfg OAuthConfig, out io.Writer, log *slog.Logger) (*identity.Organization, error) {
 	if id != 0 {
 		return store.Orgs.Get(ctx, id)
 	}

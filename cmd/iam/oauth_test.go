@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"iam/api/oauth"
-	"iam/models"
+	"iam/models/oauthstore"
 )
 
 func TestOAuthSecret(t *testing.T) {
@@ -155,7 +155,7 @@ func TestTokenAndClientsCommands(t *testing.T) {
 		t.Fatalf("clients create printed %s (%v)", out, err)
 	}
 	stored, err := store.OAuthClients.Get(ctx, created.ID)
-	if err != nil || !models.ClientSecretMatches(stored.SecretHash, created.Secret) || strings.Contains(stored.SecretHash, created.Secret) {
+	if err != nil || !oauthstore.ClientSecretMatches(stored.SecretHash, created.Secret) || strings.Contains(stored.SecretHash, created.Secret) {
 		t.Errorf("stored client %+v, %v: want the secret's hash only", stored, err)
 	}
 	if _, _, err = runCLI(t, environ, "clients", "create", "--name", "Bad", "--type", "server", "--redirect-uri", "http://example.com/cb"); err == nil {

@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"iam/models"
+	"iam/models/identity"
+	"iam/models/store"
 )
 
 // orgsCommand manages organizations (tenants): `iam orgs create|list`, on
@@ -28,9 +30,9 @@ func orgsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 	cmd.PersistentFlags().StringVar(&dataDir, "data-dir", "./data", "data directory of `iam dev` when IAM_DATABASE_URL is not set (env IAM_DATA_DIR)")
 
 	// run opens the store, then calls body.
-	run := func(body func(cmd *cobra.Command, cfg Config, store *models.Store) error) func(*cobra.Command, []string) error {
+	run := func(body func(cmd *cobra.Command, cfg Config, store *store.Store) error) func(*cobra.Command, []string) error {
 		return configured(environ, func(cmd *cobra.Command, cfg Config) error {
-			return withAdminStore(cmd, cfg, dataDir, newLogger(stderr, cfg.LogLevel), func(store *models.Store) error {
+			return withAdminStore(cmd, cfg, dataDir, newLogger(stderr, cfg.LogLevel), func(store *store.Store) error {
 				return body(cmd, cfg, store)
 			})
 		})
@@ -46,8 +48,8 @@ func orgsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 			"8 characters), else a generated one printed once in the output's " +
 			"admin_password. Sign in as the admin, or run `iam token --org ID --user EMAIL`.",
 		Args: cobra.NoArgs,
-		RunE: run(func(cmd *cobra.Command, cfg Config, store *models.Store) error {
-			org := &models.Organization{Name: strings.TrimSpace(name)}
+		RunE: run(func(cmd *cobra.Command, cfg Config, store *store.Store) error {
+			org := &identity.Organization{Name: strings.TrimSpace(name)}
 			admin, generated, err := createOrg(cmd.Context(), store, org, strings.TrimSpace(adminEmail), cfg.AdminPassword,
 				newLogger(stderr, cfg.LogLevel))
 			if err != nil {
@@ -83,7 +85,7 @@ func orgsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 		Use:   "list",
 		Short: "List the organizations, oldest first",
 		Args:  cobra.NoArgs,
-		RunE: run(func(cmd *cobra.Command, _ Config, store *models.Store) error {
+		RunE: run(func(cmd *cobra.Command, _ Config, store *store.Store) error {
 			orgs, err := store.Orgs.List(cmd.Context())
 			if err != nil {
 				return err

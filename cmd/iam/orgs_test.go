@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"iam/models"
+	"iam/models/identity"
+	"iam/models/protection"
 )
 
 // TestOrgsCommand_CreateAndList: on dev's data directory, `iam orgs create`
@@ -91,10 +93,10 @@ func TestOrgsCommand_CreateAndList(t *testing.T) {
 	}{{acme, acme.AdminPassword}, {chosen, "a password chosen by the operator"}} {
 		id, _ := models.ParseID("id", c.org.ID)
 		u, getErr := store.Users.GetByEmail(t.Context(), id, c.org.AdminEmail)
-		if getErr != nil || models.FormatID(u.ID) != c.org.AdminID || u.Role != models.RoleAdmin || u.Status != models.UserActive {
+		if getErr != nil || models.FormatID(u.ID) != c.org.AdminID || u.Role != identity.RoleAdmin || u.Status != identity.UserActive {
 			t.Fatalf("admin of %s: %+v, %v", c.org.Name, u, getErr)
 		}
-		if _, authErr := store.Users.Authenticate(t.Context(), id, c.org.AdminEmail, c.password, models.DefaultAdminSettings().AccountBlocking, time.Now()); authErr != nil {
+		if _, authErr := store.Users.Authenticate(t.Context(), id, c.org.AdminEmail, c.password, protection.DefaultAdminSettings().AccountBlocking, time.Now()); authErr != nil {
 			t.Errorf("admin of %s does not sign in with its password: %v", c.org.Name, authErr)
 		}
 	}

@@ -22,7 +22,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"iam/client"
-	"iam/models"
+	"iam/models/identity"
 )
 
 // TestSDK_TokenUploadWaitAndPage runs the flow of the SDK example against
@@ -39,7 +39,7 @@ func TestSDK_TokenUploadWaitAndPage(t *testing.T) {
 	org := e2eFirstOrg(t, store.Store)
 	const n = 12
 	for i := 1; i <= n; i++ {
-		u := &models.User{OrgID: org.ID, FirstName: fmt.Sprint("User", i), Email: fmt.Sprintf("user%d@example.com", i), Status: models.UserActive}
+		u := &identity.User{OrgID: org.ID, FirstName: fmt.Sprint("User", i), Email: fmt.Sprintf("user%d@example.com", i), Status: identity.UserActive}
 		if err := store.Users.Create(context.Background(), u, ""); err != nil {
 			t.Fatal(err)
 		}

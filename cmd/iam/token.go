@@ -11,6 +11,9 @@ import (
 
 	"iam/api/oauth"
 	"iam/models"
+	"iam/models/identity"
+	"iam/models/oauthstore"
+	"iam/models/store"
 )
 
 // tokenCommand is `iam token`: tokens for a user straight from the database,
@@ -93,16 +96,16 @@ func tokenCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 
 // selfClient returns the id of the organization's self client, registering
 // one (and printing its secret once to stderr) when there is none.
-func selfClient(cmd *cobra.Command, store *models.Store, org *models.Organization, stderr io.Writer) (string, error) {
+func selfClient(cmd *cobra.Command, store *store.Store, org *identity.Organization, stderr io.Writer) (string, error) {
 	clients := store.OAuthClients
-	c, err := clients.FirstOfType(cmd.Context(), org.ID, models.ClientSelf)
+	c, err := clients.FirstOfType(cmd.Context(), org.ID, oauthstore.ClientSelf)
 	if err == nil {
 		return c.ID, nil
 	}
 	if models.ErrorCode(err) != models.ENOTFOUND {
 		return "", err
 	}
-	c = &models.OAuthClient{OrgID: org.ID, Name: "Self client", Type: models.ClientSelf}
+	c = &oauthstore.OAuthClient{OrgID: org.ID, Name: "Self client", Type: oauthstore.ClientSelf}
 	secret, err := clients.Create(cmd.Context(), c)
 	if err != nil {
 		return "", err

@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"iam/models"
+	"iam/models/store"
 	"iam/worker"
 )
 
@@ -95,7 +95,7 @@ func runWorker(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 // process runs; /readyz 200 when the database and Temporal answer, 503
 // otherwise, naming what failed in one word (the error itself goes to the
 // log only), as the API's /readyz does; /metrics the worker's metrics.
-func workerHealth(store *models.Store, tc client.Client, metrics *prometheus.Registry, log *slog.Logger) http.Handler {
+func workerHealth(store *store.Store, tc client.Client, metrics *prometheus.Registry, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(metrics, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

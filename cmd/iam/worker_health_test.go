@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"iam/api/apitest"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/store"
 )
 
 // A worker's probes (IAM_HEALTH_ADDR): /healthz answers while the process
@@ -43,16 +43,16 @@ func TestWorkerHealth_ReadyOnlyWhenDatabaseAndTemporalAnswer(t *testing.T) {
 		t.Cleanup(c.Close)
 		return c
 	}
-	up := models.NewStore(dbtest.SQLite(t))
+	up := store.NewStore(dbtest.SQLite(t))
 	closedDB := dbtest.SQLite(t)
-	closed := models.NewStore(closedDB)
+	closed := store.NewStore(closedDB)
 	if err := closedDB.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	for _, c := range []struct {
 		name       string
-		store      *models.Store
+		store      *store.Store
 		tc         client.Client
 		wantStatus int
 		want       map[string]string

@@ -25,7 +25,11 @@ import (
 	"iam/api/jobrun"
 	"iam/cmd/internal/benchrun"
 	"iam/deploy/devserver"
-	"iam/models"
+	devicesmodel "iam/models/devices"
+	"iam/models/identity"
+	"iam/models/management"
+	"iam/models/sqldb"
+	"iam/models/store"
 	"iam/worker"
 	"iam/workflows"
 )
@@ -35,8 +39,8 @@ import (
 type bench struct {
 	users    int
 	db       *bun.DB
-	store    *models.Store
-	a, b     *models.Organization
+	store    *store.Store
+	a, b     *identity.Organization
 	adminA   int64
 	temporal *devserver.Server
 	tc       client.Client
@@ -66,14 +70,14 @@ func (t benchTokens) ValidateAccessToken(_ context.Context, tok string) (*auth.P
 }
 
 func newBench(ctx context.Context, dsn, work string, users int) (*bench, error) {
-	db, err := models.Open(ctx, dsn)
+	db, err := sqldb.Open(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
-	if _, err = models.MigrateUp(ctx, db); err != nil {
+	if _, err = sqldb.MigrateUp(ctx, db); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
-	b := &bench{users: users, db: db, store: models.NewStore(db)}
+	b := &bench{users: users, db: db, store: store.NewStore(db)}
 	b.temporal, err = devserver.Start(ctx, devserver.Config{DataDir: filepath.Join(work, "temporal"), DisableUI: true,
 		SearchAttributes: workflows.SearchAttributes()})
 	if err != nil {
@@ -112,12 +116,12 @@ func (b *bench) close() error {
 // seed makes the two organizations alike and starts the API for A.
 func (b *bench) seed(ctx context.Context) error {
 	t0 := time.Now()
-	for i, org := range []**models.Organization{&b.a, &b.b} {
-		*org = &models.Organization{Name: fmt.Sprintf("mgmtbench %c", 'A'+i)}
+	for i, org := range []**identity.Organization{&b.a, &b.b} {
+		*org = &identity.Organization{Name: fmt.Sprintf("mgmtbench %c", 'A'+i)}
 		if err := b.store.Orgs.Create(ctx, *org); err != nil {
 			return err
 		}
-		admin := &models.User{OrgID: (*org).ID, Email: "admin@corp.test", Role: models.RoleAdmin, Status: models.UserActive}
+		admin := &identity.User{OrgID: (*org).ID, Email: "admin@corp.test", Role: identity.RoleAdmin, Status: identity.UserActive}
 		if err := b.store.Users.Create(ctx, admin, ""); err != nil {
 			return err
 		}
@@ -152,7 +156,7 @@ func (b *bench) seed(ctx context.Context) error {
 // 100th is linked to a local account of one of 100 devices.
 func seedOrg(ctx context.Context, db *bun.DB, orgID, cfgID int64, n int) (err error) {
 	now := time.Now().UTC()
-	static, dynamic := models.NewID(), models.NewID()
+	static, dynamic := sqldb.NewID(), sqldb.NewID()
 	if _, err = db.ExecContext(ctx, `INSERT INTO groups (id, org_id, name, is_dynamic, membership_rule, when_created, updated_at)
 		VALUES (?, ?, 'Static', FALSE, '', ?, ?), (?, ?, 'Dynamic', TRUE, 'department eq "Bench"', ?, ?)`,
 		static, orgID, now, now, dynamic, orgID, now, now); err != nil {
@@ -165,7 +169,7 @@ func seedOrg(ctx context.Context, db *bun.DB, orgID, cfgID int64, n int) (err er
 	}
 	devices := make([]int64, 100)
 	for i := range devices {
-		devices[i] = models.NewID()
+		devices[i] = sqldb.NewID()
 		if _, err = db.ExecContext(ctx, `INSERT INTO devices (id, org_id, platform, name, checkin_interval_seconds,
 			agent_installed_time, date_added, updated_at) VALUES (?, ?, 'windows', ?, 300, ?, ?, ?)`,
 			devices[i], orgID, fmt.Sprintf("PC-%03d", i), now, now, now); err != nil {
@@ -174,7 +178,7 @@ func seedOrg(ctx context.Context, db *bun.DB, orgID, cfgID int64, n int) (err er
 	}
 	ids := make([]int64, n)
 	for i := range ids {
-		ids[i] = models.NewID()
+		ids[i] = sqldb.NewID()
 	}
 	conn, err := db.DB.Conn(ctx)
 	if err != nil {
@@ -200,7 +204,7 @@ func seedOrg(ctx context.Context, db *bun.DB, orgID, cfgID int64, n int) (err er
 	}
 	if err = copyRows("users", []string{"id", "org_id", "first_name", "last_name", "email", "department", "status", "created_at", "updated_at"}, n,
 		func(i int) []any {
-			return []any{ids[i], orgID, "First", fmt.Sprint("Last", i), fmt.Sprintf("user%d@example.com", i+1), "Bench", models.UserActive, now, now}
+			return []any{ids[i], orgID, "First", fmt.Sprint("Last", i), fmt.Sprintf("user%d@example.com", i+1), "Bench", identity.UserActive, now, now}
 		}); err != nil {
 		return err
 	}
@@ -229,7 +233,7 @@ func seedOrg(ctx context.Context, db *bun.DB, orgID, cfgID int64, n int) (err er
 	if err = copyRows("device_accounts", []string{"id", "org_id", "device_id", "user_name", "permission_level", "link_status", "link_type",
 		"linked_at", "idp_user_id", "link_permission_level", "created_at", "updated_at"}, n/100,
 		func(i int) []any {
-			return []any{models.NewID(), orgID, devices[i%100], fmt.Sprintf("user%d", i*100+1), "standard", models.LinkLinked, "manual",
+			return []any{sqldb.NewID(), orgID, devices[i%100], fmt.Sprintf("user%d", i*100+1), "standard", devicesmodel.LinkLinked, "manual",
 				now, ids[i*100], "standard", now, now}
 		}); err != nil {
 		return err
@@ -240,7 +244,7 @@ func seedOrg(ctx context.Context, db *bun.DB, orgID, cfgID int64, n int) (err er
 	}
 	_, err = db.ExecContext(ctx, `UPDATE devices SET total_local_accounts = (SELECT count(*) FROM device_accounts a WHERE a.device_id = devices.id),
 		linked_local_accounts = (SELECT count(*) FROM device_accounts a WHERE a.device_id = devices.id AND a.link_status = ?) WHERE org_id = ?`,
-		models.LinkLinked, orgID)
+		devicesmodel.LinkLinked, orgID)
 	return err
 }
 
@@ -277,7 +281,7 @@ func (b *bench) throughAPI(ctx context.Context, action string, body map[string]a
 		if err := b.call(ctx, "GET", path+"/status", nil, http.StatusOK, &st); err != nil {
 			return 0, nil, err
 		}
-		if models.ExecutionStatus(st.Data).Finished() {
+		if management.ExecutionStatus(st.Data).Finished() {
 			el := time.Since(began)
 			var exec struct{ Data map[string]any }
 			err := b.call(ctx, "GET", path, nil, http.StatusOK, &exec)
@@ -416,16 +420,16 @@ func plainDelete(ctx context.Context, db *bun.DB, orgID int64) error {
 			  SELECT -a.id, a.org_id, a.device_id, d.name, a.id, a.user_name, a.idp_user_id, 'user_deleted', a.link_type, a.link_status,
 				?, 'the user was deleted', 'system', ?
 			  FROM device_accounts a JOIN devices d ON d.id = a.device_id WHERE a.org_id = ? AND a.idp_user_id IN (` + sel + `)`,
-				[]any{models.LinkUnlinked, now, orgID, orgID}},
+				[]any{devicesmodel.LinkUnlinked, now, orgID, orgID}},
 			{`INSERT INTO device_commands (id, org_id, device_id, account_id, type, args, status, created_at)
 			  SELECT -a.id, a.org_id, a.device_id, a.id, ?, json_build_object('account_id', a.id::text, 'user_name', a.user_name), ?, ?
 			  FROM device_accounts a WHERE a.org_id = ? AND a.link_status = ? AND a.idp_user_id IN (` + sel + `)`,
-				[]any{models.CmdUnlink, models.CommandPending, now, orgID, models.LinkLinked, orgID}},
+				[]any{devicesmodel.CmdUnlink, devicesmodel.CommandPending, now, orgID, devicesmodel.LinkLinked, orgID}},
 			{`UPDATE device_accounts SET link_status = ?, link_type = '', idp_user_id = NULL, link_permission_level = '',
 				link_command_id = NULL, linked_at = NULL, updated_at = ? WHERE org_id = ? AND idp_user_id IN (` + sel + `)`,
-				[]any{models.LinkUnlinked, now, orgID, orgID}},
+				[]any{devicesmodel.LinkUnlinked, now, orgID, orgID}},
 			{`UPDATE devices SET linked_local_accounts = (SELECT count(*) FROM device_accounts a WHERE a.device_id = devices.id AND a.link_status = ?)
-			  WHERE org_id = ?`, []any{models.LinkLinked, orgID}},
+			  WHERE org_id = ?`, []any{devicesmodel.LinkLinked, orgID}},
 			{`UPDATE users SET manager_id = NULL WHERE org_id = ? AND manager_id IN (` + sel + `)`, []any{orgID, orgID}},
 			{`DELETE FROM users WHERE org_id = ? AND email LIKE '%@example.com'`, []any{orgID}},
 		}

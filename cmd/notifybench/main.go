@@ -38,7 +38,10 @@ import (
 
 	"iam/activities"
 	"iam/cmd/internal/benchrun"
-	"iam/models"
+	"iam/models/identity"
+	"iam/models/notification"
+	"iam/models/sqldb"
+	"iam/models/store"
 	"iam/notify"
 	"iam/notify/smtptest"
 	"iam/workflows"
@@ -276,9 +279,9 @@ func accepted(srv *smtptest.Server, before, n int) error {
 type ledger struct {
 	dialect string
 	dir     string
-	store   *models.Store
-	org     *models.Organization
-	sc      *models.NotificationSchedule
+	store   *store.Store
+	org     *identity.Organization
+	sc      *notification.NotificationSchedule
 	round   int
 }
 
@@ -292,44 +295,46 @@ func newLedger(n int, dsn string) (*ledger, error) {
 	if dsn == "" {
 		dsn = "sqlite:" + filepath.Join(dir, "bench.db")
 	}
-	db, err := models.Open(ctx, dsn)
+	db, err := sqldb.Open(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
-	if models.IsPostgres(db) {
+	if sqldb.IsPostgres(db) {
 		l.dialect = "PostgreSQL"
 	}
-	if _, err := models.MigrateUp(ctx, db); err != nil {
+	if _, err := sqldb.MigrateUp(ctx, db); err != nil {
 		return nil, err
 	}
-	l.store = models.NewStore(db)
-	l.org = &models.Organization{Name: "Acme"}
+	l.store = store.NewStore(db)
+	l.org = &identity.Organization{Name: "Acme"}
 	if err := l.store.Orgs.Create(ctx, l.org); err != nil {
 		return nil, err
 	}
 	var ids []int64
 	for i, p := range recipients(n) {
-		u := &models.User{OrgID: l.org.ID, FirstName: p.first, LastName: "Example", DisplayName: p.display, Email: p.email, Status: models.UserActive}
+		u := &identity.User{OrgID: l.org.ID, FirstName: p.first, LastName: "Example", DisplayName: p.display, Email: p.email, Status: identity.UserActive}
 		if err := l.store.Users.Create(ctx, u, ""); err != nil {
 			return nil, fmt.Errorf("user %d: %w", i, err)
 		}
 		ids = append(ids, u.ID)
 	}
 	var groups []int64
-	for start := 0; start < len(ids); start += models.MaxMembersPerRequest {
-		g := &models.Group{OrgID: l.org.ID, Name: fmt.Sprintf("Not enrolled %d", start)}
-		if err := l.store.Groups.Create(ctx, g, ids[start:min(start+models.MaxMembersPerRequest, len(ids))], nil); err != nil {
+	for start := 0; start < len(ids); start += identity.MaxMembersPerRequest {
+		g := &identity.Group{OrgID: l.org.ID, Name: fmt.Sprintf("Not enrolled %d", start)}
+		if err := l.store.Groups.Create(ctx, g, ids[start:min(start+identity.MaxMembersPerRequest, len(ids))], nil); err != nil {
 			return nil, err
 		}
 		groups = append(groups, g.ID)
 	}
-	tpl := &models.Template{OrgID: l.org.ID, Name: "Reminder", Module: models.ModuleReports, Mail: &models.MailTemplate{Subject: subject, Content: content}}
+	tpl := &notification.Template{OrgID: l.org.ID, Name: "Reminder", Module: notification.ModuleReports, Mail: &notification.MailTemplate{Subject: subject, Content: content}}
 	if err := l.store.Templates.Create(ctx, tpl, nil); err != nil {
 		return nil, err
 	}
-	l.sc = &models.NotificationSchedule{OrgID: l.org.ID, Name: "Daily", TemplateID: tpl.ID, GroupIDs: groups, IsEnabled: true,
-		Settings: models.ScheduleSettings{SchedulerInterval: models.IntervalDaily, Hours: "9", Minutes: "0"}}
-	noSync := func(context.Context, *models.NotificationSchedule, *models.NotificationSchedule) error { return nil }
+	l.sc = &notification.NotificationSchedule{OrgID: l.org.ID, Name: "Daily", TemplateID: tpl.ID, GroupIDs: groups, IsEnabled: true,
+		Settings: notification.ScheduleSettings{SchedulerInterval: notification.IntervalDaily, Hours: "9", Minutes: "0"}}
+	noSync := func(context.Context, *notification.NotificationSchedule, *notification.NotificationSchedule) error {
+		return nil
+	}
 	if err := l.store.Notifications.CreateSchedule(ctx, l.sc, 0, noSync); err != nil {
 		return nil, err
 	}
@@ -341,7 +346,7 @@ func newLedger(n int, dsn string) (*ledger, error) {
 func (l *ledger) deliver(srv *smtptest.Server, conns, claim int) (err error) {
 	ctx := context.Background()
 	l.round++
-	run, err := l.store.Notifications.PrepareRun(ctx, models.PrepareRunInput{OrgID: l.org.ID, ScheduleID: l.sc.ID,
+	run, err := l.store.Notifications.PrepareRun(ctx, notification.PrepareRunInput{OrgID: l.org.ID, ScheduleID: l.sc.ID,
 		ScheduledAt: time.Date(2026, 1, 1, 9, l.round, 0, 0, time.UTC)})
 	if err != nil {
 		return err

@@ -45,8 +45,12 @@ import (
 
 	"iam/api/jobrun"
 	"iam/cmd/internal/benchrun"
-	"iam/models"
 	"iam/models/dbtest/pgcluster"
+	devicesmodel "iam/models/devices"
+	"iam/models/identity"
+	"iam/models/jobs"
+	"iam/models/sqldb"
+	modelstore "iam/models/store"
 	"iam/worker"
 	"iam/workflows"
 )
@@ -88,21 +92,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		dsn = c.URL("postgres").String()
 		out.Printf("throwaway PostgreSQL cluster %s\n", c.Describe())
 	}
-	db, err := models.Open(ctx, dsn)
+	db, err := sqldb.Open(ctx, dsn)
 	if err != nil {
 		return err
 	}
 	defer benchrun.Cleanup(&err, db.Close)
-	if !models.IsPostgres(db) {
+	if !sqldb.IsPostgres(db) {
 		return errors.New("the benchmark needs PostgreSQL")
 	}
-	if _, err = models.MigrateUp(ctx, db); err != nil {
+	if _, err = sqldb.MigrateUp(ctx, db); err != nil {
 		return err
 	}
-	store := models.NewStore(db)
+	store := modelstore.NewStore(db)
 
 	t0 := time.Now()
-	var orgs [3]*models.Organization
+	var orgs [3]*identity.Organization
 	for i := range orgs {
 		if orgs[i], err = seedOrg(ctx, db, store, fmt.Sprint("syncbench ", i), *devices, *accounts); err != nil {
 			return err
@@ -136,7 +140,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// A fresh Temporal server is busy for a while after its start (task
 	// queues, namespace caches): a small sync first, so that (1) times the
 	// sync on a running server, as the product's are.
-	syncJob := func(orgID int64) (*models.Job, time.Duration, error) {
+	syncJob := func(orgID int64) (*jobs.Job, time.Duration, error) {
 		job, _, startErr := store.Devices.StartSync(ctx, orgID, 0)
 		if startErr != nil {
 			return nil, 0, startErr
@@ -160,7 +164,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	if warm.Status != models.JobCompleted {
+	if warm.Status != jobs.JobCompleted {
 		return fmt.Errorf("the warm-up sync ended %s: %s", warm.Status, warm.Message)
 	}
 	out.Printf("warm-up sync job of %d accounts: %s\n", warm.Processed, took.Round(time.Millisecond))
@@ -168,7 +172,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	if job.Status != models.JobCompleted || job.Processed != int64(total) {
+	if job.Status != jobs.JobCompleted || job.Processed != int64(total) {
 		return fmt.Errorf("the sync job ended %s, %d of %d processed: %s", job.Status, job.Processed, total, job.Message)
 	}
 	out.Printf("(1) sync job through Temporal: %s (%d accounts, %d linked, %.0f accounts/s)\n",
@@ -189,11 +193,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	hook := &statementTimes{by: map[string]time.Duration{}}
 	batchStore := store
 	if *trace {
-		batchStore = models.NewStore(db.WithQueryHook(hook))
+		batchStore = modelstore.NewStore(db.WithQueryHook(hook))
 	}
 	t0 = time.Now()
 	batches := 0
-	var res *models.SyncBatchResult
+	var res *devicesmodel.SyncBatchResult
 	for res == nil || !res.Done {
 		if res, err = batchStore.Devices.SyncBatch(ctx, orgs[1].ID, job2.ID, set, workflows.SyncBatchSize); err != nil {
 			return err
@@ -237,8 +241,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 }
 
 // seedOrg makes an organization with its users, devices and settings.
-func seedOrg(ctx context.Context, db *bun.DB, store *models.Store, name string, devices, accounts int) (*models.Organization, error) {
-	org := &models.Organization{Name: name}
+func seedOrg(ctx context.Context, db *bun.DB, store *modelstore.Store, name string, devices, accounts int) (*identity.Organization, error) {
+	org := &identity.Organization{Name: name}
 	if err := store.Orgs.Create(ctx, org); err != nil {
 		return nil, err
 	}
@@ -268,7 +272,7 @@ func seedOrg(ctx context.Context, db *bun.DB, store *models.Store, name string, 
 		case devices + 2:
 			email = "shared@example.org"
 		}
-		users = append(users, user{ID: models.NewID(), OrgID: org.ID, Email: email, CreatedAt: now, UpdatedAt: now})
+		users = append(users, user{ID: sqldb.NewID(), OrgID: org.ID, Email: email, CreatedAt: now, UpdatedAt: now})
 		if len(users) == 2000 {
 			if err := flush(); err != nil {
 				return nil, err
@@ -278,18 +282,18 @@ func seedOrg(ctx context.Context, db *bun.DB, store *models.Store, name string, 
 	if err := flush(); err != nil {
 		return nil, err
 	}
-	devs := make([]models.SeedDevice, devices)
+	devs := make([]devicesmodel.SeedDevice, devices)
 	for i := range devs {
 		names := []string{fmt.Sprint("user", i+1), fmt.Sprint("USER", i+1), "Administrator", "shared", fmt.Sprint("nobody", i+1)}
 		for k := 5; k < accounts; k++ {
 			names = append(names, fmt.Sprint("extra", k))
 		}
-		devs[i] = models.SeedDevice{Name: fmt.Sprint("pc", i+1), Accounts: names}
+		devs[i] = devicesmodel.SeedDevice{Name: fmt.Sprint("pc", i+1), Accounts: names}
 	}
 	if _, err := store.Devices.SeedDevices(ctx, org.ID, devs); err != nil {
 		return nil, err
 	}
-	set := models.DefaultAccountLinkingSettings()
+	set := devicesmodel.DefaultAccountLinkingSettings()
 	set.IsEnabled = true
 	return org, store.Devices.PutLinkingSettings(ctx, org.ID, &set)
 }
@@ -301,7 +305,7 @@ func linkDigest(ctx context.Context, db *bun.DB, orgID int64) (string, error) {
 	err := db.NewSelect().TableExpr("device_accounts AS a").
 		Join("JOIN devices AS d ON d.id = a.device_id").Join("JOIN users AS u ON u.id = a.idp_user_id").
 		ColumnExpr("md5(string_agg(d.name || '/' || a.user_name || '/' || u.email, ',' ORDER BY d.name, a.user_name))").
-		Where("a.org_id = ? AND a.link_type = ?", orgID, models.LinkAutomatic).Scan(ctx, &digest)
+		Where("a.org_id = ? AND a.link_type = ?", orgID, devicesmodel.LinkAutomatic).Scan(ctx, &digest)
 	return digest, err
 }
 

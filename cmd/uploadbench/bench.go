@@ -21,8 +21,11 @@ import (
 	"iam/cmd/internal/benchrun"
 	"iam/cmd/internal/iamproc"
 	"iam/deploy/devserver"
-	"iam/models"
+	"iam/models/identity"
+	"iam/models/management"
 	"iam/models/secret"
+	"iam/models/sqldb"
+	"iam/models/store"
 	"iam/workflows"
 )
 
@@ -56,7 +59,7 @@ func writeCSV(work string, rows, columns int) (string, int64, error) {
 	if columns > 1 {
 		// Each filler cell is a comma and cell bytes.
 		cell = (maxFile-header.Len()-emails)/(rows*(columns-1)) - 1
-		cell = min(cell, models.MaxUploadCellLen)
+		cell = min(cell, management.MaxUploadCellLen)
 	}
 	path := filepath.Join(work, "upload.csv")
 	f, err := os.Create(path) //nolint:gosec // a file in the benchmark's work folder
@@ -120,17 +123,17 @@ func newBench(ctx context.Context, bin, work, dsn string, rows int) (_ *bench, e
 	if out, migrateErr := iamproc.Run(bin, b.env, "migrate", "up"); migrateErr != nil {
 		return nil, fmt.Errorf("migrate: %w\n%s", migrateErr, out)
 	}
-	db, err := models.Open(ctx, dsn)
+	db, err := sqldb.Open(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
 	b.db = db
-	store := models.NewStore(db)
-	org := &models.Organization{Name: "Bench"}
+	store := store.NewStore(db)
+	org := &identity.Organization{Name: "Bench"}
 	if err = store.Orgs.Create(ctx, org); err != nil {
 		return nil, err
 	}
-	admin := &models.User{OrgID: org.ID, Email: adminEmail, Role: models.RoleAdmin, Status: models.UserActive}
+	admin := &identity.User{OrgID: org.ID, Email: adminEmail, Role: identity.RoleAdmin, Status: identity.UserActive}
 	if err = store.Users.Create(ctx, admin, ""); err != nil {
 		return nil, err
 	}
@@ -187,7 +190,7 @@ func seedUsers(ctx context.Context, db *bun.DB, orgID int64, n int) error {
 	for start := 1; start <= n; start += 1000 {
 		var users []seedUser
 		for i := start; i <= min(start+999, n); i++ {
-			users = append(users, seedUser{ID: models.NewID(), OrgID: orgID, Email: email(i), CreatedAt: now, UpdatedAt: now})
+			users = append(users, seedUser{ID: sqldb.NewID(), OrgID: orgID, Email: email(i), CreatedAt: now, UpdatedAt: now})
 		}
 		if _, err := db.NewInsert().Model(&users).Exec(ctx); err != nil {
 			return err

@@ -22,8 +22,10 @@ import (
 	"iam/api"
 	"iam/api/auth"
 	"iam/cmd/internal/benchrun"
-	"iam/models"
+	"iam/models/identity"
 	"iam/models/listing"
+	"iam/models/sqldb"
+	"iam/models/store"
 )
 
 // bench holds one run: the database, the organization of the seeded users
@@ -32,8 +34,8 @@ type bench struct {
 	cfg    config
 	out    *benchrun.Report
 	db     *bun.DB
-	store  *models.Store
-	org    *models.Organization
+	store  *store.Store
+	org    *identity.Organization
 	srv    *httptest.Server
 	client *http.Client
 	hook   *captureHook
@@ -53,22 +55,22 @@ func (t benchTokens) ValidateAccessToken(_ context.Context, tok string) (*auth.P
 }
 
 func newBench(ctx context.Context, dsn string, cfg config, out *benchrun.Report) (*bench, error) {
-	db, err := models.Open(ctx, dsn)
+	db, err := sqldb.Open(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
-	if !models.IsPostgres(db) {
+	if !sqldb.IsPostgres(db) {
 		return nil, errors.Join(errors.New("the benchmark needs PostgreSQL"), db.Close())
 	}
 	db.SetMaxOpenConns(cfg.concurrency + 8)
 	db.SetMaxIdleConns(cfg.concurrency + 8)
-	if _, err := models.MigrateUp(ctx, db); err != nil {
+	if _, err := sqldb.MigrateUp(ctx, db); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
 	hook := &captureHook{}
 	db = db.WithQueryHook(hook)
-	b := &bench{cfg: cfg, out: out, db: db, store: models.NewStore(db), hook: hook}
-	b.org = &models.Organization{Name: "usersbench"}
+	b := &bench{cfg: cfg, out: out, db: db, store: store.NewStore(db), hook: hook}
+	b.org = &identity.Organization{Name: "usersbench"}
 	if err := b.store.Orgs.Create(ctx, b.org); err != nil {
 		return nil, errors.Join(err, db.Close())
 	}
@@ -362,11 +364,11 @@ func (b *bench) storePage(query url.Values) op {
 		if *cursor != "" {
 			q.Set("cursor", *cursor)
 		}
-		p, err := listing.Parse(q, models.UserListing)
+		p, err := listing.Parse(q, identity.UserListing)
 		if err != nil {
 			return err
 		}
-		_, meta, err := b.store.Users.List(ctx, b.org.ID, models.LicensingBoth, p)
+		_, meta, err := b.store.Users.List(ctx, b.org.ID, identity.LicensingBoth, p)
 		if err != nil {
 			return err
 		}

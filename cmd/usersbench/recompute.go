@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"iam/models"
+	"iam/models/identity"
+	"iam/models/jobs"
 	"iam/workflows"
 )
 
@@ -16,8 +17,8 @@ import (
 func (b *bench) recompute(ctx context.Context) error {
 	rule := `status eq 1 and country ne "US"`
 	b.out.Printf("(c) dynamic group recompute over %d users, rule %s\n", b.cfg.users, rule)
-	job := &models.Job{Kind: workflows.GroupRecomputeWorkflowName, Module: workflows.IdentityModule, ActionName: workflows.GroupRecomputeAction}
-	g := &models.Group{OrgID: b.org.ID, Name: "bench dynamic", IsDynamic: true, MembershipRule: rule}
+	job := &jobs.Job{Kind: workflows.GroupRecomputeWorkflowName, Module: workflows.IdentityModule, ActionName: workflows.GroupRecomputeAction}
+	g := &identity.Group{OrgID: b.org.ID, Name: "bench dynamic", IsDynamic: true, MembershipRule: rule}
 	if err := b.store.Groups.Create(ctx, g, nil, job); err != nil {
 		return err
 	}
@@ -65,7 +66,7 @@ func (b *bench) recompute(ctx context.Context) error {
 	}
 	b.out.Printf("    recompute again, members already in place: %s\n", time.Since(t0).Round(time.Millisecond))
 
-	static := &models.Group{OrgID: b.org.ID, Name: "bench plain"}
+	static := &identity.Group{OrgID: b.org.ID, Name: "bench plain"}
 	if err = b.store.Groups.Create(ctx, static, nil, nil); err != nil {
 		return err
 	}

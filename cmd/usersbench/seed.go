@@ -10,7 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"iam/cmd/internal/benchrun"
-	"iam/models"
+	"iam/models/identity"
+	"iam/models/sqldb"
 )
 
 // Seeded attribute spreads: users are spread evenly over departments and
@@ -41,7 +42,7 @@ func seedUsers(ctx context.Context, db *sql.DB, orgID int64, n int) (err error) 
 					return nil, nil
 				}
 				first, last := fmt.Sprintf("First%d", i%5000), fmt.Sprintf("Last%d", i/5000)
-				row := []any{models.NewID(), orgID, first, last, first + " " + last,
+				row := []any{sqldb.NewID(), orgID, first, last, first + " " + last,
 					fmt.Sprintf("user%07d@example.com", i), fmt.Sprintf("E%07d", i), department(i), "Engineer",
 					countries[i%len(countries)], statusOf(i), i%5 != 0, now, now}
 				i++
@@ -61,7 +62,7 @@ func seedUsers(ctx context.Context, db *sql.DB, orgID int64, n int) (err error) 
 
 func statusOf(i int) int {
 	if i%10 == 9 {
-		return models.UserInactive
+		return identity.UserInactive
 	}
-	return models.UserActive
+	return identity.UserActive
 }

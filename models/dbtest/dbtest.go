@@ -42,8 +42,8 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"iam/models"
 	"iam/models/dbtest/pgcluster"
+	"iam/models/sqldb"
 )
 
 // Environment variables read by the package.
@@ -77,12 +77,12 @@ func SQLite(t testing.TB) *bun.DB {
 	path := filepath.Join(t.TempDir(), "iam.db")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	db, err := models.Open(ctx, "sqlite:"+path)
+	db, err := sqldb.Open(ctx, "sqlite:"+path)
 	if err != nil {
 		t.Fatalf("dbtest: open SQLite database %s: %v", path, err)
 	}
 	t.Cleanup(func() { closeDB(t, db) })
-	if _, err := models.MigrateUp(ctx, db); err != nil {
+	if _, err := sqldb.MigrateUp(ctx, db); err != nil {
 		t.Fatalf("dbtest: migrate SQLite database %s: %v", path, err)
 	}
 	return db
@@ -95,7 +95,7 @@ func Postgres(t testing.TB) *bun.DB {
 	dsn := PostgresURL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	db, err := models.Open(ctx, dsn)
+	db, err := sqldb.Open(ctx, dsn)
 	if err != nil {
 		t.Fatalf("dbtest: open PostgreSQL database %s: %v", redact(dsn), err)
 	}

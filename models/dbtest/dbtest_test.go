@@ -12,8 +12,8 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/sqldb"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -34,7 +34,7 @@ func TestEach(t *testing.T) {
 			t.Fatalf("organizations holds %d rows after one insert, want 1", n)
 		}
 		var other *bun.DB
-		if models.IsPostgres(db) {
+		if sqldb.IsPostgres(db) {
 			other = dbtest.Postgres(t)
 		} else {
 			other = dbtest.SQLite(t)
@@ -96,7 +96,7 @@ func TestPostgresURL(t *testing.T) {
 			t.Fatalf("PostgresURL returned %q: %v", dsn, err)
 		}
 		name = strings.TrimPrefix(u.Path, "/")
-		db, err := models.Open(t.Context(), dsn)
+		db, err := sqldb.Open(t.Context(), dsn)
 		if err != nil {
 			t.Fatalf("open %s: %v", dsn, err)
 		}
@@ -157,7 +157,7 @@ func TestFreshDatabase_FullyMigratedAndEmpty(t *testing.T) {
 				start := time.Now()
 				db := c.open(t)
 				ready += time.Since(start)
-				m, err := models.Migrator(db)
+				m, err := sqldb.Migrator(db)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"iam/models"
 	"iam/models/dbtest/pgcluster"
+	"iam/models/sqldb"
 )
 
 // Cluster is a throwaway PostgreSQL cluster of one test's own, holding one
@@ -47,7 +47,7 @@ func NewCluster(t testing.TB) *Cluster {
 			t.Errorf("dbtest: %v", stopErr)
 		}
 	})
-	admin, err := models.Open(ctx, c.URL("postgres").String())
+	admin, err := sqldb.Open(ctx, c.URL("postgres").String())
 	if err != nil {
 		t.Fatalf("dbtest: connect to the cluster: %v\n%s", err, c.LogTail())
 	}
@@ -60,7 +60,7 @@ func NewCluster(t testing.TB) *Cluster {
 		t.Fatalf("dbtest: create database: %v", err)
 	}
 	cl.dsn = c.URL("iam").String()
-	db, err := models.Open(ctx, cl.dsn)
+	db, err := sqldb.Open(ctx, cl.dsn)
 	if err != nil {
 		t.Fatalf("dbtest: connect to database iam: %v", err)
 	}
@@ -69,7 +69,7 @@ func NewCluster(t testing.TB) *Cluster {
 			t.Error(err)
 		}
 	}()
-	if _, err := models.MigrateUp(ctx, db); err != nil {
+	if _, err := sqldb.MigrateUp(ctx, db); err != nil {
 		t.Fatalf("dbtest: migrate database iam: %v", err)
 	}
 	return cl

@@ -16,8 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
 
-	"iam/models"
 	"iam/models/dbtest/pgcluster"
+	"iam/models/sqldb"
 )
 
 var (
@@ -89,7 +89,7 @@ func startServer() (srv *pgServer, err error) {
 		}
 	}()
 
-	srv.admin, err = models.Open(ctx, srv.base.String())
+	srv.admin, err = sqldb.Open(ctx, srv.base.String())
 	if err != nil {
 		return srv, srv.withLog(fmt.Errorf("connect to %s: %w", redact(srv.base.String()), err))
 	}
@@ -115,11 +115,11 @@ func (s *pgServer) createTemplate(ctx context.Context) error {
 	if _, err := s.admin.ExecContext(ctx, "CREATE DATABASE ?", bun.Ident(s.template)); err != nil {
 		return fmt.Errorf("create template database %s: %w", s.template, err)
 	}
-	db, err := models.Open(ctx, s.urlOf(s.template))
+	db, err := sqldb.Open(ctx, s.urlOf(s.template))
 	if err != nil {
 		return fmt.Errorf("connect to template database %s: %w", s.template, err)
 	}
-	_, migErr := models.MigrateUp(ctx, db)
+	_, migErr := sqldb.MigrateUp(ctx, db)
 	closeErr := db.Close()
 	if migErr != nil {
 		return fmt.Errorf("migrate template database %s: %w", s.template, migErr)

@@ -8,20 +8,20 @@ import (
 	"testing"
 	"time"
 
-	"iam/models"
 	"iam/models/decide"
+	"iam/models/protection"
 )
 
 // benchSet is cmd/decidebench's organization without a database: 1,000
 // policies besides the default one, each with an IP source config of 10
 // entries (8 IPv4 /28 prefixes, 2 IPv6 ranges) and a business hours config,
 // targeting one of 20 groups.
-func benchSet() *models.PolicySet {
-	set := &models.PolicySet{Configs: map[int64]*models.ConditionConfig{}}
+func benchSet() *protection.PolicySet {
+	set := &protection.PolicySet{Configs: map[int64]*protection.ConditionConfig{}}
 	for i := 0; i < 10; i++ {
 		id := int64(100000 + i)
-		set.Configs[id] = &models.ConditionConfig{ID: id, Family: models.FamilyBusinessHours, DisplayName: fmt.Sprintf("Hours %d", i),
-			Timezone: []string{"UTC", "Europe/Paris", "America/New_York", "Asia/Tokyo"}[i%4], BusinessHoursBitmap: strings.Repeat("1", models.BusinessHoursBits)}
+		set.Configs[id] = &protection.ConditionConfig{ID: id, Family: protection.FamilyBusinessHours, DisplayName: fmt.Sprintf("Hours %d", i),
+			Timezone: []string{"UTC", "Europe/Paris", "America/New_York", "Asia/Tokyo"}[i%4], BusinessHoursBitmap: strings.Repeat("1", protection.BusinessHoursBits)}
 	}
 	for i := 0; i < 1000; i++ {
 		var items []string
@@ -30,19 +30,19 @@ func benchSet() *models.PolicySet {
 		}
 		v6 := func(k int) string { return fmt.Sprintf("2001:db8:%x::%x", i, k) }
 		id := int64(1000 + i)
-		set.Configs[id] = &models.ConditionConfig{ID: id, Family: models.FamilyIPSources, DisplayName: fmt.Sprintf("Source %d", i),
-			IPAddresses: strings.Join(items, ","), IPAddressRanges: []models.IPRange{{From: v6(0x10), To: v6(0x1f)}, {From: v6(0x100), To: v6(0x1ff)}}}
-		set.Policies = append(set.Policies, models.Policy{ID: int64(i + 1), Name: fmt.Sprintf("Policy %d", i), IsEnabled: true, Priority: int64(i + 1),
-			AccessType: []string{models.AccessAllow, models.AccessDeny}[i%2], GroupIDs: []int64{int64(i % 20)},
-			EndpointsSettings: []models.EndpointSetting{{Endpoint: models.EndpointNPS, Type: models.EndpointTypeNPSVPN}},
-			Conditions: []models.PolicyCondition{
-				{SequenceNumber: 1, FactorType: models.FactorTypeIPAddress, Comparator: models.ComparatorIn, FactorConfigs: []models.RefID{models.RefID(id)}},
-				{SequenceNumber: 2, FactorType: models.FactorTypeTime, Comparator: models.ComparatorIn, FactorConfigs: []models.RefID{models.RefID(100000 + i%10)}},
+		set.Configs[id] = &protection.ConditionConfig{ID: id, Family: protection.FamilyIPSources, DisplayName: fmt.Sprintf("Source %d", i),
+			IPAddresses: strings.Join(items, ","), IPAddressRanges: []protection.IPRange{{From: v6(0x10), To: v6(0x1f)}, {From: v6(0x100), To: v6(0x1ff)}}}
+		set.Policies = append(set.Policies, protection.Policy{ID: int64(i + 1), Name: fmt.Sprintf("Policy %d", i), IsEnabled: true, Priority: int64(i + 1),
+			AccessType: []string{protection.AccessAllow, protection.AccessDeny}[i%2], GroupIDs: []int64{int64(i % 20)},
+			EndpointsSettings: []protection.EndpointSetting{{Endpoint: protection.EndpointNPS, Type: protection.EndpointTypeNPSVPN}},
+			Conditions: []protection.PolicyCondition{
+				{SequenceNumber: 1, FactorType: protection.FactorTypeIPAddress, Comparator: protection.ComparatorIn, FactorConfigs: []protection.RefID{protection.RefID(id)}},
+				{SequenceNumber: 2, FactorType: protection.FactorTypeTime, Comparator: protection.ComparatorIn, FactorConfigs: []protection.RefID{protection.RefID(100000 + i%10)}},
 			},
 			CriteriaExpression: "1 and 2"})
 	}
-	set.Policies = append(set.Policies, models.Policy{ID: 5000, Name: "Default", IsEnabled: true, IsDefault: true, Priority: 1001, AccessType: models.AccessAllow,
-		EndpointsSettings: []models.EndpointSetting{{Endpoint: models.EndpointNPS, Type: models.EndpointTypeNPSVPN}}})
+	set.Policies = append(set.Policies, protection.Policy{ID: 5000, Name: "Default", IsEnabled: true, IsDefault: true, Priority: 1001, AccessType: protection.AccessAllow,
+		EndpointsSettings: []protection.EndpointSetting{{Endpoint: protection.EndpointNPS, Type: protection.EndpointTypeNPSVPN}}})
 	return set
 }
 
@@ -65,7 +65,7 @@ func benchRequests(n int) []decide.Request {
 		if r.IntN(10) == 0 {
 			ip = netip.AddrFrom4([4]byte{172, 16, byte(r.IntN(256)), byte(r.IntN(256))}) //nolint:gosec // IntN(256) is below 256: each fits a byte
 		}
-		out[i] = decide.Request{UserID: 7, UserGroups: all, Endpoint: models.EndpointNPS, IP: ip, Time: now}
+		out[i] = decide.Request{UserID: 7, UserGroups: all, Endpoint: protection.EndpointNPS, IP: ip, Time: now}
 	}
 	return out
 }

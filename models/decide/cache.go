@@ -4,14 +4,14 @@ import (
 	"context"
 	"sync"
 
-	"iam/models"
+	"iam/models/protection"
 )
 
 // Source is where the Cache reads an organization's protection version and
 // its enabled policies (the store).
 type Source interface {
 	ProtectionVersion(ctx context.Context, orgID int64) (int64, error)
-	LoadEnabledPolicies(ctx context.Context, orgID int64) (*models.PolicySet, error)
+	LoadEnabledPolicies(ctx context.Context, orgID int64) (*protection.PolicySet, error)
 }
 
 // Cache keeps one compiled snapshot per organization. Each Get reads the

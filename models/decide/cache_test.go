@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"iam/models"
 	"iam/models/decide"
+	"iam/models/protection"
 )
 
 type fakeSource struct {
@@ -19,9 +19,9 @@ func (f *fakeSource) ProtectionVersion(context.Context, int64) (int64, error) {
 	return f.version.Load(), nil
 }
 
-func (f *fakeSource) LoadEnabledPolicies(context.Context, int64) (*models.PolicySet, error) {
+func (f *fakeSource) LoadEnabledPolicies(context.Context, int64) (*protection.PolicySet, error) {
 	f.loads.Add(1)
-	return &models.PolicySet{Policies: []models.Policy{{ID: 1, Name: "Default", IsEnabled: true, IsDefault: true, AccessType: "allow"}}}, nil
+	return &protection.PolicySet{Policies: []protection.Policy{{ID: 1, Name: "Default", IsEnabled: true, IsDefault: true, AccessType: "allow"}}}, nil
 }
 
 // TestCache_FollowsTheVersion: a snapshot is loaded once per organization

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"iam/models"
+	"iam/models/protection"
 )
 
 // Request is one question: may this user, on this endpoint (and device),
@@ -151,10 +151,10 @@ func text(s string) func() string { return func() string { return s } }
 type Decision struct {
 	Decision                 string
 	Policy                   *PolicyRef
-	PrimaryAuthentication    *models.PrimaryAuthentication
-	SecondaryAuthentication  *models.SecondaryAuthentication
-	AdvancedSettings         *models.PolicyAdvancedSettings
-	EndpointAdvancedSettings *models.EndpointAdvancedSettings
+	PrimaryAuthentication    *protection.PrimaryAuthentication
+	SecondaryAuthentication  *protection.SecondaryAuthentication
+	AdvancedSettings         *protection.PolicyAdvancedSettings
+	EndpointAdvancedSettings *protection.EndpointAdvancedSettings
 	// Considered counts the policies considered (Evaluated's length).
 	Considered int
 	// NotAssigned counts the policies before the deciding one that were not
@@ -201,7 +201,7 @@ func Decide(s *Snapshot, req Request, geo Locator) Decision {
 	}
 	ev := &evaluator{snap: s, req: req, geo: geo, decided: -1}
 	ev.prepare()
-	out := Decision{Decision: models.AccessDeny, ev: ev}
+	out := Decision{Decision: protection.AccessDeny, ev: ev}
 	k := 0
 	for w, word := range ev.marks {
 		for word != 0 {
@@ -365,7 +365,7 @@ func (ev *evaluator) matchSetting(p *policy) *setting {
 		} else if req.Action != "" && req.Action != st.typ {
 			continue
 		}
-		if st.endpoint != models.EndpointComputerDevices || req.DeviceID != 0 && ev.protects(st) {
+		if st.endpoint != protection.EndpointComputerDevices || req.DeviceID != 0 && ev.protects(st) {
 			return st
 		}
 	}
@@ -376,9 +376,9 @@ func (ev *evaluator) matchSetting(p *policy) *setting {
 func (ev *evaluator) holds(c *condition) bool {
 	var in bool
 	switch c.factor {
-	case models.FactorTypeIPAddress:
+	case protection.FactorTypeIPAddress:
 		in = ev.req.IP.IsValid() && ev.ipIn(c)
-	case models.FactorTypeGeolocation:
+	case protection.FactorTypeGeolocation:
 		country, _ := ev.lookup()
 		for _, cfg := range c.configs {
 			if cfg.broken == "" && (country == "" && cfg.unknownIn || country != "" && cfg.countries[country]) {
@@ -386,7 +386,7 @@ func (ev *evaluator) holds(c *condition) bool {
 				break
 			}
 		}
-	case models.FactorTypeTime:
+	case protection.FactorTypeTime:
 		for _, cfg := range c.configs {
 			if cfg.broken == "" && cfg.loc != nil && cfg.hours[ev.hourOf(cfg)] {
 				in = true
@@ -543,7 +543,7 @@ func (ev *evaluator) check(p *policy, rs *reasons) (*setting, bool) {
 	holds := small[:0]
 	for i := range p.conds {
 		c := &p.conds[i]
-		if c.factor == models.FactorTypeIPAddress && ev.req.IP.IsValid() && len(c.configs) > 0 {
+		if c.factor == protection.FactorTypeIPAddress && ev.req.IP.IsValid() && len(c.configs) > 0 {
 			// The frequent case, without a closure.
 			in := ev.ipIn(c)
 			ok := in != c.notIn
@@ -599,10 +599,10 @@ func (ev *evaluator) setting(p *policy) (*setting, func() string) {
 			misses = append(misses, func() string { return fmt.Sprintf("%s setting takes no action (%q asked)", st.typ, req.Action) })
 			continue
 		}
-		if !ev.all && (st.endpoint != models.EndpointComputerDevices || req.DeviceID != 0 && ev.protects(st)) {
+		if !ev.all && (st.endpoint != protection.EndpointComputerDevices || req.DeviceID != 0 && ev.protects(st)) {
 			return st, nil
 		}
-		if st.endpoint != models.EndpointComputerDevices {
+		if st.endpoint != protection.EndpointComputerDevices {
 			return st, func() string {
 				return "endpoint: " + st.typ + " setting covers " + describeAction(req.Action)
 			}
@@ -659,11 +659,11 @@ func (ev *evaluator) condition(c *condition) (bool, func() string) {
 	var in bool
 	var detail func() string
 	switch c.factor {
-	case models.FactorTypeIPAddress:
+	case protection.FactorTypeIPAddress:
 		in, detail = ev.inIPSources(c)
-	case models.FactorTypeGeolocation:
+	case protection.FactorTypeGeolocation:
 		in, detail = ev.inLocations(c)
-	case models.FactorTypeTime:
+	case protection.FactorTypeTime:
 		in, detail = ev.inHours(c)
 	default:
 		return false, func() string { return fmt.Sprintf("condition %d (%s): unknown factor type", c.seq, c.factor) }

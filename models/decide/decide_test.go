@@ -12,8 +12,8 @@ import (
 	"github.com/maxmind/mmdbwriter"
 	"github.com/maxmind/mmdbwriter/mmdbtype"
 
-	"iam/models"
 	"iam/models/decide"
+	"iam/models/protection"
 )
 
 // geoDB writes a MaxMind database mapping networks to countries and opens it.
@@ -57,7 +57,7 @@ func geoDB(t testing.TB, nets map[string]string) *decide.GeoIP {
 
 // hours is a bitmap with the given hours (day*24+hour) set.
 func hours(set ...int) string {
-	b := []byte(strings.Repeat("0", models.BusinessHoursBits))
+	b := []byte(strings.Repeat("0", protection.BusinessHoursBits))
 	for _, h := range set {
 		b[h] = '1'
 	}
@@ -69,15 +69,15 @@ const (
 	monday = 1
 )
 
-func nps() []models.EndpointSetting {
-	return []models.EndpointSetting{{Endpoint: models.EndpointNPS, Type: models.EndpointTypeNPSVPN,
-		SecondaryAuthentication: models.SecondaryAuthentication{IsMFAEnabled: true, NoOfRequiredFactors: 1}}}
+func nps() []protection.EndpointSetting {
+	return []protection.EndpointSetting{{Endpoint: protection.EndpointNPS, Type: protection.EndpointTypeNPSVPN,
+		SecondaryAuthentication: protection.SecondaryAuthentication{IsMFAEnabled: true, NoOfRequiredFactors: 1}}}
 }
 
-func cond(seq int, factor, cmp string, trusted bool, ids ...int64) models.PolicyCondition {
-	c := models.PolicyCondition{SequenceNumber: seq, FactorType: factor, Comparator: cmp, IncludeAllTrustedSources: trusted}
+func cond(seq int, factor, cmp string, trusted bool, ids ...int64) protection.PolicyCondition {
+	c := protection.PolicyCondition{SequenceNumber: seq, FactorType: factor, Comparator: cmp, IncludeAllTrustedSources: trusted}
 	for _, id := range ids {
-		c.FactorConfigs = append(c.FactorConfigs, models.RefID(id))
+		c.FactorConfigs = append(c.FactorConfigs, protection.RefID(id))
 	}
 	return c
 }
@@ -98,27 +98,27 @@ func TestDecide_Table(t *testing.T) {
 		nyHours  = 5
 		tokyoMon = 6
 	)
-	configs := map[int64]*models.ConditionConfig{
-		trusted:  {ID: trusted, Family: models.FamilyIPSources, DisplayName: "VPN", IsTrustedSource: true, IPAddresses: "10.0.0.0/8,2001:db8::/32"},
-		office:   {ID: office, Family: models.FamilyIPSources, DisplayName: "Office", IPAddressRanges: []models.IPRange{{From: "192.0.2.10", To: "192.0.2.20"}}},
-		europe:   {ID: europe, Family: models.FamilyGeolocations, DisplayName: "Europe", Countries: []string{"FR", "DE"}},
-		unknownC: {ID: unknownC, Family: models.FamilyGeolocations, DisplayName: "Unknown ok", Countries: []string{"FR"}, IsUnknownIPLocationsIncluded: true},
+	configs := map[int64]*protection.ConditionConfig{
+		trusted:  {ID: trusted, Family: protection.FamilyIPSources, DisplayName: "VPN", IsTrustedSource: true, IPAddresses: "10.0.0.0/8,2001:db8::/32"},
+		office:   {ID: office, Family: protection.FamilyIPSources, DisplayName: "Office", IPAddressRanges: []protection.IPRange{{From: "192.0.2.10", To: "192.0.2.20"}}},
+		europe:   {ID: europe, Family: protection.FamilyGeolocations, DisplayName: "Europe", Countries: []string{"FR", "DE"}},
+		unknownC: {ID: unknownC, Family: protection.FamilyGeolocations, DisplayName: "Unknown ok", Countries: []string{"FR"}, IsUnknownIPLocationsIncluded: true},
 		// 09:00-10:00 New York time on Sundays.
-		nyHours: {ID: nyHours, Family: models.FamilyBusinessHours, DisplayName: "NY Sunday 9", Timezone: "America/New_York", BusinessHoursBitmap: hours(sunday*24 + 9)},
+		nyHours: {ID: nyHours, Family: protection.FamilyBusinessHours, DisplayName: "NY Sunday 9", Timezone: "America/New_York", BusinessHoursBitmap: hours(sunday*24 + 9)},
 		// 00:00-01:00 Tokyo time on Mondays.
-		tokyoMon: {ID: tokyoMon, Family: models.FamilyBusinessHours, DisplayName: "Tokyo Monday 0", Timezone: "Asia/Tokyo", BusinessHoursBitmap: hours(monday*24 + 0)},
+		tokyoMon: {ID: tokyoMon, Family: protection.FamilyBusinessHours, DisplayName: "Tokyo Monday 0", Timezone: "Asia/Tokyo", BusinessHoursBitmap: hours(monday*24 + 0)},
 	}
-	def := models.Policy{ID: 999, Name: "Default", IsEnabled: true, IsDefault: true, AccessType: models.AccessAllow, Priority: 99,
-		EndpointsSettings: append(nps(), models.EndpointSetting{Endpoint: models.EndpointComputerDevices, Type: models.EndpointTypeComputerDevices,
-			Actions: []string{"RDP"}, DeviceAssignment: &models.DeviceAssignment{AllDevicesGroupSelected: true}})}
-	base := func(id int64, name string, access string, conds ...models.PolicyCondition) models.Policy {
-		p := models.Policy{ID: id, Name: name, IsEnabled: true, AccessType: access, Priority: id, UserIDs: []int64{user}, EndpointsSettings: nps(),
+	def := protection.Policy{ID: 999, Name: "Default", IsEnabled: true, IsDefault: true, AccessType: protection.AccessAllow, Priority: 99,
+		EndpointsSettings: append(nps(), protection.EndpointSetting{Endpoint: protection.EndpointComputerDevices, Type: protection.EndpointTypeComputerDevices,
+			Actions: []string{"RDP"}, DeviceAssignment: &protection.DeviceAssignment{AllDevicesGroupSelected: true}})}
+	base := func(id int64, name string, access string, conds ...protection.PolicyCondition) protection.Policy {
+		p := protection.Policy{ID: id, Name: name, IsEnabled: true, AccessType: access, Priority: id, UserIDs: []int64{user}, EndpointsSettings: nps(),
 			Conditions: conds}
 		return p
 	}
-	single := func(p models.Policy, expr string) *models.PolicySet {
+	single := func(p protection.Policy, expr string) *protection.PolicySet {
 		p.CriteriaExpression = expr
-		return &models.PolicySet{Policies: []models.Policy{p, def}, Configs: configs, TrustedSources: []int64{trusted}}
+		return &protection.PolicySet{Policies: []protection.Policy{p, def}, Configs: configs, TrustedSources: []int64{trusted}}
 	}
 	geo := geoDB(t, map[string]string{"81.0.0.0/8": "FR", "2a01::/16": "FR", "8.8.8.0/24": "US"})
 	at := func(s string) time.Time {
@@ -131,12 +131,12 @@ func TestDecide_Table(t *testing.T) {
 	noon := at("2026-06-10T12:00:00Z")
 
 	// The deny policy of each case decides when its conditions hold; else the default allows.
-	denyIf := func(conds ...models.PolicyCondition) models.Policy {
-		return base(1, "Guard", models.AccessDeny, conds...)
+	denyIf := func(conds ...protection.PolicyCondition) protection.Policy {
+		return base(1, "Guard", protection.AccessDeny, conds...)
 	}
 	cases := []struct {
 		name    string
-		set     *models.PolicySet
+		set     *protection.PolicySet
 		req     decide.Request
 		geo     decide.Locator
 		want    string // allow or deny
@@ -189,37 +189,37 @@ func TestDecide_Table(t *testing.T) {
 			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("81.2.3.4"), Time: noon}, geo, "deny", "Guard", "criteria: 1 or (2 and 3) is true", true, false},
 		{"user not assigned falls to the default", single(denyIf(), ""),
 			decide.Request{UserID: otherUser, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "allow", "Default", "", false, true},
-		{"user through a group", func() *models.PolicySet {
+		{"user through a group", func() *protection.PolicySet {
 			p := denyIf()
 			p.UserIDs, p.GroupIDs = nil, []int64{group}
 			return single(p, "")
 		}(), decide.Request{UserID: otherUser, UserGroups: []int64{7, group}, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "deny", "Guard", "through group 200", true, false},
 		{"endpoint not covered", single(denyIf(), ""),
 			decide.Request{UserID: user, Endpoint: "IIS", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "deny", "", "has no IIS setting", false, false},
-		{"device through a device group", func() *models.PolicySet {
+		{"device through a device group", func() *protection.PolicySet {
 			p := denyIf()
-			p.EndpointsSettings = []models.EndpointSetting{{Endpoint: models.EndpointComputerDevices, Type: models.EndpointTypeComputerDevices,
-				Actions: []string{"RDP", "SSH"}, DeviceAssignment: &models.DeviceAssignment{GroupIDs: []models.RefID{devGroup}}}}
+			p.EndpointsSettings = []protection.EndpointSetting{{Endpoint: protection.EndpointComputerDevices, Type: protection.EndpointTypeComputerDevices,
+				Actions: []string{"RDP", "SSH"}, DeviceAssignment: &protection.DeviceAssignment{GroupIDs: []protection.RefID{devGroup}}}}
 			return single(p, "")
 		}(), decide.Request{UserID: user, DeviceID: device, DeviceGroups: []int64{devGroup}, Endpoint: "ComputerDevices", Action: "SSH", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "deny", "Guard", "through device group 400", true, false},
-		{"device outside the device group", func() *models.PolicySet {
+		{"device outside the device group", func() *protection.PolicySet {
 			p := denyIf()
-			p.EndpointsSettings = []models.EndpointSetting{{Endpoint: models.EndpointComputerDevices, Type: models.EndpointTypeComputerDevices,
-				Actions: []string{"RDP"}, DeviceAssignment: &models.DeviceAssignment{GroupIDs: []models.RefID{devGroup}}}}
+			p.EndpointsSettings = []protection.EndpointSetting{{Endpoint: protection.EndpointComputerDevices, Type: protection.EndpointTypeComputerDevices,
+				Actions: []string{"RDP"}, DeviceAssignment: &protection.DeviceAssignment{GroupIDs: []protection.RefID{devGroup}}}}
 			return single(p, "")
 		}(), decide.Request{UserID: user, DeviceID: device, Endpoint: "ComputerDevices", Action: "RDP", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "allow", "Default", "does not protect device 300", false, false},
-		{"action not covered", func() *models.PolicySet {
+		{"action not covered", func() *protection.PolicySet {
 			p := denyIf()
-			p.EndpointsSettings = []models.EndpointSetting{{Endpoint: models.EndpointComputerDevices, Type: models.EndpointTypeComputerDevices,
-				Actions: []string{"SSH"}, DeviceAssignment: &models.DeviceAssignment{AllDevicesGroupSelected: true}}}
+			p.EndpointsSettings = []protection.EndpointSetting{{Endpoint: protection.EndpointComputerDevices, Type: protection.EndpointTypeComputerDevices,
+				Actions: []string{"SSH"}, DeviceAssignment: &protection.DeviceAssignment{AllDevicesGroupSelected: true}}}
 			return single(p, "")
 		}(), decide.Request{UserID: user, DeviceID: device, Endpoint: "ComputerDevices", Action: "RDP", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "allow", "Default", `does not cover action "RDP"`, false, false},
-		{"deny above allow by priority", &models.PolicySet{Policies: []models.Policy{base(1, "Deny first", models.AccessDeny), base(2, "Allow second", models.AccessAllow), def}, Configs: configs},
+		{"deny above allow by priority", &protection.PolicySet{Policies: []protection.Policy{base(1, "Deny first", protection.AccessDeny), base(2, "Allow second", protection.AccessAllow), def}, Configs: configs},
 			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "deny", "Deny first", "no conditions", true, false},
-		{"disabled policy skipped", func() *models.PolicySet {
-			off := base(1, "Off", models.AccessDeny)
+		{"disabled policy skipped", func() *protection.PolicySet {
+			off := base(1, "Off", protection.AccessDeny)
 			off.IsEnabled = false
-			return &models.PolicySet{Policies: []models.Policy{off, base(2, "Allow", models.AccessAllow), def}, Configs: configs}
+			return &protection.PolicySet{Policies: []protection.Policy{off, base(2, "Allow", protection.AccessAllow), def}, Configs: configs}
 		}(), decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "allow", "Allow", "no conditions", true, false},
 		{"broken expression never matches", single(denyIf(cond(1, "ipaddress", "in", true)), "1 and ("),
 			decide.Request{UserID: user, Endpoint: "NPS", IP: netip.MustParseAddr("10.0.0.1"), Time: noon}, nil, "allow", "Default", "does not parse", false, false},

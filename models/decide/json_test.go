@@ -7,19 +7,19 @@ import (
 	"testing"
 	"time"
 
-	"iam/models"
 	"iam/models/decide"
+	"iam/models/protection"
 )
 
 // TestDecision_JSON: the hand-written JSON reads back like encoding/json's
 // view of the same decision, odd characters included.
 func TestDecision_JSON(t *testing.T) {
-	set := &models.PolicySet{Policies: []models.Policy{
+	set := &protection.PolicySet{Policies: []protection.Policy{
 		{ID: 1, Name: "Quote \" back\\slash <tag> & \u2028 \x01", IsEnabled: true, AccessType: "deny", UserIDs: []int64{5},
-			EndpointsSettings: []models.EndpointSetting{{Endpoint: "NPS", Type: "NPS_VPN"}},
-			Conditions:        []models.PolicyCondition{{SequenceNumber: 1, FactorType: "ipaddress", Comparator: "in", FactorConfigs: []models.RefID{9}}}},
-		{ID: 2, Name: "Default", IsEnabled: true, IsDefault: true, AccessType: "allow", EndpointsSettings: []models.EndpointSetting{{Endpoint: "NPS", Type: "NPS_VPN"}}},
-	}, Configs: map[int64]*models.ConditionConfig{9: {ID: 9, Family: models.FamilyIPSources, DisplayName: "Café \"HQ\"", IPAddresses: "10.0.0.0/8"}}}
+			EndpointsSettings: []protection.EndpointSetting{{Endpoint: "NPS", Type: "NPS_VPN"}},
+			Conditions:        []protection.PolicyCondition{{SequenceNumber: 1, FactorType: "ipaddress", Comparator: "in", FactorConfigs: []protection.RefID{9}}}},
+		{ID: 2, Name: "Default", IsEnabled: true, IsDefault: true, AccessType: "allow", EndpointsSettings: []protection.EndpointSetting{{Endpoint: "NPS", Type: "NPS_VPN"}}},
+	}, Configs: map[int64]*protection.ConditionConfig{9: {ID: 9, Family: protection.FamilyIPSources, DisplayName: "Café \"HQ\"", IPAddresses: "10.0.0.0/8"}}}
 	d := decide.Decide(decide.Compile(1, 1, set), decide.Request{UserID: 5, Endpoint: "NPS", IP: netip.MustParseAddr("11.0.0.1"), Time: time.Now()}, nil)
 	raw, err := json.Marshal(&d)
 	if err != nil {

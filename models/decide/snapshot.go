@@ -21,6 +21,7 @@ import (
 
 	"iam/models"
 	"iam/models/criteria"
+	"iam/models/protection"
 )
 
 // Snapshot is one organization's enabled policies, compiled for deciding.
@@ -60,7 +61,7 @@ type policy struct {
 	// sequence numbers), evaluated without closures.
 	prog     node
 	conds    []condition // by sequence number ascending
-	advanced models.PolicyAdvancedSettings
+	advanced protection.PolicyAdvancedSettings
 	// Written once for the answers: the start of the policy's evaluated
 	// entry up to "matched":, the expression's text and the advanced
 	// settings in JSON.
@@ -70,7 +71,7 @@ type policy struct {
 }
 
 type setting struct {
-	src          *models.EndpointSetting
+	src          *protection.EndpointSetting
 	endpoint     string
 	typ          string
 	actions      map[string]bool // nil: the type takes no action
@@ -107,7 +108,7 @@ type config struct {
 	// snapshot's zone number zone).
 	loc   *time.Location
 	zone  int
-	hours [models.BusinessHoursBits]bool
+	hours [protection.BusinessHoursBits]bool
 	// broken says why a config cannot be read (it then never matches).
 	broken string
 }
@@ -133,7 +134,7 @@ func (a u128) less(b u128) bool { return a.hi < b.hi || a.hi == b.hi && a.lo < b
 // expression does not parse, or a config whose stored form does not read,
 // is kept but never matches (its reasons say why): one bad row must not
 // stop an organization's decisions.
-func Compile(orgID, version int64, set *models.PolicySet) *Snapshot {
+func Compile(orgID, version int64, set *protection.PolicySet) *Snapshot {
 	s := &Snapshot{OrgID: orgID, Version: version}
 	configs := map[int64]*config{}
 	zones := map[string]int{}
@@ -174,7 +175,7 @@ func Compile(orgID, version int64, set *models.PolicySet) *Snapshot {
 			st := &p.EndpointsSettings[j]
 			cs := setting{src: st, endpoint: st.Endpoint, typ: st.Type, primaryJSON: marshalOrNil(&st.PrimaryAuthentication),
 				secondaryJSON: marshalOrNil(&st.SecondaryAuthentication), advJSON: marshalOrNil(&st.AdvancedSettings)}
-			if _, ok := models.EndpointActions[st.Type]; ok {
+			if _, ok := protection.EndpointActions[st.Type]; ok {
 				cs.actions = map[string]bool{}
 				for _, a := range st.Actions {
 					cs.actions[a] = true
@@ -188,20 +189,20 @@ func Compile(orgID, version int64, set *models.PolicySet) *Snapshot {
 			cp.settings = append(cp.settings, cs)
 		}
 		for _, c := range p.Conditions {
-			cc := condition{seq: c.SequenceNumber, factor: c.FactorType, notIn: c.Comparator == models.ComparatorNotIn}
+			cc := condition{seq: c.SequenceNumber, factor: c.FactorType, notIn: c.Comparator == protection.ComparatorNotIn}
 			for _, id := range c.FactorConfigs {
 				cc.configs = append(cc.configs, cfg(int64(id)))
 			}
-			if c.IncludeAllTrustedSources && c.FactorType == models.FactorTypeIPAddress {
+			if c.IncludeAllTrustedSources && c.FactorType == protection.FactorTypeIPAddress {
 				for _, t := range trusted {
 					if !slices.Contains(cc.configs, t) {
 						cc.configs = append(cc.configs, t)
 					}
 				}
 			}
-			cmp := models.ComparatorIn
+			cmp := protection.ComparatorIn
 			if cc.notIn {
-				cmp = models.ComparatorNotIn
+				cmp = protection.ComparatorNotIn
 			}
 			cc.head = "condition " + strconv.Itoa(cc.seq) + " (" + cc.factor + " " + cmp + "): "
 			cc.names = names(cc.configs)
@@ -239,7 +240,7 @@ func Compile(orgID, version int64, set *models.PolicySet) *Snapshot {
 	return s
 }
 
-func refs(ids []models.RefID) []int64 {
+func refs(ids []protection.RefID) []int64 {
 	out := make([]int64, len(ids))
 	for i, id := range ids {
 		out[i] = int64(id)
@@ -309,13 +310,13 @@ func (n *node) eval(holds []bool) bool {
 	return n.idx >= 0 && holds[n.idx]
 }
 
-func compileConfig(id int64, c *models.ConditionConfig) *config {
+func compileConfig(id int64, c *protection.ConditionConfig) *config {
 	if c == nil {
 		return &config{id: id, name: models.FormatID(id), broken: "the config no longer exists"}
 	}
 	out := &config{id: id, name: c.DisplayName}
 	switch c.Family {
-	case models.FamilyIPSources:
+	case protection.FamilyIPSources:
 		set, err := c.IPSet()
 		if err != nil {
 			out.broken = err.Error()
@@ -343,24 +344,24 @@ func compileConfig(id int64, c *models.ConditionConfig) *config {
 		for _, r := range merge(v6) {
 			out.v6 = append(out.v6, v6Range{u128From(r.from), u128From(r.to)})
 		}
-	case models.FamilyGeolocations:
+	case protection.FamilyGeolocations:
 		out.countries = map[string]bool{}
 		for _, cc := range c.Countries {
 			out.countries[strings.ToUpper(cc)] = true
 		}
 		out.unknownIn = c.IsUnknownIPLocationsIncluded
-	case models.FamilyBusinessHours:
+	case protection.FamilyBusinessHours:
 		loc, err := time.LoadLocation(c.Timezone)
 		if err != nil {
 			out.broken = fmt.Sprintf("time zone %q: %v", c.Timezone, err)
 			return out
 		}
-		if len(c.BusinessHoursBitmap) != models.BusinessHoursBits {
-			out.broken = fmt.Sprintf("bitmap of %d characters, not %d", len(c.BusinessHoursBitmap), models.BusinessHoursBits)
+		if len(c.BusinessHoursBitmap) != protection.BusinessHoursBits {
+			out.broken = fmt.Sprintf("bitmap of %d characters, not %d", len(c.BusinessHoursBitmap), protection.BusinessHoursBits)
 			return out
 		}
 		out.loc = loc
-		for i := 0; i < models.BusinessHoursBits; i++ {
+		for i := 0; i < protection.BusinessHoursBits; i++ {
 			out.hours[i] = c.BusinessHoursBitmap[i] == '1'
 		}
 	default:

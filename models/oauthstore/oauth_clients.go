@@ -1,0 +1,260 @@
+package oauthstore
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"iam/models"
+	"iam/models/sqldb"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// ClientType is an OAuth client's registration type (spec 5).
+type ClientType string
+
+// The registration types. Browser and the two mobile types are public
+// clients: they cannot keep a secret, get none, and must use PKCE (S256).
+// Server and self clients are confidential: they authenticate with their
+// secret.
+const (
+	ClientBrowser          ClientType = "browser"            // client-based: runs in the browser only
+	ClientServer           ClientType = "server"             // server-based: a web application with a back end
+	ClientMobile           ClientType = "mobile"             // mobile-based: a mobile application
+	ClientNonBrowserMobile ClientType = "non-browser-mobile" // a device application without a browser of its own
+	ClientSelf             ClientType = "self"               // self client: back-end tasks and scripts of the organization
+)
+
+// ClientTypes lists every registration type.
+var ClientTypes = []ClientType{ClientBrowser, ClientServer, ClientMobile, ClientNonBrowserMobile, ClientSelf}
+
+// Public reports whether clients of the type have no secret.
+func (t ClientType) Public() bool {
+	return t == ClientBrowser || t == ClientMobile || t == ClientNonBrowserMobile
+}
+
+// Limits of a client registration.
+const (
+	maxClientNameLen   = 200
+	maxRedirectURIs    = 20
+	maxRedirectURILen  = 2000
+	clientIDRandomLen  = 15 // bytes: 24 base32 characters
+	clientSecretRandom = 32 // bytes: 256 bits
+)
+
+// OAuthClient is an application registered with the authorization server.
+// It belongs to one organization: its users sign in to that organization.
+type OAuthClient struct {
+	bun.BaseModel `bun:"table:oauth_clients"`
+
+	ID           string     `bun:"id,pk" json:"client_id"`
+	OrgID        int64      `bun:"org_id" json:"org_id,string"`
+	Name         string     `bun:"name" json:"name"`
+	HomepageURL  string     `bun:"homepage_url" json:"homepage_url"`
+	Type         ClientType `bun:"type" json:"type"`
+	RedirectURIs []string   `bun:"redirect_uris,type:json" json:"redirect_uris"`
+	// SecretHash is the hex SHA-256 of the secret; empty for public clients.
+	// The secret is 256 random bits, so a fast hash is as strong as a slow
+	// one and keeps the token endpoint cheap.
+	SecretHash string    `bun:"secret_hash" json:"-"`
+	CreatedAt  time.Time `bun:"created_at" json:"created_at"`
+}
+
+// HashClientSecret returns the stored form of a client secret.
+func HashClientSecret(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// ClientSecretMatches reports, in constant time, whether secret hashes to
+// hash. An empty hash matches nothing.
+func ClientSecretMatches(hash, secret string) bool {
+	if hash == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(hash), []byte(HashClientSecret(secret))) == 1
+}
+
+// ClientStore reads and writes OAuth clients.
+type ClientStore struct{ db bun.IDB }
+
+// NewClientStore returns the ClientStore over db (the database or a transaction).
+func NewClientStore(db bun.IDB) *ClientStore { return &ClientStore{db: db} }
+
+// ErrClientNotFound is the answer for an unknown client.
+var ErrClientNotFound = models.NotFound("Client", "the OAuth client does not exist")
+
+// Create registers client, filling its id and creation time, and returns its
+// secret: shown once, stored only hashed; empty for public types. EINVALID
+// when the name, type, homepage URL or a redirect URI breaks its rule.
+func (s *ClientStore) Create(ctx context.Context, client *OAuthClient) (secret string, err error) {
+	if err := client.validate(); err != nil {
+		return "", err
+	}
+	client.ID = strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(randomBytes(clientIDRandomLen)))
+	client.SecretHash = ""
+	if !client.Type.Public() {
+		secret = base64.RawURLEncoding.EncodeToString(randomBytes(clientSecretRandom))
+		client.SecretHash = HashClientSecret(secret)
+	}
+	if client.RedirectURIs == nil {
+		client.RedirectURIs = []string{}
+	}
+	client.CreatedAt = time.Now().UTC()
+	if _, err := s.db.NewInsert().Model(client).Exec(ctx); err != nil {
+		return "", fmt.Errorf("insert OAuth client: %w", err)
+	}
+	return secret, nil
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return b
+}
+
+// validate checks a registration before it is stored.
+func (c *OAuthClient) validate() error {
+	c.Name = strings.TrimSpace(c.Name)
+	switch {
+	case c.OrgID == 0:
+		return models.Invalid("org_id", "is required")
+	case c.Name == "":
+		return models.Invalid("name", "is required")
+	case len(c.Name) > maxClientNameLen:
+		return models.Invalid("name", "must be at most %d characters", maxClientNameLen)
+	}
+	known := false
+	for _, t := range ClientTypes {
+		known = known || t == c.Type
+	}
+	if !known {
+		return models.Invalid("type", "must be one of browser, server, mobile, non-browser-mobile, self")
+	}
+	if c.HomepageURL != "" {
+		u, err := url.Parse(c.HomepageURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return models.Invalid("homepage_url", "must be an http or https URL")
+		}
+	} else if c.Type == ClientServer {
+		return models.Invalid("homepage_url", "is required for a server-based client")
+	}
+	switch {
+	case c.Type == ClientSelf && len(c.RedirectURIs) > 0:
+		return models.Invalid("redirect_uris", "a self client has no redirect URIs: it gets its tokens from `iam token`")
+	case c.Type != ClientSelf && len(c.RedirectURIs) == 0:
+		return models.Invalid("redirect_uris", "at least one redirect URI is required")
+	case len(c.RedirectURIs) > maxRedirectURIs:
+		return models.Invalid("redirect_uris", "at most %d redirect URIs", maxRedirectURIs)
+	}
+	for _, raw := range c.RedirectURIs {
+		if err := checkRedirectURI(raw, c.Type); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRedirectURI accepts an absolute URI without fragment: https; http on
+// a loopback host only; a private scheme (com.example.app:/cb) for the mobile
+// types only.
+func checkRedirectURI(raw string, t ClientType) error {
+	bad := func(why string) error { return models.Invalid("redirect_uris", "%q %s", raw, why) }
+	if len(raw) > maxRedirectURILen {
+		return models.Invalid("redirect_uris", "a redirect URI must be at most %d characters", maxRedirectURILen)
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || !u.IsAbs():
+		return bad("is not an absolute URI")
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return bad("must not have a fragment")
+	}
+	switch u.Scheme {
+	case "https":
+		if u.Host == "" {
+			return bad("has no host")
+		}
+	case "http":
+		host := u.Hostname()
+		ip := net.ParseIP(host)
+		if host != "localhost" && !strings.HasSuffix(host, ".localhost") && (ip == nil || !ip.IsLoopback()) {
+			return bad("must use https (http is allowed on loopback hosts only)")
+		}
+	default:
+		if t != ClientMobile && t != ClientNonBrowserMobile {
+			return bad("must use https (private schemes are for mobile clients)")
+		}
+	}
+	return nil
+}
+
+// Get returns a client by its id, whatever its organization (the id names
+// the organization). ENOTFOUND when missing.
+func (s *ClientStore) Get(ctx context.Context, id string) (*OAuthClient, error) {
+	client := new(OAuthClient)
+	err := s.db.NewSelect().Model(client).Where("id = ?", id).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrClientNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("select OAuth client: %w", err)
+	}
+	return client, nil
+}
+
+// List returns the organization's clients, oldest first.
+func (s *ClientStore) List(ctx context.Context, orgID int64) ([]OAuthClient, error) {
+	var clients []OAuthClient
+	err := s.db.NewSelect().Model(&clients).Where("org_id = ?", orgID).Order("created_at", "id").Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("select OAuth clients: %w", err)
+	}
+	return clients, nil
+}
+
+// FirstOfType returns the organization's oldest client of type t.
+// ENOTFOUND when there is none.
+func (s *ClientStore) FirstOfType(ctx context.Context, orgID int64, t ClientType) (*OAuthClient, error) {
+	client := new(OAuthClient)
+	err := s.db.NewSelect().Model(client).Where("org_id = ? AND type = ?", orgID, t).
+		Order("created_at", "id").Limit(1).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrClientNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("select OAuth client: %w", err)
+	}
+	return client, nil
+}
+
+// Delete removes a client of the organization and, with it, every code and
+// token it holds. ENOTFOUND when missing.
+func (s *ClientStore) Delete(ctx context.Context, orgID int64, id string) error {
+	return sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		// Said plainly rather than left to ON DELETE CASCADE, which SQLite
+		// applies only where foreign keys are on.
+		if _, err := tx.NewDelete().Model((*OAuthToken)(nil)).Where("client_id = ? AND org_id = ?", id, orgID).Exec(ctx); err != nil {
+			return fmt.Errorf("delete the client's tokens: %w", err)
+		}
+		res, err := tx.NewDelete().Model((*OAuthClient)(nil)).Where("org_id = ? AND id = ?", orgID, id).Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("delete OAuth client: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrClientNotFound
+		}
+		return nil
+	})
+}

@@ -1,0 +1,37 @@
+package sqldb
+
+import (
+	"sync"
+
+	"github.com/uptrace/bun"
+)
+
+// SQLiteDialect is SQLite's SQL. Its bulk writes run one prepared statement
+// execution per row: in process, that is cheaper than building and parsing
+// one statement naming every value.
+type SQLiteDialect struct{}
+
+// lockRows leaves q as it is: the store's write transactions are
+// immediate (see sqliteDSN) and hold the whole database.
+func (SQLiteDialect) LockRows(q *bun.SelectQuery, _ string) *bun.SelectQuery { return q }
+
+func (SQLiteDialect) clockMillis() string {
+	return "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+}
+
+func (SQLiteDialect) InsertBlobChunk() string {
+	return "INSERT INTO blob_chunks (blob_id, seq, data) VALUES (?, ?, ?)"
+}
+
+func (SQLiteDialect) migrationTypes() sqlTypes {
+	return sqlTypes{Time: "TIMESTAMP", Blob: "BLOB", JSON: "TEXT"}
+}
+
+func (SQLiteDialect) QueueWrites(mu *sync.Mutex) func() {
+	mu.Lock()
+	return mu.Unlock
+}
+
+func (SQLiteDialect) EmailLocalPart(col string) string {
+	return "CASE WHEN instr(" + col + ", '@') > 0 THEN substr(" + col + ", 1, instr(" + col + ", '@') - 1) ELSE " + col + " END"
+}
