@@ -89,8 +89,8 @@ func (s *DeviceStore) RunningSync(ctx context.Context, orgID int64) (*jobsmodel.
 
 // SyncBatchResult is where a sync batch left the job.
 type SyncBatchResult struct {
-	Last     int64            // the last account covered (0: none yet)
-	Done     bool             // no unlinked account is left after Last
+	Last     int64                 // the last account covered (0: none yet)
+	Done     bool                  // no unlinked account is left after Last
 	Progress jobsmodel.JobProgress // the job's absolute progress
 }
 
