@@ -36,6 +36,46 @@ var lowerLayers = map[string][]string{
 	"worker":     {"api", "cmd"},
 }
 
+// areas are the packages of models/ that own a part of the database, lowest
+// first: an area imports models, the helper packages beside it
+// (areaHelpers) and only the areas before it here. models/store composes
+// them all; models/decide sits above protection, whose policies it applies.
+var areas = []string{"sqldb", "jobs", "oauthstore", "identity", "devices", "enrollment", "notification", "protection", "management", "decide", "store"}
+
+// areaHelpers are the packages of models/ that hold no area: parsers,
+// sealing and the lists' conventions. They import no area.
+var areaHelpers = []string{"listing", "secret", "criteria", "csvimport", "safezip"}
+
+// areaViolations checks one package of models/ against areas.
+func areaViolations(mod string, p listedPackage) []string {
+	rel, ok := strings.CutPrefix(p.ImportPath, mod+"/models/")
+	if !ok {
+		return nil
+	}
+	rank := slices.Index(areas, rel)
+	helper := slices.Contains(areaHelpers, strings.Split(rel, "/")[0])
+	if rank < 0 && !helper {
+		return nil // test fixtures (dbtest, modeltest) and generators
+	}
+	var out []string
+	for _, i := range p.Imports {
+		dep, ok := strings.CutPrefix(i, mod+"/models/")
+		if !ok {
+			continue
+		}
+		depRank := slices.Index(areas, dep)
+		switch {
+		case depRank < 0:
+			// a helper package
+		case helper:
+			out = append(out, p.ImportPath+" (a helper) imports the area "+i)
+		case depRank >= rank:
+			out = append(out, p.ImportPath+" imports "+i+", an area at or above it")
+		}
+	}
+	return out
+}
+
 // layoutViolations checks the import rules of DESIGN.md's layout table
 // against the packages of module mod:
 //   - models and its packages (but its test helpers, models/dbtest) import
@@ -47,7 +87,9 @@ var lowerLayers = map[string][]string{
 //   - no package under api/ but the test harness (api/apitest) imports api
 //     itself: api/oauth and api/auth sit beside it, not above it;
 //   - workflows import only the standard library, the Temporal SDK,
-//     activities (signatures) and models (the types they carry);
+//     activities (signatures) and models and its areas (the types they
+//     carry), never the store or the database (no store calls);
+//   - an area of models imports only the areas below it (areaViolations);
 //   - a lower layer and its tests import no layer above it (lowerLayers);
 //   - only packages under cmd/ are programs.
 func layoutViolations(mod string, pkgs []listedPackage) []string {
@@ -86,7 +128,9 @@ func layoutViolations(mod string, pkgs []listedPackage) []string {
 			for _, i := range p.Imports {
 				first, _, _ := strings.Cut(i, "/")
 				std := !strings.Contains(first, ".") && first != mod
-				if !std && !strings.HasPrefix(i, "go.temporal.io/") && i != mod+"/activities" && i != mod+"/models" {
+				types := (i == mod+"/models" || strings.HasPrefix(i, mod+"/models/")) &&
+					!under(i, "models/store") && !under(i, "models/sqldb")
+				if !std && !strings.HasPrefix(i, "go.temporal.io/") && i != mod+"/activities" && !types {
 					out = append(out, p.ImportPath+" imports "+i)
 				}
 			}
@@ -104,6 +148,7 @@ func layoutViolations(mod string, pkgs []listedPackage) []string {
 				}
 			}
 		}
+		out = append(out, areaViolations(mod, p)...)
 		if p.Name == "main" && !under(p.ImportPath, "cmd") {
 			out = append(out, p.ImportPath+" is a main package outside cmd/")
 		}
@@ -171,6 +216,10 @@ func TestLayoutViolations(t *testing.T) {
 		{ImportPath: "iam/api/oauth", Name: "oauth", Module: mod, Imports: []string{"iam/api/auth", "iam/api"}},
 		{ImportPath: "iam/workflows", Name: "workflows", Module: mod, Imports: []string{"time", "go.temporal.io/sdk/workflow", "iam/activities", "iam/models", "iam/notify"}},
 		{ImportPath: "iam/worker", Name: "worker", Module: mod, XTestImports: []string{"iam/worker", "iam/api/apitest"}},
+		{ImportPath: "iam/workflows/x", Name: "x", Module: mod, Imports: []string{"iam/models/jobs", "iam/models/store"}},
+		{ImportPath: "iam/models/identity", Name: "identity", Module: mod, Imports: []string{"iam/models", "iam/models/jobs", "iam/models/devices", "iam/models/listing"}},
+		{ImportPath: "iam/models/listing", Name: "listing", Module: mod, Imports: []string{"iam/models/jobs"}},
+		{ImportPath: "iam/models/store", Name: "store", Module: mod, Imports: []string{"iam/models/management", "iam/models/identity"}},
 		{ImportPath: "iam/api/enrollbench", Name: "main", Module: mod},
 		{ImportPath: "iam/cmd/usersbench", Name: "main", Module: mod},
 		{ImportPath: "github.com/x/y", Name: "main"},
@@ -183,6 +232,9 @@ func TestLayoutViolations(t *testing.T) {
 		"iam/api/oauth imports iam/api",
 		"iam/workflows imports iam/notify",
 		"iam/worker (or its tests) imports iam/api/apitest",
+		"iam/workflows/x imports iam/models/store",
+		"iam/models/identity imports iam/models/devices, an area at or above it",
+		"iam/models/listing (a helper) imports the area iam/models/jobs",
 		"iam/api/enrollbench is a main package outside cmd/",
 	}
 	if got := layoutViolations("iam", pkgs); !slices.Equal(got, want) {
@@ -190,17 +242,18 @@ func TestLayoutViolations(t *testing.T) {
 	}
 }
 
-// TestDialectSQLInOnePlace: store code asks its sqlDialect (models/dialect*.go)
-// for what differs between PostgreSQL and SQLite; no other file of models
-// branches on the database's name.
+// TestDialectSQLInOnePlace: store code asks its area's dialect
+// (models/<area>/dialect*.go) for what differs between PostgreSQL and
+// SQLite; no other file of models branches on the database's name.
 func TestDialectSQLInOnePlace(t *testing.T) {
-	files, err := filepath.Glob("../../models/*.go")
+	files, err := filepath.Glob("../../models/*/*.go")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("models sources: %v (%d files)", err, len(files))
 	}
 	for _, f := range files {
 		name := filepath.Base(f)
-		if strings.HasSuffix(name, "_test.go") || strings.HasPrefix(name, "dialect") {
+		area := filepath.Base(filepath.Dir(f))
+		if strings.HasSuffix(name, "_test.go") || strings.HasPrefix(name, "dialect") || area == "dbtest" || area == "modeltest" {
 			continue
 		}
 		src, err := os.ReadFile(f) //nolint:gosec // a source file of the repository's models
@@ -208,10 +261,28 @@ func TestDialectSQLInOnePlace(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, branch := range []string{"IsPostgres(", "Name() ==", "Name() !=", "pgdialect.", "sqlitedialect."} {
-			// Open (db.go) picks bun's dialect for the driver it opens.
-			if strings.Contains(string(src), branch) && (name != "db.go" || !strings.HasSuffix(branch, "dialect.")) {
-				t.Errorf("models/%s branches on the dialect (%s): put the statement in sqlDialect", name, branch)
+			// Open (sqldb/db.go) picks bun's dialect for the driver it opens.
+			if strings.Contains(string(src), branch) && (area+"/"+name != "sqldb/db.go" || !strings.HasSuffix(branch, "dialect.")) {
+				t.Errorf("models/%s/%s branches on the dialect (%s): put the statement in the area's dialect", area, name, branch)
 			}
 		}
+	}
+}
+
+// TestModelsTopLevelIsSmall: new code goes into its area's package, not
+// models/ itself (domain errors, ids, transient errors, shared checks).
+func TestModelsTopLevelIsSmall(t *testing.T) {
+	files, err := filepath.Glob("../../models/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range files {
+		if !strings.HasSuffix(f, "_test.go") {
+			n++
+		}
+	}
+	if n == 0 || n > 15 {
+		t.Errorf("models/ has %d non-test files at its top level; at most 15", n)
 	}
 }
