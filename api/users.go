@@ -12,7 +12,7 @@ import (
 	"iam/models/listing"
 )
 
-//go:generate go run ../cmd/usergen -part api -src ../models/users.go -out users_gen.go
+//go:generate go run ../cmd/usergen -part api -src ../models/identity/users.go -out users_gen.go
 
 // primarySourceView is spec 2.1's primarySource with times in UTC, the
 // view of models.User's PrimarySource (tagged custom: the generated view

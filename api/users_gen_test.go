@@ -17,7 +17,7 @@ import (
 // writes from models.User's tags now: a field added or changed without go
 // generate.
 func TestUserCodeGenerated(t *testing.T) {
-	if err := usergen.Check("api", "../models/users.go", "users_gen.go"); err != nil {
+	if err := usergen.Check("api", "../models/identity/users.go", "users_gen.go"); err != nil {
 		t.Fatal(err)
 	}
 }

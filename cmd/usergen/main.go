@@ -2,7 +2,7 @@
 // (package iam/models/usergen says which). go generate runs it:
 //
 //	usergen -part models -src users.go -out users_gen.go
-//	usergen -part api -src ../models/users.go -out users_gen.go
+//	usergen -part api -src ../models/identity/users.go -out users_gen.go
 package main
 
 import (

@@ -30,7 +30,7 @@ const (
 	UserActive   = 1
 )
 
-//go:generate go run ../cmd/usergen -part models -src users.go -out users_gen.go
+//go:generate go run ../../cmd/usergen -part models -src users.go -out users_gen.go
 
 // User is an identity user (spec 2.1): the profile, the sign-in state and
 // the role. Columns are snake_case; the API shows the fields camelCase.

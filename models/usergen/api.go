@@ -11,7 +11,7 @@ import (
 func API(fields []Field, source string) ([]byte, error) {
 	var b strings.Builder
 	b.WriteString(header("api", source))
-	b.WriteString("import (\n\"strconv\"\n\n\"iam/models\"\n)\n\n")
+	b.WriteString("import (\n\"strconv\"\n\n\"iam/models\"\n\"iam/models/identity\"\n)\n\n")
 	writeView(&b, fields)
 	writeAppend(&b, fields)
 	writeRequest(&b, fields)
@@ -31,7 +31,7 @@ func shown(fields []Field) []Field {
 // writeView writes userView and newUserView.
 func writeView(b *strings.Builder, fields []Field) {
 	b.WriteString("// userView is a user as the API shows it (spec 2.1, camelCase): the\n" +
-		"// fields of models.User with an API name. The password is never shown.\n" +
+		"// fields of identity.User with an API name. The password is never shown.\n" +
 		"type userView struct {\n")
 	for _, f := range shown(fields) {
 		typ := apiTypes[f.Type]
@@ -42,7 +42,7 @@ func writeView(b *strings.Builder, fields []Field) {
 	}
 	b.WriteString("}\n\n")
 
-	b.WriteString("// newUserView is the view of u.\nfunc newUserView(u *models.User) userView {\nv := userView{")
+	b.WriteString("// newUserView is the view of u.\nfunc newUserView(u *identity.User) userView {\nv := userView{")
 	var later []string
 	n := 0
 	for _, f := range shown(fields) {
@@ -77,7 +77,7 @@ func writeView(b *strings.Builder, fields []Field) {
 func writeAppend(b *strings.Builder, fields []Field) {
 	b.WriteString("// appendUserJSON appends the user as encoding/json writes its view\n" +
 		"// (newUserView), without making the view.\n" +
-		"func appendUserJSON(b []byte, u *models.User) []byte {\n")
+		"func appendUserJSON(b []byte, u *identity.User) []byte {\n")
 	sep := "{"
 	for _, f := range shown(fields) {
 		key := "`" + sep + `"` + f.JSON + `":` + "`"
@@ -135,7 +135,7 @@ u.%[1]s = &id
 	}
 	b.WriteString("}\n\n")
 	b.WriteString("// apply copies the fields present onto u.\n" +
-		"func (f *userFields) apply(u *models.User) error {\n")
+		"func (f *userFields) apply(u *identity.User) error {\n")
 	for _, s := range apply {
 		b.WriteString(s + "\n")
 	}

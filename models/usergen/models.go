@@ -28,7 +28,7 @@ func Models(fields []Field, source string) ([]byte, error) {
 		}
 	}
 	var b strings.Builder
-	b.WriteString(header("models", source))
+	b.WriteString(header("identity", source))
 	b.WriteString("import (\n\"context\"\n")
 	if needSQL {
 		b.WriteString("\"database/sql\"\n")
@@ -41,20 +41,20 @@ func Models(fields []Field, source string) ([]byte, error) {
 	}
 	b.WriteString("\n\"github.com/uptrace/bun\"\n\n\"iam/models/listing\"\n)\n\n")
 
-	b.WriteString("// userListColumns are the columns a list of users reads, in the order\n" +
+	b.WriteString("// UserListColumns are the columns a list of users reads, in the order\n" +
 		"// scanUserRows scans them: every column of User not tagged nolist.\n")
-	b.WriteString("var userListColumns = []string{")
+	b.WriteString("var UserListColumns = []string{")
 	quoteList(&b, listed)
 	b.WriteString("}\n\n")
-	b.WriteString("// signInColumns are the columns of User tagged nolist: the sign-in state\n" +
+	b.WriteString("// SignInColumns are the columns of User tagged nolist: the sign-in state\n" +
 		"// and role, which lists leave out. Users read from a list have them zero.\n")
-	b.WriteString("var signInColumns = []string{")
+	b.WriteString("var SignInColumns = []string{")
 	quoteList(&b, unlisted)
 	b.WriteString("}\n\n")
 
-	b.WriteString("// userAttributes are the attributes of UserListing: every field of User\n" +
+	b.WriteString("// UserAttributes are the attributes of UserListing: every field of User\n" +
 		"// the API shows, filterable and sortable as its api tag says.\n")
-	b.WriteString("var userAttributes = []listing.Attribute{\n")
+	b.WriteString("var UserAttributes = []listing.Attribute{\n")
 	for _, f := range fields {
 		if f.JSON == "" {
 			continue
@@ -82,7 +82,7 @@ func Models(fields []Field, source string) ([]byte, error) {
 // writeScanner writes scanUserRows.
 func writeScanner(b *strings.Builder, fields []Field) {
 	b.WriteString(`// scanUserRows runs a page query of selectUserList and appends its rows to
-// dest, scanning userListColumns in order straight into the fields. bun's
+// dest, scanning UserListColumns in order straight into the fields. bun's
 // scan, which looks up the field of every column of every row and sets it
 // through reflection, cost as much CPU time as the driver's reading of the
 // rows, a sixth of what a page of GET /users cost under load. The values

@@ -275,7 +275,7 @@ func lowerFirst(name string) string {
 
 // Source is the file that declares models.User, as the generated files
 // name it.
-const Source = "models/users.go"
+const Source = "models/identity/users.go"
 
 // Generate reads User from the file src and writes the part (models or api).
 func Generate(part, src string) ([]byte, error) {

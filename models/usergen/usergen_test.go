@@ -11,14 +11,14 @@ import (
 // userSource is models/users.go with extra put after the Language field.
 func userSource(t *testing.T, extra string) []byte {
 	t.Helper()
-	src, err := os.ReadFile("../users.go")
+	src, err := os.ReadFile("../identity/users.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	const anchor = "\tLanguage "
 	i := strings.Index(string(src), anchor)
 	if i < 0 {
-		t.Fatal("models/users.go has no Language field")
+		t.Fatal("models/identity/users.go has no Language field")
 	}
 	return []byte(string(src[:i]) + extra + "\n" + string(src[i:]))
 }
