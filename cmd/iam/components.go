@@ -48,7 +48,7 @@ func openStore(ctx context.Context, dsn string, migrate bool, log *slog.Logger) 
 		return nil, errors.Join(err, db.Close())
 	}
 	// Every command that opens the store may make ids: it leases its id
-	// node first (models/ids_lease.go). Close the store with Close, after
+	// node first (models/sqldb/ids_lease.go). Close the store with Close, after
 	// the servers stopped, to release it.
 	store := store.NewStore(db)
 	if err := store.LeaseIDs(ctx, log); err != nil {

@@ -1,0 +1,3 @@
+// Package notification is the notifications area: templates and their
+// files, notification schedules, runs and the delivery ledger.
+package notification
