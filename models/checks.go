@@ -14,7 +14,7 @@ type Problems struct{ err *Error }
 // Add records a broken rule of field.
 func (p *Problems) Add(field, format string, args ...any) {
 	detail := fmt.Sprintf(format, args...)
-	if p.None() {
+	if p.err == nil {
 		p.err = &Error{Code: EINVALID, Field: field, Detail: detail}
 	}
 	p.err.Causes = append(p.err.Causes, Cause{Title: field, Detail: detail})
@@ -23,7 +23,7 @@ func (p *Problems) Add(field, format string, args ...any) {
 // AddOnce adds a cause for field unless field already has one: one cause
 // per broken field.
 func (p *Problems) AddOnce(field, format string, args ...any) {
-	if !p.None() {
+	if p.err != nil {
 		for _, c := range p.err.Causes {
 			if c.Title == field {
 				return
@@ -34,11 +34,11 @@ func (p *Problems) AddOnce(field, format string, args ...any) {
 }
 
 // None reports whether no rule is broken yet.
-func (p *Problems) None() bool { return p.None() }
+func (p *Problems) None() bool { return p.err == nil }
 
 // Result is the EINVALID error of the broken rules, nil when there are none.
 func (p *Problems) Result() error {
-	if p.None() {
+	if p.err == nil {
 		return nil
 	}
 	return p.err

@@ -183,7 +183,7 @@ func TestBlobs_MigrationTiesOldUploadsToTheirJobs(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The statement of the migration that fills job_id, as migrate renders it.
-		text, err := os.ReadFile("migrations/20261124000500_blob_lifecycle.tx.up.sql")
+		text, err := os.ReadFile("../sqldb/migrations/20261124000500_blob_lifecycle.tx.up.sql")
 		if err != nil {
 			t.Fatal(err)
 		}
