@@ -6,10 +6,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"net"
 	"syscall"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
@@ -107,57 +105,3 @@ func (e *unavailableError) As(target any) bool {
 }
 
 func (e *unavailableError) Unwrap() error { return e.cause }
-
-// Retries of a transaction that failed for a transient reason and was rolled
-// back: at most TxAttempts in all, waiting about txBackoff, then three times
-// that, between them (with jitter), so that a failover or a restart a
-// moment long goes unnoticed while an outage is answered within a second.
-const TxAttempts = 3
-
-var TxBackoff = 100 * time.Millisecond
-
-// retryWait returns how long to wait before attempt n (1 is the first
-// retry).
-func RetryWait(n int) time.Duration {
-	d := TxBackoff
-	for range n - 1 {
-		d *= 3
-	}
-	return d/2 + rand.N(d) //nolint:gosec // jitter of a retry's delay: nothing to predict
-}
-
-// sleepCtx waits d or until ctx ends; false when ctx ended.
-func SleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-// connectAttempts is how many times a new database connection is tried when
-// the server refuses it for a transient reason (restarting, failing over,
-// out of connections).
-const ConnectAttempts = 2
-
-// RetryConnector opens PostgreSQL connections, trying again after a moment
-// when the server refuses one for a transient reason: nothing was sent yet,
-// so any statement (a read outside a transaction too) is safe to send on
-// the connection that follows. With database/sql's own retry of a statement
-// whose pooled connection turns out dead before it was sent (driver
-// ErrBadConn), this is the in-process retry of statements outside a
-// transaction; InTx retries transactions.
-type RetryConnector struct{ driver.Connector }
-
-// Connect implements driver.Connector.
-func (c RetryConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	for attempt := 1; ; attempt++ {
-		conn, err := c.Connector.Connect(ctx)
-		if err == nil || attempt >= ConnectAttempts || !IsTransient(err) || !SleepCtx(ctx, RetryWait(attempt)) {
-			return conn, err
-		}
-	}
-}

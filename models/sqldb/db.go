@@ -37,7 +37,7 @@ func Open(ctx context.Context, dsn string) (*bun.DB, error) {
 		if err != nil {
 			return nil, models.Errorf(models.EINVALID, "database url: %v", err)
 		}
-		sqldb := sql.OpenDB(models.RetryConnector{Connector: stdlib.GetConnector(*cfg)})
+		sqldb := sql.OpenDB(retryConnector{Connector: stdlib.GetConnector(*cfg)})
 		sqldb.SetMaxOpenConns(32)
 		sqldb.SetMaxIdleConns(32)
 		sqldb.SetConnMaxIdleTime(5 * time.Minute)
@@ -128,7 +128,7 @@ func InTx(ctx context.Context, db bun.IDB, fn func(ctx context.Context, tx bun.T
 	}
 	for attempt := 1; ; attempt++ {
 		again, err := runTx(ctx, db, fn)
-		if err == nil || !again || attempt >= models.TxAttempts || ctx.Err() != nil || !models.SleepCtx(ctx, models.RetryWait(attempt)) {
+		if err == nil || !again || attempt >= txAttempts || ctx.Err() != nil || !sleepCtx(ctx, retryWait(attempt)) {
 			return models.Unavailable(err)
 		}
 	}

@@ -171,9 +171,9 @@ func TestInTx_RetriesRolledBackTransientFailures(t *testing.T) {
 			t.Errorf("a serialization failure once: %d runs, error %v, %d rows; want 2 runs, no error, 1 row", runs, err, count())
 		}
 		runs, err = run(sqldb.InTx, 100, serialization)
-		if runs != models.TxAttempts || models.ErrorCode(err) != models.EUNAVAILABLE || !errors.Is(err, serialization) || count() != 1 {
+		if runs != sqldb.TxAttempts || models.ErrorCode(err) != models.EUNAVAILABLE || !errors.Is(err, serialization) || count() != 1 {
 			t.Errorf("a serialization failure every time: %d runs, error %v (%s), %d rows; want %d runs, EUNAVAILABLE wrapping it, 1 row",
-				runs, err, models.ErrorCode(err), count(), models.TxAttempts)
+				runs, err, models.ErrorCode(err), count(), sqldb.TxAttempts)
 		}
 		notFound := models.NotFound("User", "no such user")
 		runs, err = run(sqldb.InTx, 1, notFound)
@@ -221,7 +221,7 @@ func TestRetryConnector_TriesRefusedConnectionsAgain(t *testing.T) {
 		{"bad password", 100, &pgconn.PgError{Code: "28P01"}, 1, false},
 	} {
 		stub := &stubConnector{fails: tc.fails, err: tc.err}
-		_, err := models.RetryConnector{Connector: stub}.Connect(ctx)
+		_, err := sqldb.RetryConnector(stub).Connect(ctx)
 		if stub.tries != tc.tries || (err == nil) != tc.wantSuccess {
 			t.Errorf("%s: %d tries, error %v; want %d tries, success %v", tc.name, stub.tries, err, tc.tries, tc.wantSuccess)
 		}
