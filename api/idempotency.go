@@ -28,7 +28,7 @@ import (
 // a route marked Idempotent in routes.go answers a request that carries an
 // Idempotency-Key header with the key's first answer for IdempotencyTTL.
 // The key's record is reserved before the handler runs, the job the handler
-// writes claims it in the job's own transaction (models.insertJob), and the
+// writes claims it in the job's own transaction (jobs.InsertJob), and the
 // answer is recorded before it is sent, so that a retry reaching another
 // process after this one died never makes a second job.
 

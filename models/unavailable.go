@@ -39,7 +39,7 @@ func IsUnavailable(err error) bool {
 	return IsTransient(err)
 }
 
-// isTransient classifies driver and network errors; see IsUnavailable.
+// IsTransient classifies driver and network errors; see IsUnavailable.
 func IsTransient(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -75,7 +75,7 @@ func IsTransient(err error) bool {
 	return pgconn.SafeToRetry(err)
 }
 
-// unavailable returns errUnavailable wrapping err when err is transient, and
+// Unavailable returns errUnavailable wrapping err when err is transient, and
 // err otherwise.
 func Unavailable(err error) error {
 	if err == nil || !IsTransient(err) {

@@ -289,7 +289,7 @@ func (s *DeviceStore) RemoveOfflineUsers(ctx context.Context, orgID, deviceID in
 	return removed, err
 }
 
-// unlinkDeletedUsers unlinks, in the transaction deleting them, every local
+// UnlinkDeletedUsers unlinks, in the transaction deleting them, every local
 // account linked or pending to the users ids of the organization: a linked
 // account gets an unlink command, a pending link's command is withdrawn,
 // and the history says why. Devices are locked in id order.

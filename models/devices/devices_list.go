@@ -51,7 +51,7 @@ func (v AgentVersions) Outdated(d *Device) bool {
 	return cur != "" && d.AgentVersion != cur
 }
 
-// deviceView is the derived table lists read: the organization's devices
+// DeviceView is the derived table lists read: the organization's devices
 // that are not deleted, with agent_status and is_agent_outdated.
 func DeviceView(orgID int64, now time.Time, versions AgentVersions) (string, []any) {
 	args := []any{AgentInactive, AgentPending, now, AgentInactive, AgentActive}

@@ -20,7 +20,7 @@ import (
 // users of the organization the rule matches, kept so by two writers:
 //
 //   - every user write (create, update, delete) re-evaluates the user against
-//     the organization's dynamic groups in its own transaction (syncMembership;
+//     the organization's dynamic groups in its own transaction (SyncMembership;
 //     a delete cascades);
 //   - a rule change recomputes the whole group in a job, batch by batch
 //     (RecomputeBatch).
@@ -81,13 +81,13 @@ func ruleWhere(db bun.IDB, rule string) (string, []any, error) {
 	return UserListing.Where(db.Dialect().Name(), expr)
 }
 
-// dynamicGroup is a dynamic group as membership evaluation needs it.
+// DynamicGroup is a dynamic group as membership evaluation needs it.
 type DynamicGroup struct {
 	ID   int64  `bun:"id"`
 	Rule string `bun:"membership_rule"`
 }
 
-// lockDynamicGroups returns the organization's dynamic groups, locked in id
+// LockDynamicGroups returns the organization's dynamic groups, locked in id
 // order on PostgreSQL.
 func LockDynamicGroups(ctx context.Context, tx bun.IDB, orgID int64) ([]DynamicGroup, error) {
 	var groups []DynamicGroup
@@ -100,7 +100,7 @@ func LockDynamicGroups(ctx context.Context, tx bun.IDB, orgID int64) ([]DynamicG
 	return groups, nil
 }
 
-// syncMembership makes the memberships of users userIDs in the
+// SyncMembership makes the memberships of users userIDs in the
 // organization's dynamic groups match the groups' rules, inside the
 // caller's transaction.
 func SyncMembership(ctx context.Context, tx bun.Tx, orgID int64, userIDs []int64) error {

@@ -181,5 +181,6 @@ func (a AccountBlockingSettings) Validate() error {
 	return nil
 }
 
-// Limits of the account blocking settings, in minutes: a year at most.
+// MaxBlockingMinutes limits the account blocking settings, in minutes: a
+// year at most.
 const MaxBlockingMinutes = 365 * 24 * 60

@@ -12,7 +12,7 @@ import (
 // UserListing is the allow-list of GET /users and the attributes membership
 // rules of dynamic groups may test: cursor paging, id order by default.
 // The attributes are User's fields the API shows, filterable and sortable
-// as their api tags say (userAttributes, generated): every text attribute
+// as their api tags say (UserAttributes, generated): every text attribute
 // can be filtered on; the sortable ones are NOT NULL columns.
 // primarySource may only be picked by fields.
 var UserListing = listing.MustSchema(listing.Schema{

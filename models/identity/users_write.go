@@ -121,7 +121,7 @@ func (s *UserStore) DeleteMany(ctx context.Context, orgID int64, ids []int64) ([
 	return deleted, nil
 }
 
-// deleteUsers is DeleteMany inside tx: it removes the users ids of the
+// DeleteUsers is DeleteMany inside tx: it removes the users ids of the
 // organization that exist and returns their ids. Memberships (static and
 // dynamic), enrollment data and tokens go with the users through their
 // foreign keys; users they managed are left without a manager, their

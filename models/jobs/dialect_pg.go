@@ -18,7 +18,7 @@ func (jobsPG) recordChunk(ctx context.Context, db *bun.DB, orgID, id int64, resu
 	})
 }
 
-// recordChunkPG is JobStore.RecordChunk inside a pgx transaction: the
+// RecordChunkPG is JobStore.RecordChunk inside a pgx transaction: the
 // job's absolute progress (which also locks the job's row, so that two
 // attempts at the same chunk take turns), then the results: the rows of
 // their seqs deleted and the new ones copied in, which leaves what an upsert

@@ -15,7 +15,7 @@ func (jobsSQLite) recordChunk(ctx context.Context, db *bun.DB, orgID, id int64, 
 	})
 }
 
-// recordChunkSQLite records the job's absolute progress, then upserts its
+// RecordChunkSQLite records the job's absolute progress, then upserts its
 // results, in the caller's transaction.
 func RecordChunkSQLite(ctx context.Context, tx bun.Tx, orgID, id int64, results []JobResult, p JobProgress) error {
 	res, err := tx.NewUpdate().Model((*Job)(nil)).

@@ -20,7 +20,7 @@ import (
 //  1. Reserve writes it in flight (Status 0), owned by a fresh token until
 //     LockedUntil; the owner renews the lease while the request runs.
 //  2. The job the request writes claims the record in the job's own
-//     transaction (insertJob: job_id set where the token still owns it), so
+//     transaction (InsertJob: job_id set where the token still owns it), so
 //     that the job and the record commit together or not at all.
 //  3. Complete records the answer (before it is sent), or Release gives the
 //     key back when there is nothing worth replaying and no job was written.

@@ -178,7 +178,7 @@ func (s *JobStore) Create(ctx context.Context, job *Job) error {
 	})
 }
 
-// insertJob is JobStore.Create inside db, which may be the caller's
+// InsertJob is JobStore.Create inside db, which may be the caller's
 // transaction holding the job's input too.
 func InsertJob(ctx context.Context, db bun.IDB, job *Job) error {
 	switch {
@@ -295,7 +295,7 @@ func (s *JobStore) Finish(ctx context.Context, orgID, id int64, status JobStatus
 	})
 }
 
-// finishJob is JobStore.Finish inside tx, calling onEnd (when not nil) with
+// FinishJob is JobStore.Finish inside tx, calling onEnd (when not nil) with
 // why the job ended.
 func FinishJob(ctx context.Context, tx bun.Tx, orgID, id int64, status JobStatus, message string, p JobProgress, onEnd JobEndFunc) error {
 	now := time.Now().UTC()

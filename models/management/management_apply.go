@@ -49,7 +49,7 @@ const (
 // organization fails "not found"; the user who started the execution, and
 // the organization's last active administrator, fail with a message saying
 // so; the others are moved (container set; dynamic memberships follow) or
-// deleted (deleteUsers: memberships, enrollment data, tokens). ECONFLICT
+// deleted (DeleteUsers: memberships, enrollment data, tokens). ECONFLICT
 // when the attempt is not the current one or is no longer running;
 // ENOTFOUND when the execution is gone.
 func (s *MgmtStore) ApplyChunk(ctx context.Context, orgID, execID int64, attempt int, afterSeq int64, size int) (*ChunkResult, error) {

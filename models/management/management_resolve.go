@@ -173,7 +173,7 @@ func (s *MgmtStore) FailUpload(ctx context.Context, orgID, uploadID int64, why s
 	return nil
 }
 
-// failUploadOfJob fails the upload that job jobID was resolving, if it is
+// FailUploadOfJob fails the upload that job jobID was resolving, if it is
 // still resolving, saying why, in the transaction that ends or deletes the
 // job (JobStore.Finish, JobStore.Delete): an upload is never left resolving
 // with no job to resolve it, and reading it never writes. A job that

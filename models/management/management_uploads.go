@@ -528,7 +528,7 @@ func lookupMatches(ctx context.Context, db bun.IDB, orgID int64, col string, val
 
 // GetUpload returns an upload of the organization and action; it only
 // reads. (An upload whose resolving job ended or was deleted before
-// resolving it was failed by that write: failUploadOfJob.) ENOTFOUND when
+// resolving it was failed by that write: FailUploadOfJob.) ENOTFOUND when
 // it is another's.
 func (s *MgmtStore) GetUpload(ctx context.Context, orgID int64, a MgmtAction, id int64) (*MgmtUpload, error) {
 	return getUpload(ctx, s.db, orgID, a, id)

@@ -68,7 +68,7 @@ type NotificationStore struct {
 	// Templates reads the templates runs send.
 	Templates *TemplateStore
 	// writes queues the delivery ledger's writes where the database has one
-	// writer (Dialect.queueWrites).
+	// writer (Dialect.QueueWrites).
 	writes sync.Mutex
 }
 

@@ -97,7 +97,7 @@ func sqliteDSN(dsn string) (string, error) {
 	return "file:" + uriPath + "?" + q.Encode(), nil
 }
 
-// isUniqueViolation reports whether err is a unique-constraint violation on
+// IsUniqueViolation reports whether err is a unique-constraint violation on
 // either dialect.
 func IsUniqueViolation(err error) bool {
 	var pgErr *pgconn.PgError

@@ -13,23 +13,23 @@ import (
 // that embeds this one, never as a branch on the database's name. Helpers
 // that hold only a bun.IDB ask DialectOf.
 type Dialect interface {
-	// lockRows makes q lock the rows it reads until the transaction ends,
+	// LockRows makes q lock the rows it reads until the transaction ends,
 	// with PostgreSQL's strength ("UPDATE", "NO KEY UPDATE"). A SQLite
 	// write transaction holds the whole database, so q stays as it is.
 	LockRows(q *bun.SelectQuery, strength string) *bun.SelectQuery
 	// clockMillis is the database's clock in Unix milliseconds, as SQL.
 	clockMillis() string
-	// insertBlobChunk is the statement inserting (blob_id, seq, data) with
+	// InsertBlobChunk is the statement inserting (blob_id, seq, data) with
 	// the driver's own placeholders.
 	InsertBlobChunk() string
 	// migrationTypes are the column types the migrations are rendered with.
 	migrationTypes() sqlTypes
-	// queueWrites takes mu when the database has one writer (SQLite), so
+	// QueueWrites takes mu when the database has one writer (SQLite), so
 	// that the process's writers queue here rather than in the database's
 	// busy handler; it returns the unlock.
 	QueueWrites(mu *sync.Mutex) (unlock func())
 
-	// emailLocalPart is the SQL of the part of the email column col before
+	// EmailLocalPart is the SQL of the part of the email column col before
 	// its '@' (the whole value when it has none).
 	EmailLocalPart(col string) string
 }

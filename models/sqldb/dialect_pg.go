@@ -34,7 +34,7 @@ func (PGDialect) migrationTypes() sqlTypes {
 
 func (PGDialect) QueueWrites(*sync.Mutex) func() { return func() {} }
 
-// withPgxTx runs fn in a transaction on a pgx connection taken from db's
+// WithPgxTx runs fn in a transaction on a pgx connection taken from db's
 // pool, committing when fn returns nil.
 func WithPgxTx(ctx context.Context, db *bun.DB, fn func(tx pgx.Tx) error) error {
 	conn, err := db.DB.Conn(ctx)

@@ -11,7 +11,7 @@ import (
 // one statement naming every value.
 type SQLiteDialect struct{}
 
-// lockRows leaves q as it is: the store's write transactions are
+// LockRows leaves q as it is: the store's write transactions are
 // immediate (see sqliteDSN) and hold the whole database.
 func (SQLiteDialect) LockRows(q *bun.SelectQuery, _ string) *bun.SelectQuery { return q }
 
