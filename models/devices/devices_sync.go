@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"iam/models"
-	jobsmodel "iam/models/jobs"
+	"iam/models/jobs"
 	"iam/models/sqldb"
 	"slices"
 	"strconv"
@@ -41,7 +41,7 @@ var ErrLinkingDisabled = &models.Error{Code: models.ECONFLICT, Title: "Account L
 // running (created false). Two concurrent calls make one job: the second
 // insert meets the partial unique index and reads the first's job.
 // ECONFLICT (ErrLinkingDisabled) when linking is off.
-func (s *DeviceStore) StartSync(ctx context.Context, orgID, createdBy int64) (job *jobsmodel.Job, created bool, err error) {
+func (s *DeviceStore) StartSync(ctx context.Context, orgID, createdBy int64) (job *jobs.Job, created bool, err error) {
 	set, err := linkingSettings(ctx, s.db, orgID)
 	if err != nil {
 		return nil, false, err
@@ -57,9 +57,9 @@ func (s *DeviceStore) StartSync(ctx context.Context, orgID, createdBy int64) (jo
 		if running, err := s.RunningSync(ctx, orgID); err != nil || running != nil {
 			return running, false, err
 		}
-		job = &jobsmodel.Job{OrgID: orgID, Kind: jobsmodel.DeviceSyncJobKind, Module: DevicesModule, ActionName: DeviceSyncAction,
+		job = &jobs.Job{OrgID: orgID, Kind: jobs.DeviceSyncJobKind, Module: DevicesModule, ActionName: DeviceSyncAction,
 			Entity: "local_account", Input: input, CreatedBy: createdBy}
-		err := jobsmodel.InsertJob(ctx, s.db, job)
+		err := jobs.InsertJob(ctx, s.db, job)
 		if err == nil {
 			return job, true, nil
 		}
@@ -74,24 +74,24 @@ func (s *DeviceStore) StartSync(ctx context.Context, orgID, createdBy int64) (jo
 
 // RunningSync returns the organization's QUEUED or RUNNING sync job, nil
 // when there is none.
-func (s *DeviceStore) RunningSync(ctx context.Context, orgID int64) (*jobsmodel.Job, error) {
-	var jobs []jobsmodel.Job
-	if err := s.db.NewSelect().Model(&jobs).
-		Where("org_id = ? AND kind = ? AND status IN (?)", orgID, jobsmodel.DeviceSyncJobKind, bun.List([]jobsmodel.JobStatus{jobsmodel.JobQueued, jobsmodel.JobRunning})).
+func (s *DeviceStore) RunningSync(ctx context.Context, orgID int64) (*jobs.Job, error) {
+	var running []jobs.Job
+	if err := s.db.NewSelect().Model(&running).
+		Where("org_id = ? AND kind = ? AND status IN (?)", orgID, jobs.DeviceSyncJobKind, bun.List([]jobs.JobStatus{jobs.JobQueued, jobs.JobRunning})).
 		Limit(1).Scan(ctx); err != nil {
 		return nil, models.Unavailable(fmt.Errorf("read sync jobs: %w", err))
 	}
-	if len(jobs) == 0 {
+	if len(running) == 0 {
 		return nil, nil
 	}
-	return &jobs[0], nil
+	return &running[0], nil
 }
 
 // SyncBatchResult is where a sync batch left the job.
 type SyncBatchResult struct {
-	Last     int64                 // the last account covered (0: none yet)
-	Done     bool                  // no unlinked account is left after Last
-	Progress jobsmodel.JobProgress // the job's absolute progress
+	Last     int64            // the last account covered (0: none yet)
+	Done     bool             // no unlinked account is left after Last
+	Progress jobs.JobProgress // the job's absolute progress
 }
 
 // userLinkKey is the SQL expression (over users aliased u) whose value the
@@ -179,14 +179,14 @@ func (s *DeviceStore) SyncBatch(ctx context.Context, orgID, jobID int64, set *Ac
 	out := &SyncBatchResult{}
 	if err := sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		*out = SyncBatchResult{}
-		var job jobsmodel.Job
+		var job jobs.Job
 		if err := s.d.LockRows(tx.NewSelect().Model(&job).Where("org_id = ? AND id = ?", orgID, jobID), "UPDATE").Scan(ctx); err != nil {
 			if models.IsNoRows(err) {
-				return jobsmodel.ErrJobNotFound
+				return jobs.ErrJobNotFound
 			}
 			return fmt.Errorf("read job: %w", err)
 		}
-		if job.Status != jobsmodel.JobRunning {
+		if job.Status != jobs.JobRunning {
 			return models.Errorf(models.ECONFLICT, "the job is %s, not RUNNING", job.Status)
 		}
 		p := job.Progress()
@@ -304,7 +304,7 @@ type syncCandidate struct {
 // locked), which are linked and which skipped, into w's links and results
 // (numbered after p.Processed), advancing p.
 func (s *DeviceStore) planSync(ctx context.Context, tx bun.Tx, w *syncWrite, set *AccountLinkingSettings,
-	next []syncCandidate, p *jobsmodel.JobProgress) error {
+	next []syncCandidate, p *jobs.JobProgress) error {
 	// The devices' accounts as they are now that the devices are locked
 	// (an account never moves to another device): the batch's, and the
 	// links the devices have.
@@ -339,9 +339,9 @@ func (s *DeviceStore) planSync(ctx context.Context, tx bun.Tx, w *syncWrite, set
 	}
 	// One result per id, so that the last result is the batch's last id:
 	// the next batch's cursor.
-	results := make([]jobsmodel.JobResult, 0, len(next))
+	results := make([]jobs.JobResult, 0, len(next))
 	for _, m := range next {
-		res := jobsmodel.JobResult{JobID: w.JobID, Seq: p.Processed + int64(len(results)) + 1, EntityID: models.FormatID(m.ID), Status: ResultSkipped}
+		res := jobs.JobResult{JobID: w.JobID, Seq: p.Processed + int64(len(results)) + 1, EntityID: models.FormatID(m.ID), Status: ResultSkipped}
 		a := byAccount[m.ID]
 		if a == nil {
 			res.Message = "skipped: the account was removed from its device"
@@ -371,7 +371,7 @@ func (s *DeviceStore) planSync(ctx context.Context, tx bun.Tx, w *syncWrite, set
 			}
 			w.Links = append(w.Links, syncLink{AccountID: a.ID, DeviceID: d.DeviceID, UserID: m.UserID,
 				CommandID: sqldb.NewID(), EventID: sqldb.NewID(), UserName: a.UserName, DeviceName: d.DeviceName, Level: level})
-			res.Status = jobsmodel.ResultSuccess
+			res.Status = jobs.ResultSuccess
 			res.Message = "linked to user " + models.FormatID(m.UserID) + " on device " + models.FormatID(d.DeviceID) + " (pending the agent)"
 			p.Success++
 		}
@@ -413,8 +413,8 @@ type syncWrite struct {
 	OrgID, JobID int64
 	Now          time.Time
 	Links        []syncLink
-	Results      []jobsmodel.JobResult // consecutive seqs
-	Progress     jobsmodel.JobProgress
+	Results      []jobs.JobResult // consecutive seqs
+	Progress     jobs.JobProgress
 }
 
 // syncLink is an Automatic link a sync makes: the account, its device, the
@@ -487,7 +487,7 @@ func writeSyncBatchRows(ctx context.Context, tx bun.Tx, w *syncWrite) error {
 		}
 	}
 	p := w.Progress
-	if _, err := tx.NewUpdate().Model((*jobsmodel.Job)(nil)).
+	if _, err := tx.NewUpdate().Model((*jobs.Job)(nil)).
 		Set("processed = ?", p.Processed).Set("total = ?", p.Total).
 		Set("success_count = ?", p.Success).Set("error_count = ?", p.Failed).
 		Set("updated_at = ?", w.Now).

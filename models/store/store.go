@@ -11,7 +11,7 @@ import (
 	"iam/models/devices"
 	"iam/models/enrollment"
 	"iam/models/identity"
-	jobsmodel "iam/models/jobs"
+	"iam/models/jobs"
 	"iam/models/management"
 	"iam/models/notification"
 	"iam/models/oauthstore"
@@ -28,8 +28,8 @@ import (
 type Store struct {
 	db    *bun.DB
 	Orgs  *identity.OrgStore
-	Jobs  *jobsmodel.JobStore
-	Blobs *jobsmodel.DBBlobStore
+	Jobs  *jobs.JobStore
+	Blobs *jobs.DBBlobStore
 	// Users are identity users; Groups their static and dynamic groups.
 	Users  *identity.UserStore
 	Groups *identity.GroupStore
@@ -64,7 +64,7 @@ type Store struct {
 	Policies         *protection.PolicyStore
 	// Idempotency keeps the answers of requests sent with an
 	// Idempotency-Key.
-	Idempotency *jobsmodel.IdempotencyStore
+	Idempotency *jobs.IdempotencyStore
 
 	// idLease is the process's id node lease, when LeaseIDs took one.
 	idLease *sqldb.IDLease
@@ -104,14 +104,14 @@ func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
 // NewStore wires the stores of every area over db.
 func NewStore(db *bun.DB) *Store {
-	blobs := jobsmodel.NewDBBlobStore(db)
-	jobs := jobsmodel.NewJobStore(db, blobs).OnEnd(management.FailUploadOfJob)
+	blobs := jobs.NewDBBlobStore(db)
+	jobStore := jobs.NewJobStore(db, blobs).OnEnd(management.FailUploadOfJob)
 	groups := identity.NewGroupStore(db)
 	templates := notification.NewTemplateStore(db, blobs)
 	return &Store{
 		db:     db,
 		Orgs:   identity.NewOrgStore(db),
-		Jobs:   jobs,
+		Jobs:   jobStore,
 		Blobs:  blobs,
 		Users:  identity.NewUserStore(db).BeforeDelete(devices.UnlinkDeletedUsers),
 		Groups: groups,
@@ -129,11 +129,11 @@ func NewStore(db *bun.DB) *Store {
 		Devices:      devices.NewDeviceStore(db),
 		DeviceGroups: protection.NewDeviceGroupStore(db),
 		CAs:          enrollment.NewCAStore(db),
-		Management:   management.NewMgmtStore(db, jobs),
+		Management:   management.NewMgmtStore(db, jobStore),
 
 		ConditionConfigs: protection.NewConditionConfigStore(db),
 		Policies:         protection.NewPolicyStore(db),
-		Idempotency:      jobsmodel.NewIdempotencyStore(db),
+		Idempotency:      jobs.NewIdempotencyStore(db),
 	}
 }
 
