@@ -16,9 +16,11 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/api/apitest"
-	"iam/models"
 	"iam/models/csvimport"
 	"iam/models/dbtest"
+	"iam/models/enrollment"
+	"iam/models/jobs"
+	"iam/models/sqldb"
 	"iam/workflows"
 )
 
@@ -39,7 +41,7 @@ func recordEnroll(t *testing.T) {
 	env := apitest.New(t, dbtest.SQLite(t), apitest.Options{Temporal: true})
 	now := time.Now().UTC()
 	for i := 1; i <= 20; i++ {
-		u := &replayUser{ID: models.NewID(), OrgID: env.Org.ID, Email: fmt.Sprintf("user%d@example.com", i), CreatedAt: now, UpdatedAt: now}
+		u := &replayUser{ID: sqldb.NewID(), OrgID: env.Org.ID, Email: fmt.Sprintf("user%d@example.com", i), CreatedAt: now, UpdatedAt: now}
 		if _, err := env.DB.NewInsert().Model(u).Exec(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -58,8 +60,8 @@ func recordEnroll(t *testing.T) {
 	if len(problems) > 0 {
 		t.Fatal(problems)
 	}
-	csvInput := models.EnrollCSVInput{Encoding: ins.Encoding.Name, FactorConfigIDs: []int64{configs[1].ID},
-		Header: ins.Header, UserColumn: models.ColumnPrimaryEmail, DataOffset: ins.DataOffset, ChunkRows: 10}
+	csvInput := enrollment.EnrollCSVInput{Encoding: ins.Encoding.Name, FactorConfigIDs: []int64{configs[1].ID},
+		Header: ins.Header, UserColumn: enrollment.ColumnPrimaryEmail, DataOffset: ins.DataOffset, ChunkRows: 10}
 	var zipped bytes.Buffer
 	zw := zip.NewWriter(&zipped)
 	for _, name := range []string{"user1@example.com.cer", "../up.cer", "notes.txt"} {
@@ -67,26 +69,26 @@ func recordEnroll(t *testing.T) {
 		w.Write([]byte("not a certificate"))
 	}
 	zw.Close()
-	cardInput := models.EnrollSmartCardsInput{FactorConfigIDs: []int64{configs[3].ID}, FilenamePattern: models.KeyPrimaryEmail, Entries: 3, ChunkRows: 2}
+	cardInput := enrollment.EnrollSmartCardsInput{FactorConfigIDs: []int64{configs[3].ID}, FilenamePattern: enrollment.KeyPrimaryEmail, Entries: 3, ChunkRows: 2}
 
 	for i, job := range []struct {
 		kind, action string
 		data         []byte
 		set          func(blobID int64) any
 	}{
-		{workflows.EnrollCSVWorkflowName, models.EnrollCSVAction, []byte(csv.String()), func(id int64) any { csvInput.BlobID = id; return csvInput }},
-		{workflows.EnrollSmartCardsWorkflowName, models.EnrollSmartCardsAction, zipped.Bytes(), func(id int64) any { cardInput.BlobID = id; return cardInput }},
+		{workflows.EnrollCSVWorkflowName, enrollment.EnrollCSVAction, []byte(csv.String()), func(id int64) any { csvInput.BlobID = id; return csvInput }},
+		{workflows.EnrollSmartCardsWorkflowName, enrollment.EnrollSmartCardsAction, zipped.Bytes(), func(id int64) any { cardInput.BlobID = id; return cardInput }},
 	} {
-		row := &models.Job{OrgID: env.Org.ID, Kind: job.kind, Module: models.EnrollmentModule, ActionName: job.action}
-		err := env.Store.Jobs.CreateUploadJob(ctx, row, models.FileUpload{Name: "f", Body: bytes.NewReader(job.data)},
-			func(blob *models.Blob) (json.RawMessage, error) { return json.Marshal(job.set(blob.ID)) })
+		row := &jobs.Job{OrgID: env.Org.ID, Kind: job.kind, Module: enrollment.EnrollmentModule, ActionName: job.action}
+		err := env.Store.Jobs.CreateUploadJob(ctx, row, jobs.FileUpload{Name: "f", Body: bytes.NewReader(job.data)},
+			func(blob *jobs.Blob) (json.RawMessage, error) { return json.Marshal(job.set(blob.ID)) })
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := env.Jobs.Launch(ctx, row); err != nil {
 			t.Fatal(err)
 		}
-		done := env.WaitJob(env.Org, row.ID, time.Minute, func(j *models.Job) bool { return j.Status.Finished() })
+		done := env.WaitJob(env.Org, row.ID, time.Minute, func(j *jobs.Job) bool { return j.Status.Finished() })
 		t.Logf("%s ended %s", job.kind, done.Status)
 		run := env.Temporal.GetWorkflow(ctx, row.WorkflowID(), "")
 		if err := run.Get(ctx, nil); err != nil {

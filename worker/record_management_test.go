@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"iam/api/apitest"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/identity"
+	"iam/models/jobs"
+	"iam/models/management"
 )
 
 func recordManagement(t *testing.T) {
@@ -19,35 +21,35 @@ func recordManagement(t *testing.T) {
 	ctx := context.Background()
 	var ids []int64
 	for i := range 8 {
-		u := &models.User{OrgID: env.Org.ID, Email: fmt.Sprintf("u%d@example.com", i), Status: 1}
+		u := &identity.User{OrgID: env.Org.ID, Email: fmt.Sprintf("u%d@example.com", i), Status: 1}
 		if err := env.Store.Users.Create(ctx, u, ""); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, u.ID)
 	}
 	caller := ids[0]
-	exec, job, err := env.Store.Management.CreateExecution(ctx, models.NewExecution{OrgID: env.Org.ID,
-		Action: models.ActionDeleteUsers, CreatedBy: caller, Selection: models.Selection{UserIDs: append(ids, 999)}})
+	exec, job, err := env.Store.Management.CreateExecution(ctx, management.NewExecution{OrgID: env.Org.ID,
+		Action: management.ActionDeleteUsers, CreatedBy: caller, Selection: management.Selection{UserIDs: append(ids, 999)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs := []*models.Job{job}
+	recorded := []*jobs.Job{job}
 	if err := env.Jobs.Launch(ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	env.WaitJob(env.Org, job.ID, time.Minute, func(j *models.Job) bool { return j.Status.Finished() })
+	env.WaitJob(env.Org, job.ID, time.Minute, func(j *jobs.Job) bool { return j.Status.Finished() })
 	_ = env.Temporal.GetWorkflow(ctx, job.WorkflowID(), "").Get(ctx, nil)
-	_, retry, err := env.Store.Management.Retry(ctx, env.Org.ID, models.ActionDeleteUsers, exec.ID, caller)
+	_, retry, err := env.Store.Management.Retry(ctx, env.Org.ID, management.ActionDeleteUsers, exec.ID, caller)
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs = append(jobs, retry)
+	recorded = append(recorded, retry)
 	if err := env.Jobs.Launch(ctx, retry); err != nil {
 		t.Fatal(err)
 	}
-	env.WaitJob(env.Org, retry.ID, time.Minute, func(j *models.Job) bool { return j.Status.Finished() })
+	env.WaitJob(env.Org, retry.ID, time.Minute, func(j *jobs.Job) bool { return j.Status.Finished() })
 	_ = env.Temporal.GetWorkflow(ctx, retry.WorkflowID(), "").Get(ctx, nil)
-	for i, j := range jobs {
+	for i, j := range recorded {
 		writeHistory(t, env.Temporal, j.WorkflowID(), filepath.Join("testdata", mgmtHistories[i]))
 	}
 }

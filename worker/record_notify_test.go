@@ -13,8 +13,9 @@ import (
 
 	"iam/activities"
 	"iam/api/apitest"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/identity"
+	"iam/models/notification"
 	"iam/notify"
 	"iam/notify/smtptest"
 	"iam/worker"
@@ -41,22 +42,24 @@ func recordNotificationRuns(t *testing.T) {
 	defer w.Stop()
 	var ids []int64
 	for i := range 6 {
-		u := &models.User{OrgID: env.Org.ID, FirstName: fmt.Sprint("U", i), Email: fmt.Sprintf("u%d@example.com", i), Status: models.UserActive}
+		u := &identity.User{OrgID: env.Org.ID, FirstName: fmt.Sprint("U", i), Email: fmt.Sprintf("u%d@example.com", i), Status: identity.UserActive}
 		if err := env.Store.Users.Create(ctx, u, ""); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, u.ID)
 	}
-	g := &models.Group{OrgID: env.Org.ID, Name: "Members"}
+	g := &identity.Group{OrgID: env.Org.ID, Name: "Members"}
 	if err := env.Store.Groups.Create(ctx, g, ids, nil); err != nil {
 		t.Fatal(err)
 	}
-	tpl := &models.Template{OrgID: env.Org.ID, Name: "Reminder", Module: models.ModuleReports,
-		Mail: &models.MailTemplate{Subject: "Enrol, %first_name%", Content: "<p>Hello %display_name%</p>"}}
+	tpl := &notification.Template{OrgID: env.Org.ID, Name: "Reminder", Module: notification.ModuleReports,
+		Mail: &notification.MailTemplate{Subject: "Enrol, %first_name%", Content: "<p>Hello %display_name%</p>"}}
 	if err := env.Store.Templates.Create(ctx, tpl, nil); err != nil {
 		t.Fatal(err)
 	}
-	noSync := func(context.Context, *models.NotificationSchedule, *models.NotificationSchedule) error { return nil }
+	noSync := func(context.Context, *notification.NotificationSchedule, *notification.NotificationSchedule) error {
+		return nil
+	}
 	for i, h := range notifyHistories {
 		path := filepath.Join("testdata", h.file)
 		if _, err := os.Stat(path); err == nil {
@@ -64,15 +67,15 @@ func recordNotificationRuns(t *testing.T) {
 		}
 		tplID := tpl.ID
 		if h.summaryTo != nil {
-			own := &models.Template{OrgID: env.Org.ID, Name: "Reminder with summary", Module: models.ModuleReports,
-				Mail: &models.MailTemplate{To: h.summaryTo, Subject: "Enrol, %first_name%", Content: "<p>Hello %display_name%</p>"}}
+			own := &notification.Template{OrgID: env.Org.ID, Name: "Reminder with summary", Module: notification.ModuleReports,
+				Mail: &notification.MailTemplate{To: h.summaryTo, Subject: "Enrol, %first_name%", Content: "<p>Hello %display_name%</p>"}}
 			if err := env.Store.Templates.Create(ctx, own, nil); err != nil {
 				t.Fatal(err)
 			}
 			tplID = own.ID
 		}
-		sc := &models.NotificationSchedule{OrgID: env.Org.ID, Name: fmt.Sprint("Schedule ", i), TemplateID: tplID, GroupIDs: []int64{g.ID},
-			Settings: models.ScheduleSettings{SchedulerInterval: models.IntervalDaily, Hours: "9", Minutes: "0"}}
+		sc := &notification.NotificationSchedule{OrgID: env.Org.ID, Name: fmt.Sprint("Schedule ", i), TemplateID: tplID, GroupIDs: []int64{g.ID},
+			Settings: notification.ScheduleSettings{SchedulerInterval: notification.IntervalDaily, Hours: "9", Minutes: "0"}}
 		if err := env.Store.Notifications.CreateSchedule(ctx, sc, 0, noSync); err != nil {
 			t.Fatal(err)
 		}

@@ -15,8 +15,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"iam/api/apitest"
-	"iam/models"
 	"iam/models/dbtest"
+	"iam/models/jobs"
 )
 
 // record runs each job on a real Temporal server and writes its history.
@@ -24,7 +24,7 @@ func record(t *testing.T) {
 	env := apitest.New(t, dbtest.SQLite(t), apitest.Options{Temporal: true})
 	for _, h := range histories {
 		job := env.StartDiagnostic(env.Org, h.params)
-		env.WaitJob(env.Org, job.ID, time.Minute, func(j *models.Job) bool { return j.Status.Finished() })
+		env.WaitJob(env.Org, job.ID, time.Minute, func(j *jobs.Job) bool { return j.Status.Finished() })
 		run := env.Temporal.GetWorkflow(context.Background(), job.WorkflowID(), "")
 		if err := run.Get(context.Background(), nil); err != nil {
 			t.Fatal(err)

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package models_test
+package identity_test
 
 import "time"
 
