@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"runtime/debug"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"iam/api/clientaddr"
 	"iam/models"
 )
 
@@ -41,6 +43,22 @@ func requestID(log *slog.Logger) gin.HandlerFunc {
 		}
 		c.Header(RequestIDHeader, id)
 		c.Set(ctxLogger, log.With("request_id", id))
+		c.Next()
+	}
+}
+
+// origin gives the request's context the audit Origin of the changes it
+// makes: the client's address (under the trusted-proxy rules), its user
+// agent and the request id; authenticate adds the actor.
+func origin(trusted []netip.Prefix) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		o := models.Origin{
+			Actor:     models.SystemActor,
+			IPAddress: clientaddr.Key(c.Request, trusted),
+			UserAgent: c.Request.UserAgent(),
+			RequestID: c.Writer.Header().Get(RequestIDHeader),
+		}
+		c.Request = c.Request.WithContext(models.WithOrigin(c.Request.Context(), o))
 		c.Next()
 	}
 }

@@ -172,7 +172,7 @@ func (s *Server) newEngine() *gin.Engine {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.ContextWithFallback = true
-	r.Use(requestID(s.log), traceRequests(), recoverer(), accessLog(), newHTTPMetrics(s.metrics).middleware())
+	r.Use(requestID(s.log), origin(s.cfg.TrustedProxies), traceRequests(), recoverer(), accessLog(), newHTTPMetrics(s.metrics).middleware())
 	r.NoRoute(func(c *gin.Context) {
 		abortWithError(c, newAPIError(http.StatusNotFound, CodeRouteNotFound, "Route Not Found", "no route "+c.Request.Method+" "+c.Request.URL.Path))
 	})

@@ -49,3 +49,15 @@ func OneOf(v string, set []string) bool { return slices.Contains(set, v) }
 
 // IsNoRows reports whether err says a query found no row.
 func IsNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+
+// Truncate cuts s to at most n bytes at a rune boundary; cut says whether
+// it cut anything.
+func Truncate(s string, n int) (t string, cut bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n], true
+}

@@ -15,6 +15,9 @@ import (
 // Principal is who makes a request: the user and organization behind its
 // token, and the scopes the token holds.
 type Principal struct {
+	// Name is the user's display name (its email when it has none), as
+	// audit events show the actor.
+	Name     string
 	UserID   int64
 	OrgID    int64
 	ClientID string

@@ -77,19 +77,20 @@ func (u *userStates) get(ctx context.Context, orgID, userID int64) (*identity.Us
 }
 
 // checkTokenUser refuses a token of sess holding scopes when its user may no
-// longer use it (errTokenUserRefused), or returns the store's error.
-func (s *Server) checkTokenUser(ctx context.Context, sess *Session, scopes []string) error {
+// longer use it (errTokenUserRefused), or returns the store's error; it
+// returns the user otherwise.
+func (s *Server) checkTokenUser(ctx context.Context, sess *Session, scopes []string) (*identity.User, error) {
 	user, err := s.userStates.get(ctx, sess.OrgID, sess.UserID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if user == nil {
-		return errTokenUserRefused
+		return nil, errTokenUserRefused
 	}
 	if grantRefusal(user, scopes, s.cfg.Now()) != nil || revokedSince(user, sess.AuthTime) {
-		return errTokenUserRefused
+		return nil, errTokenUserRefused
 	}
-	return nil
+	return user, nil
 }
 
 // revokedSince reports whether the user's tokens and sign-ins were revoked

@@ -53,7 +53,8 @@ func (s *Server) ValidateAccessToken(ctx context.Context, token string) (*auth.P
 	if !ok || sess.UserID == 0 || sess.OrgID == 0 {
 		return nil, errInvalidToken
 	}
-	if err := s.checkTokenUser(ctx, sess, ar.GetGrantedScopes()); err != nil {
+	user, err := s.checkTokenUser(ctx, sess, ar.GetGrantedScopes())
+	if err != nil {
 		if models.IsUnavailable(err) {
 			return nil, tokenUnchecked(err)
 		}
@@ -62,7 +63,12 @@ func (s *Server) ValidateAccessToken(ctx context.Context, token string) (*auth.P
 		}
 		return nil, errInvalidToken
 	}
+	name := user.DisplayName
+	if name == "" {
+		name = user.Email
+	}
 	return &auth.Principal{
+		Name:     name,
 		UserID:   sess.UserID,
 		OrgID:    sess.OrgID,
 		ClientID: ar.GetClient().GetID(),

@@ -45,7 +45,7 @@ func revokeUserTokens(ctx context.Context, tx bun.IDB, userID int64) error {
 func (s *UserStore) TokenState(ctx context.Context, orgID, id int64) (*User, error) {
 	u := new(User)
 	err := s.db.NewSelect().Model(u).
-		Column("id", "org_id", "status", "role", "blocked_until", "tokens_valid_after").
+		Column("id", "org_id", "status", "role", "blocked_until", "tokens_valid_after", "display_name", "email").
 		Where("org_id = ? AND id = ?", orgID, id).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrUserNotFound

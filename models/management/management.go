@@ -145,14 +145,12 @@ func checkViewColumns(columns []string) error {
 	return nil
 }
 
+// truncate cuts s to n bytes at most, marking a cut with an ellipsis.
 func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
+	if t, cut := models.Truncate(s, n); cut {
+		return t + "…"
 	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
+	return s
 }
 
 // ListData returns a page of the organization's users for an action's data

@@ -113,7 +113,9 @@ func IsUniqueViolation(err error) bool {
 }
 
 // InTx runs fn in a transaction on db, or inside the caller's transaction when
-// db already is one.
+// db already is one. It is the one place every change passes through: the
+// audit events fn records (models.Record, with fn's ctx) are written in the
+// same transaction, just before it commits.
 //
 // A transaction of its own that fails for a transient reason (see
 // IsUnavailable) was rolled back, and runs again: up to TxAttempts in all,
@@ -152,7 +154,14 @@ func runTx(ctx context.Context, db bun.IDB, fn func(ctx context.Context, tx bun.
 	if err != nil {
 		return models.IsTransient(err), err
 	}
-	if err := fn(ctx, tx); err != nil {
+	txCtx, pending := models.WithPendingEvents(ctx)
+	if err := fn(txCtx, tx); err != nil {
+		_ = tx.Rollback()
+		return models.IsTransient(err), err
+	}
+	// The events the change recorded, in its transaction: no change
+	// commits without them, none is written without it.
+	if err := writeEvents(ctx, tx, pending.Events()); err != nil {
 		_ = tx.Rollback()
 		return models.IsTransient(err), err
 	}

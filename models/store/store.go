@@ -8,6 +8,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"iam/models/audit"
 	"iam/models/devices"
 	"iam/models/enrollment"
 	"iam/models/identity"
@@ -65,6 +66,10 @@ type Store struct {
 	// Idempotency keeps the answers of requests sent with an
 	// Idempotency-Key.
 	Idempotency *jobs.IdempotencyStore
+	// Audit reads the audit events every change writes; Digests seals
+	// them into signed digests and verifies them.
+	Audit   *audit.EventStore
+	Digests *audit.DigestStore
 
 	// idLease is the process's id node lease, when LeaseIDs took one.
 	idLease *sqldb.IDLease
@@ -134,6 +139,9 @@ func NewStore(db *bun.DB) *Store {
 		ConditionConfigs: protection.NewConditionConfigStore(db),
 		Policies:         protection.NewPolicyStore(db),
 		Idempotency:      jobs.NewIdempotencyStore(db),
+
+		Audit:   audit.NewEventStore(db),
+		Digests: audit.NewDigestStore(db),
 	}
 }
 

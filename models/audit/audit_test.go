@@ -1,0 +1,199 @@
+package audit_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"iam/models"
+	"iam/models/audit"
+	"iam/models/dbtest"
+	"iam/models/listing"
+	"iam/models/sqldb"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+// record writes n events of org in one transaction, as a store method does.
+func record(t *testing.T, ctx context.Context, db *bun.DB, org int64, n int, typ string) {
+	t.Helper()
+	err := sqldb.InTx(ctx, db, func(ctx context.Context, tx bun.Tx) error {
+		for i := range n {
+			if err := models.Record(ctx, models.AuditEvent{OrgID: org, Type: typ,
+				Targets: []models.EventTarget{{Type: "user", ID: fmt.Sprint(1000 + i), DisplayName: "u"}}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func signer(t *testing.T) *audit.Signer {
+	t.Helper()
+	s, err := audit.NewSigner(bytes.Repeat([]byte{9}, ed25519.SeedSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+type event struct {
+	ID        string `json:"id"`
+	Sequence  int64  `json:"sequence"`
+	EventType string `json:"event_type"`
+	Actor     struct {
+		Type, ID string
+	} `json:"actor"`
+	RequestID string `json:"request_id"`
+}
+
+func decode(t *testing.T, raw []json.RawMessage) []event {
+	t.Helper()
+	out := make([]event, len(raw))
+	for i, r := range raw {
+		if err := json.Unmarshal(r, &out[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func TestEvents_WrittenWithTheirTransaction(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := models.WithOrigin(context.Background(), models.Origin{
+			Actor: models.Actor{Type: models.ActorUser, ID: "7", DisplayName: "Ann"}, RequestID: "req-1", IPAddress: "192.0.2.1"})
+		record(t, ctx, db, 1, 2, "user.created")
+		// A transaction that rolls back leaves no event.
+		boom := errors.New("boom")
+		err := sqldb.InTx(ctx, db, func(ctx context.Context, tx bun.Tx) error {
+			if err := models.Record(ctx, models.AuditEvent{OrgID: 1, Type: "user.deleted"}); err != nil {
+				return err
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("InTx = %v, want boom", err)
+		}
+		// Outside a transaction an event cannot be recorded.
+		if err := models.Record(ctx, models.AuditEvent{OrgID: 1, Type: "user.deleted"}); !errors.Is(err, models.ErrNoTransaction) {
+			t.Fatalf("Record outside InTx = %v", err)
+		}
+		record(t, ctx, db, 2, 1, "group.created") // another organization
+		record(t, ctx, db, 1, 1, "group.created")
+
+		store := audit.NewEventStore(db)
+		raw, meta, err := store.List(ctx, 1, audit.Query{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := decode(t, raw)
+		if len(got) != 3 || got[0].Sequence != 1 || got[2].Sequence != 3 || got[2].EventType != "group.created" ||
+			got[0].Actor.ID != "7" || got[0].RequestID != "req-1" {
+			t.Fatalf("events = %+v", got)
+		}
+		if !meta.IsLast || meta.NextCursor == nil {
+			t.Fatalf("meta = %+v: an ascending last page points on", meta)
+		}
+		// Following the cursor shows what commits later, once.
+		raw, _, err = store.List(ctx, 1, audit.Query{Cursor: *meta.NextCursor})
+		if err != nil || len(raw) != 0 {
+			t.Fatalf("after the end: %d events, %v", len(raw), err)
+		}
+		record(t, ctx, db, 1, 2, "user.updated")
+		raw, _, err = store.List(ctx, 1, audit.Query{Cursor: *meta.NextCursor})
+		if got := decode(t, raw); err != nil || len(got) != 2 || got[0].Sequence != 4 {
+			t.Fatalf("tail = %+v, %v", got, err)
+		}
+		// Filters; another query's cursor is refused.
+		f, err := audit.ParseFilter(`event_type eq "user.updated" and actor.id eq "7"`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _, err = store.List(ctx, 1, audit.Query{Filter: f})
+		if err != nil || len(raw) != 2 {
+			t.Fatalf("filtered: %d, %v", len(raw), err)
+		}
+		var pe *listing.ParamError
+		if _, _, err = store.List(ctx, 1, audit.Query{Filter: f, Cursor: *meta.NextCursor}); !errors.As(err, &pe) || pe.Param != "cursor" {
+			t.Fatalf("foreign cursor: %v", err)
+		}
+		// Descending, and one event by id.
+		raw, meta, err = store.List(ctx, 1, audit.Query{Descending: true, Limit: 2})
+		if got := decode(t, raw); err != nil || len(got) != 2 || got[0].Sequence != 5 || meta.IsLast {
+			t.Fatalf("descending = %+v %+v %v", got, meta, err)
+		}
+		id, _ := models.ParseID("id", decode(t, raw)[0].ID)
+		if one, err := store.Get(ctx, 1, id); err != nil || !strings.Contains(string(one), `"sequence":5`) {
+			t.Fatalf("Get = %s, %v", one, err)
+		}
+		if _, err := store.Get(ctx, 2, id); models.ErrorCode(err) != models.ENOTFOUND {
+			t.Fatalf("Get from another organization = %v", err)
+		}
+		var n int
+		if err := store.Each(ctx, 1, audit.Query{}, func(string) error { n++; return nil }); err != nil || n != 5 {
+			t.Fatalf("Each: %d, %v", n, err)
+		}
+	})
+}
+
+func TestDigests_SealAndVerify(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := context.Background()
+		digests, s := audit.NewDigestStore(db), signer(t)
+		keys := []ed25519.PublicKey{s.PublicKey()}
+		record(t, ctx, db, 1, 5, "user.created")
+		d1, err := digests.Seal(ctx, 1, s, time.Now())
+		if err != nil || d1 == nil || d1.EventCount != 5 || d1.FromSeq != 1 || d1.ToSeq != 5 {
+			t.Fatalf("Seal = %+v, %v", d1, err)
+		}
+		if d, err := digests.Seal(ctx, 1, s, time.Now()); err != nil || d != nil {
+			t.Fatalf("Seal with nothing new = %+v, %v", d, err)
+		}
+		record(t, ctx, db, 1, 4, "user.updated")
+		d2, err := digests.Seal(ctx, 1, s, time.Now())
+		if err != nil || d2.Number != 2 || d2.FromSeq != 6 || d2.PreviousHash != d1.DigestHash {
+			t.Fatalf("second Seal = %+v, %v", d2, err)
+		}
+		record(t, ctx, db, 1, 1, "user.deleted") // not sealed yet
+		res, err := digests.Verify(ctx, 1, keys)
+		if err != nil || len(res.Problems) != 0 || res.Sealed != 9 || res.Unsealed != 1 || res.Digests != 2 {
+			t.Fatalf("untouched log: %+v, %v", res, err)
+		}
+
+		// Tamper: alter an event, delete one, insert one past the head,
+		// replace a digest's signature.
+		mustExec(t, db, `UPDATE audit_events SET body = replace(body, 'user.created', 'user.deleted') WHERE org_id = 1 AND seq = 2`)
+		mustExec(t, db, `DELETE FROM audit_events WHERE org_id = 1 AND seq = 7`)
+		mustExec(t, db, `INSERT INTO audit_events (org_id, seq, id, published, event_type, actor_type, actor_id, result, request_id, target_type, target_id, body, hash)
+			SELECT org_id, 99, id + 1, published, event_type, actor_type, actor_id, result, request_id, target_type, target_id, replace(body, '"sequence":10', '"sequence":99'), hash FROM audit_events WHERE org_id = 1 AND seq = 10`)
+		mustExec(t, db, `UPDATE audit_digests SET event_count = 5 WHERE org_id = 1 AND number = 2`)
+		res, err = digests.Verify(ctx, 1, keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(res.Problems, "\n")
+		for _, want := range []string{"event 2 (id", "altered", "event 7: removed", "event 99", "inserted", "digest 2: altered"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("problems lack %q:\n%s", want, text)
+			}
+		}
+	})
+}
+
+func mustExec(t *testing.T, db *bun.DB, query string) {
+	t.Helper()
+	if _, err := db.ExecContext(context.Background(), query); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}

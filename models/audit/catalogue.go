@@ -1,0 +1,196 @@
+package audit
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+
+	"iam/models"
+)
+
+// The event types: the catalogue docs/audit.md documents, each written by
+// the change it names. A bulk job writes its own lifecycle (job.*); its
+// rows' outcomes stay in the job's results.
+const (
+	OrgCreated = "org.created"
+
+	UserCreated         = "user.created"
+	UserUpdated         = "user.updated"
+	UserDeleted         = "user.deleted"
+	UserPasswordChanged = "user.password_changed"
+
+	GroupCreated        = "group.created"
+	GroupUpdated        = "group.updated"
+	GroupDeleted        = "group.deleted"
+	GroupMembersAdded   = "group.members_added"
+	GroupMembersRemoved = "group.members_removed"
+
+	DeviceRegistered          = "device.registered"
+	DeviceDeleted             = "device.deleted"
+	DeviceAccountLinkRequest  = "device.account.link_requested"
+	DeviceAccountLinked       = "device.account.linked"
+	DeviceAccountLinkCanceled = "device.account.link_canceled"
+	DeviceAccountUnlinked     = "device.account.unlinked"
+	DeviceOfflineUserRemoved  = "device.offline_user.removed"
+	LinkingSettingsUpdated    = "device.linking_settings.updated"
+	AgentInstallKeyRegenerate = "agent.install_key_regenerated"
+
+	PolicyCreated         = "policy.created"
+	PolicyUpdated         = "policy.updated"
+	PolicyDeleted         = "policy.deleted"
+	PolicyPriorityChanged = "policy.priority_changed"
+
+	ConditionConfigCreated = "condition_config.created"
+	ConditionConfigUpdated = "condition_config.updated"
+	ConditionConfigDeleted = "condition_config.deleted"
+
+	DeviceGroupCreated        = "device_group.created"
+	DeviceGroupUpdated        = "device_group.updated"
+	DeviceGroupDeleted        = "device_group.deleted"
+	DeviceGroupMembersAdded   = "device_group.members_added"
+	DeviceGroupMembersRemoved = "device_group.members_removed"
+
+	AdminSettingsUpdated = "admin_settings.updated"
+
+	CAConfigCreated = "ca_config.created"
+	CAConfigUpdated = "ca_config.updated"
+	CAConfigDeleted = "ca_config.deleted"
+
+	LogonScriptUpdated = "logon_script.updated"
+
+	TemplateCreated = "template.created"
+	TemplateUpdated = "template.updated"
+	TemplateDeleted = "template.deleted"
+
+	ScheduleCreated = "schedule.created"
+	ScheduleUpdated = "schedule.updated"
+	ScheduleDeleted = "schedule.deleted"
+	SchedulePaused  = "schedule.paused"
+	ScheduleResumed = "schedule.resumed"
+
+	JobQueued    = "job.queued"
+	JobStarted   = "job.started"
+	JobCompleted = "job.completed"
+	JobFailed    = "job.failed"
+	JobCanceled  = "job.canceled"
+	JobDeleted   = "job.deleted"
+
+	ManagementViewColumnsUpdated = "management.view_columns_updated"
+	ManagementUploadCreated      = "management.upload_created"
+	ManagementUploadDataDeleted  = "management.upload_data_deleted"
+	ManagementExecutionStarted   = "management.execution_started"
+	ManagementExecutionRetried   = "management.execution_retried"
+
+	OAuthClientCreated   = "oauth.client.created"
+	OAuthClientDeleted   = "oauth.client.deleted"
+	OAuthSigninSucceeded = "oauth.signin.succeeded"
+	OAuthSigninFailed    = "oauth.signin.failed"
+	OAuthTokenIssued     = "oauth.token.issued"
+	OAuthTokenRevoked    = "oauth.token.revoked"
+	AccessDenied         = "access.denied"
+)
+
+// Types returns every event type of the catalogue, sorted.
+func Types() []string {
+	out := slices.Clone(catalogue)
+	sort.Strings(out)
+	return out
+}
+
+var catalogue = []string{
+	OrgCreated, UserCreated, UserUpdated, UserDeleted, UserPasswordChanged,
+	GroupCreated, GroupUpdated, GroupDeleted, GroupMembersAdded, GroupMembersRemoved,
+	DeviceRegistered, DeviceDeleted, DeviceAccountLinkRequest, DeviceAccountLinked, DeviceAccountLinkCanceled,
+	DeviceAccountUnlinked, DeviceOfflineUserRemoved, LinkingSettingsUpdated, AgentInstallKeyRegenerate,
+	PolicyCreated, PolicyUpdated, PolicyDeleted, PolicyPriorityChanged,
+	ConditionConfigCreated, ConditionConfigUpdated, ConditionConfigDeleted,
+	DeviceGroupCreated, DeviceGroupUpdated, DeviceGroupDeleted, DeviceGroupMembersAdded, DeviceGroupMembersRemoved,
+	AdminSettingsUpdated, CAConfigCreated, CAConfigUpdated, CAConfigDeleted, LogonScriptUpdated,
+	TemplateCreated, TemplateUpdated, TemplateDeleted,
+	ScheduleCreated, ScheduleUpdated, ScheduleDeleted, SchedulePaused, ScheduleResumed,
+	JobQueued, JobStarted, JobCompleted, JobFailed, JobCanceled, JobDeleted,
+	ManagementViewColumnsUpdated, ManagementUploadCreated, ManagementUploadDataDeleted,
+	ManagementExecutionStarted, ManagementExecutionRetried,
+	OAuthClientCreated, OAuthClientDeleted, OAuthSigninSucceeded, OAuthSigninFailed, OAuthTokenIssued, OAuthTokenRevoked,
+	AccessDenied,
+}
+
+// Target returns the target of type typ with id and display name.
+func Target(typ string, id int64, name string) models.EventTarget {
+	return models.EventTarget{Type: typ, ID: models.FormatID(id), DisplayName: name}
+}
+
+// secretWords mark a field whose values never appear in an event, only
+// that it changed.
+var secretWords = []string{"password", "secret", "token", "key", "seed", "hash"}
+
+// Changes returns the fields whose values differ between before and after
+// (two values of one struct type, or maps), by their JSON names, in name
+// order. Fields JSON leaves out (json:"-") never appear; a field whose name
+// says it holds a secret appears with Secret set and no values.
+func Changes(before, after any) []models.FieldChange {
+	if reflect.TypeOf(before) != reflect.TypeOf(after) {
+		return nil
+	}
+	a, b := fieldsOf(before), fieldsOf(after)
+	names := make([]string, 0, len(a)+len(b))
+	for k := range a {
+		names = append(names, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	var out []models.FieldChange
+	for _, name := range names {
+		old, nw := a[name], b[name]
+		if string(old) == string(nw) {
+			continue
+		}
+		c := models.FieldChange{Field: name}
+		if isSecretField(name) {
+			c.Secret = true
+		} else {
+			c.Old, c.New = decodeValue(old), decodeValue(nw)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func fieldsOf(v any) map[string]json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+func decodeValue(raw json.RawMessage) any {
+	if raw == nil {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	return v
+}
+
+func isSecretField(name string) bool {
+	lower := strings.ToLower(name)
+	for _, w := range secretWords {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
+}

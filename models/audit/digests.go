@@ -1,0 +1,208 @@
+package audit
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"iam/models"
+	"iam/models/sqldb"
+)
+
+// A digest seals a run of an organization's events: the events after the
+// previous digest up to the last one committed when it was made, by the
+// SHA-256 of their hashes in sequence order. Each digest names the hash of
+// the one before it, so the digests form a chain, and is signed with the
+// service's Ed25519 key: whoever holds the public key can check, offline,
+// that no sealed event was altered, removed or added, and that no digest
+// was (docs/audit.md).
+
+// Digest is a sealed run of events, as stored and shown.
+type Digest struct {
+	bun.BaseModel `bun:"table:audit_digests"`
+
+	OrgID        int64     `bun:"org_id,pk" json:"-"`
+	Number       int64     `bun:"number,pk" json:"number"`
+	FromSeq      int64     `bun:"from_seq" json:"from_sequence"`
+	ToSeq        int64     `bun:"to_seq" json:"to_sequence"`
+	EventCount   int64     `bun:"event_count" json:"event_count"`
+	PeriodStart  time.Time `bun:"period_start" json:"period_start"`
+	PeriodEnd    time.Time `bun:"period_end" json:"period_end"`
+	EventsHash   string    `bun:"events_hash" json:"events_hash"`
+	PreviousHash string    `bun:"previous_hash" json:"previous_hash"`
+	DigestHash   string    `bun:"digest_hash" json:"digest_hash"`
+	Signature    string    `bun:"signature" json:"signature"`
+	KeyID        string    `bun:"key_id" json:"key_id"`
+	CreatedAt    time.Time `bun:"created_at" json:"created_at"`
+}
+
+// signedDigest is the canonical form of a digest: the JSON whose SHA-256 is
+// its digest_hash and whose Ed25519 signature is its signature.
+type signedDigest struct {
+	OrgID        string `json:"org_id"`
+	Number       int64  `json:"number"`
+	FromSeq      int64  `json:"from_sequence"`
+	ToSeq        int64  `json:"to_sequence"`
+	EventCount   int64  `json:"event_count"`
+	PeriodStart  string `json:"period_start"`
+	PeriodEnd    string `json:"period_end"`
+	EventsHash   string `json:"events_hash"`
+	PreviousHash string `json:"previous_hash"`
+	KeyID        string `json:"key_id"`
+}
+
+// canonical returns the bytes d's hash and signature cover.
+func (d *Digest) canonical() []byte {
+	// Strings and integers only: Marshal cannot fail.
+	b, _ := json.Marshal(signedDigest{
+		OrgID: models.FormatID(d.OrgID), Number: d.Number, FromSeq: d.FromSeq, ToSeq: d.ToSeq, EventCount: d.EventCount,
+		PeriodStart: d.PeriodStart.UTC().Format(time.RFC3339Nano), PeriodEnd: d.PeriodEnd.UTC().Format(time.RFC3339Nano),
+		EventsHash: d.EventsHash, PreviousHash: d.PreviousHash, KeyID: d.KeyID,
+	})
+	return b
+}
+
+// Signer signs digests with an Ed25519 key.
+type Signer struct {
+	key   ed25519.PrivateKey
+	keyID string
+}
+
+// NewSigner returns the signer of the 32-byte Ed25519 seed.
+func NewSigner(seed []byte) (*Signer, error) {
+	if len(seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("an audit signing key is %d bytes, not %d", ed25519.SeedSize, len(seed))
+	}
+	key := ed25519.NewKeyFromSeed(seed)
+	pub, _ := key.Public().(ed25519.PublicKey)
+	return &Signer{key: key, keyID: KeyID(pub)}, nil
+}
+
+// PublicKey is the key that checks the signer's digests.
+func (s *Signer) PublicKey() ed25519.PublicKey {
+	pub, _ := s.key.Public().(ed25519.PublicKey)
+	return pub
+}
+
+// KeyID names a public key in digests: the first 8 bytes of its SHA-256,
+// in hex.
+func KeyID(pub ed25519.PublicKey) string {
+	sum := sha256.Sum256(pub)
+	return hex.EncodeToString(sum[:8])
+}
+
+// DigestStore seals and lists an organization's digests.
+type DigestStore struct{ db *bun.DB }
+
+// NewDigestStore returns the DigestStore over db.
+func NewDigestStore(db *bun.DB) *DigestStore { return &DigestStore{db: db} }
+
+// sealBatch is how many event hashes Seal reads at a time.
+const sealBatch = 10000
+
+// Seal seals the organization's events committed since its last digest
+// into the next digest, signed by signer, and returns it; nil when there
+// was nothing to seal. Events that commit while it runs are numbered after
+// the ones it reads and go to the next digest.
+func (s *DigestStore) Seal(ctx context.Context, orgID int64, signer *Signer, now time.Time) (*Digest, error) {
+	prev, err := s.last(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	var head int64
+	err = s.db.NewSelect().Table("audit_heads").Column("last_seq").Where("org_id = ?", orgID).Scan(ctx, &head)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, models.Unavailable(fmt.Errorf("read the audit head: %w", err))
+	}
+	d := &Digest{OrgID: orgID, Number: 1, FromSeq: 1, ToSeq: head, PeriodEnd: now.UTC().Truncate(time.Microsecond), KeyID: signer.keyID}
+	if prev != nil {
+		d.Number, d.FromSeq, d.PreviousHash, d.PeriodStart = prev.Number+1, prev.ToSeq+1, prev.DigestHash, prev.PeriodEnd
+	}
+	if d.ToSeq < d.FromSeq {
+		return nil, nil
+	}
+	h := sha256.New()
+	next := d.FromSeq
+	for next <= d.ToSeq {
+		var rows []sqldb.AuditEventRow
+		err := s.db.NewSelect().Model(&rows).Column("seq", "hash", "published").
+			Where("org_id = ? AND seq >= ? AND seq <= ?", orgID, next, d.ToSeq).OrderExpr("seq").Limit(sealBatch).Scan(ctx)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, models.Unavailable(fmt.Errorf("read audit events to seal: %w", err))
+		}
+		if len(rows) == 0 {
+			return nil, fmt.Errorf("seal audit events of organization %d: events %d to %d are missing", orgID, next, d.ToSeq)
+		}
+		for _, r := range rows {
+			if r.Sequence != next {
+				return nil, fmt.Errorf("seal audit events of organization %d: event %d is missing", orgID, next)
+			}
+			if prev == nil && next == d.FromSeq {
+				d.PeriodStart = r.Published
+			}
+			leaf, err := hex.DecodeString(r.Hash)
+			if err != nil {
+				return nil, fmt.Errorf("seal audit event %d of organization %d: its hash: %w", r.Sequence, orgID, err)
+			}
+			h.Write(leaf)
+			next++
+		}
+	}
+	d.EventCount = d.ToSeq - d.FromSeq + 1
+	d.EventsHash = hex.EncodeToString(h.Sum(nil))
+	canon := d.canonical()
+	sum := sha256.Sum256(canon)
+	d.DigestHash = hex.EncodeToString(sum[:])
+	d.Signature = base64.StdEncoding.EncodeToString(ed25519.Sign(signer.key, canon))
+	d.CreatedAt = time.Now().UTC()
+	if _, err := s.db.NewInsert().Model(d).Exec(ctx); err != nil {
+		if sqldb.IsUniqueViolation(err) {
+			return nil, models.Errorf(models.ECONFLICT, "digest %d of organization %d was made by another seal", d.Number, orgID)
+		}
+		return nil, models.Unavailable(fmt.Errorf("insert audit digest: %w", err))
+	}
+	return d, nil
+}
+
+// last returns the organization's newest digest; nil when it has none.
+func (s *DigestStore) last(ctx context.Context, orgID int64) (*Digest, error) {
+	d := new(Digest)
+	err := s.db.NewSelect().Model(d).Where("org_id = ?", orgID).OrderExpr("number DESC").Limit(1).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, models.Unavailable(fmt.Errorf("read the last audit digest: %w", err))
+	}
+	return d, nil
+}
+
+// List returns the organization's digests from number from on, at most
+// limit, oldest first.
+func (s *DigestStore) List(ctx context.Context, orgID, from int64, limit int) ([]Digest, error) {
+	var out []Digest
+	err := s.db.NewSelect().Model(&out).Where("org_id = ? AND number >= ?", orgID, from).
+		OrderExpr("number").Limit(int64(limit)).Scan(ctx)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, models.Unavailable(fmt.Errorf("list audit digests: %w", err))
+	}
+	return out, nil
+}
+
+// Orgs returns the organizations that have events, for the seal schedule.
+func (s *DigestStore) Orgs(ctx context.Context) ([]int64, error) {
+	var orgs []int64
+	if err := s.db.NewSelect().Table("audit_heads").Column("org_id").OrderExpr("org_id").Scan(ctx, &orgs); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, models.Unavailable(fmt.Errorf("list audited organizations: %w", err))
+	}
+	return orgs, nil
+}
