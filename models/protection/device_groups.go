@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/listing"
 	"iam/models/sqldb"
 )
@@ -153,11 +155,17 @@ func (s *DeviceGroupStore) Create(ctx context.Context, g *DeviceGroup, deviceIDs
 			}
 			return fmt.Errorf("insert device group: %w", err)
 		}
+		if err = record(ctx, g.OrgID, audit.DeviceGroupCreated, deviceGroupTarget(g)); err != nil {
+			return err
+		}
 		added, err := addDeviceGroupMembers(ctx, tx, g, ids, now)
 		if err != nil {
 			return err
 		}
-		g.MembersCount = added
+		g.MembersCount = int64(len(added))
+		if err = recordMembers(ctx, tx, g, audit.DeviceGroupMembersAdded, added); err != nil {
+			return err
+		}
 		return BumpProtectionVersion(ctx, tx, g.OrgID)
 	})
 }
@@ -209,27 +217,60 @@ func missingIDs(ids []int64, found map[int64]bool) []string {
 	return out
 }
 
-func addDeviceGroupMembers(ctx context.Context, tx bun.Tx, g *DeviceGroup, ids []int64, now time.Time) (int64, error) {
+// addDeviceGroupMembers adds the devices ids (of the organization; EINVALID
+// naming those that are not) to g and returns those that were not members
+// already, ascending.
+func addDeviceGroupMembers(ctx context.Context, tx bun.Tx, g *DeviceGroup, ids []int64, now time.Time) ([]int64, error) {
 	if len(ids) == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	found, err := existingDevices(ctx, tx, g.OrgID, ids)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if miss := missingIDs(ids, found); len(miss) > 0 {
-		return 0, models.Invalid("device_ids", "no such devices in the organization: %s", strings.Join(miss, ", "))
+		return nil, models.Invalid("device_ids", "no such devices in the organization: %s", strings.Join(miss, ", "))
 	}
 	rows := make([]DeviceGroupMember, len(ids))
 	for i, id := range ids {
 		rows[i] = DeviceGroupMember{GroupID: g.ID, DeviceID: id, OrgID: g.OrgID, AddedAt: now}
 	}
-	res, err := tx.NewInsert().Model(&rows).On("CONFLICT (group_id, device_id) DO NOTHING").Exec(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("insert device group members: %w", err)
+	var added []int64
+	err = tx.NewInsert().Model(&rows).On("CONFLICT (group_id, device_id) DO NOTHING").Returning("device_id").Scan(ctx, &added)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("insert device group members: %w", err)
 	}
-	n, _ := res.RowsAffected()
-	return n, nil
+	slices.Sort(added)
+	return added, nil
+}
+
+// recordMembers records an event of type typ (members added or removed)
+// naming g, then the devices ids, when there are any.
+func recordMembers(ctx context.Context, tx bun.Tx, g *DeviceGroup, typ string, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	names := make(map[int64]string, len(ids))
+	for start := 0; start < len(ids); start += 1000 {
+		var rows []struct {
+			ID   int64  `bun:"id"`
+			Name string `bun:"name"`
+		}
+		part := ids[start:min(start+1000, len(ids))]
+		if err := tx.NewSelect().Table("devices").Column("id", "name").Where("org_id = ? AND id IN (?)", g.OrgID, bun.List(part)).
+			Scan(ctx, &rows); err != nil {
+			return fmt.Errorf("select device names: %w", err)
+		}
+		for _, r := range rows {
+			names[r.ID] = r.Name
+		}
+	}
+	targets := make([]models.EventTarget, len(ids))
+	for i, id := range ids {
+		targets[i] = audit.Target(targetDevice, id, names[id])
+	}
+	main := deviceGroupTarget(g)
+	return recordBulk(ctx, g.OrgID, typ, &main, targets)
 }
 
 // Get returns one device group of the organization. ENOTFOUND when missing.
@@ -277,6 +318,7 @@ func (s *DeviceGroupStore) Update(ctx context.Context, orgID, id int64, ch Devic
 		if err != nil {
 			return err
 		}
+		before := deviceGroupAudit{Name: g.Name, Description: g.Description}
 		if ch.Name != nil {
 			g.Name = *ch.Name
 		}
@@ -295,6 +337,11 @@ func (s *DeviceGroupStore) Update(ctx context.Context, orgID, id int64, ch Devic
 		if err != nil {
 			return fmt.Errorf("update device group: %w", err)
 		}
+		t := deviceGroupTarget(g)
+		t.Changes = audit.Changes(before, deviceGroupAudit{Name: g.Name, Description: g.Description})
+		if err := record(ctx, orgID, audit.DeviceGroupUpdated, t); err != nil {
+			return err
+		}
 		out = g
 		return nil
 	})
@@ -305,12 +352,16 @@ func (s *DeviceGroupStore) Update(ctx context.Context, orgID, id int64, ch Devic
 // that name it keep the id, which then matches no device. ENOTFOUND.
 func (s *DeviceGroupStore) Delete(ctx context.Context, orgID, id int64) error {
 	return sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		res, err := tx.NewDelete().Model((*DeviceGroup)(nil)).Where("org_id = ? AND id = ?", orgID, id).Exec(ctx)
-		if err != nil {
+		var names []string
+		err := tx.NewDelete().Model((*DeviceGroup)(nil)).Where("org_id = ? AND id = ?", orgID, id).Returning("name").Scan(ctx, &names)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("delete device group: %w", err)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		if len(names) == 0 {
 			return ErrDeviceGroupNotFound
+		}
+		if err := record(ctx, orgID, audit.DeviceGroupDeleted, audit.Target(targetDeviceGroup, id, names[0])); err != nil {
+			return err
 		}
 		return BumpProtectionVersion(ctx, tx, orgID)
 	})
@@ -329,7 +380,11 @@ func (s *DeviceGroupStore) AddMembers(ctx context.Context, orgID, id int64, devi
 		if err != nil {
 			return err
 		}
-		if _, err = addDeviceGroupMembers(ctx, tx, g, ids, time.Now().UTC()); err != nil {
+		added, err := addDeviceGroupMembers(ctx, tx, g, ids, time.Now().UTC())
+		if err != nil {
+			return err
+		}
+		if err = recordMembers(ctx, tx, g, audit.DeviceGroupMembersAdded, added); err != nil {
 			return err
 		}
 		out, err = touchDeviceGroup(ctx, tx, g)
@@ -353,11 +408,17 @@ func (s *DeviceGroupStore) RemoveMembers(ctx context.Context, orgID, id int64, d
 		if err != nil {
 			return err
 		}
+		var removed []int64
 		if len(ids) > 0 {
-			if _, err = tx.NewDelete().Model((*DeviceGroupMember)(nil)).
-				Where("group_id = ? AND device_id IN (?)", g.ID, bun.List(ids)).Exec(ctx); err != nil {
+			err = tx.NewDelete().Model((*DeviceGroupMember)(nil)).
+				Where("group_id = ? AND device_id IN (?)", g.ID, bun.List(ids)).Returning("device_id").Scan(ctx, &removed)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return fmt.Errorf("delete device group members: %w", err)
 			}
+		}
+		slices.Sort(removed)
+		if err = recordMembers(ctx, tx, g, audit.DeviceGroupMembersRemoved, removed); err != nil {
+			return err
 		}
 		out, err = touchDeviceGroup(ctx, tx, g)
 		return err

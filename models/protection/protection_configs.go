@@ -14,6 +14,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/listing"
 	"iam/models/sqldb"
 )
@@ -448,6 +449,9 @@ func (s *ConditionConfigStore) Create(ctx context.Context, c *ConditionConfig) e
 		if _, err := tx.NewInsert().Model(c).Exec(ctx); err != nil {
 			return configWriteError(err)
 		}
+		if err := record(ctx, c.OrgID, audit.ConditionConfigCreated, configTarget(c)); err != nil {
+			return err
+		}
 		// A trusted IP source joins include_all_trusted_sources conditions.
 		return BumpProtectionVersion(ctx, tx, c.OrgID)
 	})
@@ -463,7 +467,7 @@ func (s *ConditionConfigStore) Update(ctx context.Context, orgID int64, f Config
 		if err != nil {
 			return err
 		}
-		before := *cur
+		before, was := *cur, configSnapshot(cur)
 		next, err := change(cur)
 		if err != nil {
 			return err
@@ -475,6 +479,9 @@ func (s *ConditionConfigStore) Update(ctx context.Context, orgID int64, f Config
 		next.UpdatedAt = time.Now().UTC()
 		if _, err := tx.NewUpdate().Model(next).WherePK().Exec(ctx); err != nil {
 			return configWriteError(err)
+		}
+		if err := record(ctx, orgID, audit.ConditionConfigUpdated, withChanges(configTarget(next), was, configSnapshot(next))); err != nil {
+			return err
 		}
 		out = next
 		return BumpProtectionVersion(ctx, tx, orgID)
@@ -493,10 +500,18 @@ func (s *ConditionConfigStore) DeleteMany(ctx context.Context, orgID int64, f Co
 		if len(ids) == 0 {
 			return nil
 		}
-		var found []int64
-		q := tx.NewSelect().Model((*ConditionConfig)(nil)).Column("id").Where("org_id = ? AND family = ? AND id IN (?)", orgID, f, bun.List(ids))
-		if err := sqldb.DialectOf(tx).LockRows(q, "UPDATE").Scan(ctx, &found); err != nil {
+		var rows []struct {
+			ID          int64  `bun:"id"`
+			DisplayName string `bun:"display_name"`
+		}
+		q := tx.NewSelect().Model((*ConditionConfig)(nil)).Column("id", "display_name").Where("org_id = ? AND family = ? AND id IN (?)", orgID, f, bun.List(ids)).OrderExpr("id")
+		if err := sqldb.DialectOf(tx).LockRows(q, "UPDATE").Scan(ctx, &rows); err != nil {
 			return fmt.Errorf("select condition configs: %w", err)
+		}
+		found := make([]int64, len(rows))
+		name := make(map[int64]string, len(rows))
+		for i, r := range rows {
+			found[i], name[r.ID] = r.ID, r.DisplayName
 		}
 		var users []struct {
 			ConfigID int64  `bun:"config_id"`
@@ -515,6 +530,7 @@ func (s *ConditionConfigStore) DeleteMany(ctx context.Context, orgID int64, f Co
 			names[u.ConfigID] = append(names[u.ConfigID], u.Name)
 		}
 		var free []int64
+		var targets []models.EventTarget
 		for _, id := range ids {
 			out[id] = ErrConfigNotFound
 		}
@@ -525,12 +541,16 @@ func (s *ConditionConfigStore) DeleteMany(ctx context.Context, orgID int64, f Co
 			}
 			out[id] = nil
 			free = append(free, id)
+			targets = append(targets, audit.Target(targetConditionConfig, id, name[id]))
 		}
 		if len(free) == 0 {
 			return nil
 		}
 		if _, err := tx.NewDelete().Model((*ConditionConfig)(nil)).Where("org_id = ? AND id IN (?)", orgID, bun.List(free)).Exec(ctx); err != nil {
 			return fmt.Errorf("delete condition configs: %w", err)
+		}
+		if err := recordBulk(ctx, orgID, audit.ConditionConfigDeleted, nil, targets); err != nil {
+			return err
 		}
 		return BumpProtectionVersion(ctx, tx, orgID)
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/listing"
 	"iam/models/sqldb"
 )
@@ -90,6 +91,9 @@ func (s *PolicyStore) ensureDefault(ctx context.Context, tx bun.IDB, orgID int64
 			return nil, fmt.Errorf("insert default policy: %w", err)
 		}
 		if inserted == 1 {
+			if err = record(ctx, orgID, audit.PolicyCreated, policyTarget(def)); err != nil {
+				return nil, err
+			}
 			if err = BumpProtectionVersion(ctx, tx, orgID); err != nil {
 				return nil, err
 			}
@@ -322,6 +326,9 @@ func (s *PolicyStore) Create(ctx context.Context, p *Policy, by PolicyActor) err
 		if err := writePolicyRows(ctx, tx, p, false); err != nil {
 			return err
 		}
+		if err := record(ctx, p.OrgID, audit.PolicyCreated, policyTarget(p)); err != nil {
+			return err
+		}
 		return BumpProtectionVersion(ctx, tx, p.OrgID)
 	})
 }
@@ -424,7 +431,7 @@ func (s *PolicyStore) Update(ctx context.Context, orgID, id int64, by PolicyActo
 		if err != nil {
 			return err
 		}
-		before := *cur
+		before, was := *cur, policySnapshot(cur)
 		next, err := change(cur)
 		if err != nil {
 			return err
@@ -449,8 +456,10 @@ func (s *PolicyStore) Update(ctx context.Context, orgID, id int64, by PolicyActo
 		if err = BumpProtectionVersion(ctx, tx, orgID); err != nil {
 			return err
 		}
-		out, err = s.get(ctx, tx, orgID, id)
-		return err
+		if out, err = s.get(ctx, tx, orgID, id); err != nil {
+			return err
+		}
+		return record(ctx, orgID, audit.PolicyUpdated, withChanges(policyTarget(out), was, policySnapshot(out)))
 	})
 	return out, err
 }
@@ -467,7 +476,8 @@ func (s *PolicyStore) Delete(ctx context.Context, orgID, id int64) error {
 			return &models.Error{Code: models.ECONFLICT, Title: "Default Policy", Detail: "the default policy cannot be deleted"}
 		}
 		var prio int64
-		err = tx.NewSelect().Model((*Policy)(nil)).Column("priority").Where("org_id = ? AND id = ?", orgID, id).Scan(ctx, &prio)
+		var name string
+		err = tx.NewSelect().Model((*Policy)(nil)).Column("priority", "name").Where("org_id = ? AND id = ?", orgID, id).Scan(ctx, &prio, &name)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrPolicyNotFound
 		}
@@ -479,6 +489,9 @@ func (s *PolicyStore) Delete(ctx context.Context, orgID, id int64) error {
 		}
 		if _, err := tx.NewUpdate().Model((*Policy)(nil)).Set("priority = priority - 1").Where("org_id = ? AND priority > ?", orgID, prio).Exec(ctx); err != nil {
 			return fmt.Errorf("renumber policies: %w", err)
+		}
+		if err := record(ctx, orgID, audit.PolicyDeleted, audit.Target(targetPolicy, id, name)); err != nil {
+			return err
 		}
 		return BumpProtectionVersion(ctx, tx, orgID)
 	})
@@ -493,9 +506,13 @@ func (s *PolicyStore) Reorder(ctx context.Context, orgID int64, ids []int64) err
 		if err != nil {
 			return err
 		}
-		var have []int64
-		if err := tx.NewSelect().Model((*Policy)(nil)).Column("id").Where("org_id = ? AND NOT is_default", orgID).Scan(ctx, &have); err != nil {
+		var cur []Policy
+		if err := tx.NewSelect().Model(&cur).Column("id", "name", "priority").Where("org_id = ? AND NOT is_default", orgID).OrderExpr("priority, id").Scan(ctx); err != nil {
 			return fmt.Errorf("select policies: %w", err)
+		}
+		have := make([]int64, len(cur))
+		for i := range cur {
+			have[i] = cur[i].ID
 		}
 		seen := map[int64]bool{}
 		for _, id := range ids {
@@ -527,8 +544,33 @@ func (s *PolicyStore) Reorder(ctx context.Context, orgID int64, ids []int64) err
 		if _, err := tx.NewUpdate().Model((*Policy)(nil)).Set("priority = ?", len(ids)+1).Where("id = ?", def.ID).Exec(ctx); err != nil {
 			return fmt.Errorf("set default priority: %w", err)
 		}
+		if err := recordPriorities(ctx, orgID, append(cur, *def), slices.Concat(ids, []int64{def.ID})); err != nil {
+			return err
+		}
 		return BumpProtectionVersion(ctx, tx, orgID)
 	})
+}
+
+// recordPriorities records policy.priority_changed for the policies of
+// before (with their priorities before) whose priority moved now that order
+// lists them from priority 1 on; none when none moved.
+func recordPriorities(ctx context.Context, orgID int64, before []Policy, order []int64) error {
+	at := make(map[int64]int64, len(order))
+	for i, id := range order {
+		at[id] = int64(i + 1)
+	}
+	var targets []models.EventTarget
+	for _, p := range before {
+		if now, ok := at[p.ID]; ok && now != p.Priority {
+			t := policyTarget(&p)
+			t.Changes = []models.FieldChange{{Field: "priority", Old: p.Priority, New: now}}
+			targets = append(targets, t)
+		}
+	}
+	if len(targets) == 0 {
+		return nil
+	}
+	return recordBulk(ctx, orgID, audit.PolicyPriorityChanged, nil, targets)
 }
 
 // PolicySet is what deciding needs of one organization: its enabled

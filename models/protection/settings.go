@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/enrollment"
 	"iam/models/identity"
 	"iam/models/sqldb"
@@ -342,29 +343,38 @@ func (s *SettingsStore) Update(ctx context.Context, orgID int64, change func(cur
 	return out, err
 }
 
-// Put stores the organization's settings whole. EINVALID when a field breaks
-// its rule or names a device, device group or factor config the
-// organization does not have.
+// Put stores the organization's settings whole, in a transaction that
+// records admin_settings.updated with the fields that changed. EINVALID
+// when a field breaks its rule or names a device, device group or factor
+// config the organization does not have.
 func (s *SettingsStore) Put(ctx context.Context, orgID int64, settings *AdminSettings) error {
 	settings.normalize()
 	if err := settings.Validate(); err != nil {
-		return err
-	}
-	if err := settings.OfflineMFA.checkRefs(ctx, s.db, orgID); err != nil {
 		return err
 	}
 	doc, err := json.Marshal(settings)
 	if err != nil {
 		return fmt.Errorf("encode admin settings: %w", err)
 	}
-	row := &adminSettingsRow{OrgID: orgID, Settings: doc, UpdatedAt: time.Now().UTC()}
-	_, err = s.db.NewInsert().Model(row).
-		On("CONFLICT (org_id) DO UPDATE").
-		Set("settings = EXCLUDED.settings").
-		Set("updated_at = EXCLUDED.updated_at").
-		Exec(ctx)
-	if err != nil {
-		return fmt.Errorf("store admin settings: %w", err)
-	}
-	return nil
+	return sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		if err := settings.OfflineMFA.checkRefs(ctx, tx, orgID); err != nil {
+			return err
+		}
+		cur, err := NewSettingsStore(tx).Get(ctx, orgID)
+		if err != nil {
+			return err
+		}
+		row := &adminSettingsRow{OrgID: orgID, Settings: doc, UpdatedAt: time.Now().UTC()}
+		_, err = tx.NewInsert().Model(row).
+			On("CONFLICT (org_id) DO UPDATE").
+			Set("settings = EXCLUDED.settings").
+			Set("updated_at = EXCLUDED.updated_at").
+			Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("store admin settings: %w", err)
+		}
+		t := adminSettingsTarget(orgID)
+		t.Changes = audit.Changes(*cur, *settings)
+		return record(ctx, orgID, audit.AdminSettingsUpdated, t)
+	})
 }

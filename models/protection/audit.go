@@ -1,0 +1,148 @@
+package protection
+
+import (
+	"context"
+	"encoding/json"
+
+	"iam/models"
+	"iam/models/audit"
+)
+
+// The audit events of protection: every change to condition configs,
+// policies, device groups and the administrator settings records its
+// event (models.Record) inside the transaction that makes it. An update's
+// changes compare the entity as the API shows it (its JSON names), times
+// of last modification left out.
+
+// Target types of protection's events.
+const (
+	targetConditionConfig = "condition_config"
+	targetPolicy          = "policy"
+	targetDeviceGroup     = "device_group"
+	targetDevice          = "device"
+	targetAdminSettings   = "admin_settings"
+)
+
+// maxEventTargets is the most targets one event holds; a bulk change
+// with more writes several events of its type.
+const maxEventTargets = 1000
+
+// recordBulk records events of type typ: main first, then targets, at
+// most maxEventTargets targets an event (main first in each).
+func recordBulk(ctx context.Context, orgID int64, typ string, main *models.EventTarget, targets []models.EventTarget) error {
+	per := maxEventTargets
+	if main != nil {
+		per--
+	}
+	for start := 0; start == 0 || start < len(targets); start += per {
+		part := targets[start:min(start+per, len(targets))]
+		ev := models.AuditEvent{OrgID: orgID, Type: typ, Targets: make([]models.EventTarget, 0, len(part)+1)}
+		if main != nil {
+			ev.Targets = append(ev.Targets, *main)
+		}
+		ev.Targets = append(ev.Targets, part...)
+		if err := models.Record(ctx, ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// record records one event of type typ with one target.
+func record(ctx context.Context, orgID int64, typ string, target models.EventTarget) error {
+	return models.Record(ctx, models.AuditEvent{OrgID: orgID, Type: typ, Targets: []models.EventTarget{target}})
+}
+
+// snapshot is v as JSON, taken before a change that may alter what v
+// points to, for audit.Changes.
+func snapshot(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	return b
+}
+
+// withChanges returns t with the changes between the snapshots before and
+// after.
+func withChanges(t models.EventTarget, before, after json.RawMessage) models.EventTarget {
+	t.Changes = audit.Changes(before, after)
+	return t
+}
+
+// configAudit is a condition config as its events compare it.
+type configAudit struct {
+	DisplayName                  string    `json:"display_name"`
+	BusinessHoursBitmap          string    `json:"business_hours_bitmap,omitempty"`
+	Timezone                     string    `json:"timezone,omitempty"`
+	Countries                    []string  `json:"countries,omitempty"`
+	IsUnknownIPLocationsIncluded bool      `json:"is_unknown_ip_locations_included"`
+	IsTrustedSource              bool      `json:"is_trusted_source"`
+	IPAddresses                  string    `json:"ip_addresses,omitempty"`
+	IPAddressRanges              []IPRange `json:"ip_address_ranges,omitempty"`
+}
+
+func configSnapshot(c *ConditionConfig) json.RawMessage {
+	return snapshot(configAudit{DisplayName: c.DisplayName, BusinessHoursBitmap: c.BusinessHoursBitmap, Timezone: c.Timezone,
+		Countries: c.Countries, IsUnknownIPLocationsIncluded: c.IsUnknownIPLocationsIncluded, IsTrustedSource: c.IsTrustedSource,
+		IPAddresses: c.IPAddresses, IPAddressRanges: c.IPAddressRanges})
+}
+
+func configTarget(c *ConditionConfig) models.EventTarget {
+	return audit.Target(targetConditionConfig, c.ID, c.DisplayName)
+}
+
+// policyAudit is a policy as its events compare it.
+type policyAudit struct {
+	Name              string                 `json:"name"`
+	Description       string                 `json:"description"`
+	IsEnabled         bool                   `json:"is_enabled"`
+	UserAssignments   policyAssignments      `json:"user_assignments"`
+	AccessConditions  AccessConditions       `json:"access_conditions"`
+	AccessType        string                 `json:"access_type"`
+	EndpointsSettings []EndpointSetting      `json:"endpoints_settings"`
+	AdvancedSettings  PolicyAdvancedSettings `json:"advanced_settings"`
+}
+
+type policyAssignments struct {
+	UserIDs  []RefID `json:"user_ids"`
+	GroupIDs []RefID `json:"group_ids"`
+}
+
+func toRefIDs(ids []int64) []RefID {
+	out := make([]RefID, len(ids))
+	for i, id := range ids {
+		out[i] = RefID(id)
+	}
+	return out
+}
+
+func policySnapshot(p *Policy) json.RawMessage {
+	conds := p.Conditions
+	if conds == nil {
+		conds = []PolicyCondition{}
+	}
+	return snapshot(policyAudit{Name: p.Name, Description: p.Description, IsEnabled: p.IsEnabled,
+		UserAssignments:  policyAssignments{UserIDs: toRefIDs(p.UserIDs), GroupIDs: toRefIDs(p.GroupIDs)},
+		AccessConditions: AccessConditions{CriteriaExpression: p.CriteriaExpression, Conditions: conds},
+		AccessType:       p.AccessType, EndpointsSettings: p.EndpointsSettings, AdvancedSettings: p.AdvancedSettings})
+}
+
+func policyTarget(p *Policy) models.EventTarget {
+	return audit.Target(targetPolicy, p.ID, p.Name)
+}
+
+// deviceGroupAudit is a device group as its events compare it.
+type deviceGroupAudit struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+func deviceGroupTarget(g *DeviceGroup) models.EventTarget {
+	return audit.Target(targetDeviceGroup, g.ID, g.Name)
+}
+
+// adminSettingsTarget is the organization's administrator settings.
+func adminSettingsTarget(orgID int64) models.EventTarget {
+	return audit.Target(targetAdminSettings, orgID, "Administrator settings")
+}
