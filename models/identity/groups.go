@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/sqldb"
 	"strings"
 	"time"
@@ -146,39 +147,54 @@ func checkMemberCount(ids []int64) ([]int64, error) {
 }
 
 // addMembers adds users ids (deduped) to a static group inside tx and
-// returns how many were not members yet. EINVALID naming the first id that
-// is not a user of the group's organization; nothing is written then.
-func addMembers(ctx context.Context, tx bun.Tx, g *Group, ids []int64) (int64, error) {
+// returns the users that were not members yet (their ids, display names and
+// emails), whom it records as group.members_added (the group first).
+// EINVALID naming the first id that is not a user of the group's
+// organization; nothing is written then.
+func addMembers(ctx context.Context, tx bun.Tx, g *Group, ids []int64) ([]User, error) {
 	if len(ids) == 0 {
-		return 0, nil
+		return nil, nil
 	}
-	var found []int64
-	err := tx.NewSelect().Model((*User)(nil)).Column("id").
-		Where("org_id = ? AND id IN (?)", g.OrgID, bun.List(ids)).Scan(ctx, &found)
+	var found []User
+	err := tx.NewSelect().Model(&found).Column("id", "display_name", "email").
+		Where("org_id = ? AND id IN (?)", g.OrgID, bun.List(ids)).Scan(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("select users: %w", err)
+		return nil, fmt.Errorf("select users: %w", err)
 	}
-	if len(found) != len(ids) {
-		have := make(map[int64]bool, len(found))
-		for _, id := range found {
-			have[id] = true
-		}
-		for _, id := range ids {
-			if !have[id] {
-				return 0, models.Invalid("members", "%s is not a user of the organization", models.FormatID(id))
-			}
+	byID := make(map[int64]*User, len(found))
+	for i := range found {
+		byID[found[i].ID] = &found[i]
+	}
+	for _, id := range ids {
+		if byID[id] == nil {
+			return nil, models.Invalid("members", "%s is not a user of the organization", models.FormatID(id))
 		}
 	}
 	rows := make([]GroupMember, len(ids))
 	for i, id := range ids {
 		rows[i] = GroupMember{GroupID: g.ID, UserID: id, OrgID: g.OrgID}
 	}
-	res, err := tx.NewInsert().Model(&rows).On("CONFLICT DO NOTHING").Exec(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("insert members: %w", err)
+	var inserted []int64
+	err = tx.NewInsert().Model(&rows).On("CONFLICT DO NOTHING").Returning("user_id").Scan(ctx, &inserted)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("insert members: %w", err)
 	}
-	n, _ := res.RowsAffected()
-	return n, nil
+	added := make([]User, 0, len(inserted))
+	for _, id := range inserted {
+		added = append(added, *byID[id])
+	}
+	return added, recordMembers(ctx, g, audit.GroupMembersAdded, added)
+}
+
+// recordMembers records a membership change of g (typ) naming users after
+// the group, MaxEventTargets targets an event. No users, no event.
+func recordMembers(ctx context.Context, g *Group, typ string, users []User) error {
+	targets := make([]models.EventTarget, len(users))
+	for i := range users {
+		targets[i] = userTarget(&users[i])
+	}
+	main := groupTarget(g)
+	return recordChunked(ctx, g.OrgID, typ, &main, targets)
 }
 
 // errDynamicMembers is the answer to posting or removing members of a
@@ -186,8 +202,9 @@ func addMembers(ctx context.Context, tx bun.Tx, g *Group, ids []int64) (int64, e
 var errDynamicMembers = models.Invalid("members", "a dynamic group's members are computed from its membership_rule and cannot be added or removed")
 
 // AddMembers adds users ids of the organization to a static group, in one
-// transaction, and returns the group. Users already members are left as
-// they are. ENOTFOUND when the group is missing; EINVALID when it is
+// transaction recording group.members_added (the group, then the users
+// added), and returns the group. Users already members are left as they
+// are and not named. ENOTFOUND when the group is missing; EINVALID when it is
 // dynamic, there are too many ids, or one is not a user of the
 // organization (nothing is added then).
 func (s *GroupStore) AddMembers(ctx context.Context, orgID, groupID int64, ids []int64) (*Group, error) {
@@ -201,8 +218,9 @@ func (s *GroupStore) AddMembers(ctx context.Context, orgID, groupID int64, ids [
 	})
 }
 
-// RemoveMembers removes users ids from a static group of the organization
-// and returns the group; ids that are not members are ignored. ENOTFOUND
+// RemoveMembers removes users ids from a static group of the organization,
+// recording group.members_removed (the group, then the users removed), and
+// returns the group; ids that are not members are ignored. ENOTFOUND
 // when the group is missing; EINVALID when it is dynamic or there are too
 // many ids.
 func (s *GroupStore) RemoveMembers(ctx context.Context, orgID, groupID int64, ids []int64) (*Group, error) {
@@ -214,12 +232,23 @@ func (s *GroupStore) RemoveMembers(ctx context.Context, orgID, groupID int64, id
 		if len(ids) == 0 {
 			return nil
 		}
-		_, err := tx.NewDelete().Model((*GroupMember)(nil)).
-			Where("group_id = ? AND user_id IN (?)", g.ID, bun.List(ids)).Exec(ctx)
-		if err != nil {
+		var removed []int64
+		err := tx.NewDelete().Model((*GroupMember)(nil)).
+			Where("group_id = ? AND user_id IN (?)", g.ID, bun.List(ids)).
+			Returning("user_id").Scan(ctx, &removed)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("delete members: %w", err)
 		}
-		return nil
+		if len(removed) == 0 {
+			return nil
+		}
+		var users []User
+		err = tx.NewSelect().Model(&users).Column("id", "display_name", "email").
+			Where("id IN (?)", bun.List(removed)).OrderExpr("id").Scan(ctx)
+		if err != nil {
+			return fmt.Errorf("select removed members: %w", err)
+		}
+		return recordMembers(ctx, g, audit.GroupMembersRemoved, users)
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/jobs"
 	"iam/models/sqldb"
 	"time"
@@ -21,8 +22,9 @@ type RecomputeInput struct {
 	RuleVersion int64 `json:"rule_version"`
 }
 
-// Create inserts a group, filling its id and times. A static group gets
-// members (user ids of the organization); a dynamic group gets its
+// Create inserts a group, filling its id and times, and records
+// group.created (then group.members_added for its members). A static group
+// gets members (user ids of the organization); a dynamic group gets its
 // membership computed by job, which Create writes QUEUED in the same
 // transaction (its Kind, Module and ActionName set by the caller; its input
 // a RecomputeInput), for the caller to launch after. EINVALID when a field
@@ -56,6 +58,11 @@ func (s *GroupStore) Create(ctx context.Context, g *Group, members []int64, job 
 	g.WhenCreated, g.UpdatedAt = now, now
 	g.MembersCount, g.RuleVersion, g.MembershipJobID = 0, 0, nil
 	return sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		// The group's event first, then its recompute job's and members'.
+		if err := models.Record(ctx, models.AuditEvent{OrgID: g.OrgID, Type: audit.GroupCreated,
+			Targets: []models.EventTarget{groupTarget(g)}}); err != nil {
+			return err
+		}
 		if g.IsDynamic {
 			g.RuleVersion = 1
 			if err := s.queueRecompute(ctx, tx, g, job); err != nil {
@@ -68,8 +75,8 @@ func (s *GroupStore) Create(ctx context.Context, g *Group, members []int64, job 
 			}
 			return fmt.Errorf("insert group: %w", err)
 		}
-		n, err := addMembers(ctx, tx, g, members)
-		g.MembersCount = n
+		added, err := addMembers(ctx, tx, g, members)
+		g.MembersCount = int64(len(added))
 		return err
 	})
 }
@@ -96,7 +103,9 @@ type GroupChange struct {
 	MembershipRule *string
 }
 
-// Update changes a group of the organization. A new membership rule (of a
+// Update changes a group of the organization, recording group.updated with
+// the fields it changed (name, description, membership_rule; none when it
+// rewrote them with their values). A new membership rule (of a
 // dynamic group) writes job QUEUED in the same transaction to recompute
 // the members; job is left unwritten (ID 0) when the rule does not change.
 // ENOTFOUND when missing; EINVALID when a field breaks its rule or a rule is
@@ -108,6 +117,7 @@ func (s *GroupStore) Update(ctx context.Context, orgID, id int64, ch GroupChange
 		if err != nil {
 			return err
 		}
+		before := groupAuditOf(g)
 		if ch.Name != nil {
 			g.Name = *ch.Name
 		}
@@ -146,8 +156,11 @@ func (s *GroupStore) Update(ctx context.Context, orgID, id int64, ch GroupChange
 		if err != nil {
 			return fmt.Errorf("update group: %w", err)
 		}
+		target := groupTarget(g)
+		target.Changes = audit.Changes(before, groupAuditOf(g))
 		out = g
-		return nil
+		return models.Record(ctx, models.AuditEvent{OrgID: orgID, Type: audit.GroupUpdated,
+			Targets: []models.EventTarget{target}})
 	})
 	if err != nil {
 		return nil, err
@@ -170,19 +183,33 @@ func (s *GroupStore) Delete(ctx context.Context, orgID, id int64) error {
 }
 
 // DeleteMany removes the groups ids of the organization that exist, with
-// their memberships, in one transaction, and returns the ids it removed.
+// their memberships, in one transaction recording group.deleted naming each
+// (MaxEventTargets groups an event), and returns the ids it removed.
 // A recompute job of a removed group ends at its next batch.
 func (s *GroupStore) DeleteMany(ctx context.Context, orgID int64, ids []int64) ([]int64, error) {
-	deleted := []int64{}
 	if len(ids) == 0 {
-		return deleted, nil
+		return []int64{}, nil
 	}
-	err := s.db.NewDelete().Model((*Group)(nil)).
-		Where("org_id = ? AND id IN (?)", orgID, bun.List(ids)).
-		Returning("id").
-		Scan(ctx, &deleted)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("delete groups: %w", err)
+	var deleted []int64
+	err := sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		var gone []Group
+		err := tx.NewDelete().Model((*Group)(nil)).
+			Where("org_id = ? AND id IN (?)", orgID, bun.List(ids)).
+			Returning("id, name").
+			Scan(ctx, &gone)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("delete groups: %w", err)
+		}
+		deleted = make([]int64, len(gone))
+		targets := make([]models.EventTarget, len(gone))
+		for i := range gone {
+			deleted[i] = gone[i].ID
+			targets[i] = groupTarget(&gone[i])
+		}
+		return recordChunked(ctx, orgID, audit.GroupDeleted, nil, targets)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return deleted, nil
 }

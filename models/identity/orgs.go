@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/sqldb"
 	"strings"
 	"time"
@@ -35,10 +36,11 @@ func NewOrgStore(db bun.IDB) *OrgStore { return &OrgStore{db: db} }
 // MaxOrgNameLen caps an organization's name, in characters.
 const MaxOrgNameLen = 200
 
-// Create inserts org, filling its id and creation time. EINVALID when the
-// name is empty (or spaces), longer than MaxOrgNameLen or no valid text, or
-// the time zone unknown. Most callers want Store.CreateOrganization, which
-// gives the organization its first admin too.
+// Create inserts org, filling its id and creation time, and records
+// org.created with it. EINVALID when the name is empty (or spaces), longer
+// than MaxOrgNameLen or no valid text, or the time zone unknown. Most
+// callers want Store.CreateOrganization, which gives the organization its
+// first admin too.
 func (s *OrgStore) Create(ctx context.Context, org *Organization) error {
 	switch {
 	case strings.TrimSpace(org.Name) == "":
@@ -56,10 +58,13 @@ func (s *OrgStore) Create(ctx context.Context, org *Organization) error {
 	}
 	org.ID = sqldb.NewID()
 	org.CreatedAt = time.Now().UTC()
-	if _, err := s.db.NewInsert().Model(org).Exec(ctx); err != nil {
-		return fmt.Errorf("insert organization: %w", err)
-	}
-	return nil
+	return sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewInsert().Model(org).Exec(ctx); err != nil {
+			return fmt.Errorf("insert organization: %w", err)
+		}
+		return models.Record(ctx, models.AuditEvent{OrgID: org.ID, Type: audit.OrgCreated,
+			Targets: []models.EventTarget{audit.Target(OrgTargetType, org.ID, org.Name)}})
+	})
 }
 
 // Get returns one organization. ENOTFOUND when missing.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/sqldb"
 	"net/mail"
 	"strings"
@@ -151,7 +152,9 @@ var ErrUserNotFound = models.NotFound("User", "the user does not exist")
 
 // Create inserts user with password (hashed with argon2id; empty for a user
 // without one), filling its id and times, and puts the user in every dynamic
-// group of the organization whose rule it matches, in one transaction.
+// group of the organization whose rule it matches, in one transaction that
+// records user.created (a password given here is part of the creation: no
+// user.password_changed).
 // EINVALID when the organization, email, role, status or another field
 // breaks its rule (checkUser), the manager is not a user of the
 // organization, or the password breaks its length rule; ECONFLICT when the
@@ -188,6 +191,10 @@ func (s *UserStore) Create(ctx context.Context, user *User, password string) err
 		}
 		if _, err := tx.NewInsert().Model(user).Exec(ctx); err != nil {
 			return userWriteError(err, "insert user")
+		}
+		if err := models.Record(ctx, models.AuditEvent{OrgID: user.OrgID, Type: audit.UserCreated,
+			Targets: []models.EventTarget{userTarget(user)}}); err != nil {
+			return err
 		}
 		return SyncMembership(ctx, tx, user.OrgID, []int64{user.ID})
 	})

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"iam/models"
+	"iam/models/audit"
 	"iam/models/sqldb"
 	"time"
 
@@ -16,8 +18,9 @@ import (
 type UserChange func(u *User) error
 
 // Update applies change to a user of the organization and saves it with
-// its dynamic group memberships re-evaluated, in one transaction; the user
-// is locked while it changes. A non-nil password replaces the password
+// its dynamic group memberships re-evaluated, in one transaction recording
+// user.updated and (for a password) user.password_changed
+// (recordUserUpdate); the user is locked while it changes. A non-nil password replaces the password
 // (empty removes it). It returns the saved user. ENOTFOUND when missing;
 // EINVALID and ECONFLICT as for Create. A password change, deactivation or
 // demotion ends the user's tokens and sign-ins (users_tokens.go).
@@ -73,6 +76,9 @@ func (s *UserStore) Update(ctx context.Context, orgID, id int64, change UserChan
 				return err
 			}
 		}
+		if err := recordUserUpdate(ctx, &before, u, password != nil); err != nil {
+			return err
+		}
 		user = u
 		return SyncMembership(ctx, tx, orgID, []int64{id})
 	})
@@ -80,6 +86,30 @@ func (s *UserStore) Update(ctx context.Context, orgID, id int64, change UserChan
 		return nil, err
 	}
 	return user, nil
+}
+
+// recordUserUpdate records the events of an update from before to after:
+// user.updated with the fields it changed (also when it changed none, as a
+// request that rewrites every field with its value does, unless it only
+// changed the password), and user.password_changed when the password was
+// set, replaced or removed (its target saying only that it changed).
+func recordUserUpdate(ctx context.Context, before, after *User, passwordChanged bool) error {
+	changes := audit.Changes(userAuditView(before), userAuditView(after))
+	if len(changes) > 0 || !passwordChanged {
+		target := userTarget(after)
+		target.Changes = changes
+		if err := models.Record(ctx, models.AuditEvent{OrgID: after.OrgID, Type: audit.UserUpdated,
+			Targets: []models.EventTarget{target}}); err != nil {
+			return err
+		}
+	}
+	if !passwordChanged {
+		return nil
+	}
+	target := userTarget(after)
+	target.Changes = []models.FieldChange{{Field: "password", Secret: true}}
+	return models.Record(ctx, models.AuditEvent{OrgID: after.OrgID, Type: audit.UserPasswordChanged,
+		Targets: []models.EventTarget{target}})
 }
 
 func sameID(a, b *int64) bool {
@@ -100,7 +130,8 @@ func (s *UserStore) Delete(ctx context.Context, orgID, id int64) error {
 }
 
 // DeleteMany removes the users ids of the organization that exist, in one
-// transaction, and returns the ids it removed; ids of users that do not
+// transaction recording user.deleted naming each (MaxEventTargets users an
+// event), and returns the ids it removed; ids of users that do not
 // exist in the organization are ignored. Memberships go with the users
 // (group counts follow); users they managed are left without a manager,
 // their dynamic memberships re-evaluated; local accounts linked to them are
@@ -111,9 +142,17 @@ func (s *UserStore) DeleteMany(ctx context.Context, orgID int64, ids []int64) ([
 	}
 	var deleted []int64
 	err := sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		var err error
-		deleted, err = DeleteUsers(ctx, tx, orgID, ids, s.beforeDelete)
-		return err
+		gone, err := deleteUsers(ctx, tx, orgID, ids, s.beforeDelete)
+		if err != nil {
+			return err
+		}
+		deleted = make([]int64, len(gone))
+		targets := make([]models.EventTarget, len(gone))
+		for i := range gone {
+			deleted[i] = gone[i].ID
+			targets[i] = userTarget(&gone[i])
+		}
+		return recordChunked(ctx, orgID, audit.UserDeleted, nil, targets)
 	})
 	if err != nil {
 		return nil, err
@@ -127,8 +166,25 @@ func (s *UserStore) DeleteMany(ctx context.Context, orgID int64, ids []int64) ([
 // foreign keys; users they managed are left without a manager, their
 // dynamic memberships re-evaluated; local accounts linked to them are
 // unlinked first by before (when not nil: UserStore.BeforeDelete).
+//
+// DeleteUsers records no event: the caller does (DeleteMany records
+// user.deleted; a job's deletions are its results).
 func DeleteUsers(ctx context.Context, tx bun.Tx, orgID int64, ids []int64, before UsersDeletedFunc) ([]int64, error) {
-	deleted := []int64{}
+	gone, err := deleteUsers(ctx, tx, orgID, ids, before)
+	if err != nil {
+		return nil, err
+	}
+	deleted := make([]int64, len(gone))
+	for i := range gone {
+		deleted[i] = gone[i].ID
+	}
+	return deleted, nil
+}
+
+// deleteUsers is DeleteUsers returning the removed users' ids, display
+// names and emails (their other fields zero), for their events.
+func deleteUsers(ctx context.Context, tx bun.Tx, orgID int64, ids []int64, before UsersDeletedFunc) ([]User, error) {
+	deleted := []User{}
 	if _, err := LockDynamicGroups(ctx, tx, orgID); err != nil {
 		return nil, err
 	}
@@ -149,7 +205,7 @@ func DeleteUsers(ctx context.Context, tx bun.Tx, orgID int64, ids []int64, befor
 	}
 	err = tx.NewDelete().Model((*User)(nil)).
 		Where("org_id = ? AND id IN (?)", orgID, bun.List(ids)).
-		Returning("id").
+		Returning("id, display_name, email").
 		Scan(ctx, &deleted)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("delete users: %w", err)
