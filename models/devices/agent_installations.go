@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/sqldb"
 	"strings"
 	"time"
@@ -46,6 +47,8 @@ func ServerAgent(agentType string) bool { return agentType == AgentNPS || agentT
 // secret. EUNAUTHORIZED for a wrong or superseded key (or the key of
 // another type); ECONFLICT (DeviceLimitReached) for a new installation
 // past r.MaxDevices installations; EINVALID for bad facts, agent type or platform (windows).
+// Records device.registered with the installation as its target (type
+// agent_installation).
 func (s *DeviceStore) RegisterInstallation(ctx context.Context, r Registration) (*AgentInstallation, string, error) {
 	if !ServerAgent(r.AgentType) {
 		return nil, "", models.Invalid("agent_type", "must be %s or %s", AgentNPS, AgentIIS)
@@ -95,17 +98,27 @@ func (s *DeviceStore) RegisterInstallation(ctx context.Context, r Registration) 
 			if _, err := tx.NewInsert().Model(in).Exec(ctx); err != nil {
 				return fmt.Errorf("insert installation: %w", err)
 			}
-			return nil
+			return models.Record(ctx, models.AuditEvent{OrgID: orgID, Type: audit.DeviceRegistered,
+				Targets: []models.EventTarget{installationTarget(in)}})
 		}
 		in.ID, in.RegisteredAt = old[0].ID, old[0].RegisteredAt
 		if _, err := tx.NewUpdate().Model(in).WherePK().ExcludeColumn("id", "org_id", "agent_type", "registered_at").Exec(ctx); err != nil {
 			return fmt.Errorf("take over installation: %w", err)
 		}
-		return nil
+		target := installationTarget(in)
+		target.Changes = []models.FieldChange{{Field: "installation_secret", Secret: true}}
+		return models.Record(ctx, models.AuditEvent{OrgID: orgID, Type: audit.DeviceRegistered, Targets: []models.EventTarget{target},
+			Reason: "took over the installation: the same server registered again"})
 	}); err != nil {
 		return nil, "", err
 	}
 	return in, sec, nil
+}
+
+// installationTarget is an installation as an event names it (type
+// agent_installation; its agent type in its name).
+func installationTarget(in *AgentInstallation) models.EventTarget {
+	return audit.Target(TargetInstallation, in.ID, in.Name+" ("+in.AgentType+")")
 }
 
 // InstallationCounts counts the organization's NPS extension and IIS

@@ -18,6 +18,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/secret"
 	"iam/models/sqldb"
 )
@@ -297,6 +298,8 @@ func (s *DeviceStore) InstallKey(ctx context.Context, orgID int64, agentType str
 // RegenerateInstallKey replaces the organization's installation key of
 // agentType with a new one and returns it: the old key admits no new
 // registration from then on; registered devices keep their credentials.
+// Records agent.install_key_regenerated, which says only that the key
+// changed.
 func (s *DeviceStore) RegenerateInstallKey(ctx context.Context, orgID int64, agentType string) (string, error) {
 	if err := checkAgentType(agentType); err != nil {
 		return "", err
@@ -305,13 +308,21 @@ func (s *DeviceStore) RegenerateInstallKey(ctx context.Context, orgID int64, age
 	if err != nil {
 		return "", err
 	}
-	if _, err := s.db.NewInsert().Model(k).
-		On("CONFLICT (org_id, agent_type) DO UPDATE").
-		Set("key_digest = EXCLUDED.key_digest").
-		Set("key_sealed = EXCLUDED.key_sealed").
-		Set("created_at = EXCLUDED.created_at").
-		Exec(ctx); err != nil {
-		return "", models.Unavailable(fmt.Errorf("replace installation key: %w", err))
+	if err := sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewInsert().Model(k).
+			On("CONFLICT (org_id, agent_type) DO UPDATE").
+			Set("key_digest = EXCLUDED.key_digest").
+			Set("key_sealed = EXCLUDED.key_sealed").
+			Set("created_at = EXCLUDED.created_at").
+			Exec(ctx); err != nil {
+			return fmt.Errorf("replace installation key: %w", err)
+		}
+		// The key never appears in the event: only that it changed.
+		return models.Record(ctx, models.AuditEvent{OrgID: orgID, Type: audit.AgentInstallKeyRegenerate,
+			Targets: []models.EventTarget{{Type: TargetInstallKey, ID: agentType, DisplayName: agentType + " installation key",
+				Changes: []models.FieldChange{{Field: "installation_key", Secret: true}}}}})
+	}); err != nil {
+		return "", err
 	}
 	return key, nil
 }
@@ -394,6 +405,9 @@ var ErrDeletedDeviceCredential = &models.Error{Code: models.EUNAUTHORIZED, Title
 // superseded key, or a presented credential that is wrong, of another
 // organization or of a deleted device; ECONFLICT (DeviceLimitReached)
 // past MaxDevices; EINVALID for bad facts, agent type or platform.
+//
+// Records device.registered: a takeover's event says so in its reason,
+// with the facts that changed and that the secret did.
 func (s *DeviceStore) Register(ctx context.Context, r Registration) (*Device, string, error) {
 	if r.AgentType != AgentDevice {
 		return nil, "", models.Invalid("agent_type", "only the %s registers devices", AgentDevice)
@@ -438,7 +452,13 @@ func (s *DeviceStore) Register(ctx context.Context, r Registration) (*Device, st
 				return fmt.Errorf("insert device: %w", err)
 			}
 			dev = d
-			return nil
+			ev := models.AuditEvent{OrgID: orgID, Type: audit.DeviceRegistered, Targets: []models.EventTarget{deviceTarget(d)}}
+			if dup != nil {
+				ev.Targets = append(ev.Targets, deviceTarget(dup))
+				ev.Reason = "a new device, possibly a duplicate of the device " + models.FormatID(dup.ID) +
+					" (the same machine, still checking in)"
+			}
+			return models.Record(ctx, ev)
 		}
 		d.ID, d.DateAdded, d.PossibleDuplicateOf = old.ID, old.DateAdded, old.PossibleDuplicateOf
 		d.TotalLocalAccounts, d.LinkedLocalAccounts = old.TotalLocalAccounts, old.LinkedLocalAccounts
@@ -448,7 +468,16 @@ func (s *DeviceStore) Register(ctx context.Context, r Registration) (*Device, st
 			return fmt.Errorf("take over device: %w", err)
 		}
 		dev = d
-		return nil
+		target := deviceTarget(d)
+		target.Changes = append(audit.Changes(old.DeviceFacts, d.DeviceFacts),
+			models.FieldChange{Field: "device_secret", Secret: true})
+		reason := "took over the device: its agent registered again with the device's credential"
+		if r.DeviceID == 0 {
+			reason = "took over the device: the same machine registered after the device missed " +
+				strconv.Itoa(MissedCheckins) + " check-ins"
+		}
+		return models.Record(ctx, models.AuditEvent{OrgID: orgID, Type: audit.DeviceRegistered,
+			Targets: []models.EventTarget{target}, Reason: reason})
 	}); err != nil {
 		return nil, "", err
 	}
@@ -621,8 +650,9 @@ func (s *DeviceStore) lockDevice(ctx context.Context, tx bun.Tx, orgID, id int64
 // inactive. Either way its agent gets an uninstall command and its other
 // pending commands are withdrawn, and the possible-duplicate flags between
 // it and other devices are cleared (deleting one of two duplicates
-// resolves them). Returns the device as it is after.
-// ENOTFOUND (Device Not Found) for an unknown or another organization's
+// resolves them). Returns the device as it is after. Records
+// device.deleted, the first time only (a device deleted again is left as
+// it is). ENOTFOUND (Device Not Found) for an unknown or another organization's
 // device.
 func (s *DeviceStore) Delete(ctx context.Context, orgID, id int64) (*Device, error) {
 	var dev *Device
@@ -632,7 +662,8 @@ func (s *DeviceStore) Delete(ctx context.Context, orgID, id int64) (*Device, err
 			return err
 		}
 		now := time.Now().UTC()
-		if d.UninstallRequestedAt == nil {
+		first := d.UninstallRequestedAt == nil
+		if first {
 			d.UninstallRequestedAt = &now
 			if _, err := tx.NewUpdate().Table("device_commands").Set("status = ?", CommandWithdrawn).
 				Where("device_id = ? AND status = ?", d.ID, CommandPending).Exec(ctx); err != nil {
@@ -656,7 +687,15 @@ func (s *DeviceStore) Delete(ctx context.Context, orgID, id int64) (*Device, err
 			return fmt.Errorf("clear duplicate flags: %w", err)
 		}
 		dev = d
-		return nil
+		if !first {
+			return nil // deleted before: nothing changed
+		}
+		ev := models.AuditEvent{OrgID: orgID, Type: audit.DeviceDeleted, Targets: []models.EventTarget{deviceTarget(d)},
+			Reason: "the device stays, inactive, and its agent is sent an uninstall command"}
+		if d.DeletedAt != nil {
+			ev.Reason = "the device leaves the lists; its agent is sent an uninstall command, whose acknowledgement removes it"
+		}
+		return models.Record(ctx, ev)
 	})
 	return dev, err
 }

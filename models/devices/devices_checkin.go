@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/sqldb"
 	"sort"
 	"strconv"
@@ -311,6 +312,13 @@ func (in *CheckIn) digest() string {
 // requested, only acks are applied and only the uninstall is returned; the
 // uninstall's done ack revokes the credential (and removes a deleted
 // device). The caller validated in (CheckIn.Validate).
+//
+// An unchanged check-in records no audit event. The acks record
+// device.account.linked (done, or a FAILURE for a failed link),
+// device.account.unlinked (the device's answer to an unlink) and
+// device.deleted (the uninstall ack that removes a deleted device); an
+// account gone from the device takes its link with it
+// (device.account.unlinked, or device.account.link_canceled when pending).
 func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]Command, error) {
 	now := time.Now().UTC()
 	digest := in.digest()
@@ -463,6 +471,9 @@ func (s *DeviceStore) applyAck(ctx context.Context, tx bun.Tx, d *Device, a Ack,
 	case CmdLink:
 		return s.ackLink(ctx, tx, d, &c, a, now)
 	case CmdUnlink:
+		if err := recordUnlinkAck(ctx, d, &c, a); err != nil {
+			return err
+		}
 		if a.Status == CommandFailed && c.AccountID != nil {
 			return addHistory(ctx, tx, &LinkEvent{OrgID: d.OrgID, DeviceID: d.ID, DeviceName: d.Name,
 				AccountID: c.AccountID, Action: "unlink_failed", OldState: LinkUnlinked, NewState: LinkUnlinked,
@@ -482,7 +493,9 @@ func (s *DeviceStore) applyAck(ctx context.Context, tx bun.Tx, d *Device, a Ack,
 			if _, err := tx.NewDelete().Table("devices").Where("id = ?", d.ID).Exec(ctx); err != nil {
 				return fmt.Errorf("remove device: %w", err)
 			}
-			return nil
+			return models.Record(ctx, models.AuditEvent{OrgID: d.OrgID, Type: audit.DeviceDeleted,
+				Targets: []models.EventTarget{deviceTarget(d)},
+				Reason:  "the agent acknowledged its uninstall: the deleted device is removed"})
 		}
 		if _, err := tx.NewUpdate().Table("devices").Set("secret_hash = NULL").Set("last_contact_time = ?", now).
 			Where("id = ?", d.ID).Exec(ctx); err != nil {
@@ -506,6 +519,7 @@ func (s *DeviceStore) ackLink(ctx context.Context, tx bun.Tx, d *Device, c *Comm
 	ev := &LinkEvent{OrgID: d.OrgID, DeviceID: d.ID, DeviceName: d.Name, AccountID: &acc.ID,
 		UserName: acc.UserName, IdpUserID: acc.IdpUserID, LinkType: acc.LinkType,
 		OldState: acc.LinkStatus, Actor: "agent", Reason: a.Message}
+	before := linkStateOf(&acc)
 	acc.LinkCommandID = nil
 	acc.UpdatedAt = now
 	if a.Status == CommandDone {
@@ -519,7 +533,37 @@ func (s *DeviceStore) ackLink(ctx context.Context, tx bun.Tx, d *Device, c *Comm
 	if _, err := tx.NewUpdate().Model(&acc).WherePK().Exec(ctx); err != nil {
 		return fmt.Errorf("update account: %w", err)
 	}
+	// A failed link is recorded as the link's failure, with the agent's
+	// message.
+	result, reason := models.ResultSuccess, "the device applied the link"
+	if a.Status != CommandDone {
+		result, reason = models.ResultFailure, "the device could not apply the link: "+a.Message
+	}
+	if err := recordLink(ctx, tx, audit.DeviceAccountLinked, d, before, &acc, result, reason); err != nil {
+		return err
+	}
 	return addHistory(ctx, tx, ev)
+}
+
+// recordUnlinkAck records the agent's answer to an unlink command c (the
+// account was unlinked when the command was queued): device.account.unlinked,
+// a failure when the device could not apply it.
+func recordUnlinkAck(ctx context.Context, d *Device, c *Command, a Ack) error {
+	var args struct {
+		UserName string `json:"user_name"`
+	}
+	_ = json.Unmarshal(c.Args, &args) // the name is only the target's display name
+	targets := make([]models.EventTarget, 0, 2)
+	if c.AccountID != nil {
+		targets = append(targets, audit.Target(TargetLocalAccount, *c.AccountID, args.UserName))
+	}
+	targets = append(targets, deviceTarget(d))
+	result, reason := models.ResultSuccess, "the device applied the unlink"
+	if a.Status != CommandDone {
+		result, reason = models.ResultFailure, "the device could not apply the unlink: "+a.Message
+	}
+	return models.Record(ctx, models.AuditEvent{OrgID: d.OrgID, Type: audit.DeviceAccountUnlinked, Targets: targets,
+		Result: result, Reason: reason})
 }
 
 func addHistory(ctx context.Context, tx bun.IDB, ev *LinkEvent) error {
@@ -570,14 +614,31 @@ func (s *DeviceStore) reconcileAccounts(ctx context.Context, tx bun.Tx, d *Devic
 	if len(byName) == 0 {
 		return len(add) > 0, nil
 	}
-	gone := make([]int64, 0, len(byName))
+	vanished := make([]*LocalAccount, 0, len(byName))
 	for _, a := range byName {
+		vanished = append(vanished, a)
+	}
+	sort.Slice(vanished, func(i, j int) bool { return vanished[i].ID < vanished[j].ID })
+	gone := make([]int64, 0, len(vanished))
+	for _, a := range vanished {
 		gone = append(gone, a.ID)
 		if a.LinkStatus != LinkUnlinked {
+			const why = "the account is no longer on the device"
 			if err := addHistory(ctx, tx, &LinkEvent{OrgID: d.OrgID, DeviceID: d.ID, DeviceName: d.Name,
 				AccountID: &a.ID, UserName: a.UserName, IdpUserID: a.IdpUserID, LinkType: a.LinkType,
 				Action: "account_removed", OldState: a.LinkStatus, NewState: LinkUnlinked, Actor: "agent",
-				Reason: "the account is no longer on the device"}); err != nil {
+				Reason: why}); err != nil {
+				return false, err
+			}
+			// The link goes with the account: an unlink, or a pending
+			// link's cancel.
+			typ := audit.DeviceAccountUnlinked
+			if a.LinkStatus == LinkPending {
+				typ = audit.DeviceAccountLinkCanceled
+			}
+			before := linkStateOf(a)
+			unlinkAccount(a)
+			if err := recordLink(ctx, tx, typ, d, before, a, "", why); err != nil {
 				return false, err
 			}
 		}

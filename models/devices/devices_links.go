@@ -1,9 +1,11 @@
 package devices
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/sqldb"
 	"strings"
 	"time"
@@ -64,7 +66,8 @@ func (s *DeviceStore) lockAccount(ctx context.Context, tx bun.Tx, orgID, deviceI
 // unlinked. ENOTFOUND for an unknown device or account; ECONFLICT (naming
 // the current state) unless the account is unlinked, or when the user is
 // already linked to another account of the device; EINVALID for a
-// restricted name, an unknown user or a bad permission level.
+// restricted name, an unknown user or a bad permission level. Records
+// device.account.link_requested.
 func (s *DeviceStore) Link(ctx context.Context, orgID, deviceID, accountID int64, r LinkRequest) (*LocalAccount, error) {
 	if r.PermissionLevel == "Admin" {
 		r.PermissionLevel = "Administrator"
@@ -100,6 +103,7 @@ func (s *DeviceStore) Link(ctx context.Context, orgID, deviceID, accountID int64
 		if n == 0 {
 			return models.Invalid("idp_user_id", "no user with the id %s", models.FormatID(r.UserID))
 		}
+		before := linkStateOf(a)
 		var other LocalAccount
 		err = tx.NewSelect().Model(&other).Where("device_id = ? AND idp_user_id = ?", d.ID, r.UserID).Scan(ctx)
 		if err == nil {
@@ -125,6 +129,9 @@ func (s *DeviceStore) Link(ctx context.Context, orgID, deviceID, accountID int64
 			return fmt.Errorf("update account: %w", err)
 		}
 		out = a
+		if err := recordLink(ctx, tx, audit.DeviceAccountLinkRequest, d, before, a, "", ""); err != nil {
+			return err
+		}
 		return addHistory(ctx, tx, &LinkEvent{OrgID: orgID, DeviceID: d.ID, DeviceName: d.Name, AccountID: &a.ID,
 			UserName: a.UserName, IdpUserID: &uid, Action: "link", LinkType: r.LinkType,
 			OldState: LinkUnlinked, NewState: LinkPending, Actor: r.Actor, JobID: r.JobID})
@@ -134,7 +141,8 @@ func (s *DeviceStore) Link(ctx context.Context, orgID, deviceID, accountID int64
 
 // CancelLink takes back a pending link: the account is unlinked and the
 // link command withdrawn (should the agent have applied it already, its
-// done ack brings an unlink). ECONFLICT unless the account is pending_link.
+// done ack brings an unlink). Records device.account.link_canceled.
+// ECONFLICT unless the account is pending_link.
 func (s *DeviceStore) CancelLink(ctx context.Context, orgID, deviceID, accountID int64, actor string) (*LocalAccount, error) {
 	var out *LocalAccount
 	err := sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
@@ -154,18 +162,23 @@ func (s *DeviceStore) CancelLink(ctx context.Context, orgID, deviceID, accountID
 		ev := &LinkEvent{OrgID: orgID, DeviceID: d.ID, DeviceName: d.Name, AccountID: &a.ID, UserName: a.UserName,
 			IdpUserID: a.IdpUserID, Action: "cancel_link", LinkType: a.LinkType, OldState: LinkPending,
 			NewState: LinkUnlinked, Actor: actor}
+		before := linkStateOf(a)
 		unlinkAccount(a)
 		if _, err := tx.NewUpdate().Model(a).WherePK().Exec(ctx); err != nil {
 			return fmt.Errorf("update account: %w", err)
 		}
 		out = a
+		if err := recordLink(ctx, tx, audit.DeviceAccountLinkCanceled, d, before, a, "", ""); err != nil {
+			return err
+		}
 		return addHistory(ctx, tx, ev)
 	})
 	return out, err
 }
 
 // Unlink unlinks a linked account at once and sends the device an unlink
-// command. ECONFLICT unless the account is linked.
+// command. Records device.account.unlinked with the reason. ECONFLICT
+// unless the account is linked.
 func (s *DeviceStore) Unlink(ctx context.Context, orgID, deviceID, accountID int64, actor, reason string) (*LocalAccount, error) {
 	if len(reason) > MaxAckMessageLen {
 		return nil, models.Invalid("reason", "at most %d bytes", MaxAckMessageLen)
@@ -186,6 +199,7 @@ func (s *DeviceStore) Unlink(ctx context.Context, orgID, deviceID, accountID int
 		ev := &LinkEvent{OrgID: orgID, DeviceID: d.ID, DeviceName: d.Name, AccountID: &a.ID, UserName: a.UserName,
 			IdpUserID: a.IdpUserID, Action: "unlink", LinkType: a.LinkType, OldState: LinkLinked,
 			NewState: LinkUnlinked, Actor: actor, Reason: reason}
+		before := linkStateOf(a)
 		unlinkAccount(a)
 		if _, err := tx.NewUpdate().Model(a).WherePK().Exec(ctx); err != nil {
 			return fmt.Errorf("update account: %w", err)
@@ -194,6 +208,9 @@ func (s *DeviceStore) Unlink(ctx context.Context, orgID, deviceID, accountID int
 			return err
 		}
 		out = a
+		if err := recordLink(ctx, tx, audit.DeviceAccountUnlinked, d, before, a, "", reason); err != nil {
+			return err
+		}
 		return addHistory(ctx, tx, ev)
 	})
 	return out, err
@@ -257,8 +274,10 @@ func (s *DeviceStore) OfflineUsers(ctx context.Context, orgID, deviceID int64) (
 
 // RemoveOfflineUsers takes offline-enrolled users off a device: each leaves
 // the list at once and the device gets a remove_offline_user command.
-// Returns the ids removed (the others were not on the list). ENOTFOUND
-// (Device Not Found) for an unknown device.
+// Returns the ids removed (the others were not on the list), recorded in
+// one device.offline_user.removed (the device first, then the users; one
+// more event per 999 users). ENOTFOUND (Device Not Found) for an unknown
+// device.
 func (s *DeviceStore) RemoveOfflineUsers(ctx context.Context, orgID, deviceID int64, userIDs []int64) ([]int64, error) {
 	var removed []int64
 	err := sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
@@ -267,7 +286,27 @@ func (s *DeviceStore) RemoveOfflineUsers(ctx context.Context, orgID, deviceID in
 		if err != nil {
 			return err
 		}
+		// The entries on the list, with their names for the event; every
+		// writer of a device's offline users holds the device's lock.
+		var listed []OfflineUser
+		if len(userIDs) > 0 {
+			if err := tx.NewSelect().Model(&listed).Column("user_id", "display_name", "user_name").
+				Where("device_id = ? AND user_id IN (?) AND removal_command_id IS NULL", d.ID, bun.List(userIDs)).
+				Scan(ctx); err != nil {
+				return fmt.Errorf("read offline users: %w", err)
+			}
+		}
+		names := make(map[int64]string, len(listed))
+		for _, u := range listed {
+			names[u.UserID] = cmp.Or(u.DisplayName, u.UserName)
+		}
+		var targets []models.EventTarget
 		for _, id := range userIDs {
+			name, ok := names[id]
+			if !ok {
+				continue
+			}
+			delete(names, id) // an id named twice is removed once
 			c := &Command{ID: sqldb.NewID()}
 			res, err := tx.NewUpdate().Table("device_offline_users").Set("removal_command_id = ?", c.ID).
 				Where("device_id = ? AND user_id = ? AND removal_command_id IS NULL", d.ID, id).Exec(ctx)
@@ -283,8 +322,12 @@ func (s *DeviceStore) RemoveOfflineUsers(ctx context.Context, orgID, deviceID in
 				return fmt.Errorf("queue command: %w", err)
 			}
 			removed = append(removed, id)
+			targets = append(targets, audit.Target(TargetOfflineUser, id, name))
 		}
-		return nil
+		if len(targets) == 0 {
+			return nil
+		}
+		return recordBulk(ctx, orgID, audit.DeviceOfflineUserRemoved, deviceTarget(d), targets)
 	})
 	return removed, err
 }

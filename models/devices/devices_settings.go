@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"iam/models"
+	"iam/models/audit"
+	"iam/models/sqldb"
 	"regexp"
 	"strings"
 	"time"
@@ -130,7 +132,8 @@ func linkingSettings(ctx context.Context, db bun.IDB, orgID int64) (*AccountLink
 }
 
 // PutLinkingSettings stores the organization's account-linking settings
-// whole. EINVALID when a field breaks its rule.
+// whole, and records device.linking_settings.updated with the fields that
+// changed. EINVALID when a field breaks its rule.
 func (s *DeviceStore) PutLinkingSettings(ctx context.Context, orgID int64, set *AccountLinkingSettings) error {
 	if err := set.Validate(); err != nil {
 		return err
@@ -139,10 +142,19 @@ func (s *DeviceStore) PutLinkingSettings(ctx context.Context, orgID int64, set *
 	if err != nil {
 		return err
 	}
-	if _, err := s.db.NewInsert().Model(&linkingSettingsRow{OrgID: orgID, Settings: doc, UpdatedAt: time.Now().UTC()}).
-		On("CONFLICT (org_id) DO UPDATE").Set("settings = EXCLUDED.settings").Set("updated_at = EXCLUDED.updated_at").
-		Exec(ctx); err != nil {
-		return models.Unavailable(fmt.Errorf("store account linking settings: %w", err))
-	}
-	return nil
+	return sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		before, err := linkingSettings(ctx, tx, orgID)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.NewInsert().Model(&linkingSettingsRow{OrgID: orgID, Settings: doc, UpdatedAt: time.Now().UTC()}).
+			On("CONFLICT (org_id) DO UPDATE").Set("settings = EXCLUDED.settings").Set("updated_at = EXCLUDED.updated_at").
+			Exec(ctx); err != nil {
+			return fmt.Errorf("store account linking settings: %w", err)
+		}
+		target := models.EventTarget{Type: TargetLinkingSettings, ID: models.FormatID(orgID), DisplayName: "Account linking settings",
+			Changes: audit.Changes(*before, *set)}
+		return models.Record(ctx, models.AuditEvent{OrgID: orgID, Type: audit.LinkingSettingsUpdated,
+			Targets: []models.EventTarget{target}})
+	})
 }

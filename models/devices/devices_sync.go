@@ -59,7 +59,10 @@ func (s *DeviceStore) StartSync(ctx context.Context, orgID, createdBy int64) (jo
 		}
 		job = &jobs.Job{OrgID: orgID, Kind: jobs.DeviceSyncJobKind, Module: DevicesModule, ActionName: DeviceSyncAction,
 			Entity: "local_account", Input: input, CreatedBy: createdBy}
-		err := jobs.InsertJob(ctx, s.db, job)
+		// In a transaction of its own, which writes the job's events.
+		err := sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+			return jobs.InsertJob(ctx, tx, job)
+		})
 		if err == nil {
 			return job, true, nil
 		}
