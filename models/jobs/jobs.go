@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/sqldb"
 	"time"
 
@@ -179,7 +180,8 @@ func (s *JobStore) Create(ctx context.Context, job *Job) error {
 }
 
 // InsertJob is JobStore.Create inside db, which may be the caller's
-// transaction holding the job's input too.
+// transaction (of sqldb.InTx) holding the job's input too: every job is
+// written here, and records job.queued here, once.
 func InsertJob(ctx context.Context, db bun.IDB, job *Job) error {
 	switch {
 	case job.OrgID == 0:
@@ -198,12 +200,29 @@ func InsertJob(ctx context.Context, db bun.IDB, job *Job) error {
 	job.Status = JobQueued
 	job.CreatedAt, job.StartTime, job.UpdatedAt = now, now, now
 	job.EndTime = nil
-	if _, err := db.NewInsert().Model(job).Exec(ctx); err != nil {
-		return fmt.Errorf("insert job: %w", err)
-	}
-	// A request sent with an Idempotency-Key claims its key for this job in
-	// the same transaction (idempotency.go).
-	return claimJob(ctx, db, job)
+	return sqldb.InTx(ctx, db, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.NewInsert().Model(job).Exec(ctx); err != nil {
+			return fmt.Errorf("insert job: %w", err)
+		}
+		if err := recordJob(ctx, job.OrgID, audit.JobQueued, job.ID, job.ActionName, "", ""); err != nil {
+			return err
+		}
+		// A request sent with an Idempotency-Key claims its key for this
+		// job in the same transaction (idempotency.go).
+		return claimJob(ctx, tx, job)
+	})
+}
+
+// JobTargetType is the target type of the job events.
+const JobTargetType = "job"
+
+// recordJob records event typ of job id (named by its action) with result
+// (SUCCESS when empty) and reason. A job writes its own lifecycle
+// (job.queued, job.started, job.completed or job.failed, job.deleted);
+// what it did to each entity stays in its results, never in events.
+func recordJob(ctx context.Context, orgID int64, typ string, id int64, action, result, reason string) error {
+	return models.Record(ctx, models.AuditEvent{OrgID: orgID, Type: typ, Result: result, Reason: reason,
+		Targets: []models.EventTarget{audit.Target(JobTargetType, id, action)}})
 }
 
 // Get returns one job of the organization. ENOTFOUND when missing.
@@ -220,15 +239,21 @@ func (s *JobStore) Get(ctx context.Context, orgID, id int64) (*Job, error) {
 }
 
 // Delete removes a job, its results and its uploaded file, and fails the
-// upload it was resolving (OnEnd). ENOTFOUND when missing.
+// upload it was resolving (OnEnd), recording job.deleted. ENOTFOUND when
+// missing.
 func (s *JobStore) Delete(ctx context.Context, orgID, id int64) error {
 	return sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		res, err := tx.NewDelete().Model((*Job)(nil)).Where("org_id = ? AND id = ?", orgID, id).Exec(ctx)
-		if err != nil {
+		var action []string
+		err := tx.NewDelete().Model((*Job)(nil)).Where("org_id = ? AND id = ?", orgID, id).
+			Returning("action_name").Scan(ctx, &action)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("delete job: %w", err)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		if len(action) == 0 {
 			return ErrJobNotFound
+		}
+		if err := recordJob(ctx, orgID, audit.JobDeleted, id, action[0], "", ""); err != nil {
+			return err
 		}
 		if s.onEnd != nil {
 			if err := s.onEnd(ctx, tx, id, "the job resolving the upload was deleted"); err != nil {
@@ -239,13 +264,14 @@ func (s *JobStore) Delete(ctx context.Context, orgID, id int64) error {
 	})
 }
 
-// Start marks a QUEUED job RUNNING and returns it; a job already RUNNING is
-// returned as it is, so a retried start changes nothing. ENOTFOUND when the
+// Start marks a QUEUED job RUNNING, recording job.started, and returns it;
+// a job already RUNNING is returned as it is, so a retried start changes
+// nothing (and records nothing). ENOTFOUND when the
 // job was deleted; ECONFLICT when it has already finished.
 func (s *JobStore) Start(ctx context.Context, orgID, id int64) (*Job, error) {
 	var job *Job
 	err := sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		_, err := tx.NewUpdate().Model((*Job)(nil)).
+		res, err := tx.NewUpdate().Model((*Job)(nil)).
 			Set("status = ?", JobRunning).
 			Set("updated_at = ?", time.Now().UTC()).
 			Where("org_id = ? AND id = ? AND status = ?", orgID, id, JobQueued).
@@ -258,7 +284,13 @@ func (s *JobStore) Start(ctx context.Context, orgID, id int64) (*Job, error) {
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrJobNotFound
 		}
-		return err
+		if err != nil {
+			return fmt.Errorf("select job: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil
+		}
+		return recordJob(ctx, orgID, audit.JobStarted, id, job.ActionName, "", "")
 	})
 	if err != nil {
 		return nil, err
@@ -281,8 +313,10 @@ func (s *JobStore) RecordChunk(ctx context.Context, orgID, id int64, results []J
 	return s.d.recordChunk(ctx, s.db, orgID, id, results, p)
 }
 
-// Finish ends a job in status with a message and its final progress. Finishing
-// a finished job again changes nothing. The job's uploaded file is deleted
+// Finish ends a job in status with a message and its final progress,
+// recording job.completed (COMPLETED, or WARNING: the status and message
+// its reason) or job.failed (ERROR: result FAILURE, the message its
+// reason). Finishing a finished job again changes (and records) nothing. The job's uploaded file is deleted
 // with the same transaction, and an upload it was resolving and did not
 // finish resolving is failed (OnEnd). ENOTFOUND when the job was
 // deleted.
@@ -299,7 +333,8 @@ func (s *JobStore) Finish(ctx context.Context, orgID, id int64, status JobStatus
 // why the job ended.
 func FinishJob(ctx context.Context, tx bun.Tx, orgID, id int64, status JobStatus, message string, p JobProgress, onEnd JobEndFunc) error {
 	now := time.Now().UTC()
-	res, err := tx.NewUpdate().Model((*Job)(nil)).
+	var action []string
+	err := tx.NewUpdate().Model((*Job)(nil)).
 		Set("status = ?", status).
 		Set("message = ?", message).
 		Set("processed = ?", p.Processed).
@@ -309,14 +344,17 @@ func FinishJob(ctx context.Context, tx bun.Tx, orgID, id int64, status JobStatus
 		Set("end_time = ?", now).
 		Set("updated_at = ?", now).
 		Where("org_id = ? AND id = ? AND status IN (?)", orgID, id, bun.List([]JobStatus{JobQueued, JobRunning})).
-		Exec(ctx)
-	if err != nil {
+		Returning("action_name").
+		Scan(ctx, &action)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("finish job: %w", err)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	if len(action) == 0 {
 		if err := whyNotRunning(ctx, tx, orgID, id); models.ErrorCode(err) == models.ENOTFOUND {
 			return err
 		}
+	} else if err := recordFinish(ctx, orgID, id, action[0], status, message); err != nil {
+		return err
 	}
 	why := "the job resolving the upload ended " + string(status)
 	if message != "" {
@@ -330,6 +368,24 @@ func FinishJob(ctx context.Context, tx bun.Tx, orgID, id int64, status JobStatus
 	// The uploaded file is no longer needed: the results hold what the
 	// job's rows said.
 	return deleteJobBlobs(ctx, tx, id)
+}
+
+// recordFinish records the end of job id in status: job.completed for
+// COMPLETED and WARNING (the status and message its reason), job.failed
+// for ERROR (result FAILURE, the message its reason).
+func recordFinish(ctx context.Context, orgID, id int64, action string, status JobStatus, message string) error {
+	switch status {
+	case JobError:
+		return recordJob(ctx, orgID, audit.JobFailed, id, action, models.ResultFailure, message)
+	case JobWarning:
+		reason := string(status)
+		if message != "" {
+			reason += ": " + message
+		}
+		return recordJob(ctx, orgID, audit.JobCompleted, id, action, "", reason)
+	default:
+		return recordJob(ctx, orgID, audit.JobCompleted, id, action, "", "")
+	}
 }
 
 // whyNotRunning explains why an update of a running job touched no row.
