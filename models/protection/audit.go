@@ -6,6 +6,7 @@ import (
 
 	"iam/models"
 	"iam/models/audit"
+	"iam/models/identity"
 )
 
 // The audit events of protection: every change to condition configs,
@@ -140,6 +141,47 @@ type deviceGroupAudit struct {
 
 func deviceGroupTarget(g *DeviceGroup) models.EventTarget {
 	return audit.Target(targetDeviceGroup, g.ID, g.Name)
+}
+
+// settingsAudit is the administrator settings as their events compare
+// them: AdminSettings with the factor config ids as digit strings, as every
+// id of an event (a JSON number would not hold them exactly).
+type settingsAudit struct {
+	PasswordlessEnabledForNPSVPN bool                             `json:"passwordless_enabled_for_nps_vpn"`
+	CaptchaType                  string                           `json:"captcha_type"`
+	AccountBlocking              identity.AccountBlockingSettings `json:"account_blocking_settings"`
+	OfflineMFA                   offlineMFAAudit                  `json:"offline_mfa_settings"`
+}
+
+type offlineMFAAudit struct {
+	IsEnabled               bool              `json:"is_enabled"`
+	DevicesAssignment       DevicesAssignment `json:"devices_assignment"`
+	Actions                 []string          `json:"actions"`
+	SecondaryAuthentication struct {
+		NoOfRequiredFactors int                 `json:"no_of_required_factors"`
+		FactorConfigs       []factorConfigAudit `json:"factor_configs"`
+	} `json:"secondary_authentication"`
+	OfflineVerificationDuration DurationSetting `json:"offline_verification_duration"`
+	BypassMFAConnectionError    bool            `json:"bypass_mfa_connection_error"`
+}
+
+type factorConfigAudit struct {
+	AuthnFactorConfigID int64 `json:"authn_factor_config_id,string"`
+	VerificationOrder   int   `json:"verification_order"`
+	IsMandatory         bool  `json:"is_mandatory"`
+}
+
+func settingsSnapshot(s *AdminSettings) json.RawMessage {
+	o := s.OfflineMFA
+	v := settingsAudit{PasswordlessEnabledForNPSVPN: s.PasswordlessEnabledForNPSVPN, CaptchaType: s.CaptchaType, AccountBlocking: s.AccountBlocking,
+		OfflineMFA: offlineMFAAudit{IsEnabled: o.IsEnabled, DevicesAssignment: o.DevicesAssignment, Actions: o.Actions,
+			OfflineVerificationDuration: o.OfflineVerificationDuration, BypassMFAConnectionError: o.BypassMFAConnectionError}}
+	v.OfflineMFA.SecondaryAuthentication.NoOfRequiredFactors = o.SecondaryAuthentication.NoOfRequiredFactors
+	v.OfflineMFA.SecondaryAuthentication.FactorConfigs = make([]factorConfigAudit, len(o.SecondaryAuthentication.FactorConfigs))
+	for i, f := range o.SecondaryAuthentication.FactorConfigs {
+		v.OfflineMFA.SecondaryAuthentication.FactorConfigs[i] = factorConfigAudit(f)
+	}
+	return snapshot(v)
 }
 
 // adminSettingsTarget is the organization's administrator settings.

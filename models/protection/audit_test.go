@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -373,12 +374,25 @@ func TestSettingsStore_AuditEvents(t *testing.T) {
 		if got := changesOf(t, ev.Targets[0]); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("changes %v, want %v", got, want)
 		}
-		// Put outside a transaction of its own caller writes its event too.
+		// Put, in a transaction of its own, writes its event too; ids show
+		// whole, as digit strings.
+		factors, err := st.Factors.List(ctx, org.ID)
+		if err != nil || len(factors) == 0 {
+			t.Fatalf("factor configs: %v", err)
+		}
 		s := protection.DefaultAdminSettings()
+		s.OfflineMFA.SecondaryAuthentication.FactorConfigs = []protection.FactorConfigSetting{{AuthnFactorConfigID: factors[0].ID, VerificationOrder: 1}}
 		if err := st.Settings.Put(ctx, org.ID, &s); err != nil {
 			t.Fatal(err)
 		}
-		wantEvents(t, db, org.ID, audit.AdminSettingsUpdated, 2)
+		evs := modeltest.EventsOfType(t, db, org.ID, audit.AdminSettingsUpdated)
+		if len(evs) != 2 {
+			t.Fatalf("%d events", len(evs))
+		}
+		got := changesOf(t, evs[1].Targets[0])
+		if !strings.Contains(got["offline_mfa_settings"], fmt.Sprintf(`"authn_factor_config_id":"%d"`, factors[0].ID)) || got["captcha_type"] == "" {
+			t.Errorf("changes %v", got)
+		}
 	})
 }
 

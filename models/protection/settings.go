@@ -374,7 +374,7 @@ func (s *SettingsStore) Put(ctx context.Context, orgID int64, settings *AdminSet
 			return fmt.Errorf("store admin settings: %w", err)
 		}
 		t := adminSettingsTarget(orgID)
-		t.Changes = audit.Changes(*cur, *settings)
+		t.Changes = audit.Changes(settingsSnapshot(cur), settingsSnapshot(settings))
 		return record(ctx, orgID, audit.AdminSettingsUpdated, t)
 	})
 }
