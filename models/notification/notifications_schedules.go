@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/identity"
 	"iam/models/sqldb"
 	"slices"
@@ -98,6 +99,9 @@ func (s *NotificationStore) CreateSchedule(ctx context.Context, sc *Notification
 		if _, err := tx.NewInsert().Model(sc).Exec(ctx); err != nil {
 			return scheduleWriteError(err)
 		}
+		if err := record(ctx, sc.OrgID, audit.ScheduleCreated, scheduleTarget(sc)); err != nil {
+			return err
+		}
 		return sync(ctx, nil, sc)
 	})
 }
@@ -134,6 +138,7 @@ func (s *NotificationStore) UpdateSchedule(ctx context.Context, orgID, id, userI
 		if err != nil {
 			return err
 		}
+		was := scheduleSnapshot(prev)
 		next, err := change(*prev)
 		if err != nil {
 			return err
@@ -145,6 +150,9 @@ func (s *NotificationStore) UpdateSchedule(ctx context.Context, orgID, id, userI
 		}
 		if _, err := tx.NewUpdate().Model(next).WherePK().Exec(ctx); err != nil {
 			return scheduleWriteError(err)
+		}
+		if err := recordScheduleUpdate(ctx, was, next); err != nil {
+			return err
 		}
 		out = next
 		return sync(ctx, prev, next)
@@ -162,6 +170,9 @@ func (s *NotificationStore) DeleteSchedule(ctx context.Context, orgID, id int64,
 		}
 		if _, err := tx.NewDelete().Model(prev).WherePK().Exec(ctx); err != nil {
 			return fmt.Errorf("delete notification schedule: %w", err)
+		}
+		if err := record(ctx, orgID, audit.ScheduleDeleted, scheduleTarget(prev)); err != nil {
+			return err
 		}
 		return sync(ctx, prev, nil)
 	})

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/jobs"
 	"iam/models/sqldb"
 	"io"
@@ -128,7 +129,7 @@ func (s *TemplateStore) Create(ctx context.Context, t *Template, files []NewTemp
 		if _, err := tx.NewInsert().Model(t).Exec(ctx); err != nil {
 			return templateWriteError(err)
 		}
-		return nil
+		return record(ctx, t.OrgID, audit.TemplateCreated, templateTarget(t))
 	})
 }
 
@@ -164,7 +165,7 @@ func (s *TemplateStore) Update(ctx context.Context, orgID, userID, id int64, cha
 		if err != nil {
 			return err
 		}
-		before := *cur
+		before, was := *cur, templateSnapshot(cur)
 		next, files, err := change(cur)
 		if err != nil {
 			return err
@@ -176,6 +177,11 @@ func (s *TemplateStore) Update(ctx context.Context, orgID, userID, id int64, cha
 		}
 		if _, err := tx.NewUpdate().Model(next).WherePK().Exec(ctx); err != nil {
 			return templateWriteError(err)
+		}
+		t := templateTarget(next)
+		t.Changes = audit.Changes(was, templateSnapshot(next))
+		if err := record(ctx, orgID, audit.TemplateUpdated, t); err != nil {
+			return err
 		}
 		out = next
 		return nil
@@ -220,10 +226,20 @@ func (s *TemplateStore) write(ctx context.Context, tx bun.Tx, t, prev *Template,
 		}
 	}
 	if t.IsDefault {
-		_, err := tx.NewUpdate().Model((*Template)(nil)).Set("is_default = ?", false).
-			Where("org_id = ? AND module = ? AND id <> ? AND is_default", t.OrgID, t.Module, t.ID).Exec(ctx)
-		if err != nil {
+		var cleared []Template
+		err := tx.NewUpdate().Model((*Template)(nil)).Set("is_default = ?", false).
+			Where("org_id = ? AND module = ? AND id <> ? AND is_default", t.OrgID, t.Module, t.ID).
+			Returning("id, name").Scan(ctx, &cleared)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("clear default template: %w", err)
+		}
+		// The template that was the module's default is not any more.
+		for i := range cleared {
+			c := templateTarget(&cleared[i])
+			c.Changes = []models.FieldChange{{Field: "is_default", Old: true, New: false}}
+			if err := record(ctx, t.OrgID, audit.TemplateUpdated, c); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -248,6 +264,9 @@ func (s *TemplateStore) Delete(ctx context.Context, orgID, userID, id int64) err
 		}
 		if _, err := tx.NewDelete().Model((*Template)(nil)).Where("id = ?", id).Exec(ctx); err != nil {
 			return fmt.Errorf("delete template: %w", err)
+		}
+		if err := record(ctx, orgID, audit.TemplateDeleted, templateTarget(t)); err != nil {
+			return err
 		}
 		for _, fid := range t.FileIDs() {
 			if err := s.blobs.DeleteIn(ctx, tx, orgID, fid); err != nil {
