@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/identity"
 	"iam/models/sqldb"
 	"strings"
@@ -156,8 +157,8 @@ func errCADuplicate(thumb string) error {
 		Detail: fmt.Sprintf("the certificate authority with thumbprint %s is configured already", thumb)}
 }
 
-// Create adds a CA to the organization's smart card factor config factorID.
-// IsEnabled defaults to true.
+// Create adds a CA to the organization's smart card factor config factorID,
+// and records ca_config.created. IsEnabled defaults to true.
 func (s *CAStore) Create(ctx context.Context, orgID, factorID int64, in CAInput) (*CAConfig, error) {
 	now := time.Now().UTC()
 	cert, err := parseCAFile(in.File, now)
@@ -193,7 +194,7 @@ func (s *CAStore) Create(ctx context.Context, orgID, factorID int64, in CAInput)
 			}
 			return fmt.Errorf("insert CA config: %w", err)
 		}
-		return nil
+		return c.record(ctx, audit.CAConfigCreated, nil)
 	}); err != nil {
 		return nil, err
 	}
@@ -241,7 +242,9 @@ func (s *CAStore) List(ctx context.Context, orgID, factorID int64) ([]CAConfig, 
 	return out, nil
 }
 
-// Update changes is_enabled, the file or the mapping attribute.
+// Update changes is_enabled, the file or the mapping attribute, and records
+// ca_config.updated with the fields that changed (a new file as its
+// subject, thumbprint and expiry).
 func (s *CAStore) Update(ctx context.Context, orgID, factorID, id int64, in CAInput) (*CAConfig, error) {
 	now := time.Now().UTC()
 	var cert *x509.Certificate
@@ -265,6 +268,7 @@ func (s *CAStore) Update(ctx context.Context, orgID, factorID, id int64, in CAIn
 		if err != nil {
 			return err
 		}
+		before := c.audited()
 		if in.IsEnabled != nil {
 			c.IsEnabled = *in.IsEnabled
 		}
@@ -283,25 +287,60 @@ func (s *CAStore) Update(ctx context.Context, orgID, factorID, id int64, in CAIn
 			return fmt.Errorf("update CA config: %w", err)
 		}
 		out = c
-		return nil
+		return c.record(ctx, audit.CAConfigUpdated, audit.Changes(before, c.audited()))
 	})
 	return out, err
 }
 
-// Delete removes a CA config. ENOTFOUND.
+// Delete removes a CA config, and records ca_config.deleted. ENOTFOUND.
 func (s *CAStore) Delete(ctx context.Context, orgID, factorID, id int64) error {
-	if err := smartCardConfig(ctx, s.db, orgID, factorID); err != nil {
-		return err
-	}
-	res, err := s.db.NewDelete().Model((*CAConfig)(nil)).Where("org_id = ? AND factor_config_id = ? AND id = ?", orgID, factorID, id).Exec(ctx)
-	if err != nil {
-		return models.Unavailable(fmt.Errorf("delete CA config: %w", err))
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrCAConfigNotFound
-	}
-	return nil
+	return sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		if err := smartCardConfig(ctx, tx, orgID, factorID); err != nil {
+			return err
+		}
+		c := new(CAConfig)
+		err := tx.NewDelete().Model(c).Where("org_id = ? AND factor_config_id = ? AND id = ?", orgID, factorID, id).
+			Returning("id, org_id, factor_config_id, subject_name, thumbprint").Scan(ctx)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrCAConfigNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("delete CA config: %w", err)
+		}
+		return c.record(ctx, audit.CAConfigDeleted, nil)
+	})
 }
+
+// caAudited is what an event shows of a CA config: never its certificate,
+// which its subject and thumbprint name.
+type caAudited struct {
+	IsEnabled        bool      `json:"is_enabled"`
+	SubjectName      string    `json:"subject_name"`
+	Thumbprint       string    `json:"thumbprint"`
+	MappingAttribute string    `json:"certificate_mapping_attribute"`
+	ExpiresOn        time.Time `json:"expires_on"`
+}
+
+func (c *CAConfig) audited() caAudited {
+	return caAudited{IsEnabled: c.IsEnabled, SubjectName: c.SubjectName, Thumbprint: c.Thumbprint,
+		MappingAttribute: c.MappingAttribute, ExpiresOn: c.ExpiresOn}
+}
+
+// record records the event typ of c, in its transaction: the CA config
+// (named by its subject, with changes) and its factor config.
+func (c *CAConfig) record(ctx context.Context, typ string, changes []models.FieldChange) error {
+	target := audit.Target(TargetCAConfig, c.ID, c.SubjectName+" ("+c.Thumbprint+")")
+	target.Changes = changes
+	return models.Record(ctx, models.AuditEvent{OrgID: c.OrgID, Type: typ,
+		Targets: []models.EventTarget{target, audit.Target(TargetFactorConfig, c.FactorConfigID, string(FactorSmartCard))}})
+}
+
+// Target types of the enrollment area's events.
+const (
+	TargetCAConfig          = "ca_config"
+	TargetFactorConfig      = "authn_factor_config"
+	TargetLogonScriptConfig = "logon_script_config"
+)
 
 // CATrust is the enabled CAs of one smart card factor config, ready to
 // check certificates.

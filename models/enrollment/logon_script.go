@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/sqldb"
 	"time"
 
@@ -64,8 +65,9 @@ func getLogonScript(ctx context.Context, db bun.IDB, orgID int64) (*LogonScriptC
 }
 
 // Update reads the organization's configuration, lets change edit it, and
-// stores the result in one transaction. change returns an error to store
-// nothing (EINVALID for a broken rule).
+// stores the result in one transaction with logon_script.updated (the
+// fields that changed). change returns an error to store nothing (EINVALID
+// for a broken rule).
 func (s *LogonScriptStore) Update(ctx context.Context, orgID int64, change func(*LogonScriptConfig) error) (*LogonScriptConfig, error) {
 	var out *LogonScriptConfig
 	err := sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
@@ -73,6 +75,7 @@ func (s *LogonScriptStore) Update(ctx context.Context, orgID int64, change func(
 		if err != nil {
 			return err
 		}
+		before := *cfg
 		if err = change(cfg); err != nil {
 			return err
 		}
@@ -85,7 +88,9 @@ func (s *LogonScriptStore) Update(ctx context.Context, orgID int64, change func(
 			return fmt.Errorf("upsert logon script config: %w", err)
 		}
 		out = cfg
-		return nil
+		return models.Record(ctx, models.AuditEvent{OrgID: orgID, Type: audit.LogonScriptUpdated,
+			Targets: []models.EventTarget{{Type: TargetLogonScriptConfig, ID: models.FormatID(orgID),
+				DisplayName: "Logon script configuration", Changes: audit.Changes(before, *cfg)}}})
 	})
 	return out, err
 }
