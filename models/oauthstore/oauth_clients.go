@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/sqldb"
 	"net"
 	"net/url"
@@ -95,11 +96,12 @@ func NewClientStore(db bun.IDB) *ClientStore { return &ClientStore{db: db} }
 // ErrClientNotFound is the answer for an unknown client.
 var ErrClientNotFound = models.NotFound("Client", "the OAuth client does not exist")
 
-// Create registers client, filling its id and creation time, and returns its
-// secret: shown once, stored only hashed; empty for public types. EINVALID
-// when the name, type, homepage URL or a redirect URI breaks its rule.
+// Create registers client, filling its id and creation time, recording
+// oauth.client.created, and returns its secret: shown once, stored only
+// hashed, never in the event; empty for public types. EINVALID when the
+// name, type, homepage URL or a redirect URI breaks its rule.
 func (s *ClientStore) Create(ctx context.Context, client *OAuthClient) (secret string, err error) {
-	if err := client.validate(); err != nil {
+	if err = client.validate(); err != nil {
 		return "", err
 	}
 	client.ID = strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(randomBytes(clientIDRandomLen)))
@@ -112,10 +114,25 @@ func (s *ClientStore) Create(ctx context.Context, client *OAuthClient) (secret s
 		client.RedirectURIs = []string{}
 	}
 	client.CreatedAt = time.Now().UTC()
-	if _, err := s.db.NewInsert().Model(client).Exec(ctx); err != nil {
-		return "", fmt.Errorf("insert OAuth client: %w", err)
+	err = sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		if _, insertErr := tx.NewInsert().Model(client).Exec(ctx); insertErr != nil {
+			return fmt.Errorf("insert OAuth client: %w", insertErr)
+		}
+		return models.Record(ctx, models.AuditEvent{OrgID: client.OrgID, Type: audit.OAuthClientCreated,
+			Targets: []models.EventTarget{clientTarget(client.ID, client.Name)}})
+	})
+	if err != nil {
+		return "", err
 	}
 	return secret, nil
+}
+
+// ClientTargetType is the target type of the OAuth client events.
+const ClientTargetType = "oauth_client"
+
+// clientTarget names client id (its secret never appears in an event).
+func clientTarget(id, name string) models.EventTarget {
+	return models.EventTarget{Type: ClientTargetType, ID: id, DisplayName: name}
 }
 
 func randomBytes(n int) []byte {
@@ -240,7 +257,7 @@ func (s *ClientStore) FirstOfType(ctx context.Context, orgID int64, t ClientType
 }
 
 // Delete removes a client of the organization and, with it, every code and
-// token it holds. ENOTFOUND when missing.
+// token it holds, recording oauth.client.deleted. ENOTFOUND when missing.
 func (s *ClientStore) Delete(ctx context.Context, orgID int64, id string) error {
 	return sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		// Said plainly rather than left to ON DELETE CASCADE, which SQLite
@@ -248,13 +265,16 @@ func (s *ClientStore) Delete(ctx context.Context, orgID int64, id string) error 
 		if _, err := tx.NewDelete().Model((*OAuthToken)(nil)).Where("client_id = ? AND org_id = ?", id, orgID).Exec(ctx); err != nil {
 			return fmt.Errorf("delete the client's tokens: %w", err)
 		}
-		res, err := tx.NewDelete().Model((*OAuthClient)(nil)).Where("org_id = ? AND id = ?", orgID, id).Exec(ctx)
-		if err != nil {
+		var name []string
+		err := tx.NewDelete().Model((*OAuthClient)(nil)).Where("org_id = ? AND id = ?", orgID, id).
+			Returning("name").Scan(ctx, &name)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("delete OAuth client: %w", err)
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
+		if len(name) == 0 {
 			return ErrClientNotFound
 		}
-		return nil
+		return models.Record(ctx, models.AuditEvent{OrgID: orgID, Type: audit.OAuthClientDeleted,
+			Targets: []models.EventTarget{clientTarget(id, name[0])}})
 	})
 }
