@@ -47,6 +47,9 @@ func (s *UserStore) Update(ctx context.Context, orgID, id int64, change UserChan
 		}
 		oldManager := u.ManagerID
 		before := *u
+		// What the event compares, taken before change can touch what u
+		// points to.
+		beforeView := userAuditView(u)
 		if err := change(u); err != nil {
 			return err
 		}
@@ -76,7 +79,7 @@ func (s *UserStore) Update(ctx context.Context, orgID, id int64, change UserChan
 				return err
 			}
 		}
-		if err := recordUserUpdate(ctx, &before, u, password != nil); err != nil {
+		if err := recordUserUpdate(ctx, beforeView, u, password != nil); err != nil {
 			return err
 		}
 		user = u
@@ -88,13 +91,14 @@ func (s *UserStore) Update(ctx context.Context, orgID, id int64, change UserChan
 	return user, nil
 }
 
-// recordUserUpdate records the events of an update from before to after:
+// recordUserUpdate records the events of an update to after from before
+// (userAuditView of the user before the update):
 // user.updated with the fields it changed (also when it changed none, as a
 // request that rewrites every field with its value does, unless it only
 // changed the password), and user.password_changed when the password was
 // set, replaced or removed (its target saying only that it changed).
-func recordUserUpdate(ctx context.Context, before, after *User, passwordChanged bool) error {
-	changes := audit.Changes(userAuditView(before), userAuditView(after))
+func recordUserUpdate(ctx context.Context, before map[string]any, after *User, passwordChanged bool) error {
+	changes := audit.Changes(before, userAuditView(after))
 	if len(changes) > 0 || !passwordChanged {
 		target := userTarget(after)
 		target.Changes = changes
