@@ -17,8 +17,8 @@ import (
 
 // Target types of notifications' events.
 const (
-	targetTemplate = "template"
-	targetSchedule = "schedule"
+	TemplateTargetType = "template"
+	ScheduleTargetType = "schedule"
 )
 
 // record records one event of type typ with one target.
@@ -54,7 +54,7 @@ func templateSnapshot(t *Template) json.RawMessage {
 }
 
 func templateTarget(t *Template) models.EventTarget {
-	return audit.Target(targetTemplate, t.ID, t.Name)
+	return audit.Target(TemplateTargetType, t.ID, t.Name)
 }
 
 // scheduleAudit is a schedule as its events compare it, its ids as digit
@@ -79,7 +79,7 @@ func scheduleSnapshot(sc *NotificationSchedule) json.RawMessage {
 }
 
 func scheduleTarget(sc *NotificationSchedule) models.EventTarget {
-	return audit.Target(targetSchedule, sc.ID, sc.Name)
+	return audit.Target(ScheduleTargetType, sc.ID, sc.Name)
 }
 
 // recordScheduleUpdate records what an update of a schedule from prev

@@ -15,13 +15,13 @@ import (
 // changes compare the entity as the API shows it (its JSON names), times
 // of last modification left out.
 
-// Target types of protection's events.
+// Target types of protection's events (a device group's members are
+// devices.TargetDevice).
 const (
-	targetConditionConfig = "condition_config"
-	targetPolicy          = "policy"
-	targetDeviceGroup     = "device_group"
-	targetDevice          = "device"
-	targetAdminSettings   = "admin_settings"
+	ConditionConfigTargetType = "condition_config"
+	PolicyTargetType          = "policy"
+	DeviceGroupTargetType     = "device_group"
+	AdminSettingsTargetType   = "admin_settings"
 )
 
 // maxEventTargets is the most targets one event holds; a bulk change
@@ -90,7 +90,7 @@ func configSnapshot(c *ConditionConfig) json.RawMessage {
 }
 
 func configTarget(c *ConditionConfig) models.EventTarget {
-	return audit.Target(targetConditionConfig, c.ID, c.DisplayName)
+	return audit.Target(ConditionConfigTargetType, c.ID, c.DisplayName)
 }
 
 // policyAudit is a policy as its events compare it.
@@ -130,7 +130,7 @@ func policySnapshot(p *Policy) json.RawMessage {
 }
 
 func policyTarget(p *Policy) models.EventTarget {
-	return audit.Target(targetPolicy, p.ID, p.Name)
+	return audit.Target(PolicyTargetType, p.ID, p.Name)
 }
 
 // deviceGroupAudit is a device group as its events compare it.
@@ -140,7 +140,7 @@ type deviceGroupAudit struct {
 }
 
 func deviceGroupTarget(g *DeviceGroup) models.EventTarget {
-	return audit.Target(targetDeviceGroup, g.ID, g.Name)
+	return audit.Target(DeviceGroupTargetType, g.ID, g.Name)
 }
 
 // settingsAudit is the administrator settings as their events compare
@@ -186,5 +186,5 @@ func settingsSnapshot(s *AdminSettings) json.RawMessage {
 
 // adminSettingsTarget is the organization's administrator settings.
 func adminSettingsTarget(orgID int64) models.EventTarget {
-	return audit.Target(targetAdminSettings, orgID, "Administrator settings")
+	return audit.Target(AdminSettingsTargetType, orgID, "Administrator settings")
 }

@@ -15,6 +15,7 @@ import (
 
 	"iam/models"
 	"iam/models/audit"
+	"iam/models/devices"
 	"iam/models/listing"
 	"iam/models/sqldb"
 )
@@ -267,7 +268,7 @@ func recordMembers(ctx context.Context, tx bun.Tx, g *DeviceGroup, typ string, i
 	}
 	targets := make([]models.EventTarget, len(ids))
 	for i, id := range ids {
-		targets[i] = audit.Target(targetDevice, id, names[id])
+		targets[i] = audit.Target(devices.TargetDevice, id, names[id])
 	}
 	main := deviceGroupTarget(g)
 	return recordBulk(ctx, g.OrgID, typ, &main, targets)
@@ -360,7 +361,7 @@ func (s *DeviceGroupStore) Delete(ctx context.Context, orgID, id int64) error {
 		if len(names) == 0 {
 			return ErrDeviceGroupNotFound
 		}
-		if err := record(ctx, orgID, audit.DeviceGroupDeleted, audit.Target(targetDeviceGroup, id, names[0])); err != nil {
+		if err := record(ctx, orgID, audit.DeviceGroupDeleted, audit.Target(DeviceGroupTargetType, id, names[0])); err != nil {
 			return err
 		}
 		return BumpProtectionVersion(ctx, tx, orgID)

@@ -541,7 +541,7 @@ func (s *ConditionConfigStore) DeleteMany(ctx context.Context, orgID int64, f Co
 			}
 			out[id] = nil
 			free = append(free, id)
-			targets = append(targets, audit.Target(targetConditionConfig, id, name[id]))
+			targets = append(targets, audit.Target(ConditionConfigTargetType, id, name[id]))
 		}
 		if len(free) == 0 {
 			return nil

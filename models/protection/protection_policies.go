@@ -490,7 +490,7 @@ func (s *PolicyStore) Delete(ctx context.Context, orgID, id int64) error {
 		if _, err := tx.NewUpdate().Model((*Policy)(nil)).Set("priority = priority - 1").Where("org_id = ? AND priority > ?", orgID, prio).Exec(ctx); err != nil {
 			return fmt.Errorf("renumber policies: %w", err)
 		}
-		if err := record(ctx, orgID, audit.PolicyDeleted, audit.Target(targetPolicy, id, name)); err != nil {
+		if err := record(ctx, orgID, audit.PolicyDeleted, audit.Target(PolicyTargetType, id, name)); err != nil {
 			return err
 		}
 		return BumpProtectionVersion(ctx, tx, orgID)
