@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/identity"
 	"iam/models/jobs"
 	"iam/models/listing"
@@ -91,8 +92,12 @@ type mgmtViewColumns struct {
 // ViewColumns returns the columns the organization shows for the action:
 // its own choice, or DefaultViewColumns.
 func (s *MgmtStore) ViewColumns(ctx context.Context, orgID int64, a MgmtAction) ([]string, error) {
+	return viewColumns(ctx, s.db, orgID, a)
+}
+
+func viewColumns(ctx context.Context, db bun.IDB, orgID int64, a MgmtAction) ([]string, error) {
 	row := new(mgmtViewColumns)
-	err := s.db.NewSelect().Model(row).Where("org_id = ? AND action = ?", orgID, a).Scan(ctx)
+	err := db.NewSelect().Model(row).Where("org_id = ? AND action = ?", orgID, a).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return DefaultViewColumns(a), nil
 	}
@@ -103,20 +108,36 @@ func (s *MgmtStore) ViewColumns(ctx context.Context, orgID int64, a MgmtAction) 
 }
 
 // SetViewColumns replaces the organization's columns for the action and
-// returns them. EINVALID (field columns) when the list is empty, longer than
-// MaxViewColumns, names a column twice or names one that is not a user
+// returns them, recording management.view_columns_updated with the columns
+// before and after. EINVALID (field columns) when the list is empty, longer
+// than MaxViewColumns, names a column twice or names one that is not a user
 // attribute (ViewColumnNames).
 func (s *MgmtStore) SetViewColumns(ctx context.Context, orgID int64, a MgmtAction, columns []string) ([]string, error) {
 	if err := checkViewColumns(columns); err != nil {
 		return nil, err
 	}
-	row := &mgmtViewColumns{OrgID: orgID, Action: a, Columns: columns, UpdatedAt: time.Now().UTC()}
-	_, err := s.db.NewInsert().Model(row).
-		On("CONFLICT (org_id, action) DO UPDATE").
-		Set("columns = EXCLUDED.columns").Set("updated_at = EXCLUDED.updated_at").
-		Exec(ctx)
+	type view struct {
+		Columns []string `json:"columns"`
+	}
+	err := sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		before, err := viewColumns(ctx, tx, orgID, a)
+		if err != nil {
+			return err
+		}
+		row := &mgmtViewColumns{OrgID: orgID, Action: a, Columns: columns, UpdatedAt: time.Now().UTC()}
+		_, err = tx.NewInsert().Model(row).
+			On("CONFLICT (org_id, action) DO UPDATE").
+			Set("columns = EXCLUDED.columns").Set("updated_at = EXCLUDED.updated_at").
+			Exec(ctx)
+		if err != nil {
+			return fmt.Errorf("write view columns: %w", err)
+		}
+		t := viewTarget(a)
+		t.Changes = audit.Changes(view{before}, view{columns})
+		return models.Record(ctx, models.AuditEvent{OrgID: orgID, Type: audit.ManagementViewColumnsUpdated, Targets: []models.EventTarget{t}})
+	})
 	if err != nil {
-		return nil, fmt.Errorf("write view columns: %w", err)
+		return nil, err
 	}
 	return columns, nil
 }

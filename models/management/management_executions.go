@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/identity"
 	"iam/models/jobs"
 	"iam/models/listing"
@@ -286,12 +287,23 @@ func (s *MgmtStore) CreateExecution(ctx context.Context, n NewExecution) (*Execu
 		if _, err := tx.NewInsert().Model(att).Exec(ctx); err != nil {
 			return fmt.Errorf("insert attempt: %w", err)
 		}
-		return nil
+		// The users it selects are the job's targets and results, not the
+		// event's.
+		return models.Record(ctx, models.AuditEvent{OrgID: n.OrgID, Type: audit.ManagementExecutionStarted,
+			Targets: []models.EventTarget{executionTarget(exec), jobTarget(job)}})
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	return exec, job, nil
+}
+
+// attemptAudit is what a retry changes of an execution, as its event
+// shows it.
+type attemptAudit struct {
+	Attempt int             `json:"attempt"`
+	Status  ExecutionStatus `json:"status"`
+	JobID   int64           `json:"job_id,string"`
 }
 
 func actionName(a MgmtAction) string {
@@ -651,10 +663,16 @@ func (s *MgmtStore) Retry(ctx context.Context, orgID int64, a MgmtAction, execID
 		if _, err = tx.NewInsert().Model(att).Exec(ctx); err != nil {
 			return fmt.Errorf("insert attempt: %w", err)
 		}
+		before := attemptAudit{Attempt: exec.Attempt, Status: exec.Status, JobID: exec.JobID}
 		exec.Attempt, exec.JobID, exec.Status, exec.FinishedAt, exec.UpdatedAt = next, job.ID, ExecYetToStart, nil, now
-		_, err = tx.NewUpdate().Model(exec).Column("attempt", "job_id", "status", "finished_at", "updated_at").
-			WherePK().Exec(ctx)
-		return err
+		if _, err = tx.NewUpdate().Model(exec).Column("attempt", "job_id", "status", "finished_at", "updated_at").
+			WherePK().Exec(ctx); err != nil {
+			return fmt.Errorf("update execution: %w", err)
+		}
+		t := executionTarget(exec)
+		t.Changes = audit.Changes(before, attemptAudit{Attempt: exec.Attempt, Status: exec.Status, JobID: exec.JobID})
+		return models.Record(ctx, models.AuditEvent{OrgID: orgID, Type: audit.ManagementExecutionRetried,
+			Targets: []models.EventTarget{t, jobTarget(job)}})
 	})
 	if err != nil {
 		return nil, nil, err

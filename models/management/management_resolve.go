@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/jobs"
 	"iam/models/sqldb"
 	"time"
@@ -47,7 +48,8 @@ func (s *MgmtStore) CreateResolvingUpload(ctx context.Context, up *MgmtUpload, f
 		if _, err := tx.NewInsert().Model(up).Exec(ctx); err != nil {
 			return fmt.Errorf("insert upload: %w", err)
 		}
-		return nil
+		return models.Record(ctx, models.AuditEvent{OrgID: up.OrgID, Type: audit.ManagementUploadCreated,
+			Targets: []models.EventTarget{uploadTarget(up), jobTarget(job)}})
 	})
 	if err != nil {
 		return nil, err

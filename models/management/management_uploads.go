@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/listing"
 	"iam/models/sqldb"
 )
@@ -270,8 +272,10 @@ func (s *MgmtStore) CreateUploadFrom(ctx context.Context, up *MgmtUpload, next f
 			return models.Invalid("file", "has no rows after the header")
 		}
 		up.RowCount, up.FileRows, up.NextRow = count, count, count+1
-		_, err := tx.NewUpdate().Model(up).Column("row_count", "file_rows", "next_row").WherePK().Exec(ctx)
-		return err
+		if _, err := tx.NewUpdate().Model(up).Column("row_count", "file_rows", "next_row").WherePK().Exec(ctx); err != nil {
+			return fmt.Errorf("update upload: %w", err)
+		}
+		return models.Record(ctx, models.AuditEvent{OrgID: up.OrgID, Type: audit.ManagementUploadCreated, Targets: []models.EventTarget{uploadTarget(up)}})
 	})
 	if err != nil {
 		up.ID, up.RowCount, up.FileRows, up.NextRow = 0, 0, 0, 0
@@ -556,6 +560,18 @@ func (s *MgmtStore) ListUploadRows(ctx context.Context, orgID int64, a MgmtActio
 	return rows, meta, err
 }
 
+// recordRowsDeleted records management.upload_data_deleted: the upload
+// (its row count before and after), then the rows deleted by number.
+func recordRowsDeleted(ctx context.Context, up *MgmtUpload, rowNos []int64) error {
+	main := uploadTarget(up)
+	main.Changes = []models.FieldChange{{Field: "row_count", Old: up.RowCount, New: up.RowCount - int64(len(rowNos))}}
+	rows := make([]models.EventTarget, len(rowNos))
+	for i, n := range rowNos {
+		rows[i] = models.EventTarget{Type: UploadRowTargetType, ID: strconv.FormatInt(n, 10), DisplayName: "row " + strconv.FormatInt(n, 10)}
+	}
+	return recordBulk(ctx, up.OrgID, audit.ManagementUploadDataDeleted, main, rows)
+}
+
 // MaxUploadRowIDs is the most row ids one delete names.
 const MaxUploadRowIDs = 1000
 
@@ -608,6 +624,7 @@ func (s *MgmtStore) DeleteUploadRows(ctx context.Context, orgID int64, a MgmtAct
 		if err := del.Returning("row_no").Scan(ctx, &gone); err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("delete upload rows: %w", err)
 		}
+		slices.Sort(gone)
 		set := make(map[int64]bool, len(gone))
 		for _, n := range gone {
 			set[n] = true
@@ -617,9 +634,14 @@ func (s *MgmtStore) DeleteUploadRows(ctx context.Context, orgID int64, a MgmtAct
 			removed[i] = set[n]
 		}
 		total = int64(len(gone))
-		_, err := tx.NewUpdate().Model((*MgmtUpload)(nil)).Set("row_count = row_count - ?", total).
-			Where("id = ?", uploadID).Exec(ctx)
-		return err
+		if total == 0 {
+			return nil
+		}
+		if _, err := tx.NewUpdate().Model((*MgmtUpload)(nil)).Set("row_count = row_count - ?", total).
+			Where("id = ?", uploadID).Exec(ctx); err != nil {
+			return fmt.Errorf("update upload: %w", err)
+		}
+		return recordRowsDeleted(ctx, up, gone)
 	}); err != nil {
 		return nil, 0, err
 	}
