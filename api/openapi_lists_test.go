@@ -7,6 +7,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"iam/models/audit"
 	"iam/models/devices"
 	"iam/models/identity"
 	"iam/models/jobs"
@@ -31,6 +32,7 @@ func listSchemas() map[string]*listing.Schema {
 		// (models.MemberListing): the document says what both accept.
 		"GET /api/v1/groups/{group_id}/members":                                                                     commonListing(identity.UserListing, identity.MemberListing),
 		"GET /api/v1/jobs":                                                                                          jobs.JobListing,
+		"GET /api/v1/audit-events":                                                                                  audit.EventListing,
 		"GET /api/v1/jobs/{job_id}/results":                                                                         jobs.JobResultListing,
 		"GET /api/v1/management/actions/{action_id}/data":                                                           management.MgmtDataListing,
 		"POST /api/v1/management/actions/{action_id}/execute":                                                       management.MgmtDataListing,
@@ -43,10 +45,10 @@ func listSchemas() map[string]*listing.Schema {
 		"GET /api/v1/protection/quick-enrollment/notification-auto-schedule":                                        notification.NotificationScheduleListing,
 		"GET /api/v1/protection/quick-enrollment/notification-auto-schedule/{schedule_id}/runs":                     notification.NotificationRunListing,
 		"GET /api/v1/protection/quick-enrollment/notification-auto-schedule/{schedule_id}/runs/{run_id}/deliveries": notification.NotificationDeliveryListing,
-		"GET /api/v1/devices":                                    devices.DeviceListing,
-		"GET /api/v1/devices/{device_id}/accounts":               devices.LocalAccountListing,
-		"GET /api/v1/device-account-linking/history":             devices.LinkHistoryListing,
-		"GET /api/v1/devices/{device_id}/offline-enrolled-users": devices.OfflineUserListing,
+		"GET /api/v1/devices":                                                                                       devices.DeviceListing,
+		"GET /api/v1/devices/{device_id}/accounts":                                                                  devices.LocalAccountListing,
+		"GET /api/v1/device-account-linking/history":                                                                devices.LinkHistoryListing,
+		"GET /api/v1/devices/{device_id}/offline-enrolled-users":                                                    devices.OfflineUserListing,
 		// One operation for every family: what all of them accept.
 		"GET /api/v1/protection/conditionalfactor-configs/{family}":                             commonListing(configs...),
 		"GET /api/v1/protection/conditional-access-policies":                                    protection.PolicyListing,

@@ -29,6 +29,13 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Path: "/jobs/:job_id/results", Scopes: Scopes("job", "READ", "ALL"), Handler: handle(s.listJobResults)},
 		{Method: "DELETE", Path: "/jobs/:job_id", Scopes: Scopes("job", "DELETE", "ALL"), Handler: handle(s.deleteJob)},
 
+		// The audit log (docs/audit.md): every change's event, in commit
+		// order, and the signed digests that seal them.
+		{Method: "GET", Path: "/audit-events", Scopes: Scopes("audit", "READ", "ALL"), Handler: handle(s.listAuditEvents)},
+		{Method: "GET", Path: "/audit-events/:event_id", Scopes: Scopes("audit", "READ", "ALL"), Handler: handle(s.getAuditEvent)},
+		{Method: "GET", Path: "/audit-digests", Scopes: Scopes("audit", "READ", "ALL"), Handler: handle(s.listAuditDigests)},
+		{Method: "GET", Path: "/audit-digests/public-key", Scopes: Scopes("audit", "READ", "ALL"), Handler: handle(s.auditPublicKey)},
+
 		// Users and groups (spec 4.1). WRITE covers creating, updating and
 		// deleting; group members change under UPDATE.
 		{Method: "GET", Path: "/users", Scopes: Scopes("user", "READ", "ALL"), Handler: handle(s.listUsers)},

@@ -6,13 +6,14 @@ package api
 
 import (
 	"context"
+	"crypto/ed25519"
 	"log/slog"
 	"net/http"
 	"net/netip"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/hashicorp/golang-lru/v2"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -92,6 +93,9 @@ type Deps struct {
 	// Geo locates addresses for geolocation conditions (IAM_GEOIP_DB); nil:
 	// every address has an unknown location.
 	Geo decide.Locator
+	// AuditKey checks the audit digests' signatures (the public half of
+	// IAM_AUDIT_SIGNING_KEY); nil when the service has none.
+	AuditKey ed25519.PublicKey
 }
 
 // Server is the HTTP API.

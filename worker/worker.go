@@ -10,13 +10,16 @@ import (
 	"strings"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"iam/activities"
+	"iam/models/audit"
 	"iam/models/secret"
 	"iam/models/store"
 	"iam/workflows"
@@ -31,6 +34,10 @@ type Deps struct {
 	// MgmtExecutionTimeout is how long a management execution's attempt may
 	// run (IAM_MGMT_EXECUTION_TIMEOUT); zero: no deadline.
 	MgmtExecutionTimeout time.Duration
+	// AuditSigner signs the audit digests (IAM_AUDIT_SIGNING_KEY); nil
+	// seals nothing. AuditRetention is how long events are kept.
+	AuditSigner    *audit.Signer
+	AuditRetention time.Duration
 }
 
 // New returns a worker on workflows.TaskQueue with every workflow and
@@ -64,6 +71,8 @@ func RegisterWorkflows(r sdkworker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.ManagementExecution, workflow.RegisterOptions{Name: workflows.ManagementWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.DeviceAccountSync, workflow.RegisterOptions{Name: workflows.DeviceSyncWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.ManagementUploadResolve, workflow.RegisterOptions{Name: workflows.ManagementResolveWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.AuditSeal, workflow.RegisterOptions{Name: workflows.AuditSealWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.AuditRetention, workflow.RegisterOptions{Name: workflows.AuditRetentionWorkflowName})
 }
 
 // RegisterActivities adds every activity to r.
@@ -77,6 +86,45 @@ func RegisterActivities(r sdkworker.ActivityRegistry, deps Deps) {
 	// Prepare and finish of notification runs; their send step runs on the
 	// notify worker (NewNotify).
 	r.RegisterActivity(&activities.Notifications{Store: deps.Store})
+	r.RegisterActivity(&activities.Audit{Store: deps.Store, Signer: deps.AuditSigner, Retention: deps.AuditRetention})
+}
+
+// EnsureAuditSchedules creates the schedules of the audit log's workflows,
+// or sets their interval when they exist: sealing every sealEvery,
+// pruning once a day. Overlapping runs are skipped.
+func EnsureAuditSchedules(ctx context.Context, c client.Client, sealEvery time.Duration) error {
+	for _, s := range []struct {
+		id, workflow string
+		every        time.Duration
+	}{
+		{workflows.AuditSealScheduleID, workflows.AuditSealWorkflowName, sealEvery},
+		{workflows.AuditRetentionScheduleID, workflows.AuditRetentionWorkflowName, 24 * time.Hour},
+	} {
+		spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: s.every}}}
+		_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+			ID:      s.id,
+			Spec:    spec,
+			Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+			Action: &client.ScheduleWorkflowAction{ID: s.id, Workflow: s.workflow, TaskQueue: workflows.TaskQueue,
+				WorkflowExecutionTimeout: 6 * time.Hour},
+		})
+		if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+			if err != nil {
+				return fmt.Errorf("create schedule %s: %w", s.id, err)
+			}
+			continue
+		}
+		err = c.ScheduleClient().GetHandle(ctx, s.id).Update(ctx, client.ScheduleUpdateOptions{
+			DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+				in.Description.Schedule.Spec = &spec
+				return &client.ScheduleUpdate{Schedule: &in.Description.Schedule}, nil
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("update schedule %s: %w", s.id, err)
+		}
+	}
+	return nil
 }
 
 // EnsureSearchAttributes registers the workflows' custom search attributes

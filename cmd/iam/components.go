@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"iam/api"
 	"iam/api/jobrun"
 	"iam/api/oauth"
+	"iam/models/audit"
 	"iam/models/decide"
 	"iam/models/sqldb"
 	"iam/models/store"
@@ -110,9 +112,17 @@ func dialTemporal(ctx context.Context, opts client.Options, log *slog.Logger) (c
 	}
 }
 
+// auditPublicKey is the public half of signer; nil without one.
+func auditPublicKey(signer *audit.Signer) ed25519.PublicKey {
+	if signer == nil {
+		return nil
+	}
+	return signer.PublicKey()
+}
+
 // apiServer builds the API with its launcher, behind the authorization
 // server auth (which validates the API's tokens and serves /oauth/v2).
-func apiServer(cfg Config, store *store.Store, tc client.Client, auth *oauth.Server, geo decide.Locator, log *slog.Logger) (*api.Server, *jobrun.Launcher) {
+func apiServer(cfg Config, store *store.Store, tc client.Client, auth *oauth.Server, geo decide.Locator, signer *audit.Signer, log *slog.Logger) (*api.Server, *jobrun.Launcher) {
 	launcher := &jobrun.Launcher{Client: tc, Store: store, Log: log}
 	proxies, _ := trustedProxies(cfg.OAuth) // newOAuthServer refused them if they are not valid
 	srv := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, UploadMaxBytes: cfg.UploadMaxBytes, UploadIdleTimeout: cfg.UploadIdleTimeout, SeparateMetrics: cfg.MetricsAddr != "",
@@ -126,6 +136,7 @@ func apiServer(cfg Config, store *store.Store, tc client.Client, auth *oauth.Ser
 		OAuth:    auth.Handler(),
 		Log:      log,
 		Geo:      geo,
+		AuditKey: auditPublicKey(signer),
 	})
 	return srv, launcher
 }
@@ -190,7 +201,7 @@ func openGeoIP(path string) (*decide.GeoIP, error) {
 
 // runAPI serves the API on addr, with the reconciler of lost job starts and
 // orphaned uploads, until ctx ends.
-func runAPI(ctx context.Context, cfg Config, addr string, store *store.Store, tc client.Client, auth *oauth.Server, log *slog.Logger, ready func(net.Addr)) (err error) {
+func runAPI(ctx context.Context, cfg Config, addr string, store *store.Store, tc client.Client, auth *oauth.Server, signer *audit.Signer, log *slog.Logger, ready func(net.Addr)) (err error) {
 	var geo decide.Locator
 	g, err := openGeoIP(cfg.GeoIPDB)
 	if err != nil {
@@ -200,7 +211,7 @@ func runAPI(ctx context.Context, cfg Config, addr string, store *store.Store, tc
 		defer joinClose(&err, g.Close)
 		geo = g
 	}
-	srv, launcher := apiServer(cfg, store, tc, auth, geo, log)
+	srv, launcher := apiServer(cfg, store, tc, auth, geo, signer, log)
 	rec := &jobrun.Reconciler{Launcher: launcher, Interval: cfg.ReconcileInterval, Grace: cfg.ReconcileGrace, UploadGrace: cfg.UploadSweepGrace}
 	go rec.Run(ctx)
 	if cfg.MetricsAddr == "" {

@@ -46,6 +46,16 @@ type Config struct {
 	// (AES-256-GCM): 32 bytes as 64 hex digits or base64. Required by serve
 	// and worker; dev generates one into its data directory.
 	EncryptionKey string `env:"IAM_ENCRYPTION_KEY"`
+	// AuditSigningKey signs the audit log's digests (Ed25519; its 32-byte
+	// seed as base64 or 64 hex digits). The worker seals with it and the
+	// API serves its public half; without it events are written but not
+	// sealed. dev generates one into its data directory.
+	AuditSigningKey string `env:"IAM_AUDIT_SIGNING_KEY"`
+	// AuditDigestInterval is how often the worker seals new audit events.
+	AuditDigestInterval time.Duration `env:"IAM_AUDIT_DIGEST_INTERVAL" envDefault:"1h"`
+	// AuditRetention is how long audit events are kept (digests are kept
+	// for ever): 400 days by default.
+	AuditRetention time.Duration `env:"IAM_AUDIT_RETENTION" envDefault:"9600h"`
 	// ShutdownTimeout bounds a graceful stop.
 	ShutdownTimeout time.Duration `env:"IAM_SHUTDOWN_TIMEOUT" envDefault:"20s"`
 	// ReconcileInterval is how often the API looks for QUEUED jobs whose
@@ -204,6 +214,14 @@ func (c Config) check() error {
 	}
 	if c.MgmtUploadConcurrency < 1 {
 		problems = append(problems, "IAM_MGMT_UPLOAD_CONCURRENCY must be at least 1")
+	}
+	if c.AuditSigningKey != "" {
+		if _, err := secret.ParseKey(c.AuditSigningKey); err != nil {
+			problems = append(problems, "IAM_AUDIT_SIGNING_KEY: "+err.Error())
+		}
+	}
+	if c.AuditDigestInterval < time.Minute {
+		problems = append(problems, "IAM_AUDIT_DIGEST_INTERVAL: must be at least 1m")
 	}
 	if c.EncryptionKey != "" {
 		if _, err := secret.ParseKey(c.EncryptionKey); err != nil {

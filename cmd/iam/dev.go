@@ -63,6 +63,10 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 	if err != nil {
 		return err
 	}
+	signer, err := auditSigner(cfg, dataDir)
+	if err != nil {
+		return err
+	}
 	store, err := openStore(ctx, dsn, true, log)
 	if err != nil {
 		return err
@@ -108,7 +112,11 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 		return fmt.Errorf("connect to the embedded Temporal server: %w", err)
 	}
 	defer tc.Close()
-	w := worker.New(tc, worker.Deps{Store: store, Secrets: secrets, MgmtExecutionTimeout: cfg.MgmtExecutionTimeout})
+	if err = worker.EnsureAuditSchedules(ctx, tc, cfg.AuditDigestInterval); err != nil {
+		return err
+	}
+	w := worker.New(tc, worker.Deps{Store: store, Secrets: secrets, MgmtExecutionTimeout: cfg.MgmtExecutionTimeout,
+		AuditSigner: signer, AuditRetention: cfg.AuditRetention})
 	if err = w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
@@ -120,7 +128,7 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 	}
 	defer stopNotify()
 
-	return runAPI(ctx, cfg, addr, store, tc, auth, log, func(a net.Addr) {
+	return runAPI(ctx, cfg, addr, store, tc, auth, signer, log, func(a net.Addr) {
 		var b strings.Builder
 		fmt.Fprintf(&b, "iam dev is ready in %s\n", time.Since(started).Round(time.Millisecond))
 		fmt.Fprintf(&b, "  API:              http://%s/api/v1  (OpenAPI: /api/v1/openapi.json)\n", a)

@@ -80,7 +80,7 @@ func TestGeoIP_FromEnvironment(t *testing.T) {
 			t.Errorf("IAM_GEOIP_DB=%s: %v, %v; want an error naming the variable", bad, g, err)
 		}
 		// The API does not start: runAPI fails before it reads anything else.
-		if err := runAPI(t.Context(), cfg, "127.0.0.1:0", nil, nil, nil, nil, nil); err == nil || !strings.Contains(err.Error(), "IAM_GEOIP_DB") {
+		if err := runAPI(t.Context(), cfg, "127.0.0.1:0", nil, nil, nil, nil, nil, nil); err == nil || !strings.Contains(err.Error(), "IAM_GEOIP_DB") {
 			t.Errorf("runAPI with IAM_GEOIP_DB=%s: %v, want the start stopped", bad, err)
 		}
 	}

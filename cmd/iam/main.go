@@ -54,6 +54,7 @@ func rootCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 		orgsCommand(environ, stdout, stderr),
 		clientsCommand(environ, stdout, stderr),
 		tokenCommand(environ, stdout, stderr),
+		auditCommand(environ, stdout, stderr),
 		agentCommand(stdout),
 	)
 	return root

@@ -51,7 +51,7 @@ func TestRunAPI_MetricsOnTheirOwnAddress(t *testing.T) {
 	apiAddr := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- runAPI(ctx, cfg, "127.0.0.1:0", store, nil, auth, log, func(a net.Addr) { apiAddr <- a.String() })
+		done <- runAPI(ctx, cfg, "127.0.0.1:0", store, nil, auth, nil, log, func(a net.Addr) { apiAddr <- a.String() })
 	}()
 	var api string
 	select {

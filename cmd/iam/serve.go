@@ -37,6 +37,10 @@ func runServe(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logge
 	if err != nil {
 		return err
 	}
+	signer, err := auditSigner(cfg, "")
+	if err != nil {
+		return err
+	}
 	store, err := openStore(ctx, cfg.DatabaseURL, false, log)
 	if err != nil {
 		return err
@@ -64,7 +68,7 @@ func runServe(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logge
 	}
 	defer tc.Close()
 
-	return runAPI(ctx, cfg, addr, store, tc, auth, log, func(a net.Addr) {
+	return runAPI(ctx, cfg, addr, store, tc, auth, signer, log, func(a net.Addr) {
 		log.Info("API listening", "address", a.String(), "temporal", cfg.Temporal.Address, "namespace", cfg.Temporal.Namespace)
 	})
 }

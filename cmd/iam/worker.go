@@ -42,6 +42,10 @@ func runWorker(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if err != nil {
 		return err
 	}
+	signer, err := auditSigner(cfg, "")
+	if err != nil {
+		return err
+	}
 	store, err := openStore(ctx, cfg.DatabaseURL, false, log)
 	if err != nil {
 		return err
@@ -65,7 +69,11 @@ func runWorker(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if err = worker.EnsureSearchAttributes(ctx, tc, cfg.Temporal.Namespace); err != nil {
 		return err
 	}
-	w := worker.New(tc, worker.Deps{Store: store, Secrets: secrets, MgmtExecutionTimeout: cfg.MgmtExecutionTimeout})
+	if err = worker.EnsureAuditSchedules(ctx, tc, cfg.AuditDigestInterval); err != nil {
+		return err
+	}
+	w := worker.New(tc, worker.Deps{Store: store, Secrets: secrets, MgmtExecutionTimeout: cfg.MgmtExecutionTimeout,
+		AuditSigner: signer, AuditRetention: cfg.AuditRetention})
 	if err = w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}

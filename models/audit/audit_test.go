@@ -166,7 +166,7 @@ func TestDigests_SealAndVerify(t *testing.T) {
 			t.Fatalf("second Seal = %+v, %v", d2, err)
 		}
 		record(t, ctx, db, 1, 1, "user.deleted") // not sealed yet
-		res, err := digests.Verify(ctx, 1, keys)
+		res, err := digests.Verify(ctx, 1, keys, time.Time{})
 		if err != nil || len(res.Problems) != 0 || res.Sealed != 9 || res.Unsealed != 1 || res.Digests != 2 {
 			t.Fatalf("untouched log: %+v, %v", res, err)
 		}
@@ -178,7 +178,7 @@ func TestDigests_SealAndVerify(t *testing.T) {
 		mustExec(t, db, `INSERT INTO audit_events (org_id, seq, id, published, event_type, actor_type, actor_id, result, request_id, target_type, target_id, body, hash)
 			SELECT org_id, 99, id + 1, published, event_type, actor_type, actor_id, result, request_id, target_type, target_id, replace(body, '"sequence":10', '"sequence":99'), hash FROM audit_events WHERE org_id = 1 AND seq = 10`)
 		mustExec(t, db, `UPDATE audit_digests SET event_count = 5 WHERE org_id = 1 AND number = 2`)
-		res, err = digests.Verify(ctx, 1, keys)
+		res, err = digests.Verify(ctx, 1, keys, time.Time{})
 		if err != nil {
 			t.Fatal(err)
 		}

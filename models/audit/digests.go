@@ -30,7 +30,7 @@ import (
 type Digest struct {
 	bun.BaseModel `bun:"table:audit_digests"`
 
-	OrgID        int64     `bun:"org_id,pk" json:"-"`
+	OrgID        int64     `bun:"org_id,pk" json:"org_id,string"`
 	Number       int64     `bun:"number,pk" json:"number"`
 	FromSeq      int64     `bun:"from_seq" json:"from_sequence"`
 	ToSeq        int64     `bun:"to_seq" json:"to_sequence"`
@@ -205,4 +205,13 @@ func (s *DigestStore) Orgs(ctx context.Context) ([]int64, error) {
 		return nil, models.Unavailable(fmt.Errorf("list audited organizations: %w", err))
 	}
 	return orgs, nil
+}
+
+// Count returns how many digests the organization has.
+func (s *DigestStore) Count(ctx context.Context, orgID int64) (int64, error) {
+	n, err := s.db.NewSelect().Model((*Digest)(nil)).Where("org_id = ?", orgID).Count(ctx)
+	if err != nil {
+		return 0, models.Unavailable(fmt.Errorf("count audit digests: %w", err))
+	}
+	return int64(n), nil
 }

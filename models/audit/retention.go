@@ -59,8 +59,10 @@ func (s *DigestStore) Prune(ctx context.Context, orgID int64, cutoff time.Time) 
 }
 
 // Verify checks the organization's events and digests in the database
-// against keys (docs/audit.md), reading the events a batch at a time.
-func (s *DigestStore) Verify(ctx context.Context, orgID int64, keys []ed25519.PublicKey) (Result, error) {
+// against keys (docs/audit.md), reading the events a batch at a time; with
+// since not zero, only the digests that end at or after it and their
+// events.
+func (s *DigestStore) Verify(ctx context.Context, orgID int64, keys []ed25519.PublicKey, since time.Time) (Result, error) {
 	var digests []Digest
 	if err := s.db.NewSelect().Model(&digests).Where("org_id = ?", orgID).OrderExpr("number").Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Result{}, models.Unavailable(fmt.Errorf("read audit digests: %w", err))
@@ -73,8 +75,8 @@ func (s *DigestStore) Verify(ctx context.Context, orgID int64, keys []ed25519.Pu
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Result{}, models.Unavailable(fmt.Errorf("read the audit head: %w", err))
 	}
-	v := NewVerification(keys, digests, head.LastSeq, head.PrunedSeq)
-	var after int64
+	v := NewVerificationSince(keys, digests, head.LastSeq, head.PrunedSeq, since)
+	after := max(v.start-1, 0)
 	for {
 		var rows []sqldb.AuditEventRow
 		err := s.db.NewSelect().Model(&rows).Column("seq", "body", "hash").

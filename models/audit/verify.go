@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // VerifyEvent is one event as a verification reads it: its number, its
@@ -29,6 +30,9 @@ type Verification struct {
 	// head is the last sequence the database numbered (0: unknown, from a
 	// file); pruned the last one retention deleted.
 	head, pruned int64
+	// start is the first sequence in scope (0: all); events before it are
+	// passed over.
+	start int64
 
 	problems []string
 	sealed   int64 // events checked against a digest
@@ -44,14 +48,28 @@ type Verification struct {
 // signed the digests, the digests (any order), the database's last
 // sequence (0 when unknown) and the last sequence retention pruned.
 func NewVerification(keys []ed25519.PublicKey, digests []Digest, head, pruned int64) *Verification {
+	return NewVerificationSince(keys, digests, head, pruned, time.Time{})
+}
+
+// NewVerificationSince is NewVerification of the digests that end at or
+// after since and of their events only (the zero time: all).
+func NewVerificationSince(keys []ed25519.PublicKey, digests []Digest, head, pruned int64, since time.Time) *Verification {
 	v := &Verification{keys: map[string]ed25519.PublicKey{}, head: head, pruned: pruned}
 	for _, k := range keys {
 		v.keys[KeyID(k)] = k
 	}
-	v.digests = append(v.digests, digests...)
+	for _, d := range digests {
+		if since.IsZero() || !d.PeriodEnd.Before(since) {
+			v.digests = append(v.digests, d)
+		}
+	}
 	sortDigests(v.digests)
 	v.checkDigests()
 	v.expected = pruned + 1
+	if !since.IsZero() && len(v.digests) > 0 {
+		v.start = v.digests[0].FromSeq
+		v.expected = max(v.expected, v.start)
+	}
 	for v.cur < len(v.digests) && v.digests[v.cur].ToSeq <= pruned {
 		v.cur++
 	}
@@ -83,7 +101,7 @@ func (v *Verification) checkDigests() {
 			v.problem("digest %d: forged: its signature does not verify", d.Number)
 		}
 		if i == 0 {
-			if d.Number != 1 && d.FromSeq > v.pruned+1 {
+			if d.Number != 1 && d.FromSeq > v.pruned+1 && v.start == 0 {
 				v.problem("digest %d: digests 1 to %d are missing", d.Number, d.Number-1)
 			}
 			continue
@@ -102,6 +120,9 @@ func (v *Verification) checkDigests() {
 
 // Event checks the next event (in sequence order).
 func (v *Verification) Event(ev VerifyEvent) {
+	if ev.Sequence < v.start {
+		return
+	}
 	if ev.Sequence <= v.pruned {
 		v.problem("event %d: present though retention pruned the events up to %d", ev.Sequence, v.pruned)
 		return
