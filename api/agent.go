@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/hashicorp/golang-lru/v2"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
 
 	"iam/api/clientaddr"
@@ -209,7 +209,9 @@ func (s *Server) agentRegister(c *gin.Context) error {
 		InstallationKey: req.InstallationKey, AgentType: req.AgentType, Platform: req.Platform,
 		Facts: req.Facts, Interval: s.cfg.AgentCheckinInterval, MaxDevices: s.cfg.MaxDevicesPerOrg,
 	}
-	ctx := c.Request.Context()
+	// The registering agent is the actor; its device has no id yet (the
+	// event's target has it).
+	ctx := withActor(c, models.Actor{Type: models.ActorDevice, DisplayName: req.Facts.Name})
 	var (
 		id     int64
 		secret string
@@ -378,6 +380,7 @@ func (s *Server) agentDevice(c *gin.Context, authenticate func(ctx context.Conte
 	if ok, wait := s.agentLimits.allow(dev.ID); !ok {
 		return nil, errTooManyRequests("the device checks in too often", wait)
 	}
+	withActor(c, models.Actor{Type: models.ActorDevice, ID: models.FormatID(dev.ID), DisplayName: dev.Name})
 	return dev, nil
 }
 

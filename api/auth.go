@@ -32,9 +32,7 @@ func authenticate(tokens auth.TokenValidator) gin.HandlerFunc {
 			return
 		}
 		c.Set(ctxPrincipal, p)
-		o := models.OriginOf(c.Request.Context())
-		o.Actor = models.Actor{Type: models.ActorUser, ID: models.FormatID(p.UserID), DisplayName: p.Name}
-		c.Request = c.Request.WithContext(models.WithOrigin(c.Request.Context(), o))
+		withActor(c, models.Actor{Type: models.ActorUser, ID: models.FormatID(p.UserID), DisplayName: p.Name})
 		c.Set(ctxLogger, logger(c).With("org_id", p.OrgID, "user_id", p.UserID))
 		c.Next()
 	}

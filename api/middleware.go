@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -61,6 +62,15 @@ func origin(trusted []netip.Prefix) gin.HandlerFunc {
 		c.Request = c.Request.WithContext(models.WithOrigin(c.Request.Context(), o))
 		c.Next()
 	}
+}
+
+// withActor makes actor the actor of the changes the request makes (its
+// context's audit Origin) and returns the request's new context.
+func withActor(c *gin.Context, actor models.Actor) context.Context {
+	o := models.OriginOf(c.Request.Context())
+	o.Actor = actor
+	c.Request = c.Request.WithContext(models.WithOrigin(c.Request.Context(), o))
+	return c.Request.Context()
 }
 
 // accessLog writes one structured line per request: at info, or at debug

@@ -285,3 +285,27 @@ func TestEvents_TailSeesEveryEventOnceUnderConcurrentWriters(t *testing.T) {
 }
 
 var errRolledBack = errors.New("rolled back on purpose")
+
+func TestChanges(t *testing.T) {
+	type settings struct {
+		ID                  int64  `json:"id,string"`
+		Big                 int64  `json:"big"`
+		Name                string `json:"name"`
+		InstallationKey     string `json:"installation_key"`
+		ClientSecret        string `json:"clientSecret"`
+		PasswordlessEnabled bool   `json:"passwordless_enabled"`
+		Hidden              string `json:"-"`
+		Same                string `json:"same"`
+	}
+	before := settings{ID: 1, Big: 388145959290015745, Name: "a", InstallationKey: "k1", ClientSecret: "s1", Hidden: "h1", Same: "x"}
+	after := settings{ID: 1, Big: 388145959290015746, Name: "b", InstallationKey: "k2", ClientSecret: "s2", PasswordlessEnabled: true, Hidden: "h2", Same: "x"}
+	got, _ := json.Marshal(audit.Changes(before, after))
+	want := `[{"field":"big","old":388145959290015745,"new":388145959290015746},` +
+		`{"field":"clientSecret","old":null,"new":null,"secret":true},` +
+		`{"field":"installation_key","old":null,"new":null,"secret":true},` +
+		`{"field":"name","old":"a","new":"b"},` +
+		`{"field":"passwordless_enabled","old":false,"new":true}]`
+	if string(got) != want {
+		t.Fatalf("Changes =\n%s\nwant\n%s", got, want)
+	}
+}

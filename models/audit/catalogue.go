@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -174,21 +175,39 @@ func fieldsOf(v any) map[string]json.RawMessage {
 	return m
 }
 
+// decodeValue reads a field's JSON value, numbers as json.Number: an id
+// keeps every digit.
 func decodeValue(raw json.RawMessage) any {
 	if raw == nil {
 		return nil
 	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
 	var v any
-	if json.Unmarshal(raw, &v) != nil {
+	if dec.Decode(&v) != nil {
 		return nil
 	}
 	return v
 }
 
+// isSecretField reports whether a field's name has a word (between
+// underscores, or at a change of case) that says it holds a secret:
+// installation_key, clientSecret, but not passwordless_enabled.
 func isSecretField(name string) bool {
-	lower := strings.ToLower(name)
-	for _, w := range secretWords {
-		if strings.Contains(lower, w) {
+	var words []string
+	start := 0
+	for i, r := range name {
+		if r == '_' || r == '-' || (i > 0 && r >= 'A' && r <= 'Z') {
+			words = append(words, strings.ToLower(name[start:i]))
+			start = i
+			if r == '_' || r == '-' {
+				start = i + 1
+			}
+		}
+	}
+	words = append(words, strings.ToLower(name[start:]))
+	for _, w := range words {
+		if slices.Contains(secretWords, w) {
 			return true
 		}
 	}
