@@ -190,6 +190,21 @@ const (
 	AgentRegistration1PlatformWindows AgentRegistration1Platform = "windows"
 )
 
+// Defines values for AuditEventActorType.
+const (
+	AuditEventActorTypeClient AuditEventActorType = "client"
+	AuditEventActorTypeDevice AuditEventActorType = "device"
+	AuditEventActorTypeSystem AuditEventActorType = "system"
+	AuditEventActorTypeUser   AuditEventActorType = "user"
+)
+
+// Defines values for AuditEventOutcomeResult.
+const (
+	AuditEventOutcomeResultDENIED  AuditEventOutcomeResult = "DENIED"
+	AuditEventOutcomeResultFAILURE AuditEventOutcomeResult = "FAILURE"
+	AuditEventOutcomeResultSUCCESS AuditEventOutcomeResult = "SUCCESS"
+)
+
 // Defines values for BulkDeleteResultStatus.
 const (
 	BulkDeleteResultStatusN204 BulkDeleteResultStatus = 204
@@ -1507,6 +1522,12 @@ const (
 	ConfigFamilyIpsources     ConfigFamily = "ipsources"
 )
 
+// Defines values for ListAuditEventsParamsSortOrder.
+const (
+	ListAuditEventsParamsSortOrderASCENDING  ListAuditEventsParamsSortOrder = "ASCENDING"
+	ListAuditEventsParamsSortOrderDESCENDING ListAuditEventsParamsSortOrder = "DESCENDING"
+)
+
 // Defines values for LinkDeviceAccountJSONBodyPermissionLevel.
 const (
 	LinkDeviceAccountJSONBodyPermissionLevelAdmin         LinkDeviceAccountJSONBodyPermissionLevel = "Admin"
@@ -1914,6 +1935,92 @@ type AgentRegistration1AgentType string
 
 // AgentRegistration1Platform defines model for AgentRegistration.1.Platform.
 type AgentRegistration1Platform string
+
+// AuditDigest defines model for AuditDigest.
+type AuditDigest struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// DigestHash SHA-256 (hex) of the digest's canonical JSON.
+	DigestHash string `json:"digest_hash"`
+	EventCount int    `json:"event_count"`
+
+	// EventsHash SHA-256 (hex) of the sealed events' SHA-256 hashes in sequence order.
+	EventsHash   string    `json:"events_hash"`
+	FromSequence int       `json:"from_sequence"`
+	KeyId        string    `json:"key_id"`
+	Number       int       `json:"number"`
+	PeriodEnd    time.Time `json:"period_end"`
+	PeriodStart  time.Time `json:"period_start"`
+
+	// PreviousHash The digest_hash of the digest before; empty for the first.
+	PreviousHash string `json:"previous_hash"`
+
+	// Signature Ed25519 signature of the canonical JSON.
+	Signature  []byte `json:"signature"`
+	ToSequence int    `json:"to_sequence"`
+}
+
+// AuditEvent An audit event (docs/audit.md), as written with its change; its JSON is what the digests seal.
+type AuditEvent struct {
+	Actor struct {
+		DisplayName string              `json:"display_name"`
+		Id          string              `json:"id"`
+		Type        AuditEventActorType `json:"type"`
+	} `json:"actor"`
+	Client struct {
+		// IpAddress The client address under the trusted-proxy rules; empty for changes no request made.
+		IpAddress string `json:"ip_address"`
+		UserAgent string `json:"user_agent"`
+	} `json:"client"`
+
+	// EventType One of the catalogue of docs/audit.md.
+	EventType string  `json:"event_type"`
+	Id        string  `json:"id"`
+	JobId     *string `json:"job_id"`
+	OrgId     string  `json:"org_id"`
+	Outcome   struct {
+		Reason string                  `json:"reason"`
+		Result AuditEventOutcomeResult `json:"result"`
+	} `json:"outcome"`
+	Published time.Time `json:"published"`
+
+	// RequestId The X-Request-Id of the request (empty for a job's or a schedule's changes).
+	RequestId string `json:"request_id"`
+
+	// Sequence The organization's events numbered in commit order, without gaps.
+	Sequence int `json:"sequence"`
+	Targets  []struct {
+		Changes *[]struct {
+			Field string `json:"field"`
+
+			// New The value after; null for a secret.
+			New interface{} `json:"new"`
+
+			// Old The value before; null for a secret.
+			Old interface{} `json:"old"`
+
+			// Secret The field holds a secret; only that it changed is recorded.
+			Secret *bool `json:"secret,omitempty"`
+		} `json:"changes,omitempty"`
+		DisplayName string `json:"display_name"`
+		Id          string `json:"id"`
+		Type        string `json:"type"`
+	} `json:"targets"`
+}
+
+// AuditEventActorType defines model for AuditEvent.Actor.Type.
+type AuditEventActorType string
+
+// AuditEventOutcomeResult defines model for AuditEvent.Outcome.Result.
+type AuditEventOutcomeResult string
+
+// AuditMeta The paging of an audit page. Ascending, next_cursor is set on every page (the last one too) so that a tail can keep following it.
+type AuditMeta struct {
+	Cursor     *string `json:"cursor"`
+	IsLast     bool    `json:"is_last"`
+	Limit      int     `json:"limit"`
+	NextCursor *string `json:"next_cursor"`
+}
 
 // BulkDeleteResult defines model for BulkDeleteResult.
 type BulkDeleteResult struct {
@@ -4564,6 +4671,9 @@ type ListAccountLinkingHistoryFilter = string
 // ListAccountLinkingHistorySort defines model for listAccountLinkingHistorySort.
 type ListAccountLinkingHistorySort = string
 
+// ListAuditEventsFilter defines model for listAuditEventsFilter.
+type ListAuditEventsFilter = string
+
 // ListConditionConfigsFields defines model for listConditionConfigsFields.
 type ListConditionConfigsFields = string
 
@@ -4856,6 +4966,39 @@ type AgentAuthorizeJSONBody0 = interface{}
 
 // AgentAuthorizeJSONBody1 defines parameters for AgentAuthorize.
 type AgentAuthorizeJSONBody1 = interface{}
+
+// ListAuditDigestsParams defines parameters for ListAuditDigests.
+type ListAuditDigestsParams struct {
+	// From Start index (offset paging); default 0.
+	From *From `form:"from,omitempty" json:"from,omitempty"`
+
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
+	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListAuditEventsParams defines parameters for ListAuditEvents.
+type ListAuditEventsParams struct {
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
+	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next_cursor of the previous page (cursor paging).
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListAuditEventsFilter `form:"filter,omitempty" json:"filter,omitempty"`
+
+	// Since Only events published at or after this time.
+	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
+
+	// Until Only events published before this time.
+	Until *time.Time `form:"until,omitempty" json:"until,omitempty"`
+
+	// SortOrder ASCENDING (commit order, the default) or DESCENDING.
+	SortOrder *ListAuditEventsParamsSortOrder `form:"sort_order,omitempty" json:"sort_order,omitempty"`
+}
+
+// ListAuditEventsParamsSortOrder defines parameters for ListAuditEvents.
+type ListAuditEventsParamsSortOrder string
 
 // ListAccountLinkingHistoryParams defines parameters for ListAccountLinkingHistory.
 type ListAccountLinkingHistoryParams struct {
@@ -9693,6 +9836,18 @@ type ClientInterface interface {
 
 	AgentRegister(ctx context.Context, body AgentRegisterJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListAuditDigests request
+	ListAuditDigests(ctx context.Context, params *ListAuditDigestsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAuditPublicKey request
+	GetAuditPublicKey(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListAuditEvents request
+	ListAuditEvents(ctx context.Context, params *ListAuditEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAuditEvent request
+	GetAuditEvent(ctx context.Context, eventId ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetAccountLinkingSettings request
 	GetAccountLinkingSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -10181,6 +10336,54 @@ func (c *Client) AgentRegisterWithBody(ctx context.Context, contentType string, 
 
 func (c *Client) AgentRegister(ctx context.Context, body AgentRegisterJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewAgentRegisterRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListAuditDigests(ctx context.Context, params *ListAuditDigestsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAuditDigestsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) GetAuditPublicKey(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAuditPublicKeyRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListAuditEvents(ctx context.Context, params *ListAuditEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAuditEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) GetAuditEvent(ctx context.Context, eventId ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAuditEventRequest(c.Server, eventId)
 	if err != nil {
 		return nil, err
 	}
@@ -12146,6 +12349,261 @@ func NewAgentRegisterRequestWithBody(server string, contentType string, body io.
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListAuditDigestsRequest generates requests for ListAuditDigests
+func NewListAuditDigestsRequest(server string, params *ListAuditDigestsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/audit-digests")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "from", runtime.ParamLocationQuery, *params.From); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetAuditPublicKeyRequest generates requests for GetAuditPublicKey
+func NewGetAuditPublicKeyRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/audit-digests/public-key")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListAuditEventsRequest generates requests for ListAuditEvents
+func NewListAuditEventsRequest(server string, params *ListAuditEventsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/audit-events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "cursor", runtime.ParamLocationQuery, *params.Cursor); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "filter", runtime.ParamLocationQuery, *params.Filter); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "since", runtime.ParamLocationQuery, *params.Since); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Until != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "until", runtime.ParamLocationQuery, *params.Until); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.SortOrder != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "sort_order", runtime.ParamLocationQuery, *params.SortOrder); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetAuditEventRequest generates requests for GetAuditEvent
+func NewGetAuditEventRequest(server string, eventId ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "event_id", runtime.ParamLocationPath, eventId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/audit-events/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	return req, nil
 }
@@ -18847,6 +19305,18 @@ type ClientWithResponsesInterface interface {
 
 	AgentRegisterWithResponse(ctx context.Context, body AgentRegisterJSONRequestBody, reqEditors ...RequestEditorFn) (*AgentRegisterResponse, error)
 
+	// ListAuditDigestsWithResponse request
+	ListAuditDigestsWithResponse(ctx context.Context, params *ListAuditDigestsParams, reqEditors ...RequestEditorFn) (*ListAuditDigestsResponse, error)
+
+	// GetAuditPublicKeyWithResponse request
+	GetAuditPublicKeyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAuditPublicKeyResponse, error)
+
+	// ListAuditEventsWithResponse request
+	ListAuditEventsWithResponse(ctx context.Context, params *ListAuditEventsParams, reqEditors ...RequestEditorFn) (*ListAuditEventsResponse, error)
+
+	// GetAuditEventWithResponse request
+	GetAuditEventWithResponse(ctx context.Context, eventId ID, reqEditors ...RequestEditorFn) (*GetAuditEventResponse, error)
+
 	// GetAccountLinkingSettingsWithResponse request
 	GetAccountLinkingSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAccountLinkingSettingsResponse, error)
 
@@ -19384,6 +19854,126 @@ func (r AgentRegisterResponse) Status() string {
 
 // StatusCode returns HTTPResponse.StatusCode
 func (r AgentRegisterResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListAuditDigestsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []AuditDigest `json:"data"`
+		Meta OffsetMeta    `json:"meta"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAuditDigestsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAuditDigestsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type GetAuditPublicKeyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Algorithm GetAuditPublicKey200Algorithm `json:"algorithm"`
+
+		// KeyId The first 8 bytes of the key's SHA-256, in hex; digests name it.
+		KeyId     string `json:"key_id"`
+		Pem       string `json:"pem"`
+		PublicKey []byte `json:"public_key"`
+	}
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+type GetAuditPublicKey200Algorithm string
+
+// Status returns HTTPResponse.Status
+func (r GetAuditPublicKeyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAuditPublicKeyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListAuditEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []AuditEvent `json:"data"`
+
+		// Meta The paging of an audit page. Ascending, next_cursor is set on every page (the last one too) so that a tail can keep following it.
+		Meta AuditMeta `json:"meta"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAuditEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAuditEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type GetAuditEventResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *AuditEvent
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAuditEventResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAuditEventResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -22608,6 +23198,42 @@ func (c *ClientWithResponses) AgentRegisterWithResponse(ctx context.Context, bod
 	return ParseAgentRegisterResponse(rsp)
 }
 
+// ListAuditDigestsWithResponse request returning *ListAuditDigestsResponse
+func (c *ClientWithResponses) ListAuditDigestsWithResponse(ctx context.Context, params *ListAuditDigestsParams, reqEditors ...RequestEditorFn) (*ListAuditDigestsResponse, error) {
+	rsp, err := c.ListAuditDigests(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAuditDigestsResponse(rsp)
+}
+
+// GetAuditPublicKeyWithResponse request returning *GetAuditPublicKeyResponse
+func (c *ClientWithResponses) GetAuditPublicKeyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAuditPublicKeyResponse, error) {
+	rsp, err := c.GetAuditPublicKey(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAuditPublicKeyResponse(rsp)
+}
+
+// ListAuditEventsWithResponse request returning *ListAuditEventsResponse
+func (c *ClientWithResponses) ListAuditEventsWithResponse(ctx context.Context, params *ListAuditEventsParams, reqEditors ...RequestEditorFn) (*ListAuditEventsResponse, error) {
+	rsp, err := c.ListAuditEvents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAuditEventsResponse(rsp)
+}
+
+// GetAuditEventWithResponse request returning *GetAuditEventResponse
+func (c *ClientWithResponses) GetAuditEventWithResponse(ctx context.Context, eventId ID, reqEditors ...RequestEditorFn) (*GetAuditEventResponse, error) {
+	rsp, err := c.GetAuditEvent(ctx, eventId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAuditEventResponse(rsp)
+}
+
 // GetAccountLinkingSettingsWithResponse request returning *GetAccountLinkingSettingsResponse
 func (c *ClientWithResponses) GetAccountLinkingSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAccountLinkingSettingsResponse, error) {
 	rsp, err := c.GetAccountLinkingSettings(ctx, reqEditors...)
@@ -24179,6 +24805,243 @@ func ParseAgentRegisterResponse(rsp *http.Response) (*AgentRegisterResponse, err
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListAuditDigestsResponse parses an HTTP response from a ListAuditDigestsWithResponse call
+func ParseListAuditDigestsResponse(rsp *http.Response) (*ListAuditDigestsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAuditDigestsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []AuditDigest `json:"data"`
+			Meta OffsetMeta    `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (application/x-ndjson) unsupported
+
+	}
+
+	return response, nil
+}
+
+// ParseGetAuditPublicKeyResponse parses an HTTP response from a GetAuditPublicKeyWithResponse call
+func ParseGetAuditPublicKeyResponse(rsp *http.Response) (*GetAuditPublicKeyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAuditPublicKeyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Algorithm GetAuditPublicKey200Algorithm `json:"algorithm"`
+
+			// KeyId The first 8 bytes of the key's SHA-256, in hex; digests name it.
+			KeyId     string `json:"key_id"`
+			Pem       string `json:"pem"`
+			PublicKey []byte `json:"public_key"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListAuditEventsResponse parses an HTTP response from a ListAuditEventsWithResponse call
+func ParseListAuditEventsResponse(rsp *http.Response) (*ListAuditEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAuditEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []AuditEvent `json:"data"`
+
+			// Meta The paging of an audit page. Ascending, next_cursor is set on every page (the last one too) so that a tail can keep following it.
+			Meta AuditMeta `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (application/x-ndjson) unsupported
+
+	}
+
+	return response, nil
+}
+
+// ParseGetAuditEventResponse parses an HTTP response from a GetAuditEventWithResponse call
+func ParseGetAuditEventResponse(rsp *http.Response) (*GetAuditEventResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAuditEventResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AuditEvent
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
