@@ -368,9 +368,8 @@ func TestSettingsStore_AuditEvents(t *testing.T) {
 		}
 		ev := oneEvent(t, db, org.ID, audit.AdminSettingsUpdated)
 		wantTarget(t, ev, 0, "admin_settings", org.ID, "Administrator settings")
-		// The catalogue's word list takes a field named password... for a
-		// secret: only that it changed shows.
-		want := map[string]string{"captcha_type": `["recaptcha","text_captcha"]`, "passwordless_enabled_for_nps_vpn": "secret"}
+		// passwordless_enabled_for_nps_vpn holds no secret: its values show.
+		want := map[string]string{"captcha_type": `["recaptcha","text_captcha"]`, "passwordless_enabled_for_nps_vpn": "[false,true]"}
 		if got := changesOf(t, ev.Targets[0]); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("changes %v, want %v", got, want)
 		}
