@@ -6,6 +6,7 @@ package apitest
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,6 +28,7 @@ import (
 	"iam/api"
 	"iam/api/auth"
 	"iam/api/jobrun"
+	"iam/models/audit"
 	"iam/models/identity"
 	"iam/models/jobs"
 	"iam/models/secret/secrettest"
@@ -40,6 +42,10 @@ import (
 type Options struct {
 	// Temporal starts a worker on the shared in-process Temporal server.
 	Temporal bool
+	// AuditSigner signs the audit digests of the worker (and its public
+	// key is the API's); AuditRetention is the worker's retention.
+	AuditSigner    *audit.Signer
+	AuditRetention time.Duration
 	// TemporalClient, instead, is a client of a Temporal server of the
 	// test's own (one it may stop); no worker is started on it.
 	TemporalClient client.Client
@@ -151,7 +157,7 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 		e.Jobs.Client = e.Temporal
 		e.Jobs.TaskQueue = fmt.Sprintf("test-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), sqldb.NewID())
 		w := worker.NewOn(e.Temporal, e.Jobs.TaskQueue, worker.Deps{Store: e.Store, Secrets: secrettest.Box,
-			MgmtExecutionTimeout: opts.MgmtExecutionTimeout})
+			MgmtExecutionTimeout: opts.MgmtExecutionTimeout, AuditSigner: opts.AuditSigner, AuditRetention: opts.AuditRetention})
 		if err := w.Start(); err != nil {
 			t.Fatalf("start worker: %v", err)
 		}
@@ -180,6 +186,7 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 		Tokens:   tokens,
 		Log:      log,
 		OAuth:    opts.OAuth,
+		AuditKey: auditKey(opts.AuditSigner),
 	})
 	srv := httptest.NewServer(e.Server.Handler())
 	t.Cleanup(srv.Close)
@@ -358,4 +365,12 @@ type testWriter struct{ t testing.TB }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// auditKey is the public key of signer; nil without one.
+func auditKey(signer *audit.Signer) ed25519.PublicKey {
+	if signer == nil {
+		return nil
+	}
+	return signer.PublicKey()
 }
