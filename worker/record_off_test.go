@@ -22,3 +22,4 @@ func recordGroupRecomputes(t *testing.T)   { recordOff(t) }
 func recordManagement(t *testing.T)        { recordOff(t) }
 func recordManagementResolve(t *testing.T) { recordOff(t) }
 func recordNotificationRuns(t *testing.T)  { recordOff(t) }
+func recordAudit(t *testing.T)             { recordOff(t) }
