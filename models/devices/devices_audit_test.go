@@ -16,35 +16,6 @@ import (
 	"iam/models/modeltest"
 )
 
-// oneEvent returns the single event of type typ of the organization,
-// failing the test when there is not exactly one.
-func oneEvent(t *testing.T, db bun.IDB, orgID int64, typ string) models.EventRecord {
-	t.Helper()
-	evs := modeltest.EventsOfType(t, db, orgID, typ)
-	if len(evs) != 1 {
-		t.Fatalf("%d %s events, want 1: %+v", len(evs), typ, evs)
-	}
-	return evs[0]
-}
-
-// wantTargets checks an event's targets by type and id, in order.
-func wantTargets(t *testing.T, ev models.EventRecord, want ...models.EventTarget) {
-	t.Helper()
-	if len(ev.Targets) != len(want) {
-		t.Fatalf("%s targets %+v, want %+v", ev.EventType, ev.Targets, want)
-	}
-	for i, w := range want {
-		g := ev.Targets[i]
-		if g.Type != w.Type || g.ID != w.ID || (w.DisplayName != "" && g.DisplayName != w.DisplayName) {
-			t.Errorf("%s target %d = %s %s %q, want %s %s %q", ev.EventType, i, g.Type, g.ID, g.DisplayName, w.Type, w.ID, w.DisplayName)
-		}
-	}
-}
-
-func target(typ string, id int64, name string) models.EventTarget {
-	return models.EventTarget{Type: typ, ID: models.FormatID(id), DisplayName: name}
-}
-
 // change returns the change of field among changes, and whether there is one.
 func change(changes []models.FieldChange, field string) (models.FieldChange, bool) {
 	for _, c := range changes {
@@ -72,8 +43,8 @@ func TestDeviceStore_AuditRegister(t *testing.T) {
 		ctx := t.Context()
 		f := modeltest.NewDeviceFixture(t, db, 0)
 		d, sec := f.Register(t, modeltest.Facts("PC1", "S1"))
-		ev := oneEvent(t, db, f.Org.ID, audit.DeviceRegistered)
-		wantTargets(t, ev, target(devices.TargetDevice, d.ID, "PC1"))
+		ev := modeltest.OneEvent(t, db, f.Org.ID, audit.DeviceRegistered)
+		modeltest.WantTargets(t, ev, audit.Target(devices.TargetDevice, d.ID, "PC1"))
 		if ev.Outcome.Result != models.ResultSuccess || ev.Outcome.Reason != "" || ev.Actor.Type != models.ActorSystem {
 			t.Errorf("registration event %+v", ev)
 		}
@@ -97,7 +68,7 @@ func TestDeviceStore_AuditRegister(t *testing.T) {
 		if len(evs) != 2 {
 			t.Fatalf("%d registration events, want 2", len(evs))
 		}
-		wantTargets(t, evs[1], target(devices.TargetDevice, dup.ID, "PC1-new"), target(devices.TargetDevice, d.ID, "PC1"))
+		modeltest.WantTargets(t, evs[1], audit.Target(devices.TargetDevice, dup.ID, "PC1-new"), audit.Target(devices.TargetDevice, d.ID, "PC1"))
 		if !strings.Contains(evs[1].Outcome.Reason, "duplicate") {
 			t.Errorf("duplicate's reason %q", evs[1].Outcome.Reason)
 		}
@@ -114,7 +85,7 @@ func TestDeviceStore_AuditRegister(t *testing.T) {
 			t.Fatalf("%d registration events, want 3", len(evs))
 		}
 		take := evs[2]
-		wantTargets(t, take, target(devices.TargetDevice, d.ID, "PC1-renamed"))
+		modeltest.WantTargets(t, take, audit.Target(devices.TargetDevice, d.ID, "PC1-renamed"))
 		if !strings.Contains(take.Outcome.Reason, "took over") {
 			t.Errorf("takeover's reason %q", take.Outcome.Reason)
 		}
@@ -146,7 +117,7 @@ func TestDeviceStore_AuditRegister(t *testing.T) {
 		if len(evs) != 4 {
 			t.Fatalf("%d registration events, want 4", len(evs))
 		}
-		wantTargets(t, evs[3], target(devices.TargetInstallation, in.ID, "NPS1 (NPSExtension)"))
+		modeltest.WantTargets(t, evs[3], audit.Target(devices.TargetInstallation, in.ID, "NPS1 (NPSExtension)"))
 	})
 }
 
@@ -170,8 +141,8 @@ func TestDeviceStore_AuditDelete(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		ev := oneEvent(t, db, f.Org.ID, audit.DeviceDeleted)
-		wantTargets(t, ev, target(devices.TargetDevice, ad.ID, "AD1"))
+		ev := modeltest.OneEvent(t, db, f.Org.ID, audit.DeviceDeleted)
+		modeltest.WantTargets(t, ev, audit.Target(devices.TargetDevice, ad.ID, "AD1"))
 
 		fa := modeltest.Facts("SVC1", "S2")
 		fa.JoinType = devices.JoinSvc
@@ -212,7 +183,7 @@ func TestDeviceStore_AuditDelete(t *testing.T) {
 		if len(evs) != 4 {
 			t.Fatalf("%d delete events, want 4: %+v", len(evs), evs)
 		}
-		wantTargets(t, evs[3], target(devices.TargetDevice, svc2.ID, "SVC2"))
+		modeltest.WantTargets(t, evs[3], audit.Target(devices.TargetDevice, svc2.ID, "SVC2"))
 		if !strings.Contains(evs[3].Outcome.Reason, "acknowledged its uninstall") {
 			t.Errorf("removal's reason %q", evs[3].Outcome.Reason)
 		}
@@ -234,7 +205,7 @@ func TestDeviceStore_AuditLinks(t *testing.T) {
 		accs, _ := f.Dev.Accounts(ctx, f.Org.ID, d.ID)
 		alice, bob, carol := accs[0], accs[1], accs[2]
 		u0, u1 := f.Users[0], f.Users[1]
-		dev := target(devices.TargetDevice, d.ID, "PC1")
+		dev := audit.Target(devices.TargetDevice, d.ID, "PC1")
 		count := func(typ string) int { return len(modeltest.EventsOfType(t, db, f.Org.ID, typ)) }
 		last := func(typ string) models.EventRecord {
 			t.Helper()
@@ -249,8 +220,8 @@ func TestDeviceStore_AuditLinks(t *testing.T) {
 		if _, err := f.Dev.Link(ctx, f.Org.ID, d.ID, alice.ID, devices.LinkRequest{UserID: u0.ID, PermissionLevel: "Administrator"}); err != nil {
 			t.Fatal(err)
 		}
-		ev := oneEvent(t, db, f.Org.ID, audit.DeviceAccountLinkRequest)
-		wantTargets(t, ev, target(devices.TargetLocalAccount, alice.ID, "alice"), dev, target(devices.TargetUser, u0.ID, u0.Email))
+		ev := modeltest.OneEvent(t, db, f.Org.ID, audit.DeviceAccountLinkRequest)
+		modeltest.WantTargets(t, ev, audit.Target(devices.TargetLocalAccount, alice.ID, "alice"), dev, audit.Target(devices.TargetUser, u0.ID, u0.Email))
 		ch := ev.Targets[0].Changes
 		wantChange(t, ch, "link_status", devices.LinkUnlinked, devices.LinkPending)
 		wantChange(t, ch, "idp_user_id", "", models.FormatID(u0.ID))
@@ -276,8 +247,8 @@ func TestDeviceStore_AuditLinks(t *testing.T) {
 		if _, err = f.CheckIn(t, d.ID, sec, in); err != nil {
 			t.Fatal(err)
 		}
-		ev = oneEvent(t, db, f.Org.ID, audit.DeviceAccountLinked)
-		wantTargets(t, ev, target(devices.TargetLocalAccount, alice.ID, "alice"), dev, target(devices.TargetUser, u0.ID, ""))
+		ev = modeltest.OneEvent(t, db, f.Org.ID, audit.DeviceAccountLinked)
+		modeltest.WantTargets(t, ev, audit.Target(devices.TargetLocalAccount, alice.ID, "alice"), dev, audit.Target(devices.TargetUser, u0.ID, ""))
 		wantChange(t, ev.Targets[0].Changes, "link_status", devices.LinkPending, devices.LinkLinked)
 		if ev.Outcome.Result != models.ResultSuccess {
 			t.Errorf("linked outcome %+v", ev.Outcome)
@@ -295,8 +266,8 @@ func TestDeviceStore_AuditLinks(t *testing.T) {
 		if _, err = f.Dev.Unlink(ctx, f.Org.ID, d.ID, alice.ID, "admin", "left the team"); err != nil {
 			t.Fatal(err)
 		}
-		ev = oneEvent(t, db, f.Org.ID, audit.DeviceAccountUnlinked)
-		wantTargets(t, ev, target(devices.TargetLocalAccount, alice.ID, "alice"), dev, target(devices.TargetUser, u0.ID, ""))
+		ev = modeltest.OneEvent(t, db, f.Org.ID, audit.DeviceAccountUnlinked)
+		modeltest.WantTargets(t, ev, audit.Target(devices.TargetLocalAccount, alice.ID, "alice"), dev, audit.Target(devices.TargetUser, u0.ID, ""))
 		wantChange(t, ev.Targets[0].Changes, "link_status", devices.LinkLinked, devices.LinkUnlinked)
 		wantChange(t, ev.Targets[0].Changes, "idp_user_id", models.FormatID(u0.ID), "")
 		if ev.Outcome.Reason != "left the team" {
@@ -309,7 +280,7 @@ func TestDeviceStore_AuditLinks(t *testing.T) {
 		}
 		in.Acks = nil
 		ev = last(audit.DeviceAccountUnlinked)
-		wantTargets(t, ev, target(devices.TargetLocalAccount, alice.ID, "alice"), dev)
+		modeltest.WantTargets(t, ev, audit.Target(devices.TargetLocalAccount, alice.ID, "alice"), dev)
 		if count(audit.DeviceAccountUnlinked) != 2 || ev.Outcome.Result != models.ResultSuccess ||
 			!strings.Contains(ev.Outcome.Reason, "applied the unlink") {
 			t.Errorf("the device's unlink: %+v", ev)
@@ -324,8 +295,8 @@ func TestDeviceStore_AuditLinks(t *testing.T) {
 		}
 		_, err = f.Dev.CancelLink(ctx, f.Org.ID, d.ID, bob.ID, "admin")
 		modeltest.WantCode(t, err, models.ECONFLICT)
-		ev = oneEvent(t, db, f.Org.ID, audit.DeviceAccountLinkCanceled)
-		wantTargets(t, ev, target(devices.TargetLocalAccount, bob.ID, "bob"), dev, target(devices.TargetUser, u1.ID, ""))
+		ev = modeltest.OneEvent(t, db, f.Org.ID, audit.DeviceAccountLinkCanceled)
+		modeltest.WantTargets(t, ev, audit.Target(devices.TargetLocalAccount, bob.ID, "bob"), dev, audit.Target(devices.TargetUser, u1.ID, ""))
 		wantChange(t, ev.Targets[0].Changes, "link_status", devices.LinkPending, devices.LinkUnlinked)
 
 		// A failed link: device.account.linked, a FAILURE with the agent's
@@ -340,7 +311,7 @@ func TestDeviceStore_AuditLinks(t *testing.T) {
 		}
 		in.Acks = nil
 		ev = last(audit.DeviceAccountLinked)
-		wantTargets(t, ev, target(devices.TargetLocalAccount, bob.ID, "bob"), dev, target(devices.TargetUser, u1.ID, ""))
+		modeltest.WantTargets(t, ev, audit.Target(devices.TargetLocalAccount, bob.ID, "bob"), dev, audit.Target(devices.TargetUser, u1.ID, ""))
 		if ev.Outcome.Result != models.ResultFailure || !strings.Contains(ev.Outcome.Reason, "no such account") {
 			t.Errorf("failed link's outcome %+v", ev.Outcome)
 		}
@@ -358,7 +329,7 @@ func TestDeviceStore_AuditLinks(t *testing.T) {
 			t.Fatal("a vanished pending account's link recorded no cancel")
 		}
 		ev = last(audit.DeviceAccountLinkCanceled)
-		wantTargets(t, ev, target(devices.TargetLocalAccount, carol.ID, "carol"), dev, target(devices.TargetUser, u1.ID, ""))
+		modeltest.WantTargets(t, ev, audit.Target(devices.TargetLocalAccount, carol.ID, "carol"), dev, audit.Target(devices.TargetUser, u1.ID, ""))
 		if !strings.Contains(ev.Outcome.Reason, "no longer on the device") {
 			t.Errorf("vanished account's reason %q", ev.Outcome.Reason)
 		}
@@ -392,9 +363,9 @@ func TestDeviceStore_AuditOfflineUsers(t *testing.T) {
 		if err != nil || len(removed) != 2 {
 			t.Fatalf("removed %v, %v", removed, err)
 		}
-		ev := oneEvent(t, db, f.Org.ID, audit.DeviceOfflineUserRemoved)
-		wantTargets(t, ev, target(devices.TargetDevice, d.ID, "PC1"),
-			target(devices.TargetOfflineUser, u1.ID, u1.Email), target(devices.TargetOfflineUser, u0.ID, "User Zero"))
+		ev := modeltest.OneEvent(t, db, f.Org.ID, audit.DeviceOfflineUserRemoved)
+		modeltest.WantTargets(t, ev, audit.Target(devices.TargetDevice, d.ID, "PC1"),
+			audit.Target(devices.TargetOfflineUser, u1.ID, u1.Email), audit.Target(devices.TargetOfflineUser, u0.ID, "User Zero"))
 
 		// 1,000 at once: two events of at most 1,000 targets.
 		const n = 1000
@@ -444,8 +415,8 @@ func TestDeviceStore_AuditLinkingSettings(t *testing.T) {
 		if err := f.Dev.PutLinkingSettings(ctx, f.Org.ID, &set); err != nil {
 			t.Fatal(err)
 		}
-		ev := oneEvent(t, db, f.Org.ID, audit.LinkingSettingsUpdated)
-		wantTargets(t, ev, target(devices.TargetLinkingSettings, f.Org.ID, ""))
+		ev := modeltest.OneEvent(t, db, f.Org.ID, audit.LinkingSettingsUpdated)
+		modeltest.WantTargets(t, ev, audit.Target(devices.TargetLinkingSettings, f.Org.ID, ""))
 		ch := ev.Targets[0].Changes
 		if len(ch) != 2 {
 			t.Errorf("changes %+v, want is_enabled and attribute_value", ch)
@@ -470,7 +441,7 @@ func TestDeviceStore_AuditInstallKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev := oneEvent(t, db, f.Org.ID, audit.AgentInstallKeyRegenerate)
+		ev := modeltest.OneEvent(t, db, f.Org.ID, audit.AgentInstallKeyRegenerate)
 		if len(ev.Targets) != 1 || ev.Targets[0].Type != devices.TargetInstallKey || ev.Targets[0].ID != devices.AgentDevice {
 			t.Fatalf("targets %+v", ev.Targets)
 		}

@@ -1,7 +1,6 @@
 package management_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -16,23 +15,6 @@ import (
 	"iam/models/management"
 	"iam/models/modeltest"
 )
-
-// admin is the origin of the changes these tests make.
-func admin(ctx context.Context) context.Context {
-	return models.WithOrigin(ctx, models.Origin{Actor: models.Actor{Type: models.ActorUser, ID: "7", DisplayName: "admin@example.com"},
-		RequestID: "req-1"})
-}
-
-// eventsOf returns the organization's events of type typ, failing unless
-// there are n.
-func eventsOf(t *testing.T, db bun.IDB, orgID int64, typ string, n int) []models.EventRecord {
-	t.Helper()
-	evs := modeltest.EventsOfType(t, db, orgID, typ)
-	if len(evs) != n {
-		t.Fatalf("%d %s events, want %d: %+v", len(evs), typ, n, evs)
-	}
-	return evs
-}
 
 // targetsOf writes ev's targets as "type:id:name" items, with their
 // changes as field=[old,new].
@@ -55,17 +37,17 @@ func targetsOf(t *testing.T, ev models.EventRecord) string {
 
 func TestMgmtStore_ViewColumnsAuditEvents(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
-		ctx := admin(t.Context())
+		ctx := modeltest.AdminOrigin(t.Context())
 		f := newMgmtFixture(t, db)
 		m := f.store.Management
 		if _, err := m.SetViewColumns(ctx, f.org.ID, management.ActionMoveUsers, []string{"email", "email"}); models.ErrorCode(err) != models.EINVALID {
 			t.Fatalf("refused columns: %v", err)
 		}
-		eventsOf(t, db, f.org.ID, audit.ManagementViewColumnsUpdated, 0)
+		modeltest.WantEvents(t, db, f.org.ID, audit.ManagementViewColumnsUpdated, 0)
 		if _, err := m.SetViewColumns(ctx, f.org.ID, management.ActionMoveUsers, []string{"email", "title"}); err != nil {
 			t.Fatal(err)
 		}
-		ev := eventsOf(t, db, f.org.ID, audit.ManagementViewColumnsUpdated, 1)[0]
+		ev := modeltest.WantEvents(t, db, f.org.ID, audit.ManagementViewColumnsUpdated, 1)[0]
 		want := `management_view:move-users:Move users columns=[["firstName","lastName","email","container"],["email","title"]]`
 		if got := targetsOf(t, ev); got != want {
 			t.Errorf("targets %s, want %s", got, want)
@@ -78,7 +60,7 @@ func TestMgmtStore_ViewColumnsAuditEvents(t *testing.T) {
 
 func TestMgmtStore_UploadAuditEvents(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
-		ctx := admin(t.Context())
+		ctx := modeltest.AdminOrigin(t.Context())
 		f := newMgmtFixture(t, db)
 		m := f.store.Management
 		header, match, err := management.UploadHeader([]string{"Primary Email", "Note"})
@@ -87,7 +69,7 @@ func TestMgmtStore_UploadAuditEvents(t *testing.T) {
 		}
 		empty := &management.MgmtUpload{OrgID: f.org.ID, Action: management.ActionDeleteUsers, FileName: "empty.csv", Header: header, MatchColumns: match}
 		modeltest.WantCode(t, m.CreateUpload(ctx, empty, nil), models.EINVALID)
-		eventsOf(t, db, f.org.ID, audit.ManagementUploadCreated, 0)
+		modeltest.WantEvents(t, db, f.org.ID, audit.ManagementUploadCreated, 0)
 
 		up := &management.MgmtUpload{OrgID: f.org.ID, Action: management.ActionDeleteUsers, FileName: "leavers.csv", Header: header, MatchColumns: match}
 		var rows []management.UploadRecord
@@ -97,7 +79,7 @@ func TestMgmtStore_UploadAuditEvents(t *testing.T) {
 		if err = m.CreateUpload(ctx, up, rows); err != nil {
 			t.Fatal(err)
 		}
-		ev := eventsOf(t, db, f.org.ID, audit.ManagementUploadCreated, 1)[0]
+		ev := modeltest.WantEvents(t, db, f.org.ID, audit.ManagementUploadCreated, 1)[0]
 		if got, want := targetsOf(t, ev), fmt.Sprintf("management_upload:%d:leavers.csv", up.ID); got != want {
 			t.Errorf("targets %s, want %s", got, want)
 		}
@@ -110,11 +92,11 @@ func TestMgmtStore_UploadAuditEvents(t *testing.T) {
 		if _, _, err = m.DeleteUploadRows(ctx, f.org.ID, management.ActionDeleteUsers, up.ID, nil, `nope eq "x"`); models.ErrorCode(err) != models.EINVALID {
 			t.Fatalf("bad filter: %v", err)
 		}
-		eventsOf(t, db, f.org.ID, audit.ManagementUploadDataDeleted, 0)
+		modeltest.WantEvents(t, db, f.org.ID, audit.ManagementUploadDataDeleted, 0)
 		if _, _, err = m.DeleteUploadRows(ctx, f.org.ID, management.ActionDeleteUsers, up.ID, []int64{3, 1, 99}, ""); err != nil {
 			t.Fatal(err)
 		}
-		ev = eventsOf(t, db, f.org.ID, audit.ManagementUploadDataDeleted, 1)[0]
+		ev = modeltest.WantEvents(t, db, f.org.ID, audit.ManagementUploadDataDeleted, 1)[0]
 		want := fmt.Sprintf("management_upload:%d:leavers.csv row_count=[4,2], management_upload_row:1:row 1, management_upload_row:3:row 3", up.ID)
 		if got := targetsOf(t, ev); got != want {
 			t.Errorf("targets %s, want %s", got, want)
@@ -128,7 +110,7 @@ func TestMgmtStore_UploadAuditEvents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev = eventsOf(t, db, f.org.ID, audit.ManagementUploadCreated, 2)[1]
+		ev = modeltest.WantEvents(t, db, f.org.ID, audit.ManagementUploadCreated, 2)[1]
 		if got, want := targetsOf(t, ev), fmt.Sprintf("management_upload:%d:big.csv, job:%d:Resolve upload", big.ID, job.ID); got != want {
 			t.Errorf("targets %s, want %s", got, want)
 		}
@@ -137,7 +119,7 @@ func TestMgmtStore_UploadAuditEvents(t *testing.T) {
 
 func TestMgmtStore_ExecutionAuditEvents(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
-		ctx := admin(t.Context())
+		ctx := modeltest.AdminOrigin(t.Context())
 		f := newMgmtFixture(t, db)
 		m := f.store.Management
 		org := f.org.ID
@@ -145,14 +127,14 @@ func TestMgmtStore_ExecutionAuditEvents(t *testing.T) {
 		_, _, err := m.CreateExecution(ctx, management.NewExecution{OrgID: org, Action: management.ActionDeleteUsers,
 			Selection: management.Selection{Filter: `email eq "nobody@example.com"`}})
 		modeltest.WantCode(t, err, models.EINVALID) // selects nobody
-		eventsOf(t, db, org, audit.ManagementExecutionStarted, 0)
+		modeltest.WantEvents(t, db, org, audit.ManagementExecutionStarted, 0)
 
 		exec, job, err := m.CreateExecution(ctx, management.NewExecution{OrgID: org, Action: management.ActionDeleteUsers,
 			Selection: management.Selection{UserIDs: []int64{u[0].ID, u[1].ID}}, CreatedBy: u[4].ID})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev := eventsOf(t, db, org, audit.ManagementExecutionStarted, 1)[0]
+		ev := modeltest.WantEvents(t, db, org, audit.ManagementExecutionStarted, 1)[0]
 		if got, want := targetsOf(t, ev), fmt.Sprintf("management_execution:%d:Delete users, job:%d:Delete users", exec.ID, job.ID); got != want {
 			t.Errorf("targets %s, want %s", got, want)
 		}
@@ -166,7 +148,7 @@ func TestMgmtStore_ExecutionAuditEvents(t *testing.T) {
 		if err != nil || res.Success != 2 || !res.Done {
 			t.Fatalf("apply = %+v, %v", res, err)
 		}
-		eventsOf(t, db, org, audit.UserDeleted, 0)
+		modeltest.WantEvents(t, db, org, audit.UserDeleted, 0)
 		_, _, err = m.Retry(ctx, org, management.ActionDeleteUsers, exec.ID, u[4].ID)
 		modeltest.WantCode(t, err, models.ECONFLICT) // still running
 		if err = m.FinishAttempt(ctx, org, exec.ID, 1, management.ExecCompleted); err != nil {
@@ -174,7 +156,7 @@ func TestMgmtStore_ExecutionAuditEvents(t *testing.T) {
 		}
 		_, _, err = m.Retry(ctx, org, management.ActionDeleteUsers, exec.ID, u[4].ID)
 		modeltest.WantCode(t, err, models.ECONFLICT) // nothing failed
-		eventsOf(t, db, org, audit.ManagementExecutionRetried, 0)
+		modeltest.WantEvents(t, db, org, audit.ManagementExecutionRetried, 0)
 
 		// A retry: the new attempt and job.
 		move, mjob, err := m.CreateExecution(ctx, management.NewExecution{OrgID: org, Action: management.ActionMoveUsers,
@@ -192,7 +174,7 @@ func TestMgmtStore_ExecutionAuditEvents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev = eventsOf(t, db, org, audit.ManagementExecutionRetried, 1)[0]
+		ev = modeltest.WantEvents(t, db, org, audit.ManagementExecutionRetried, 1)[0]
 		want := fmt.Sprintf(`management_execution:%d:Move users attempt=[1,2] job_id=["%d","%d"] status=["time_out","yet_to_start"], job:%d:Move users (retry)`,
 			move.ID, mjob.ID, rjob.ID, rjob.ID)
 		if got := targetsOf(t, ev); got != want {

@@ -16,23 +16,6 @@ import (
 	"iam/models/notification"
 )
 
-// admin is the origin of the changes these tests make.
-func admin(ctx context.Context) context.Context {
-	return models.WithOrigin(ctx, models.Origin{Actor: models.Actor{Type: models.ActorUser, ID: "7", DisplayName: "admin@example.com"},
-		RequestID: "req-1"})
-}
-
-// eventsOf returns the organization's events of type typ, failing unless
-// there are n.
-func eventsOf(t *testing.T, db bun.IDB, orgID int64, typ string, n int) []models.EventRecord {
-	t.Helper()
-	evs := modeltest.EventsOfType(t, db, orgID, typ)
-	if len(evs) != n {
-		t.Fatalf("%d %s events, want %d: %+v", len(evs), typ, n, evs)
-	}
-	return evs
-}
-
 // wantOnly checks that ev has the one target typ, id, name.
 func wantOnly(t *testing.T, ev models.EventRecord, typ string, id int64, name string) {
 	t.Helper()
@@ -41,24 +24,9 @@ func wantOnly(t *testing.T, ev models.EventRecord, typ string, id int64, name st
 	}
 }
 
-// changesOf returns the changes of ev's first target as field → [old,
-// new] in JSON.
-func changesOf(t *testing.T, ev models.EventRecord) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, c := range ev.Targets[0].Changes {
-		b, err := json.Marshal([]any{c.Old, c.New})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[c.Field] = string(b)
-	}
-	return out
-}
-
 func TestTemplateStore_AuditEvents(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
-		ctx := admin(t.Context())
+		ctx := modeltest.AdminOrigin(t.Context())
 		f := newNotifyFixture(t, db, "UTC")
 		ts := f.store.Templates
 		tpl := mailTemplate("Welcome")
@@ -67,7 +35,7 @@ func TestTemplateStore_AuditEvents(t *testing.T) {
 		if err := ts.Create(ctx, tpl, files); err != nil {
 			t.Fatal(err)
 		}
-		created := eventsOf(t, db, f.org.ID, audit.TemplateCreated, 2) // the fixture's, then this one
+		created := modeltest.WantEvents(t, db, f.org.ID, audit.TemplateCreated, 2) // the fixture's, then this one
 		wantOnly(t, created[1], "template", tpl.ID, "Welcome")
 		if created[1].Actor.ID != "7" || created[1].RequestID != "req-1" {
 			t.Errorf("origin of %+v", created[1])
@@ -85,8 +53,8 @@ func TestTemplateStore_AuditEvents(t *testing.T) {
 		if models.ErrorCode(err) != models.EINVALID {
 			t.Fatalf("invalid update: %v", err)
 		}
-		eventsOf(t, db, f.org.ID, audit.TemplateCreated, 2)
-		eventsOf(t, db, f.org.ID, audit.TemplateUpdated, 0)
+		modeltest.WantEvents(t, db, f.org.ID, audit.TemplateCreated, 2)
+		modeltest.WantEvents(t, db, f.org.ID, audit.TemplateUpdated, 0)
 
 		// Update: the fields changed; the new file by id and name, never
 		// its bytes.
@@ -97,9 +65,9 @@ func TestTemplateStore_AuditEvents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev := eventsOf(t, db, f.org.ID, audit.TemplateUpdated, 1)[0]
+		ev := modeltest.WantEvents(t, db, f.org.ID, audit.TemplateUpdated, 1)[0]
 		wantOnly(t, ev, "template", tpl.ID, "Welcome")
-		got := changesOf(t, ev)
+		got := modeltest.ChangesOf(t, ev.Targets[0])
 		if got["description"] != `["","for new staff"]` || !strings.Contains(got["mail"], "map.png") || len(got) != 2 {
 			t.Errorf("changes %v", got)
 		}
@@ -115,9 +83,9 @@ func TestTemplateStore_AuditEvents(t *testing.T) {
 		if err = ts.Create(ctx, next, nil); err != nil {
 			t.Fatal(err)
 		}
-		ev = eventsOf(t, db, f.org.ID, audit.TemplateUpdated, 2)[1]
+		ev = modeltest.WantEvents(t, db, f.org.ID, audit.TemplateUpdated, 2)[1]
 		wantOnly(t, ev, "template", tpl.ID, "Welcome")
-		if got := changesOf(t, ev); fmt.Sprint(got) != `map[is_default:[true,false]]` {
+		if got := modeltest.ChangesOf(t, ev.Targets[0]); fmt.Sprint(got) != `map[is_default:[true,false]]` {
 			t.Errorf("default cleared: %v", got)
 		}
 
@@ -130,17 +98,17 @@ func TestTemplateStore_AuditEvents(t *testing.T) {
 		if err = ts.Delete(ctx, f.org.ID, 0, tpl.ID); models.ErrorCode(err) != models.ECONFLICT {
 			t.Fatalf("delete in use: %v", err)
 		}
-		eventsOf(t, db, f.org.ID, audit.TemplateDeleted, 0)
+		modeltest.WantEvents(t, db, f.org.ID, audit.TemplateDeleted, 0)
 		if err = ts.Delete(ctx, f.org.ID, 0, next.ID); err != nil {
 			t.Fatal(err)
 		}
-		wantOnly(t, eventsOf(t, db, f.org.ID, audit.TemplateDeleted, 1)[0], "template", next.ID, "Welcome 2")
+		wantOnly(t, modeltest.WantEvents(t, db, f.org.ID, audit.TemplateDeleted, 1)[0], "template", next.ID, "Welcome 2")
 	})
 }
 
 func TestNotificationStore_ScheduleAuditEvents(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
-		ctx := admin(t.Context())
+		ctx := modeltest.AdminOrigin(t.Context())
 		f := newNotifyFixture(t, db, "UTC")
 		ns := f.store.Notifications
 		sc := &notification.NotificationSchedule{OrgID: f.org.ID, Name: "Nightly", TemplateID: f.template.ID, GroupIDs: f.groups, IsEnabled: true,
@@ -148,7 +116,7 @@ func TestNotificationStore_ScheduleAuditEvents(t *testing.T) {
 		if err := ns.CreateSchedule(ctx, sc, 0, noSync); err != nil {
 			t.Fatal(err)
 		}
-		wantOnly(t, eventsOf(t, db, f.org.ID, audit.ScheduleCreated, 1)[0], "schedule", sc.ID, "Nightly")
+		wantOnly(t, modeltest.WantEvents(t, db, f.org.ID, audit.ScheduleCreated, 1)[0], "schedule", sc.ID, "Nightly")
 		// Refused: by the check, or by the mirror (sync) failing.
 		bad := *sc
 		bad.ID, bad.Name, bad.GroupIDs = 0, "Bad", []int64{42}
@@ -170,19 +138,19 @@ func TestNotificationStore_ScheduleAuditEvents(t *testing.T) {
 		if _, err := ns.UpdateSchedule(ctx, f.org.ID, sc.ID, 0, pause, failing); err == nil {
 			t.Fatal("paused with its mirror failing")
 		}
-		eventsOf(t, db, f.org.ID, audit.ScheduleCreated, 1)
-		eventsOf(t, db, f.org.ID, audit.SchedulePaused, 0)
+		modeltest.WantEvents(t, db, f.org.ID, audit.ScheduleCreated, 1)
+		modeltest.WantEvents(t, db, f.org.ID, audit.SchedulePaused, 0)
 
 		// Pause and resume: their own events; other fields: updated.
 		if _, err := ns.UpdateSchedule(ctx, f.org.ID, sc.ID, 0, pause, noSync); err != nil {
 			t.Fatal(err)
 		}
-		ev := eventsOf(t, db, f.org.ID, audit.SchedulePaused, 1)[0]
+		ev := modeltest.WantEvents(t, db, f.org.ID, audit.SchedulePaused, 1)[0]
 		wantOnly(t, ev, "schedule", sc.ID, "Nightly")
-		if got := fmt.Sprint(changesOf(t, ev)); got != `map[is_enabled:[true,false]]` {
+		if got := fmt.Sprint(modeltest.ChangesOf(t, ev.Targets[0])); got != `map[is_enabled:[true,false]]` {
 			t.Errorf("paused changes %s", got)
 		}
-		eventsOf(t, db, f.org.ID, audit.ScheduleUpdated, 0)
+		modeltest.WantEvents(t, db, f.org.ID, audit.ScheduleUpdated, 0)
 		_, err := ns.UpdateSchedule(ctx, f.org.ID, sc.ID, 0, func(cur notification.NotificationSchedule) (*notification.NotificationSchedule, error) {
 			cur.IsEnabled, cur.Name, cur.GroupIDs = true, "Daily", f.groups[:1]
 			cur.Settings.Hours = "2"
@@ -191,10 +159,10 @@ func TestNotificationStore_ScheduleAuditEvents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantOnly(t, eventsOf(t, db, f.org.ID, audit.ScheduleResumed, 1)[0], "schedule", sc.ID, "Daily")
-		ev = eventsOf(t, db, f.org.ID, audit.ScheduleUpdated, 1)[0]
+		wantOnly(t, modeltest.WantEvents(t, db, f.org.ID, audit.ScheduleResumed, 1)[0], "schedule", sc.ID, "Daily")
+		ev = modeltest.WantEvents(t, db, f.org.ID, audit.ScheduleUpdated, 1)[0]
 		wantOnly(t, ev, "schedule", sc.ID, "Daily")
-		got := changesOf(t, ev)
+		got := modeltest.ChangesOf(t, ev.Targets[0])
 		want := map[string]string{"name": `["Nightly","Daily"]`,
 			"groups":            fmt.Sprintf(`[["%d","%d"],["%d"]]`, f.groups[0], f.groups[1], f.groups[0]),
 			"schedule_settings": `[{"hours":"1","minutes":"30","scheduler_interval":"DAILY"},{"hours":"2","minutes":"30","scheduler_interval":"DAILY"}]`}
@@ -205,10 +173,10 @@ func TestNotificationStore_ScheduleAuditEvents(t *testing.T) {
 		if err := ns.DeleteSchedule(ctx, f.org.ID, sc.ID, failing); err == nil {
 			t.Fatal("deleted with its mirror failing")
 		}
-		eventsOf(t, db, f.org.ID, audit.ScheduleDeleted, 0)
+		modeltest.WantEvents(t, db, f.org.ID, audit.ScheduleDeleted, 0)
 		if err := ns.DeleteSchedule(ctx, f.org.ID, sc.ID, noSync); err != nil {
 			t.Fatal(err)
 		}
-		wantOnly(t, eventsOf(t, db, f.org.ID, audit.ScheduleDeleted, 1)[0], "schedule", sc.ID, "Daily")
+		wantOnly(t, modeltest.WantEvents(t, db, f.org.ID, audit.ScheduleDeleted, 1)[0], "schedule", sc.ID, "Daily")
 	})
 }

@@ -2,7 +2,6 @@ package protection_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
@@ -21,30 +20,6 @@ import (
 	"iam/models/store"
 )
 
-// admin is the origin of the changes these tests make.
-func admin(ctx context.Context) context.Context {
-	return models.WithOrigin(ctx, models.Origin{Actor: models.Actor{Type: models.ActorUser, ID: "7", DisplayName: "admin@example.com"},
-		IPAddress: "192.0.2.7", RequestID: "req-1"})
-}
-
-// oneEvent returns the only event of type typ of the organization.
-func oneEvent(t *testing.T, db bun.IDB, orgID int64, typ string) models.EventRecord {
-	t.Helper()
-	evs := modeltest.EventsOfType(t, db, orgID, typ)
-	if len(evs) != 1 {
-		t.Fatalf("%d %s events, want 1: %+v", len(evs), typ, evs)
-	}
-	return evs[0]
-}
-
-// wantEvents fails unless the organization has n events of type typ.
-func wantEvents(t *testing.T, db bun.IDB, orgID int64, typ string, n int) {
-	t.Helper()
-	if evs := modeltest.EventsOfType(t, db, orgID, typ); len(evs) != n {
-		t.Fatalf("%d %s events, want %d: %+v", len(evs), typ, n, evs)
-	}
-}
-
 // wantTarget checks target i of ev.
 func wantTarget(t *testing.T, ev models.EventRecord, i int, typ string, id int64, name string) {
 	t.Helper()
@@ -57,28 +32,9 @@ func wantTarget(t *testing.T, ev models.EventRecord, i int, typ string, id int64
 	}
 }
 
-// changesOf returns the changes of a target as field → [old, new], in
-// JSON ("secret" for a field whose values never show).
-func changesOf(t *testing.T, tg models.EventTarget) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, c := range tg.Changes {
-		if c.Secret {
-			out[c.Field] = "secret"
-			continue
-		}
-		b, err := json.Marshal([]any{c.Old, c.New})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[c.Field] = string(b)
-	}
-	return out
-}
-
 func TestConditionConfigStore_AuditEvents(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
-		ctx := admin(t.Context())
+		ctx := modeltest.AdminOrigin(t.Context())
 		st := store.NewStore(db)
 		org := modeltest.NewOrg(t, st)
 		vpn := &protection.ConditionConfig{OrgID: org.ID, Family: protection.FamilyIPSources, DisplayName: "VPN", IPAddresses: "198.51.100.1"}
@@ -107,8 +63,8 @@ func TestConditionConfigStore_AuditEvents(t *testing.T) {
 		if models.ErrorCode(err) != models.EINVALID {
 			t.Fatalf("invalid update: %v", err)
 		}
-		wantEvents(t, db, org.ID, audit.ConditionConfigCreated, 2)
-		wantEvents(t, db, org.ID, audit.ConditionConfigUpdated, 0)
+		modeltest.WantEvents(t, db, org.ID, audit.ConditionConfigCreated, 2)
+		modeltest.WantEvents(t, db, org.ID, audit.ConditionConfigUpdated, 0)
 
 		_, err = st.ConditionConfigs.Update(ctx, org.ID, protection.FamilyIPSources, vpn.ID, func(cur *protection.ConditionConfig) (*protection.ConditionConfig, error) {
 			cur.DisplayName, cur.IPAddresses, cur.IsTrustedSource = "VPN 2", "198.51.100.0/24", true
@@ -117,10 +73,10 @@ func TestConditionConfigStore_AuditEvents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev := oneEvent(t, db, org.ID, audit.ConditionConfigUpdated)
+		ev := modeltest.OneEvent(t, db, org.ID, audit.ConditionConfigUpdated)
 		wantTarget(t, ev, 0, "condition_config", vpn.ID, "VPN 2")
 		want := map[string]string{"display_name": `["VPN","VPN 2"]`, "ip_addresses": `["198.51.100.1","198.51.100.0/24"]`, "is_trusted_source": `[false,true]`}
-		if got := changesOf(t, ev.Targets[0]); fmt.Sprint(got) != fmt.Sprint(want) {
+		if got := modeltest.ChangesOf(t, ev.Targets[0]); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("changes %v, want %v", got, want)
 		}
 
@@ -134,7 +90,7 @@ func TestConditionConfigStore_AuditEvents(t *testing.T) {
 		if err != nil || models.ErrorCode(res[office.ID]) != models.ECONFLICT {
 			t.Fatalf("delete in use: %v %v", res, err)
 		}
-		wantEvents(t, db, org.ID, audit.ConditionConfigDeleted, 0)
+		modeltest.WantEvents(t, db, org.ID, audit.ConditionConfigDeleted, 0)
 		if err = st.Policies.Delete(ctx, org.ID, p.ID); err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +98,7 @@ func TestConditionConfigStore_AuditEvents(t *testing.T) {
 		if err != nil || res[office.ID] != nil || res[vpn.ID] != nil {
 			t.Fatalf("delete: %v %v", res, err)
 		}
-		ev = oneEvent(t, db, org.ID, audit.ConditionConfigDeleted)
+		ev = modeltest.OneEvent(t, db, org.ID, audit.ConditionConfigDeleted)
 		if len(ev.Targets) != 2 {
 			t.Fatalf("deleted targets %+v", ev.Targets)
 		}
@@ -158,7 +114,7 @@ func TestConditionConfigStore_AuditEvents(t *testing.T) {
 
 func TestPolicyStore_AuditEvents(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
-		ctx := admin(t.Context())
+		ctx := modeltest.AdminOrigin(t.Context())
 		st := store.NewStore(db)
 		org := modeltest.NewOrg(t, st)
 		var ids []int64
@@ -188,7 +144,7 @@ func TestPolicyStore_AuditEvents(t *testing.T) {
 		if err = st.Policies.Create(ctx, dup, protection.PolicyActor{}); models.ErrorCode(err) != models.ECONFLICT {
 			t.Fatalf("duplicate: %v", err)
 		}
-		wantEvents(t, db, org.ID, audit.PolicyCreated, 4)
+		modeltest.WantEvents(t, db, org.ID, audit.PolicyCreated, 4)
 
 		// Update: the fields changed, by their JSON names.
 		_, err = st.Policies.Update(ctx, org.ID, ids[1], protection.PolicyActor{}, func(cur *protection.Policy) (*protection.Policy, error) {
@@ -204,10 +160,10 @@ func TestPolicyStore_AuditEvents(t *testing.T) {
 		}); models.ErrorCode(err) != models.EINVALID {
 			t.Fatalf("rename default: %v", err)
 		}
-		ev := oneEvent(t, db, org.ID, audit.PolicyUpdated)
+		ev := modeltest.OneEvent(t, db, org.ID, audit.PolicyUpdated)
 		wantTarget(t, ev, 0, "policy", ids[1], "B")
 		want := map[string]string{"description": `["","nights"]`, "is_enabled": `[true,false]`}
-		if got := changesOf(t, ev.Targets[0]); fmt.Sprint(got) != fmt.Sprint(want) {
+		if got := modeltest.ChangesOf(t, ev.Targets[0]); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("changes %v, want %v", got, want)
 		}
 
@@ -218,20 +174,20 @@ func TestPolicyStore_AuditEvents(t *testing.T) {
 		if err := st.Policies.Reorder(ctx, org.ID, ids); err != nil { // nothing moves
 			t.Fatal(err)
 		}
-		wantEvents(t, db, org.ID, audit.PolicyPriorityChanged, 0)
+		modeltest.WantEvents(t, db, org.ID, audit.PolicyPriorityChanged, 0)
 		if err := st.Policies.Reorder(ctx, org.ID, []int64{ids[1], ids[0], ids[2]}); err != nil {
 			t.Fatal(err)
 		}
-		ev = oneEvent(t, db, org.ID, audit.PolicyPriorityChanged)
+		ev = modeltest.OneEvent(t, db, org.ID, audit.PolicyPriorityChanged)
 		if len(ev.Targets) != 2 {
 			t.Fatalf("priority targets %+v", ev.Targets)
 		}
 		wantTarget(t, ev, 0, "policy", ids[0], "A")
 		wantTarget(t, ev, 1, "policy", ids[1], "B")
-		if got := changesOf(t, ev.Targets[0])["priority"]; got != "[1,2]" {
+		if got := modeltest.ChangesOf(t, ev.Targets[0])["priority"]; got != "[1,2]" {
 			t.Errorf("A's priority change %s", got)
 		}
-		if got := changesOf(t, ev.Targets[1])["priority"]; got != "[2,1]" {
+		if got := modeltest.ChangesOf(t, ev.Targets[1])["priority"]; got != "[2,1]" {
 			t.Errorf("B's priority change %s", got)
 		}
 
@@ -239,17 +195,17 @@ func TestPolicyStore_AuditEvents(t *testing.T) {
 		if err := st.Policies.Delete(ctx, org.ID, defID); models.ErrorCode(err) != models.ECONFLICT {
 			t.Fatalf("delete default: %v", err)
 		}
-		wantEvents(t, db, org.ID, audit.PolicyDeleted, 0)
+		modeltest.WantEvents(t, db, org.ID, audit.PolicyDeleted, 0)
 		if err := st.Policies.Delete(ctx, org.ID, ids[2]); err != nil {
 			t.Fatal(err)
 		}
-		wantTarget(t, oneEvent(t, db, org.ID, audit.PolicyDeleted), 0, "policy", ids[2], "C")
+		wantTarget(t, modeltest.OneEvent(t, db, org.ID, audit.PolicyDeleted), 0, "policy", ids[2], "C")
 	})
 }
 
 func TestDeviceGroupStore_AuditEvents(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
-		ctx := admin(t.Context())
+		ctx := modeltest.AdminOrigin(t.Context())
 		f := modeltest.NewDeviceFixture(t, db, 0)
 		dg := f.Store.DeviceGroups
 		d1, _ := f.Register(t, modeltest.Facts("PC1", "S1"))
@@ -261,8 +217,8 @@ func TestDeviceGroupStore_AuditEvents(t *testing.T) {
 		if err := dg.Create(ctx, g, []int64{d1.ID}); err != nil {
 			t.Fatal(err)
 		}
-		wantTarget(t, oneEvent(t, db, f.Org.ID, audit.DeviceGroupCreated), 0, "device_group", g.ID, "Laptops")
-		ev := oneEvent(t, db, f.Org.ID, audit.DeviceGroupMembersAdded)
+		wantTarget(t, modeltest.OneEvent(t, db, f.Org.ID, audit.DeviceGroupCreated), 0, "device_group", g.ID, "Laptops")
+		ev := modeltest.OneEvent(t, db, f.Org.ID, audit.DeviceGroupMembersAdded)
 		wantTarget(t, ev, 0, "device_group", g.ID, "Laptops")
 		wantTarget(t, ev, 1, "device", d1.ID, "PC1")
 		// Refused: a foreign device, a taken name.
@@ -272,8 +228,8 @@ func TestDeviceGroupStore_AuditEvents(t *testing.T) {
 		if err := dg.Create(ctx, &protection.DeviceGroup{OrgID: f.Org.ID, Name: "laptops"}, nil); models.ErrorCode(err) != models.ECONFLICT {
 			t.Fatalf("duplicate: %v", err)
 		}
-		wantEvents(t, db, f.Org.ID, audit.DeviceGroupCreated, 1)
-		wantEvents(t, db, f.Org.ID, audit.DeviceGroupMembersAdded, 1)
+		modeltest.WantEvents(t, db, f.Org.ID, audit.DeviceGroupCreated, 1)
+		modeltest.WantEvents(t, db, f.Org.ID, audit.DeviceGroupMembersAdded, 1)
 
 		// Only the devices that were not members yet.
 		if _, err := dg.AddMembers(ctx, f.Org.ID, g.ID, []int64{d2.ID, d1.ID}); err != nil {
@@ -287,12 +243,12 @@ func TestDeviceGroupStore_AuditEvents(t *testing.T) {
 		if _, err := dg.AddMembers(ctx, f.Org.ID, g.ID, []int64{d2.ID}); err != nil { // nothing new
 			t.Fatal(err)
 		}
-		wantEvents(t, db, f.Org.ID, audit.DeviceGroupMembersAdded, 2)
+		modeltest.WantEvents(t, db, f.Org.ID, audit.DeviceGroupMembersAdded, 2)
 
 		if _, err := dg.RemoveMembers(ctx, f.Org.ID, g.ID, []int64{d1.ID, foreign.ID}); err != nil {
 			t.Fatal(err)
 		}
-		ev = oneEvent(t, db, f.Org.ID, audit.DeviceGroupMembersRemoved)
+		ev = modeltest.OneEvent(t, db, f.Org.ID, audit.DeviceGroupMembersRemoved)
 		if len(ev.Targets) != 2 {
 			t.Fatalf("members removed %+v", ev.Targets)
 		}
@@ -302,25 +258,25 @@ func TestDeviceGroupStore_AuditEvents(t *testing.T) {
 		if _, err := dg.Update(ctx, f.Org.ID, g.ID, protection.DeviceGroupChange{Name: ptr("")}); models.ErrorCode(err) != models.EINVALID {
 			t.Fatalf("empty name: %v", err)
 		}
-		wantEvents(t, db, f.Org.ID, audit.DeviceGroupUpdated, 0)
+		modeltest.WantEvents(t, db, f.Org.ID, audit.DeviceGroupUpdated, 0)
 		if _, err := dg.Update(ctx, f.Org.ID, g.ID, protection.DeviceGroupChange{Name: ptr("Notebooks"), Description: ptr("all")}); err != nil {
 			t.Fatal(err)
 		}
-		ev = oneEvent(t, db, f.Org.ID, audit.DeviceGroupUpdated)
+		ev = modeltest.OneEvent(t, db, f.Org.ID, audit.DeviceGroupUpdated)
 		wantTarget(t, ev, 0, "device_group", g.ID, "Notebooks")
 		want := map[string]string{"name": `["Laptops","Notebooks"]`, "description": `["","all"]`}
-		if got := changesOf(t, ev.Targets[0]); fmt.Sprint(got) != fmt.Sprint(want) {
+		if got := modeltest.ChangesOf(t, ev.Targets[0]); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("changes %v, want %v", got, want)
 		}
 
 		if err := dg.Delete(ctx, other.Org.ID, g.ID); models.ErrorCode(err) != models.ENOTFOUND {
 			t.Fatalf("delete from another organization: %v", err)
 		}
-		wantEvents(t, db, other.Org.ID, audit.DeviceGroupDeleted, 0)
+		modeltest.WantEvents(t, db, other.Org.ID, audit.DeviceGroupDeleted, 0)
 		if err := dg.Delete(ctx, f.Org.ID, g.ID); err != nil {
 			t.Fatal(err)
 		}
-		wantTarget(t, oneEvent(t, db, f.Org.ID, audit.DeviceGroupDeleted), 0, "device_group", g.ID, "Notebooks")
+		wantTarget(t, modeltest.OneEvent(t, db, f.Org.ID, audit.DeviceGroupDeleted), 0, "device_group", g.ID, "Notebooks")
 	})
 }
 
@@ -328,7 +284,7 @@ func TestDeviceGroupStore_AuditEvents(t *testing.T) {
 // targets is split into events of at most 1,000, the group first in each.
 func TestDeviceGroupStore_AuditEventsSplit(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
-		ctx := admin(t.Context())
+		ctx := modeltest.AdminOrigin(t.Context())
 		f := modeltest.NewDeviceFixture(t, db, 0)
 		ids := insertDevices(t, db, f.Org.ID, protection.MaxDeviceGroupMembersPerRequest)
 		g := &protection.DeviceGroup{OrgID: f.Org.ID, Name: "All"}
@@ -348,7 +304,7 @@ func TestDeviceGroupStore_AuditEventsSplit(t *testing.T) {
 
 func TestSettingsStore_AuditEvents(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
-		ctx := admin(t.Context())
+		ctx := modeltest.AdminOrigin(t.Context())
 		st := store.NewStore(db)
 		org := modeltest.NewOrg(t, st)
 		_, err := st.Settings.Update(ctx, org.ID, func(cur *protection.AdminSettings) (*protection.AdminSettings, error) {
@@ -358,7 +314,7 @@ func TestSettingsStore_AuditEvents(t *testing.T) {
 		if models.ErrorCode(err) != models.EINVALID {
 			t.Fatalf("invalid: %v", err)
 		}
-		wantEvents(t, db, org.ID, audit.AdminSettingsUpdated, 0)
+		modeltest.WantEvents(t, db, org.ID, audit.AdminSettingsUpdated, 0)
 		_, err = st.Settings.Update(ctx, org.ID, func(cur *protection.AdminSettings) (*protection.AdminSettings, error) {
 			cur.CaptchaType, cur.PasswordlessEnabledForNPSVPN = "text_captcha", true
 			return cur, nil
@@ -366,11 +322,11 @@ func TestSettingsStore_AuditEvents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ev := oneEvent(t, db, org.ID, audit.AdminSettingsUpdated)
+		ev := modeltest.OneEvent(t, db, org.ID, audit.AdminSettingsUpdated)
 		wantTarget(t, ev, 0, "admin_settings", org.ID, "Administrator settings")
 		// passwordless_enabled_for_nps_vpn holds no secret: its values show.
 		want := map[string]string{"captcha_type": `["recaptcha","text_captcha"]`, "passwordless_enabled_for_nps_vpn": "[false,true]"}
-		if got := changesOf(t, ev.Targets[0]); fmt.Sprint(got) != fmt.Sprint(want) {
+		if got := modeltest.ChangesOf(t, ev.Targets[0]); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("changes %v, want %v", got, want)
 		}
 		// Put, in a transaction of its own, writes its event too; ids show
@@ -388,7 +344,7 @@ func TestSettingsStore_AuditEvents(t *testing.T) {
 		if len(evs) != 2 {
 			t.Fatalf("%d events", len(evs))
 		}
-		got := changesOf(t, evs[1].Targets[0])
+		got := modeltest.ChangesOf(t, evs[1].Targets[0])
 		if !strings.Contains(got["offline_mfa_settings"], fmt.Sprintf(`"authn_factor_config_id":"%d"`, factors[0].ID)) || got["captcha_type"] == "" {
 			t.Errorf("changes %v", got)
 		}
