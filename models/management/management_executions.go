@@ -359,25 +359,48 @@ func insertUserIDTargets(ctx context.Context, tx bun.Tx, execID int64, attempt i
 	return int64(len(targets)), nil
 }
 
-// GetExecution returns an execution of the organization and action. An
-// execution not finished whose job is gone (deleted) is interrupted: it is
-// stored so and returned so. ENOTFOUND when it is another's.
+// GetExecution returns an execution of the organization and action; it
+// never writes (an execution whose job ended or went without it was
+// interrupted then: EndJob). ENOTFOUND when it is another's.
 func (s *MgmtStore) GetExecution(ctx context.Context, orgID int64, a MgmtAction, id int64) (*Execution, error) {
-	exec, err := getExecution(ctx, s.db, orgID, a, id)
-	if err != nil || exec.Status.Finished() {
-		return exec, err
+	return getExecution(ctx, s.db, orgID, a, id)
+}
+
+// EndJob is what management does in the transaction that ends or deletes
+// job jobID (wired as jobs.JobStore.OnEnd): the upload the job was
+// resolving fails (FailUploadOfJob), and the execution attempt the job ran,
+// when it is still the execution's current one and unfinished, is
+// interrupted, its counts taken from its stored results. An execution
+// finished by its own attempt is left as it is.
+func EndJob(ctx context.Context, tx bun.IDB, jobID int64, why string) error {
+	if err := FailUploadOfJob(ctx, tx, jobID, why); err != nil {
+		return err
 	}
-	exists, err := s.db.NewSelect().Model((*jobs.Job)(nil)).Where("id = ?", exec.JobID).Exists(ctx)
+	var att ExecutionAttempt
+	err := tx.NewSelect().Model(&att).Where("job_id = ?", jobID).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
 	if err != nil {
-		return nil, fmt.Errorf("select execution job: %w", err)
+		return fmt.Errorf("select the job's attempt: %w", err)
 	}
-	if !exists {
-		if err := s.FinishAttempt(ctx, orgID, exec.ID, exec.Attempt, ExecInterrupted); err != nil {
-			return nil, err
-		}
-		return getExecution(ctx, s.db, orgID, a, id)
+	t, ok := tx.(bun.Tx)
+	if !ok {
+		return errors.New("interrupt an execution: not in a transaction")
 	}
-	return exec, nil
+	var orgID int64
+	if err := t.NewSelect().Table("mgmt_executions").Column("org_id").Where("id = ?", att.ExecutionID).Scan(ctx, &orgID); err != nil {
+		return fmt.Errorf("select the attempt's execution: %w", err)
+	}
+	exec, err := lockExecution(ctx, t, sqldb.DialectOf(t), orgID, att.ExecutionID)
+	if err != nil {
+		return err
+	}
+	if exec.Status.Finished() || exec.Attempt != att.Attempt {
+		return nil
+	}
+	status := ExecInterrupted
+	return refreshCounts(ctx, t, exec, &status)
 }
 
 func getExecution(ctx context.Context, db bun.IDB, orgID int64, a MgmtAction, id int64) (*Execution, error) {
@@ -616,7 +639,7 @@ func finishAttemptJob(ctx context.Context, tx bun.Tx, exec *Execution, status Ex
 	case ExecInterrupted:
 		jobStatus, message = jobs.JobError, "the execution was interrupted (the job was cancelled or deleted)"
 	}
-	err := jobs.FinishJob(ctx, tx, exec.OrgID, att.JobID, jobStatus, message, p, FailUploadOfJob)
+	err := jobs.FinishJob(ctx, tx, exec.OrgID, att.JobID, jobStatus, message, p, EndJob)
 	if models.ErrorCode(err) == models.ENOTFOUND {
 		return nil
 	}

@@ -245,6 +245,10 @@ func TestMgmtStore_ExecutionLifecycle(t *testing.T) {
 		if err = f.store.Jobs.Delete(ctx, org, gjob.ID); err != nil {
 			t.Fatal(err)
 		}
+		var stored string // as the deletion left it, before any read
+		if err = db.NewSelect().Table("mgmt_executions").Column("status").Where("id = ?", gone.ID).Scan(ctx, &stored); err != nil || stored != string(management.ExecInterrupted) {
+			t.Errorf("stored status after the job's deletion = %q, %v", stored, err)
+		}
 		got, err = m.GetExecution(ctx, org, management.ActionDeleteUsers, gone.ID)
 		if err != nil || got.Status != management.ExecInterrupted || got.FailedCount != 4 {
 			t.Errorf("execution of a deleted job = %+v, %v", got, err)

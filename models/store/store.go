@@ -70,6 +70,10 @@ type Store struct {
 	// them into signed digests and verifies them.
 	Audit   *audit.EventStore
 	Digests *audit.DigestStore
+	// Refusals records refused requests (a 403, a failed sign-in, a
+	// refused registration) outside any change's transaction, at most
+	// audit.DefaultRefusalRate a second per organization.
+	Refusals *audit.RefusalLog
 
 	// idLease is the process's id node lease, when LeaseIDs took one.
 	idLease *sqldb.IDLease
@@ -110,7 +114,7 @@ func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 // NewStore wires the stores of every area over db.
 func NewStore(db *bun.DB) *Store {
 	blobs := jobs.NewDBBlobStore(db)
-	jobStore := jobs.NewJobStore(db, blobs).OnEnd(management.FailUploadOfJob)
+	jobStore := jobs.NewJobStore(db, blobs).OnEnd(management.EndJob)
 	groups := identity.NewGroupStore(db)
 	templates := notification.NewTemplateStore(db, blobs)
 	return &Store{
@@ -140,8 +144,9 @@ func NewStore(db *bun.DB) *Store {
 		Policies:         protection.NewPolicyStore(db),
 		Idempotency:      jobs.NewIdempotencyStore(db),
 
-		Audit:   audit.NewEventStore(db),
-		Digests: audit.NewDigestStore(db),
+		Audit:    audit.NewEventStore(db),
+		Digests:  audit.NewDigestStore(db),
+		Refusals: audit.NewRefusalLog(db, audit.NewRefusals(audit.DefaultRefusalRate, audit.DefaultRefusalBurst)),
 	}
 }
 

@@ -1,0 +1,2 @@
+-- Nothing to undo: interrupted executions stay interrupted.
+SELECT 1
