@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -28,14 +29,25 @@ func wantsNDJSON(c *gin.Context) bool {
 }
 
 // auditQuery reads the query of GET /audit-events: filter, since, until,
-// sort_order, limit and cursor.
+// sort_order, limit and cursor. The cursor is the audit log's own (a
+// position in the commit order that audit.EventStore.List checks against
+// the query), not the keyset cursor of listing.Parse, which is left out.
 func auditQuery(query url.Values) (audit.Query, error) {
 	var q audit.Query
-	p, err := listing.Parse(query, audit.EventListing)
+	rest := maps.Clone(query)
+	delete(rest, "cursor")
+	p, err := listing.Parse(rest, audit.EventListing)
 	if err != nil {
 		return q, err
 	}
-	q.Filter, q.Limit, q.Cursor = p.Filter, p.Limit, p.Cursor
+	q.Filter, q.Limit = p.Filter, p.Limit
+	switch cursors := query["cursor"]; len(cursors) {
+	case 0:
+	case 1:
+		q.Cursor = strings.TrimSpace(cursors[0])
+	default:
+		return q, &listing.ParamError{Param: "cursor", Detail: "is given more than once"}
+	}
 	for _, bound := range []struct {
 		name string
 		dest *time.Time
@@ -117,17 +129,17 @@ func (s *Server) listAuditDigests(c *gin.Context) error {
 	if wantsNDJSON(c) {
 		return s.streamNDJSON(c, func(write func(line string) error) error {
 			for next := int64(1); ; {
-				page, err := s.store.Digests.List(ctx, org, next, digestMaxLimit)
-				if err != nil {
-					return err
+				page, listErr := s.store.Digests.List(ctx, org, next, digestMaxLimit)
+				if listErr != nil {
+					return listErr
 				}
 				for _, d := range page {
-					b, err := json.Marshal(d)
-					if err != nil {
-						return err
+					b, marshalErr := json.Marshal(d)
+					if marshalErr != nil {
+						return marshalErr
 					}
-					if err := write(string(b)); err != nil {
-						return err
+					if writeErr := write(string(b)); writeErr != nil {
+						return writeErr
 					}
 					next = d.Number + 1
 				}

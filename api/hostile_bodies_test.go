@@ -9,17 +9,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/uptrace/bun"
 
-	"iam/activities"
 	"iam/api"
 	"iam/api/apitest"
 	"iam/api/auth"
@@ -27,9 +24,6 @@ import (
 	"iam/models"
 	"iam/models/dbtest"
 	"iam/models/devices"
-	"iam/models/enrollment"
-	"iam/models/management"
-	"iam/models/notification"
 )
 
 // hostileValues are JSON values no route may answer 500 to: NUL, lone
@@ -59,50 +53,6 @@ type jsonRoute struct {
 	fields       []string
 	holdsString  map[string]bool
 	auth         string
-}
-
-var pathParam = regexp.MustCompile(`:([a-z_]+)`)
-
-// routeParams fills the path parameters of the routes: common holds one
-// value per parameter; a route naming a parameter of a variant group is
-// sent once per variant of the group (each condition config family with a
-// config of its own, each management action with its upload and
-// execution).
-type routeParams struct {
-	common   map[string]string
-	variants [][]map[string]string
-}
-
-// fill returns path with its parameters filled, once per variant.
-func (p routeParams) fill(t *testing.T, path string) []string {
-	t.Helper()
-	names := pathParam.FindAllStringSubmatch(path, -1)
-	sets := []map[string]string{p.common}
-	for _, group := range p.variants {
-		if !slices.ContainsFunc(names, func(n []string) bool { _, ok := group[0][n[1]]; return ok }) {
-			continue
-		}
-		var next []map[string]string
-		for _, set := range sets {
-			for _, v := range group {
-				m := maps.Clone(set)
-				maps.Copy(m, v)
-				next = append(next, m)
-			}
-		}
-		sets = next
-	}
-	var out []string
-	for _, set := range sets {
-		out = append(out, pathParam.ReplaceAllStringFunc(path, func(name string) string {
-			v, ok := set[name[1:]]
-			if !ok {
-				t.Fatalf("no value for the path parameter %s of %s", name, path)
-			}
-			return v
-		}))
-	}
-	return out
 }
 
 // bodyFields adds to out the top-level members schema names, through
@@ -168,117 +118,14 @@ func jsonRoutes(t *testing.T, srv *api.Server, params routeParams, token, device
 	return out
 }
 
-// createdID posts body (JSON, or a form with its content type) to path,
-// requires 201 and returns the id of what was created, at the top level or
-// under data.
-func createdID(t *testing.T, env *apitest.Env, path, tok string, body any, contentType string) string {
+// hostileBodies returns a valid body of each route that creates or acts
+// (keyed by method and filled path) in which the hostile values are sent
+// one member at a time, so that they get past the checks of the other
+// members; the agent channel's bodies are those of the device agent.
+func hostileBodies(t *testing.T, env *apitest.Env, tok, installKey string, s *seeded, dev, agent *agentSim) map[string]map[string]any {
 	t.Helper()
-	req := apitest.Request{Method: "POST", Path: path, Token: tok, Body: body}
-	if contentType != "" {
-		req.Header = http.Header{"Content-Type": {contentType}}
-	}
-	resp := env.Do(req)
-	if resp.Status != http.StatusCreated {
-		t.Fatalf("POST %s: %d %s", path, resp.Status, resp.Body)
-	}
-	var out struct {
-		ID   json.Number `json:"id"`
-		Data struct {
-			ID json.Number `json:"id"`
-		} `json:"data"`
-	}
-	resp.JSON(t, &out)
-	if out.Data.ID != "" {
-		return out.Data.ID.String()
-	}
-	if out.ID == "" {
-		t.Fatalf("POST %s answered no id: %s", path, resp.Body)
-	}
-	return out.ID.String()
-}
-
-// seedResources creates one real instance of every resource a path names,
-// so that a request gets past the lookup of its path to its body: the
-// registered device dev with a local account, a user, a static group, a
-// device group, a condition config of each family, a conditional access
-// policy, a CA of the smart card factor config, a template, a schedule
-// with a run, a job, and an upload and an execution of each management
-// action. It returns the path parameters naming them, and a valid body of
-// each route that creates or acts (keyed by method and filled path) in
-// which the hostile values are sent one member at a time, so that they
-// get past the checks of the other members; the agent channel's bodies
-// are those of the device agent.
-func seedResources(t *testing.T, env *apitest.Env, tok, installKey string, dev, agent *agentSim) (routeParams, map[string]map[string]any) {
-	t.Helper()
-	ctx := t.Context()
-	aud := newAudience(t, env, env.Org, 3, 0) // a static group, a template, users
-	dev.checkin(map[string]any{"local_accounts": localAccounts("alice")})
-	account := deviceAccounts(t, env, tok, dev.id)["alice"]
-	if account.ID == 0 {
-		t.Fatal("the device has no local account alice")
-	}
-
-	configs := map[string]string{}
-	for family, body := range map[string]map[string]any{
-		"businesshours": {"display_name": "Office", "business_hours_bitmap": officeHours(), "timezone": "Europe/Paris"},
-		"geolocations":  {"display_name": "EU", "countries": []string{"FR"}},
-		"ipsources":     {"display_name": "HQ", "is_trusted_source": true, "ip_addresses": "192.0.2.0/24"},
-	} {
-		configs[family] = createdID(t, env, "/api/v1/protection/conditionalfactor-configs/"+family, tok, body, "")
-	}
-	policy := createdID(t, env, "/api/v1/protection/conditional-access-policies", tok, map[string]any{
-		"name": "HQ only", "access_type": "deny",
-		"access_conditions": map[string]any{"criteria_expression": "1", "conditions": []map[string]any{
-			{"sequence_number": 1, "factor_type": "ipaddress", "comparator": "not_in", "factor_configs": []string{configs["ipsources"]}}}},
-		"endpoints_settings": []map[string]any{{"endpoint": "IIS"}}}, "")
-	deviceGroup := createdID(t, env, "/api/v1/protection/device-groups", tok, map[string]any{"name": "Kiosks", "device_ids": []string{dev.id}}, "")
-
-	smartCard := factorIDs(t, env, env.Org)[enrollment.FactorSmartCard]
-	ca := newTestCA(t, "Hostile CA", true, time.Now().Add(365*24*time.Hour))
-	caBody, caType := caForm(t, map[string]string{"certificate_mapping_attribute": "email"}, ca.der)
-	caConfig := createdID(t, env, "/api/v1/protection/authnfactor-configs/"+smartCard+"/ca-configs", tok, caBody, caType)
-
-	removeTemporalSchedules(t, env)
-	schedule := createdID(t, env, schedulesPath, tok, aud.body("Reminder"), "")
-	scheduleID, _ := models.ParseID("schedule_id", schedule)
-	run, err := env.Store.Notifications.PrepareRun(ctx, notification.PrepareRunInput{OrgID: env.Org.ID, ScheduleID: scheduleID,
-		ScheduledAt: time.Date(2026, 5, 4, 9, 30, 0, 0, time.UTC)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	job := env.CreateDiagnostic(env.Org, activities.DiagnosticParams{Items: 1})
-
-	// An upload (through the API) and a queued execution (through the
-	// store: its workflow is never started) of each action.
-	var actions []map[string]string
-	for _, action := range []management.MgmtAction{management.ActionDeleteUsers, management.ActionMoveUsers} {
-		csv, h := csvUpload(t, []byte("Primary Email\n"+aud.users[0].Email+"\n"), "", false)
-		upload := createdID(t, env, mgmtBase+string(action)+"/uploads", tok, csv, h.Get("Content-Type"))
-		n := management.NewExecution{OrgID: env.Org.ID, Action: action, Selection: management.Selection{UserIDs: []int64{aud.users[1].ID}}, CreatedBy: aud.admin.ID}
-		if action == management.ActionMoveUsers {
-			n.TargetContainer = "OU=Staff,DC=example,DC=com"
-		}
-		exec, _, err := env.Store.Management.CreateExecution(ctx, n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		actions = append(actions, map[string]string{"action_id": string(action), "upload_id": upload, "execution_id": models.FormatID(exec.ID)})
-	}
-
-	var families []map[string]string
-	for family, id := range configs {
-		families = append(families, map[string]string{"family": family, "config_id": id})
-	}
-	params := routeParams{
-		common: map[string]string{
-			"account_id": models.FormatID(account.ID), "agent_type": "DeviceAgent", "authnfactor_config_id": smartCard,
-			"ca_config_id": caConfig, "device_group_id": deviceGroup, "device_id": dev.id, "group_id": models.FormatID(aud.group),
-			"job_id": models.FormatID(job.ID), "policy_id": policy, "run_id": models.FormatID(run.ID), "schedule_id": schedule,
-			"template_id": models.FormatID(aud.template.ID), "user_id": models.FormatID(aud.admin.ID),
-		},
-		variants: [][]map[string]string{families, actions},
-	}
-
+	aud, configs, params := s.aud, s.configs, s.params
+	deviceGroup := params.common["device_group_id"]
 	// Valid bodies; those of a PATCH are empty (a merge patch changing
 	// nothing), the logon script's PUT sends back what GET shows. Names
 	// hold {n}, the number of the request (numbered), so that each create
@@ -310,7 +157,7 @@ func seedResources(t *testing.T, env *apitest.Env, tok, installKey string, dev, 
 		"POST /agent/v1/checkin":                                            {"facts": agent.facts, "local_accounts": localAccounts("bob")},
 		"POST /agent/v1/authorize":                                          {"user_id": admin, "action": "RDP", "ip": "198.51.100.7"},
 	}
-	return params, bodies
+	return bodies
 }
 
 // numbered returns body with {n} in its string members replaced by n.
@@ -408,7 +255,8 @@ func TestHostileBodies_NoRouteAnswers500(t *testing.T) {
 		// leaves the accounts of the first, which the link routes name.
 		dev := registerAgent(t, env, key, agentFacts("PC1", "S1"))
 		agent := registerAgent(t, env, key, agentFacts("Agent", "S9"))
-		params, bodies := seedResources(t, env, tok, key, dev, agent)
+		seed := seedResources(t, env, tok, dev)
+		params, bodies := seed.params, hostileBodies(t, env, tok, key, seed, dev, agent)
 		routes := jsonRoutes(t, env.Server, params, tok, "Device "+agent.id+":"+agent.secret)
 		if len(routes) < 20 {
 			t.Fatalf("only %d routes take a JSON body", len(routes))

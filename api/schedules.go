@@ -266,22 +266,23 @@ func (s *Server) deleteSchedule(c *gin.Context) error {
 }
 
 // runSchedule: POST .../{schedule_id}/run-now, 202: a run starts now (after
-// the one in progress, if any), paused or not.
+// the one in progress, if any), paused or not. The request's
+// schedule.run_requested event commits only when the trigger was taken
+// (notification.NotificationStore.RequestRun).
 func (s *Server) runSchedule(c *gin.Context) error {
 	ctx := c.Request.Context()
 	id, err := pathID(c, "schedule_id", notification.ErrScheduleNotFound)
 	if err != nil {
 		return err
 	}
-	sc, err := s.store.Notifications.GetSchedule(ctx, principal(c).OrgID, id)
-	if err != nil {
-		return err
-	}
 	m := s.scheduleMirror()
-	if m == nil {
-		return errEngineDown
-	}
-	if err := m.trigger(context.WithoutCancel(ctx), sc); err != nil {
+	sc, err := s.store.Notifications.RequestRun(ctx, principal(c).OrgID, id, func(ctx context.Context, sc *notification.NotificationSchedule) error {
+		if m == nil {
+			return errEngineDown
+		}
+		return m.trigger(context.WithoutCancel(ctx), sc)
+	})
+	if err != nil {
 		return err
 	}
 	return s.writeSchedule(c, http.StatusAccepted, sc)

@@ -31,10 +31,12 @@ var registerDecoders sync.Once
 func New(doc *openapi3.T) (*Checker, error) {
 	registerDecoders.Do(func() {
 		// The OAuth pages answer HTML; CSV downloads and metrics answer
-		// text. Check their status and content type, and their bodies as
-		// plain text.
+		// text, the audit exports NDJSON (one JSON document a line, which
+		// their tests decode). Check their status and content type, and
+		// their bodies as plain text.
 		openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
 		openapi3filter.RegisterBodyDecoder("text/csv", openapi3filter.PlainBodyDecoder)
+		openapi3filter.RegisterBodyDecoder("application/x-ndjson", openapi3filter.PlainBodyDecoder)
 	})
 	router, err := gorillamux.NewRouter(doc)
 	if err != nil {

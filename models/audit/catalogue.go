@@ -70,6 +70,10 @@ const (
 	ScheduleDeleted = "schedule.deleted"
 	SchedulePaused  = "schedule.paused"
 	ScheduleResumed = "schedule.resumed"
+	// ScheduleRunRequested: an administrator asked for a run now
+	// (run-now); the run itself is the schedule's work, like its
+	// scheduled runs, and records none.
+	ScheduleRunRequested = "schedule.run_requested"
 
 	JobQueued    = "job.queued"
 	JobStarted   = "job.started"
@@ -88,8 +92,8 @@ const (
 	OAuthClientDeleted   = "oauth.client.deleted"
 	OAuthSigninSucceeded = "oauth.signin.succeeded"
 	OAuthSigninFailed    = "oauth.signin.failed"
-	OAuthTokenIssued     = "oauth.token.issued"
-	OAuthTokenRevoked    = "oauth.token.revoked"
+	OAuthTokenIssued     = "oauth.token.issued"  //nolint:gosec // G101: an event type's name, not a credential
+	OAuthTokenRevoked    = "oauth.token.revoked" //nolint:gosec // G101: an event type's name, not a credential
 	AccessDenied         = "access.denied"
 )
 
@@ -110,7 +114,7 @@ var catalogue = []string{
 	DeviceGroupCreated, DeviceGroupUpdated, DeviceGroupDeleted, DeviceGroupMembersAdded, DeviceGroupMembersRemoved,
 	AdminSettingsUpdated, CAConfigCreated, CAConfigUpdated, CAConfigDeleted, LogonScriptUpdated,
 	TemplateCreated, TemplateUpdated, TemplateDeleted,
-	ScheduleCreated, ScheduleUpdated, ScheduleDeleted, SchedulePaused, ScheduleResumed,
+	ScheduleCreated, ScheduleUpdated, ScheduleDeleted, SchedulePaused, ScheduleResumed, ScheduleRunRequested,
 	JobQueued, JobStarted, JobCompleted, JobFailed, JobCanceled, JobDeleted,
 	ManagementViewColumnsUpdated, ManagementUploadCreated, ManagementUploadDataDeleted,
 	ManagementExecutionStarted, ManagementExecutionRetried,

@@ -13,7 +13,9 @@ import (
 // makes it. An update's changes compare the entity as the API shows it (its
 // JSON names): a template's files by id and name, never their bytes.
 // Notification runs and their deliveries are a job's work: the job's
-// lifecycle events and its results tell of them, not events of their own.
+// lifecycle events and its results tell of them, not events of their own;
+// an administrator's asking for a run now records schedule.run_requested
+// (RequestRun).
 
 // Target types of notifications' events.
 const (

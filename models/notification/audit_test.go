@@ -180,3 +180,53 @@ func TestNotificationStore_ScheduleAuditEvents(t *testing.T) {
 		wantOnly(t, modeltest.WantEvents(t, db, f.org.ID, audit.ScheduleDeleted, 1)[0], "schedule", sc.ID, "Daily")
 	})
 }
+
+// RequestRun records schedule.run_requested, with the request's origin,
+// only when its trigger is taken: a trigger that fails leaves no event,
+// and an unknown schedule neither triggers nor records.
+func TestNotificationStore_RequestRunRecordsItsEvent(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := modeltest.AdminOrigin(t.Context())
+		f := newNotifyFixture(t, db, "UTC")
+		ns := f.store.Notifications
+		sc := &notification.NotificationSchedule{OrgID: f.org.ID, Name: "Nightly", TemplateID: f.template.ID, GroupIDs: f.groups, IsEnabled: true,
+			Settings: notification.ScheduleSettings{SchedulerInterval: "DAILY", Hours: "1", Minutes: "30"}}
+		if err := ns.CreateSchedule(ctx, sc, 0, noSync); err != nil {
+			t.Fatal(err)
+		}
+		triggered := 0
+		trigger := func(_ context.Context, got *notification.NotificationSchedule) error {
+			if got.ID != sc.ID {
+				t.Errorf("triggered schedule %d, want %d", got.ID, sc.ID)
+			}
+			triggered++
+			return nil
+		}
+		failing := func(context.Context, *notification.NotificationSchedule) error {
+			triggered++
+			return models.Errorf(models.EUNAVAILABLE, "the workflow engine is down")
+		}
+
+		if _, err := ns.RequestRun(ctx, f.org.ID, sc.ID, failing); models.ErrorCode(err) != models.EUNAVAILABLE || triggered != 1 {
+			t.Fatalf("with the trigger failing: %v (%d triggers)", err, triggered)
+		}
+		modeltest.WantEvents(t, db, f.org.ID, audit.ScheduleRunRequested, 0)
+		if _, err := ns.RequestRun(ctx, f.org.ID, 42, trigger); models.ErrorCode(err) != models.ENOTFOUND || triggered != 1 {
+			t.Fatalf("an unknown schedule: %v (%d triggers)", err, triggered)
+		}
+		if _, err := ns.RequestRun(ctx, f.org.ID+1, sc.ID, trigger); models.ErrorCode(err) != models.ENOTFOUND || triggered != 1 {
+			t.Fatalf("another organization's schedule: %v (%d triggers)", err, triggered)
+		}
+		modeltest.WantEvents(t, db, f.org.ID, audit.ScheduleRunRequested, 0)
+
+		got, err := ns.RequestRun(ctx, f.org.ID, sc.ID, trigger)
+		if err != nil || got.ID != sc.ID || triggered != 2 {
+			t.Fatalf("RequestRun: %+v, %v (%d triggers)", got, err, triggered)
+		}
+		ev := modeltest.OneEvent(t, db, f.org.ID, audit.ScheduleRunRequested)
+		wantOnly(t, ev, "schedule", sc.ID, "Nightly")
+		if ev.Actor.ID != "7" || ev.RequestID != "req-1" || ev.Outcome.Result != models.ResultSuccess || len(ev.Targets[0].Changes) != 0 {
+			t.Errorf("run_requested event %+v", ev)
+		}
+	})
+}

@@ -178,6 +178,32 @@ func (s *NotificationStore) DeleteSchedule(ctx context.Context, orgID, id int64,
 	})
 }
 
+// RequestRun asks for a run of the schedule now: it records
+// schedule.run_requested and calls trigger (which asks the workflow engine
+// for the run) inside one transaction, so that a trigger that fails leaves
+// no event; it is not run again on a transient error, as a trigger is not
+// idempotent. The run itself is the schedule's work and records no event
+// of its own. It returns the schedule. ENOTFOUND when missing (trigger is
+// not called).
+func (s *NotificationStore) RequestRun(ctx context.Context, orgID, id int64, trigger func(ctx context.Context, sc *NotificationSchedule) error) (*NotificationSchedule, error) {
+	var out *NotificationSchedule
+	err := sqldb.InTxOnce(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		sc, err := s.getSchedule(ctx, tx, orgID, id, true)
+		if err != nil {
+			return err
+		}
+		if err := record(ctx, orgID, audit.ScheduleRunRequested, scheduleTarget(sc)); err != nil {
+			return err
+		}
+		out = sc
+		return trigger(ctx, sc)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // checkSchedule validates sc in place: its fields, its settings, its
 // template (one userID may see) and its groups (all of the organization).
 func (s *NotificationStore) checkSchedule(ctx context.Context, tx bun.Tx, sc *NotificationSchedule, userID int64) error {
