@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"iam/cmd/internal/benchrun"
 )
 
 // checkinMode is what the measured check-ins report.
@@ -184,14 +186,11 @@ type stats struct {
 func (s *stats) perSecond() float64 { return float64(s.count) / s.elapsed.Seconds() }
 
 func (s *stats) percentile(p float64) time.Duration {
-	if len(s.lat) == 0 {
-		return 0
-	}
 	if !s.sorted {
 		slices.Sort(s.lat)
 		s.sorted = true
 	}
-	return s.lat[int(float64(len(s.lat)-1)*p/100)]
+	return benchrun.Percentile(s.lat, p)
 }
 
 func (s *stats) line() string {
@@ -209,7 +208,7 @@ func (g *generator) measure(p phase) *stats {
 	var next atomic.Int64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	cpu0 := selfCPU()
+	cpu0 := benchrun.SelfCPU()
 	start := time.Now()
 	end := start.Add(p.duration)
 	for range p.conns {
@@ -263,7 +262,7 @@ func (g *generator) measure(p phase) *stats {
 	}
 	wg.Wait()
 	st.elapsed = time.Since(start)
-	st.genCPU = selfCPU() - cpu0
+	st.genCPU = benchrun.SelfCPU() - cpu0
 	st.count = len(st.lat)
 	st.name = p.name
 	return st

@@ -134,7 +134,7 @@ func run(ctx context.Context, o options) (err error) {
 	if err := iamproc.WaitFor(base+"/healthz", 2*time.Minute); err != nil {
 		return err
 	}
-	pgPID := postmasterPID(pg)
+	pgPID := pg.PID()
 
 	g := newGenerator(base, max(o.conns, 256))
 	fmt.Printf("registering %d devices (%d local accounts each) over %d connections ...\n", o.devices, o.accounts, o.conns)
@@ -153,9 +153,9 @@ func run(ctx context.Context, o options) (err error) {
 	var results []*stats
 	measure := func(name string, p phase) error {
 		p.name = name
-		sCPU, pCPU := iamproc.CPUTime(api.Pid()), treeCPU(pgPID)
+		sCPU, pCPU := iamproc.CPUTime(api.Pid()), iamproc.TreeCPU(pgPID)
 		st := g.measure(p)
-		st.serveCPU, st.pgCPU = iamproc.CPUTime(api.Pid())-sCPU, treeCPU(pgPID)-pCPU
+		st.serveCPU, st.pgCPU = iamproc.CPUTime(api.Pid())-sCPU, iamproc.TreeCPU(pgPID)-pCPU
 		fmt.Printf("  %-44s %s\n", name, st.line())
 		results = append(results, st)
 		if st.errors > 0 {
@@ -194,7 +194,7 @@ func run(ctx context.Context, o options) (err error) {
 			ms(st.percentile(50)), ms(st.percentile(99)), st.serveCPU.Seconds(), st.pgCPU.Seconds(), st.genCPU.Seconds(),
 			float64(st.serveCPU.Microseconds())/float64(max(st.count, 1)))
 	}
-	fmt.Printf("(serve s, pg s, gen s: CPU seconds used by iam serve, the PostgreSQL server and this generator during the run; machine load average %s)\n", loadAvg())
+	fmt.Printf("(serve s, pg s, gen s: CPU seconds used by iam serve, the PostgreSQL server and this generator during the run; machine load average %s)\n", benchrun.LoadAvg())
 	return nil
 }
 

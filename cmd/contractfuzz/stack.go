@@ -51,19 +51,11 @@ func startDev(bin, work string) (base, token string, stop func(), err error) {
 		dev.Stop()
 		return "", "", nil, fmt.Errorf("iam dev (log in %s): %w", work, err)
 	}
-	out, err := iamproc.Run(bin, env, "token", "--user", adminEmail, "--scopes", strings.Join(allScopes, ","))
-	if err != nil {
+	if token, err = iamproc.Token(bin, env, adminEmail, allScopes...); err != nil {
 		dev.Stop()
-		return "", "", nil, fmt.Errorf("iam token: %w\n%s", err, out)
+		return "", "", nil, err
 	}
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	if i := strings.Index(out, "{"); i < 0 || json.Unmarshal([]byte(out[i:]), &tok) != nil || tok.AccessToken == "" {
-		dev.Stop()
-		return "", "", nil, fmt.Errorf("iam token printed %q", out)
-	}
-	return base, tok.AccessToken, dev.Stop, nil
+	return base, token, dev.Stop, nil
 }
 
 // seeded is what the seed made: ids by the name of the parameter or

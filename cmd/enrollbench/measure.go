@@ -122,17 +122,11 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 	if err = iamproc.WaitFor(base+"/readyz", 2*time.Minute); err != nil {
 		return r, err
 	}
-	out, err := iamproc.Run(bin, env, "token", "--user", adminEmail, "--scopes", "svc.quick_enrollment.ALL,svc.job.READ")
+	token, err := iamproc.Token(bin, env, adminEmail, "svc.quick_enrollment.ALL", "svc.job.READ")
 	if err != nil {
-		return r, fmt.Errorf("iam token: %w\n%s", err, out)
+		return r, err
 	}
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	if err = json.Unmarshal([]byte(lastLine(out)), &tok); err != nil || tok.AccessToken == "" {
-		return r, fmt.Errorf("iam token printed %q", out)
-	}
-	cfgID, err := smsConfig(base, tok.AccessToken)
+	cfgID, err := smsConfig(base, token)
 	if err != nil {
 		return r, err
 	}
@@ -140,7 +134,7 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 	r.idle = memStatus(api.Pid())
 	fmt.Printf("[%s] uploading %s ...\n", r.mode, csvPath)
 	began := time.Now()
-	jobID, err := uploadFile(base, tok.AccessToken, cfgID, csvPath, chunkRows)
+	jobID, err := uploadFile(base, token, cfgID, csvPath, chunkRows)
 	if err != nil {
 		return r, err
 	}
@@ -148,7 +142,7 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 	r.peakKB = vmHWM(api.Pid())
 	var last string
 	for {
-		status, processed, statusErr := jobStatus(base, tok.AccessToken, jobID)
+		status, processed, statusErr := jobStatus(base, token, jobID)
 		if statusErr != nil {
 			return r, statusErr
 		}
@@ -174,15 +168,6 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 	fmt.Printf("[%s] job COMPLETED in %.1f s; timing the bulk load ...\n", r.mode, r.job.Seconds())
 	r.load, err = bulkLoad(ctx, db, org.ID, cfgID, rows)
 	return r, err
-}
-
-// lastLine returns the JSON object in the command's output.
-func lastLine(s string) string {
-	i, j := strings.Index(s, "{"), strings.LastIndex(s, "}")
-	if i < 0 || j < i {
-		return s
-	}
-	return s[i : j+1]
 }
 
 func authed(method, url, token string, body io.Reader) (*http.Response, error) {

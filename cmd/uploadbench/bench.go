@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -147,20 +146,9 @@ func newBench(ctx context.Context, bin, work, dsn string, rows int) (_ *bench, e
 	}
 	b.ts = ts
 	b.env = append(b.env, "IAM_TEMPORAL_ADDRESS="+ts.FrontendAddress(), "IAM_TEMPORAL_NAMESPACE="+ts.Namespace())
-	out, err := iamproc.Run(bin, b.env, "token", "--user", adminEmail, "--scopes", "svc.management.ALL")
-	if err != nil {
-		return nil, fmt.Errorf("iam token: %w\n%s", err, out)
+	if b.token, err = iamproc.Token(bin, b.env, adminEmail, "svc.management.ALL"); err != nil {
+		return nil, err
 	}
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	if i, j := strings.Index(out, "{"), strings.LastIndex(out, "}"); i >= 0 && j > i {
-		_ = json.Unmarshal([]byte(out[i:j+1]), &tok)
-	}
-	if tok.AccessToken == "" {
-		return nil, fmt.Errorf("iam token printed %q", out)
-	}
-	b.token = tok.AccessToken
 	return b, nil
 }
 

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 )
 
 // failAfter accepts n writes, then fails every one.
@@ -57,5 +59,41 @@ func TestCleanup_JoinsItsError(t *testing.T) {
 	}
 	if err := f(first); !errors.Is(err, first) || !errors.Is(err, closing) {
 		t.Errorf("failed run: %v, want both errors", err)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	lat := make([]time.Duration, 100)
+	for i := range lat {
+		lat[i] = time.Duration(i+1) * time.Millisecond // 1..100 ms, sorted
+	}
+	for _, tc := range []struct {
+		p    float64
+		want time.Duration
+	}{{0, time.Millisecond}, {50, 50 * time.Millisecond}, {99, 99 * time.Millisecond}, {100, 100 * time.Millisecond}} {
+		if got := Percentile(lat, tc.p); got != tc.want {
+			t.Errorf("p%v = %v, want %v", tc.p, got, tc.want)
+		}
+	}
+	if got := Percentile(nil, 99); got != 0 {
+		t.Errorf("p99 of nothing = %v, want 0", got)
+	}
+	if got := Percentile(lat[:1], 99); got != time.Millisecond {
+		t.Errorf("p99 of one = %v", got)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		xs   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		in := slices.Clone(tc.xs)
+		if got := Median(tc.xs); got != tc.want {
+			t.Errorf("Median(%v) = %v, want %v", tc.xs, got, tc.want)
+		}
+		if !slices.Equal(in, tc.xs) {
+			t.Errorf("Median reordered its argument: %v", tc.xs)
+		}
 	}
 }

@@ -1,10 +1,12 @@
 // Package iamproc runs the iam binary as processes for the benchmark
-// programs: it builds the binary, starts a subcommand with its output in a
-// log file, runs one to its end, finds a free port, waits for a probe, and
-// reads a process's CPU time from /proc.
+// programs: it builds the binary (from the working tree or from an earlier
+// commit), starts a subcommand with its output in a log file, runs one to
+// its end, gets an access token from it, finds a free port, waits for a
+// probe, and reads a process's CPU time from /proc.
 package iamproc
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -21,17 +23,44 @@ import (
 // Build builds ./cmd/iam (run from the module's root) into work/name with
 // the build tags given, linked as deploy/Dockerfile links it ("nodev" for
 // the production build), and prints its size.
-func Build(work, name, tags string) (string, error) {
-	bin := filepath.Join(work, name)
-	fmt.Printf("building %s (go build -tags %q) ...\n", name, tags)
+func Build(work, name, tags string) (string, error) { return BuildIn(".", work, name, tags) }
+
+// BuildIn is Build of the module whose root is src (a worktree of another
+// commit, say).
+func BuildIn(src, work, name, tags string) (string, error) {
+	bin, err := filepath.Abs(filepath.Join(work, name))
+	if err != nil {
+		return "", err
+	}
+	fmt.Printf("building %s (go build -tags %q in %s) ...\n", name, tags, src)
 	//nolint:gosec // the go tool, building ./cmd/iam with the benchmark's tags into its work directory
-	if out, err := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-tags", tags, "-o", bin, "./cmd/iam").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %w\n%s", err, out)
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-tags", tags, "-o", bin, "./cmd/iam")
+	cmd.Dir = src
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build in %s: %w\n%s", src, err, out)
 	}
 	if fi, err := os.Stat(bin); err == nil {
 		fmt.Printf("  %s: %.1f MB\n", name, float64(fi.Size())/1e6)
 	}
 	return bin, nil
+}
+
+// BuildRevision is Build of the commit rev of the repository the working
+// directory is in: it checks rev out into a temporary git worktree under
+// work, builds there, and removes the worktree (the binary stays in work).
+func BuildRevision(rev, work, name, tags string) (_ string, err error) {
+	tree := filepath.Join(work, "worktree-"+name)
+	//nolint:gosec // git, checking out the commit the benchmark was asked to build
+	if out, addErr := exec.Command("git", "worktree", "add", "--detach", tree, rev).CombinedOutput(); addErr != nil {
+		return "", fmt.Errorf("git worktree add %s: %w\n%s", rev, addErr, out)
+	}
+	defer func() {
+		//nolint:gosec // git, removing the worktree made above
+		if out, rmErr := exec.Command("git", "worktree", "remove", "--force", tree).CombinedOutput(); rmErr != nil {
+			err = errors.Join(err, fmt.Errorf("git worktree remove %s: %w\n%s", tree, rmErr, out))
+		}
+	}()
+	return BuildIn(tree, work, name, tags)
 }
 
 // Process is an iam subprocess whose output goes to a log file.
@@ -77,6 +106,26 @@ func Run(bin string, env []string, args ...string) (string, error) {
 	return string(out), err
 }
 
+// Token runs `bin token --user user --scopes scopes` and returns the
+// access token it prints.
+func Token(bin string, env []string, user string, scopes ...string) (string, error) {
+	out, err := Run(bin, env, "token", "--user", user, "--scopes", strings.Join(scopes, ","))
+	if err != nil {
+		return "", fmt.Errorf("iam token: %w\n%s", err, out)
+	}
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	// The token is the JSON object of the output (a line may come before it).
+	if i, j := strings.Index(out, "{"), strings.LastIndex(out, "}"); i >= 0 && j > i {
+		_ = json.Unmarshal([]byte(out[i:j+1]), &tok)
+	}
+	if tok.AccessToken == "" {
+		return "", fmt.Errorf("iam token printed %q", out)
+	}
+	return tok.AccessToken, nil
+}
+
 // FreePort is a port free on 127.0.0.1 a moment ago.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -108,19 +157,59 @@ func WaitFor(url string, timeout time.Duration) error {
 // Stat returns a process's parent and the CPU time (user and system) it has
 // used so far, from /proc/<pid>/stat.
 func Stat(pid int) (ppid int, cpu time.Duration, ok bool) {
+	st, ok := readStat(pid)
+	return st.ppid, st.cpu, ok
+}
+
+// procStat is what the benchmarks read of /proc/<pid>/stat.
+type procStat struct {
+	ppid int
+	// cpu is the process's own CPU time, children the CPU time of its
+	// children that ended and were waited for.
+	cpu, children time.Duration
+}
+
+func readStat(pid int) (procStat, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, 0, false
+		return procStat{}, false
 	}
-	// The fields after the command name, which is in parentheses.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(f) < 13 {
-		return 0, 0, false
+	return parseStat(string(b))
+}
+
+// parseStat reads the text of /proc/<pid>/stat.
+func parseStat(text string) (procStat, bool) {
+	// The fields after the command name, which is in parentheses (and may
+	// hold spaces and parentheses itself).
+	f := strings.Fields(text[strings.LastIndexByte(text, ')')+1:])
+	if len(f) < 15 {
+		return procStat{}, false
 	}
-	ppid, _ = strconv.Atoi(f[1])
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return ppid, time.Duration(utime+stime) * time.Second / 100, true // USER_HZ
+	ticks := func(i int) time.Duration {
+		n, _ := strconv.ParseInt(f[i], 10, 64)
+		return time.Duration(n) * time.Second / 100 // USER_HZ
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return procStat{ppid: ppid, cpu: ticks(11) + ticks(12), children: ticks(13) + ticks(14)}, true
+}
+
+// TreeCPU is the CPU time of a process and its children, those running and
+// those that ended and were waited for: the PostgreSQL server's, with every
+// backend's.
+func TreeCPU(pid int) time.Duration {
+	root, _ := readStat(pid)
+	total := root.cpu + root.children
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := readStat(child); ok && st.ppid == pid {
+			total += st.cpu
+		}
+	}
+	return total
 }
 
 // CPUTime is the CPU time (user and system) a process has used so far.
