@@ -17,6 +17,7 @@ import (
 
 	"iam/api/clientaddr"
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/devices"
 	"iam/models/protection"
 )
@@ -239,10 +240,37 @@ func (s *Server) agentRegister(c *gin.Context) error {
 		s.registrations.badKeys.allow(addr)
 	}
 	if err != nil {
+		s.registrationRefused(ctx, c, err)
 		return agentError(err)
 	}
 	c.JSON(http.StatusCreated, agentRegisterResponse{DeviceID: models.FormatID(id), DeviceSecret: secret, CheckinIntervalSeconds: ivl})
 	return nil
+}
+
+// registerRoute names the agent registration in its refusals' events.
+const registerRoute = "POST /agent/v1/register"
+
+// registrationRefused records access.denied for a registration refused once
+// its installation key named the organization (a *devices.RegistrationRefusal:
+// the device cap, a wrong or deleted device credential), as a refusal
+// (rate-bounded, outside any transaction), the registering agent its actor
+// and the route its target. A wrong installation key names no organization
+// and is not recorded (it is counted by the address's key guesses).
+func (s *Server) registrationRefused(ctx context.Context, c *gin.Context, err error) {
+	var refused *devices.RegistrationRefusal
+	if !errors.As(err, &refused) {
+		return
+	}
+	reason := "registration refused"
+	var me *models.Error
+	if errors.As(refused.Err, &me) && me.Detail != "" {
+		reason += ": " + me.Detail
+	}
+	ev := models.AuditEvent{OrgID: refused.OrgID, Type: audit.AccessDenied, Result: models.ResultDenied, Reason: reason,
+		Targets: []models.EventTarget{{Type: RouteTargetType, ID: registerRoute, DisplayName: registerRoute}}}
+	if err := s.store.Refusals.Record(ctx, ev); err != nil {
+		logger(c).Warn("record a refused registration", "error", err)
+	}
 }
 
 // agentCommand is a command as the agent receives it: its arguments at the

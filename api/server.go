@@ -21,6 +21,7 @@ import (
 
 	"iam/api/auth"
 	"iam/api/jobrun"
+	"iam/models/audit"
 	"iam/models/decide"
 	"iam/models/store"
 )
@@ -153,6 +154,11 @@ func New(cfg Config, deps Deps) *Server {
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if deps.Store != nil {
 		s.metrics.MustRegister(newJobsCollector(deps.Store, deps.Log))
+		refusals := deps.Store.Refusals
+		s.metrics.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "iam_audit_refusals_dropped_total",
+			Help: "Refusals (403s, failed sign-ins, refused registrations) past their organization's rate bound, not written to the audit log.",
+		}, func() float64 { return float64(refusals.Dropped()) }))
 	}
 	s.engine = s.newEngine()
 	return s
@@ -211,9 +217,17 @@ func (s *Server) newEngine() *gin.Engine {
 		if rt.Idempotent {
 			h = s.idempotent(h)
 		}
-		v1.Handle(rt.Method, rt.Path, limitBody(limit), requireScopes(rt.Scopes), h)
+		v1.Handle(rt.Method, rt.Path, limitBody(limit), requireScopes(s.refusals(), routeName(rt.Method, rt.Path), rt.Scopes), h)
 	}
 	return r
+}
+
+// refusals is the store's refusal log, nil without a store.
+func (s *Server) refusals() *audit.RefusalLog {
+	if s.store == nil {
+		return nil
+	}
+	return s.store.Refusals
 }
 
 // healthz answers 200 while the process runs.

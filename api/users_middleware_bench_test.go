@@ -37,15 +37,15 @@ func BenchmarkMiddleware_UsersRoute(b *testing.B) {
 		}},
 		{"authenticate", func() []gin.HandlerFunc { return []gin.HandlerFunc{authenticate(tokens)} }},
 		{"limitBody+requireScopes", func() []gin.HandlerFunc {
-			return []gin.HandlerFunc{authenticate(tokens), limitBody(1 << 20), requireScopes([]string{"svc.user.READ", "svc.user.ALL"})}
+			return []gin.HandlerFunc{authenticate(tokens), limitBody(1 << 20), requireScopes(nil, "GET /api/v1/users", []string{"svc.user.READ", "svc.user.ALL"})}
 		}},
 		{"all/json", func() []gin.HandlerFunc {
 			return []gin.HandlerFunc{requestID(jsonLog), recoverer(), accessLog(), newHTTPMetrics(prometheus.NewRegistry()).middleware(),
-				authenticate(tokens), limitBody(1 << 20), requireScopes([]string{"svc.user.READ", "svc.user.ALL"})}
+				authenticate(tokens), limitBody(1 << 20), requireScopes(nil, "GET /api/v1/users", []string{"svc.user.READ", "svc.user.ALL"})}
 		}},
 		{"all/discard", func() []gin.HandlerFunc {
 			return []gin.HandlerFunc{requestID(discard), recoverer(), accessLog(), newHTTPMetrics(prometheus.NewRegistry()).middleware(),
-				authenticate(tokens), limitBody(1 << 20), requireScopes([]string{"svc.user.READ", "svc.user.ALL"})}
+				authenticate(tokens), limitBody(1 << 20), requireScopes(nil, "GET /api/v1/users", []string{"svc.user.READ", "svc.user.ALL"})}
 		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

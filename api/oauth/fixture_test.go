@@ -18,6 +18,7 @@ import (
 	"iam/api/apitest"
 	"iam/api/auth"
 	"iam/api/oauth"
+	"iam/models/audit"
 	"iam/models/dbtest"
 	"iam/models/identity"
 	"iam/models/oauthstore"
@@ -30,6 +31,9 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 var testSecret = []byte("test secret of at least thirty-two bytes")
 
 const adminPassword = "correct horse battery"
+
+// auditSeed is the seed of the test servers' audit signing key.
+var auditSeed = []byte("audit signing key seed: 32 bytes")
 
 // fixture is the API with the real authorization server in front of a real
 // database: an organization with an admin, a plain user and clients.
@@ -63,7 +67,13 @@ func (l *late) ValidateAccessToken(ctx context.Context, tok string) (*auth.Princ
 func newFixture(t *testing.T, db *bun.DB, temporal bool, edit func(*oauth.Config)) *fixture {
 	t.Helper()
 	l := &late{}
-	env := apitest.New(t, db, apitest.Options{Temporal: temporal, Tokens: l, OAuth: l})
+	// The API serves the audit digests' public key (GET
+	// /audit-digests/public-key answers it, not 404).
+	signer, err := audit.NewSigner(auditSeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := apitest.New(t, db, apitest.Options{Temporal: temporal, Tokens: l, OAuth: l, AuditSigner: signer})
 	f := &fixture{t: t, db: db, env: env, holder: l, users: store.NewStore(db).Users, clients: store.NewStore(db).OAuthClients}
 	f.cfg = oauth.Config{Issuer: env.URL, Secret: testSecret}
 	if edit != nil {

@@ -78,7 +78,9 @@ func (s *Server) IssueToken(ctx context.Context, in IssueRequest) (*TokenRespons
 		}
 	}
 	stored := req.Sanitize(nil)
-	if err := s.tokens.InTx(ctx, func(ctx context.Context) error {
+	// The tokens' oauth.token.issued events name the client their actor,
+	// as the token endpoint's do.
+	if err := s.tokens.InTx(asClient(ctx, req.Client), func(ctx context.Context) error {
 		if err := s.tokens.CreateAccessTokenSession(ctx, accessSig, stored); err != nil {
 			return err
 		}

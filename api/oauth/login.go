@@ -1,13 +1,16 @@
 package oauth
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
 
 	"iam/api/auth"
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/identity"
+	"iam/models/oauthstore"
 )
 
 // login is POST /oauth/v2/login: an identity user signs in with email and
@@ -49,12 +52,38 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 			s.log.ErrorContext(r.Context(), "sign-in failed", "org_id", org, "error", err)
 		} else {
 			s.log.InfoContext(r.Context(), "sign-in refused", "org_id", org, "reason", err.Error())
+			s.signInFailed(r.Context(), req.client, err)
 		}
 		s.renderLogin(w, r, req, status, email, msg)
 		return
 	}
 	s.setSignIn(w, user.ID, org)
 	http.Redirect(w, r, authPath+"?"+req.raw, http.StatusSeeOther) //nolint:gosec // a redirect to this server's own authorization path
+}
+
+// signInFailed records oauth.signin.failed for a refused sign-in through
+// the client's form: a refusal (store.Refusals: outside any transaction,
+// rate-bounded), FAILURE with the refusal's class as its reason (unknown
+// email, wrong password, blocked, inactive). It names the user the email
+// belongs to, when one does, as actor and first target (by its own name or
+// email, never the text typed), then the client. Nothing else the user
+// typed appears: an unknown email is not written, a password never.
+func (s *Server) signInFailed(ctx context.Context, client *oauthstore.OAuthClient, err error) {
+	var refusal *identity.SignInRefusal
+	if !errors.As(err, &refusal) {
+		return
+	}
+	ev := models.AuditEvent{OrgID: client.OrgID, Type: audit.OAuthSigninFailed, Result: models.ResultFailure, Reason: refusal.Reason}
+	actor := models.Actor{Type: models.ActorUser, DisplayName: "unknown user"}
+	if refusal.User != nil {
+		target := identity.UserTarget(refusal.User)
+		ev.Targets = append(ev.Targets, target)
+		actor = models.Actor{Type: models.ActorUser, ID: target.ID, DisplayName: target.DisplayName}
+	}
+	ev.Targets = append(ev.Targets, models.EventTarget{Type: oauthstore.ClientTargetType, ID: client.ID, DisplayName: client.Name})
+	if err := s.refusals.Record(withActor(ctx, actor), ev); err != nil {
+		s.log.WarnContext(ctx, "record a refused sign-in", "org_id", client.OrgID, "error", err)
+	}
 }
 
 // signInRefused is the sign-in page's one answer to every refused sign-in:

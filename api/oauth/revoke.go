@@ -40,7 +40,7 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 		}
 		clientID = client.GetID()
 	}
-	if err := s.revokeToken(r, token, clientID); err != nil {
+	if err := s.revokeToken(ctx, token, clientID); err != nil {
 		s.logRFCError(ctx, "revoke token", err)
 		s.writeAccessError(ctx, w, nil, err)
 		return
@@ -50,9 +50,10 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 }
 
 // revokeToken revokes token, a refresh or an access token, when its HMAC is
-// right. clientID, when not empty, must be the token's client.
-func (s *Server) revokeToken(r *http.Request, token, clientID string) error {
-	ctx := r.Context()
+// right. clientID, when not empty, must be the token's client. The
+// revocation records oauth.token.revoked in its transaction, with the
+// token's client as its actor (whoever holds a token acts as its client).
+func (s *Server) revokeToken(ctx context.Context, token, clientID string) error {
 	fromClient := func(req fosite.Requester) error {
 		if clientID != "" && req.GetClient().GetID() != clientID {
 			return fosite.ErrUnauthorizedClient.WithHint("The token was issued to another client.")
@@ -64,13 +65,7 @@ func (s *Server) revokeToken(r *http.Request, token, clientID string) error {
 		if err = fromClient(req); err != nil {
 			return err
 		}
-		err = s.tokens.InTx(ctx, func(ctx context.Context) error {
-			if revokeErr := s.tokens.RevokeRefreshToken(ctx, req.GetID()); revokeErr != nil {
-				return revokeErr
-			}
-			return s.tokens.RevokeAccessToken(ctx, req.GetID())
-		})
-		if err != nil {
+		if err = s.tokens.revokeGrant(asClient(ctx, req.GetClient()), req.GetID()); err != nil {
 			return fosite.ErrServerError.WithWrap(err).WithDebug(err.Error())
 		}
 		return nil
@@ -93,7 +88,7 @@ func (s *Server) revokeToken(r *http.Request, token, clientID string) error {
 	if err := fromClient(req); err != nil {
 		return err
 	}
-	if err := s.tokens.DeleteAccessTokenSession(ctx, signature); err != nil {
+	if err := s.tokens.DeleteAccessTokenSession(asClient(ctx, req.GetClient()), signature); err != nil {
 		return fosite.ErrServerError.WithWrap(err).WithDebug(err.Error())
 	}
 	return nil

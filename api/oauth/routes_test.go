@@ -28,6 +28,7 @@ import (
 	"iam/models/enrollment"
 	"iam/models/identity"
 	"iam/models/management"
+	"iam/models/modeltest"
 	"iam/models/notification"
 	"iam/models/oauthstore"
 	"iam/models/protection"
@@ -41,6 +42,14 @@ import (
 // every route needs one: TestRoutes_Security fails for a route whose
 // parameter has none.
 var fixtures = map[string]func(t *testing.T, env *apitest.Env, org *identity.Organization, parents map[string]string) string{
+	"event_id": func(t *testing.T, env *apitest.Env, org *identity.Organization, _ map[string]string) string {
+		// Every organization has its org.created event.
+		evs := modeltest.Events(t, env.DB, org.ID)
+		if len(evs) == 0 {
+			t.Fatalf("event fixture: organization %d has no audit event", org.ID)
+		}
+		return evs[0].ID
+	},
 	"job_id": func(t *testing.T, env *apitest.Env, org *identity.Organization, _ map[string]string) string {
 		return models.FormatID(env.CreateDiagnostic(org, activities.DiagnosticParams{Items: 1}).ID)
 	},

@@ -20,6 +20,7 @@ var resources = map[string]string{
 	"notification_template":     "notification templates",
 	"meta":                      "template metadata",
 	"auth":                      "authentication factor configurations",
+	"audit":                     "the audit log and its signed digests",
 }
 
 // operations are the scope operations, with the consent page's words.

@@ -11,6 +11,7 @@ import (
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/handler/oauth2"
 
+	"iam/models/audit"
 	"iam/models/identity"
 	"iam/models/oauthstore"
 	"iam/models/protection"
@@ -47,6 +48,8 @@ type Server struct {
 	clients  *oauthstore.ClientStore
 	users    *identity.UserStore
 	settings *protection.SettingsStore
+	// refusals records refused sign-ins (oauth.signin.failed).
+	refusals *audit.RefusalLog
 	// userStates caches the state of tokens' users (userstate.go).
 	userStates *userStates
 	pages      pages
@@ -83,6 +86,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		clients:  deps.Store.OAuthClients,
 		users:    deps.Store.Users,
 		settings: deps.Store.Settings,
+		refusals: deps.Store.Refusals,
 		pages:    pg,
 		tokenLim: newLimiter(cfg.TokenRate),
 		loginLim: newLimiter(cfg.LoginRate),

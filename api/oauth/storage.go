@@ -83,22 +83,27 @@ func (s *storage) conn(ctx context.Context) *oauthstore.OAuthTokenStore {
 }
 
 // BeginTX implements storage.Transactional: the storage's methods called
-// with the returned context run in the transaction.
+// with the returned context run in the transaction, and the audit events
+// they record (oauth.token.issued, oauth.token.revoked) collect in that
+// context until Commit writes them in the transaction
+// (oauthstore.OAuthTokenTx, sqldb.CommitWithEvents): fosite's transaction
+// is the one the store's sqldb.InTx cannot run.
 func (s *storage) BeginTX(ctx context.Context) (context.Context, error) {
-	tx, err := s.tokens.Begin(ctx)
+	txCtx, tx, err := s.tokens.Begin(ctx)
 	if err != nil {
 		return ctx, err
 	}
-	return context.WithValue(ctx, txKey{}, tx), nil
+	return context.WithValue(txCtx, txKey{}, tx), nil
 }
 
-// Commit implements storage.Transactional.
+// Commit implements storage.Transactional: the transaction's writes and
+// their audit events commit together.
 func (s *storage) Commit(ctx context.Context) error {
 	tx, ok := ctx.Value(txKey{}).(*oauthstore.OAuthTokenTx)
 	if !ok {
 		return errors.New("commit: no OAuth transaction in the context")
 	}
-	return tx.Commit()
+	return tx.Commit(ctx)
 }
 
 // Rollback implements storage.Transactional.
@@ -342,6 +347,12 @@ func (s *storage) RevokeRefreshTokenMaybeGracePeriod(ctx context.Context, reques
 // token of the request is deleted.
 func (s *storage) RevokeAccessToken(ctx context.Context, requestID string) error {
 	return s.conn(ctx).DeleteRequest(ctx, oauthstore.OAuthAccess, requestID)
+}
+
+// revokeGrant deletes the refresh token of the request and every access
+// token made from it, recording one oauth.token.revoked.
+func (s *storage) revokeGrant(ctx context.Context, requestID string) error {
+	return s.conn(ctx).DeleteGrant(ctx, requestID)
 }
 
 // CreatePKCERequestSession implements pkce.PKCERequestStorage.

@@ -12,8 +12,10 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/dbtest"
 	"iam/models/identity"
+	"iam/models/modeltest"
 	"iam/models/oauthstore"
 	"iam/models/store"
 )
@@ -236,6 +238,48 @@ func TestStorage_Transaction(t *testing.T) {
 		}
 		if _, err := f.store.GetAccessTokenSession(ctx, "in-tx", new(fosite.DefaultSession)); !errors.Is(err, fosite.ErrNotFound) {
 			t.Errorf("a rolled back token is there: %v", err)
+		}
+		if evs := modeltest.EventsOfType(t, db, f.org.ID, audit.OAuthTokenIssued); len(evs) != 0 {
+			t.Errorf("a rolled back token has its event: %+v", evs)
+		}
+
+		// fosite's transaction commits its tokens with their events
+		// (BeginTX, the writes, Commit), and a write outside one runs in a
+		// transaction of its own with its event.
+		txCtx, beginErr := f.store.BeginTX(ctx)
+		if beginErr != nil {
+			t.Fatal(beginErr)
+		}
+		if err := f.store.CreateAccessTokenSession(txCtx, "committed", f.request(f.user, fosite.AccessToken, time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.store.CreateRefreshTokenSession(txCtx, "committed-refresh", "committed", f.request(f.user, fosite.RefreshToken, 0)); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := db.NewSelect().Table("audit_events").Where("org_id = ? AND event_type = ?", f.org.ID, audit.OAuthTokenIssued).Count(ctx); n != 0 {
+			t.Errorf("%d events visible before the commit", n)
+		}
+		if err := f.store.Commit(txCtx); err != nil {
+			t.Fatal(err)
+		}
+		if evs := modeltest.EventsOfType(t, db, f.org.ID, audit.OAuthTokenIssued); len(evs) != 2 {
+			t.Errorf("after the commit: %d oauth.token.issued events, want 2", len(evs))
+		}
+		if err := f.store.DeleteAccessTokenSession(ctx, "committed"); err != nil {
+			t.Fatal(err)
+		}
+		if evs := modeltest.EventsOfType(t, db, f.org.ID, audit.OAuthTokenRevoked); len(evs) != 1 || evs[0].Targets[2].DisplayName != "access token" {
+			t.Errorf("a deleted access token: oauth.token.revoked events %+v", evs)
+		}
+		// The code and PKCE rows a grant consumes record nothing.
+		if err := f.store.CreateAuthorizeCodeSession(ctx, "code", f.request(f.user, fosite.AuthorizeCode, time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.store.InvalidateAuthorizeCodeSession(ctx, "code"); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(modeltest.Events(t, db, f.org.ID)); n != 1+1+1+2+1 { // org, user, client, issued ×2, revoked
+			t.Errorf("%d events of the organization, want 6: %+v", n, modeltest.Events(t, db, f.org.ID))
 		}
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/ory/fosite"
+
+	"iam/models"
 )
 
 // TokenResponse is the token endpoint's answer (spec 5, steps 2 and 3), and
@@ -47,12 +49,19 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		s.writeAccessError(ctx, w, nil, err)
 		return
 	}
+	// The client is the actor of the tokens' events: fosite authenticates
+	// the client the request names before any change (a reused code's
+	// revocation happens in NewAccessRequest), and the events of the new
+	// tokens name it as it is registered.
+	claimed := claimedClient(r)
+	ctx = withActor(ctx, models.Actor{Type: models.ActorClient, ID: claimed, DisplayName: claimed})
 	ar, err := s.provider.NewAccessRequest(ctx, r, new(Session))
 	if err != nil {
 		s.logRFCError(ctx, "token request failed", err)
 		s.writeAccessError(ctx, w, ar, err)
 		return
 	}
+	ctx = asClient(ctx, ar.GetClient())
 	resp, err := s.provider.NewAccessResponse(ctx, ar)
 	if err != nil {
 		s.logRFCError(ctx, "token response failed", err)

@@ -86,7 +86,7 @@ func TestEvents_WrittenWithTheirTransaction(t *testing.T) {
 			t.Fatalf("InTx = %v, want boom", err)
 		}
 		// Outside a transaction an event cannot be recorded.
-		if err := models.Record(ctx, models.AuditEvent{OrgID: 1, Type: "user.deleted"}); !errors.Is(err, models.ErrNoTransaction) {
+		if err = models.Record(ctx, models.AuditEvent{OrgID: 1, Type: "user.deleted"}); !errors.Is(err, models.ErrNoTransaction) {
 			t.Fatalf("Record outside InTx = %v", err)
 		}
 		record(t, ctx, db, 2, 1, "group.created") // another organization
@@ -157,8 +157,8 @@ func TestDigests_SealAndVerify(t *testing.T) {
 		if err != nil || d1 == nil || d1.EventCount != 5 || d1.FromSeq != 1 || d1.ToSeq != 5 {
 			t.Fatalf("Seal = %+v, %v", d1, err)
 		}
-		if d, err := digests.Seal(ctx, 1, s, time.Now()); err != nil || d != nil {
-			t.Fatalf("Seal with nothing new = %+v, %v", d, err)
+		if d, sealErr := digests.Seal(ctx, 1, s, time.Now()); sealErr != nil || d != nil {
+			t.Fatalf("Seal with nothing new = %+v, %v", d, sealErr)
 		}
 		record(t, ctx, db, 1, 4, "user.updated")
 		d2, err := digests.Seal(ctx, 1, s, time.Now())

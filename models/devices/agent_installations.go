@@ -46,7 +46,8 @@ func ServerAgent(agentType string) bool { return agentType == AgentNPS || agentT
 // without regard to case, when it has none) takes over its row with a new
 // secret. EUNAUTHORIZED for a wrong or superseded key (or the key of
 // another type); ECONFLICT (DeviceLimitReached) for a new installation
-// past r.MaxDevices installations; EINVALID for bad facts, agent type or platform (windows).
+// past r.MaxDevices installations (a *RegistrationRefusal); EINVALID for
+// bad facts, agent type or platform (windows).
 // Records device.registered with the installation as its target (type
 // agent_installation).
 func (s *DeviceStore) RegisterInstallation(ctx context.Context, r Registration) (*AgentInstallation, string, error) {
@@ -110,7 +111,7 @@ func (s *DeviceStore) RegisterInstallation(ctx context.Context, r Registration) 
 		return models.Record(ctx, models.AuditEvent{OrgID: orgID, Type: audit.DeviceRegistered, Targets: []models.EventTarget{target},
 			Reason: "took over the installation: the same server registered again"})
 	}); err != nil {
-		return nil, "", err
+		return nil, "", refusedIn(orgID, err)
 	}
 	return in, sec, nil
 }

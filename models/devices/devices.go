@@ -378,6 +378,34 @@ func DeviceLimitReached(max int) *models.Error {
 		"the organization has %d devices, the most this service admits (IAM_MAX_DEVICES_PER_ORG); delete devices to register others", max)}
 }
 
+// RegistrationRefusal is the error of a registration refused after its
+// installation key named the organization: past the device cap (ECONFLICT,
+// DeviceLimitReached), or presenting a device credential that is wrong or
+// a deleted device's (EUNAUTHORIZED). Err is the answer (models.ErrorCode,
+// errors.Is and errors.As find it through); OrgID the organization, whose
+// audit log records the refusal (access.denied). A wrong installation key
+// names no organization and is never one.
+type RegistrationRefusal struct {
+	OrgID int64
+	Err   error
+}
+
+func (e *RegistrationRefusal) Error() string { return e.Err.Error() }
+
+// Unwrap returns the answer.
+func (e *RegistrationRefusal) Unwrap() error { return e.Err }
+
+// refusedIn returns err, when it refuses a registration to orgID
+// (ECONFLICT or EUNAUTHORIZED), as a *RegistrationRefusal; any other error
+// as it is.
+func refusedIn(orgID int64, err error) error {
+	switch models.ErrorCode(err) {
+	case models.ECONFLICT, models.EUNAUTHORIZED:
+		return &RegistrationRefusal{OrgID: orgID, Err: err}
+	}
+	return err
+}
+
 // ErrDeletedDeviceCredential answers the credential of a device an admin
 // deleted, on any agent route but the check-in that fetches and
 // acknowledges its uninstall.
@@ -404,7 +432,8 @@ var ErrDeletedDeviceCredential = &models.Error{Code: models.EUNAUTHORIZED, Title
 // the same machine is then a new device. EUNAUTHORIZED for a wrong or
 // superseded key, or a presented credential that is wrong, of another
 // organization or of a deleted device; ECONFLICT (DeviceLimitReached)
-// past MaxDevices; EINVALID for bad facts, agent type or platform.
+// past MaxDevices; EINVALID for bad facts, agent type or platform. A
+// refusal once the key named the organization is a *RegistrationRefusal.
 //
 // Records device.registered: a takeover's event says so in its reason,
 // with the facts that changed and that the secret did.
@@ -479,7 +508,7 @@ func (s *DeviceStore) Register(ctx context.Context, r Registration) (*Device, st
 		return models.Record(ctx, models.AuditEvent{OrgID: orgID, Type: audit.DeviceRegistered,
 			Targets: []models.EventTarget{target}, Reason: reason})
 	}); err != nil {
-		return nil, "", err
+		return nil, "", refusedIn(orgID, err)
 	}
 	return dev, devSecret, nil
 }

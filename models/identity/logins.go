@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/models"
+	"iam/models/audit"
 	"iam/models/secret"
 	"iam/models/sqldb"
 )
@@ -39,19 +40,50 @@ func (e *AccountBlockedError) Error() string {
 // Forever reports whether only an administrator can lift the block.
 func (e *AccountBlockedError) Forever() bool { return !e.Until.Before(BlockedForever) }
 
+// SignInRefusal is the error of every refused sign-in. Err is the answer
+// (ErrBadCredentials, an *AccountBlockedError or ErrUserInactive, which
+// errors.Is and errors.As find through it); Reason is the refusal's class
+// for the audit log (SignInUnknownEmail ...), never anything the user
+// typed; User is the account the email names, nil for an unknown email.
+type SignInRefusal struct {
+	Err    error
+	Reason string
+	User   *User
+}
+
+func (e *SignInRefusal) Error() string { return e.Err.Error() }
+
+// Unwrap returns the answer.
+func (e *SignInRefusal) Unwrap() error { return e.Err }
+
+// The reasons of a SignInRefusal.
+const (
+	SignInUnknownEmail    = "unknown email"
+	SignInWrongPassword   = "wrong password"
+	SignInBlockedNow      = "wrong password: the account is now blocked after repeated failures"
+	SignInAccountBlocked  = "the account is blocked"
+	SignInAccountInactive = "the account is inactive"
+)
+
 // Authenticate signs a user of the organization in with email and password
 // at time now, applying the account blocking policy (AccountBlockingSettings)
-// to failures. It returns the user, or ErrBadCredentials, an
-// *AccountBlockedError (the account is blocked: the password decided
-// nothing; or this failure blocked it), or ErrUserInactive. The errors tell
-// the reason for logs; a sign-in page must answer them all alike (no
-// account enumeration, no password oracle).
+// to failures. It returns the user, or a *SignInRefusal wrapping
+// ErrBadCredentials, an *AccountBlockedError (the account is blocked: the
+// password decided nothing; or this failure blocked it), or
+// ErrUserInactive. The errors tell the reason for logs and the audit log;
+// a sign-in page must answer them all alike (no account enumeration, no
+// password oracle).
+//
+// A success records oauth.signin.succeeded, the user its actor and its
+// target, in the transaction that clears the user's failures (if any). A
+// refusal records no event here: it is a refusal, which the caller records
+// (audit.Refusals) outside any transaction.
 func (s *UserStore) Authenticate(ctx context.Context, orgID int64, email, password string, policy AccountBlockingSettings, now time.Time) (*User, error) {
 	now = now.UTC()
 	user, err := s.GetByEmail(ctx, orgID, email)
 	if models.ErrorCode(err) == models.ENOTFOUND {
 		secret.VerifyPassword(secret.DummyPasswordHash, password) // the same cost as a wrong password
-		return nil, ErrBadCredentials
+		return nil, &SignInRefusal{Err: ErrBadCredentials, Reason: SignInUnknownEmail}
 	}
 	if err != nil {
 		return nil, err
@@ -60,13 +92,13 @@ func (s *UserStore) Authenticate(ctx context.Context, orgID int64, email, passwo
 		// The password is checked all the same, for the same cost as any
 		// other answer; it decides nothing and is not counted.
 		secret.VerifyPassword(user.PasswordHash, password)
-		return nil, &AccountBlockedError{Until: *user.BlockedUntil}
+		return nil, &SignInRefusal{Err: &AccountBlockedError{Until: *user.BlockedUntil}, Reason: SignInAccountBlocked, User: user}
 	}
 	if !secret.VerifyPassword(user.PasswordHash, password) {
-		return nil, s.recordFailure(ctx, user.ID, policy, now)
+		return nil, s.recordFailure(ctx, user, policy, now)
 	}
 	if user.Status != UserActive {
-		return nil, ErrUserInactive
+		return nil, &SignInRefusal{Err: ErrUserInactive, Reason: SignInAccountInactive, User: user}
 	}
 	if err := s.recordSuccess(ctx, user, policy, now); err != nil {
 		return nil, err
@@ -74,12 +106,15 @@ func (s *UserStore) Authenticate(ctx context.Context, orgID int64, email, passwo
 	return user, nil
 }
 
-// recordFailure counts a failed sign-in and blocks the account when the
-// count reaches the threshold. It returns the error to answer with.
-func (s *UserStore) recordFailure(ctx context.Context, userID int64, policy AccountBlockingSettings, now time.Time) error {
-	var answer error = ErrBadCredentials
+// recordFailure counts a failed sign-in of signingIn and blocks the account when
+// the count reaches the threshold. It returns the error to answer with (a
+// *SignInRefusal), or the store's.
+func (s *UserStore) recordFailure(ctx context.Context, signingIn *User, policy AccountBlockingSettings, now time.Time) error {
+	userID := signingIn.ID
+	var answer error
+	reason := SignInWrongPassword
 	err := sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		answer = ErrBadCredentials
+		answer, reason = ErrBadCredentials, SignInWrongPassword
 		user := new(User)
 		q := tx.NewSelect().Model(user).Column("failed_logins", "first_failed_login_at", "blocked_until").Where("id = ?", userID)
 		q = sqldb.DialectOf(tx).LockRows(q, "UPDATE")
@@ -90,7 +125,8 @@ func (s *UserStore) recordFailure(ctx context.Context, userID int64, policy Acco
 			return fmt.Errorf("read failed sign-ins: %w", err)
 		}
 		if user.BlockedUntil != nil && now.Before(*user.BlockedUntil) {
-			answer = &AccountBlockedError{Until: *user.BlockedUntil} // blocked by a concurrent failure
+			// blocked by a concurrent failure
+			answer, reason = &AccountBlockedError{Until: *user.BlockedUntil}, SignInAccountBlocked
 			return nil
 		}
 		window := time.Duration(policy.FailedAttemptsResetInterval) * time.Minute
@@ -107,7 +143,7 @@ func (s *UserStore) recordFailure(ctx context.Context, userID int64, policy Acco
 			}
 			user.BlockedUntil = &until
 			user.FailedLogins, user.FirstFailedLoginAt = 0, nil
-			answer = &AccountBlockedError{Until: until}
+			answer, reason = &AccountBlockedError{Until: until}, SignInBlockedNow
 		}
 		_, err := tx.NewUpdate().Model((*User)(nil)).
 			Set("failed_logins = ?", user.FailedLogins).
@@ -124,30 +160,49 @@ func (s *UserStore) recordFailure(ctx context.Context, userID int64, policy Acco
 	if err != nil {
 		return err
 	}
-	return answer
+	return &SignInRefusal{Err: answer, Reason: reason, User: signingIn}
 }
 
-// recordSuccess clears an expired block and, when the policy says so, the
-// failure count. It writes only when there is something to clear.
+// recordSuccess records the sign-in (oauth.signin.succeeded, the user its
+// actor and target) and, in the same transaction, clears an expired block
+// and, when the policy says so, the failure count.
 func (s *UserStore) recordSuccess(ctx context.Context, user *User, policy AccountBlockingSettings, now time.Time) error {
 	clearCount := policy.ResetFailureAttemptsOnSuccess && (user.FailedLogins != 0 || user.FirstFailedLoginAt != nil)
-	if !clearCount && user.BlockedUntil == nil {
-		return nil
+	clearBlock := user.BlockedUntil != nil
+	target := userTarget(user)
+	o := models.OriginOf(ctx)
+	o.Actor = models.Actor{Type: models.ActorUser, ID: target.ID, DisplayName: target.DisplayName}
+	ctx = models.WithOrigin(ctx, o)
+	err := sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		if clearCount || clearBlock {
+			q := tx.NewUpdate().Model((*User)(nil)).
+				Set("blocked_until = NULL").
+				Set("updated_at = ?", now).
+				Where("id = ?", user.ID)
+			if clearCount {
+				q = q.Set("failed_logins = 0").Set("first_failed_login_at = NULL")
+			}
+			if _, err := q.Exec(ctx); err != nil {
+				return fmt.Errorf("record sign-in: %w", err)
+			}
+		}
+		return models.Record(ctx, models.AuditEvent{OrgID: user.OrgID, Type: audit.OAuthSigninSucceeded,
+			Targets: []models.EventTarget{target}})
+	})
+	if err != nil {
+		return err
 	}
-	q := s.db.NewUpdate().Model((*User)(nil)).
-		Set("blocked_until = NULL").
-		Set("updated_at = ?", now).
-		Where("id = ?", user.ID)
 	if clearCount {
-		q = q.Set("failed_logins = 0").Set("first_failed_login_at = NULL")
 		user.FailedLogins, user.FirstFailedLoginAt = 0, nil
-	}
-	if _, err := q.Exec(ctx); err != nil {
-		return fmt.Errorf("record sign-in: %w", err)
 	}
 	user.BlockedUntil = nil
 	return nil
 }
+
+// UserTarget is the audit event target naming u (its display name, or its
+// email when it has none), for the events other packages write of a user
+// (a refused sign-in's).
+func UserTarget(u *User) models.EventTarget { return userTarget(u) }
 
 // AccountBlockingSettings decide what failed sign-ins do. Both durations are
 // in minutes (the interface leaves the unit open).

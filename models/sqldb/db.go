@@ -115,7 +115,11 @@ func IsUniqueViolation(err error) bool {
 // InTx runs fn in a transaction on db, or inside the caller's transaction when
 // db already is one. It is the one place every change passes through: the
 // audit events fn records (models.Record, with fn's ctx) are written in the
-// same transaction, just before it commits.
+// same transaction, just before it commits. The one transaction that does
+// not run here is the OAuth server's token transaction: its library
+// (fosite) begins it, writes through its storage and commits it in separate
+// calls, so it cannot be one fn; it writes its events with
+// CommitWithEvents.
 //
 // A transaction of its own that fails for a transient reason (see
 // IsUnavailable) was rolled back, and runs again: up to TxAttempts in all,
@@ -145,6 +149,27 @@ func InTxOnce(ctx context.Context, db bun.IDB, fn func(ctx context.Context, tx b
 	}
 	_, err := runTx(ctx, db, fn)
 	return models.Unavailable(err)
+}
+
+// CommitWithEvents writes events in tx and commits it, as InTx does at the
+// end of its transactions; on a failure to write them it rolls tx back. It
+// is for the one transaction InTx cannot run: the OAuth server's token
+// transaction, which its library (fosite) begins, writes through its
+// storage and commits in steps of its own (storage.Transactional's
+// BeginTX, Commit and Rollback), so that it is no fn of InTx. That
+// transaction's writes record their events into a models.PendingEvents
+// (models.WithPendingEvents on the context the storage keeps) and its
+// commit passes them here: the tokens and their events still commit
+// together. It is not run again on a transient error (the writes were
+// fosite's steps, not an fn to run again): a transient error is returned
+// as EUNAVAILABLE, which the token endpoint answers 503 for the client to
+// retry. Every other change goes through InTx.
+func CommitWithEvents(ctx context.Context, tx bun.Tx, events []models.AuditEvent) error {
+	if err := writeEvents(ctx, tx, events); err != nil {
+		_ = tx.Rollback()
+		return models.Unavailable(err)
+	}
+	return models.Unavailable(tx.Commit())
 }
 
 // runTx runs fn in one transaction. again says that err is transient and the
