@@ -33,20 +33,21 @@ func TestAuditCommand_VerifyNamesEachTampering(t *testing.T) {
 	}
 	pub := base64.StdEncoding.EncodeToString(ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey))
 	env := []string{"IAM_AUDIT_SIGNING_KEY=" + key}
+	var out string
 	iam := func(args ...string) (string, error) {
 		var out bytes.Buffer
-		err := run(ctx, append(args, "--data-dir", dir), env, &out, &out)
-		return out.String(), err
+		runErr := run(ctx, append(args, "--data-dir", dir), env, &out, &out)
+		return out.String(), runErr
 	}
 	db, err := sqldb.Open(ctx, "sqlite:"+filepath.Join(dir, "iam.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sqldb.MigrateUp(ctx, db); err != nil {
+	if _, err = sqldb.MigrateUp(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 6 {
-		err := sqldb.InTx(ctx, db, func(ctx context.Context, tx bun.Tx) error {
+		err = sqldb.InTx(ctx, db, func(ctx context.Context, tx bun.Tx) error {
 			return models.Record(ctx, models.AuditEvent{OrgID: 1, Type: "user.created",
 				Targets: []models.EventTarget{{Type: "user", ID: fmt.Sprint(i), DisplayName: "u"}}})
 		})
@@ -54,17 +55,17 @@ func TestAuditCommand_VerifyNamesEachTampering(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := db.Close(); err != nil {
+	if err = db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := iam("audit", "seal"); err != nil || !strings.Contains(out, "organization 1: 6 event(s) sealed") {
+	if out, err = iam("audit", "seal"); err != nil || !strings.Contains(out, "organization 1: 6 event(s) sealed") {
 		t.Fatalf("seal: %v\n%s", err, out)
 	}
-	if out, err := iam("audit", "verify"); err != nil || !strings.Contains(out, "verified") {
+	if out, err = iam("audit", "verify"); err != nil || !strings.Contains(out, "verified") {
 		t.Fatalf("verify of an untouched log: %v\n%s", err, out)
 	}
 	export := filepath.Join(t.TempDir(), "export.ndjson")
-	if out, err := iam("audit", "export", "--org", "1", "--out", export); err != nil {
+	if out, err = iam("audit", "export", "--org", "1", "--out", export); err != nil {
 		t.Fatalf("export: %v\n%s", err, out)
 	}
 
@@ -79,14 +80,14 @@ func TestAuditCommand_VerifyNamesEachTampering(t *testing.T) {
 			SELECT org_id, 7, id + 1, published, event_type, actor_type, actor_id, result, request_id, target_type, target_id, replace(body, '"sequence":6', '"sequence":7'), hash FROM audit_events WHERE seq = 6`,
 		`UPDATE audit_digests SET events_hash = '00' || substr(events_hash, 3) WHERE number = 1`,
 	} {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
+		if _, err = db.ExecContext(ctx, stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
-	if err := db.Close(); err != nil {
+	if err = db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	out, err := iam("audit", "verify")
+	out, err = iam("audit", "verify")
 	if err == nil {
 		t.Fatalf("verify of a tampered log passed:\n%s", out)
 	}
@@ -97,21 +98,21 @@ func TestAuditCommand_VerifyNamesEachTampering(t *testing.T) {
 	}
 
 	// The export, made before the tampering, verifies without the database.
-	if err := os.RemoveAll(dir); err != nil {
+	if err = os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := iam("audit", "verify", "--file", export, "--public-key", pub); err != nil || !strings.Contains(out, "6 event(s) sealed") {
+	if out, err = iam("audit", "verify", "--file", export, "--public-key", pub); err != nil || !strings.Contains(out, "6 event(s) sealed") {
 		t.Fatalf("verify --file: %v\n%s", err, out)
 	}
 	// A byte changed in the export is found.
-	b, err := os.ReadFile(export)
+	b, err := os.ReadFile(export) //nolint:gosec // the export this test wrote into its temporary folder
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(export, bytes.Replace(b, []byte(`"display_name":"u"`), []byte(`"display_name":"v"`), 1), 0o600); err != nil {
+	if err = os.WriteFile(export, bytes.Replace(b, []byte(`"display_name":"u"`), []byte(`"display_name":"v"`), 1), 0o600); err != nil { //nolint:gosec // the export this test wrote into its temporary folder
 		t.Fatal(err)
 	}
-	if out, err := iam("audit", "verify", "--file", export, "--public-key", pub); err == nil || !strings.Contains(out, "digest 1: its events 1 to 6 do not match") {
+	if out, err = iam("audit", "verify", "--file", export, "--public-key", pub); err == nil || !strings.Contains(out, "digest 1: its events 1 to 6 do not match") {
 		t.Fatalf("verify --file of an altered export: %v\n%s", err, out)
 	}
 }

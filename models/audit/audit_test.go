@@ -309,3 +309,43 @@ func TestChanges(t *testing.T) {
 		t.Fatalf("Changes =\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestDigests_VerifyWhileEventsAreWritten: a verification that runs while
+// transactions keep recording events reads one state of the log: the
+// events committed meanwhile are neither "inserted" past the head it read
+// nor anything else wrong.
+func TestDigests_VerifyWhileEventsAreWritten(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := context.Background()
+		digests, s := audit.NewDigestStore(db), signer(t)
+		keys := []ed25519.PublicKey{s.PublicKey()}
+		for range 4 {
+			record(t, ctx, db, 1, 500, "user.created")
+		}
+		if _, err := digests.Seal(ctx, 1, s, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		writing, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			var err error
+			for writing.Err() == nil && err == nil {
+				err = sqldb.InTx(ctx, db, func(ctx context.Context, tx bun.Tx) error {
+					return models.Record(ctx, models.AuditEvent{OrgID: 1, Type: "user.updated"})
+				})
+			}
+			done <- err
+		}()
+		for range 20 {
+			res, err := digests.Verify(ctx, 1, keys, time.Time{})
+			if err != nil || len(res.Problems) != 0 || res.Sealed != 2000 {
+				stop()
+				t.Fatalf("verification while events are written: %d sealed, problems %q, %v", res.Sealed, res.Problems, err)
+			}
+		}
+		stop()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}

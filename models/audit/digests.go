@@ -106,8 +106,45 @@ type DigestStore struct{ db *bun.DB }
 // NewDigestStore returns the DigestStore over db.
 func NewDigestStore(db *bun.DB) *DigestStore { return &DigestStore{db: db} }
 
-// sealBatch is how many event hashes Seal reads at a time.
+// sealBatch is how many events Seal and Verify read at a time.
 const sealBatch = 10000
+
+// sealRow is what sealing reads of an event: its number and hash.
+type sealRow struct {
+	bun.BaseModel `bun:"table:audit_events"`
+
+	Sequence int64  `bun:"seq"`
+	Hash     string `bun:"hash"`
+}
+
+// decodeHash decodes a SHA-256 written in hex into sum; false when text is
+// not one.
+func decodeHash(sum *[sha256.Size]byte, text string) bool {
+	if len(text) != 2*sha256.Size {
+		return false
+	}
+	for i := range sum {
+		hi, lo := unhex(text[2*i]), unhex(text[2*i+1])
+		if hi > 0xf || lo > 0xf {
+			return false
+		}
+		sum[i] = hi<<4 | lo
+	}
+	return true
+}
+
+// unhex is the value of a hex digit; 0xff for another character.
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10
+	}
+	return 0xff
+}
 
 // Seal seals the organization's events committed since its last digest
 // into the next digest, signed by signer, and returns it; nil when there
@@ -130,11 +167,24 @@ func (s *DigestStore) Seal(ctx context.Context, orgID int64, signer *Signer, now
 	if d.ToSeq < d.FromSeq {
 		return nil, nil
 	}
+	if prev == nil {
+		// The first digest's period starts with the first event.
+		err := s.db.NewSelect().Model((*sqldb.AuditEventRow)(nil)).Column("published").
+			Where("org_id = ? AND seq = ?", orgID, d.FromSeq).Scan(ctx, &d.PeriodStart)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("seal audit events of organization %d: event %d is missing", orgID, d.FromSeq)
+		}
+		if err != nil {
+			return nil, models.Unavailable(fmt.Errorf("read the first audit event: %w", err))
+		}
+	}
 	h := sha256.New()
 	next := d.FromSeq
+	// Only the columns sealing needs, into rows reused batch after batch.
+	rows := make([]sealRow, 0, sealBatch)
+	var leaf [sha256.Size]byte
 	for next <= d.ToSeq {
-		var rows []sqldb.AuditEventRow
-		err := s.db.NewSelect().Model(&rows).Column("seq", "hash", "published").
+		err := s.db.NewSelect().Model(&rows).Column("seq", "hash").
 			Where("org_id = ? AND seq >= ? AND seq <= ?", orgID, next, d.ToSeq).OrderExpr("seq").Limit(sealBatch).Scan(ctx)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return nil, models.Unavailable(fmt.Errorf("read audit events to seal: %w", err))
@@ -146,14 +196,10 @@ func (s *DigestStore) Seal(ctx context.Context, orgID int64, signer *Signer, now
 			if r.Sequence != next {
 				return nil, fmt.Errorf("seal audit events of organization %d: event %d is missing", orgID, next)
 			}
-			if prev == nil && next == d.FromSeq {
-				d.PeriodStart = r.Published
+			if !decodeHash(&leaf, r.Hash) {
+				return nil, fmt.Errorf("seal audit event %d of organization %d: its hash %q is not a SHA-256 in hex", r.Sequence, orgID, r.Hash)
 			}
-			leaf, err := hex.DecodeString(r.Hash)
-			if err != nil {
-				return nil, fmt.Errorf("seal audit event %d of organization %d: its hash: %w", r.Sequence, orgID, err)
-			}
-			h.Write(leaf)
+			h.Write(leaf[:])
 			next++
 		}
 	}

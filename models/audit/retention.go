@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -59,36 +60,95 @@ func (s *DigestStore) Prune(ctx context.Context, orgID int64, cutoff time.Time) 
 }
 
 // Verify checks the organization's events and digests in the database
-// against keys (docs/audit.md), reading the events a batch at a time; with
-// since not zero, only the digests that end at or after it and their
-// events.
+// against keys (docs/audit.md), reading the events a batch at a time (the
+// next batch read while one is checked); with since not zero, only the
+// digests that end at or after it and their events. It reads one snapshot
+// of the log: events committed while it runs are not in it (and not taken
+// for events inserted past the last number it read).
 func (s *DigestStore) Verify(ctx context.Context, orgID int64, keys []ed25519.PublicKey, since time.Time) (Result, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return Result{}, models.Unavailable(fmt.Errorf("begin reading the audit log: %w", err))
+	}
+	defer func() { _ = tx.Rollback() }() // it only read
 	var digests []Digest
-	if err := s.db.NewSelect().Model(&digests).Where("org_id = ?", orgID).OrderExpr("number").Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err = tx.NewSelect().Model(&digests).Where("org_id = ?", orgID).OrderExpr("number").Scan(ctx); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Result{}, models.Unavailable(fmt.Errorf("read audit digests: %w", err))
 	}
 	var head struct {
 		LastSeq   int64 `bun:"last_seq"`
 		PrunedSeq int64 `bun:"pruned_seq"`
 	}
-	err := s.db.NewSelect().Table("audit_heads").Column("last_seq", "pruned_seq").Where("org_id = ?", orgID).Scan(ctx, &head)
+	err = tx.NewSelect().Table("audit_heads").Column("last_seq", "pruned_seq").Where("org_id = ?", orgID).Scan(ctx, &head)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return Result{}, models.Unavailable(fmt.Errorf("read the audit head: %w", err))
 	}
 	v := NewVerificationSince(keys, digests, head.LastSeq, head.PrunedSeq, since)
-	after := max(v.start-1, 0)
+	// One batch is read while the one before is checked, its bodies on
+	// every core.
+	ctx, cancel := context.WithCancel(ctx)
+	batches := make(chan verifyBatch, 1)
+	var reader sync.WaitGroup
+	reader.Go(func() { readForVerify(ctx, tx, orgID, max(v.start-1, 0), batches) })
+	defer func() { cancel(); reader.Wait() }() // the reader ends on the cancel
+
+	var (
+		evs    []VerifyEvent
+		checks bodyChecks
+	)
+	for b := range batches {
+		if b.err != nil {
+			return Result{}, b.err
+		}
+		evs = evs[:0]
+		for _, r := range b.rows {
+			evs = append(evs, VerifyEvent{Sequence: r.Sequence, Body: r.Body, StoredHash: r.Hash})
+		}
+		checks.check(evs)
+		for i := range evs {
+			v.eventChecked(evs, &checks, i)
+		}
+	}
+	return v.Finish(), nil
+}
+
+// verifyBatch is a batch of events Verify reads, or the error that ended
+// the reading.
+type verifyBatch struct {
+	rows []verifyRow
+	err  error
+}
+
+// verifyRow is what a verification reads of an event.
+type verifyRow struct {
+	bun.BaseModel `bun:"table:audit_events"`
+
+	Sequence int64  `bun:"seq"`
+	Body     string `bun:"body"`
+	Hash     string `bun:"hash"`
+}
+
+// readForVerify sends the organization's events after sequence after, in
+// order, sealBatch at a time (the columns a verification needs), to out,
+// which it closes at the end.
+func readForVerify(ctx context.Context, tx bun.Tx, orgID, after int64, out chan<- verifyBatch) {
+	defer close(out)
 	for {
-		var rows []sqldb.AuditEventRow
-		err := s.db.NewSelect().Model(&rows).Column("seq", "body", "hash").
+		rows := make([]verifyRow, 0, sealBatch)
+		err := tx.NewSelect().Model(&rows).Column("seq", "body", "hash").
 			Where("org_id = ? AND seq > ?", orgID, after).OrderExpr("seq").Limit(sealBatch).Scan(ctx)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return Result{}, models.Unavailable(fmt.Errorf("read audit events: %w", err))
+			err = models.Unavailable(fmt.Errorf("read audit events: %w", err))
+		} else {
+			err = nil
 		}
-		for _, r := range rows {
-			v.Event(VerifyEvent{Sequence: r.Sequence, Body: r.Body, StoredHash: r.Hash})
+		select {
+		case out <- verifyBatch{rows: rows, err: err}:
+		case <-ctx.Done():
+			return
 		}
-		if len(rows) < sealBatch {
-			return v.Finish(), nil
+		if err != nil || len(rows) < sealBatch {
+			return
 		}
 		after = rows[len(rows)-1].Sequence
 	}

@@ -8,7 +8,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -38,10 +41,10 @@ type Verification struct {
 	sealed   int64 // events checked against a digest
 	unsealed int64 // events after the last digest
 
-	cur      int   // index of the digest the next event belongs to
-	expected int64 // the sequence the next event should have
-	leaves   []byte
-	bad      bool // the current digest already has a named problem
+	cur      int       // index of the digest the next event belongs to
+	expected int64     // the sequence the next event should have
+	leaves   hash.Hash // the SHA-256 of the current digest's event hashes so far
+	bad      bool      // the current digest already has a named problem
 }
 
 // NewVerification starts a verification with the public keys that may have
@@ -54,7 +57,7 @@ func NewVerification(keys []ed25519.PublicKey, digests []Digest, head, pruned in
 // NewVerificationSince is NewVerification of the digests that end at or
 // after since and of their events only (the zero time: all).
 func NewVerificationSince(keys []ed25519.PublicKey, digests []Digest, head, pruned int64, since time.Time) *Verification {
-	v := &Verification{keys: map[string]ed25519.PublicKey{}, head: head, pruned: pruned}
+	v := &Verification{keys: map[string]ed25519.PublicKey{}, head: head, pruned: pruned, leaves: sha256.New()}
 	for _, k := range keys {
 		v.keys[KeyID(k)] = k
 	}
@@ -120,6 +123,63 @@ func (v *Verification) checkDigests() {
 
 // Event checks the next event (in sequence order).
 func (v *Verification) Event(ev VerifyEvent) {
+	v.event(ev, checkBody(ev.Body))
+}
+
+// bodyCheck is what an event's body alone says: its SHA-256, and the id
+// and sequence its JSON names (ok false: it is not JSON naming them).
+// Bodies are checked apart from the order-dependent rest (bodyChecks), so
+// that a batch's can be checked at once on every core.
+type bodyCheck struct {
+	hash     [sha256.Size]byte
+	id       string
+	sequence int64
+	ok       bool
+}
+
+// checkBody hashes body and reads the id and sequence its JSON names.
+func checkBody(body string) bodyCheck {
+	b := []byte(body)
+	c := bodyCheck{hash: sha256.Sum256(b)}
+	var rec struct {
+		ID       string `json:"id"`
+		Sequence int64  `json:"sequence"`
+	}
+	if json.Unmarshal(b, &rec) == nil {
+		c.id, c.sequence, c.ok = rec.ID, rec.Sequence, true
+	}
+	return c
+}
+
+// bodyChecks holds the body checks of a batch of events, made at once on
+// every core (check), for eventChecked to use in sequence order.
+type bodyChecks struct{ checks []bodyCheck }
+
+// check checks the bodies of evs, each core taking a share.
+func (b *bodyChecks) check(evs []VerifyEvent) {
+	b.checks = slices.Grow(b.checks[:0], len(evs))[:len(evs)]
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(evs)/256))
+	per := (len(evs) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for start := 0; start < len(evs); start += per {
+		end := min(start+per, len(evs))
+		wg.Go(func() {
+			for i := start; i < end; i++ {
+				b.checks[i] = checkBody(evs[i].Body)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// eventChecked is Event of evs[i] (the events check was given), with its
+// body's check made.
+func (v *Verification) eventChecked(evs []VerifyEvent, b *bodyChecks, i int) {
+	v.event(evs[i], b.checks[i])
+}
+
+// event checks the next event, c its body's check.
+func (v *Verification) event(ev VerifyEvent, c bodyCheck) {
 	if ev.Sequence < v.start {
 		return
 	}
@@ -131,21 +191,16 @@ func (v *Verification) Event(ev VerifyEvent) {
 		v.removed(v.expected)
 	}
 	v.expected = ev.Sequence + 1
-	var rec struct {
-		ID       string `json:"id"`
-		Sequence int64  `json:"sequence"`
-	}
-	hash := sha256.Sum256([]byte(ev.Body))
 	altered := false
-	if err := json.Unmarshal([]byte(ev.Body), &rec); err != nil || rec.Sequence != ev.Sequence {
+	if !c.ok || c.sequence != ev.Sequence {
 		v.problem("event %d: altered: its JSON does not name its sequence", ev.Sequence)
 		altered = true
-	} else if ev.StoredHash != "" && ev.StoredHash != hex.EncodeToString(hash[:]) {
-		v.problem("event %d (id %s): altered: its content does not match its hash", ev.Sequence, rec.ID)
+	} else if ev.StoredHash != "" && !hashIs(ev.StoredHash, c.hash) {
+		v.problem("event %d (id %s): altered: its content does not match its hash", ev.Sequence, c.id)
 		altered = true
 	}
 	if v.head > 0 && ev.Sequence > v.head {
-		v.problem("event %d (id %s): inserted: numbered past the organization's last event %d", ev.Sequence, rec.ID, v.head)
+		v.problem("event %d (id %s): inserted: numbered past the organization's last event %d", ev.Sequence, c.id, v.head)
 		return
 	}
 	d := v.digestOf(ev.Sequence)
@@ -155,10 +210,17 @@ func (v *Verification) Event(ev VerifyEvent) {
 	}
 	v.sealed++
 	v.bad = v.bad || altered
-	v.leaves = append(v.leaves, hash[:]...)
+	v.leaves.Write(c.hash[:])
 	if ev.Sequence == d.ToSeq {
 		v.closeDigest()
 	}
+}
+
+// hashIs reports whether stored, a hash in hex, is sum.
+func hashIs(stored string, sum [sha256.Size]byte) bool {
+	var text [2 * sha256.Size]byte
+	hex.Encode(text[:], sum[:])
+	return stored == string(text[:])
 }
 
 // removed records that event seq is missing.
@@ -166,7 +228,7 @@ func (v *Verification) removed(seq int64) {
 	if d := v.digestOf(seq); d != nil {
 		v.problem("event %d: removed (sealed by digest %d)", seq, d.Number)
 		v.bad = true
-		v.leaves = append(v.leaves, make([]byte, sha256.Size)...)
+		v.leaves.Write(make([]byte, sha256.Size))
 		if seq == d.ToSeq {
 			v.closeDigest()
 		}
@@ -191,11 +253,13 @@ func (v *Verification) digestOf(seq int64) *Digest {
 // closeDigest compares the events read for the current digest with it.
 func (v *Verification) closeDigest() {
 	d := &v.digests[v.cur]
-	sum := sha256.Sum256(v.leaves)
-	if !v.bad && hex.EncodeToString(sum[:]) != d.EventsHash {
+	var sum [sha256.Size]byte
+	v.leaves.Sum(sum[:0])
+	if !v.bad && !hashIs(d.EventsHash, sum) {
 		v.problem("digest %d: its events %d to %d do not match it (one was altered, inserted or removed)", d.Number, d.FromSeq, d.ToSeq)
 	}
-	v.leaves, v.bad = v.leaves[:0], false
+	v.leaves.Reset()
+	v.bad = false
 	v.cur++
 }
 
