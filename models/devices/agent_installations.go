@@ -119,7 +119,7 @@ func (s *DeviceStore) RegisterInstallation(ctx context.Context, r Registration) 
 // installationTarget is an installation as an event names it (type
 // agent_installation; its agent type in its name).
 func installationTarget(in *AgentInstallation) models.EventTarget {
-	return audit.Target(TargetInstallation, in.ID, in.Name+" ("+in.AgentType+")")
+	return audit.Target(InstallationTargetType, in.ID, in.Name+" ("+in.AgentType+")")
 }
 
 // InstallationCounts counts the organization's NPS extension and IIS

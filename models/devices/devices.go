@@ -319,7 +319,7 @@ func (s *DeviceStore) RegenerateInstallKey(ctx context.Context, orgID int64, age
 		}
 		// The key never appears in the event: only that it changed.
 		return models.Record(ctx, models.AuditEvent{OrgID: orgID, Type: audit.AgentInstallKeyRegenerate,
-			Targets: []models.EventTarget{{Type: TargetInstallKey, ID: agentType, DisplayName: agentType + " installation key",
+			Targets: []models.EventTarget{{Type: InstallKeyTargetType, ID: agentType, DisplayName: agentType + " installation key",
 				Changes: []models.FieldChange{{Field: "installation_key", Secret: true}}}}})
 	}); err != nil {
 		return "", err

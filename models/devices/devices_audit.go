@@ -8,6 +8,7 @@ import (
 
 	"iam/models"
 	"iam/models/audit"
+	"iam/models/identity"
 )
 
 // The audit events of the devices area (docs/audit.md): each store method
@@ -17,23 +18,22 @@ import (
 
 // Target types of the devices area's events.
 const (
-	TargetDevice          = "device"
-	TargetLocalAccount    = "local_account"
-	TargetUser            = "user"
-	TargetOfflineUser     = "offline_user"
-	TargetInstallation    = "agent_installation"
-	TargetInstallKey      = "agent_install_key"
-	TargetLinkingSettings = "device_account_linking_settings"
+	DeviceTargetType          = "device"
+	LocalAccountTargetType    = "local_account"
+	OfflineUserTargetType     = "offline_user"
+	InstallationTargetType    = "agent_installation"
+	InstallKeyTargetType      = "agent_install_key"
+	LinkingSettingsTargetType = "device_account_linking_settings"
 )
 
 // maxTargetsPerEvent caps the targets of one event: a bulk change past it
 // is recorded as several events of its type.
 const maxTargetsPerEvent = 1000
 
-func deviceTarget(d *Device) models.EventTarget { return audit.Target(TargetDevice, d.ID, d.Name) }
+func deviceTarget(d *Device) models.EventTarget { return audit.Target(DeviceTargetType, d.ID, d.Name) }
 
 func accountTarget(a *LocalAccount) models.EventTarget {
-	return audit.Target(TargetLocalAccount, a.ID, a.UserName)
+	return audit.Target(LocalAccountTargetType, a.ID, a.UserName)
 }
 
 // linkState is what a link changes of a local account, as its event's
@@ -72,7 +72,7 @@ func userTarget(ctx context.Context, db bun.IDB, orgID, id int64) (models.EventT
 	if name == "" {
 		name = u.Email
 	}
-	return audit.Target(TargetUser, id, name), nil
+	return audit.Target(identity.UserTargetType, id, name), nil
 }
 
 // recordLink records an event of type typ about the link of account a of

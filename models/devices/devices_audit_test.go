@@ -13,6 +13,7 @@ import (
 	"iam/models/audit"
 	"iam/models/dbtest"
 	"iam/models/devices"
+	"iam/models/identity"
 	"iam/models/modeltest"
 )
 
@@ -44,7 +45,7 @@ func TestDeviceStore_AuditRegister(t *testing.T) {
 		f := modeltest.NewDeviceFixture(t, db, 0)
 		d, sec := f.Register(t, modeltest.Facts("PC1", "S1"))
 		ev := modeltest.OneEvent(t, db, f.Org.ID, audit.DeviceRegistered)
-		modeltest.WantTargets(t, ev, audit.Target(devices.TargetDevice, d.ID, "PC1"))
+		modeltest.WantTargets(t, ev, audit.Target(devices.DeviceTargetType, d.ID, "PC1"))
 		if ev.Outcome.Result != models.ResultSuccess || ev.Outcome.Reason != "" || ev.Actor.Type != models.ActorSystem {
 			t.Errorf("registration event %+v", ev)
 		}
@@ -68,7 +69,7 @@ func TestDeviceStore_AuditRegister(t *testing.T) {
 		if len(evs) != 2 {
 			t.Fatalf("%d registration events, want 2", len(evs))
 		}
-		modeltest.WantTargets(t, evs[1], audit.Target(devices.TargetDevice, dup.ID, "PC1-new"), audit.Target(devices.TargetDevice, d.ID, "PC1"))
+		modeltest.WantTargets(t, evs[1], audit.Target(devices.DeviceTargetType, dup.ID, "PC1-new"), audit.Target(devices.DeviceTargetType, d.ID, "PC1"))
 		if !strings.Contains(evs[1].Outcome.Reason, "duplicate") {
 			t.Errorf("duplicate's reason %q", evs[1].Outcome.Reason)
 		}
@@ -85,7 +86,7 @@ func TestDeviceStore_AuditRegister(t *testing.T) {
 			t.Fatalf("%d registration events, want 3", len(evs))
 		}
 		take := evs[2]
-		modeltest.WantTargets(t, take, audit.Target(devices.TargetDevice, d.ID, "PC1-renamed"))
+		modeltest.WantTargets(t, take, audit.Target(devices.DeviceTargetType, d.ID, "PC1-renamed"))
 		if !strings.Contains(take.Outcome.Reason, "took over") {
 			t.Errorf("takeover's reason %q", take.Outcome.Reason)
 		}
@@ -117,7 +118,7 @@ func TestDeviceStore_AuditRegister(t *testing.T) {
 		if len(evs) != 4 {
 			t.Fatalf("%d registration events, want 4", len(evs))
 		}
-		modeltest.WantTargets(t, evs[3], audit.Target(devices.TargetInstallation, in.ID, "NPS1 (NPSExtension)"))
+		modeltest.WantTargets(t, evs[3], audit.Target(devices.InstallationTargetType, in.ID, "NPS1 (NPSExtension)"))
 	})
 }
 
@@ -142,7 +143,7 @@ func TestDeviceStore_AuditDelete(t *testing.T) {
 			}
 		}
 		ev := modeltest.OneEvent(t, db, f.Org.ID, audit.DeviceDeleted)
-		modeltest.WantTargets(t, ev, audit.Target(devices.TargetDevice, ad.ID, "AD1"))
+		modeltest.WantTargets(t, ev, audit.Target(devices.DeviceTargetType, ad.ID, "AD1"))
 
 		fa := modeltest.Facts("SVC1", "S2")
 		fa.JoinType = devices.JoinSvc
@@ -183,7 +184,7 @@ func TestDeviceStore_AuditDelete(t *testing.T) {
 		if len(evs) != 4 {
 			t.Fatalf("%d delete events, want 4: %+v", len(evs), evs)
 		}
-		modeltest.WantTargets(t, evs[3], audit.Target(devices.TargetDevice, svc2.ID, "SVC2"))
+		modeltest.WantTargets(t, evs[3], audit.Target(devices.DeviceTargetType, svc2.ID, "SVC2"))
 		if !strings.Contains(evs[3].Outcome.Reason, "acknowledged its uninstall") {
 			t.Errorf("removal's reason %q", evs[3].Outcome.Reason)
 		}
@@ -205,7 +206,7 @@ func TestDeviceStore_AuditLinks(t *testing.T) {
 		accs, _ := f.Dev.Accounts(ctx, f.Org.ID, d.ID)
 		alice, bob, carol := accs[0], accs[1], accs[2]
 		u0, u1 := f.Users[0], f.Users[1]
-		dev := audit.Target(devices.TargetDevice, d.ID, "PC1")
+		dev := audit.Target(devices.DeviceTargetType, d.ID, "PC1")
 		count := func(typ string) int { return len(modeltest.EventsOfType(t, db, f.Org.ID, typ)) }
 		last := func(typ string) models.EventRecord {
 			t.Helper()
@@ -221,7 +222,7 @@ func TestDeviceStore_AuditLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 		ev := modeltest.OneEvent(t, db, f.Org.ID, audit.DeviceAccountLinkRequest)
-		modeltest.WantTargets(t, ev, audit.Target(devices.TargetLocalAccount, alice.ID, "alice"), dev, audit.Target(devices.TargetUser, u0.ID, u0.Email))
+		modeltest.WantTargets(t, ev, audit.Target(devices.LocalAccountTargetType, alice.ID, "alice"), dev, audit.Target(identity.UserTargetType, u0.ID, u0.Email))
 		ch := ev.Targets[0].Changes
 		wantChange(t, ch, "link_status", devices.LinkUnlinked, devices.LinkPending)
 		wantChange(t, ch, "idp_user_id", "", models.FormatID(u0.ID))
@@ -248,7 +249,7 @@ func TestDeviceStore_AuditLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 		ev = modeltest.OneEvent(t, db, f.Org.ID, audit.DeviceAccountLinked)
-		modeltest.WantTargets(t, ev, audit.Target(devices.TargetLocalAccount, alice.ID, "alice"), dev, audit.Target(devices.TargetUser, u0.ID, ""))
+		modeltest.WantTargets(t, ev, audit.Target(devices.LocalAccountTargetType, alice.ID, "alice"), dev, audit.Target(identity.UserTargetType, u0.ID, ""))
 		wantChange(t, ev.Targets[0].Changes, "link_status", devices.LinkPending, devices.LinkLinked)
 		if ev.Outcome.Result != models.ResultSuccess {
 			t.Errorf("linked outcome %+v", ev.Outcome)
@@ -267,7 +268,7 @@ func TestDeviceStore_AuditLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 		ev = modeltest.OneEvent(t, db, f.Org.ID, audit.DeviceAccountUnlinked)
-		modeltest.WantTargets(t, ev, audit.Target(devices.TargetLocalAccount, alice.ID, "alice"), dev, audit.Target(devices.TargetUser, u0.ID, ""))
+		modeltest.WantTargets(t, ev, audit.Target(devices.LocalAccountTargetType, alice.ID, "alice"), dev, audit.Target(identity.UserTargetType, u0.ID, ""))
 		wantChange(t, ev.Targets[0].Changes, "link_status", devices.LinkLinked, devices.LinkUnlinked)
 		wantChange(t, ev.Targets[0].Changes, "idp_user_id", models.FormatID(u0.ID), "")
 		if ev.Outcome.Reason != "left the team" {
@@ -280,7 +281,7 @@ func TestDeviceStore_AuditLinks(t *testing.T) {
 		}
 		in.Acks = nil
 		ev = last(audit.DeviceAccountUnlinked)
-		modeltest.WantTargets(t, ev, audit.Target(devices.TargetLocalAccount, alice.ID, "alice"), dev)
+		modeltest.WantTargets(t, ev, audit.Target(devices.LocalAccountTargetType, alice.ID, "alice"), dev)
 		if count(audit.DeviceAccountUnlinked) != 2 || ev.Outcome.Result != models.ResultSuccess ||
 			!strings.Contains(ev.Outcome.Reason, "applied the unlink") {
 			t.Errorf("the device's unlink: %+v", ev)
@@ -296,7 +297,7 @@ func TestDeviceStore_AuditLinks(t *testing.T) {
 		_, err = f.Dev.CancelLink(ctx, f.Org.ID, d.ID, bob.ID, "admin")
 		modeltest.WantCode(t, err, models.ECONFLICT)
 		ev = modeltest.OneEvent(t, db, f.Org.ID, audit.DeviceAccountLinkCanceled)
-		modeltest.WantTargets(t, ev, audit.Target(devices.TargetLocalAccount, bob.ID, "bob"), dev, audit.Target(devices.TargetUser, u1.ID, ""))
+		modeltest.WantTargets(t, ev, audit.Target(devices.LocalAccountTargetType, bob.ID, "bob"), dev, audit.Target(identity.UserTargetType, u1.ID, ""))
 		wantChange(t, ev.Targets[0].Changes, "link_status", devices.LinkPending, devices.LinkUnlinked)
 
 		// A failed link: device.account.linked, a FAILURE with the agent's
@@ -311,7 +312,7 @@ func TestDeviceStore_AuditLinks(t *testing.T) {
 		}
 		in.Acks = nil
 		ev = last(audit.DeviceAccountLinked)
-		modeltest.WantTargets(t, ev, audit.Target(devices.TargetLocalAccount, bob.ID, "bob"), dev, audit.Target(devices.TargetUser, u1.ID, ""))
+		modeltest.WantTargets(t, ev, audit.Target(devices.LocalAccountTargetType, bob.ID, "bob"), dev, audit.Target(identity.UserTargetType, u1.ID, ""))
 		if ev.Outcome.Result != models.ResultFailure || !strings.Contains(ev.Outcome.Reason, "no such account") {
 			t.Errorf("failed link's outcome %+v", ev.Outcome)
 		}
@@ -329,7 +330,7 @@ func TestDeviceStore_AuditLinks(t *testing.T) {
 			t.Fatal("a vanished pending account's link recorded no cancel")
 		}
 		ev = last(audit.DeviceAccountLinkCanceled)
-		modeltest.WantTargets(t, ev, audit.Target(devices.TargetLocalAccount, carol.ID, "carol"), dev, audit.Target(devices.TargetUser, u1.ID, ""))
+		modeltest.WantTargets(t, ev, audit.Target(devices.LocalAccountTargetType, carol.ID, "carol"), dev, audit.Target(identity.UserTargetType, u1.ID, ""))
 		if !strings.Contains(ev.Outcome.Reason, "no longer on the device") {
 			t.Errorf("vanished account's reason %q", ev.Outcome.Reason)
 		}
@@ -364,8 +365,8 @@ func TestDeviceStore_AuditOfflineUsers(t *testing.T) {
 			t.Fatalf("removed %v, %v", removed, err)
 		}
 		ev := modeltest.OneEvent(t, db, f.Org.ID, audit.DeviceOfflineUserRemoved)
-		modeltest.WantTargets(t, ev, audit.Target(devices.TargetDevice, d.ID, "PC1"),
-			audit.Target(devices.TargetOfflineUser, u1.ID, u1.Email), audit.Target(devices.TargetOfflineUser, u0.ID, "User Zero"))
+		modeltest.WantTargets(t, ev, audit.Target(devices.DeviceTargetType, d.ID, "PC1"),
+			audit.Target(devices.OfflineUserTargetType, u1.ID, u1.Email), audit.Target(devices.OfflineUserTargetType, u0.ID, "User Zero"))
 
 		// 1,000 at once: two events of at most 1,000 targets.
 		const n = 1000
@@ -387,7 +388,7 @@ func TestDeviceStore_AuditOfflineUsers(t *testing.T) {
 		}
 		seen := 0
 		for _, e := range evs {
-			if e.Targets[0].Type != devices.TargetDevice || e.Targets[0].ID != models.FormatID(d.ID) {
+			if e.Targets[0].Type != devices.DeviceTargetType || e.Targets[0].ID != models.FormatID(d.ID) {
 				t.Errorf("an event's first target %+v, want the device", e.Targets[0])
 			}
 			seen += len(e.Targets) - 1
@@ -416,7 +417,7 @@ func TestDeviceStore_AuditLinkingSettings(t *testing.T) {
 			t.Fatal(err)
 		}
 		ev := modeltest.OneEvent(t, db, f.Org.ID, audit.LinkingSettingsUpdated)
-		modeltest.WantTargets(t, ev, audit.Target(devices.TargetLinkingSettings, f.Org.ID, ""))
+		modeltest.WantTargets(t, ev, audit.Target(devices.LinkingSettingsTargetType, f.Org.ID, ""))
 		ch := ev.Targets[0].Changes
 		if len(ch) != 2 {
 			t.Errorf("changes %+v, want is_enabled and attribute_value", ch)
@@ -442,7 +443,7 @@ func TestDeviceStore_AuditInstallKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		ev := modeltest.OneEvent(t, db, f.Org.ID, audit.AgentInstallKeyRegenerate)
-		if len(ev.Targets) != 1 || ev.Targets[0].Type != devices.TargetInstallKey || ev.Targets[0].ID != devices.AgentDevice {
+		if len(ev.Targets) != 1 || ev.Targets[0].Type != devices.InstallKeyTargetType || ev.Targets[0].ID != devices.AgentDevice {
 			t.Fatalf("targets %+v", ev.Targets)
 		}
 		c := ev.Targets[0].Changes

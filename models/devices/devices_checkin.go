@@ -555,7 +555,7 @@ func recordUnlinkAck(ctx context.Context, d *Device, c *Command, a Ack) error {
 	_ = json.Unmarshal(c.Args, &args) // the name is only the target's display name
 	targets := make([]models.EventTarget, 0, 2)
 	if c.AccountID != nil {
-		targets = append(targets, audit.Target(TargetLocalAccount, *c.AccountID, args.UserName))
+		targets = append(targets, audit.Target(LocalAccountTargetType, *c.AccountID, args.UserName))
 	}
 	targets = append(targets, deviceTarget(d))
 	result, reason := models.ResultSuccess, "the device applied the unlink"

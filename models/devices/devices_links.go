@@ -322,7 +322,7 @@ func (s *DeviceStore) RemoveOfflineUsers(ctx context.Context, orgID, deviceID in
 				return fmt.Errorf("queue command: %w", err)
 			}
 			removed = append(removed, id)
-			targets = append(targets, audit.Target(TargetOfflineUser, id, name))
+			targets = append(targets, audit.Target(OfflineUserTargetType, id, name))
 		}
 		if len(targets) == 0 {
 			return nil

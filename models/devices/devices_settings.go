@@ -152,7 +152,7 @@ func (s *DeviceStore) PutLinkingSettings(ctx context.Context, orgID int64, set *
 			Exec(ctx); err != nil {
 			return fmt.Errorf("store account linking settings: %w", err)
 		}
-		target := models.EventTarget{Type: TargetLinkingSettings, ID: models.FormatID(orgID), DisplayName: "Account linking settings",
+		target := models.EventTarget{Type: LinkingSettingsTargetType, ID: models.FormatID(orgID), DisplayName: "Account linking settings",
 			Changes: audit.Changes(*before, *set)}
 		return models.Record(ctx, models.AuditEvent{OrgID: orgID, Type: audit.LinkingSettingsUpdated,
 			Targets: []models.EventTarget{target}})

@@ -329,17 +329,17 @@ func (c *CAConfig) audited() caAudited {
 // record records the event typ of c, in its transaction: the CA config
 // (named by its subject, with changes) and its factor config.
 func (c *CAConfig) record(ctx context.Context, typ string, changes []models.FieldChange) error {
-	target := audit.Target(TargetCAConfig, c.ID, c.SubjectName+" ("+c.Thumbprint+")")
+	target := audit.Target(CAConfigTargetType, c.ID, c.SubjectName+" ("+c.Thumbprint+")")
 	target.Changes = changes
 	return models.Record(ctx, models.AuditEvent{OrgID: c.OrgID, Type: typ,
-		Targets: []models.EventTarget{target, audit.Target(TargetFactorConfig, c.FactorConfigID, string(FactorSmartCard))}})
+		Targets: []models.EventTarget{target, audit.Target(FactorConfigTargetType, c.FactorConfigID, string(FactorSmartCard))}})
 }
 
 // Target types of the enrollment area's events.
 const (
-	TargetCAConfig          = "ca_config"
-	TargetFactorConfig      = "authn_factor_config"
-	TargetLogonScriptConfig = "logon_script_config"
+	CAConfigTargetType     = "ca_config"
+	FactorConfigTargetType = "authn_factor_config"
+	LogonScriptTargetType  = "logon_script_config"
 )
 
 // CATrust is the enabled CAs of one smart card factor config, ready to

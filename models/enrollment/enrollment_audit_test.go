@@ -56,9 +56,9 @@ func TestCAStore_Audit(t *testing.T) {
 			t.Fatalf("%d created events, want 1", len(evs))
 		}
 		tg := evs[0].Targets
-		if len(tg) != 2 || tg[0].Type != enrollment.TargetCAConfig || tg[0].ID != models.FormatID(ca.ID) ||
+		if len(tg) != 2 || tg[0].Type != enrollment.CAConfigTargetType || tg[0].ID != models.FormatID(ca.ID) ||
 			!strings.Contains(tg[0].DisplayName, "First CA") || !strings.Contains(tg[0].DisplayName, ca.Thumbprint) ||
-			tg[1].Type != enrollment.TargetFactorConfig || tg[1].ID != models.FormatID(smart) {
+			tg[1].Type != enrollment.FactorConfigTargetType || tg[1].ID != models.FormatID(smart) {
 			t.Errorf("created targets %+v", tg)
 		}
 
@@ -149,7 +149,7 @@ func TestLogonScriptStore_Audit(t *testing.T) {
 			t.Fatal(err)
 		}
 		evs := modeltest.EventsOfType(t, db, f.org.ID, audit.LogonScriptUpdated)
-		if len(evs) != 1 || len(evs[0].Targets) != 1 || evs[0].Targets[0].Type != enrollment.TargetLogonScriptConfig ||
+		if len(evs) != 1 || len(evs[0].Targets) != 1 || evs[0].Targets[0].Type != enrollment.LogonScriptTargetType ||
 			evs[0].Targets[0].ID != models.FormatID(f.org.ID) {
 			t.Fatalf("events %+v", evs)
 		}

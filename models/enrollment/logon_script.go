@@ -89,7 +89,7 @@ func (s *LogonScriptStore) Update(ctx context.Context, orgID int64, change func(
 		}
 		out = cfg
 		return models.Record(ctx, models.AuditEvent{OrgID: orgID, Type: audit.LogonScriptUpdated,
-			Targets: []models.EventTarget{{Type: TargetLogonScriptConfig, ID: models.FormatID(orgID),
+			Targets: []models.EventTarget{{Type: LogonScriptTargetType, ID: models.FormatID(orgID),
 				DisplayName: "Logon script configuration", Changes: audit.Changes(before, *cfg)}}})
 	})
 	return out, err

@@ -16,7 +16,7 @@ import (
 // of last modification left out.
 
 // Target types of protection's events (a device group's members are
-// devices.TargetDevice).
+// devices.DeviceTargetType).
 const (
 	ConditionConfigTargetType = "condition_config"
 	PolicyTargetType          = "policy"

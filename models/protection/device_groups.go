@@ -268,7 +268,7 @@ func recordMembers(ctx context.Context, tx bun.Tx, g *DeviceGroup, typ string, i
 	}
 	targets := make([]models.EventTarget, len(ids))
 	for i, id := range ids {
-		targets[i] = audit.Target(devices.TargetDevice, id, names[id])
+		targets[i] = audit.Target(devices.DeviceTargetType, id, names[id])
 	}
 	main := deviceGroupTarget(g)
 	return recordBulk(ctx, g.OrgID, typ, &main, targets)
