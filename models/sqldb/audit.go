@@ -1,12 +1,14 @@
 package sqldb
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -48,47 +50,77 @@ const (
 // writeEvents writes the events a transaction recorded, in it, numbering
 // each organization's in turn (organizations in id order, so that two
 // transactions never wait for each other's heads the other way round).
+//
+// Taking the numbers locks the organization's audit_heads row until the
+// commit, so every writer of the organization waits for the one ahead:
+// everything that can is done before (each row made, its body encoded
+// with the number left out), and the dialect numbers and inserts them
+// (on PostgreSQL in one statement, so that the lock is held for that
+// statement and the commit only).
 func writeEvents(ctx context.Context, tx bun.Tx, events []models.AuditEvent) error {
 	if len(events) == 0 {
 		return nil
 	}
 	origin := models.OriginOf(ctx)
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	byOrg := map[int64][]models.AuditEvent{}
+	byOrg := map[int64][]unnumbered{}
 	var orgs []int64
 	for _, ev := range events {
+		row, err := eventRow(ev, origin, now)
+		if err != nil {
+			return err
+		}
 		if _, seen := byOrg[ev.OrgID]; !seen {
 			orgs = append(orgs, ev.OrgID)
 		}
-		byOrg[ev.OrgID] = append(byOrg[ev.OrgID], ev)
+		byOrg[ev.OrgID] = append(byOrg[ev.OrgID], row)
 	}
 	slices.Sort(orgs)
-	rows := make([]AuditEventRow, 0, len(events))
+	d := DialectOf(tx)
 	for _, org := range orgs {
-		evs := byOrg[org]
-		var last int64
-		err := tx.NewRaw(`INSERT INTO audit_heads (org_id, last_seq) VALUES (?, ?)
-			ON CONFLICT (org_id) DO UPDATE SET last_seq = audit_heads.last_seq + excluded.last_seq
-			RETURNING last_seq`, org, len(evs)).Scan(ctx, &last)
-		if err != nil {
-			return fmt.Errorf("number audit events: %w", err)
+		if err := d.insertAuditEvents(ctx, tx, org, byOrg[org]); err != nil {
+			return err
 		}
-		for i, ev := range evs {
-			row, err := eventRow(ev, origin, last-int64(len(evs))+1+int64(i), now)
-			if err != nil {
-				return err
-			}
-			rows = append(rows, row)
-		}
-	}
-	if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
-		return fmt.Errorf("insert audit events: %w", err)
 	}
 	return nil
 }
 
-// eventRow makes the row of ev, numbered seq, published at now.
-func eventRow(ev models.AuditEvent, o models.Origin, seq int64, now time.Time) (AuditEventRow, error) {
+// unnumbered is an event's row before its number is known: Sequence, Body
+// and Hash unset, the body's JSON in two parts, before and after the
+// number.
+type unnumbered struct {
+	row                AuditEventRow
+	bodyHead, bodyTail string
+}
+
+// numbered is the row numbered seq, with its body and hash.
+func (u *unnumbered) numbered(seq int64) AuditEventRow {
+	r := u.row
+	r.Sequence = seq
+	r.Body = u.bodyHead + strconv.FormatInt(seq, 10) + u.bodyTail
+	r.Hash = EventHash(r.Body)
+	return r
+}
+
+// takeSequences takes the next n numbers of org's events (locking its
+// audit_heads row until the transaction ends) and returns the last.
+func takeSequences(ctx context.Context, tx bun.Tx, org int64, n int) (int64, error) {
+	var last int64
+	err := tx.NewRaw(`INSERT INTO audit_heads (org_id, last_seq) VALUES (?, ?)
+		ON CONFLICT (org_id) DO UPDATE SET last_seq = audit_heads.last_seq + excluded.last_seq
+		RETURNING last_seq`, org, n).Scan(ctx, &last)
+	if err != nil {
+		return 0, fmt.Errorf("number audit events: %w", err)
+	}
+	return last, nil
+}
+
+// sequenceKey is where an event's number sits in its encoded body, which
+// begins with its id and organization id (digit strings).
+const sequenceKey = `,"sequence":`
+
+// eventRow makes the row of ev, published at now, to be numbered.
+func eventRow(ev models.AuditEvent, o models.Origin, now time.Time) (unnumbered, error) {
 	id := NewID()
 	result := ev.Result
 	if result == "" {
@@ -99,13 +131,13 @@ func eventRow(ev models.AuditEvent, o models.Origin, seq int64, now time.Time) (
 		targets = []models.EventTarget{}
 	}
 	rec := models.EventRecord{
-		ID: models.FormatID(id), OrgID: models.FormatID(ev.OrgID), Sequence: seq,
+		ID: models.FormatID(id), OrgID: models.FormatID(ev.OrgID),
 		Published: now.Format(time.RFC3339Nano), EventType: ev.Type, Actor: o.Actor,
 		Client:    models.EventClient{IPAddress: o.IPAddress, UserAgent: truncated(o.UserAgent, maxAuditUserAgent)},
 		RequestID: o.RequestID, Outcome: models.EventOutcome{Result: result, Reason: truncated(ev.Reason, maxAuditReason)},
 		Targets: targets,
 	}
-	row := AuditEventRow{OrgID: ev.OrgID, Sequence: seq, ID: id, Published: now, EventType: ev.Type,
+	row := AuditEventRow{OrgID: ev.OrgID, ID: id, Published: now, EventType: ev.Type,
 		ActorType: o.Actor.Type, ActorID: o.Actor.ID, Result: result, RequestID: o.RequestID}
 	if o.JobID != 0 {
 		job := models.FormatID(o.JobID)
@@ -114,13 +146,17 @@ func eventRow(ev models.AuditEvent, o models.Origin, seq int64, now time.Time) (
 	if len(targets) > 0 {
 		row.TargetType, row.TargetID = targets[0].Type, targets[0].ID
 	}
-	body, err := json.Marshal(rec)
+	body, err := json.Marshal(rec) // Sequence 0: its place is cut out below
 	if err != nil {
-		return AuditEventRow{}, fmt.Errorf("encode audit event %s: %w", ev.Type, err)
+		return unnumbered{}, fmt.Errorf("encode audit event %s: %w", ev.Type, err)
 	}
-	row.Body = string(body)
-	row.Hash = EventHash(row.Body)
-	return row, nil
+	// The first occurrence is the key's: only digit strings come before it.
+	i := bytes.Index(body, []byte(sequenceKey+"0,"))
+	if i < 0 {
+		return unnumbered{}, fmt.Errorf("encode audit event %s: no sequence in %.80s", ev.Type, body)
+	}
+	head := i + len(sequenceKey)
+	return unnumbered{row: row, bodyHead: string(body[:head]), bodyTail: string(body[head+1:])}, nil
 }
 
 // EventHash is the SHA-256 of an event's canonical JSON, in hex: what the

@@ -1,6 +1,7 @@
 package sqldb
 
 import (
+	"context"
 	"sync"
 
 	"github.com/uptrace/bun"
@@ -32,6 +33,10 @@ type Dialect interface {
 	// EmailLocalPart is the SQL of the part of the email column col before
 	// its '@' (the whole value when it has none).
 	EmailLocalPart(col string) string
+
+	// insertAuditEvents numbers org's events of the transaction and
+	// inserts them (audit.go).
+	insertAuditEvents(ctx context.Context, tx bun.Tx, org int64, evs []unnumbered) error
 }
 
 // DialectOf returns the statements for db's database.

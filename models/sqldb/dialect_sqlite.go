@@ -1,6 +1,8 @@
 package sqldb
 
 import (
+	"context"
+	"fmt"
 	"sync"
 
 	"github.com/uptrace/bun"
@@ -34,4 +36,21 @@ func (SQLiteDialect) QueueWrites(mu *sync.Mutex) func() {
 
 func (SQLiteDialect) EmailLocalPart(col string) string {
 	return "CASE WHEN instr(" + col + ", '@') > 0 THEN substr(" + col + ", 1, instr(" + col + ", '@') - 1) ELSE " + col + " END"
+}
+
+// insertAuditEvents takes the numbers of org's events and inserts them:
+// two statements.
+func (SQLiteDialect) insertAuditEvents(ctx context.Context, tx bun.Tx, org int64, evs []unnumbered) error {
+	last, err := takeSequences(ctx, tx, org, len(evs))
+	if err != nil {
+		return err
+	}
+	rows := make([]AuditEventRow, len(evs))
+	for i := range evs {
+		rows[i] = evs[i].numbered(last - int64(len(evs)) + 1 + int64(i))
+	}
+	if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
+		return fmt.Errorf("insert audit events: %w", err)
+	}
+	return nil
 }
