@@ -389,7 +389,7 @@ func EndJob(ctx context.Context, tx bun.IDB, jobID int64, why string) error {
 		return errors.New("interrupt an execution: not in a transaction")
 	}
 	var orgID int64
-	if err := t.NewSelect().Table("mgmt_executions").Column("org_id").Where("id = ?", att.ExecutionID).Scan(ctx, &orgID); err != nil {
+	if err = t.NewSelect().Table("mgmt_executions").Column("org_id").Where("id = ?", att.ExecutionID).Scan(ctx, &orgID); err != nil {
 		return fmt.Errorf("select the attempt's execution: %w", err)
 	}
 	exec, err := lockExecution(ctx, t, sqldb.DialectOf(t), orgID, att.ExecutionID)
