@@ -49,7 +49,8 @@ func loadCompose(t *testing.T, dotenv map[string]string) (*types.Project, error)
 
 // composeTestDotenv is the test's .env.
 func composeTestDotenv() map[string]string {
-	return map[string]string{"IAM_ENCRYPTION_KEY": composeTestEncryptionKey, "IAM_SECRET_KEY": composeTestSecretKey}
+	return map[string]string{"IAM_ENCRYPTION_KEY": composeTestEncryptionKey, "IAM_SECRET_KEY": composeTestSecretKey,
+		"IAM_AUDIT_SIGNING_KEY": composeTestEncryptionKey}
 }
 
 // TestCompose_PassesOnlyVariablesTheBinaryReads loads docker-compose.yml as
@@ -183,7 +184,7 @@ func TestCompose_PassesOnlyVariablesTheBinaryReads(t *testing.T) {
 // docker compose stops and names the variable rather than starting services
 // that would refuse to run (or run with a well-known key).
 func TestCompose_RefusesToLoadWithoutKeys(t *testing.T) {
-	for _, missing := range []string{"IAM_ENCRYPTION_KEY", "IAM_SECRET_KEY"} {
+	for _, missing := range []string{"IAM_ENCRYPTION_KEY", "IAM_SECRET_KEY", "IAM_AUDIT_SIGNING_KEY"} {
 		dotenv := composeTestDotenv()
 		delete(dotenv, missing)
 		_, err := loadCompose(t, dotenv)
@@ -207,7 +208,7 @@ func TestCompose_RefusesToLoadWithoutKeys(t *testing.T) {
 		}
 		keys = append(keys, k)
 	}
-	if !slices.Equal(keys, []string{"IAM_ENCRYPTION_KEY", "IAM_SECRET_KEY"}) {
+	if !slices.Equal(keys, []string{"IAM_ENCRYPTION_KEY", "IAM_SECRET_KEY", "IAM_AUDIT_SIGNING_KEY"}) {
 		t.Errorf(".env.example lists %v", keys)
 	}
 }
@@ -253,12 +254,16 @@ func TestCompose_GenEnvWritesUsableKeys(t *testing.T) {
 	if err != nil {
 		t.Fatalf("gen-env.sh: %v", err)
 	}
-	if len(first) != 2 {
-		t.Errorf(".env sets %v, want IAM_ENCRYPTION_KEY and IAM_SECRET_KEY", first)
+	if len(first) != 3 {
+		t.Errorf(".env sets %v, want IAM_ENCRYPTION_KEY, IAM_SECRET_KEY and IAM_AUDIT_SIGNING_KEY", first)
 	}
-	cfg, err := loadConfig([]string{"IAM_ENCRYPTION_KEY=" + first["IAM_ENCRYPTION_KEY"], "IAM_SECRET_KEY=" + first["IAM_SECRET_KEY"]})
+	cfg, err := loadConfig([]string{"IAM_ENCRYPTION_KEY=" + first["IAM_ENCRYPTION_KEY"], "IAM_SECRET_KEY=" + first["IAM_SECRET_KEY"],
+		"IAM_AUDIT_SIGNING_KEY=" + first["IAM_AUDIT_SIGNING_KEY"]})
 	if err != nil {
 		t.Fatalf("the keys gen-env.sh wrote do not load: %v", err)
+	}
+	if signer, signerErr := auditSigner(cfg, ""); signerErr != nil || signer == nil {
+		t.Errorf("the worker would refuse IAM_AUDIT_SIGNING_KEY: %v", signerErr)
 	}
 	if _, err = oauthSecret(cfg.OAuth, "", false); err != nil {
 		t.Errorf("serve would refuse IAM_SECRET_KEY: %v", err)
@@ -273,7 +278,8 @@ func TestCompose_GenEnvWritesUsableKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if second["IAM_ENCRYPTION_KEY"] == first["IAM_ENCRYPTION_KEY"] || second["IAM_SECRET_KEY"] == first["IAM_SECRET_KEY"] {
+	if second["IAM_ENCRYPTION_KEY"] == first["IAM_ENCRYPTION_KEY"] || second["IAM_SECRET_KEY"] == first["IAM_SECRET_KEY"] ||
+		second["IAM_AUDIT_SIGNING_KEY"] == first["IAM_AUDIT_SIGNING_KEY"] {
 		t.Error("two runs wrote the same keys")
 	}
 }

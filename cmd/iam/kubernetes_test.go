@@ -309,9 +309,9 @@ func TestKubernetes_ManifestsAreValid(t *testing.T) {
 		required := []string{"IAM_DATABASE_URL"}
 		switch name {
 		case "iam-serve":
-			required = append(required, "IAM_ENCRYPTION_KEY", "IAM_SECRET_KEY", "IAM_HTTP_ADDR", "IAM_TEMPORAL_ADDRESS")
+			required = append(required, "IAM_ENCRYPTION_KEY", "IAM_AUDIT_SIGNING_KEY", "IAM_SECRET_KEY", "IAM_HTTP_ADDR", "IAM_TEMPORAL_ADDRESS")
 		case "iam-worker":
-			required = append(required, "IAM_ENCRYPTION_KEY", "IAM_HEALTH_ADDR", "IAM_TEMPORAL_ADDRESS")
+			required = append(required, "IAM_ENCRYPTION_KEY", "IAM_AUDIT_SIGNING_KEY", "IAM_HEALTH_ADDR", "IAM_TEMPORAL_ADDRESS")
 		}
 		for _, key := range required {
 			if _, ok := env[key]; !ok {
