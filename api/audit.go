@@ -10,7 +10,6 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -106,30 +105,22 @@ func (s *Server) getAuditEvent(c *gin.Context) error {
 	return nil
 }
 
-// Digest lists page by offset: from is the index of the first digest
-// (digest from+1).
-const (
-	digestDefaultLimit = 100
-	digestMaxLimit     = 1000
-)
+// digestExportBatch is how many digests the NDJSON export reads at a time.
+const digestExportBatch = 1000
 
 // listAuditDigests: GET /audit-digests, the organization's digests oldest
 // first (from, limit), or with Accept: application/x-ndjson all of them.
 func (s *Server) listAuditDigests(c *gin.Context) error {
 	ctx, org := c.Request.Context(), principal(c).OrgID
-	from, err := intParam(c.Request.URL.Query(), "from", 0, 0, 1<<31-1)
+	p, err := listing.Parse(c.Request.URL.Query(), audit.DigestListing)
 	if err != nil {
 		return err
 	}
-	limit, err := intParam(c.Request.URL.Query(), "limit", digestDefaultLimit, 1, 1<<31-1)
-	if err != nil {
-		return err
-	}
-	limit = min(limit, digestMaxLimit)
+	from, limit := p.From, p.Limit
 	if wantsNDJSON(c) {
 		return s.streamNDJSON(c, func(write func(line string) error) error {
 			for next := int64(1); ; {
-				page, listErr := s.store.Digests.List(ctx, org, next, digestMaxLimit)
+				page, listErr := s.store.Digests.List(ctx, org, next, digestExportBatch)
 				if listErr != nil {
 					return listErr
 				}
@@ -143,7 +134,7 @@ func (s *Server) listAuditDigests(c *gin.Context) error {
 					}
 					next = d.Number + 1
 				}
-				if len(page) < digestMaxLimit {
+				if len(page) < digestExportBatch {
 					return nil
 				}
 			}
@@ -215,18 +206,4 @@ func (s *Server) streamNDJSON(c *gin.Context, each func(write func(line string) 
 		return nil
 	}
 	return w.Flush()
-}
-
-// intParam reads a whole-number query parameter between lo and hi, def
-// when absent.
-func intParam(query url.Values, name string, def, lo, hi int) (int, error) {
-	v := query.Get(name)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < lo || n > hi {
-		return 0, &listing.ParamError{Param: name, Detail: "must be a whole number from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi)}
-	}
-	return n, nil
 }

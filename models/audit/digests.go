@@ -15,6 +15,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/models"
+	"iam/models/listing"
 	"iam/models/sqldb"
 )
 
@@ -99,6 +100,17 @@ func KeyID(pub ed25519.PublicKey) string {
 	sum := sha256.Sum256(pub)
 	return hex.EncodeToString(sum[:8])
 }
+
+// DigestListing is the paging of GET /audit-digests: oldest first, offset
+// paging (from, limit), no filter.
+var DigestListing = listing.MustSchema(listing.Schema{
+	Name:         "audit_digests",
+	Key:          "number",
+	Attributes:   []listing.Attribute{{Name: "number"}},
+	DefaultLimit: 100,
+	MaxLimit:     1000,
+	Paging:       listing.OffsetPaging,
+})
 
 // DigestStore seals and lists an organization's digests.
 type DigestStore struct{ db *bun.DB }
