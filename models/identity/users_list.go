@@ -2,8 +2,6 @@ package identity
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 
 	"iam/models/listing"
@@ -78,15 +76,17 @@ func (s *UserStore) ListInto(ctx context.Context, buf []User, orgID int64, licen
 }
 
 // countByLicensing reads the organization's user count, or its licensed or
-// unlicensed part, from user_counts: a row per organization that triggers
-// keep in step with every insert, delete and licensing change of users, in
-// the writing transaction. A list without a filter takes its total from it
-// rather than counting up to millions of rows per page.
+// unlicensed part, from user_counts: rows per organization (shards, one per
+// writing connection's share; see the migration that made them) that
+// triggers keep in step with every insert, delete and licensing change of
+// users, in the writing transaction. A list without a filter takes its
+// total from their sum rather than counting up to millions of rows per
+// page.
 func (s *UserStore) countByLicensing(ctx context.Context, orgID int64, licensing Licensing) (int64, error) {
 	var users, licensed int64
-	err := s.db.NewSelect().Table("user_counts").Column("users", "licensed").
+	err := s.db.NewSelect().Table("user_counts").ColumnExpr("COALESCE(SUM(users), 0), COALESCE(SUM(licensed), 0)").
 		Where("org_id = ?", orgID).Scan(ctx, &users, &licensed)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err != nil {
 		return 0, fmt.Errorf("read user count: %w", err)
 	}
 	switch licensing {

@@ -193,7 +193,7 @@ func BenchmarkUserStore_List(b *testing.B) {
 	b.Run("bun", func(b *testing.B) {
 		count := func(ctx context.Context) (int64, error) {
 			var n int64
-			err := db.NewSelect().Table("user_counts").Column("users").Where("org_id = ?", org.ID).Scan(ctx, &n)
+			err := db.NewSelect().Table("user_counts").ColumnExpr("SUM(users)").Where("org_id = ?", org.ID).Scan(ctx, &n)
 			return n, err
 		}
 		run(b, func(p listing.Params) (listing.Meta, error) {
@@ -201,5 +201,73 @@ func BenchmarkUserStore_List(b *testing.B) {
 			q := db.NewSelect().Model(&page).ExcludeColumn(identity.SignInColumns...).Where("org_id = ?", org.ID)
 			return listing.FetchCounted(ctx, q, &page, identity.UserListing, p, count)
 		})
+	})
+}
+
+// TestUserCounts_ConcurrentWritersSumToTheUsers checks the totals a list
+// without a filter reads from user_counts (rows kept by triggers, one per
+// writing connection's shard on PostgreSQL) against the users themselves,
+// after creates, licensing changes and deletes made by several connections
+// at once.
+func TestUserCounts_ConcurrentWritersSumToTheUsers(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		store := modelstore.NewStore(db)
+		org := modeltest.NewOrg(t, store)
+		other := modeltest.NewOrg(t, store)
+		const writers, each = 6, 15
+		errs := make(chan error, writers)
+		for w := range writers {
+			go func() {
+				errs <- func() error {
+					var mine []int64
+					for i := range each {
+						orgID := org.ID
+						if i%5 == 4 {
+							orgID = other.ID
+						}
+						u := identity.User{OrgID: orgID, Email: fmt.Sprintf("w%d-%d@example.com", w, i), FirstName: "W",
+							Status: identity.UserActive, IsLicensed: i%2 == 0}
+						if err := store.Users.Create(ctx, &u, ""); err != nil {
+							return err
+						}
+						if orgID == org.ID {
+							mine = append(mine, u.ID)
+						}
+					}
+					if _, err := db.NewUpdate().Table("users").Set("is_licensed = NOT is_licensed").
+						Where("id IN (?)", bun.List(mine[:4])).Exec(ctx); err != nil {
+						return err
+					}
+					_, err := store.Users.DeleteMany(ctx, org.ID, mine[len(mine)-3:])
+					return err
+				}()
+			}()
+		}
+		for range writers {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, o := range []int64{org.ID, other.ID} {
+			for licensing, where := range map[identity.Licensing]string{identity.LicensingBoth: "TRUE",
+				identity.Licensed: "is_licensed", identity.Unlicensed: "NOT is_licensed"} {
+				want, err := db.NewSelect().Table("users").Where("org_id = ?", o).Where(where).Count(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, err := listing.Parse(url.Values{"limit": {"1"}}, identity.UserListing)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, meta, err := store.Users.List(ctx, o, licensing, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := meta.(*listing.CursorMeta).Total; got != int64(want) {
+					t.Errorf("org %d, licensing %v: total %d, want %d users", o, licensing, got, want)
+				}
+			}
+		}
 	})
 }
