@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -48,6 +50,10 @@ type bench struct {
 	srv      *httptest.Server
 	// statements is how many of an API run's costliest statements to print.
 	statements int
+	// cpuProfile, when set, is the prefix of the CPU profile written for
+	// each API run (<prefix>-<action>.pprof): the API, the worker and the
+	// Temporal server all run in this process.
+	cpuProfile string
 }
 
 type pair struct {
@@ -264,6 +270,13 @@ func (b *bench) throughAPI(ctx context.Context, action string, body map[string]a
 		}
 		defer b.printStatements(ctx)
 	}
+	if b.cpuProfile != "" {
+		stop, err := startCPUProfile(b.cpuProfile + "-" + action + ".pprof")
+		if err != nil {
+			return 0, nil, err
+		}
+		defer stop()
+	}
 	base := b.srv.URL + "/api/v1/management/actions/" + action
 	began := time.Now()
 	var acc struct {
@@ -293,6 +306,24 @@ func (b *bench) throughAPI(ctx context.Context, action string, body map[string]a
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// startCPUProfile writes this process's CPU profile to path until the
+// returned stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path) //nolint:gosec // the path the command line names
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, errors.Join(err, f.Close())
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "mgmtbench: cpu profile:", err)
+		}
+	}, nil
 }
 
 // printStatements prints the statements that took the most database time

@@ -41,8 +41,9 @@ func main() {
 	only := flag.String("only", "", "run one pair only: move or delete")
 	turns := flag.Int("turns", 3, "moves of the users, each through the API and plainly by turns")
 	statements := flag.Int("statements", 0, "print the N statements of each API run that took the most database time (pg_stat_statements)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of each API run to `PREFIX`-<action>.pprof")
 	flag.Parse()
-	if err := run(ctx, *users, *only, *turns, *statements); err != nil {
+	if err := run(ctx, *users, *only, *turns, *statements, *cpuProfile); err != nil {
 		fmt.Fprintln(os.Stderr, "mgmtbench:", err)
 		os.Exit(1)
 	}
@@ -55,7 +56,7 @@ max_wal_size = 2GB
 shared_preload_libraries = 'pg_stat_statements'
 `
 
-func run(ctx context.Context, users int, only string, turns, statements int) (err error) {
+func run(ctx context.Context, users int, only string, turns, statements int, cpuProfile string) (err error) {
 	pg, err := pgcluster.Start(ctx, pgcluster.Options{Config: benchPGConfig, Prefix: "iam-mgmtbench-pg-"})
 	if err != nil {
 		return err
@@ -71,7 +72,7 @@ func run(ctx context.Context, users int, only string, turns, statements int) (er
 	if err != nil {
 		return err
 	}
-	b.statements = statements
+	b.statements, b.cpuProfile = statements, cpuProfile
 	defer benchrun.Cleanup(&err, b.close)
 	if err = b.seed(ctx); err != nil {
 		return err
