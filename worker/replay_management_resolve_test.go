@@ -1,14 +1,7 @@
 package worker_test
 
 import (
-	"log/slog"
-	"path/filepath"
 	"testing"
-
-	sdklog "go.temporal.io/sdk/log"
-	sdkworker "go.temporal.io/sdk/worker"
-
-	"iam/worker"
 )
 
 // A large upload's resolving job recorded from a real run (go test -tags record ./worker
@@ -20,10 +13,5 @@ func TestReplayManagementResolve_CommittedHistory(t *testing.T) {
 	if *update {
 		recordManagementResolve(t)
 	}
-	replayer := sdkworker.NewWorkflowReplayer()
-	worker.RegisterWorkflows(replayer)
-	logger := sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))
-	if err := replayer.ReplayWorkflowHistoryFromJSONFile(logger, filepath.Join("testdata", mgmtResolveHistory)); err != nil {
-		t.Fatalf("replay %s: %v", mgmtResolveHistory, err)
-	}
+	replayFiles(t, mgmtResolveHistory)
 }

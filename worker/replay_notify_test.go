@@ -1,14 +1,7 @@
 package worker_test
 
 import (
-	"log/slog"
-	"path/filepath"
 	"testing"
-
-	sdklog "go.temporal.io/sdk/log"
-	sdkworker "go.temporal.io/sdk/worker"
-
-	"iam/worker"
 )
 
 // Notification run histories recorded from real runs (go test -tags record ./worker -run
@@ -30,14 +23,9 @@ func TestReplayNotify_CommittedHistories(t *testing.T) {
 	if *update {
 		recordNotificationRuns(t)
 	}
-	replayer := sdkworker.NewWorkflowReplayer()
-	worker.RegisterWorkflows(replayer)
-	logger := sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))
+	var files []string
 	for _, h := range notifyHistories {
-		t.Run(h.file, func(t *testing.T) {
-			if err := replayer.ReplayWorkflowHistoryFromJSONFile(logger, filepath.Join("testdata", h.file)); err != nil {
-				t.Fatalf("replay %s: %v", h.file, err)
-			}
-		})
+		files = append(files, h.file)
 	}
+	replayFiles(t, files...)
 }
