@@ -166,7 +166,7 @@ func measure(ctx context.Context, bin, work, csvPath string, rows, chunkRows int
 		r.workerKB, r.workerCPU = vmHWM(worker.Pid()), iamproc.CPUTime(worker.Pid())
 	}
 	fmt.Printf("[%s] job COMPLETED in %.1f s; timing the bulk load ...\n", r.mode, r.job.Seconds())
-	r.load, err = bulkLoad(ctx, db, org.ID, cfgID, rows)
+	r.loadEnroll, r.loadResults, err = bulkLoad(ctx, db, org.ID, cfgID, rows)
 	return r, err
 }
 
