@@ -3,6 +3,7 @@ package devices
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"iam/models"
 	"iam/models/audit"
@@ -335,7 +336,9 @@ func (s *DeviceStore) RemoveOfflineUsers(ctx context.Context, orgID, deviceID in
 // UnlinkDeletedUsers unlinks, in the transaction deleting them, every local
 // account linked or pending to the users ids of the organization: a linked
 // account gets an unlink command, a pending link's command is withdrawn,
-// and the history says why. Devices are locked in id order.
+// and the history says why. Devices are locked in id order. It makes a
+// statement per kind of write, whatever the number of accounts (a bulk
+// delete passes thousands of users at once).
 func UnlinkDeletedUsers(ctx context.Context, tx bun.Tx, orgID int64, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
@@ -345,47 +348,75 @@ func UnlinkDeletedUsers(ctx context.Context, tx bun.Tx, orgID int64, ids []int64
 		OrderExpr("device_id, id").Scan(ctx); err != nil {
 		return fmt.Errorf("read linked accounts: %w", err)
 	}
-	d := sqldb.DialectOf(tx)
-	var dev *Device
-	for i := range accs {
-		a := &accs[i]
-		if dev == nil || dev.ID != a.DeviceID {
-			if dev != nil {
-				if err := recountAccounts(ctx, tx, dev.ID); err != nil {
-					return err
-				}
-			}
-			var row Device
-			if err := d.LockRows(tx.NewSelect().Model(&row).Where("id = ?", a.DeviceID), "UPDATE").Scan(ctx); err != nil {
-				return fmt.Errorf("read device: %w", err)
-			}
-			dev = &row
+	if len(accs) == 0 {
+		return nil
+	}
+	var deviceIDs, accountIDs, withdrawn []int64
+	for _, a := range accs {
+		if len(deviceIDs) == 0 || deviceIDs[len(deviceIDs)-1] != a.DeviceID {
+			deviceIDs = append(deviceIDs, a.DeviceID)
 		}
-		ev := &LinkEvent{OrgID: orgID, DeviceID: dev.ID, DeviceName: dev.Name, AccountID: &a.ID, UserName: a.UserName,
-			IdpUserID: a.IdpUserID, Action: "user_deleted", LinkType: a.LinkType, OldState: a.LinkStatus,
-			NewState: LinkUnlinked, Actor: "system", Reason: "the user was deleted"}
+		accountIDs = append(accountIDs, a.ID)
 		if a.LinkCommandID != nil {
-			if _, err := tx.NewUpdate().Table("device_commands").Set("status = ?", CommandWithdrawn).
-				Where("id = ? AND status = ?", *a.LinkCommandID, CommandPending).Exec(ctx); err != nil {
-				return fmt.Errorf("withdraw command: %w", err)
-			}
-		}
-		if a.LinkStatus == LinkLinked && dev.UninstallRequestedAt == nil {
-			if _, err := queueCommand(ctx, tx, dev, &a.ID, CmdUnlink, map[string]string{
-				"account_id": models.FormatID(a.ID), "user_name": a.UserName}); err != nil {
-				return err
-			}
-		}
-		unlinkAccount(a)
-		if _, err := tx.NewUpdate().Model(a).WherePK().Exec(ctx); err != nil {
-			return fmt.Errorf("unlink account: %w", err)
-		}
-		if err := addHistory(ctx, tx, ev); err != nil {
-			return err
+			withdrawn = append(withdrawn, *a.LinkCommandID)
 		}
 	}
-	if dev != nil {
-		return recountAccounts(ctx, tx, dev.ID)
+	var devs []Device
+	if err := sqldb.DialectOf(tx).LockRows(tx.NewSelect().Model(&devs).Where("id IN (?)", bun.List(deviceIDs)).
+		OrderExpr("id"), "UPDATE").Scan(ctx); err != nil {
+		return fmt.Errorf("read devices: %w", err)
+	}
+	byID := make(map[int64]*Device, len(devs))
+	for i := range devs {
+		byID[devs[i].ID] = &devs[i]
+	}
+	if len(withdrawn) > 0 {
+		if _, err := tx.NewUpdate().Table("device_commands").Set("status = ?", CommandWithdrawn).
+			Where("id IN (?) AND status = ?", bun.List(withdrawn), CommandPending).Exec(ctx); err != nil {
+			return fmt.Errorf("withdraw commands: %w", err)
+		}
+	}
+	now := time.Now().UTC()
+	var cmds []Command
+	history := make([]LinkEvent, 0, len(accs))
+	for i := range accs {
+		a := &accs[i]
+		dev := byID[a.DeviceID]
+		if dev == nil {
+			return fmt.Errorf("read devices: device %d of account %d is gone", a.DeviceID, a.ID)
+		}
+		if a.LinkStatus == LinkLinked && dev.UninstallRequestedAt == nil {
+			args, err := json.Marshal(map[string]string{"account_id": models.FormatID(a.ID), "user_name": a.UserName})
+			if err != nil {
+				return err
+			}
+			cmds = append(cmds, Command{ID: sqldb.NewID(), OrgID: dev.OrgID, DeviceID: dev.ID, AccountID: &a.ID,
+				Type: CmdUnlink, Args: args, Status: CommandPending, CreatedAt: now})
+		}
+		history = append(history, LinkEvent{ID: sqldb.NewID(), OrgID: orgID, DeviceID: dev.ID, DeviceName: dev.Name,
+			AccountID: &a.ID, UserName: a.UserName, IdpUserID: a.IdpUserID, Action: "user_deleted", LinkType: a.LinkType,
+			OldState: a.LinkStatus, NewState: LinkUnlinked, Actor: "system", Reason: "the user was deleted", CreatedAt: now})
+	}
+	if len(cmds) > 0 {
+		if _, err := tx.NewInsert().Model(&cmds).Exec(ctx); err != nil {
+			return fmt.Errorf("queue commands: %w", err)
+		}
+	}
+	// What unlinkAccount sets, for every account at once.
+	if _, err := tx.NewUpdate().Table("device_accounts").
+		Set("link_status = ?, link_type = '', idp_user_id = NULL, link_permission_level = ''", LinkUnlinked).
+		Set("link_command_id = NULL, linked_at = NULL, updated_at = ?", now).
+		Where("id IN (?)", bun.List(accountIDs)).Exec(ctx); err != nil {
+		return fmt.Errorf("unlink accounts: %w", err)
+	}
+	if _, err := tx.NewInsert().Model(&history).Exec(ctx); err != nil {
+		return fmt.Errorf("record link history: %w", err)
+	}
+	if _, err := tx.NewUpdate().Table("devices").
+		Set("total_local_accounts = (SELECT count(*) FROM device_accounts AS a WHERE a.device_id = devices.id)").
+		Set("linked_local_accounts = (SELECT count(*) FROM device_accounts AS a WHERE a.device_id = devices.id AND a.link_status = ?)", LinkLinked).
+		Where("id IN (?)", bun.List(deviceIDs)).Exec(ctx); err != nil {
+		return fmt.Errorf("count accounts: %w", err)
 	}
 	return nil
 }

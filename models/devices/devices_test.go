@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"strconv"
 	"strings"
@@ -661,23 +662,57 @@ func TestDeviceStore_UserDeleteUnlinks(t *testing.T) {
 		if _, err := f.Dev.Link(ctx, f.Org.ID, d.ID, accs[1].ID, devices.LinkRequest{UserID: f.Users[1].ID, PermissionLevel: "Standard"}); err != nil {
 			t.Fatal(err)
 		}
+		// A second device: its account linked to the first user too, and
+		// an account of nobody's that stays as it is.
+		d2, sec2 := f.Register(t, modeltest.Facts("PC2", "S2"))
+		in2 := devices.CheckIn{Facts: d2.DeviceFacts, Accounts: accounts("c", "d")}
+		if _, err := f.CheckIn(t, d2.ID, sec2, in2); err != nil {
+			t.Fatal(err)
+		}
+		accs2, _ := f.Dev.Accounts(ctx, f.Org.ID, d2.ID)
+		if _, err := f.Dev.Link(ctx, f.Org.ID, d2.ID, accs2[0].ID, devices.LinkRequest{UserID: u.ID, PermissionLevel: "Standard"}); err != nil {
+			t.Fatal(err)
+		}
+		cmds2, _ := f.CheckIn(t, d2.ID, sec2, in2)
+		in2.Acks = []devices.Ack{{CommandID: models.FormatID(cmds2[0].ID), Status: "done"}}
+		if _, err := f.CheckIn(t, d2.ID, sec2, in2); err != nil {
+			t.Fatal(err)
+		}
+		in2.Acks = nil
+		before, _ := f.Dev.History(ctx, f.Org.ID)
+
 		if _, err := f.Store.Users.DeleteMany(ctx, f.Org.ID, []int64{u.ID, f.Users[1].ID}); err != nil {
 			t.Fatal(err)
 		}
-		got, _ := f.Dev.Accounts(ctx, f.Org.ID, d.ID)
-		for _, a := range got {
-			if a.LinkStatus != devices.LinkUnlinked || a.IdpUserID != nil {
-				t.Errorf("after the user delete: %+v", a)
+		for _, dev := range []int64{d.ID, d2.ID} {
+			got, _ := f.Dev.Accounts(ctx, f.Org.ID, dev)
+			for _, a := range got {
+				if a.LinkStatus != devices.LinkUnlinked || a.IdpUserID != nil || a.LinkCommandID != nil || a.LinkedAt != nil {
+					t.Errorf("after the user delete: %+v", a)
+				}
 			}
 		}
 		cmds, _ = f.CheckIn(t, d.ID, sec, in)
 		if len(cmds) != 1 || cmds[0].Type != devices.CmdUnlink || args(t, cmds[0])["user_name"] != "a" {
 			t.Fatalf("commands %+v", cmds)
 		}
-		dev, _ := f.Dev.Get(ctx, f.Org.ID, d.ID)
+		cmds2, _ = f.CheckIn(t, d2.ID, sec2, in2)
+		if len(cmds2) != 1 || cmds2[0].Type != devices.CmdUnlink || args(t, cmds2[0])["user_name"] != "c" {
+			t.Fatalf("commands of the second device %+v", cmds2)
+		}
+		for _, id := range []int64{d.ID, d2.ID} {
+			dev, _ := f.Dev.Get(ctx, f.Org.ID, id)
+			if dev.LinkedLocalAccounts != 0 || dev.TotalLocalAccounts != 2 {
+				t.Errorf("device %d: linked %d of %d accounts, want 0 of 2", id, dev.LinkedLocalAccounts, dev.TotalLocalAccounts)
+			}
+		}
 		hist, _ := f.Dev.History(ctx, f.Org.ID)
-		if dev.LinkedLocalAccounts != 0 || hist[len(hist)-1].Action != "user_deleted" {
-			t.Errorf("linked %d, history ends %+v", dev.LinkedLocalAccounts, hist[len(hist)-1])
+		added := map[string]int{}
+		for _, h := range hist[len(before):] {
+			added[h.Action+" "+h.UserName+" "+h.OldState]++
+		}
+		if want := map[string]int{"user_deleted a linked": 1, "user_deleted b pending_link": 1, "user_deleted c linked": 1}; !maps.Equal(added, want) {
+			t.Errorf("history added %v, want %v", added, want)
 		}
 	})
 }
