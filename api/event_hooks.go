@@ -60,15 +60,15 @@ type hookAttemptView struct {
 }
 
 type hookDeliveryView struct {
-	ID              string        `json:"id"`
-	WebhookID       string        `json:"webhook_id"`
-	EventID         *string       `json:"event_id"`
-	EventType       string        `json:"event_type"`
-	Status          string        `json:"status"`
-	AttemptCount    int           `json:"attempt_count"`
+	ID              string            `json:"id"`
+	WebhookID       string            `json:"webhook_id"`
+	EventID         *string           `json:"event_id"`
+	EventType       string            `json:"event_type"`
+	Status          string            `json:"status"`
+	AttemptCount    int               `json:"attempt_count"`
 	Attempts        []hookAttemptView `json:"attempts"`
-	NextAttemptTime *time.Time    `json:"next_attempt_time"`
-	CreatedTime     time.Time     `json:"created_time"`
+	NextAttemptTime *time.Time        `json:"next_attempt_time"`
+	CreatedTime     time.Time         `json:"created_time"`
 }
 
 func newHookDeliveryView(d *hooks.Delivery) hookDeliveryView {
