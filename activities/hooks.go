@@ -28,9 +28,13 @@ const (
 
 // Defaults of EventHooks.
 const (
-	DefaultHookConcurrency = 32
-	DefaultHookPoll        = 200 * time.Millisecond
-	DefaultHookRunFor      = time.Minute
+	// DefaultHookConcurrency is 1: a hook's deliveries arrive in event
+	// order when they succeed first try.
+	DefaultHookConcurrency = 1
+	// hookBatch is how many due deliveries one round sends.
+	hookBatch         = 256
+	DefaultHookPoll   = 200 * time.Millisecond
+	DefaultHookRunFor = time.Minute
 	// hookDispatchBatch is how many audit events one dispatch reads.
 	hookDispatchBatch = 1000
 	// hookReload is how often a running dispatcher rereads its hook (a
@@ -131,7 +135,7 @@ func (a *EventHooks) DeliverEventHook(ctx context.Context, hookID int64) (EventH
 		if err != nil {
 			return run, err
 		}
-		due, err := st.Due(ctx, h.ID, time.Now(), conc)
+		due, err := st.Due(ctx, h.ID, time.Now(), max(hookBatch, conc))
 		if err != nil {
 			return run, err
 		}
@@ -157,47 +161,89 @@ func (a *EventHooks) DeliverEventHook(ctx context.Context, hookID int64) (EventH
 	return run, nil
 }
 
-// sendBatch sends due (started in their order, at most conc at once) and
-// records the attempts.
+// sendBatch sends due, started in their order with at most conc in flight
+// (with conc 1 they arrive in that order), and records the attempts as
+// they end: whatever ended while the previous write ran goes in the next
+// (a group commit), so that a worker that dies leaves at most the requests
+// in flight and those of the write under way unrecorded.
 func (a *EventHooks) sendBatch(ctx context.Context, h *hooks.Hook, due []hooks.Delivery, conc int, pol hooks.Policy) (hooks.Recorded, error) {
 	keys, err := a.Store.Hooks.SigningKeys(h, time.Now())
 	if err != nil {
 		return hooks.Recorded{}, err
 	}
-	outs := make([]hooks.Outcome, len(due))
-	sem := make(chan struct{}, conc)
-	var wg sync.WaitGroup
+	url := h.URL
 	m := metrics(ctx)
-	for i := range due {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func(i int) {
-			defer func() { <-sem; wg.Done() }()
-			d := &due[i]
-			start := time.Now().UTC()
-			if d.AttemptCount == 0 && !d.CreatedAt.IsZero() {
-				m.Timer(MetricHookCommitToAttempt).Record(start.Sub(d.CreatedAt))
+	results := make(chan hooks.Outcome, len(due))
+	go func() {
+		sem := make(chan struct{}, conc)
+		var wg sync.WaitGroup
+		for i := range due {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
 			}
-			r := send(ctx, a.Client, h.URL, d.WebhookID(), keys, []byte(d.Payload), start)
-			m.Timer(MetricHookLatency).Record(r.latency)
-			outs[i] = hooks.Outcome{DeliveryID: d.ID, OK: r.ok(),
-				Attempt: hooks.Attempt{Time: start, StatusCode: r.status, LatencyMS: r.latency.Milliseconds(), Error: r.err}}
-		}(i)
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return hooks.Recorded{}, err // canceled mid-batch: these stay due
-	}
-	res, err := a.Store.Hooks.Record(ctx, h, outs, pol)
-	if err != nil {
-		return res, err
-	}
-	for outcome, n := range map[string]int{hooks.StatusSucceeded: res.Succeeded, "retrying": res.Retrying, hooks.StatusFailed: res.Failed} {
-		if n > 0 {
-			m.WithTags(map[string]string{TagOutcome: outcome}).Counter(MetricHookDeliveries).Inc(int64(n))
+			if ctx.Err() != nil {
+				break
+			}
+			wg.Add(1)
+			go func(d *hooks.Delivery) {
+				defer func() { <-sem; wg.Done() }()
+				start := time.Now().UTC()
+				if d.AttemptCount == 0 && !d.CreatedAt.IsZero() {
+					m.Timer(MetricHookCommitToAttempt).Record(start.Sub(d.CreatedAt))
+				}
+				r := send(ctx, a.Client, url, d.WebhookID(), keys, []byte(d.Payload), start)
+				m.Timer(MetricHookLatency).Record(r.latency)
+				results <- hooks.Outcome{DeliveryID: d.ID, OK: r.ok(),
+					Attempt: hooks.Attempt{Time: start, StatusCode: r.status, LatencyMS: r.latency.Milliseconds(), Error: r.err}}
+			}(&due[i])
+		}
+		wg.Wait()
+		close(results)
+	}()
+	var total hooks.Recorded
+	var firstErr error
+	hk := *h
+	for o := range results {
+		batch := []hooks.Outcome{o}
+	more:
+		for {
+			select {
+			case o, ok := <-results:
+				if !ok {
+					break more
+				}
+				batch = append(batch, o)
+			default:
+				break more
+			}
+		}
+		if firstErr != nil || ctx.Err() != nil {
+			continue // drain; these stay due
+		}
+		res, err := a.Store.Hooks.Record(ctx, &hk, batch, pol)
+		if err != nil {
+			firstErr = err
+			continue
+		}
+		total.Succeeded += res.Succeeded
+		total.Retrying += res.Retrying
+		total.Failed += res.Failed
+		total.Disabled = total.Disabled || res.Disabled
+		for outcome, n := range map[string]int{hooks.StatusSucceeded: res.Succeeded, "retrying": res.Retrying, hooks.StatusFailed: res.Failed} {
+			if n > 0 {
+				m.WithTags(map[string]string{TagOutcome: outcome}).Counter(MetricHookDeliveries).Inc(int64(n))
+			}
 		}
 	}
-	return res, nil
+	if firstErr != nil {
+		return total, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return total, err
+	}
+	h.Enabled, h.FailingSince, h.DisabledReason = hk.Enabled, hk.FailingSince, hk.DisabledReason
+	return total, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) {

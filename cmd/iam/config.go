@@ -65,7 +65,7 @@ type Config struct {
 	// one hook has in flight (docs/event-hooks.md).
 	EventHooksAllowHTTP    bool   `env:"IAM_EVENT_HOOKS_ALLOW_HTTP"`
 	EventHooksAllowPrivate string `env:"IAM_EVENT_HOOKS_ALLOW_PRIVATE"`
-	EventHooksConcurrency  int    `env:"IAM_EVENT_HOOKS_CONCURRENCY" envDefault:"32"`
+	EventHooksConcurrency  int    `env:"IAM_EVENT_HOOKS_CONCURRENCY" envDefault:"1"`
 	// ShutdownTimeout bounds a graceful stop.
 	ShutdownTimeout time.Duration `env:"IAM_SHUTDOWN_TIMEOUT" envDefault:"20s"`
 	// ReconcileInterval is how often the API looks for QUEUED jobs whose
