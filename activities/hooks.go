@@ -116,8 +116,8 @@ func (a *EventHooks) DeliverEventHook(ctx context.Context, hookID int64) (EventH
 		if activity.IsActivity(ctx) {
 			activity.RecordHeartbeat(ctx, run.Attempts)
 		}
-		if err := ctx.Err(); err != nil {
-			return run, err
+		if ctx.Err() != nil {
+			return run, ctx.Err()
 		}
 		if time.Since(loaded) > hookReload {
 			if h, err = st.LoadForDelivery(ctx, hookID); errors.Is(err, hooks.ErrHookNotFound) {
@@ -131,13 +131,13 @@ func (a *EventHooks) DeliverEventHook(ctx context.Context, hookID int64) (EventH
 			run.Stop = true
 			break
 		}
-		read, err := st.Dispatch(ctx, h, hookDispatchBatch)
-		if err != nil {
-			return run, err
+		read, derr := st.Dispatch(ctx, h, hookDispatchBatch)
+		if derr != nil {
+			return run, derr
 		}
-		due, err := st.Due(ctx, h.ID, time.Now(), max(hookBatch, conc))
-		if err != nil {
-			return run, err
+		due, derr := st.Due(ctx, h.ID, time.Now(), max(hookBatch, conc))
+		if derr != nil {
+			return run, derr
 		}
 		if len(due) == 0 {
 			if read == 0 {
@@ -145,9 +145,9 @@ func (a *EventHooks) DeliverEventHook(ctx context.Context, hookID int64) (EventH
 			}
 			continue
 		}
-		res, err := a.sendBatch(ctx, h, due, conc, pol)
-		if err != nil {
-			return run, err
+		res, serr := a.sendBatch(ctx, h, due, conc, pol)
+		if serr != nil {
+			return run, serr
 		}
 		run.Attempts += len(due)
 		if res.Disabled {

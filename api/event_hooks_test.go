@@ -99,13 +99,14 @@ func referenceVerify(t *testing.T, secret string, msgs []receivedHook) ([]byte, 
 		t.Skip("npm is not installed: the independent Standard Webhooks verifier (npm standardwebhooks) cannot be installed")
 	}
 	dir := filepath.Join(os.TempDir(), "iam-test-standardwebhooks")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "standardwebhooks")); err != nil {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
+	if _, serr := os.Stat(filepath.Join(dir, "node_modules", "standardwebhooks")); serr != nil {
+		if merr := os.MkdirAll(dir, 0o750); merr != nil {
+			t.Fatal(merr)
 		}
-		out, err := exec.Command(npm, "install", "--prefix", dir, "--no-audit", "--no-fund", "--silent", "standardwebhooks@1.3.0").CombinedOutput()
-		if err != nil {
-			t.Skipf("npm install standardwebhooks failed (no registry?): %v %s", err, out)
+		//nolint:gosec // G204: npm found on PATH, fixed arguments
+		out, ierr := exec.Command(npm, "install", "--prefix", dir, "--no-audit", "--no-fund", "--silent", "standardwebhooks@1.3.0").CombinedOutput()
+		if ierr != nil {
+			t.Skipf("npm install standardwebhooks failed (no registry?): %v %s", ierr, out)
 		}
 	}
 	script, err := filepath.Abs("testdata/verify-standardwebhooks.js")
@@ -113,7 +114,7 @@ func referenceVerify(t *testing.T, secret string, msgs []receivedHook) ([]byte, 
 		t.Fatal(err)
 	}
 	in, _ := json.Marshal(map[string]any{"secret": secret, "messages": msgs})
-	cmd := exec.Command(node, script)
+	cmd := exec.Command(node, script) //nolint:gosec // G204: node found on PATH, the test's own script
 	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(dir, "node_modules"))
 	cmd.Stdin = bytes.NewReader(in)
 	return cmd.CombinedOutput()

@@ -194,9 +194,9 @@ func seedResources(t *testing.T, env *apitest.Env, tok string, dev *agentSim) *s
 	hook := createdID(t, env, "/api/v1/event-hooks", tok, map[string]any{"url": "https://hooks.example.com/seeded",
 		"event_types": []string{"user.*"}, "enabled": false}, "")
 	hookID, _ := models.ParseID("hook_id", hook)
-	delivery, err := env.Store.Hooks.Test(ctx, env.Org.ID, hookID)
-	if err != nil {
-		t.Fatal(err)
+	delivery, herr := env.Store.Hooks.Test(ctx, env.Org.ID, hookID)
+	if herr != nil {
+		t.Fatal(herr)
 	}
 
 	// An event of the audit log (the seeding wrote many).

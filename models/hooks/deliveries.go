@@ -114,12 +114,12 @@ func (s *HookStore) Dispatch(ctx context.Context, h *Hook, limit int) (int, erro
 	}
 	read := 0
 	err = sqldb.InTxOnce(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		cur, err := getHook(ctx, tx, 0, h.ID, true)
-		if errors.Is(err, ErrHookNotFound) {
+		cur, gerr := getHook(ctx, tx, 0, h.ID, true)
+		if errors.Is(gerr, ErrHookNotFound) {
 			return nil
 		}
-		if err != nil {
-			return err
+		if gerr != nil {
+			return gerr
 		}
 		*h = *cur
 		if !cur.Enabled {
@@ -139,9 +139,9 @@ func (s *HookStore) Dispatch(ctx context.Context, h *Hook, limit int) (int, erro
 			if !Matches(h.EventTypes, ev.EventType) {
 				continue
 			}
-			body, err := json.Marshal(payload{Type: ev.EventType, Timestamp: ev.Published.UTC().Format(time.RFC3339Nano), Data: json.RawMessage(ev.Body)})
-			if err != nil {
-				return fmt.Errorf("encode delivery: %w", err)
+			body, merr := json.Marshal(payload{Type: ev.EventType, Timestamp: ev.Published.UTC().Format(time.RFC3339Nano), Data: json.RawMessage(ev.Body)})
+			if merr != nil {
+				return fmt.Errorf("encode delivery: %w", merr)
 			}
 			ds = append(ds, Delivery{ID: sqldb.NewID(), OrgID: h.OrgID, HookID: h.ID, EventID: ev.ID, EventSeq: ev.Seq,
 				EventType: ev.EventType, Payload: string(body), Status: StatusPending, Attempts: []Attempt{},
