@@ -40,6 +40,9 @@ const (
 	// hookReload is how often a running dispatcher rereads its hook (a
 	// PATCH that disables it or changes its URL).
 	hookReload = 2 * time.Second
+	// hookHeartbeat is how often a run heartbeats while a batch's requests
+	// are under way.
+	hookHeartbeat = 3 * time.Second
 )
 
 // EventHooks delivers event hooks' deliveries: one DeliverEventHook
@@ -145,7 +148,7 @@ func (a *EventHooks) DeliverEventHook(ctx context.Context, hookID int64) (EventH
 			}
 			continue
 		}
-		res, serr := a.sendBatch(ctx, h, due, conc, pol)
+		res, serr := a.sendBatch(ctx, h, due, conc, pol, deadline)
 		if serr != nil {
 			return run, serr
 		}
@@ -166,10 +169,30 @@ func (a *EventHooks) DeliverEventHook(ctx context.Context, hookID int64) (EventH
 // they end: whatever ended while the previous write ran goes in the next
 // (a group commit), so that a worker that dies leaves at most the requests
 // in flight and those of the write under way unrecorded.
-func (a *EventHooks) sendBatch(ctx context.Context, h *hooks.Hook, due []hooks.Delivery, conc int, pol hooks.Policy) (hooks.Recorded, error) {
+//
+// It starts no request after deadline (those left stay due for the next
+// run), so that a run against a receiver that never answers still ends
+// within its StartToClose, and it heartbeats while the batch runs.
+func (a *EventHooks) sendBatch(ctx context.Context, h *hooks.Hook, due []hooks.Delivery, conc int, pol hooks.Policy, deadline time.Time) (hooks.Recorded, error) {
 	keys, err := a.Store.Hooks.SigningKeys(h, time.Now())
 	if err != nil {
 		return hooks.Recorded{}, err
+	}
+	if activity.IsActivity(ctx) {
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			t := time.NewTicker(hookHeartbeat)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					activity.RecordHeartbeat(ctx)
+				}
+			}
+		}()
 	}
 	url := h.URL
 	m := metrics(ctx)
@@ -182,8 +205,8 @@ func (a *EventHooks) sendBatch(ctx context.Context, h *hooks.Hook, due []hooks.D
 			case sem <- struct{}{}:
 			case <-ctx.Done():
 			}
-			if ctx.Err() != nil {
-				break
+			if ctx.Err() != nil || time.Now().After(deadline) {
+				break // the token, if taken, is never given back: nothing starts after
 			}
 			wg.Add(1)
 			go func(d *hooks.Delivery) {

@@ -56,7 +56,7 @@ var hookDeliverOptions = workflow.ActivityOptions{
 	// most activities.HookTimeout; a worker that dies is noticed by its
 	// missing heartbeats.
 	StartToCloseTimeout: 5 * time.Minute,
-	HeartbeatTimeout:    30 * time.Second,
+	HeartbeatTimeout:    15 * time.Second,
 	RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute},
 }
 
@@ -104,7 +104,7 @@ func EventHooksSupervise(ctx workflow.Context) error {
 	for _, r := range refs {
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 			WorkflowID:            EventHookWorkflowID(r.ID),
-			TaskQueue:             TaskQueue,
+			TaskQueue:             workflow.GetInfo(ctx).TaskQueueName,
 			ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 			WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 			StaticSummary:         fmt.Sprintf("event hook %d deliveries", r.ID),

@@ -281,17 +281,15 @@ func bench(ctx context.Context, out *benchrun.Report, tc client.Client, cfg conf
 	return nil
 }
 
-// write commits n user.updated events of org, perTx a transaction (with
-// pace > 0: one event a transaction, pace a second).
+// write commits n user.updated events of org, perTx a transaction; with
+// pace > 0, pace a second: a transaction every 10 ms of pace/100 events.
 func write(ctx context.Context, db *bun.DB, orgID int64, n, perTx, pace int) error {
 	o := models.Origin{Actor: models.Actor{Type: models.ActorUser, ID: "1", DisplayName: "bench"}, RequestID: "hookbench"}
 	ctx = models.WithOrigin(ctx, o)
-	if pace > 0 {
-		perTx = 1
-	}
 	var tick *time.Ticker
 	if pace > 0 {
-		tick = time.NewTicker(time.Second / time.Duration(pace))
+		perTx = max(1, pace/100)
+		tick = time.NewTicker(time.Second * time.Duration(perTx) / time.Duration(pace))
 		defer tick.Stop()
 	}
 	for i := 0; i < n; i += perTx {
