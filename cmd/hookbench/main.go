@@ -204,76 +204,17 @@ func bench(ctx context.Context, out *benchrun.Report, tc client.Client, cfg conf
 	store := modelstore.NewStore(db).SealBlobs(box)
 	store.Hooks.SetURLPolicy(hooks.URLPolicy{AllowHTTP: true})
 
-	shape := func(name string, rcv *receiver, conc, n int, pace int) error {
-		queue := fmt.Sprintf("hookbench-%d", sqldb.NewID())
-		w := worker.NewOn(tc, queue, worker.Deps{Store: store, EventHookConcurrency: conc,
-			EventHookAllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
-		if err := w.Start(); err != nil {
-			return err
-		}
-		defer w.Stop()
-		srv := httptest.NewServer(rcv)
-		defer srv.Close()
-		org := &identity.Organization{Name: "hookbench " + name}
-		if err := store.Orgs.Create(ctx, org); err != nil {
-			return err
-		}
-		var ids []int64
-		for i := 0; i < cfg.hooks; i++ {
-			h := &hooks.Hook{OrgID: org.ID, URL: fmt.Sprintf("%s/hook/%d", srv.URL, i), EventTypes: []string{"*"}, Enabled: true}
-			if _, err := store.Hooks.Create(ctx, h); err != nil {
-				return err
-			}
-			ids = append(ids, h.ID)
-			if _, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.EventHookWorkflowID(h.ID), TaskQueue: queue},
-				workflows.EventHookWorkflowName, workflows.EventHookInput{HookID: h.ID, OrgID: org.ID}); err != nil {
-				return err
-			}
-		}
-		defer func() {
-			off := false
-			for _, id := range ids {
-				_, _ = store.Hooks.Update(context.Background(), org.ID, id, hooks.HookChange{Enabled: &off})
-			}
-		}()
-		// The hooks' own creation events (each hook receives those of the
-		// hooks made after it): let them go first.
-		if warm := cfg.hooks * (cfg.hooks - 1) / 2; warm > 0 {
-			rcv.expect(warm)
-			if _, _, err := rcv.wait(ctx, time.Minute); err != nil {
-				return fmt.Errorf("warm-up: %w", err)
-			}
-		}
-		want := n * cfg.hooks
-		rcv.expect(want)
-		out.Printf("[%s] %s: %d events to %d hooks (%d deliveries), %d in flight per hook (load average %s) ...\n",
-			database, name, n, cfg.hooks, want, conc, benchrun.LoadAvg())
-		start := time.Now()
-		if err := write(ctx, db, org.ID, n, cfg.perTx, pace); err != nil {
-			return err
-		}
-		wrote := time.Since(start)
-		lat, last, err := rcv.wait(ctx, 10*time.Minute)
-		if err != nil {
-			return err
-		}
-		took := last.Sub(start)
-		out.Printf("  committed in %.2f s (%.0f events/s); delivered in %.2f s: %.0f deliveries/s; commit to first attempt p50 %v, p99 %v, max %v\n",
-			wrote.Seconds(), float64(n)/wrote.Seconds(), took.Seconds(), float64(want)/took.Seconds(),
-			benchrun.Percentile(lat, 50).Round(time.Millisecond), benchrun.Percentile(lat, 99).Round(time.Millisecond),
-			lat[len(lat)-1].Round(time.Millisecond))
-		return nil
-	}
-	if err = shape("instant receiver, burst", newReceiver(0), 1, cfg.n, 0); err != nil {
+	sh := shapeRun{ctx: ctx, out: out, tc: tc, store: store, db: db, cfg: cfg, database: database}
+	if err = sh.run("instant receiver, burst", newReceiver(0), 1, cfg.n, 0); err != nil {
 		return err
 	}
 	if cfg.rate > 0 {
-		if err = shape(fmt.Sprintf("instant receiver, paced at %d events/s", cfg.rate), newReceiver(0), 1, cfg.n, cfg.rate); err != nil {
+		if err = sh.run(fmt.Sprintf("instant receiver, paced at %d events/s", cfg.rate), newReceiver(0), 1, cfg.n, cfg.rate); err != nil {
 			return err
 		}
 	}
 	if cfg.slow > 0 {
-		if err = shape(fmt.Sprintf("receiver taking %v, bound %d hooks × %d / %v = %.0f deliveries/s", cfg.slow, cfg.hooks, cfg.slowConc, cfg.slow,
+		if err = sh.run(fmt.Sprintf("receiver taking %v, bound %d hooks × %d / %v = %.0f deliveries/s", cfg.slow, cfg.hooks, cfg.slowConc, cfg.slow,
 			float64(cfg.hooks*cfg.slowConc)/cfg.slow.Seconds()), newReceiver(cfg.slow), cfg.slowConc, cfg.slowN, 0); err != nil {
 			return err
 		}
@@ -314,5 +255,81 @@ func write(ctx context.Context, db *bun.DB, orgID int64, n, perTx, pace int) err
 			return errors.Join(fmt.Errorf("write events: %w", err))
 		}
 	}
+	return nil
+}
+
+// shapeRun runs the shapes of one database.
+type shapeRun struct {
+	ctx      context.Context
+	out      *benchrun.Report
+	tc       client.Client
+	store    *modelstore.Store
+	db       *bun.DB
+	cfg      config
+	database string
+}
+
+// run delivers n events (pace a second, 0: a burst) to the hooks of a new
+// organization, served by a new worker with conc requests in flight per
+// hook, to rcv, and prints the figures.
+func (sh shapeRun) run(name string, rcv *receiver, conc, n int, pace int) error {
+	ctx, out, tc, store, db, cfg, database := sh.ctx, sh.out, sh.tc, sh.store, sh.db, sh.cfg, sh.database
+	queue := fmt.Sprintf("hookbench-%d", sqldb.NewID())
+	w := worker.NewOn(tc, queue, worker.Deps{Store: store, EventHookConcurrency: conc,
+		EventHookAllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	if err := w.Start(); err != nil {
+		return err
+	}
+	defer w.Stop()
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	org := &identity.Organization{Name: "hookbench " + name}
+	if err := store.Orgs.Create(ctx, org); err != nil {
+		return err
+	}
+	var ids []int64
+	for i := 0; i < cfg.hooks; i++ {
+		h := &hooks.Hook{OrgID: org.ID, URL: fmt.Sprintf("%s/hook/%d", srv.URL, i), EventTypes: []string{"*"}, Enabled: true}
+		if _, err := store.Hooks.Create(ctx, h); err != nil {
+			return err
+		}
+		ids = append(ids, h.ID)
+		if _, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflows.EventHookWorkflowID(h.ID), TaskQueue: queue},
+			workflows.EventHookWorkflowName, workflows.EventHookInput{HookID: h.ID, OrgID: org.ID}); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		off := false
+		for _, id := range ids {
+			_, _ = store.Hooks.Update(context.Background(), org.ID, id, hooks.HookChange{Enabled: &off})
+		}
+	}()
+	// The hooks' own creation events (each hook receives those of the
+	// hooks made after it): let them go first.
+	if warm := cfg.hooks * (cfg.hooks - 1) / 2; warm > 0 {
+		rcv.expect(warm)
+		if _, _, err := rcv.wait(ctx, time.Minute); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	want := n * cfg.hooks
+	rcv.expect(want)
+	out.Printf("[%s] %s: %d events to %d hooks (%d deliveries), %d in flight per hook (load average %s) ...\n",
+		database, name, n, cfg.hooks, want, conc, benchrun.LoadAvg())
+	start := time.Now()
+	if err := write(ctx, db, org.ID, n, cfg.perTx, pace); err != nil {
+		return err
+	}
+	wrote := time.Since(start)
+	lat, last, err := rcv.wait(ctx, 10*time.Minute)
+	if err != nil {
+		return err
+	}
+	took := last.Sub(start)
+	out.Printf("  committed in %.2f s (%.0f events/s); delivered in %.2f s: %.0f deliveries/s; commit to first attempt p50 %v, p99 %v, max %v\n",
+		wrote.Seconds(), float64(n)/wrote.Seconds(), took.Seconds(), float64(want)/took.Seconds(),
+		benchrun.Percentile(lat, 50).Round(time.Millisecond), benchrun.Percentile(lat, 99).Round(time.Millisecond),
+		lat[len(lat)-1].Round(time.Millisecond))
 	return nil
 }
