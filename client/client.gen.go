@@ -620,6 +620,107 @@ const (
 	EventHookDeliveryItemStatusSucceeded EventHookDeliveryItemStatus = "succeeded"
 )
 
+// Defines values for EventHookEventType.
+const (
+	EventHookEventTypeAccess                       EventHookEventType = "access.*"
+	EventHookEventTypeAccessDenied                 EventHookEventType = "access.denied"
+	EventHookEventTypeAdminSettings                EventHookEventType = "admin_settings.*"
+	EventHookEventTypeAdminSettingsUpdated         EventHookEventType = "admin_settings.updated"
+	EventHookEventTypeAgent                        EventHookEventType = "agent.*"
+	EventHookEventTypeAgentInstallKeyRegenerated   EventHookEventType = "agent.install_key_regenerated"
+	EventHookEventTypeAsterisk                     EventHookEventType = "*"
+	EventHookEventTypeCaConfig                     EventHookEventType = "ca_config.*"
+	EventHookEventTypeCaConfigCreated              EventHookEventType = "ca_config.created"
+	EventHookEventTypeCaConfigDeleted              EventHookEventType = "ca_config.deleted"
+	EventHookEventTypeCaConfigUpdated              EventHookEventType = "ca_config.updated"
+	EventHookEventTypeConditionConfig              EventHookEventType = "condition_config.*"
+	EventHookEventTypeConditionConfigCreated       EventHookEventType = "condition_config.created"
+	EventHookEventTypeConditionConfigDeleted       EventHookEventType = "condition_config.deleted"
+	EventHookEventTypeConditionConfigUpdated       EventHookEventType = "condition_config.updated"
+	EventHookEventTypeDevice                       EventHookEventType = "device.*"
+	EventHookEventTypeDeviceAccount                EventHookEventType = "device.account.*"
+	EventHookEventTypeDeviceAccountLinkCanceled    EventHookEventType = "device.account.link_canceled"
+	EventHookEventTypeDeviceAccountLinkRequested   EventHookEventType = "device.account.link_requested"
+	EventHookEventTypeDeviceAccountLinked          EventHookEventType = "device.account.linked"
+	EventHookEventTypeDeviceAccountUnlinked        EventHookEventType = "device.account.unlinked"
+	EventHookEventTypeDeviceDeleted                EventHookEventType = "device.deleted"
+	EventHookEventTypeDeviceGroup                  EventHookEventType = "device_group.*"
+	EventHookEventTypeDeviceGroupCreated           EventHookEventType = "device_group.created"
+	EventHookEventTypeDeviceGroupDeleted           EventHookEventType = "device_group.deleted"
+	EventHookEventTypeDeviceGroupMembersAdded      EventHookEventType = "device_group.members_added"
+	EventHookEventTypeDeviceGroupMembersRemoved    EventHookEventType = "device_group.members_removed"
+	EventHookEventTypeDeviceGroupUpdated           EventHookEventType = "device_group.updated"
+	EventHookEventTypeDeviceLinkingSettings        EventHookEventType = "device.linking_settings.*"
+	EventHookEventTypeDeviceLinkingSettingsUpdated EventHookEventType = "device.linking_settings.updated"
+	EventHookEventTypeDeviceOfflineUser            EventHookEventType = "device.offline_user.*"
+	EventHookEventTypeDeviceOfflineUserRemoved     EventHookEventType = "device.offline_user.removed"
+	EventHookEventTypeDeviceRegistered             EventHookEventType = "device.registered"
+	EventHookEventTypeEventHook                    EventHookEventType = "event_hook.*"
+	EventHookEventTypeEventHookCreated             EventHookEventType = "event_hook.created"
+	EventHookEventTypeEventHookDeleted             EventHookEventType = "event_hook.deleted"
+	EventHookEventTypeEventHookDeliveryRetried     EventHookEventType = "event_hook.delivery_retried"
+	EventHookEventTypeEventHookDisabled            EventHookEventType = "event_hook.disabled"
+	EventHookEventTypeEventHookSecretRotated       EventHookEventType = "event_hook.secret_rotated"
+	EventHookEventTypeEventHookTestRequested       EventHookEventType = "event_hook.test_requested"
+	EventHookEventTypeEventHookUpdated             EventHookEventType = "event_hook.updated"
+	EventHookEventTypeGroup                        EventHookEventType = "group.*"
+	EventHookEventTypeGroupCreated                 EventHookEventType = "group.created"
+	EventHookEventTypeGroupDeleted                 EventHookEventType = "group.deleted"
+	EventHookEventTypeGroupMembersAdded            EventHookEventType = "group.members_added"
+	EventHookEventTypeGroupMembersRemoved          EventHookEventType = "group.members_removed"
+	EventHookEventTypeGroupUpdated                 EventHookEventType = "group.updated"
+	EventHookEventTypeHook                         EventHookEventType = "hook.*"
+	EventHookEventTypeHookTest                     EventHookEventType = "hook.test"
+	EventHookEventTypeJob                          EventHookEventType = "job.*"
+	EventHookEventTypeJobCanceled                  EventHookEventType = "job.canceled"
+	EventHookEventTypeJobCompleted                 EventHookEventType = "job.completed"
+	EventHookEventTypeJobDeleted                   EventHookEventType = "job.deleted"
+	EventHookEventTypeJobFailed                    EventHookEventType = "job.failed"
+	EventHookEventTypeJobQueued                    EventHookEventType = "job.queued"
+	EventHookEventTypeJobStarted                   EventHookEventType = "job.started"
+	EventHookEventTypeLogonScript                  EventHookEventType = "logon_script.*"
+	EventHookEventTypeLogonScriptUpdated           EventHookEventType = "logon_script.updated"
+	EventHookEventTypeManagement                   EventHookEventType = "management.*"
+	EventHookEventTypeManagementExecutionRetried   EventHookEventType = "management.execution_retried"
+	EventHookEventTypeManagementExecutionStarted   EventHookEventType = "management.execution_started"
+	EventHookEventTypeManagementUploadCreated      EventHookEventType = "management.upload_created"
+	EventHookEventTypeManagementUploadDataDeleted  EventHookEventType = "management.upload_data_deleted"
+	EventHookEventTypeManagementViewColumnsUpdated EventHookEventType = "management.view_columns_updated"
+	EventHookEventTypeOauth                        EventHookEventType = "oauth.*"
+	EventHookEventTypeOauthClient                  EventHookEventType = "oauth.client.*"
+	EventHookEventTypeOauthClientCreated           EventHookEventType = "oauth.client.created"
+	EventHookEventTypeOauthClientDeleted           EventHookEventType = "oauth.client.deleted"
+	EventHookEventTypeOauthSignin                  EventHookEventType = "oauth.signin.*"
+	EventHookEventTypeOauthSigninFailed            EventHookEventType = "oauth.signin.failed"
+	EventHookEventTypeOauthSigninSucceeded         EventHookEventType = "oauth.signin.succeeded"
+	EventHookEventTypeOauthToken                   EventHookEventType = "oauth.token.*"
+	EventHookEventTypeOauthTokenIssued             EventHookEventType = "oauth.token.issued"
+	EventHookEventTypeOauthTokenRevoked            EventHookEventType = "oauth.token.revoked"
+	EventHookEventTypeOrg                          EventHookEventType = "org.*"
+	EventHookEventTypeOrgCreated                   EventHookEventType = "org.created"
+	EventHookEventTypePolicy                       EventHookEventType = "policy.*"
+	EventHookEventTypePolicyCreated                EventHookEventType = "policy.created"
+	EventHookEventTypePolicyDeleted                EventHookEventType = "policy.deleted"
+	EventHookEventTypePolicyPriorityChanged        EventHookEventType = "policy.priority_changed"
+	EventHookEventTypePolicyUpdated                EventHookEventType = "policy.updated"
+	EventHookEventTypeSchedule                     EventHookEventType = "schedule.*"
+	EventHookEventTypeScheduleCreated              EventHookEventType = "schedule.created"
+	EventHookEventTypeScheduleDeleted              EventHookEventType = "schedule.deleted"
+	EventHookEventTypeSchedulePaused               EventHookEventType = "schedule.paused"
+	EventHookEventTypeScheduleResumed              EventHookEventType = "schedule.resumed"
+	EventHookEventTypeScheduleRunRequested         EventHookEventType = "schedule.run_requested"
+	EventHookEventTypeScheduleUpdated              EventHookEventType = "schedule.updated"
+	EventHookEventTypeTemplate                     EventHookEventType = "template.*"
+	EventHookEventTypeTemplateCreated              EventHookEventType = "template.created"
+	EventHookEventTypeTemplateDeleted              EventHookEventType = "template.deleted"
+	EventHookEventTypeTemplateUpdated              EventHookEventType = "template.updated"
+	EventHookEventTypeUser                         EventHookEventType = "user.*"
+	EventHookEventTypeUserCreated                  EventHookEventType = "user.created"
+	EventHookEventTypeUserDeleted                  EventHookEventType = "user.deleted"
+	EventHookEventTypeUserPasswordChanged          EventHookEventType = "user.password_changed"
+	EventHookEventTypeUserUpdated                  EventHookEventType = "user.updated"
+)
+
 // Defines values for ExecutionAction.
 const (
 	ExecutionActionDeleteUsers ExecutionAction = "delete-users"
@@ -2582,6 +2683,11 @@ type EventHookEnvelope struct {
 	Data EventHook `json:"data"`
 }
 
+// EventHookEventType A type of the audit event catalogue (docs/audit.md), hook.test, a
+// family wildcard (`user.*`: every type beginning `user.`) or `*`
+// (every event).
+type EventHookEventType string
+
 // EventHookItem An event hook; with `fields`, only the named attributes and id.
 type EventHookItem struct {
 	CreatedTime *time.Time `json:"created_time,omitempty"`
@@ -2601,6 +2707,12 @@ type EventHookItem struct {
 
 // EventHookSecret The signing secret, `whsec_` + base64 of 32 random bytes (Standard Webhooks); shown only when made.
 type EventHookSecret = string
+
+// EventHookURL Where deliveries go: https (http too in `iam dev` or with
+// IAM_EVENT_HOOKS_ALLOW_HTTP, else 400), without user information or
+// fragment. Where it resolves is checked at each delivery: private,
+// loopback, link-local and reserved addresses are refused then.
+type EventHookURL = string
 
 // EventHookWithSecret defines model for EventHookWithSecret.
 type EventHookWithSecret struct {
@@ -2624,10 +2736,15 @@ type EventHookWithSecret struct {
 
 // EventHookWrite defines model for EventHookWrite.
 type EventHookWrite struct {
-	Description *string  `json:"description,omitempty"`
-	Enabled     *bool    `json:"enabled,omitempty"`
-	EventTypes  []string `json:"event_types"`
-	Url         string   `json:"url"`
+	Description *string              `json:"description,omitempty"`
+	Enabled     *bool                `json:"enabled,omitempty"`
+	EventTypes  []EventHookEventType `json:"event_types"`
+
+	// Url Where deliveries go: https (http too in `iam dev` or with
+	// IAM_EVENT_HOOKS_ALLOW_HTTP, else 400), without user information or
+	// fragment. Where it resolves is checked at each delivery: private,
+	// loopback, link-local and reserved addresses are refused then.
+	Url EventHookURL `json:"url"`
 }
 
 // ExecuteRequest The users by exactly one of upload_id, user_ids or filter (or the
@@ -5305,18 +5422,28 @@ type ListEventHooksParams struct {
 
 // UpdateEventHookJSONBody defines parameters for UpdateEventHook.
 type UpdateEventHookJSONBody struct {
-	Description *string   `json:"description,omitempty"`
-	Enabled     *bool     `json:"enabled,omitempty"`
-	EventTypes  *[]string `json:"event_types,omitempty"`
-	Url         *string   `json:"url,omitempty"`
+	Description *string               `json:"description,omitempty"`
+	Enabled     *bool                 `json:"enabled,omitempty"`
+	EventTypes  *[]EventHookEventType `json:"event_types,omitempty"`
+
+	// Url Where deliveries go: https (http too in `iam dev` or with
+	// IAM_EVENT_HOOKS_ALLOW_HTTP, else 400), without user information or
+	// fragment. Where it resolves is checked at each delivery: private,
+	// loopback, link-local and reserved addresses are refused then.
+	Url *EventHookURL `json:"url,omitempty"`
 }
 
 // UpdateEventHookApplicationMergePatchPlusJSONBody defines parameters for UpdateEventHook.
 type UpdateEventHookApplicationMergePatchPlusJSONBody struct {
-	Description *string   `json:"description,omitempty"`
-	Enabled     *bool     `json:"enabled,omitempty"`
-	EventTypes  *[]string `json:"event_types,omitempty"`
-	Url         *string   `json:"url,omitempty"`
+	Description *string               `json:"description,omitempty"`
+	Enabled     *bool                 `json:"enabled,omitempty"`
+	EventTypes  *[]EventHookEventType `json:"event_types,omitempty"`
+
+	// Url Where deliveries go: https (http too in `iam dev` or with
+	// IAM_EVENT_HOOKS_ALLOW_HTTP, else 400), without user information or
+	// fragment. Where it resolves is checked at each delivery: private,
+	// loopback, link-local and reserved addresses are refused then.
+	Url *EventHookURL `json:"url,omitempty"`
 }
 
 // ListEventHookDeliveriesParams defines parameters for ListEventHookDeliveries.

@@ -156,9 +156,29 @@ func CheckURL(raw string, p URLPolicy) error {
 	return nil
 }
 
-// CheckEventTypes checks and normalizes event type patterns: each a type of
-// the catalogue (audit.Types, plus hook.test), a family wildcard
-// ("user.*": every type beginning "user.") naming at least one, or "*".
+// Patterns returns every event type pattern a hook may name, sorted: "*",
+// each type of the catalogue (audit.Types, plus hook.test) and each family
+// wildcard ("user.*": every type beginning "user."; "device.account.*").
+func Patterns() []string {
+	set := map[string]bool{"*": true}
+	for _, t := range append(audit.Types(), TestEventType) {
+		set[t] = true
+		for i := range len(t) {
+			if t[i] == '.' {
+				set[t[:i+1]+"*"] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// CheckEventTypes checks and normalizes event type patterns: each one of
+// Patterns.
 func CheckEventTypes(types []string) ([]string, error) {
 	if len(types) == 0 {
 		return nil, models.Invalid("event_types", "name at least one event type")
@@ -166,21 +186,10 @@ func CheckEventTypes(types []string) ([]string, error) {
 	if len(types) > MaxEventTypes {
 		return nil, models.Invalid("event_types", "at most %d event types", MaxEventTypes)
 	}
-	known := append(audit.Types(), TestEventType)
+	known := Patterns()
 	out := make([]string, 0, len(types))
 	for _, t := range types {
-		t = strings.TrimSpace(t)
-		ok := false
-		switch {
-		case t == "*":
-			ok = true
-		case strings.HasSuffix(t, ".*"):
-			prefix := strings.TrimSuffix(t, "*")
-			ok = slices.ContainsFunc(known, func(k string) bool { return strings.HasPrefix(k, prefix) })
-		default:
-			ok = slices.Contains(known, t)
-		}
-		if !ok {
+		if _, ok := slices.BinarySearch(known, t); !ok {
 			return nil, models.Invalid("event_types", "%q is not an event type of the catalogue nor a family wildcard (user.*)", t)
 		}
 		if !slices.Contains(out, t) {
