@@ -113,6 +113,9 @@ func (a *EventHooks) DeliverEventHook(ctx context.Context, hookID int64) (EventH
 	if err != nil {
 		return run, err
 	}
+	if _, err = st.PruneDeliveries(ctx, hookID, time.Now().Add(-hooks.DeliveryRetention), 1000); err != nil {
+		return run, err
+	}
 	loaded := time.Now()
 	deadline := loaded.Add(runFor)
 	for time.Now().Before(deadline) {

@@ -394,3 +394,20 @@ func (s *HookStore) Test(ctx context.Context, orgID, hookID int64) (*Delivery, e
 func (s *HookStore) Backlog(ctx context.Context, hookID int64) (int64, error) {
 	return s.db.NewSelect().Model((*Delivery)(nil)).Where("hook_id = ? AND status = ?", hookID, StatusPending).Count(ctx)
 }
+
+// DeliveryRetention is how long a hook's finished deliveries (succeeded or
+// failed) are kept; pending ones are kept until they finish.
+const DeliveryRetention = 30 * 24 * time.Hour
+
+// PruneDeliveries deletes at most limit of the hook's deliveries that
+// finished before before, oldest first, returning how many.
+func (s *HookStore) PruneDeliveries(ctx context.Context, hookID int64, before time.Time, limit int) (int64, error) {
+	sub := s.db.NewSelect().Model((*Delivery)(nil)).Column("id").
+		Where("hook_id = ? AND status IN (?) AND updated_at < ?", hookID, bun.List([]string{StatusSucceeded, StatusFailed}), before.UTC()).
+		Order("updated_at").Limit(int64(limit))
+	res, err := s.db.NewDelete().Model((*Delivery)(nil)).Where("id IN (?)", sub).Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("prune deliveries: %w", err)
+	}
+	return res.RowsAffected()
+}

@@ -227,6 +227,14 @@ func TestHookStore_Dispatch(t *testing.T) {
 		if err != nil || len(list) != 3 {
 			t.Fatalf("list %d %v", len(list), err)
 		}
+		// Pruning takes finished deliveries only (one succeeded; the
+		// retried one is pending again).
+		if n, perr := hs.PruneDeliveries(ctx, h.ID, time.Now().Add(time.Hour), 100); perr != nil || n != 1 {
+			t.Fatalf("pruned %d %v", n, perr)
+		}
+		if list, _, _ = hs.ListDeliveries(ctx, org.ID, h.ID, listing.Params{}); len(list) != 2 {
+			t.Fatalf("%d deliveries after pruning", len(list))
+		}
 
 		// Failing since over DisableAfter: disabled with its event.
 		long := hooks.Policy{Schedule: pol.Schedule, DisableAfter: time.Nanosecond}
