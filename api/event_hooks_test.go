@@ -281,9 +281,6 @@ func TestEventHooks_DeliveredSignedAndRetried(t *testing.T) {
 // address is saved (the name could change) but refused when delivering:
 // the receiver gets nothing and the attempt says why.
 func TestEventHooks_PrivateAddressRefusedAtDelivery(t *testing.T) {
-	if testing.Short() {
-		t.Skip("delivery through the worker: not in -short")
-	}
 	db := dbtest.SQLite(t)
 	env := hookEnv(t, db)
 	tok := env.Token(env.Org, "svc.event_hook.ALL")
