@@ -102,9 +102,17 @@ func (a *EventHooks) defaults() (conc int, poll, runFor time.Duration, pol hooks
 // each batch's attempts are recorded in one transaction once its requests
 // ended. A worker that dies mid-batch leaves that batch's deliveries due:
 // the next run sends them again (with the same webhook-id), nothing else.
-func (a *EventHooks) DeliverEventHook(ctx context.Context, hookID int64) (EventHookRun, error) {
+//
+// A run whose context ends (its worker stopping) returns what it did, not
+// an error: what it had not recorded stays due for the next run.
+func (a *EventHooks) DeliverEventHook(ctx context.Context, hookID int64) (_ EventHookRun, err error) {
 	conc, poll, runFor, pol := a.defaults()
 	var run EventHookRun
+	defer func() {
+		if err != nil && ctx.Err() != nil {
+			err = nil
+		}
+	}()
 	st := a.Store.Hooks
 	h, err := st.LoadForDelivery(ctx, hookID)
 	if errors.Is(err, hooks.ErrHookNotFound) {
