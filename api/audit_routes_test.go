@@ -206,6 +206,19 @@ var auditRoutes = map[string]auditRoute{
 			return map[string]any{"user_id": p["user_id"], "device_id": p["device_id"], "endpoint": "ComputerDevices", "action": "RDP", "ip": "198.51.100.7"}
 		}},
 
+	"POST /event-hooks": {event: audit.EventHookCreated, target: "created",
+		body: jsonBody(map[string]any{"url": "https://hooks.example.com/audited", "event_types": []string{"user.*", "job.completed"}, "enabled": false})},
+	"PATCH /event-hooks/:hook_id": {event: audit.EventHookUpdated, target: "hook_id",
+		body: jsonBody(map[string]any{"description": "Audited"})},
+	"DELETE /event-hooks/:hook_id": {event: audit.EventHookDeleted, target: "hook_id",
+		prepare: func(f *auditFixture, _ map[string]string) map[string]string {
+			return map[string]string{"hook_id": f.create("/event-hooks", map[string]any{"url": "https://hooks.example.com/doomed",
+				"event_types": []string{"*"}, "enabled": false})}
+		}},
+	"POST /event-hooks/:hook_id/rotate-secret":                 {event: audit.EventHookSecretRotated, target: "hook_id"},
+	"POST /event-hooks/:hook_id/test":                          {event: audit.EventHookTestRequested, target: "hook_id"},
+	"POST /event-hooks/:hook_id/deliveries/:delivery_id/retry": {event: audit.EventHookDeliveryRetried, target: "hook_id"},
+
 	"POST /protection/device-groups": {event: audit.DeviceGroupCreated, target: "created", body: uniqueName("name", "Device group %d")},
 	"PATCH /protection/device-groups/:device_group_id": {event: audit.DeviceGroupUpdated, target: "device_group_id",
 		body: jsonBody(map[string]any{"description": "Audited"})},

@@ -13,6 +13,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"iam/activities"
 	"iam/api/apitest"
 	"iam/models"
 	"iam/models/dbtest"
@@ -49,7 +50,12 @@ func TestEnrollmentWorkerProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := worker.NewOn(c, os.Getenv(envChildQueue), worker.Deps{Store: store.NewStore(db).SealBlobs(secrettest.Box), Secrets: secrettest.Box})
+	allow, err := activities.ParseCIDRs(os.Getenv("IAM_EVENT_HOOKS_ALLOW_PRIVATE")) // the event hook fault test's receiver
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := worker.NewOn(c, os.Getenv(envChildQueue), worker.Deps{Store: store.NewStore(db).SealBlobs(secrettest.Box), Secrets: secrettest.Box,
+		EventHookAllowPrivate: allow})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}

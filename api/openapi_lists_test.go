@@ -9,6 +9,7 @@ import (
 
 	"iam/models/audit"
 	"iam/models/devices"
+	"iam/models/hooks"
 	"iam/models/identity"
 	"iam/models/jobs"
 	"iam/models/listing"
@@ -33,6 +34,8 @@ func listSchemas() map[string]*listing.Schema {
 		"GET /api/v1/groups/{group_id}/members":                                                                     commonListing(identity.UserListing, identity.MemberListing),
 		"GET /api/v1/jobs":                                                                                          jobs.JobListing,
 		"GET /api/v1/audit-events":                                                                                  audit.EventListing,
+		"GET /api/v1/event-hooks":                                                                                   hooks.HookListing,
+		"GET /api/v1/event-hooks/{hook_id}/deliveries":                                                              hooks.DeliveryListing,
 		"GET /api/v1/jobs/{job_id}/results":                                                                         jobs.JobResultListing,
 		"GET /api/v1/management/actions/{action_id}/data":                                                           management.MgmtDataListing,
 		"POST /api/v1/management/actions/{action_id}/execute":                                                       management.MgmtDataListing,

@@ -16,6 +16,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"iam/models/enrollment"
+	"iam/models/hooks"
 	"iam/models/identity"
 	"iam/models/management"
 	"iam/models/protection"
@@ -59,7 +60,8 @@ func TestOpenAPI_MembershipRulePattern(t *testing.T) {
 }
 
 // The closed sets the document enumerates are the service's: view columns,
-// country codes of geolocation configs, time zones of business hours.
+// country codes of geolocation configs, time zones of business hours, the
+// event types an event hook may name.
 func TestOpenAPI_ClosedSetsAreTheService(t *testing.T) {
 	doc, err := LoadOpenAPI()
 	if err != nil {
@@ -87,6 +89,9 @@ func TestOpenAPI_ClosedSetsAreTheService(t *testing.T) {
 		if protection.IsCountryCode(c) && !slices.Contains(countries, c) {
 			t.Errorf("country code %s is missing", c)
 		}
+	}
+	if got, want := enum(doc.Components.Schemas["EventHookEventType"].Value), hooks.Patterns(); !slices.Equal(got, want) {
+		t.Errorf("event hook event types %v, want %v", got, want)
 	}
 	for _, z := range enum(doc.Components.Schemas["TimeZone"].Value) {
 		if _, err := time.LoadLocation(z); err != nil {

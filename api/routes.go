@@ -36,6 +36,18 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Path: "/audit-digests", Scopes: Scopes("audit", "READ", "ALL"), Handler: handle(s.listAuditDigests)},
 		{Method: "GET", Path: "/audit-digests/public-key", Scopes: Scopes("audit", "READ", "ALL"), Handler: handle(s.auditPublicKey)},
 
+		// Event hooks (docs/event-hooks.md): the audit events pushed, signed,
+		// to an organization's endpoints; their deliveries and retries.
+		{Method: "GET", Path: eventHooksPath, Scopes: Scopes("event_hook", "READ", "ALL"), Handler: handle(s.listEventHooks)},
+		{Method: "POST", Path: eventHooksPath, Scopes: Scopes("event_hook", "CREATE", "WRITE", "ALL"), Handler: handle(s.createEventHook), MaxBody: eventHookMaxBody},
+		{Method: "GET", Path: eventHooksPath + "/:hook_id", Scopes: Scopes("event_hook", "READ", "ALL"), Handler: handle(s.getEventHook)},
+		{Method: "PATCH", Path: eventHooksPath + "/:hook_id", Scopes: Scopes("event_hook", "UPDATE", "WRITE", "ALL"), Handler: handle(s.updateEventHook), MaxBody: eventHookMaxBody},
+		{Method: "DELETE", Path: eventHooksPath + "/:hook_id", Scopes: Scopes("event_hook", "DELETE", "WRITE", "ALL"), Handler: handle(s.deleteEventHook)},
+		{Method: "POST", Path: eventHooksPath + "/:hook_id/rotate-secret", Scopes: Scopes("event_hook", "UPDATE", "WRITE", "ALL"), Handler: handle(s.rotateEventHookSecret)},
+		{Method: "POST", Path: eventHooksPath + "/:hook_id/test", Scopes: Scopes("event_hook", "UPDATE", "WRITE", "ALL"), Handler: handle(s.testEventHook)},
+		{Method: "GET", Path: eventHooksPath + "/:hook_id/deliveries", Scopes: Scopes("event_hook", "READ", "ALL"), Handler: handle(s.listEventHookDeliveries)},
+		{Method: "POST", Path: eventHooksPath + "/:hook_id/deliveries/:delivery_id/retry", Scopes: Scopes("event_hook", "UPDATE", "WRITE", "ALL"), Handler: handle(s.retryEventHookDelivery)},
+
 		// Users and groups (spec 4.1). WRITE covers creating, updating and
 		// deleting; group members change under UPDATE.
 		{Method: "GET", Path: "/users", Scopes: Scopes("user", "READ", "ALL"), Handler: handle(s.listUsers)},

@@ -190,6 +190,15 @@ func seedResources(t *testing.T, env *apitest.Env, tok string, dev *agentSim) *s
 		actions = append(actions, map[string]string{"action_id": string(action), "upload_id": upload, "execution_id": models.FormatID(exec.ID)})
 	}
 
+	// An event hook (disabled: nothing is sent) with a delivery, its test.
+	hook := createdID(t, env, "/api/v1/event-hooks", tok, map[string]any{"url": "https://hooks.example.com/seeded",
+		"event_types": []string{"user.*"}, "enabled": false}, "")
+	hookID, _ := models.ParseID("hook_id", hook)
+	delivery, herr := env.Store.Hooks.Test(ctx, env.Org.ID, hookID)
+	if herr != nil {
+		t.Fatal(herr)
+	}
+
 	// An event of the audit log (the seeding wrote many).
 	var events struct {
 		Data []struct {
@@ -211,6 +220,7 @@ func seedResources(t *testing.T, env *apitest.Env, tok string, dev *agentSim) *s
 			"ca_config_id": caConfig, "device_group_id": deviceGroup, "device_id": dev.id, "event_id": events.Data[0].ID, "group_id": models.FormatID(aud.group),
 			"job_id": models.FormatID(job.ID), "policy_id": policy, "run_id": models.FormatID(run.ID), "schedule_id": schedule,
 			"template_id": models.FormatID(aud.template.ID), "user_id": models.FormatID(aud.admin.ID),
+			"hook_id": hook, "delivery_id": models.FormatID(delivery.ID),
 		},
 		variants: [][]map[string]string{families, actions},
 	}

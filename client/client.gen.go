@@ -606,6 +606,121 @@ const (
 	EvaluateRequestEndpointSSOApplications EvaluateRequestEndpoint = "SSOApplications"
 )
 
+// Defines values for EventHookDeliveryStatus.
+const (
+	EventHookDeliveryStatusFailed    EventHookDeliveryStatus = "failed"
+	EventHookDeliveryStatusPending   EventHookDeliveryStatus = "pending"
+	EventHookDeliveryStatusSucceeded EventHookDeliveryStatus = "succeeded"
+)
+
+// Defines values for EventHookDeliveryItemStatus.
+const (
+	EventHookDeliveryItemStatusFailed    EventHookDeliveryItemStatus = "failed"
+	EventHookDeliveryItemStatusPending   EventHookDeliveryItemStatus = "pending"
+	EventHookDeliveryItemStatusSucceeded EventHookDeliveryItemStatus = "succeeded"
+)
+
+// Defines values for EventHookEventType.
+const (
+	EventHookEventTypeAccess                       EventHookEventType = "access.*"
+	EventHookEventTypeAccessDenied                 EventHookEventType = "access.denied"
+	EventHookEventTypeAdminSettings                EventHookEventType = "admin_settings.*"
+	EventHookEventTypeAdminSettingsUpdated         EventHookEventType = "admin_settings.updated"
+	EventHookEventTypeAgent                        EventHookEventType = "agent.*"
+	EventHookEventTypeAgentInstallKeyRegenerated   EventHookEventType = "agent.install_key_regenerated"
+	EventHookEventTypeAsterisk                     EventHookEventType = "*"
+	EventHookEventTypeCaConfig                     EventHookEventType = "ca_config.*"
+	EventHookEventTypeCaConfigCreated              EventHookEventType = "ca_config.created"
+	EventHookEventTypeCaConfigDeleted              EventHookEventType = "ca_config.deleted"
+	EventHookEventTypeCaConfigUpdated              EventHookEventType = "ca_config.updated"
+	EventHookEventTypeConditionConfig              EventHookEventType = "condition_config.*"
+	EventHookEventTypeConditionConfigCreated       EventHookEventType = "condition_config.created"
+	EventHookEventTypeConditionConfigDeleted       EventHookEventType = "condition_config.deleted"
+	EventHookEventTypeConditionConfigUpdated       EventHookEventType = "condition_config.updated"
+	EventHookEventTypeDevice                       EventHookEventType = "device.*"
+	EventHookEventTypeDeviceAccount                EventHookEventType = "device.account.*"
+	EventHookEventTypeDeviceAccountLinkCanceled    EventHookEventType = "device.account.link_canceled"
+	EventHookEventTypeDeviceAccountLinkRequested   EventHookEventType = "device.account.link_requested"
+	EventHookEventTypeDeviceAccountLinked          EventHookEventType = "device.account.linked"
+	EventHookEventTypeDeviceAccountUnlinked        EventHookEventType = "device.account.unlinked"
+	EventHookEventTypeDeviceDeleted                EventHookEventType = "device.deleted"
+	EventHookEventTypeDeviceGroup                  EventHookEventType = "device_group.*"
+	EventHookEventTypeDeviceGroupCreated           EventHookEventType = "device_group.created"
+	EventHookEventTypeDeviceGroupDeleted           EventHookEventType = "device_group.deleted"
+	EventHookEventTypeDeviceGroupMembersAdded      EventHookEventType = "device_group.members_added"
+	EventHookEventTypeDeviceGroupMembersRemoved    EventHookEventType = "device_group.members_removed"
+	EventHookEventTypeDeviceGroupUpdated           EventHookEventType = "device_group.updated"
+	EventHookEventTypeDeviceLinkingSettings        EventHookEventType = "device.linking_settings.*"
+	EventHookEventTypeDeviceLinkingSettingsUpdated EventHookEventType = "device.linking_settings.updated"
+	EventHookEventTypeDeviceOfflineUser            EventHookEventType = "device.offline_user.*"
+	EventHookEventTypeDeviceOfflineUserRemoved     EventHookEventType = "device.offline_user.removed"
+	EventHookEventTypeDeviceRegistered             EventHookEventType = "device.registered"
+	EventHookEventTypeEventHook                    EventHookEventType = "event_hook.*"
+	EventHookEventTypeEventHookCreated             EventHookEventType = "event_hook.created"
+	EventHookEventTypeEventHookDeleted             EventHookEventType = "event_hook.deleted"
+	EventHookEventTypeEventHookDeliveryRetried     EventHookEventType = "event_hook.delivery_retried"
+	EventHookEventTypeEventHookDisabled            EventHookEventType = "event_hook.disabled"
+	EventHookEventTypeEventHookSecretRotated       EventHookEventType = "event_hook.secret_rotated"
+	EventHookEventTypeEventHookTestRequested       EventHookEventType = "event_hook.test_requested"
+	EventHookEventTypeEventHookUpdated             EventHookEventType = "event_hook.updated"
+	EventHookEventTypeGroup                        EventHookEventType = "group.*"
+	EventHookEventTypeGroupCreated                 EventHookEventType = "group.created"
+	EventHookEventTypeGroupDeleted                 EventHookEventType = "group.deleted"
+	EventHookEventTypeGroupMembersAdded            EventHookEventType = "group.members_added"
+	EventHookEventTypeGroupMembersRemoved          EventHookEventType = "group.members_removed"
+	EventHookEventTypeGroupUpdated                 EventHookEventType = "group.updated"
+	EventHookEventTypeHook                         EventHookEventType = "hook.*"
+	EventHookEventTypeHookTest                     EventHookEventType = "hook.test"
+	EventHookEventTypeJob                          EventHookEventType = "job.*"
+	EventHookEventTypeJobCanceled                  EventHookEventType = "job.canceled"
+	EventHookEventTypeJobCompleted                 EventHookEventType = "job.completed"
+	EventHookEventTypeJobDeleted                   EventHookEventType = "job.deleted"
+	EventHookEventTypeJobFailed                    EventHookEventType = "job.failed"
+	EventHookEventTypeJobQueued                    EventHookEventType = "job.queued"
+	EventHookEventTypeJobStarted                   EventHookEventType = "job.started"
+	EventHookEventTypeLogonScript                  EventHookEventType = "logon_script.*"
+	EventHookEventTypeLogonScriptUpdated           EventHookEventType = "logon_script.updated"
+	EventHookEventTypeManagement                   EventHookEventType = "management.*"
+	EventHookEventTypeManagementExecutionRetried   EventHookEventType = "management.execution_retried"
+	EventHookEventTypeManagementExecutionStarted   EventHookEventType = "management.execution_started"
+	EventHookEventTypeManagementUploadCreated      EventHookEventType = "management.upload_created"
+	EventHookEventTypeManagementUploadDataDeleted  EventHookEventType = "management.upload_data_deleted"
+	EventHookEventTypeManagementViewColumnsUpdated EventHookEventType = "management.view_columns_updated"
+	EventHookEventTypeOauth                        EventHookEventType = "oauth.*"
+	EventHookEventTypeOauthClient                  EventHookEventType = "oauth.client.*"
+	EventHookEventTypeOauthClientCreated           EventHookEventType = "oauth.client.created"
+	EventHookEventTypeOauthClientDeleted           EventHookEventType = "oauth.client.deleted"
+	EventHookEventTypeOauthSignin                  EventHookEventType = "oauth.signin.*"
+	EventHookEventTypeOauthSigninFailed            EventHookEventType = "oauth.signin.failed"
+	EventHookEventTypeOauthSigninSucceeded         EventHookEventType = "oauth.signin.succeeded"
+	EventHookEventTypeOauthToken                   EventHookEventType = "oauth.token.*"
+	EventHookEventTypeOauthTokenIssued             EventHookEventType = "oauth.token.issued"
+	EventHookEventTypeOauthTokenRevoked            EventHookEventType = "oauth.token.revoked"
+	EventHookEventTypeOrg                          EventHookEventType = "org.*"
+	EventHookEventTypeOrgCreated                   EventHookEventType = "org.created"
+	EventHookEventTypePolicy                       EventHookEventType = "policy.*"
+	EventHookEventTypePolicyCreated                EventHookEventType = "policy.created"
+	EventHookEventTypePolicyDeleted                EventHookEventType = "policy.deleted"
+	EventHookEventTypePolicyPriorityChanged        EventHookEventType = "policy.priority_changed"
+	EventHookEventTypePolicyUpdated                EventHookEventType = "policy.updated"
+	EventHookEventTypeSchedule                     EventHookEventType = "schedule.*"
+	EventHookEventTypeScheduleCreated              EventHookEventType = "schedule.created"
+	EventHookEventTypeScheduleDeleted              EventHookEventType = "schedule.deleted"
+	EventHookEventTypeSchedulePaused               EventHookEventType = "schedule.paused"
+	EventHookEventTypeScheduleResumed              EventHookEventType = "schedule.resumed"
+	EventHookEventTypeScheduleRunRequested         EventHookEventType = "schedule.run_requested"
+	EventHookEventTypeScheduleUpdated              EventHookEventType = "schedule.updated"
+	EventHookEventTypeTemplate                     EventHookEventType = "template.*"
+	EventHookEventTypeTemplateCreated              EventHookEventType = "template.created"
+	EventHookEventTypeTemplateDeleted              EventHookEventType = "template.deleted"
+	EventHookEventTypeTemplateUpdated              EventHookEventType = "template.updated"
+	EventHookEventTypeUser                         EventHookEventType = "user.*"
+	EventHookEventTypeUserCreated                  EventHookEventType = "user.created"
+	EventHookEventTypeUserDeleted                  EventHookEventType = "user.deleted"
+	EventHookEventTypeUserPasswordChanged          EventHookEventType = "user.password_changed"
+	EventHookEventTypeUserUpdated                  EventHookEventType = "user.updated"
+)
+
 // Defines values for ExecutionAction.
 const (
 	ExecutionActionDeleteUsers ExecutionAction = "delete-users"
@@ -2486,6 +2601,151 @@ type EvaluateRequest struct {
 
 // EvaluateRequestEndpoint defines model for EvaluateRequest.Endpoint.
 type EvaluateRequestEndpoint string
+
+// EventHook defines model for EventHook.
+type EventHook struct {
+	CreatedTime time.Time `json:"created_time"`
+	Description string    `json:"description"`
+
+	// DisabledReason Why the service disabled it (failing for 5 days); empty otherwise.
+	DisabledReason string   `json:"disabled_reason"`
+	Enabled        bool     `json:"enabled"`
+	EventTypes     []string `json:"event_types"`
+
+	// FailingSince Since when its deliveries fail without a success; null while the last succeeded.
+	FailingSince     *time.Time `json:"failing_since"`
+	Id               string     `json:"id"`
+	LastModifiedTime time.Time  `json:"last_modified_time"`
+	Url              string     `json:"url"`
+}
+
+// EventHookDelivery defines model for EventHookDelivery.
+type EventHookDelivery struct {
+	AttemptCount int `json:"attempt_count"`
+	Attempts     []struct {
+		Error     string `json:"error"`
+		LatencyMs int    `json:"latency_ms"`
+
+		// StatusCode null when no answer came (connection error, timeout, refused address).
+		StatusCode *int      `json:"status_code"`
+		Time       time.Time `json:"time"`
+	} `json:"attempts"`
+	CreatedTime time.Time `json:"created_time"`
+
+	// EventId The audit event delivered; null for hook.test.
+	EventId         *string                 `json:"event_id"`
+	EventType       string                  `json:"event_type"`
+	Id              string                  `json:"id"`
+	NextAttemptTime *time.Time              `json:"next_attempt_time"`
+	Status          EventHookDeliveryStatus `json:"status"`
+
+	// WebhookId The webhook-id header: the same at every attempt (the receiver's idempotency key).
+	WebhookId string `json:"webhook_id"`
+}
+
+// EventHookDeliveryStatus defines model for EventHookDelivery.Status.
+type EventHookDeliveryStatus string
+
+// EventHookDeliveryEnvelope defines model for EventHookDeliveryEnvelope.
+type EventHookDeliveryEnvelope struct {
+	Data EventHookDelivery `json:"data"`
+}
+
+// EventHookDeliveryItem A delivery of one event to one hook; with `fields`, only the named attributes and id.
+type EventHookDeliveryItem struct {
+	AttemptCount *int `json:"attempt_count,omitempty"`
+	Attempts     *[]struct {
+		Error     string `json:"error"`
+		LatencyMs int    `json:"latency_ms"`
+
+		// StatusCode null when no answer came (connection error, timeout, refused address).
+		StatusCode *int      `json:"status_code"`
+		Time       time.Time `json:"time"`
+	} `json:"attempts,omitempty"`
+	CreatedTime *time.Time `json:"created_time,omitempty"`
+
+	// EventId The audit event delivered; null for hook.test.
+	EventId         *string                      `json:"event_id"`
+	EventType       *string                      `json:"event_type,omitempty"`
+	Id              string                       `json:"id"`
+	NextAttemptTime *time.Time                   `json:"next_attempt_time"`
+	Status          *EventHookDeliveryItemStatus `json:"status,omitempty"`
+
+	// WebhookId The webhook-id header: the same at every attempt (the receiver's idempotency key).
+	WebhookId *string `json:"webhook_id,omitempty"`
+}
+
+// EventHookDeliveryItemStatus defines model for EventHookDeliveryItem.Status.
+type EventHookDeliveryItemStatus string
+
+// EventHookEnvelope defines model for EventHookEnvelope.
+type EventHookEnvelope struct {
+	Data EventHook `json:"data"`
+}
+
+// EventHookEventType A type of the audit event catalogue (docs/audit.md), hook.test, a
+// family wildcard (`user.*`: every type beginning `user.`) or `*`
+// (every event).
+type EventHookEventType string
+
+// EventHookItem An event hook; with `fields`, only the named attributes and id.
+type EventHookItem struct {
+	CreatedTime *time.Time `json:"created_time,omitempty"`
+	Description *string    `json:"description,omitempty"`
+
+	// DisabledReason Why the service disabled it (failing for 5 days); empty otherwise.
+	DisabledReason *string   `json:"disabled_reason,omitempty"`
+	Enabled        *bool     `json:"enabled,omitempty"`
+	EventTypes     *[]string `json:"event_types,omitempty"`
+
+	// FailingSince Since when its deliveries fail without a success; null while the last succeeded.
+	FailingSince     *time.Time `json:"failing_since"`
+	Id               string     `json:"id"`
+	LastModifiedTime *time.Time `json:"last_modified_time,omitempty"`
+	Url              *string    `json:"url,omitempty"`
+}
+
+// EventHookSecret The signing secret, `whsec_` + base64 of 32 random bytes (Standard Webhooks); shown only when made.
+type EventHookSecret = string
+
+// EventHookURL Where deliveries go: https (http too in `iam dev` or with
+// IAM_EVENT_HOOKS_ALLOW_HTTP, else 400), without user information or
+// fragment. Where it resolves is checked at each delivery: private,
+// loopback, link-local and reserved addresses are refused then.
+type EventHookURL = string
+
+// EventHookWithSecret defines model for EventHookWithSecret.
+type EventHookWithSecret struct {
+	CreatedTime time.Time `json:"created_time"`
+	Description string    `json:"description"`
+
+	// DisabledReason Why the service disabled it (failing for 5 days); empty otherwise.
+	DisabledReason string   `json:"disabled_reason"`
+	Enabled        bool     `json:"enabled"`
+	EventTypes     []string `json:"event_types"`
+
+	// FailingSince Since when its deliveries fail without a success; null while the last succeeded.
+	FailingSince     *time.Time `json:"failing_since"`
+	Id               string     `json:"id"`
+	LastModifiedTime time.Time  `json:"last_modified_time"`
+
+	// Secret The signing secret, `whsec_` + base64 of 32 random bytes (Standard Webhooks); shown only when made.
+	Secret EventHookSecret `json:"secret"`
+	Url    string          `json:"url"`
+}
+
+// EventHookWrite defines model for EventHookWrite.
+type EventHookWrite struct {
+	Description *string              `json:"description,omitempty"`
+	Enabled     *bool                `json:"enabled,omitempty"`
+	EventTypes  []EventHookEventType `json:"event_types"`
+
+	// Url Where deliveries go: https (http too in `iam dev` or with
+	// IAM_EVENT_HOOKS_ALLOW_HTTP, else 400), without user information or
+	// fragment. Where it resolves is checked at each delivery: private,
+	// loopback, link-local and reserved addresses are refused then.
+	Url EventHookURL `json:"url"`
+}
 
 // ExecuteRequest The users by exactly one of upload_id, user_ids or filter (or the
 // query's filter instead of the body's: then the body names none).
@@ -4622,6 +4882,11 @@ type Cursor = string
 // DeleteManagementUploadRowsFilter defines model for deleteManagementUploadRowsFilter.
 type DeleteManagementUploadRowsFilter = string
 
+// DeliveryID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type DeliveryID = ID
+
 // DeviceGroupID An id: a digit string of a positive 64-bit integer (leading zeros
 // allowed). An id of 0, a negative one or one past 2^63-1 is refused
 // with 400 (a path id of another organization answers 404).
@@ -4650,6 +4915,11 @@ type GetGroupFields = string
 // allowed). An id of 0, a negative one or one past 2^63-1 is refused
 // with 400 (a path id of another organization answers 404).
 type GroupID = ID
+
+// HookID An id: a digit string of a positive 64-bit integer (leading zeros
+// allowed). An id of 0, a negative one or one past 2^63-1 is refused
+// with 400 (a path id of another organization answers 404).
+type HookID = ID
 
 // JobID An id: a digit string of a positive 64-bit integer (leading zeros
 // allowed). An id of 0, a negative one or one past 2^63-1 is refused
@@ -4718,6 +4988,24 @@ type ListDevicesFilter = string
 
 // ListDevicesSort defines model for listDevicesSort.
 type ListDevicesSort = string
+
+// ListEventHookDeliveriesFields defines model for listEventHookDeliveriesFields.
+type ListEventHookDeliveriesFields = string
+
+// ListEventHookDeliveriesFilter defines model for listEventHookDeliveriesFilter.
+type ListEventHookDeliveriesFilter = string
+
+// ListEventHookDeliveriesSort defines model for listEventHookDeliveriesSort.
+type ListEventHookDeliveriesSort = string
+
+// ListEventHooksFields defines model for listEventHooksFields.
+type ListEventHooksFields = string
+
+// ListEventHooksFilter defines model for listEventHooksFilter.
+type ListEventHooksFilter = string
+
+// ListEventHooksSort defines model for listEventHooksSort.
+type ListEventHooksSort = string
 
 // ListGroupMembersFields defines model for listGroupMembersFields.
 type ListGroupMembersFields = string
@@ -5112,6 +5400,68 @@ type ListOfflineEnrolledUsersParams struct {
 
 	// Fields Comma-separated attributes of this list to return (`id` always is).
 	Fields *ListOfflineEnrolledUsersFields `form:"fields,omitempty" json:"fields,omitempty"`
+}
+
+// ListEventHooksParams defines parameters for ListEventHooks.
+type ListEventHooksParams struct {
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
+	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// From Start index (offset paging); default 0.
+	From *From `form:"from,omitempty" json:"from,omitempty"`
+
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListEventHooksFilter `form:"filter,omitempty" json:"filter,omitempty"`
+
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListEventHooksSort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListEventHooksFields `form:"fields,omitempty" json:"fields,omitempty"`
+}
+
+// UpdateEventHookJSONBody defines parameters for UpdateEventHook.
+type UpdateEventHookJSONBody struct {
+	Description *string               `json:"description,omitempty"`
+	Enabled     *bool                 `json:"enabled,omitempty"`
+	EventTypes  *[]EventHookEventType `json:"event_types,omitempty"`
+
+	// Url Where deliveries go: https (http too in `iam dev` or with
+	// IAM_EVENT_HOOKS_ALLOW_HTTP, else 400), without user information or
+	// fragment. Where it resolves is checked at each delivery: private,
+	// loopback, link-local and reserved addresses are refused then.
+	Url *EventHookURL `json:"url,omitempty"`
+}
+
+// UpdateEventHookApplicationMergePatchPlusJSONBody defines parameters for UpdateEventHook.
+type UpdateEventHookApplicationMergePatchPlusJSONBody struct {
+	Description *string               `json:"description,omitempty"`
+	Enabled     *bool                 `json:"enabled,omitempty"`
+	EventTypes  *[]EventHookEventType `json:"event_types,omitempty"`
+
+	// Url Where deliveries go: https (http too in `iam dev` or with
+	// IAM_EVENT_HOOKS_ALLOW_HTTP, else 400), without user information or
+	// fragment. Where it resolves is checked at each delivery: private,
+	// loopback, link-local and reserved addresses are refused then.
+	Url *EventHookURL `json:"url,omitempty"`
+}
+
+// ListEventHookDeliveriesParams defines parameters for ListEventHookDeliveries.
+type ListEventHookDeliveriesParams struct {
+	// Limit Page size; default 100. A larger one than 1000 is lowered to 1000.
+	Limit *Limit100 `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// From Start index (offset paging); default 0.
+	From *From `form:"from,omitempty" json:"from,omitempty"`
+
+	// Filter A SCIM filter over the attributes of this list (see Lists above).
+	Filter *ListEventHookDeliveriesFilter `form:"filter,omitempty" json:"filter,omitempty"`
+
+	// Sort A sortable attribute of this list, `-` prefix for descending.
+	Sort *ListEventHookDeliveriesSort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// Fields Comma-separated attributes of this list to return (`id` always is).
+	Fields *ListEventHookDeliveriesFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
 // DeleteGroupsParams defines parameters for DeleteGroups.
@@ -5847,6 +6197,15 @@ type LinkDeviceAccountJSONRequestBody LinkDeviceAccountJSONBody
 
 // UnlinkDeviceAccountJSONRequestBody defines body for UnlinkDeviceAccount for application/json ContentType.
 type UnlinkDeviceAccountJSONRequestBody UnlinkDeviceAccountJSONBody
+
+// CreateEventHookJSONRequestBody defines body for CreateEventHook for application/json ContentType.
+type CreateEventHookJSONRequestBody = EventHookWrite
+
+// UpdateEventHookJSONRequestBody defines body for UpdateEventHook for application/json ContentType.
+type UpdateEventHookJSONRequestBody UpdateEventHookJSONBody
+
+// UpdateEventHookApplicationMergePatchPlusJSONRequestBody defines body for UpdateEventHook for application/merge-patch+json ContentType.
+type UpdateEventHookApplicationMergePatchPlusJSONRequestBody UpdateEventHookApplicationMergePatchPlusJSONBody
 
 // CreateGroupJSONRequestBody defines body for CreateGroup for application/json ContentType.
 type CreateGroupJSONRequestBody = GroupCreate
@@ -9898,6 +10257,39 @@ type ClientInterface interface {
 	// DeleteOfflineEnrolledUser request
 	DeleteOfflineEnrolledUser(ctx context.Context, deviceId DeviceID, userId UserID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListEventHooks request
+	ListEventHooks(ctx context.Context, params *ListEventHooksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateEventHookWithBody request with any body
+	CreateEventHookWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	CreateEventHook(ctx context.Context, body CreateEventHookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteEventHook request
+	DeleteEventHook(ctx context.Context, hookId HookID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetEventHook request
+	GetEventHook(ctx context.Context, hookId HookID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateEventHookWithBody request with any body
+	UpdateEventHookWithBody(ctx context.Context, hookId HookID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	UpdateEventHook(ctx context.Context, hookId HookID, body UpdateEventHookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	UpdateEventHookWithApplicationMergePatchPlusJSONBody(ctx context.Context, hookId HookID, body UpdateEventHookApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListEventHookDeliveries request
+	ListEventHookDeliveries(ctx context.Context, hookId HookID, params *ListEventHookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetryEventHookDelivery request
+	RetryEventHookDelivery(ctx context.Context, hookId HookID, deliveryId DeliveryID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RotateEventHookSecret request
+	RotateEventHookSecret(ctx context.Context, hookId HookID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TestEventHook request
+	TestEventHook(ctx context.Context, hookId HookID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DeleteGroups request
 	DeleteGroups(ctx context.Context, params *DeleteGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -10600,6 +10992,150 @@ func (c *Client) ListOfflineEnrolledUsers(ctx context.Context, deviceId DeviceID
 
 func (c *Client) DeleteOfflineEnrolledUser(ctx context.Context, deviceId DeviceID, userId UserID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteOfflineEnrolledUserRequest(c.Server, deviceId, userId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListEventHooks(ctx context.Context, params *ListEventHooksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListEventHooksRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) CreateEventHookWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateEventHookRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) CreateEventHook(ctx context.Context, body CreateEventHookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateEventHookRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) DeleteEventHook(ctx context.Context, hookId HookID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteEventHookRequest(c.Server, hookId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) GetEventHook(ctx context.Context, hookId HookID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetEventHookRequest(c.Server, hookId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UpdateEventHookWithBody(ctx context.Context, hookId HookID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateEventHookRequestWithBody(c.Server, hookId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UpdateEventHook(ctx context.Context, hookId HookID, body UpdateEventHookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateEventHookRequest(c.Server, hookId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) UpdateEventHookWithApplicationMergePatchPlusJSONBody(ctx context.Context, hookId HookID, body UpdateEventHookApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateEventHookRequestWithApplicationMergePatchPlusJSONBody(c.Server, hookId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListEventHookDeliveries(ctx context.Context, hookId HookID, params *ListEventHookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListEventHookDeliveriesRequest(c.Server, hookId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) RetryEventHookDelivery(ctx context.Context, hookId HookID, deliveryId DeliveryID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetryEventHookDeliveryRequest(c.Server, hookId, deliveryId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) RotateEventHookSecret(ctx context.Context, hookId HookID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateEventHookSecretRequest(c.Server, hookId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) TestEventHook(ctx context.Context, hookId HookID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestEventHookRequest(c.Server, hookId)
 	if err != nil {
 		return nil, err
 	}
@@ -13497,6 +14033,514 @@ func NewDeleteOfflineEnrolledUserRequest(server string, deviceId DeviceID, userI
 	}
 
 	req, err := http.NewRequest("DELETE", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListEventHooksRequest generates requests for ListEventHooks
+func NewListEventHooksRequest(server string, params *ListEventHooksParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/event-hooks")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "from", runtime.ParamLocationQuery, *params.From); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "filter", runtime.ParamLocationQuery, *params.Filter); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "sort", runtime.ParamLocationQuery, *params.Sort); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Fields != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "fields", runtime.ParamLocationQuery, *params.Fields); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateEventHookRequest calls the generic CreateEventHook builder with application/json body
+func NewCreateEventHookRequest(server string, body CreateEventHookJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateEventHookRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateEventHookRequestWithBody generates requests for CreateEventHook with any type of body
+func NewCreateEventHookRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/event-hooks")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteEventHookRequest generates requests for DeleteEventHook
+func NewDeleteEventHookRequest(server string, hookId HookID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "hook_id", runtime.ParamLocationPath, hookId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/event-hooks/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("DELETE", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetEventHookRequest generates requests for GetEventHook
+func NewGetEventHookRequest(server string, hookId HookID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "hook_id", runtime.ParamLocationPath, hookId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/event-hooks/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateEventHookRequest calls the generic UpdateEventHook builder with application/json body
+func NewUpdateEventHookRequest(server string, hookId HookID, body UpdateEventHookJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateEventHookRequestWithBody(server, hookId, "application/json", bodyReader)
+}
+
+// NewUpdateEventHookRequestWithApplicationMergePatchPlusJSONBody calls the generic UpdateEventHook builder with application/merge-patch+json body
+func NewUpdateEventHookRequestWithApplicationMergePatchPlusJSONBody(server string, hookId HookID, body UpdateEventHookApplicationMergePatchPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateEventHookRequestWithBody(server, hookId, "application/merge-patch+json", bodyReader)
+}
+
+// NewUpdateEventHookRequestWithBody generates requests for UpdateEventHook with any type of body
+func NewUpdateEventHookRequestWithBody(server string, hookId HookID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "hook_id", runtime.ParamLocationPath, hookId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/event-hooks/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("PATCH", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListEventHookDeliveriesRequest generates requests for ListEventHookDeliveries
+func NewListEventHookDeliveriesRequest(server string, hookId HookID, params *ListEventHookDeliveriesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "hook_id", runtime.ParamLocationPath, hookId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/event-hooks/%s/deliveries", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "limit", runtime.ParamLocationQuery, *params.Limit); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "from", runtime.ParamLocationQuery, *params.From); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "filter", runtime.ParamLocationQuery, *params.Filter); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Sort != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "sort", runtime.ParamLocationQuery, *params.Sort); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Fields != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "fields", runtime.ParamLocationQuery, *params.Fields); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRetryEventHookDeliveryRequest generates requests for RetryEventHookDelivery
+func NewRetryEventHookDeliveryRequest(server string, hookId HookID, deliveryId DeliveryID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "hook_id", runtime.ParamLocationPath, hookId)
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithLocation("simple", false, "delivery_id", runtime.ParamLocationPath, deliveryId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/event-hooks/%s/deliveries/%s/retry", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRotateEventHookSecretRequest generates requests for RotateEventHookSecret
+func NewRotateEventHookSecretRequest(server string, hookId HookID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "hook_id", runtime.ParamLocationPath, hookId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/event-hooks/%s/rotate-secret", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewTestEventHookRequest generates requests for TestEventHook
+func NewTestEventHookRequest(server string, hookId HookID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "hook_id", runtime.ParamLocationPath, hookId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/event-hooks/%s/test", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -19367,6 +20411,39 @@ type ClientWithResponsesInterface interface {
 	// DeleteOfflineEnrolledUserWithResponse request
 	DeleteOfflineEnrolledUserWithResponse(ctx context.Context, deviceId DeviceID, userId UserID, reqEditors ...RequestEditorFn) (*DeleteOfflineEnrolledUserResponse, error)
 
+	// ListEventHooksWithResponse request
+	ListEventHooksWithResponse(ctx context.Context, params *ListEventHooksParams, reqEditors ...RequestEditorFn) (*ListEventHooksResponse, error)
+
+	// CreateEventHookWithBodyWithResponse request with any body
+	CreateEventHookWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateEventHookResponse, error)
+
+	CreateEventHookWithResponse(ctx context.Context, body CreateEventHookJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateEventHookResponse, error)
+
+	// DeleteEventHookWithResponse request
+	DeleteEventHookWithResponse(ctx context.Context, hookId HookID, reqEditors ...RequestEditorFn) (*DeleteEventHookResponse, error)
+
+	// GetEventHookWithResponse request
+	GetEventHookWithResponse(ctx context.Context, hookId HookID, reqEditors ...RequestEditorFn) (*GetEventHookResponse, error)
+
+	// UpdateEventHookWithBodyWithResponse request with any body
+	UpdateEventHookWithBodyWithResponse(ctx context.Context, hookId HookID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateEventHookResponse, error)
+
+	UpdateEventHookWithResponse(ctx context.Context, hookId HookID, body UpdateEventHookJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateEventHookResponse, error)
+
+	UpdateEventHookWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, hookId HookID, body UpdateEventHookApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateEventHookResponse, error)
+
+	// ListEventHookDeliveriesWithResponse request
+	ListEventHookDeliveriesWithResponse(ctx context.Context, hookId HookID, params *ListEventHookDeliveriesParams, reqEditors ...RequestEditorFn) (*ListEventHookDeliveriesResponse, error)
+
+	// RetryEventHookDeliveryWithResponse request
+	RetryEventHookDeliveryWithResponse(ctx context.Context, hookId HookID, deliveryId DeliveryID, reqEditors ...RequestEditorFn) (*RetryEventHookDeliveryResponse, error)
+
+	// RotateEventHookSecretWithResponse request
+	RotateEventHookSecretWithResponse(ctx context.Context, hookId HookID, reqEditors ...RequestEditorFn) (*RotateEventHookSecretResponse, error)
+
+	// TestEventHookWithResponse request
+	TestEventHookWithResponse(ctx context.Context, hookId HookID, reqEditors ...RequestEditorFn) (*TestEventHookResponse, error)
+
 	// DeleteGroupsWithResponse request
 	DeleteGroupsWithResponse(ctx context.Context, params *DeleteGroupsParams, reqEditors ...RequestEditorFn) (*DeleteGroupsResponse, error)
 
@@ -20370,6 +21447,261 @@ func (r DeleteOfflineEnrolledUserResponse) Status() string {
 
 // StatusCode returns HTTPResponse.StatusCode
 func (r DeleteOfflineEnrolledUserResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListEventHooksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []EventHookItem `json:"data"`
+		Meta OffsetMeta      `json:"meta"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListEventHooksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListEventHooksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type CreateEventHookResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON201      *struct {
+		Data EventHookWithSecret `json:"data"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON409 *Conflict
+	JSON413 *TooLarge
+	JSON415 *UnsupportedMediaType
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateEventHookResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateEventHookResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type DeleteEventHookResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteEventHookResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteEventHookResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type GetEventHookResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *EventHookEnvelope
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r GetEventHookResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetEventHookResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type UpdateEventHookResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *EventHookEnvelope
+	JSON400      *BadRequest
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON413      *TooLarge
+	JSON415      *UnsupportedMediaType
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateEventHookResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateEventHookResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListEventHookDeliveriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []EventHookDeliveryItem `json:"data"`
+		Meta OffsetMeta              `json:"meta"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListEventHookDeliveriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListEventHookDeliveriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type RetryEventHookDeliveryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON202      *EventHookDeliveryEnvelope
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r RetryEventHookDeliveryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RetryEventHookDeliveryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type RotateEventHookSecretResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data struct {
+			PreviousSecretExpiresTime time.Time `json:"previous_secret_expires_time"`
+
+			// Secret The signing secret, `whsec_` + base64 of 32 random bytes (Standard Webhooks); shown only when made.
+			Secret EventHookSecret `json:"secret"`
+		} `json:"data"`
+	}
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON404 *NotFound
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r RotateEventHookSecretResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RotateEventHookSecretResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type TestEventHookResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON202      *EventHookDeliveryEnvelope
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r TestEventHookResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TestEventHookResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -23392,6 +24724,111 @@ func (c *ClientWithResponses) DeleteOfflineEnrolledUserWithResponse(ctx context.
 	return ParseDeleteOfflineEnrolledUserResponse(rsp)
 }
 
+// ListEventHooksWithResponse request returning *ListEventHooksResponse
+func (c *ClientWithResponses) ListEventHooksWithResponse(ctx context.Context, params *ListEventHooksParams, reqEditors ...RequestEditorFn) (*ListEventHooksResponse, error) {
+	rsp, err := c.ListEventHooks(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListEventHooksResponse(rsp)
+}
+
+// CreateEventHookWithBodyWithResponse request with arbitrary body returning *CreateEventHookResponse
+func (c *ClientWithResponses) CreateEventHookWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateEventHookResponse, error) {
+	rsp, err := c.CreateEventHookWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateEventHookResponse(rsp)
+}
+
+func (c *ClientWithResponses) CreateEventHookWithResponse(ctx context.Context, body CreateEventHookJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateEventHookResponse, error) {
+	rsp, err := c.CreateEventHook(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateEventHookResponse(rsp)
+}
+
+// DeleteEventHookWithResponse request returning *DeleteEventHookResponse
+func (c *ClientWithResponses) DeleteEventHookWithResponse(ctx context.Context, hookId HookID, reqEditors ...RequestEditorFn) (*DeleteEventHookResponse, error) {
+	rsp, err := c.DeleteEventHook(ctx, hookId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteEventHookResponse(rsp)
+}
+
+// GetEventHookWithResponse request returning *GetEventHookResponse
+func (c *ClientWithResponses) GetEventHookWithResponse(ctx context.Context, hookId HookID, reqEditors ...RequestEditorFn) (*GetEventHookResponse, error) {
+	rsp, err := c.GetEventHook(ctx, hookId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetEventHookResponse(rsp)
+}
+
+// UpdateEventHookWithBodyWithResponse request with arbitrary body returning *UpdateEventHookResponse
+func (c *ClientWithResponses) UpdateEventHookWithBodyWithResponse(ctx context.Context, hookId HookID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateEventHookResponse, error) {
+	rsp, err := c.UpdateEventHookWithBody(ctx, hookId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateEventHookResponse(rsp)
+}
+
+func (c *ClientWithResponses) UpdateEventHookWithResponse(ctx context.Context, hookId HookID, body UpdateEventHookJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateEventHookResponse, error) {
+	rsp, err := c.UpdateEventHook(ctx, hookId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateEventHookResponse(rsp)
+}
+
+func (c *ClientWithResponses) UpdateEventHookWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, hookId HookID, body UpdateEventHookApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateEventHookResponse, error) {
+	rsp, err := c.UpdateEventHookWithApplicationMergePatchPlusJSONBody(ctx, hookId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateEventHookResponse(rsp)
+}
+
+// ListEventHookDeliveriesWithResponse request returning *ListEventHookDeliveriesResponse
+func (c *ClientWithResponses) ListEventHookDeliveriesWithResponse(ctx context.Context, hookId HookID, params *ListEventHookDeliveriesParams, reqEditors ...RequestEditorFn) (*ListEventHookDeliveriesResponse, error) {
+	rsp, err := c.ListEventHookDeliveries(ctx, hookId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListEventHookDeliveriesResponse(rsp)
+}
+
+// RetryEventHookDeliveryWithResponse request returning *RetryEventHookDeliveryResponse
+func (c *ClientWithResponses) RetryEventHookDeliveryWithResponse(ctx context.Context, hookId HookID, deliveryId DeliveryID, reqEditors ...RequestEditorFn) (*RetryEventHookDeliveryResponse, error) {
+	rsp, err := c.RetryEventHookDelivery(ctx, hookId, deliveryId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetryEventHookDeliveryResponse(rsp)
+}
+
+// RotateEventHookSecretWithResponse request returning *RotateEventHookSecretResponse
+func (c *ClientWithResponses) RotateEventHookSecretWithResponse(ctx context.Context, hookId HookID, reqEditors ...RequestEditorFn) (*RotateEventHookSecretResponse, error) {
+	rsp, err := c.RotateEventHookSecret(ctx, hookId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRotateEventHookSecretResponse(rsp)
+}
+
+// TestEventHookWithResponse request returning *TestEventHookResponse
+func (c *ClientWithResponses) TestEventHookWithResponse(ctx context.Context, hookId HookID, reqEditors ...RequestEditorFn) (*TestEventHookResponse, error) {
+	rsp, err := c.TestEventHook(ctx, hookId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTestEventHookResponse(rsp)
+}
+
 // DeleteGroupsWithResponse request returning *DeleteGroupsResponse
 func (c *ClientWithResponses) DeleteGroupsWithResponse(ctx context.Context, params *DeleteGroupsParams, reqEditors ...RequestEditorFn) (*DeleteGroupsResponse, error) {
 	rsp, err := c.DeleteGroups(ctx, params, reqEditors...)
@@ -25869,6 +27306,549 @@ func ParseDeleteOfflineEnrolledUserResponse(rsp *http.Response) (*DeleteOfflineE
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListEventHooksResponse parses an HTTP response from a ListEventHooksWithResponse call
+func ParseListEventHooksResponse(rsp *http.Response) (*ListEventHooksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListEventHooksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []EventHookItem `json:"data"`
+			Meta OffsetMeta      `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateEventHookResponse parses an HTTP response from a CreateEventHookWithResponse call
+func ParseCreateEventHookResponse(rsp *http.Response) (*CreateEventHookResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateEventHookResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data EventHookWithSecret `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteEventHookResponse parses an HTTP response from a DeleteEventHookWithResponse call
+func ParseDeleteEventHookResponse(rsp *http.Response) (*DeleteEventHookResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteEventHookResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetEventHookResponse parses an HTTP response from a GetEventHookWithResponse call
+func ParseGetEventHookResponse(rsp *http.Response) (*GetEventHookResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetEventHookResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EventHookEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseUpdateEventHookResponse parses an HTTP response from a UpdateEventHookWithResponse call
+func ParseUpdateEventHookResponse(rsp *http.Response) (*UpdateEventHookResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateEventHookResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EventHookEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListEventHookDeliveriesResponse parses an HTTP response from a ListEventHookDeliveriesWithResponse call
+func ParseListEventHookDeliveriesResponse(rsp *http.Response) (*ListEventHookDeliveriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListEventHookDeliveriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []EventHookDeliveryItem `json:"data"`
+			Meta OffsetMeta              `json:"meta"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRetryEventHookDeliveryResponse parses an HTTP response from a RetryEventHookDeliveryWithResponse call
+func ParseRetryEventHookDeliveryResponse(rsp *http.Response) (*RetryEventHookDeliveryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RetryEventHookDeliveryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest EventHookDeliveryEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRotateEventHookSecretResponse parses an HTTP response from a RotateEventHookSecretWithResponse call
+func ParseRotateEventHookSecretResponse(rsp *http.Response) (*RotateEventHookSecretResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RotateEventHookSecretResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data struct {
+				PreviousSecretExpiresTime time.Time `json:"previous_secret_expires_time"`
+
+				// Secret The signing secret, `whsec_` + base64 of 32 random bytes (Standard Webhooks); shown only when made.
+				Secret EventHookSecret `json:"secret"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseTestEventHookResponse parses an HTTP response from a TestEventHookWithResponse call
+func ParseTestEventHookResponse(rsp *http.Response) (*TestEventHookResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TestEventHookResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest EventHookDeliveryEnvelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {

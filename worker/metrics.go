@@ -12,7 +12,7 @@ import (
 
 // NewMetricsHandler returns the Temporal metrics handler a worker's client
 // uses: the job metrics of activities (rows processed, chunk durations,
-// notification deliveries) land in reg as Prometheus metrics; the SDK's own
+// notification deliveries, event hook attempts and their times) land in reg as Prometheus metrics; the SDK's own
 // metrics are dropped. Give it to client.Options.MetricsHandler.
 func NewMetricsHandler(reg prometheus.Registerer) client.MetricsHandler {
 	rows := prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -28,11 +28,30 @@ func NewMetricsHandler(reg prometheus.Registerer) client.MetricsHandler {
 		Name: activities.MetricDeliveries + "_total",
 		Help: "Notification deliveries attempted, by outcome.",
 	}, []string{activities.TagOutcome})
-	reg.MustRegister(rows, chunks, deliveries)
+	hookDeliveries := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: activities.MetricHookDeliveries + "_total",
+		Help: "Event hook delivery attempts, by outcome (succeeded, retrying, failed).",
+	}, []string{activities.TagOutcome})
+	hookBuckets := []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300}
+	hookRequests := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    activities.MetricHookLatency + "_seconds",
+		Help:    "Event hook requests' time, from sending to the answer read.",
+		Buckets: hookBuckets,
+	}, nil)
+	hookCommit := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    activities.MetricHookCommitToAttempt + "_seconds",
+		Help:    "Time from an audit event's commit to its event hook delivery's first attempt.",
+		Buckets: hookBuckets,
+	}, nil)
+	reg.MustRegister(rows, chunks, deliveries, hookDeliveries, hookRequests, hookCommit)
 	return metricsHandler{known: map[string]metric{
 		activities.MetricRowsProcessed: {counter: rows, labels: []string{activities.TagModule}},
 		activities.MetricChunkDuration: {timer: chunks, labels: []string{activities.TagModule}},
 		activities.MetricDeliveries:    {counter: deliveries, labels: []string{activities.TagOutcome}},
+
+		activities.MetricHookDeliveries:      {counter: hookDeliveries, labels: []string{activities.TagOutcome}},
+		activities.MetricHookLatency:         {timer: hookRequests},
+		activities.MetricHookCommitToAttempt: {timer: hookCommit},
 	}}
 }
 

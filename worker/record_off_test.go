@@ -23,3 +23,4 @@ func recordManagement(t *testing.T)        { recordOff(t) }
 func recordManagementResolve(t *testing.T) { recordOff(t) }
 func recordNotificationRuns(t *testing.T)  { recordOff(t) }
 func recordAudit(t *testing.T)             { recordOff(t) }
+func recordHooks(t *testing.T)             { recordOff(t) }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 
 	"iam/activities"
 	"iam/models/audit"
+	"iam/models/hooks"
 	"iam/models/secret"
 	"iam/models/store"
 	"iam/workflows"
@@ -38,6 +40,15 @@ type Deps struct {
 	// seals nothing. AuditRetention is how long events are kept.
 	AuditSigner    *audit.Signer
 	AuditRetention time.Duration
+	// EventHooks configure event hook deliveries (docs/event-hooks.md):
+	// the ranges a hook may reach although private
+	// (IAM_EVENT_HOOKS_ALLOW_PRIVATE), the requests a hook has in flight
+	// (IAM_EVENT_HOOKS_CONCURRENCY), and the retry policy (tests shorten
+	// it; zero: hooks.DefaultPolicy).
+	EventHookAllowPrivate []netip.Prefix
+	EventHookConcurrency  int
+	EventHookPolicy       hooks.Policy
+	EventHookPoll         time.Duration
 }
 
 // New returns a worker on workflows.TaskQueue with every workflow and
@@ -73,6 +84,8 @@ func RegisterWorkflows(r sdkworker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.ManagementUploadResolve, workflow.RegisterOptions{Name: workflows.ManagementResolveWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.AuditSeal, workflow.RegisterOptions{Name: workflows.AuditSealWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.AuditRetention, workflow.RegisterOptions{Name: workflows.AuditRetentionWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.EventHookDelivery, workflow.RegisterOptions{Name: workflows.EventHookWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.EventHooksSupervise, workflow.RegisterOptions{Name: workflows.EventHooksSuperviseWorkflowName})
 }
 
 // RegisterActivities adds every activity to r.
@@ -87,6 +100,30 @@ func RegisterActivities(r sdkworker.ActivityRegistry, deps Deps) {
 	// notify worker (NewNotify).
 	r.RegisterActivity(&activities.Notifications{Store: deps.Store})
 	r.RegisterActivity(&activities.Audit{Store: deps.Store, Signer: deps.AuditSigner, Retention: deps.AuditRetention})
+	conc := deps.EventHookConcurrency
+	if conc <= 0 {
+		conc = activities.DefaultHookConcurrency
+	}
+	r.RegisterActivity(&activities.EventHooks{Store: deps.Store, Client: activities.NewHookClient(deps.EventHookAllowPrivate, conc),
+		Concurrency: conc, Policy: deps.EventHookPolicy, Poll: deps.EventHookPoll})
+}
+
+// EnsureEventHookSchedule creates the schedule of EventHooksSupervise
+// (every minute: it starts the delivery workflow of any enabled hook
+// that has none running), leaving it alone when it exists.
+func EnsureEventHookSchedule(ctx context.Context, c client.Client) error {
+	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID:      workflows.EventHooksScheduleID,
+		Spec:    client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: time.Minute}}},
+		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+		Action: &client.ScheduleWorkflowAction{ID: workflows.EventHooksScheduleID, Workflow: workflows.EventHooksSuperviseWorkflowName,
+			TaskQueue: workflows.TaskQueue, WorkflowExecutionTimeout: 10 * time.Minute},
+		TriggerImmediately: true,
+	})
+	if err != nil && !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		return fmt.Errorf("create schedule %s: %w", workflows.EventHooksScheduleID, err)
+	}
+	return nil
 }
 
 // EnsureAuditSchedules creates the schedules of the audit log's workflows,

@@ -35,5 +35,8 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 		AttrStatus.GetName():    enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		AttrProcessed.GetName(): enumspb.INDEXED_VALUE_TYPE_INT,
 		AttrTotal.GetName():     enumspb.INDEXED_VALUE_TYPE_INT,
+
+		AttrEventHookID.GetName():      enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		AttrEventHookBacklog.GetName(): enumspb.INDEXED_VALUE_TYPE_INT,
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"iam/api/auth"
 	"iam/api/jobrun"
 	"iam/models/audit"
+	"iam/models/hooks"
 	"iam/models/identity"
 	"iam/models/jobs"
 	"iam/models/secret/secrettest"
@@ -82,6 +83,13 @@ type Options struct {
 	// MgmtUploadConcurrency overrides how many management uploads the API
 	// resolves at once.
 	MgmtUploadConcurrency int
+	// EventHookAllowPrivate are the ranges the worker's event hooks may
+	// reach although private (IAM_EVENT_HOOKS_ALLOW_PRIVATE);
+	// EventHookPolicy and EventHookPoll shorten the retry schedule and
+	// the dispatcher's idle poll.
+	EventHookAllowPrivate []netip.Prefix
+	EventHookPolicy       hooks.Policy
+	EventHookPoll         time.Duration
 }
 
 // packageFiles are the packages a test's packages folder holds.
@@ -157,7 +165,8 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 		e.Jobs.Client = e.Temporal
 		e.Jobs.TaskQueue = fmt.Sprintf("test-%s-%d", strings.ReplaceAll(t.Name(), "/", "-"), sqldb.NewID())
 		w := worker.NewOn(e.Temporal, e.Jobs.TaskQueue, worker.Deps{Store: e.Store, Secrets: secrettest.Box,
-			MgmtExecutionTimeout: opts.MgmtExecutionTimeout, AuditSigner: opts.AuditSigner, AuditRetention: opts.AuditRetention})
+			MgmtExecutionTimeout: opts.MgmtExecutionTimeout, AuditSigner: opts.AuditSigner, AuditRetention: opts.AuditRetention,
+			EventHookAllowPrivate: opts.EventHookAllowPrivate, EventHookPolicy: opts.EventHookPolicy, EventHookPoll: opts.EventHookPoll})
 		if err := w.Start(); err != nil {
 			t.Fatalf("start worker: %v", err)
 		}

@@ -26,6 +26,7 @@ import (
 	"iam/models/dbtest"
 	"iam/models/devices"
 	"iam/models/enrollment"
+	"iam/models/hooks"
 	"iam/models/identity"
 	"iam/models/management"
 	"iam/models/modeltest"
@@ -141,6 +142,19 @@ var fixtures = map[string]func(t *testing.T, env *apitest.Env, org *identity.Org
 			t.Fatalf("device group fixture: %v", err)
 		}
 		return models.FormatID(g.ID)
+	},
+	"hook_id": hookFixture,
+	"delivery_id": func(t *testing.T, env *apitest.Env, org *identity.Organization, parents map[string]string) string {
+		h, ok := parents["hook_id"]
+		if !ok {
+			h = hookFixture(t, env, org, parents)
+		}
+		hook, _ := models.ParseID("hook_id", h)
+		d, err := env.Store.Hooks.Test(context.Background(), org.ID, hook)
+		if err != nil {
+			t.Fatalf("event hook delivery fixture: %v", err)
+		}
+		return models.FormatID(d.ID)
 	},
 	"authnfactor_config_id": smartCardFixture,
 	"ca_config_id": func(t *testing.T, env *apitest.Env, org *identity.Organization, parents map[string]string) string {
@@ -492,3 +506,12 @@ func fixtureCA(t *testing.T) []byte {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// hookFixture makes a disabled event hook of org (nothing is sent).
+func hookFixture(t *testing.T, env *apitest.Env, org *identity.Organization, _ map[string]string) string {
+	h := &hooks.Hook{OrgID: org.ID, URL: "https://hooks.example.com/fixture", EventTypes: []string{"user.*"}}
+	if _, err := env.Store.Hooks.Create(context.Background(), h); err != nil {
+		t.Fatalf("event hook fixture: %v", err)
+	}
+	return models.FormatID(h.ID)
+}

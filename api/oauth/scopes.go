@@ -21,6 +21,7 @@ var resources = map[string]string{
 	"meta":                      "template metadata",
 	"auth":                      "authentication factor configurations",
 	"audit":                     "the audit log and its signed digests",
+	"event_hook":                "event hooks and their deliveries",
 }
 
 // operations are the scope operations, with the consent page's words.

@@ -29,7 +29,7 @@ const adminEmail = "admin@example.com"
 var allScopes = []string{"svc.job.ALL", "svc.user.ALL", "svc.group.ALL", "svc.auth.ALL",
 	"svc.quick_enrollment.ALL", "svc.device.ALL", "svc.conditional_access_policy.ALL",
 	"svc.conditional_factor_config.ALL", "svc.management.ALL", "svc.notification_template.ALL",
-	"svc.audit.ALL", "svc.meta.READ"}
+	"svc.audit.ALL", "svc.event_hook.ALL", "svc.meta.READ"}
 
 // startDev starts `iam dev` on a fresh data directory under work and returns
 // its base URL and an access token with every scope.
@@ -205,7 +205,7 @@ func id(m map[string]any) string {
 // a device registered through the agent channel with a local account and an
 // offline user, a device group, a condition config per family, a policy, a
 // CA config, a template, a schedule and a run, an enrollment job, a
-// management upload and execution.
+// management upload and execution, an event hook (disabled) and a delivery.
 func seed(base, token string) *seeded {
 	s := &seeded{base: base, token: token}
 	s.step("admin id", func() error {
@@ -280,6 +280,19 @@ func seed(base, token string) *seeded {
 	s.step("device group", func() error {
 		_, out, err := s.call("POST", "/api/v1/protection/device-groups", map[string]any{"name": "Seeded devices", "device_ids": []string{deviceID}}, "")
 		s.add("device_group", id(out))
+		return err
+	})
+	var hookID string
+	s.step("event hook", func() error {
+		_, out, err := s.call("POST", "/api/v1/event-hooks", map[string]any{"url": "https://hooks.example.com/seeded",
+			"event_types": []string{"user.*"}, "enabled": false}, "")
+		hookID = id(out)
+		s.add("hook_id", hookID)
+		return err
+	})
+	s.step("event hook delivery", func() error {
+		_, out, err := s.call("POST", "/api/v1/event-hooks/"+hookID+"/test", nil, "")
+		s.add("delivery_id", id(out))
 		return err
 	})
 	for family, body := range map[string]map[string]any{

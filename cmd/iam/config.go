@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"reflect"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/caarlos0/env/v11"
 
+	"iam/activities"
 	"iam/models/secret"
 )
 
@@ -56,6 +58,14 @@ type Config struct {
 	// AuditRetention is how long audit events are kept (digests are kept
 	// for ever): 400 days by default.
 	AuditRetention time.Duration `env:"IAM_AUDIT_RETENTION" envDefault:"9600h"`
+	// EventHooksAllowHTTP lets serve accept http:// hook URLs (dev always
+	// does); EventHooksAllowPrivate lists the CIDRs a hook may reach
+	// although private, loopback, link-local or reserved (comma-separated;
+	// tests name 127.0.0.0/8); EventHooksConcurrency is how many requests
+	// one hook has in flight (docs/event-hooks.md).
+	EventHooksAllowHTTP    bool   `env:"IAM_EVENT_HOOKS_ALLOW_HTTP"`
+	EventHooksAllowPrivate string `env:"IAM_EVENT_HOOKS_ALLOW_PRIVATE"`
+	EventHooksConcurrency  int    `env:"IAM_EVENT_HOOKS_CONCURRENCY" envDefault:"1"`
 	// ShutdownTimeout bounds a graceful stop.
 	ShutdownTimeout time.Duration `env:"IAM_SHUTDOWN_TIMEOUT" envDefault:"20s"`
 	// ReconcileInterval is how often the API looks for QUEUED jobs whose
@@ -220,6 +230,12 @@ func (c Config) check() error {
 			problems = append(problems, "IAM_AUDIT_SIGNING_KEY: "+err.Error())
 		}
 	}
+	if _, err := activities.ParseCIDRs(c.EventHooksAllowPrivate); err != nil {
+		problems = append(problems, "IAM_EVENT_HOOKS_ALLOW_PRIVATE: "+err.Error())
+	}
+	if c.EventHooksConcurrency < 1 || c.EventHooksConcurrency > 1000 {
+		problems = append(problems, "IAM_EVENT_HOOKS_CONCURRENCY must be between 1 and 1000")
+	}
 	if c.AuditDigestInterval < time.Minute {
 		problems = append(problems, "IAM_AUDIT_DIGEST_INTERVAL: must be at least 1m")
 	}
@@ -295,4 +311,11 @@ func configVariables() ([]string, error) {
 		out = append(out, p.Key)
 	}
 	return out, nil
+}
+
+// eventHookAllowPrivate is IAM_EVENT_HOOKS_ALLOW_PRIVATE's CIDRs (checked
+// by validate).
+func (c *Config) eventHookAllowPrivate() []netip.Prefix {
+	p, _ := activities.ParseCIDRs(c.EventHooksAllowPrivate)
+	return p
 }

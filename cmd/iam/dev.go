@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"iam/deploy/devserver"
+	"iam/models/hooks"
 	"iam/worker"
 	"iam/workflows"
 )
@@ -73,6 +74,7 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 	}
 	defer joinClose(&err, store.Close)
 	store.SealBlobs(secrets)
+	store.Hooks.SetURLPolicy(hooks.URLPolicy{AllowHTTP: true})
 	secret, err := oauthSecret(cfg.OAuth, dataDir, true)
 	if err != nil {
 		return err
@@ -115,8 +117,12 @@ func runDev(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logger)
 	if err = worker.EnsureAuditSchedules(ctx, tc, cfg.AuditDigestInterval); err != nil {
 		return err
 	}
+	if err = worker.EnsureEventHookSchedule(ctx, tc); err != nil {
+		return err
+	}
 	w := worker.New(tc, worker.Deps{Store: store, Secrets: secrets, MgmtExecutionTimeout: cfg.MgmtExecutionTimeout,
-		AuditSigner: signer, AuditRetention: cfg.AuditRetention})
+		AuditSigner: signer, AuditRetention: cfg.AuditRetention, EventHookAllowPrivate: cfg.eventHookAllowPrivate(),
+		EventHookConcurrency: cfg.EventHooksConcurrency})
 	if err = w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 
+	"iam/models/hooks"
+
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 )
@@ -47,6 +49,7 @@ func runServe(ctx context.Context, cfg Config, stdout io.Writer, log *slog.Logge
 	}
 	defer joinClose(&err, store.Close)
 	store.SealBlobs(box)
+	store.Hooks.SetURLPolicy(hooks.URLPolicy{AllowHTTP: cfg.EventHooksAllowHTTP})
 	addr := cfg.HTTPAddr
 	if addr == "" {
 		addr = ":8080"

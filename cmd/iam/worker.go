@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"iam/models/hooks"
 	"iam/models/store"
 	"iam/worker"
 )
@@ -52,6 +53,7 @@ func runWorker(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	}
 	defer joinClose(&err, store.Close)
 	store.SealBlobs(secrets)
+	store.Hooks.SetURLPolicy(hooks.URLPolicy{AllowHTTP: cfg.EventHooksAllowHTTP})
 	opts, tr, err := tracedTemporalOptions(ctx, cfg, "iam-worker", log)
 	if err != nil {
 		return err
@@ -72,8 +74,12 @@ func runWorker(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	if err = worker.EnsureAuditSchedules(ctx, tc, cfg.AuditDigestInterval); err != nil {
 		return err
 	}
+	if err = worker.EnsureEventHookSchedule(ctx, tc); err != nil {
+		return err
+	}
 	w := worker.New(tc, worker.Deps{Store: store, Secrets: secrets, MgmtExecutionTimeout: cfg.MgmtExecutionTimeout,
-		AuditSigner: signer, AuditRetention: cfg.AuditRetention})
+		AuditSigner: signer, AuditRetention: cfg.AuditRetention, EventHookAllowPrivate: cfg.eventHookAllowPrivate(),
+		EventHookConcurrency: cfg.EventHooksConcurrency})
 	if err = w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}

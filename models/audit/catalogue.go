@@ -95,6 +95,17 @@ const (
 	OAuthTokenIssued     = "oauth.token.issued"  //nolint:gosec // G101: an event type's name, not a credential
 	OAuthTokenRevoked    = "oauth.token.revoked" //nolint:gosec // G101: an event type's name, not a credential
 	AccessDenied         = "access.denied"
+
+	// Event hooks (models/hooks): their changes, a test an administrator
+	// asked for, a delivery retried by hand, and a hook disabled after
+	// failing for days.
+	EventHookCreated         = "event_hook.created"
+	EventHookUpdated         = "event_hook.updated"
+	EventHookDeleted         = "event_hook.deleted"
+	EventHookSecretRotated   = "event_hook.secret_rotated" //nolint:gosec // G101: an event type's name, not a credential
+	EventHookDisabled        = "event_hook.disabled"
+	EventHookTestRequested   = "event_hook.test_requested"
+	EventHookDeliveryRetried = "event_hook.delivery_retried"
 )
 
 // Types returns every event type of the catalogue, sorted.
@@ -120,6 +131,8 @@ var catalogue = []string{
 	ManagementExecutionStarted, ManagementExecutionRetried,
 	OAuthClientCreated, OAuthClientDeleted, OAuthSigninSucceeded, OAuthSigninFailed, OAuthTokenIssued, OAuthTokenRevoked,
 	AccessDenied,
+	EventHookCreated, EventHookUpdated, EventHookDeleted, EventHookSecretRotated, EventHookDisabled,
+	EventHookTestRequested, EventHookDeliveryRetried,
 }
 
 // Target returns the target of type typ with id and display name.

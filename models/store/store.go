@@ -11,6 +11,7 @@ import (
 	"iam/models/audit"
 	"iam/models/devices"
 	"iam/models/enrollment"
+	"iam/models/hooks"
 	"iam/models/identity"
 	"iam/models/jobs"
 	"iam/models/management"
@@ -74,6 +75,8 @@ type Store struct {
 	// refused registration) outside any change's transaction, at most
 	// audit.DefaultRefusalRate a second per organization.
 	Refusals *audit.RefusalLog
+	// Hooks are the event hooks and their deliveries (docs/event-hooks.md).
+	Hooks *hooks.HookStore
 
 	// idLease is the process's id node lease, when LeaseIDs took one.
 	idLease *sqldb.IDLease
@@ -147,15 +150,17 @@ func NewStore(db *bun.DB) *Store {
 		Audit:    audit.NewEventStore(db),
 		Digests:  audit.NewDigestStore(db),
 		Refusals: audit.NewRefusalLog(db, audit.NewRefusals(audit.DefaultRefusalRate, audit.DefaultRefusalBurst)),
+		Hooks:    hooks.NewHookStore(db),
 	}
 }
 
 // SealBlobs makes the blob store seal what it writes with box and open what
 // it reads with it, and the device store seal the agents' installation
-// keys. The commands that run the service call it with the key of
+// keys, and the hook store the event hooks' signing secrets. The commands that run the service call it with the key of
 // IAM_ENCRYPTION_KEY before using the store.
 func (s *Store) SealBlobs(box *secret.Box) *Store {
 	s.Blobs.Seal(box)
 	s.Devices.Seal(box)
+	s.Hooks.Seal(box)
 	return s
 }

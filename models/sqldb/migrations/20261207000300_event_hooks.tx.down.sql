@@ -1,0 +1,3 @@
+DROP TABLE event_hook_deliveries
+--bun:split
+DROP TABLE event_hooks
