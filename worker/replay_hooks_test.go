@@ -1,14 +1,7 @@
 package worker_test
 
 import (
-	"log/slog"
-	"path/filepath"
 	"testing"
-
-	sdklog "go.temporal.io/sdk/log"
-	sdkworker "go.temporal.io/sdk/worker"
-
-	"iam/worker"
 )
 
 // Event hook histories recorded from real runs (go test -tags record ./worker
@@ -21,14 +14,5 @@ func TestReplayHooks_CommittedHistories(t *testing.T) {
 	if *update {
 		recordHooks(t)
 	}
-	replayer := sdkworker.NewWorkflowReplayer()
-	worker.RegisterWorkflows(replayer)
-	logger := sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))
-	for _, file := range hookHistories {
-		t.Run(file, func(t *testing.T) {
-			if err := replayer.ReplayWorkflowHistoryFromJSONFile(logger, filepath.Join("testdata", file)); err != nil {
-				t.Fatalf("replay %s: %v", file, err)
-			}
-		})
-	}
+	replayFiles(t, hookHistories...)
 }
