@@ -20,7 +20,7 @@ import (
 )
 
 // GET /jobs/{job_id}/events follows a job as Server-Sent Events
-// (docs/jobs.md). The state comes from the job's row, never from this
+// (docs/operations.md). The state comes from the job's row, never from this
 // process's memory, so a client may reconnect to any `iam serve` replica:
 //
 //   - the job's current state at once (event "progress", or "end" when it
@@ -303,7 +303,7 @@ func (s *Server) jobEvents(c *gin.Context) error {
 	c.Header("X-Accel-Buffering", "no") // nginx: pass each event on at once
 	c.Status(http.StatusOK)
 	es := &eventWriter{w: bufio.NewWriterSize(c.Writer, 8<<10), rc: http.NewResponseController(c.Writer)}
-	fmt.Fprintf(es.w, "retry: %d\n\n", eventsRetryMillis)
+	es.printf("retry: %d\n\n", eventsRetryMillis)
 	if !resumed || jobEventKey(job).after(last) {
 		if done, err := s.sendJobEvent(ctx, es, job); err != nil || done {
 			return s.endStream(c, err)
@@ -324,13 +324,13 @@ func (s *Server) jobEvents(c *gin.Context) error {
 			// process that is not going away.
 			return s.endStream(c, nil)
 		case <-heartbeat.C:
-			es.w.WriteString(": keep-alive\n\n") //nolint:errcheck // a bufio.Writer's error comes back from flush
+			es.printf(": keep-alive\n\n")
 			if err := es.flush(); err != nil {
 				return s.endStream(c, err)
 			}
 		case j := <-sub.updates:
 			if j == nil { // deleted
-				fmt.Fprintf(es.w, "event: deleted\ndata: {\"id\":%q}\n\n", models.FormatID(id))
+				es.printf("event: deleted\ndata: {\"id\":%q}\n\n", models.FormatID(id))
 				return s.endStream(c, es.flush())
 			}
 			if !jobEventKey(j).after(last) {
@@ -359,7 +359,7 @@ func (s *Server) sendJobEvent(ctx context.Context, es *eventWriter, job *jobs.Jo
 	if job.Status.Finished() {
 		event = "end"
 	}
-	fmt.Fprintf(es.w, "id: %s\nevent: %s\ndata: %s\n\n", jobEventKey(job), event, data)
+	es.printf("id: %s\nevent: %s\ndata: %s\n\n", jobEventKey(job), event, data)
 	return job.Status.Finished(), es.flush()
 }
 
@@ -379,6 +379,12 @@ func (s *Server) endStream(c *gin.Context, err error) error {
 type eventWriter struct {
 	w  *bufio.Writer
 	rc *http.ResponseController
+}
+
+// printf adds to the buffer; a write error sticks to the bufio.Writer and
+// comes back from flush.
+func (e *eventWriter) printf(format string, args ...any) {
+	_, _ = fmt.Fprintf(e.w, format, args...)
 }
 
 func (e *eventWriter) flush() error {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -49,7 +50,7 @@ func openEvents(t *testing.T, env *apitest.Env, tok string, jobID int64, lastID 
 	if lastID != "" {
 		req.Header.Set("Last-Event-ID", lastID)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(req) //nolint:bodyclose // the stream's body is closed by sseStream.close
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestJobEvents_FollowsEnrollmentAndResumes(t *testing.T) {
 					return lastID, false
 				}
 				ev, err := s.next()
-				if err == io.EOF {
+				if errors.Is(err, io.EOF) {
 					return lastID, ended
 				}
 				if err != nil {
@@ -227,7 +228,7 @@ func TestJobEvents_FollowsEnrollmentAndResumes(t *testing.T) {
 		if err != nil || ev.Event != "end" || ev.ID != lastID {
 			t.Errorf("a finished job's stream: %+v %v, want end %s", ev, err, lastID)
 		}
-		if _, err := fresh.next(); err != io.EOF {
+		if _, err := fresh.next(); !errors.Is(err, io.EOF) {
 			t.Errorf("after the end: %v, want the stream closed", err)
 		}
 		fresh.close()
@@ -268,8 +269,8 @@ func TestJobEvents_TenancyScopesBoundAndDelete(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatal("no heartbeat comment")
 			}
-			if _, err := s.r.ReadString('\n'); err != nil {
-				t.Fatal(err)
+			if _, readErr := s.r.ReadString('\n'); readErr != nil {
+				t.Fatal(readErr)
 			}
 		}
 		if resp := env.Do(apitest.Request{Method: http.MethodDelete, Path: fmt.Sprintf("/api/v1/jobs/%d", job.ID), Token: tok}); resp.Status != http.StatusNoContent {
@@ -279,7 +280,7 @@ func TestJobEvents_TenancyScopesBoundAndDelete(t *testing.T) {
 		if err != nil || ev.Event != "deleted" || ev.Data != fmt.Sprintf(`{"id":"%d"}`, job.ID) {
 			t.Fatalf("after the delete: %+v %v", ev, err)
 		}
-		if _, err := s.next(); err != io.EOF {
+		if _, err := s.next(); !errors.Is(err, io.EOF) {
 			t.Errorf("after deleted: %v, want the stream closed", err)
 		}
 		s.close()
@@ -314,7 +315,7 @@ func openEventsCtx(t *testing.T, ctx context.Context, env *apitest.Env, tok stri
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", auth.Scheme+" "+tok)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(req) //nolint:bodyclose // the stream's body is closed by sseStream.close
 	if err != nil {
 		t.Fatal(err)
 	}

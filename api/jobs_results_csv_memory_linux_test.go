@@ -32,7 +32,7 @@ import (
 const (
 	envCSVServeDSN = "IAM_TEST_CSV_SERVE_DSN"
 	envCSVServeOrg = "IAM_TEST_CSV_SERVE_ORG"
-	csvServeToken  = "csv-serve-token"
+	csvServeToken  = "csv-serve-token" //nolint:gosec // G101: a test token the child process accepts, nothing secret
 )
 
 // fixedToken accepts one token, of a job reader of org.
@@ -141,17 +141,17 @@ func TestJobResultsCSV_MillionRowsInConstantMemory(t *testing.T) {
 	t.Cleanup(func() { _ = db.Close() })
 	st := store.NewStore(db)
 	org := &identity.Organization{Name: "CSV"}
-	if err := st.Orgs.Create(ctx, org); err != nil {
+	if err = st.Orgs.Create(ctx, org); err != nil {
 		t.Fatal(err)
 	}
 	newJob := func(rows int) *jobs.Job {
 		job := &jobs.Job{OrgID: org.ID, Kind: jobs.MgmtResolveJobKind, Module: "Management", ActionName: "Resolve", Entity: "Upload row"}
-		if err := st.Jobs.Create(ctx, job); err != nil {
-			t.Fatal(err)
+		if createErr := st.Jobs.Create(ctx, job); createErr != nil {
+			t.Fatal(createErr)
 		}
-		if _, err := db.ExecContext(ctx, `INSERT INTO job_results (job_id, seq, entity_id, status, message)
-			SELECT ?, i, 'entity-' || i, 'SUCCESS', 'the row went well, nothing more to say about it' FROM generate_series(1, ?) AS i`, job.ID, rows); err != nil {
-			t.Fatal(err)
+		if _, insertErr := db.ExecContext(ctx, `INSERT INTO job_results (job_id, seq, entity_id, status, message)
+			SELECT ?, i, 'entity-' || i, 'SUCCESS', 'the row went well, nothing more to say about it' FROM generate_series(1, ?) AS i`, job.ID, rows); insertErr != nil {
+			t.Fatal(insertErr)
 		}
 		return job
 	}
@@ -166,7 +166,7 @@ func TestJobResultsCSV_MillionRowsInConstantMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err = cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
