@@ -266,7 +266,12 @@ func (w *jobWatcher) shutdownOf(srv *http.Server) <-chan struct{} {
 	if !ok {
 		ch = make(chan struct{})
 		w.closing[srv] = ch
-		srv.RegisterOnShutdown(func() { close(ch) })
+		srv.RegisterOnShutdown(func() {
+			w.mu.Lock()
+			delete(w.closing, srv)
+			w.mu.Unlock()
+			close(ch)
+		})
 	}
 	return ch
 }

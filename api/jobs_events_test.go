@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -41,7 +42,13 @@ type sseStream struct {
 // lastID is not empty.
 func openEvents(t *testing.T, env *apitest.Env, tok string, jobID int64, lastID string) *sseStream {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, fmt.Sprintf("%s/api/v1/jobs/%d/events", env.URL, jobID), nil)
+	return openEventsAt(t, t.Context(), env.URL, tok, jobID, lastID)
+}
+
+// openEventsAt opens the event stream of the API at base.
+func openEventsAt(t *testing.T, ctx context.Context, base, tok string, jobID int64, lastID string) *sseStream {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/api/v1/jobs/%d/events", base, jobID), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +296,7 @@ func TestJobEvents_TenancyScopesBoundAndDelete(t *testing.T) {
 		// The slot is free again, and with nobody listening no poll runs.
 		job2 := env.CreateDiagnostic(env.Org, activities.DiagnosticParams{Items: 3})
 		ctx, cancel := context.WithCancel(t.Context())
-		s2 := openEventsCtx(t, ctx, env, tok, job2.ID)
+		s2 := openEventsAt(t, ctx, env.URL, tok, job2.ID, "")
 		if s2.resp.StatusCode != http.StatusOK {
 			t.Fatalf("after the first stream ended: %d", s2.resp.StatusCode)
 		}
@@ -308,18 +315,64 @@ func TestJobEvents_TenancyScopesBoundAndDelete(t *testing.T) {
 	})
 }
 
-func openEventsCtx(t *testing.T, ctx context.Context, env *apitest.Env, tok string, jobID int64) *sseStream {
-	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/api/v1/jobs/%d/events", env.URL, jobID), nil)
+// TestJobEvents_OutlivesWriteTimeoutAndEndsOnShutdown: behind an
+// http.Server with a WriteTimeout far shorter than the stream, the stream
+// goes on (each write sets its own deadline) and still delivers progress;
+// the server's Shutdown closes it at once rather than waiting on it.
+func TestJobEvents_OutlivesWriteTimeoutAndEndsOnShutdown(t *testing.T) {
+	db := dbtest.SQLite(t)
+	env := apitest.New(t, db, apitest.Options{JobEventsPoll: 20 * time.Millisecond, JobEventsHeartbeat: 50 * time.Millisecond})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", auth.Scheme+" "+tok)
-	resp, err := http.DefaultClient.Do(req) //nolint:bodyclose // the stream's body is closed by sseStream.close
-	if err != nil {
+	hs := &http.Server{Handler: env.Server.Handler(), ReadHeaderTimeout: time.Second, WriteTimeout: 300 * time.Millisecond}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	t.Cleanup(func() { _ = hs.Close() })
+
+	ctx := t.Context()
+	job := env.CreateDiagnostic(env.Org, activities.DiagnosticParams{Items: 3})
+	s := openEventsAt(t, ctx, "http://"+ln.Addr().String(), env.Token(env.Org, "svc.job.READ"), job.ID, "")
+	defer s.close()
+	if ev, err := s.next(); err != nil || ev.Event != "progress" {
+		t.Fatalf("first event %+v %v", ev, err)
+	}
+	began := time.Now()
+	for time.Since(began) < 1200*time.Millisecond { // four write timeouts
+		if _, err := s.r.ReadString('\n'); err != nil {
+			t.Fatalf("the stream ended after %s (the server's WriteTimeout is 300 ms): %v", time.Since(began), err)
+		}
+	}
+	if _, err := env.Store.Jobs.Start(ctx, env.Org.ID, job.ID); err != nil {
 		t.Fatal(err)
 	}
-	s := &sseStream{resp: resp, req: req}
-	s.r = bufio.NewReader(io.TeeReader(resp.Body, &s.raw))
-	return s
+	if err := env.Store.Jobs.RecordChunk(ctx, env.Org.ID, job.ID, nil, jobs.JobProgress{Processed: 2, Total: 3, Success: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev, err := s.next()
+		if err != nil {
+			t.Fatalf("waiting for progress: %v", err)
+		}
+		if strings.Contains(ev.Data, `"processed":2`) {
+			break
+		}
+	}
+
+	shutCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	began = time.Now()
+	if err := hs.Shutdown(shutCtx); err != nil {
+		t.Fatalf("Shutdown with a stream open: %v after %s", err, time.Since(began))
+	}
+	if _, err := io.ReadAll(s.r); err != nil {
+		t.Errorf("the stream did not end cleanly at shutdown: %v", err)
+	}
+	if took := time.Since(began); took > 2*time.Second {
+		t.Errorf("Shutdown took %s with a stream open", took)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		t.Errorf("Serve: %v", err)
+	}
 }
