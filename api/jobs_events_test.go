@@ -130,6 +130,60 @@ func keyAfter(a, b [3]int64) bool {
 	return false
 }
 
+// eventFollower reads a job's events across connections, checking that
+// ids and progress only grow and that "end" comes last, with the final
+// state.
+type eventFollower struct {
+	t       *testing.T
+	jobID   int64
+	seen    []jobBody
+	lastKey [3]int64
+}
+
+// follow reads s until it closes, or until stopAfter events when
+// stopAfter is positive; it returns the last event's id and whether it was
+// the end.
+func (f *eventFollower) follow(s *sseStream, stopAfter int) (lastID string, ended bool) {
+	t := f.t
+	t.Helper()
+	for n := 0; ; n++ {
+		if stopAfter > 0 && n == stopAfter {
+			return lastID, false
+		}
+		ev, err := s.next()
+		if errors.Is(err, io.EOF) {
+			return lastID, ended
+		}
+		if err != nil {
+			t.Fatalf("read stream: %v", err)
+		}
+		if ended {
+			t.Fatalf("an event after the end: %+v", ev)
+		}
+		k := idKey(t, ev.ID)
+		if !keyAfter(k, f.lastKey) {
+			t.Errorf("event id %s does not follow the previous one %v", ev.ID, f.lastKey)
+		}
+		f.lastKey, lastID = k, ev.ID
+		var j jobBody
+		if err := json.Unmarshal([]byte(ev.Data), &j); err != nil {
+			t.Fatalf("event data %s: %v", ev.Data, err)
+		}
+		if j.ID != strconv.FormatInt(f.jobID, 10) {
+			t.Errorf("event of job %s, want %d", j.ID, f.jobID)
+		}
+		if len(f.seen) > 0 && j.Progress.Processed < f.seen[len(f.seen)-1].Progress.Processed {
+			t.Errorf("progress went back from %d to %d", f.seen[len(f.seen)-1].Progress.Processed, j.Progress.Processed)
+		}
+		f.seen = append(f.seen, j)
+		final := jobs.JobStatus(j.Status).Finished()
+		if (ev.Event == "end") != final {
+			t.Errorf("event %q with status %s", ev.Event, j.Status)
+		}
+		ended = final
+	}
+}
+
 // TestJobEvents_FollowsEnrollmentAndResumes follows a real enrollment job
 // (3,000 rows in chunks of 100 through the workflow engine): the stream
 // starts with the job's state, each event's progress and id only grow;
@@ -150,48 +204,8 @@ func TestJobEvents_FollowsEnrollmentAndResumes(t *testing.T) {
 		}
 		jobID := uploadCSV(t, env, tok, [][2]string{{"factor_configs", ids[enrollment.FactorEmailOTP]}, {"chunk_rows", "100"}}, b.String())
 
-		var seen []jobBody
-		var lastKey [3]int64
-		follow := func(s *sseStream, stopAfter int) (lastID string, ended bool) {
-			t.Helper()
-			for n := 0; ; n++ {
-				if stopAfter > 0 && n == stopAfter {
-					return lastID, false
-				}
-				ev, err := s.next()
-				if errors.Is(err, io.EOF) {
-					return lastID, ended
-				}
-				if err != nil {
-					t.Fatalf("read stream: %v", err)
-				}
-				if ended {
-					t.Fatalf("an event after the end: %+v", ev)
-				}
-				k := idKey(t, ev.ID)
-				if !keyAfter(k, lastKey) {
-					t.Errorf("event id %s does not follow the previous one %v", ev.ID, lastKey)
-				}
-				lastKey, lastID = k, ev.ID
-				var j jobBody
-				if err := json.Unmarshal([]byte(ev.Data), &j); err != nil {
-					t.Fatalf("event data %s: %v", ev.Data, err)
-				}
-				if j.ID != strconv.FormatInt(jobID, 10) {
-					t.Errorf("event of job %s, want %d", j.ID, jobID)
-				}
-				if len(seen) > 0 && j.Progress.Processed < seen[len(seen)-1].Progress.Processed {
-					t.Errorf("progress went back from %d to %d", seen[len(seen)-1].Progress.Processed, j.Progress.Processed)
-				}
-				seen = append(seen, j)
-				final := jobs.JobStatus(j.Status).Finished()
-				if (ev.Event == "end") != final {
-					t.Errorf("event %q with status %s", ev.Event, j.Status)
-				}
-				ended = final
-			}
-		}
-
+		f := &eventFollower{t: t, jobID: jobID}
+		follow := f.follow
 		first := openEvents(t, env, tok, jobID, "")
 		if first.resp.StatusCode != http.StatusOK || !strings.HasPrefix(first.resp.Header.Get("Content-Type"), "text/event-stream") {
 			t.Fatalf("GET events: %d %s", first.resp.StatusCode, first.resp.Header.Get("Content-Type"))
@@ -199,22 +213,22 @@ func TestJobEvents_FollowsEnrollmentAndResumes(t *testing.T) {
 		lastID, ended := follow(first, 2)
 		first.close()
 		if ended {
-			t.Fatalf("the job ended within the first two events (%d events); the test needs a longer job", len(seen))
+			t.Fatalf("the job ended within the first two events (%d events); the test needs a longer job", len(f.seen))
 		}
-		beforeResume := len(seen)
+		beforeResume := len(f.seen)
 
 		resumed := openEvents(t, env, tok, jobID, lastID)
 		lastID, ended = follow(resumed, 0)
 		resumed.close()
 		resumed.check(t)
 		if !ended {
-			t.Fatalf("the resumed stream closed before the end (%d events)", len(seen))
+			t.Fatalf("the resumed stream closed before the end (%d events)", len(f.seen))
 		}
-		t.Logf("%d events before the reconnection, %d after", beforeResume, len(seen)-beforeResume)
-		if len(seen) < beforeResume+2 {
-			t.Errorf("%d events after resuming, want progress and the end", len(seen)-beforeResume)
+		t.Logf("%d events before the reconnection, %d after", beforeResume, len(f.seen)-beforeResume)
+		if len(f.seen) < beforeResume+2 {
+			t.Errorf("%d events after resuming, want progress and the end", len(f.seen)-beforeResume)
 		}
-		end := seen[len(seen)-1]
+		end := f.seen[len(f.seen)-1]
 		if end.Status != string(jobs.JobCompleted) || end.Progress.Processed != rows || end.Details.SuccessCount != rows || end.EndTime == nil {
 			t.Errorf("final event: %s %d/%d, %d ok", end.Status, end.Progress.Processed, end.Progress.Total, end.Details.SuccessCount)
 		}

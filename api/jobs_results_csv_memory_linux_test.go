@@ -2,74 +2,22 @@ package api_test
 
 import (
 	"bufio"
-	"context"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"iam/api"
 	"iam/api/auth"
-	"iam/models"
 	"iam/models/dbtest"
 	"iam/models/identity"
 	"iam/models/jobs"
 	"iam/models/sqldb"
 	"iam/models/store"
 )
-
-// The child process of TestJobResultsCSV_MillionRowsInConstantMemory:
-// the environment names its database and organization.
-const (
-	envCSVServeDSN = "IAM_TEST_CSV_SERVE_DSN"
-	envCSVServeOrg = "IAM_TEST_CSV_SERVE_ORG"
-	csvServeToken  = "csv-serve-token" //nolint:gosec // G101: a test token the child process accepts, nothing secret
-)
-
-// fixedToken accepts one token, of a job reader of org.
-type fixedToken struct{ org int64 }
-
-func (f fixedToken) ValidateAccessToken(_ context.Context, tok string) (*auth.Principal, error) {
-	if tok != csvServeToken {
-		return nil, errors.New("unknown token")
-	}
-	return &auth.Principal{UserID: 1, OrgID: f.org, Scopes: []string{"svc.job.READ"}}, nil
-}
-
-// TestJobResultsCSVServeProcess is the API process whose memory
-// TestJobResultsCSV_MillionRowsInConstantMemory measures: it serves the
-// API over the database its environment names and prints its address.
-func TestJobResultsCSVServeProcess(t *testing.T) {
-	dsn := os.Getenv(envCSVServeDSN)
-	if dsn == "" {
-		t.Skip("the API process of TestJobResultsCSV_MillionRowsInConstantMemory")
-	}
-	org, err := strconv.ParseInt(os.Getenv(envCSVServeOrg), 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sqldb.Open(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := api.New(api.Config{}, api.Deps{Store: store.NewStore(db), Tokens: fixedToken{org}, Log: slog.New(slog.DiscardHandler)})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Printf("listening on %s\n", ln.Addr())
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	_ = hs.Serve(api.Listener(ln)) // until the parent kills the process
-}
 
 // procStatusKB reads a figure in KiB (VmRSS:, VmHWM:) of /proc/<pid>/status.
 func procStatusKB(t *testing.T, pid int, key string) int64 {
@@ -99,7 +47,7 @@ func getCSV(t *testing.T, base string, jobID int64) (int64, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", auth.Scheme+" "+csvServeToken)
+	req.Header.Set("Authorization", auth.Scheme+" "+apiProcessToken)
 	req.Header.Set("Accept", "text/csv")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -159,23 +107,7 @@ func TestJobResultsCSV_MillionRowsInConstantMemory(t *testing.T) {
 	warm, big := newJob(20_000), newJob(n)
 	t.Logf("%d rows inserted in %s", n+20_000, time.Since(began).Round(time.Millisecond))
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestJobResultsCSVServeProcess$", "-test.count=1") //nolint:gosec // G204: this test binary, with fixed arguments
-	cmd.Env = append(os.Environ(), envCSVServeDSN+"="+dsn, envCSVServeOrg+"="+models.FormatID(org.ID))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err = cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
-	if err != nil || !ok {
-		t.Fatalf("the API process said %q: %v", line, err)
-	}
-	base, pid := "http://"+addr, cmd.Process.Pid
+	base, pid := startAPIProcess(t, dsn, org.ID)
 
 	if lines, _ := getCSV(t, base, warm.ID); lines != 20_001 {
 		t.Fatalf("warm-up: %d lines", lines)
