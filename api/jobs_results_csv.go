@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -28,8 +29,10 @@ import (
 // Columns of a job's results: row, id, status, message; and email (the
 // user's primary email, read when the file is made; empty when the row
 // matched no user or the user was deleted) for jobs whose entity is a user
-// (quick enrollment, management executions). Columns of an execution's
-// data: row, id, email, first_name, last_name, status, message.
+// (quick enrollment, management executions); for a job resolving a
+// management upload, the upload's match columns (Primary Email, ...) with
+// each row's value as the file gave it. Columns of an execution's data:
+// row, id, email, first_name, last_name, status, message.
 //
 // Cells are neutralised against CSV injection (OWASP): a text cell that
 // begins with =, +, -, @, a tab or a carriage return is written with a
@@ -128,6 +131,13 @@ func (s *Server) jobResultsCSV(c *gin.Context, jobID int64) error {
 	if users {
 		header = append(header, "email")
 	}
+	upload, err := s.resolvedUpload(ctx, job)
+	if err != nil {
+		return err
+	}
+	if upload != nil {
+		header = append(header, upload.MatchColumns...)
+	}
 	out, err := startCSV(c, "job-"+models.FormatID(job.ID)+"-results.csv", header)
 	if err != nil {
 		return out.end(err)
@@ -144,12 +154,23 @@ func (s *Server) jobResultsCSV(c *gin.Context, jobID int64) error {
 				return out.end(err)
 			}
 		}
+		var matched map[int64]map[string]string
+		if upload != nil && len(page) > 0 {
+			if matched, err = s.uploadRowValues(ctx, upload.ID, page); err != nil {
+				return out.end(err)
+			}
+		}
 		for i := range page {
 			r := &page[i]
 			cells := []string{strconv.FormatInt(r.Seq, 10), r.EntityID, r.Status, r.Message}
 			if users {
 				uid, _ := strconv.ParseInt(r.EntityID, 10, 64)
 				cells = append(cells, emails[uid])
+			}
+			if upload != nil {
+				for _, col := range upload.MatchColumns {
+					cells = append(cells, matched[r.Seq][col])
+				}
 			}
 			if err := out.row(cells...); err != nil {
 				return out.end(err)
@@ -163,6 +184,38 @@ func (s *Server) jobResultsCSV(c *gin.Context, jobID int64) error {
 			return out.end(err)
 		}
 	}
+}
+
+// resolvedUpload returns the management upload a resolving job reads
+// (its rows carry the file's match columns), or nil for every other kind
+// of job and for an upload since deleted.
+func (s *Server) resolvedUpload(ctx context.Context, job *jobs.Job) (*management.MgmtUpload, error) {
+	if job.Kind != jobs.MgmtResolveJobKind {
+		return nil, nil
+	}
+	var in management.UploadResolveInput
+	if err := json.Unmarshal(job.Input, &in); err != nil || in.UploadID == 0 {
+		return nil, nil //nolint:nilerr // an input without its upload: the file has no match columns to show
+	}
+	up, err := s.store.Management.UploadByJob(ctx, job.OrgID, in.UploadID)
+	if models.ErrorCode(err) == models.ENOTFOUND {
+		return nil, nil
+	}
+	return up, err
+}
+
+// uploadRowValues returns the imported values of the upload rows a page of
+// a resolving job's results names (seq is the row number), by row.
+func (s *Server) uploadRowValues(ctx context.Context, uploadID int64, page []jobs.JobResult) (map[int64]map[string]string, error) {
+	rows, err := s.store.Management.UploadRows(ctx, uploadID, page[0].Seq, page[len(page)-1].Seq+1)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]map[string]string, len(rows))
+	for i := range rows {
+		out[rows[i].RowNo] = rows[i].ImportedData
+	}
+	return out, nil
 }
 
 // userEmails returns the primary email of the organization's users that a
