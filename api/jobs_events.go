@@ -65,14 +65,16 @@ const (
 	jobStateTimeout = 10 * time.Second
 )
 
-// eventKey is the position of a stored job state in the job's life: its
-// processed count, then how far its status is (QUEUED, RUNNING, final),
-// then its updated_at. Each part only grows as a job moves on (progress
-// is written absolute, never lowered), so comparing keys orders states the
-// same in every process.
+// eventKey is the position of a stored job state in the job's life: how
+// far its status is (QUEUED, RUNNING, final), then its processed count,
+// then its updated_at. A status only moves forward and, while a job runs,
+// its progress is written absolute and only grows, so comparing keys orders
+// states the same in every process; the status comes first so that a
+// final state always follows every running one, even one whose progress
+// was written higher than the final figures.
 type eventKey struct {
-	processed int64
 	rank      int
+	processed int64
 	updated   int64 // unix microseconds
 }
 
@@ -84,20 +86,20 @@ func jobEventKey(j *jobs.Job) eventKey {
 	case j.Status == jobs.JobRunning:
 		rank = 1
 	}
-	return eventKey{processed: j.Processed, rank: rank, updated: j.UpdatedAt.UnixMicro()}
+	return eventKey{rank: rank, processed: j.Processed, updated: j.UpdatedAt.UnixMicro()}
 }
 
-// String is the event id: "<processed>-<rank>-<updated_at µs>".
+// String is the event id: "<rank>-<processed>-<updated_at µs>".
 func (k eventKey) String() string {
-	return fmt.Sprintf("%d-%d-%d", k.processed, k.rank, k.updated)
+	return fmt.Sprintf("%d-%d-%d", k.rank, k.processed, k.updated)
 }
 
 func (k eventKey) after(o eventKey) bool {
-	if k.processed != o.processed {
-		return k.processed > o.processed
-	}
 	if k.rank != o.rank {
 		return k.rank > o.rank
+	}
+	if k.processed != o.processed {
+		return k.processed > o.processed
 	}
 	return k.updated > o.updated
 }
@@ -118,10 +120,10 @@ func parseEventKey(s string) (eventKey, bool) {
 		}
 		nums[i] = n
 	}
-	if nums[1] > 2 {
+	if nums[0] > 2 {
 		return eventKey{}, false
 	}
-	return eventKey{processed: nums[0], rank: int(nums[1]), updated: nums[2]}, true
+	return eventKey{rank: int(nums[0]), processed: nums[1], updated: nums[2]}, true
 }
 
 // jobStates reads the stored state of jobs (jobs.JobStore.States).

@@ -102,13 +102,13 @@ func (s *sseStream) check(t *testing.T) {
 	apitest.CheckResponse(t, s.req, s.resp, s.raw.Bytes())
 }
 
-// idKey orders event ids as the service makes them: processed, status
-// rank, updated_at.
+// idKey orders event ids as the service makes them: status rank,
+// processed, updated_at.
 func idKey(t *testing.T, id string) [3]int64 {
 	t.Helper()
 	parts := strings.Split(id, "-")
 	if len(parts) != 3 {
-		t.Fatalf("event id %q is not <processed>-<rank>-<updated>", id)
+		t.Fatalf("event id %q is not <rank>-<processed>-<updated>", id)
 	}
 	var k [3]int64
 	for i, p := range parts {
