@@ -297,11 +297,15 @@ func (s *Server) jobEvents(c *gin.Context) error {
 		c.Status(http.StatusNoContent)
 		return nil
 	}
-	sub, cancel, err := s.jobWatch.subscribe(id)
-	if err != nil {
-		return err
+	// A finished job's stream is its end event alone: it takes no slot.
+	var sub *jobSub
+	if !job.Status.Finished() {
+		var cancel func()
+		if sub, cancel, err = s.jobWatch.subscribe(id); err != nil {
+			return err
+		}
+		defer cancel()
 	}
-	defer cancel()
 	srv, _ := ctx.Value(http.ServerContextKey).(*http.Server)
 	shutdown := s.jobWatch.shutdownOf(srv)
 

@@ -284,6 +284,17 @@ func TestJobEvents_TenancyScopesBoundAndDelete(t *testing.T) {
 		if busy.Header.Get("Retry-After") == "" {
 			t.Error("429 without Retry-After")
 		}
+		// A finished job's stream is its end event alone, which takes no
+		// slot: it is served with every slot taken.
+		done := env.CreateDiagnostic(env.Org, activities.DiagnosticParams{Items: 3})
+		if err := env.Store.Jobs.Finish(t.Context(), env.Org.ID, done.ID, jobs.JobError, "stopped", jobs.JobProgress{}); err != nil {
+			t.Fatal(err)
+		}
+		ended := openEvents(t, env, tok, done.ID, "")
+		if ev, err := ended.next(); err != nil || ev.Event != "end" || !strings.Contains(ev.Data, `"status":"ERROR"`) {
+			t.Errorf("a finished job's stream with every slot taken: %d %+v %v", ended.resp.StatusCode, ev, err)
+		}
+		ended.close()
 		// Heartbeats while the job stays QUEUED.
 		deadline := time.Now().Add(5 * time.Second)
 		for !strings.Contains(s.raw.String(), ": keep-alive") {
