@@ -287,12 +287,12 @@ func TestJobEvents_TenancyScopesBoundAndDelete(t *testing.T) {
 		// A finished job's stream is its end event alone, which takes no
 		// slot: it is served with every slot taken.
 		done := env.CreateDiagnostic(env.Org, activities.DiagnosticParams{Items: 3})
-		if err := env.Store.Jobs.Finish(t.Context(), env.Org.ID, done.ID, jobs.JobError, "stopped", jobs.JobProgress{}); err != nil {
-			t.Fatal(err)
+		if finishErr := env.Store.Jobs.Finish(t.Context(), env.Org.ID, done.ID, jobs.JobError, "stopped", jobs.JobProgress{}); finishErr != nil {
+			t.Fatal(finishErr)
 		}
 		ended := openEvents(t, env, tok, done.ID, "")
-		if ev, err := ended.next(); err != nil || ev.Event != "end" || !strings.Contains(ev.Data, `"status":"ERROR"`) {
-			t.Errorf("a finished job's stream with every slot taken: %d %+v %v", ended.resp.StatusCode, ev, err)
+		if endEv, endErr := ended.next(); endErr != nil || endEv.Event != "end" || !strings.Contains(endEv.Data, `"status":"ERROR"`) {
+			t.Errorf("a finished job's stream with every slot taken: %d %+v %v", ended.resp.StatusCode, endEv, endErr)
 		}
 		ended.close()
 		// Heartbeats while the job stays QUEUED.
