@@ -99,9 +99,21 @@ func (s *Server) getJob(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	results, err := s.store.Jobs.Results(ctx, job.ID, "", 0, resultsInJob)
+	view, err := s.fullJobView(ctx, job)
 	if err != nil {
 		return err
+	}
+	c.JSON(http.StatusOK, view)
+	return nil
+}
+
+// fullJobView is the job as GET /jobs/{job_id} shows it: with details, its
+// first results and the counts of all of them. The event stream of
+// GET /jobs/{job_id}/events sends the same.
+func (s *Server) fullJobView(ctx context.Context, job *jobs.Job) (jobView, error) {
+	results, err := s.store.Jobs.Results(ctx, job.ID, "", 0, resultsInJob)
+	if err != nil {
+		return jobView{}, err
 	}
 	if results == nil {
 		results = []jobs.JobResult{}
@@ -115,18 +127,21 @@ func (s *Server) getJob(c *gin.Context) error {
 		ResultCount:  job.SuccessCount + job.ErrorCount,
 		ResultsHref:  "/api/v1/jobs/" + view.ID + "/results",
 	}
-	c.JSON(http.StatusOK, view)
-	return nil
+	return view, nil
 }
 
 // listJobResults: GET /jobs/{job_id}/results, every per-entity result in row
-// order (offset paging; filter on row, id and status).
+// order (offset paging; filter on row, id and status); with Accept:
+// text/csv all of them as a CSV file (jobs_results_csv.go).
 func (s *Server) listJobResults(c *gin.Context) error {
 	ctx := c.Request.Context()
 	org := principal(c).OrgID
 	id, err := pathID(c, "job_id", jobs.ErrJobNotFound)
 	if err != nil {
 		return err
+	}
+	if wantsCSV(c) {
+		return s.jobResultsCSV(c, id)
 	}
 	params, err := listing.Parse(c.Request.URL.Query(), jobs.JobResultListing)
 	if err != nil {

@@ -623,7 +623,8 @@ type executionResultView struct {
 
 // mgmtExecutionData: GET …/executions/{id}/data (from default 0, limit,
 // filter on user_id, email, status, message; attempt, default the
-// current).
+// current); with Accept: text/csv every result of the attempt as a CSV
+// file (jobs_results_csv.go).
 func (s *Server) mgmtExecutionData(c *gin.Context) error {
 	a, id, err := mgmtActionID(c, "execution_id", management.ErrExecutionNotFound)
 	if err != nil {
@@ -635,6 +636,9 @@ func (s *Server) mgmtExecutionData(c *gin.Context) error {
 		if attempt, err = strconv.Atoi(v); err != nil || attempt < 1 {
 			return asParamError(models.Invalid("attempt", "must be an attempt number from 1"))
 		}
+	}
+	if wantsCSV(c) {
+		return s.mgmtExecutionCSV(c, a, id, attempt)
 	}
 	params, err := listing.Parse(q, management.ExecutionResultListing)
 	if err != nil {

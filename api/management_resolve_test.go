@@ -155,6 +155,15 @@ func TestManagement_LargeUploadResolvedByAJob(t *testing.T) {
 		if len(page.Data) != 1 || page.Data[0].Status != "INVALID" || !strings.Contains(page.Data[0].Message, "no value") {
 			t.Errorf("row 12000 = %+v", page.Data)
 		}
+		// The resolving job's results as CSV carry each row's match column
+		// as the file gave it.
+		recs := readCSV(t, env.Do(apitest.Request{Method: "GET", Path: "/api/v1/jobs/" + up.Data.JobID + "/results",
+			Token: env.Token(env.Org, "svc.job.READ"), Header: acceptCSV}))
+		if len(recs) != rows+1 || strings.Join(recs[0], ",") != "row,id,status,message,Primary Email" ||
+			strings.Join(recs[2000], ",") != "2000,2000,SUCCESS,MAPPED,user2000@example.com" ||
+			strings.Join(recs[10500], ",") != "10500,10500,ERROR,DUPLICATE_USER: row 500 already names this user,USER500@example.com" {
+			t.Errorf("resolving job's CSV: %d lines, %q %q %q", len(recs), recs[0], recs[min(2000, len(recs)-1)], recs[min(10500, len(recs)-1)])
+		}
 
 		execPath, acc := execute(t, env, tok, "delete-users", map[string]any{"upload_id": fmt.Sprint(up.Data.ID)})
 		if acc.Data.Status != "yet_to_start" {

@@ -27,6 +27,7 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Path: "/jobs", Scopes: Scopes("job", "READ", "ALL"), Handler: handle(s.listJobs)},
 		{Method: "GET", Path: "/jobs/:job_id", Scopes: Scopes("job", "READ", "ALL"), Handler: handle(s.getJob)},
 		{Method: "GET", Path: "/jobs/:job_id/results", Scopes: Scopes("job", "READ", "ALL"), Handler: handle(s.listJobResults)},
+		{Method: "GET", Path: "/jobs/:job_id/events", Scopes: Scopes("job", "READ", "ALL"), Handler: handle(s.jobEvents)},
 		{Method: "DELETE", Path: "/jobs/:job_id", Scopes: Scopes("job", "DELETE", "ALL"), Handler: handle(s.deleteJob)},
 
 		// The audit log (docs/audit.md): every change's event, in commit

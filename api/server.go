@@ -73,6 +73,16 @@ type Config struct {
 	// resolves at once (IAM_MGMT_UPLOAD_CONCURRENCY); past it an upload is
 	// answered 429. DefaultMgmtUploadConcurrency when zero.
 	MgmtUploadConcurrency int
+	// JobEventsPoll is how often a process reads the jobs its event streams
+	// follow (GET /jobs/{id}/events); DefaultJobEventsPoll when zero.
+	JobEventsPoll time.Duration
+	// JobEventsHeartbeat is how often a quiet event stream sends a comment
+	// to keep proxies from closing it; DefaultJobEventsHeartbeat when zero.
+	JobEventsHeartbeat time.Duration
+	// JobEventStreams bounds the event streams a process serves at once
+	// (IAM_JOB_EVENT_STREAMS); past it a stream is answered 429.
+	// DefaultJobEventStreams when zero.
+	JobEventStreams int
 }
 
 // DefaultUploadIdleTimeout is the upload idle limit when Config sets none.
@@ -122,6 +132,8 @@ type Server struct {
 	// mgmtUploads holds a token for each management upload being resolved
 	// (Config.MgmtUploadConcurrency of them at most).
 	mgmtUploads chan struct{}
+	// jobWatch polls the jobs followed by event streams (jobs_events.go).
+	jobWatch *jobWatcher
 }
 
 // New builds the API's handler with every route of routes.go.
@@ -141,6 +153,15 @@ func New(cfg Config, deps Deps) *Server {
 	if cfg.MgmtUploadConcurrency <= 0 {
 		cfg.MgmtUploadConcurrency = DefaultMgmtUploadConcurrency
 	}
+	if cfg.JobEventsPoll <= 0 {
+		cfg.JobEventsPoll = DefaultJobEventsPoll
+	}
+	if cfg.JobEventsHeartbeat <= 0 {
+		cfg.JobEventsHeartbeat = DefaultJobEventsHeartbeat
+	}
+	if cfg.JobEventStreams <= 0 {
+		cfg.JobEventStreams = DefaultJobEventStreams
+	}
 	if deps.Log == nil {
 		deps.Log = slog.Default()
 	}
@@ -151,6 +172,9 @@ func New(cfg Config, deps Deps) *Server {
 		agentSettings: newLRU[int64, cachedSettings](10_000), agentReports: newLRU[int64, reportMemo](agentLimiters)}
 	s.decisions = decide.NewCache(decisionSource{store: deps.Store}, 10_000)
 	s.mgmtUploads = make(chan struct{}, cfg.MgmtUploadConcurrency)
+	if deps.Store != nil {
+		s.jobWatch = newJobWatcher(deps.Store.Jobs, cfg.JobEventsPoll, cfg.JobEventStreams, deps.Log)
+	}
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if deps.Store != nil {
 		s.metrics.MustRegister(newJobsCollector(deps.Store, deps.Log))

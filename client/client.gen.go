@@ -5555,6 +5555,12 @@ type ListJobsParams struct {
 	Fields *ListJobsFields `form:"fields,omitempty" json:"fields,omitempty"`
 }
 
+// FollowJobEventsParams defines parameters for FollowJobEvents.
+type FollowJobEventsParams struct {
+	// LastEventID The id of the last event the client received; the stream resumes after it.
+	LastEventID *string `json:"Last-Event-ID,omitempty"`
+}
+
 // ListJobResultsParams defines parameters for ListJobResults.
 type ListJobResultsParams struct {
 	// Limit Page size; default 200. A larger one than 1000 is lowered to 1000.
@@ -10334,6 +10340,9 @@ type ClientInterface interface {
 	// GetJob request
 	GetJob(ctx context.Context, jobId JobID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// FollowJobEvents request
+	FollowJobEvents(ctx context.Context, jobId JobID, params *FollowJobEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListJobResults request
 	ListJobResults(ctx context.Context, jobId JobID, params *ListJobResultsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -11328,6 +11337,18 @@ func (c *Client) DeleteJob(ctx context.Context, jobId JobID, reqEditors ...Reque
 
 func (c *Client) GetJob(ctx context.Context, jobId JobID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetJobRequest(c.Server, jobId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) FollowJobEvents(ctx context.Context, jobId JobID, params *FollowJobEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFollowJobEventsRequest(c.Server, jobId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -15304,6 +15325,55 @@ func NewGetJobRequest(server string, jobId JobID) (*http.Request, error) {
 	req, err := http.NewRequest("GET", queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewFollowJobEventsRequest generates requests for FollowJobEvents
+func NewFollowJobEventsRequest(server string, jobId JobID, params *FollowJobEventsParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "job_id", runtime.ParamLocationPath, jobId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/jobs/%s/events", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LastEventID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "Last-Event-ID", runtime.ParamLocationHeader, *params.LastEventID)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -20488,6 +20558,9 @@ type ClientWithResponsesInterface interface {
 	// GetJobWithResponse request
 	GetJobWithResponse(ctx context.Context, jobId JobID, reqEditors ...RequestEditorFn) (*GetJobResponse, error)
 
+	// FollowJobEventsWithResponse request
+	FollowJobEventsWithResponse(ctx context.Context, jobId JobID, params *FollowJobEventsParams, reqEditors ...RequestEditorFn) (*FollowJobEventsResponse, error)
+
 	// ListJobResultsWithResponse request
 	ListJobResultsWithResponse(ctx context.Context, jobId JobID, params *ListJobResultsParams, reqEditors ...RequestEditorFn) (*ListJobResultsResponse, error)
 
@@ -22040,6 +22113,32 @@ func (r GetJobResponse) Status() string {
 
 // StatusCode returns HTTPResponse.StatusCode
 func (r GetJobResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type FollowJobEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON429      *Error
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r FollowJobEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FollowJobEventsResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -24967,6 +25066,15 @@ func (c *ClientWithResponses) GetJobWithResponse(ctx context.Context, jobId JobI
 		return nil, err
 	}
 	return ParseGetJobResponse(rsp)
+}
+
+// FollowJobEventsWithResponse request returning *FollowJobEventsResponse
+func (c *ClientWithResponses) FollowJobEventsWithResponse(ctx context.Context, jobId JobID, params *FollowJobEventsParams, reqEditors ...RequestEditorFn) (*FollowJobEventsResponse, error) {
+	rsp, err := c.FollowJobEvents(ctx, jobId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFollowJobEventsResponse(rsp)
 }
 
 // ListJobResultsWithResponse request returning *ListJobResultsResponse
@@ -28628,6 +28736,60 @@ func ParseGetJobResponse(rsp *http.Response) (*GetJobResponse, error) {
 	return response, nil
 }
 
+// ParseFollowJobEventsResponse parses an HTTP response from a FollowJobEventsWithResponse call
+func ParseFollowJobEventsResponse(rsp *http.Response) (*FollowJobEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FollowJobEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseListJobResultsResponse parses an HTTP response from a ListJobResultsWithResponse call
 func ParseListJobResultsResponse(rsp *http.Response) (*ListJobResultsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -28688,6 +28850,9 @@ func ParseListJobResultsResponse(rsp *http.Response) (*ListJobResultsResponse, e
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
 
 	}
 
@@ -28966,6 +29131,9 @@ func ParseListManagementExecutionResultsResponse(rsp *http.Response) (*ListManag
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
 
 	}
 

@@ -90,6 +90,11 @@ type Options struct {
 	EventHookAllowPrivate []netip.Prefix
 	EventHookPolicy       hooks.Policy
 	EventHookPoll         time.Duration
+	// JobEventsPoll, JobEventsHeartbeat and JobEventStreams override the
+	// job event streams' poll interval, heartbeat and bound (api.Config).
+	JobEventsPoll      time.Duration
+	JobEventsHeartbeat time.Duration
+	JobEventStreams    int
 }
 
 // packageFiles are the packages a test's packages folder holds.
@@ -188,7 +193,8 @@ func New(t testing.TB, db *bun.DB, opts Options) *Env {
 		AgentRate: opts.AgentRate, AgentBurst: opts.AgentBurst, AgentPackagesDir: opts.AgentPackagesDir,
 		RegistrationsPerAddress: opts.RegistrationsPerAddress, RegistrationsPerKey: opts.RegistrationsPerKey,
 		MaxDevicesPerOrg: opts.MaxDevicesPerOrg, TrustedProxies: opts.TrustedProxies,
-		IdempotencyLease: opts.IdempotencyLease, MgmtUploadConcurrency: opts.MgmtUploadConcurrency}, api.Deps{
+		IdempotencyLease: opts.IdempotencyLease, MgmtUploadConcurrency: opts.MgmtUploadConcurrency,
+		JobEventsPoll: opts.JobEventsPoll, JobEventsHeartbeat: opts.JobEventsHeartbeat, JobEventStreams: opts.JobEventStreams}, api.Deps{
 		Store:    e.Store,
 		Temporal: e.Temporal,
 		Jobs:     e.Jobs,

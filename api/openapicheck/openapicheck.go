@@ -32,11 +32,12 @@ func New(doc *openapi3.T) (*Checker, error) {
 	registerDecoders.Do(func() {
 		// The OAuth pages answer HTML; CSV downloads and metrics answer
 		// text, the audit exports NDJSON (one JSON document a line, which
-		// their tests decode). Check their status and content type, and
-		// their bodies as plain text.
+		// their tests decode), job event streams Server-Sent Events. Check
+		// their status and content type, and their bodies as plain text.
 		openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
 		openapi3filter.RegisterBodyDecoder("text/csv", openapi3filter.PlainBodyDecoder)
 		openapi3filter.RegisterBodyDecoder("application/x-ndjson", openapi3filter.PlainBodyDecoder)
+		openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder)
 	})
 	router, err := gorillamux.NewRouter(doc)
 	if err != nil {

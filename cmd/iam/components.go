@@ -128,7 +128,8 @@ func apiServer(cfg Config, store *store.Store, tc client.Client, auth *oauth.Ser
 	srv := api.New(api.Config{MaxBodyBytes: cfg.MaxBodyBytes, UploadMaxBytes: cfg.UploadMaxBytes, UploadIdleTimeout: cfg.UploadIdleTimeout, SeparateMetrics: cfg.MetricsAddr != "",
 		AgentPackagesDir: cfg.AgentPackagesDir, AgentCheckinInterval: cfg.AgentCheckinInterval,
 		RegistrationsPerAddress: cfg.AgentRegistrationsPerAddress, RegistrationsPerKey: cfg.AgentRegistrationsPerKey,
-		MaxDevicesPerOrg: cfg.MaxDevicesPerOrg, TrustedProxies: proxies, MgmtUploadConcurrency: cfg.MgmtUploadConcurrency}, api.Deps{
+		MaxDevicesPerOrg: cfg.MaxDevicesPerOrg, TrustedProxies: proxies, MgmtUploadConcurrency: cfg.MgmtUploadConcurrency,
+		JobEventStreams: cfg.JobEventStreams}, api.Deps{
 		Store:    store,
 		Temporal: tc,
 		Jobs:     launcher,

@@ -95,6 +95,9 @@ type Config struct {
 	// MgmtUploadConcurrency is how many management uploads a process
 	// resolves at once; past it an upload is answered 429.
 	MgmtUploadConcurrency int `env:"IAM_MGMT_UPLOAD_CONCURRENCY" envDefault:"2"`
+	// JobEventStreams is how many job event streams (GET
+	// /jobs/{id}/events) a process serves at once; past it 429.
+	JobEventStreams int `env:"IAM_JOB_EVENT_STREAMS" envDefault:"500"`
 	// AdminPassword is the password `iam orgs create` gives the new
 	// organization's admin; empty, one is generated and printed once.
 	AdminPassword string `env:"IAM_ADMIN_PASSWORD"`
@@ -224,6 +227,9 @@ func (c Config) check() error {
 	}
 	if c.MgmtUploadConcurrency < 1 {
 		problems = append(problems, "IAM_MGMT_UPLOAD_CONCURRENCY must be at least 1")
+	}
+	if c.JobEventStreams < 1 {
+		problems = append(problems, "IAM_JOB_EVENT_STREAMS must be at least 1")
 	}
 	if c.AuditSigningKey != "" {
 		if _, err := secret.ParseKey(c.AuditSigningKey); err != nil {

@@ -702,3 +702,34 @@ func (s *MgmtStore) Retry(ctx context.Context, orgID int64, a MgmtAction, execID
 	}
 	return exec, job, nil
 }
+
+// ExecutionAttempt returns which attempt of an execution attempt names
+// (0: the current one). ENOTFOUND when the execution is not the
+// organization's and action's, or has no such attempt.
+func (s *MgmtStore) ExecutionAttempt(ctx context.Context, orgID int64, a MgmtAction, execID int64, attempt int) (int, error) {
+	exec, err := getExecution(ctx, s.db, orgID, a, execID)
+	if err != nil {
+		return 0, err
+	}
+	if attempt == 0 {
+		attempt = exec.Attempt
+	}
+	if attempt < 1 || attempt > exec.Attempt {
+		return 0, models.NotFound("Attempt", fmt.Sprintf("the execution has attempts 1 to %d", exec.Attempt))
+	}
+	return attempt, nil
+}
+
+// ResultsAfter returns up to limit results of one attempt of an execution
+// whose seq is above afterSeq, in seq order: one keyset page of the CSV
+// export, read without a transaction held between pages. The caller has
+// checked the execution's organization (ExecutionAttempt).
+func (s *MgmtStore) ResultsAfter(ctx context.Context, execID int64, attempt int, afterSeq int64, limit int) ([]ExecutionResult, error) {
+	var out []ExecutionResult
+	err := s.db.NewSelect().Model(&out).Where("execution_id = ? AND attempt = ? AND seq > ?", execID, attempt, afterSeq).
+		Order("seq").Limit(int64(limit)).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("select execution results: %w", err)
+	}
+	return out, nil
+}

@@ -236,6 +236,36 @@ func TestMgmtStore_ExecutionLifecycle(t *testing.T) {
 			t.Errorf("attempts = %+v", atts)
 		}
 
+		// The CSV export's reads: which attempt, then keyset pages by seq.
+		for asked, want := range map[int]int{0: 2, 1: 1, 2: 2} {
+			if got, attErr := m.ExecutionAttempt(ctx, org, management.ActionDeleteUsers, exec.ID, asked); attErr != nil || got != want {
+				t.Errorf("ExecutionAttempt(%d) = %d, %v; want %d", asked, got, attErr, want)
+			}
+		}
+		_, err = m.ExecutionAttempt(ctx, org, management.ActionDeleteUsers, exec.ID, 3)
+		modeltest.WantCode(t, err, models.ENOTFOUND)
+		_, err = m.ExecutionAttempt(ctx, org, management.ActionMoveUsers, exec.ID, 0)
+		modeltest.WantCode(t, err, models.ENOTFOUND) // another action's path
+		_, err = m.ExecutionAttempt(ctx, modeltest.NewOrg(t, f.store).ID, management.ActionDeleteUsers, exec.ID, 0)
+		modeltest.WantCode(t, err, models.ENOTFOUND) // another organization
+		var seqs []int64
+		for after := int64(0); ; {
+			page, pageErr := m.ResultsAfter(ctx, exec.ID, 2, after, 2)
+			if pageErr != nil {
+				t.Fatal(pageErr)
+			}
+			for _, r := range page {
+				seqs = append(seqs, r.Seq)
+			}
+			if len(page) < 2 {
+				break
+			}
+			after = page[len(page)-1].Seq
+		}
+		if !slices.Equal(seqs, []int64{1, 2, 3}) {
+			t.Errorf("ResultsAfter pages of attempt 2 = %v, want 1 2 3", seqs)
+		}
+
 		// A deleted job interrupts its execution.
 		gone, gjob, err := m.CreateExecution(ctx, management.NewExecution{OrgID: org, Action: management.ActionDeleteUsers,
 			Selection: management.Selection{UserIDs: all}})
