@@ -15,6 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"iam/api/auth"
 	"iam/models"
 	"iam/models/jobs"
 )
@@ -335,6 +336,12 @@ func (s *Server) jobEvents(c *gin.Context) error {
 			// process that is not going away.
 			return s.endStream(c, nil)
 		case <-heartbeat.C:
+			// The token is checked again at each heartbeat: a stream
+			// outlives no revoked or expired token by more than one
+			// interval (the client's reconnection then gets its 401).
+			if !s.tokenStillValid(c) {
+				return s.endStream(c, nil)
+			}
 			es.printf(": keep-alive\n\n")
 			if err := es.flush(); err != nil {
 				return s.endStream(c, err)
@@ -353,6 +360,22 @@ func (s *Server) jobEvents(c *gin.Context) error {
 			last = jobEventKey(j)
 		}
 	}
+}
+
+// tokenStillValid reports whether the request's token still validates
+// for the same user and organization. A check that cannot be made now (the
+// database unavailable) keeps the stream: the next heartbeat checks again.
+func (s *Server) tokenStillValid(c *gin.Context) bool {
+	token, ok := auth.Token(c.Request)
+	if !ok || s.deps.Tokens == nil {
+		return false
+	}
+	p, err := s.deps.Tokens.ValidateAccessToken(c.Request.Context(), token)
+	if models.IsUnavailable(err) {
+		return true
+	}
+	was := principal(c)
+	return err == nil && p != nil && p.UserID == was.UserID && p.OrgID == was.OrgID
 }
 
 // sendJobEvent writes job's state as one event ("end" once it has

@@ -401,3 +401,38 @@ func TestJobEvents_OutlivesWriteTimeoutAndEndsOnShutdown(t *testing.T) {
 		t.Errorf("Serve: %v", err)
 	}
 }
+
+// TestJobEvents_EndsWhenTheTokenIsRevoked: the token is checked again at
+// each heartbeat, so a stream does not outlive the revocation of the token
+// that opened it, and reconnecting with it is refused.
+func TestJobEvents_EndsWhenTheTokenIsRevoked(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		env := apitest.New(t, db, apitest.Options{JobEventsPoll: 20 * time.Millisecond, JobEventsHeartbeat: 50 * time.Millisecond})
+		job := env.CreateDiagnostic(env.Org, activities.DiagnosticParams{Items: 3}) // QUEUED: nothing runs it
+		tok := env.Token(env.Org, "svc.job.READ")
+		s := openEvents(t, env, tok, job.ID, "")
+		if ev, err := s.next(); err != nil || ev.Event != "progress" {
+			t.Fatalf("first event %+v %v", ev, err)
+		}
+		env.Tokens.Revoke(tok)
+		done := make(chan error, 1)
+		go func() {
+			for {
+				if _, err := s.r.ReadString('\n'); err != nil {
+					done <- err
+					return
+				}
+			}
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, io.EOF) {
+				t.Errorf("the stream ended with %v, want its end (EOF)", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the stream goes on after its token was revoked")
+		}
+		s.close()
+		wantError(t, env.Get(fmt.Sprintf("/api/v1/jobs/%d/events", job.ID), tok), 401, "00000101", "")
+	})
+}
