@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -312,6 +313,11 @@ func (e *Env) Do(req Request) *Response {
 		e.t.Fatalf("%s %s: %v", req.Method, req.Path, err)
 	}
 	defer func() { _ = resp.Body.Close() }() // only read: a close error tells the test nothing
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
+		// A stream (GET /jobs/{id}/events) lasts as long as its job: only
+		// its head is read, and the connection closed.
+		return &Response{Status: resp.StatusCode, Header: resp.Header}
+	}
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
 		e.t.Fatalf("read response: %v", err)
