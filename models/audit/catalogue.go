@@ -95,6 +95,12 @@ const (
 	OAuthTokenIssued     = "oauth.token.issued"  //nolint:gosec // G101: an event type's name, not a credential
 	OAuthTokenRevoked    = "oauth.token.revoked" //nolint:gosec // G101: an event type's name, not a credential
 	AccessDenied         = "access.denied"
+
+	// ProvisioningTokenCreated and ProvisioningTokenRevoked: an
+	// administrator creates or revokes a SCIM provisioning token (its
+	// value never shown).
+	ProvisioningTokenCreated = "provisioning_token.created" //nolint:gosec // G101: an event type's name, not a credential
+	ProvisioningTokenRevoked = "provisioning_token.revoked" //nolint:gosec // G101: an event type's name, not a credential
 )
 
 // Types returns every event type of the catalogue, sorted.
@@ -119,7 +125,7 @@ var catalogue = []string{
 	ManagementViewColumnsUpdated, ManagementUploadCreated, ManagementUploadDataDeleted,
 	ManagementExecutionStarted, ManagementExecutionRetried,
 	OAuthClientCreated, OAuthClientDeleted, OAuthSigninSucceeded, OAuthSigninFailed, OAuthTokenIssued, OAuthTokenRevoked,
-	AccessDenied,
+	AccessDenied, ProvisioningTokenCreated, ProvisioningTokenRevoked,
 }
 
 // Target returns the target of type typ with id and display name.

@@ -72,6 +72,12 @@ type User struct {
 	Fax             string `bun:"fax" api:"fax,write,filter,max=MaxUserPhoneLen"`
 	Gender          string `bun:"gender" api:"gender,write,filter,sort"`
 	Language        string `bun:"language" api:"language,write,filter,sort"`
+	// UserName is the SCIM userName (docs/scim.md): unique in the
+	// organization ignoring case; Create sets it to the email when empty.
+	UserName string `bun:"user_name" api:"-"`
+	// ExternalID is the id a provisioning client (SCIM externalId) keeps
+	// for the user; empty when none.
+	ExternalID string `bun:"external_id" api:"-"`
 	// Container is the user's place in the directory, a distinguished name
 	// in RFC 4514 syntax (OU=Sales,DC=example,DC=com; CheckContainer); empty
 	// when the user has none. The move-users management action sets it.
@@ -166,6 +172,9 @@ func (s *UserStore) Create(ctx context.Context, user *User, password string) err
 	if user.Role == "" {
 		user.Role = RoleUser
 	}
+	if user.UserName == "" {
+		user.UserName = user.Email
+	}
 	if err := checkUser(user); err != nil {
 		return err
 	}
@@ -208,6 +217,9 @@ func userWriteError(err error, what string) error {
 	}
 	if strings.Contains(err.Error(), "employee") {
 		return &models.Error{Code: models.ECONFLICT, Field: "employeeID", Detail: "a user with this employee id already exists in the organization"}
+	}
+	if strings.Contains(err.Error(), "user_name") {
+		return &models.Error{Code: models.ECONFLICT, Field: "userName", Detail: "a user with this userName already exists in the organization"}
 	}
 	return &models.Error{Code: models.ECONFLICT, Field: "email", Detail: "a user with this email already exists in the organization"}
 }

@@ -1,0 +1,215 @@
+package scim
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/uptrace/bun"
+
+	"iam/models"
+	"iam/models/identity"
+)
+
+// MaxCount is the most resources a list answers at once (the
+// ServiceProviderConfig's filter.maxResults); a larger count is lowered.
+const MaxCount = 1000
+
+// Query is a SCIM list: a filter (nil: every resource), sortBy (an
+// attribute; "" sorts by id), the order, and the 1-based startIndex and
+// count (0: the total only).
+type Query struct {
+	Filter     Expr
+	SortBy     string
+	Descending bool
+	StartIndex int
+	Count      int
+}
+
+// Store reads the identity area's users and groups the SCIM way.
+type Store struct{ db bun.IDB }
+
+// NewStore returns the Store over db.
+func NewStore(db bun.IDB) *Store { return &Store{db: db} }
+
+// orderBy returns the ORDER BY of q over r (its sortBy, then the id).
+// EINVALID (invalidValue) for an attribute r cannot sort by.
+func (r *resource) orderBy(q Query, idCol string) (string, error) {
+	dir := " ASC"
+	if q.Descending {
+		dir = " DESC"
+	}
+	if q.SortBy == "" {
+		return idCol + dir, nil
+	}
+	p, err := ParsePathName(q.SortBy)
+	if err != nil {
+		return "", models.Invalid("sortBy", "%s", err.Error())
+	}
+	col, ok := r.lookup(p)
+	if !ok {
+		if rows, multi := r.rows(Path{URN: p.URN, Attr: p.Attr}); multi && len(rows) == 1 {
+			sub := strings.ToLower(p.Sub)
+			if sub == "" {
+				sub = "value"
+			}
+			col, ok = rows[0][sub]
+		}
+	}
+	if !ok || col.kind == kindConst {
+		return "", models.Invalid("sortBy", "cannot sort by %s", q.SortBy)
+	}
+	expr := col.expr
+	if col.kind == kindText {
+		expr = "lower(" + expr + ")"
+	}
+	return expr + dir + ", " + idCol + dir, nil
+}
+
+// list runs q over table (aliased alias) of r into dest and counts the
+// matches. FilterError for a filter r cannot apply.
+func (s *Store) list(ctx context.Context, r *resource, table, alias, columns string, orgID int64, q Query, dest any) (int, error) {
+	c := condTrue
+	if q.Filter != nil {
+		var err error
+		if c, err = r.where(q.Filter); err != nil {
+			return 0, err
+		}
+	}
+	order, err := r.orderBy(q, alias+".id")
+	if err != nil {
+		return 0, err
+	}
+	base := func() *bun.SelectQuery {
+		return s.db.NewSelect().TableExpr(table+" AS "+alias).
+			Where(alias+".org_id = ?", orgID).Where(c.sql, c.args...)
+	}
+	total, err := base().Count(ctx)
+	if err != nil {
+		return 0, models.Unavailable(fmt.Errorf("count %s: %w", table, err))
+	}
+	if q.Count <= 0 {
+		return int(total), nil
+	}
+	start := max(q.StartIndex, 1)
+	err = base().ColumnExpr(columns).OrderExpr(order).
+		Limit(int64(min(q.Count, MaxCount))).Offset(int64(start-1)).Scan(ctx, dest)
+	if err != nil {
+		return 0, models.Unavailable(fmt.Errorf("list %s: %w", table, err))
+	}
+	return int(total), nil
+}
+
+// ListUsers returns a page of the organization's users matching q and the
+// number of users matching. *FilterError for a filter that names an
+// unknown attribute or compares wrongly; EINVALID for a bad sortBy.
+func (s *Store) ListUsers(ctx context.Context, orgID int64, q Query) ([]identity.User, int, error) {
+	users := []identity.User{}
+	total, err := s.list(ctx, userResource, "users", "u", "u.*", orgID, q, &users)
+	return users, total, err
+}
+
+// groupColumns are the columns of identity.Group.
+const groupColumns = "g.id, g.org_id, g.name, g.description, g.is_dynamic, g.membership_rule, g.rule_version, " +
+	"g.membership_job_id, g.members_count, g.external_id, g.when_created, g.updated_at"
+
+// ListGroups is ListUsers for groups.
+func (s *Store) ListGroups(ctx context.Context, orgID int64, q Query) ([]identity.Group, int, error) {
+	groups := []identity.Group{}
+	total, err := s.list(ctx, groupResource, "groups", "g", groupColumns, orgID, q, &groups)
+	return groups, total, err
+}
+
+// Member is a member of a group as SCIM shows it.
+type Member struct {
+	GroupID     int64  `bun:"group_id"`
+	UserID      int64  `bun:"user_id"`
+	DisplayName string `bun:"display_name"`
+	Email       string `bun:"email"`
+}
+
+// GroupRef is a group of a user as SCIM shows it.
+type GroupRef struct {
+	UserID int64  `bun:"user_id"`
+	ID     int64  `bun:"id"`
+	Name   string `bun:"name"`
+}
+
+// MaxListedMembers caps the members a group shows (GET of a group);
+// larger groups are read with excludedAttributes=members and filtered
+// with members[value eq "..."].
+const MaxListedMembers = 100_000
+
+// Members returns the members of the organization's groups groupIDs, by
+// group, in user id order (at most MaxListedMembers a group).
+func (s *Store) Members(ctx context.Context, orgID int64, groupIDs []int64) (map[int64][]Member, error) {
+	out := map[int64][]Member{}
+	if len(groupIDs) == 0 {
+		return out, nil
+	}
+	var rows []Member
+	err := s.db.NewSelect().TableExpr("group_members AS gm").
+		Join("JOIN users AS u ON u.id = gm.user_id").
+		ColumnExpr("gm.group_id, gm.user_id, u.display_name, u.email").
+		Where("gm.org_id = ? AND gm.group_id IN (?)", orgID, bun.List(groupIDs)).
+		OrderExpr("gm.group_id, gm.user_id").Limit(int64(MaxListedMembers*len(groupIDs))).
+		Scan(ctx, &rows)
+	if err != nil {
+		return nil, models.Unavailable(fmt.Errorf("select members: %w", err))
+	}
+	for _, m := range rows {
+		if len(out[m.GroupID]) < MaxListedMembers {
+			out[m.GroupID] = append(out[m.GroupID], m)
+		}
+	}
+	return out, nil
+}
+
+// UserGroups returns the groups of the organization's users userIDs, by
+// user, in group id order.
+func (s *Store) UserGroups(ctx context.Context, orgID int64, userIDs []int64) (map[int64][]GroupRef, error) {
+	out := map[int64][]GroupRef{}
+	if len(userIDs) == 0 {
+		return out, nil
+	}
+	var rows []GroupRef
+	err := s.db.NewSelect().TableExpr("group_members AS gm").
+		Join("JOIN groups AS g ON g.id = gm.group_id").
+		ColumnExpr("gm.user_id, g.id, g.name").
+		Where("gm.org_id = ? AND gm.user_id IN (?)", orgID, bun.List(userIDs)).
+		OrderExpr("gm.user_id, g.id").Scan(ctx, &rows)
+	if err != nil {
+		return nil, models.Unavailable(fmt.Errorf("select groups of users: %w", err))
+	}
+	for _, g := range rows {
+		out[g.UserID] = append(out[g.UserID], g)
+	}
+	return out, nil
+}
+
+// UserIDsByUserName returns the ids of the organization's users whose
+// userName is among names (ignoring case), for members and managers sent
+// by userName; ids keyed by the lower-case userName.
+func (s *Store) UserIDsByUserName(ctx context.Context, orgID int64, names []string) (map[string]int64, error) {
+	out := map[string]int64{}
+	if len(names) == 0 {
+		return out, nil
+	}
+	lower := make([]string, len(names))
+	for i, n := range names {
+		lower[i] = strings.ToLower(n)
+	}
+	var rows []struct {
+		ID       int64  `bun:"id"`
+		UserName string `bun:"user_name"`
+	}
+	err := s.db.NewSelect().TableExpr("users AS u").ColumnExpr("u.id, u.user_name").
+		Where("u.org_id = ? AND lower(u.user_name) IN (?)", orgID, bun.List(lower)).Scan(ctx, &rows)
+	if err != nil {
+		return nil, models.Unavailable(fmt.Errorf("select users by userName: %w", err))
+	}
+	for _, r := range rows {
+		out[strings.ToLower(r.UserName)] = r.ID
+	}
+	return out, nil
+}
