@@ -21,6 +21,7 @@ import (
 
 	"iam/api/auth"
 	"iam/api/jobrun"
+	"iam/api/scim"
 	"iam/models/audit"
 	"iam/models/decide"
 	"iam/models/store"
@@ -122,6 +123,8 @@ type Server struct {
 	// mgmtUploads holds a token for each management upload being resolved
 	// (Config.MgmtUploadConcurrency of them at most).
 	mgmtUploads chan struct{}
+	// scim serves /scim/v2 (SCIMRoutes).
+	scim *scim.Server
 }
 
 // New builds the API's handler with every route of routes.go.
@@ -151,6 +154,7 @@ func New(cfg Config, deps Deps) *Server {
 		agentSettings: newLRU[int64, cachedSettings](10_000), agentReports: newLRU[int64, reportMemo](agentLimiters)}
 	s.decisions = decide.NewCache(decisionSource{store: deps.Store}, 10_000)
 	s.mgmtUploads = make(chan struct{}, cfg.MgmtUploadConcurrency)
+	s.scim = scim.New(deps.Store, deps.Tokens, deps.Log)
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if deps.Store != nil {
 		s.metrics.MustRegister(newJobsCollector(deps.Store, deps.Log))
@@ -219,6 +223,8 @@ func (s *Server) newEngine() *gin.Engine {
 		}
 		v1.Handle(rt.Method, rt.Path, limitBody(limit), requireScopes(s.refusals(), routeName(rt.Method, rt.Path), rt.Scopes), h)
 	}
+	// SCIM 2.0 (docs/scim.md): its own bearer tokens, media type and errors.
+	s.scim.Mount(r, s.SCIMRoutes())
 	return r
 }
 
