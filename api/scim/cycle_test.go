@@ -46,10 +46,10 @@ func TestSCIM_EntraCycle(t *testing.T) {
 		created := c.do("POST", "/Users", obj{
 			"schemas":    []any{userSchema, enterpriseSchema},
 			"externalId": "a1b2c3", "userName": "alice@contoso.com", "active": true, "displayName": "Alice Adams",
-			"emails": []any{obj{"primary": true, "type": "work", "value": "alice@contoso.com"}},
-			"meta":   obj{"resourceType": "User"},
-			"name":   obj{"formatted": "Alice Adams", "familyName": "Adams", "givenName": "Alice"},
-			"title":  "Engineer",
+			"emails":         []any{obj{"primary": true, "type": "work", "value": "alice@contoso.com"}},
+			"meta":           obj{"resourceType": "User"},
+			"name":           obj{"formatted": "Alice Adams", "familyName": "Adams", "givenName": "Alice"},
+			"title":          "Engineer",
 			enterpriseSchema: obj{"employeeNumber": "E-1", "department": "R&D"},
 		}).want(t, http.StatusCreated)
 		id := created.id()
@@ -79,7 +79,7 @@ func TestSCIM_EntraCycle(t *testing.T) {
 		}
 		// Path-less replace with nested objects and URN keys.
 		c.do("PATCH", "/Users/"+id, patch(obj{"op": "replace", "value": obj{
-			"name":                        obj{"familyName": "Adams-Smith"},
+			"name":                           obj{"familyName": "Adams-Smith"},
 			enterpriseSchema + ":department": "Research",
 			"urn:ietf:params:scim:schemas:extension:enterprise:2.0:User": obj{"manager": obj{"value": models.FormatID(mgr.ID)}},
 		}})).want(t, 200)

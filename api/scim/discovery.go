@@ -25,13 +25,13 @@ func baseURL(c *gin.Context) string {
 // sorting, ETags and password changes; no bulk.
 func (s *Server) ServiceProviderConfig(c *gin.Context) error {
 	writeJSON(c, http.StatusOK, doc{
-		"schemas":          []any{ServiceProviderConfigSchema},
-		"patch":            doc{"supported": true},
-		"bulk":             doc{"supported": false, "maxOperations": 0, "maxPayloadSize": 0},
-		"filter":           doc{"supported": true, "maxResults": mscim.MaxCount},
-		"changePassword":   doc{"supported": true},
-		"sort":             doc{"supported": true},
-		"etag":             doc{"supported": true},
+		"schemas":        []any{ServiceProviderConfigSchema},
+		"patch":          doc{"supported": true},
+		"bulk":           doc{"supported": false, "maxOperations": 0, "maxPayloadSize": 0},
+		"filter":         doc{"supported": true, "maxResults": mscim.MaxCount},
+		"changePassword": doc{"supported": true},
+		"sort":           doc{"supported": true},
+		"etag":           doc{"supported": true},
 		"authenticationSchemes": []any{doc{
 			"type": "oauthbearertoken", "name": "OAuth Bearer Token", "primary": true,
 			"description": "A provisioning token of the organization (POST /api/v1/provisioning-tokens), or an OAuth 2.0 access token holding a svc.scim scope, as Authorization: Bearer <token>.",

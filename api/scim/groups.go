@@ -511,4 +511,3 @@ func (s *Server) listGroups(c *gin.Context, q search) error {
 	writeJSON(c, http.StatusOK, listResponse(total, q.query.StartIndex, resources))
 	return nil
 }
-

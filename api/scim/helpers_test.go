@@ -150,4 +150,6 @@ func memberValues(r reply) []string {
 	return out
 }
 
-func q(s string) string { return strings.NewReplacer(" ", "%20", `"`, "%22", "[", "%5B", "]", "%5D").Replace(s) }
+func q(s string) string {
+	return strings.NewReplacer(" ", "%20", `"`, "%22", "[", "%5B", "]", "%5D").Replace(s)
+}

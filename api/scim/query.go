@@ -223,4 +223,3 @@ func (p projection) apply(d doc) doc {
 	}
 	return d
 }
-

@@ -107,12 +107,16 @@ func newError(status int, scimType, detail string) error {
 	return &scimError{status: status, scimType: scimType, detail: detail}
 }
 
-func invalidValue(detail string) error  { return newError(http.StatusBadRequest, "invalidValue", detail) }
-func invalidSyntax(detail string) error { return newError(http.StatusBadRequest, "invalidSyntax", detail) }
-func invalidPath(detail string) error   { return newError(http.StatusBadRequest, "invalidPath", detail) }
-func mutability(detail string) error    { return newError(http.StatusBadRequest, "mutability", detail) }
-func noTarget(detail string) error      { return newError(http.StatusBadRequest, "noTarget", detail) }
-func tooMany(detail string) error       { return newError(http.StatusBadRequest, "tooMany", detail) }
+func invalidValue(detail string) error {
+	return newError(http.StatusBadRequest, "invalidValue", detail)
+}
+func invalidSyntax(detail string) error {
+	return newError(http.StatusBadRequest, "invalidSyntax", detail)
+}
+func invalidPath(detail string) error { return newError(http.StatusBadRequest, "invalidPath", detail) }
+func mutability(detail string) error  { return newError(http.StatusBadRequest, "mutability", detail) }
+func noTarget(detail string) error    { return newError(http.StatusBadRequest, "noTarget", detail) }
+func tooMany(detail string) error     { return newError(http.StatusBadRequest, "tooMany", detail) }
 
 var errPreconditionFailed = &scimError{status: http.StatusPreconditionFailed, detail: "the resource has changed: its version no longer matches If-Match"}
 
