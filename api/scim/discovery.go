@@ -20,7 +20,7 @@ func baseURL(c *gin.Context) string {
 	return strings.TrimSuffix(location(c, "", 0), "/0")
 }
 
-// ServiceProviderConfig: GET /ServiceProviderConfig. It tells what this
+// ServiceProviderConfig serves GET /ServiceProviderConfig. It tells what this
 // service supports: PATCH, filters (at most MaxCount results a page),
 // sorting, ETags and password changes; no bulk.
 func (s *Server) ServiceProviderConfig(c *gin.Context) error {
@@ -54,7 +54,7 @@ func resourceTypes(c *gin.Context) []doc {
 	}
 }
 
-// ResourceTypes: GET /ResourceTypes.
+// ResourceTypes serves GET /ResourceTypes.
 func (s *Server) ResourceTypes(c *gin.Context) error {
 	types := resourceTypes(c)
 	list := make([]any, len(types))
@@ -65,7 +65,7 @@ func (s *Server) ResourceTypes(c *gin.Context) error {
 	return nil
 }
 
-// ResourceType: GET /ResourceTypes/{name}.
+// ResourceType serves GET /ResourceTypes/{name}.
 func (s *Server) ResourceType(c *gin.Context) error {
 	for _, t := range resourceTypes(c) {
 		if strings.EqualFold(t["id"].(string), c.Param("id")) {
@@ -154,7 +154,7 @@ func schemas(c *gin.Context) []doc {
 	return []doc{user, enterprise, group}
 }
 
-// Schemas: GET /Schemas.
+// Schemas serves GET /Schemas.
 func (s *Server) Schemas(c *gin.Context) error {
 	all := schemas(c)
 	list := make([]any, len(all))
@@ -165,7 +165,7 @@ func (s *Server) Schemas(c *gin.Context) error {
 	return nil
 }
 
-// Schema: GET /Schemas/{urn}.
+// Schema serves GET /Schemas/{urn}.
 func (s *Server) Schema(c *gin.Context) error {
 	for _, sc := range schemas(c) {
 		if strings.EqualFold(sc["id"].(string), c.Param("id")) {

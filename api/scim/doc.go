@@ -69,7 +69,7 @@ func getList(m doc, name string) ([]doc, error) {
 	if !ok || v == nil {
 		return nil, nil
 	}
-	if o, ok := v.(doc); ok {
+	if o, isObj := v.(doc); isObj {
 		return []doc{o}, nil
 	}
 	arr, ok := v.([]any)
@@ -138,23 +138,4 @@ func extensionOf(m doc, create bool) doc {
 	o := doc{}
 	m[k] = o
 	return o
-}
-
-// clone deep-copies a JSON value.
-func clone(v any) any {
-	switch v := v.(type) {
-	case doc:
-		out := make(doc, len(v))
-		for k, e := range v {
-			out[k] = clone(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = clone(e)
-		}
-		return out
-	}
-	return v
 }

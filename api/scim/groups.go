@@ -1,6 +1,7 @@
 package scim
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -105,7 +106,7 @@ func queryProjection(c *gin.Context) (projection, error) {
 	return projectionOf(c.Query("attributes"), c.Query("excludedAttributes"))
 }
 
-// GetGroup: GET /Groups/{id}.
+// GetGroup serves GET /Groups/{id}.
 func (s *Server) GetGroup(c *gin.Context) error {
 	id, err := parseID(c, identity.ErrGroupNotFound)
 	if err != nil {
@@ -139,7 +140,7 @@ func groupInput(d doc) (name, externalID string, members []int64, err error) {
 	return
 }
 
-// CreateGroup: POST /Groups (a static group). 409 uniqueness for a taken
+// CreateGroup serves POST /Groups (a static group). 409 uniqueness for a taken
 // displayName.
 func (s *Server) CreateGroup(c *gin.Context) error {
 	var d doc
@@ -160,7 +161,7 @@ func (s *Server) CreateGroup(c *gin.Context) error {
 	if len(first) > identity.MaxMembersPerRequest {
 		first = nil // more than one insert takes: added by Edit below
 	}
-	if err := s.store.Groups.Create(ctx, g, first, nil); err != nil {
+	if err = s.store.Groups.Create(ctx, g, first, nil); err != nil {
 		return err
 	}
 	if first == nil && len(members) > 0 {
@@ -173,7 +174,7 @@ func (s *Server) CreateGroup(c *gin.Context) error {
 	return s.writeGroup(c, http.StatusCreated, g, proj)
 }
 
-// ReplaceGroup: PUT /Groups/{id}: its displayName, externalId and members
+// ReplaceGroup serves PUT /Groups/{id}: its displayName, externalId and members
 // become those sent.
 func (s *Server) ReplaceGroup(c *gin.Context) error {
 	id, err := parseID(c, identity.ErrGroupNotFound)
@@ -181,7 +182,7 @@ func (s *Server) ReplaceGroup(c *gin.Context) error {
 		return err
 	}
 	var d doc
-	if err := decode(c, &d); err != nil {
+	if err = decode(c, &d); err != nil {
 		return err
 	}
 	name, ext, members, err := groupInput(d)
@@ -255,7 +256,7 @@ func (m *memberSet) clear(replace []int64) {
 	m.replace, m.removeAll = &replace, false
 }
 
-// PatchGroup: PATCH /Groups/{id}: displayName and externalId; members
+// PatchGroup serves PATCH /Groups/{id}: displayName and externalId; members
 // added, removed (by value list or members[value eq "…"]) and replaced,
 // set-based whatever their number (no member is read).
 func (s *Server) PatchGroup(c *gin.Context) error {
@@ -274,7 +275,7 @@ func (s *Server) PatchGroup(c *gin.Context) error {
 	var edit identity.GroupEdit
 	set := &memberSet{add: map[int64]bool{}, remove: map[int64]bool{}}
 	for i, op := range ops {
-		if err := applyGroupOp(&edit, set, op); err != nil {
+		if err = applyGroupOp(&edit, set, op); err != nil {
 			return prefixErr(i, err)
 		}
 	}
@@ -299,7 +300,8 @@ func (s *Server) PatchGroup(c *gin.Context) error {
 }
 
 func prefixErr(i int, err error) error {
-	if se, ok := err.(*scimError); ok {
+	var se *scimError
+	if errors.As(err, &se) {
 		return &scimError{status: se.status, scimType: se.scimType, detail: "operation " + strconv.Itoa(i+1) + ": " + se.detail}
 	}
 	return err
@@ -321,7 +323,7 @@ func applyGroupOp(edit *identity.GroupEdit, set *memberSet, op patchOp) error {
 			return invalidValue("an operation without a path needs an object value")
 		}
 		for k, sub := range m {
-			if err := groupAttr(edit, set, op.Op, strings.ToLower(k), nil, sub); err != nil {
+			if err = groupAttr(edit, set, op.Op, strings.ToLower(k), nil, sub); err != nil {
 				return err
 			}
 		}
@@ -440,7 +442,7 @@ func invalidFilter() error {
 	return newError(http.StatusBadRequest, "invalidFilter", `members are selected by value eq "<id>" (joined by or)`)
 }
 
-// DeleteGroup: DELETE /Groups/{id}.
+// DeleteGroup serves DELETE /Groups/{id}.
 func (s *Server) DeleteGroup(c *gin.Context) error {
 	id, err := parseID(c, identity.ErrGroupNotFound)
 	if err != nil {
@@ -463,7 +465,7 @@ func (s *Server) DeleteGroup(c *gin.Context) error {
 	return nil
 }
 
-// ListGroups: GET /Groups.
+// ListGroups serves GET /Groups.
 func (s *Server) ListGroups(c *gin.Context) error {
 	q, err := searchOfQuery(c)
 	if err != nil {
@@ -472,7 +474,7 @@ func (s *Server) ListGroups(c *gin.Context) error {
 	return s.listGroups(c, q)
 }
 
-// SearchGroups: POST /Groups/.search.
+// SearchGroups serves POST /Groups/.search.
 func (s *Server) SearchGroups(c *gin.Context) error {
 	q, err := searchOfBody(c)
 	if err != nil {

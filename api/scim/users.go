@@ -324,7 +324,7 @@ func (s *Server) writeUser(c *gin.Context, status int, u *identity.User) error {
 	return nil
 }
 
-// GetUser: GET /Users/{id}.
+// GetUser serves GET /Users/{id}.
 func (s *Server) GetUser(c *gin.Context) error {
 	id, err := parseID(c, identity.ErrUserNotFound)
 	if err != nil {
@@ -341,7 +341,7 @@ func (s *Server) GetUser(c *gin.Context) error {
 	return s.writeUser(c, http.StatusOK, u)
 }
 
-// CreateUser: POST /Users. 409 uniqueness for a taken userName, email or
+// CreateUser serves POST /Users. 409 uniqueness for a taken userName, email or
 // employeeNumber.
 func (s *Server) CreateUser(c *gin.Context) error {
 	var d doc
@@ -362,27 +362,27 @@ func (s *Server) CreateUser(c *gin.Context) error {
 	return s.writeUser(c, http.StatusCreated, u)
 }
 
-// ReplaceUser: PUT /Users/{id} (Okta sends the whole user).
+// ReplaceUser serves PUT /Users/{id} (Okta sends the whole user).
 func (s *Server) ReplaceUser(c *gin.Context) error {
 	id, err := parseID(c, identity.ErrUserNotFound)
 	if err != nil {
 		return err
 	}
 	var d doc
-	if err := decode(c, &d); err != nil {
+	if err = decode(c, &d); err != nil {
 		return err
 	}
 	var password *string
 	if v, ok := get(d, "password"); ok && v != nil {
-		pw, err := getString(d, "password")
-		if err != nil {
-			return err
+		pw, perr := getString(d, "password")
+		if perr != nil {
+			return perr
 		}
 		password = &pw
 	}
 	u, err := s.store.Users.Update(c.Request.Context(), orgOf(c), id, func(u *identity.User) error {
-		if err := checkVersion(c, userVersion(u)); err != nil {
-			return err
+		if verr := checkVersion(c, userVersion(u)); verr != nil {
+			return verr
 		}
 		return applyUserDoc(u, d)
 	}, password)
@@ -392,7 +392,7 @@ func (s *Server) ReplaceUser(c *gin.Context) error {
 	return s.writeUser(c, http.StatusOK, u)
 }
 
-// PatchUser: PATCH /Users/{id} (RFC 7644 §3.5.2, with what Entra and Okta
+// PatchUser serves PATCH /Users/{id} (RFC 7644 §3.5.2, with what Entra and Okta
 // send: op names in any case, booleans as strings, path-less replace of
 // nested objects, the manager as a string).
 func (s *Server) PatchUser(c *gin.Context) error {
@@ -409,12 +409,12 @@ func (s *Server) PatchUser(c *gin.Context) error {
 		return err
 	}
 	u, err := s.store.Users.Update(c.Request.Context(), orgOf(c), id, func(u *identity.User) error {
-		if err := checkVersion(c, userVersion(u)); err != nil {
-			return err
+		if verr := checkVersion(c, userVersion(u)); verr != nil {
+			return verr
 		}
 		d := userDoc(nil, u, nil)
-		if err := applyPatch(d, ops, userPatchRules); err != nil {
-			return err
+		if perr := applyPatch(d, ops, userPatchRules); perr != nil {
+			return perr
 		}
 		return applyUserDoc(u, d)
 	}, password)
@@ -424,7 +424,7 @@ func (s *Server) PatchUser(c *gin.Context) error {
 	return s.writeUser(c, http.StatusOK, u)
 }
 
-// DeleteUser: DELETE /Users/{id}.
+// DeleteUser serves DELETE /Users/{id}.
 func (s *Server) DeleteUser(c *gin.Context) error {
 	id, err := parseID(c, identity.ErrUserNotFound)
 	if err != nil {
@@ -447,7 +447,7 @@ func (s *Server) DeleteUser(c *gin.Context) error {
 	return nil
 }
 
-// ListUsers: GET /Users.
+// ListUsers serves GET /Users.
 func (s *Server) ListUsers(c *gin.Context) error {
 	q, err := searchOfQuery(c)
 	if err != nil {
@@ -456,7 +456,7 @@ func (s *Server) ListUsers(c *gin.Context) error {
 	return s.listUsers(c, q)
 }
 
-// SearchUsers: POST /Users/.search.
+// SearchUsers serves POST /Users/.search.
 func (s *Server) SearchUsers(c *gin.Context) error {
 	q, err := searchOfBody(c)
 	if err != nil {

@@ -381,12 +381,12 @@ func ParsePathName(s string) (Path, error) {
 
 // validName reports whether s is an ATTRNAME of RFC 7643 §2.1.
 func validName(s string) bool {
-	if s == "" || !(s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z' || s[0] == '$') {
+	if s == "" || !isAlpha(s[0]) && s[0] != '$' {
 		return false
 	}
 	for i := 1; i < len(s); i++ {
 		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+		if !isAlpha(c) && (c < '0' || c > '9') && c != '_' && c != '-' {
 			return false
 		}
 	}
@@ -423,3 +423,5 @@ func ParsePatchPath(src string) (Path, *ValuePath, error) {
 	}
 	return vp.Path, vp, nil
 }
+
+func isAlpha(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }

@@ -79,7 +79,7 @@ func TestStore_ListUsers(t *testing.T) {
 		if err != nil || len(users) != 2 || users[0].ID != bob.ID {
 			t.Fatalf("sort: %v %v", users, err)
 		}
-		if _, _, err := st.SCIM.ListUsers(context.Background(), org.ID, scim.Query{Count: 5, SortBy: "emails.type"}); models.ErrorCode(err) != models.EINVALID {
+		if _, _, err = st.SCIM.ListUsers(context.Background(), org.ID, scim.Query{Count: 5, SortBy: "emails.type"}); models.ErrorCode(err) != models.EINVALID {
 			t.Fatalf("sortBy a constant: %v", err)
 		}
 		// A taken userName (ignoring case) is a conflict naming userName.
@@ -161,20 +161,20 @@ func TestTokenStore(t *testing.T) {
 		if err != nil || got.ID != tok.ID || got.OrgID != org.ID || got.LastUsedAt == nil {
 			t.Fatalf("authenticate: %+v %v", got, err)
 		}
-		if _, err := st.ProvisioningTokens.Authenticate(context.Background(), secret+"x"); err == nil {
+		if _, err = st.ProvisioningTokens.Authenticate(context.Background(), secret+"x"); err == nil {
 			t.Fatal("a wrong token passed")
 		}
-		if err := st.ProvisioningTokens.Revoke(ctx, other.ID, tok.ID); models.ErrorCode(err) != models.ENOTFOUND {
+		if err = st.ProvisioningTokens.Revoke(ctx, other.ID, tok.ID); models.ErrorCode(err) != models.ENOTFOUND {
 			t.Fatalf("another org revokes: %v", err)
 		}
-		if err := st.ProvisioningTokens.Revoke(ctx, org.ID, tok.ID); err != nil {
+		if err = st.ProvisioningTokens.Revoke(ctx, org.ID, tok.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.ProvisioningTokens.Authenticate(context.Background(), secret); err == nil {
+		if _, err = st.ProvisioningTokens.Authenticate(context.Background(), secret); err == nil {
 			t.Fatal("a revoked token passed")
 		}
 		past := time.Now().Add(-time.Hour)
-		if _, _, err := st.ProvisioningTokens.Create(ctx, org.ID, "x", &past); models.ErrorCode(err) != models.EINVALID {
+		if _, _, err = st.ProvisioningTokens.Create(ctx, org.ID, "x", &past); models.ErrorCode(err) != models.EINVALID {
 			t.Fatalf("past expiry: %v", err)
 		}
 		list, err := st.ProvisioningTokens.List(context.Background(), org.ID)
