@@ -206,6 +206,11 @@ var auditRoutes = map[string]auditRoute{
 			return map[string]any{"user_id": p["user_id"], "device_id": p["device_id"], "endpoint": "ComputerDevices", "action": "RDP", "ip": "198.51.100.7"}
 		}},
 
+	"POST /provisioning-tokens": {event: audit.ProvisioningTokenCreated, target: "created", body: uniqueName("name", "SCIM token %d")},
+	"DELETE /provisioning-tokens/:token_id": {event: audit.ProvisioningTokenRevoked, target: "token_id",
+		prepare: func(f *auditFixture, _ map[string]string) map[string]string {
+			return map[string]string{"token_id": f.create("/provisioning-tokens", map[string]any{"name": f.unique("Revoked %d")})}
+		}},
 	"POST /protection/device-groups": {event: audit.DeviceGroupCreated, target: "created", body: uniqueName("name", "Device group %d")},
 	"PATCH /protection/device-groups/:device_group_id": {event: audit.DeviceGroupUpdated, target: "device_group_id",
 		body: jsonBody(map[string]any{"description": "Audited"})},

@@ -56,6 +56,12 @@ func (s *Server) Routes() []Route {
 		{Method: "POST", Path: "/groups/:group_id/members", Scopes: Scopes("group", "UPDATE", "WRITE", "ALL"), Handler: handle(s.addGroupMembers)},
 		{Method: "DELETE", Path: "/groups/:group_id/members", Scopes: Scopes("group", "UPDATE", "WRITE", "ALL"), Handler: handle(s.removeGroupMembers)},
 
+		// SCIM provisioning tokens (docs/scim.md): bearer tokens of the
+		// organization for /scim/v2, shown once, stored hashed.
+		{Method: "GET", Path: "/provisioning-tokens", Scopes: Scopes("provisioning_token", "READ", "ALL"), Handler: handle(s.listProvisioningTokens)},
+		{Method: "POST", Path: "/provisioning-tokens", Scopes: Scopes("provisioning_token", "CREATE", "WRITE", "ALL"), Handler: handle(s.createProvisioningToken)},
+		{Method: "DELETE", Path: "/provisioning-tokens/:token_id", Scopes: Scopes("provisioning_token", "DELETE", "WRITE", "ALL"), Handler: handle(s.revokeProvisioningToken)},
+
 		// Authentication factor configs and quick enrollment (spec 4.3, 4.4).
 		{Method: "GET", Path: "/protection/authnfactor-configs", Scopes: append(Scopes("auth", "READ", "ALL"), Scopes("quick_enrollment", "READ", "ALL")...), Handler: handle(s.listFactorConfigs)},
 		{Method: "GET", Path: "/protection/quick-enrollment/sample-csv", Scopes: Scopes("quick_enrollment", "ALL", "READ"), Handler: handle(s.sampleCSV)},

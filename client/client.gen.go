@@ -4145,6 +4145,29 @@ type Progress struct {
 	Total     int `json:"total"`
 }
 
+// ProvisioningToken defines model for ProvisioningToken.
+type ProvisioningToken struct {
+	CreatedAt  time.Time  `json:"created_at"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	Id         string     `json:"id"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	Name       string     `json:"name"`
+	RevokedAt  *time.Time `json:"revoked_at"`
+	Scopes     []string   `json:"scopes"`
+
+	// Token The bearer token for /scim/v2; in the answer to its creation only.
+	Token *string `json:"token,omitempty"`
+}
+
+// ProvisioningTokenWrite defines model for ProvisioningTokenWrite.
+type ProvisioningTokenWrite struct {
+	// ExpiresAt When the token stops working; in the future. Absent, it lasts until revoked.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	// Name Trimmed of spaces at both ends.
+	Name string `json:"name"`
+}
+
 // Readiness defines model for Readiness.
 type Readiness struct {
 	Checks map[string]string `json:"checks"`
@@ -5940,6 +5963,9 @@ type UploadEnrollmentCSVMultipartRequestBody UploadEnrollmentCSVMultipartBody
 
 // UploadSmartCardsMultipartRequestBody defines body for UploadSmartCards for multipart/form-data ContentType.
 type UploadSmartCardsMultipartRequestBody UploadSmartCardsMultipartBody
+
+// CreateProvisioningTokenJSONRequestBody defines body for CreateProvisioningToken for application/json ContentType.
+type CreateProvisioningTokenJSONRequestBody = ProvisioningTokenWrite
 
 // CreateNotificationTemplateJSONRequestBody defines body for CreateNotificationTemplate for application/json ContentType.
 type CreateNotificationTemplateJSONRequestBody = NotificationTemplateWrite
@@ -10184,6 +10210,17 @@ type ClientInterface interface {
 	// UploadSmartCardsWithBody request with any body
 	UploadSmartCardsWithBody(ctx context.Context, params *UploadSmartCardsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListProvisioningTokens request
+	ListProvisioningTokens(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateProvisioningTokenWithBody request with any body
+	CreateProvisioningTokenWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	CreateProvisioningToken(ctx context.Context, body CreateProvisioningTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokeProvisioningToken request
+	RevokeProvisioningToken(ctx context.Context, tokenId ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListNotificationTemplates request
 	ListNotificationTemplates(ctx context.Context, params *ListNotificationTemplatesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -11848,6 +11885,54 @@ func (c *Client) UploadEnrollmentCSVWithBody(ctx context.Context, params *Upload
 
 func (c *Client) UploadSmartCardsWithBody(ctx context.Context, params *UploadSmartCardsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUploadSmartCardsRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListProvisioningTokens(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListProvisioningTokensRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) CreateProvisioningTokenWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateProvisioningTokenRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) CreateProvisioningToken(ctx context.Context, body CreateProvisioningTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateProvisioningTokenRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) RevokeProvisioningToken(ctx context.Context, tokenId ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeProvisioningTokenRequest(c.Server, tokenId)
 	if err != nil {
 		return nil, err
 	}
@@ -18077,6 +18162,107 @@ func NewUploadSmartCardsRequestWithBody(server string, params *UploadSmartCardsP
 	return req, nil
 }
 
+// NewListProvisioningTokensRequest generates requests for ListProvisioningTokens
+func NewListProvisioningTokensRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/provisioning-tokens")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateProvisioningTokenRequest calls the generic CreateProvisioningToken builder with application/json body
+func NewCreateProvisioningTokenRequest(server string, body CreateProvisioningTokenJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateProvisioningTokenRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateProvisioningTokenRequestWithBody generates requests for CreateProvisioningToken with any type of body
+func NewCreateProvisioningTokenRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/provisioning-tokens")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRevokeProvisioningTokenRequest generates requests for RevokeProvisioningToken
+func NewRevokeProvisioningTokenRequest(server string, tokenId ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "token_id", runtime.ParamLocationPath, tokenId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/provisioning-tokens/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("DELETE", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListNotificationTemplatesRequest generates requests for ListNotificationTemplates
 func NewListNotificationTemplatesRequest(server string, params *ListNotificationTemplatesParams) (*http.Request, error) {
 	var err error
@@ -19652,6 +19838,17 @@ type ClientWithResponsesInterface interface {
 
 	// UploadSmartCardsWithBodyWithResponse request with any body
 	UploadSmartCardsWithBodyWithResponse(ctx context.Context, params *UploadSmartCardsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadSmartCardsResponse, error)
+
+	// ListProvisioningTokensWithResponse request
+	ListProvisioningTokensWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListProvisioningTokensResponse, error)
+
+	// CreateProvisioningTokenWithBodyWithResponse request with any body
+	CreateProvisioningTokenWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateProvisioningTokenResponse, error)
+
+	CreateProvisioningTokenWithResponse(ctx context.Context, body CreateProvisioningTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateProvisioningTokenResponse, error)
+
+	// RevokeProvisioningTokenWithResponse request
+	RevokeProvisioningTokenWithResponse(ctx context.Context, tokenId ID, reqEditors ...RequestEditorFn) (*RevokeProvisioningTokenResponse, error)
 
 	// ListNotificationTemplatesWithResponse request
 	ListNotificationTemplatesWithResponse(ctx context.Context, params *ListNotificationTemplatesParams, reqEditors ...RequestEditorFn) (*ListNotificationTemplatesResponse, error)
@@ -22641,6 +22838,88 @@ func (r UploadSmartCardsResponse) StatusCode() int {
 	return 0
 }
 
+type ListProvisioningTokensResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []ProvisioningToken `json:"data"`
+	}
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListProvisioningTokensResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListProvisioningTokensResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type CreateProvisioningTokenResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON201      *struct {
+		Data ProvisioningToken `json:"data"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON413 *TooLarge
+	JSON415 *UnsupportedMediaType
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateProvisioningTokenResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateProvisioningTokenResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type RevokeProvisioningTokenResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r RevokeProvisioningTokenResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevokeProvisioningTokenResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
 type ListNotificationTemplatesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -24300,6 +24579,41 @@ func (c *ClientWithResponses) UploadSmartCardsWithBodyWithResponse(ctx context.C
 		return nil, err
 	}
 	return ParseUploadSmartCardsResponse(rsp)
+}
+
+// ListProvisioningTokensWithResponse request returning *ListProvisioningTokensResponse
+func (c *ClientWithResponses) ListProvisioningTokensWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListProvisioningTokensResponse, error) {
+	rsp, err := c.ListProvisioningTokens(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListProvisioningTokensResponse(rsp)
+}
+
+// CreateProvisioningTokenWithBodyWithResponse request with arbitrary body returning *CreateProvisioningTokenResponse
+func (c *ClientWithResponses) CreateProvisioningTokenWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateProvisioningTokenResponse, error) {
+	rsp, err := c.CreateProvisioningTokenWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateProvisioningTokenResponse(rsp)
+}
+
+func (c *ClientWithResponses) CreateProvisioningTokenWithResponse(ctx context.Context, body CreateProvisioningTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateProvisioningTokenResponse, error) {
+	rsp, err := c.CreateProvisioningToken(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateProvisioningTokenResponse(rsp)
+}
+
+// RevokeProvisioningTokenWithResponse request returning *RevokeProvisioningTokenResponse
+func (c *ClientWithResponses) RevokeProvisioningTokenWithResponse(ctx context.Context, tokenId ID, reqEditors ...RequestEditorFn) (*RevokeProvisioningTokenResponse, error) {
+	rsp, err := c.RevokeProvisioningToken(ctx, tokenId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokeProvisioningTokenResponse(rsp)
 }
 
 // ListNotificationTemplatesWithResponse request returning *ListNotificationTemplatesResponse
@@ -30895,6 +31209,172 @@ func ParseUploadSmartCardsResponse(rsp *http.Response) (*UploadSmartCardsRespons
 			return nil, err
 		}
 		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListProvisioningTokensResponse parses an HTTP response from a ListProvisioningTokensWithResponse call
+func ParseListProvisioningTokensResponse(rsp *http.Response) (*ListProvisioningTokensResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListProvisioningTokensResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []ProvisioningToken `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateProvisioningTokenResponse parses an HTTP response from a CreateProvisioningTokenWithResponse call
+func ParseCreateProvisioningTokenResponse(rsp *http.Response) (*CreateProvisioningTokenResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateProvisioningTokenResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data ProvisioningToken `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRevokeProvisioningTokenResponse parses an HTTP response from a RevokeProvisioningTokenWithResponse call
+func ParseRevokeProvisioningTokenResponse(rsp *http.Response) (*RevokeProvisioningTokenResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevokeProvisioningTokenResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable

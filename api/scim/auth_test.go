@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -141,4 +142,51 @@ func TestSCIM_Discovery(t *testing.T) {
 	if r := c.do("GET", "/Schemas/"+enterpriseSchema, nil).want(t, 200); r.body["name"] != "EnterpriseUser" {
 		t.Fatalf("enterprise schema %s", r.raw)
 	}
+}
+
+// TestProvisioningTokens_API: an admin creates a token through /api/v1
+// (its value shown once), the token works on /scim/v2, its use is listed,
+// and a revoke refuses its next request.
+func TestProvisioningTokens_API(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		env := apitest.New(t, db, apitest.Options{})
+		admin := env.Token(env.Org, "svc.provisioning_token.ALL")
+		r := env.Do(apitest.Request{Method: "POST", Path: "/api/v1/provisioning-tokens", Token: admin,
+			Body: map[string]any{"name": "Entra ID", "expires_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}})
+		if r.Status != 201 {
+			t.Fatalf("create: %d %s", r.Status, r.Body)
+		}
+		var created struct {
+			Data struct {
+				ID     string   `json:"id"`
+				Token  string   `json:"token"`
+				Scopes []string `json:"scopes"`
+			} `json:"data"`
+		}
+		r.JSON(t, &created)
+		if created.Data.Token == "" || len(created.Data.Scopes) != 1 || created.Data.Scopes[0] != "svc.scim.ALL" {
+			t.Fatalf("created %s", r.Body)
+		}
+		c := &scimClient{t: t, env: env, token: created.Data.Token}
+		c.do("GET", "/Users", nil).want(t, 200)
+		list := env.Get("/api/v1/provisioning-tokens", admin)
+		if list.Status != 200 || strings.Contains(string(list.Body), created.Data.Token) || !strings.Contains(string(list.Body), `"last_used_at":"`) {
+			t.Fatalf("list: %d %s", list.Status, list.Body)
+		}
+		// A token without the scope cannot manage tokens; a SCIM token cannot either.
+		if r := env.Get("/api/v1/provisioning-tokens", env.Token(env.Org, "svc.scim.ALL")); r.Status != 403 {
+			t.Fatalf("svc.scim.ALL lists tokens: %d", r.Status)
+		}
+		other := env.NewOrg("Other")
+		if r := env.Do(apitest.Request{Method: "DELETE", Path: "/api/v1/provisioning-tokens/" + created.Data.ID,
+			Token: env.Token(other, "svc.provisioning_token.ALL")}); r.Status != 404 {
+			t.Fatalf("another organization revokes: %d", r.Status)
+		}
+		if r := env.Do(apitest.Request{Method: "DELETE", Path: "/api/v1/provisioning-tokens/" + created.Data.ID, Token: admin}); r.Status != 204 {
+			t.Fatalf("revoke: %d %s", r.Status, r.Body)
+		}
+		c.do("GET", "/Users", nil).wantError(t, 401, "")
+		modeltest.OneEvent(t, db, env.Org.ID, audit.ProvisioningTokenCreated)
+		modeltest.OneEvent(t, db, env.Org.ID, audit.ProvisioningTokenRevoked)
+	})
 }

@@ -29,7 +29,7 @@ const adminEmail = "admin@example.com"
 var allScopes = []string{"svc.job.ALL", "svc.user.ALL", "svc.group.ALL", "svc.auth.ALL",
 	"svc.quick_enrollment.ALL", "svc.device.ALL", "svc.conditional_access_policy.ALL",
 	"svc.conditional_factor_config.ALL", "svc.management.ALL", "svc.notification_template.ALL",
-	"svc.audit.ALL", "svc.meta.READ"}
+	"svc.audit.ALL", "svc.provisioning_token.ALL", "svc.meta.READ"}
 
 // startDev starts `iam dev` on a fresh data directory under work and returns
 // its base URL and an access token with every scope.
