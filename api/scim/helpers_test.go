@@ -43,7 +43,8 @@ func newEnv(t *testing.T, db *bun.DB) (*apitest.Env, *scimClient) {
 }
 
 // do sends method path with body (JSON, or a string as it is) and header
-// pairs; it checks that every answer with a body is SCIM JSON.
+// pairs; it checks that every answer with a body is SCIM JSON, and every
+// answer against the OpenAPI document.
 func (c *scimClient) do(method, path string, body any, header ...string) reply {
 	c.t.Helper()
 	var r io.Reader
@@ -77,6 +78,7 @@ func (c *scimClient) do(method, path string, body any, header ...string) reply {
 	}
 	defer func() { _ = resp.Body.Close() }()
 	raw, _ := io.ReadAll(resp.Body)
+	apitest.CheckResponse(c.t, req, resp, raw) // the OpenAPI document's /scim/v2
 	out := reply{status: resp.StatusCode, header: resp.Header, raw: raw}
 	if len(raw) > 0 {
 		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/scim+json") {
