@@ -199,7 +199,7 @@ func (s *UserStore) Create(ctx context.Context, user *User, password string) err
 			return err
 		}
 		if _, err := tx.NewInsert().Model(user).Exec(ctx); err != nil {
-			return userWriteError(err, "insert user")
+			return userWriteError(err, "insert user", user)
 		}
 		if err := models.Record(ctx, models.AuditEvent{OrgID: user.OrgID, Type: audit.UserCreated,
 			Targets: []models.EventTarget{userTarget(user)}}); err != nil {
@@ -209,16 +209,18 @@ func (s *UserStore) Create(ctx context.Context, user *User, password string) err
 	})
 }
 
-// userWriteError explains a failed insert or update of a user: a taken
-// email or employee id is ECONFLICT naming the field.
-func userWriteError(err error, what string) error {
+// userWriteError explains a failed insert or update of u: a taken email,
+// employee id or userName is ECONFLICT naming the field. A userName equal
+// to the email (its default) that is taken is told as the email: the
+// database may report either index first.
+func userWriteError(err error, what string, u *User) error {
 	if !sqldb.IsUniqueViolation(err) {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	if strings.Contains(err.Error(), "employee") {
 		return &models.Error{Code: models.ECONFLICT, Field: "employeeID", Detail: "a user with this employee id already exists in the organization"}
 	}
-	if strings.Contains(err.Error(), "user_name") {
+	if strings.Contains(err.Error(), "user_name") && !strings.EqualFold(u.UserName, u.Email) {
 		return &models.Error{Code: models.ECONFLICT, Field: "userName", Detail: "a user with this userName already exists in the organization"}
 	}
 	return &models.Error{Code: models.ECONFLICT, Field: "email", Detail: "a user with this email already exists in the organization"}
