@@ -29,7 +29,7 @@ func TestSCIM_Tokens(t *testing.T) {
 
 		// No token, a wrong one, a provisioning token on /api/v1.
 		(&scimClient{t: t, env: env}).do("GET", "/Users", nil).wantError(t, 401, "")
-		(&scimClient{t: t, env: env, token: "iamscim_nope"}).do("GET", "/Users", nil).wantError(t, 401, "")
+		(&scimClient{t: t, env: env, token: "iamscim_nope"}).do("GET", "/Users", nil).wantError(t, 401, "") //nolint:gosec // G101: a made-up token the test expects refused
 		if r := env.Do(apitest.Request{Method: "GET", Path: "/api/v1/users", Token: c.token}); r.Status != 401 {
 			t.Fatalf("a provisioning token on /api/v1: %d", r.Status)
 		}
