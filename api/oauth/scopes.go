@@ -21,6 +21,8 @@ var resources = map[string]string{
 	"meta":                      "template metadata",
 	"auth":                      "authentication factor configurations",
 	"audit":                     "the audit log and its signed digests",
+	"scim":                      "users and groups through SCIM provisioning (/scim/v2)",
+	"provisioning_token":        "SCIM provisioning tokens",
 }
 
 // operations are the scope operations, with the consent page's words.
