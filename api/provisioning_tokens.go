@@ -29,10 +29,12 @@ func newProvisioningTokenView(t *scim.ProvisioningToken) provisioningTokenView {
 		ExpiresAt: utcPtr(t.ExpiresAt), LastUsedAt: utcPtr(t.LastUsedAt), RevokedAt: utcPtr(t.RevokedAt)}
 }
 
-// provisioningTokenRequest is the body of POST /provisioning-tokens.
+// provisioningTokenRequest is the body of POST /provisioning-tokens: the
+// token's name and, optionally, its life in days (without it the token
+// lasts until revoked).
 type provisioningTokenRequest struct {
-	Name      string     `json:"name" validate:"required"`
-	ExpiresAt *time.Time `json:"expires_at"`
+	Name          string `json:"name" validate:"required"`
+	ExpiresInDays *int   `json:"expires_in_days" validate:"omitempty,min=1,max=3650"`
 }
 
 // createProvisioningToken: POST /provisioning-tokens, 201 {data: token}
@@ -42,7 +44,12 @@ func (s *Server) createProvisioningToken(c *gin.Context) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	t, secret, err := s.store.ProvisioningTokens.Create(c.Request.Context(), principal(c).OrgID, req.Name, req.ExpiresAt)
+	var expires *time.Time
+	if req.ExpiresInDays != nil {
+		e := time.Now().UTC().AddDate(0, 0, *req.ExpiresInDays)
+		expires = &e
+	}
+	t, secret, err := s.store.ProvisioningTokens.Create(c.Request.Context(), principal(c).OrgID, req.Name, expires)
 	if err != nil {
 		return err
 	}

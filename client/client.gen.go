@@ -4200,8 +4200,8 @@ type ProvisioningToken struct {
 
 // ProvisioningTokenWrite defines model for ProvisioningTokenWrite.
 type ProvisioningTokenWrite struct {
-	// ExpiresAt When the token stops working; in the future. Absent, it lasts until revoked.
-	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// ExpiresInDays Days until the token stops working (expires_at). Absent, it lasts until revoked.
+	ExpiresInDays *int `json:"expires_in_days,omitempty"`
 
 	// Name Trimmed of spaces at both ends.
 	Name string `json:"name"`

@@ -152,18 +152,22 @@ func TestProvisioningTokens_API(t *testing.T) {
 		env := apitest.New(t, db, apitest.Options{})
 		admin := env.Token(env.Org, "svc.provisioning_token.ALL")
 		r := env.Do(apitest.Request{Method: "POST", Path: "/api/v1/provisioning-tokens", Token: admin,
-			Body: map[string]any{"name": "Entra ID", "expires_at": time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}})
+			Body: map[string]any{"name": "Entra ID", "expires_in_days": 365}})
 		if r.Status != 201 {
 			t.Fatalf("create: %d %s", r.Status, r.Body)
 		}
 		var created struct {
 			Data struct {
-				ID     string   `json:"id"`
-				Token  string   `json:"token"`
-				Scopes []string `json:"scopes"`
+				ID        string     `json:"id"`
+				Token     string     `json:"token"`
+				ExpiresAt *time.Time `json:"expires_at"`
+				Scopes    []string   `json:"scopes"`
 			} `json:"data"`
 		}
 		r.JSON(t, &created)
+		if created.Data.ExpiresAt == nil || created.Data.ExpiresAt.Before(time.Now().AddDate(0, 0, 364)) {
+			t.Fatalf("expires_at %v", created.Data.ExpiresAt)
+		}
 		if created.Data.Token == "" || len(created.Data.Scopes) != 1 || created.Data.Scopes[0] != "svc.scim.ALL" {
 			t.Fatalf("created %s", r.Body)
 		}
