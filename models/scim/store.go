@@ -3,6 +3,7 @@ package scim
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/uptrace/bun"
@@ -100,23 +101,31 @@ func (s *Store) list(ctx context.Context, r *resource, table, alias, columns str
 	return int(total), nil
 }
 
+// columns lists the columns of model T, qualified by alias, as bun maps
+// them: a list reads exactly the fields the identity area declares, never
+// a column another area adds to the table.
+func columns[T any](db bun.IDB, alias string) string {
+	table := db.Dialect().Tables().Get(reflect.TypeFor[T]())
+	names := make([]string, len(table.Fields))
+	for i, f := range table.Fields {
+		names[i] = alias + "." + string(f.SQLName)
+	}
+	return strings.Join(names, ", ")
+}
+
 // ListUsers returns a page of the organization's users matching q and the
 // number of users matching. *FilterError for a filter that names an
 // unknown attribute or compares wrongly; EINVALID for a bad sortBy.
 func (s *Store) ListUsers(ctx context.Context, orgID int64, q Query) ([]identity.User, int, error) {
 	users := []identity.User{}
-	total, err := s.list(ctx, userResource, "users", "u", "u.*", orgID, q, &users)
+	total, err := s.list(ctx, userResource, "users", "u", columns[identity.User](s.db, "u"), orgID, q, &users)
 	return users, total, err
 }
-
-// groupColumns are the columns of identity.Group.
-const groupColumns = "g.id, g.org_id, g.name, g.description, g.is_dynamic, g.membership_rule, g.rule_version, " +
-	"g.membership_job_id, g.members_count, g.external_id, g.when_created, g.updated_at"
 
 // ListGroups is ListUsers for groups.
 func (s *Store) ListGroups(ctx context.Context, orgID int64, q Query) ([]identity.Group, int, error) {
 	groups := []identity.Group{}
-	total, err := s.list(ctx, groupResource, "groups", "g", groupColumns, orgID, q, &groups)
+	total, err := s.list(ctx, groupResource, "groups", "g", columns[identity.Group](s.db, "g"), orgID, q, &groups)
 	return groups, total, err
 }
 

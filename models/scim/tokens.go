@@ -168,7 +168,10 @@ func (s *TokenStore) Authenticate(ctx context.Context, secret string) (*Provisio
 	if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) > lastUsedEvery {
 		// Noting the use is no change of the organization's state: no
 		// event, and a failure does not refuse the request.
-		_, _ = s.db.NewUpdate().Model(t).Set("last_used_at = ?", now).WherePK().Exec(ctx)
+		_ = sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+			_, err := tx.NewUpdate().Model(t).Set("last_used_at = ?", now).WherePK().Exec(ctx)
+			return err
+		})
 		t.LastUsedAt = &now
 	}
 	return t, nil
