@@ -29,6 +29,10 @@ type column struct {
 	expr  string // the column, qualified; empty for a constant
 	kind  colKind
 	value any // the constant of kindConst: a string or a bool
+	// partial marks a column whose index leaves out empty values (WHERE
+	// col <> ''): a comparison that cannot match '' says so too, so that
+	// the planner may use the index.
+	partial bool
 }
 
 // valueRow is one value of a multi-valued attribute that the user row holds
@@ -59,7 +63,7 @@ var userResource = &resource{
 	schema: UserSchema,
 	single: map[string]column{
 		"id":                {expr: "u.id", kind: kindID},
-		"username":          text("u.user_name"),
+		"username":          {expr: "u.user_name", kind: kindText, partial: true},
 		"externalid":        exact("u.external_id"),
 		"displayname":       text("u.display_name"),
 		"name.givenname":    text("u.first_name"),

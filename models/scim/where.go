@@ -183,6 +183,10 @@ func compare(col column, e *Compare) (cond, error) {
 		if col.kind == kindText {
 			lhs, rhs = "lower("+col.expr+")", "lower(?)"
 		}
+		if col.partial && v.Text != "" && (op == "eq" || op == "co" || op == "sw" || op == "ew") {
+			c, err := compare(column{expr: col.expr, kind: col.kind}, e)
+			return cond{sql: "(" + c.sql + " AND " + col.expr + " <> '')", args: c.args}, err
+		}
 		switch op {
 		case "co":
 			return cond{sql: lhs + " LIKE " + rhs + ` ESCAPE '\'`, args: []any{"%" + likeEscape(v.Text) + "%"}}, nil
