@@ -31,7 +31,7 @@ func newSearch(filter, sortBy, sortOrder string, startIndex, count *int, attrs, 
 		if err != nil {
 			return s, err
 		}
-		s.query.Filter = e
+		s.query.Filter, s.query.FilterText = e, filter
 	}
 	s.query.SortBy = strings.TrimSpace(sortBy)
 	switch strings.ToLower(strings.TrimSpace(sortOrder)) {

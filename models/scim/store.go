@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/uptrace/bun"
 
 	"iam/models"
@@ -20,6 +21,9 @@ const MaxCount = 1000
 // attribute; "" sorts by id), the order, and the 1-based startIndex and
 // count (0: the total only).
 type Query struct {
+	// FilterText is the filter as the client wrote it: with the rest of
+	// the query, it keys the positions where pages ended (Store.resume).
+	FilterText string
 	Filter     Expr
 	SortBy     string
 	Descending bool
@@ -28,10 +32,38 @@ type Query struct {
 }
 
 // Store reads the identity area's users and groups the SCIM way.
-type Store struct{ db bun.IDB }
+type Store struct {
+	db bun.IDB
+	// resume remembers, for a list sorted by id, the last id of the pages
+	// this process answered, by the query and the startIndex that follows
+	// them: the next page of a client paging through (startIndex=1, 101,
+	// 201, …) seeks past that id instead of skipping startIndex-1 rows,
+	// so that paging a million users costs what the REST list's cursor
+	// does. A page asked out of turn (or of another process) skips rows.
+	resume *lru.Cache[resumeKey, int64]
+}
+
+// resumeKey names a position in a list: the organization, the table, the
+// query and the 1-based index of the row after the position.
+type resumeKey struct {
+	orgID      int64
+	table      string
+	filter     string
+	descending bool
+	startIndex int
+}
+
+// resumePositions is how many page ends a process remembers.
+const resumePositions = 10_000
 
 // NewStore returns the Store over db.
-func NewStore(db bun.IDB) *Store { return &Store{db: db} }
+func NewStore(db bun.IDB) *Store {
+	c, err := lru.New[resumeKey, int64](resumePositions)
+	if err != nil {
+		panic(err) // only for a size below 1
+	}
+	return &Store{db: db, resume: c}
+}
 
 // orderBy returns the ORDER BY of q over r (its sortBy, then the id).
 // EINVALID (invalidValue) for an attribute r cannot sort by.
@@ -67,9 +99,12 @@ func (r *resource) orderBy(q Query, idCol string) (string, error) {
 	return expr + dir + ", " + idCol + dir, nil
 }
 
-// list runs q over table (aliased alias) of r into dest and counts the
-// matches. FilterError for a filter r cannot apply.
-func (s *Store) list(ctx context.Context, r *resource, table, alias, columns string, orgID int64, q Query, dest any) (int, error) {
+// list runs q over table (aliased alias) of r into dest (a pointer to a
+// slice) and counts the matches: from the page itself when it is the first
+// and not full, from total (when not nil) for a list without a filter, and
+// by counting the matching rows otherwise. FilterError for a filter r
+// cannot apply.
+func (s *Store) list(ctx context.Context, r *resource, table, alias, columns string, orgID int64, q Query, dest any, total func(context.Context, int64) (int64, error)) (int, error) {
 	c := condTrue
 	if q.Filter != nil {
 		var err error
@@ -85,20 +120,45 @@ func (s *Store) list(ctx context.Context, r *resource, table, alias, columns str
 		return s.db.NewSelect().TableExpr(table+" AS "+alias).
 			Where(alias+".org_id = ?", orgID).Where(c.sql, c.args...)
 	}
-	total, err := base().Count(ctx)
+	start := max(q.StartIndex, 1)
+	if q.Count > 0 {
+		page := base().ColumnExpr(columns).OrderExpr(order).Limit(int64(min(q.Count, MaxCount)))
+		key := resumeKey{orgID: orgID, table: table, filter: q.FilterText, descending: q.Descending, startIndex: start}
+		after, resumed := int64(0), false
+		if q.SortBy == "" && start > 1 {
+			after, resumed = s.resume.Get(key)
+		}
+		switch {
+		case resumed && q.Descending:
+			page = page.Where(alias+".id < ?", after)
+		case resumed:
+			page = page.Where(alias+".id > ?", after)
+		default:
+			page = page.Offset(int64(start - 1))
+		}
+		if err = page.Scan(ctx, dest); err != nil {
+			return 0, models.Unavailable(fmt.Errorf("list %s: %w", table, err))
+		}
+		rows := reflect.ValueOf(dest).Elem()
+		n := rows.Len()
+		if q.SortBy == "" && n > 0 {
+			key.startIndex = start + n
+			s.resume.Add(key, rows.Index(n-1).FieldByName("ID").Int())
+		}
+		if start == 1 && n < min(q.Count, MaxCount) {
+			return n, nil // the whole result is on this page
+		}
+	}
+	var n int64
+	if q.Filter == nil && total != nil {
+		n, err = total(ctx, orgID)
+	} else {
+		n, err = base().Count(ctx)
+	}
 	if err != nil {
 		return 0, models.Unavailable(fmt.Errorf("count %s: %w", table, err))
 	}
-	if q.Count <= 0 {
-		return int(total), nil
-	}
-	start := max(q.StartIndex, 1)
-	err = base().ColumnExpr(columns).OrderExpr(order).
-		Limit(int64(min(q.Count, MaxCount))).Offset(int64(start-1)).Scan(ctx, dest)
-	if err != nil {
-		return 0, models.Unavailable(fmt.Errorf("list %s: %w", table, err))
-	}
-	return int(total), nil
+	return int(n), nil
 }
 
 // columns lists the columns of model T, qualified by alias, as bun maps
@@ -118,14 +178,15 @@ func columns[T any](db bun.IDB, alias string) string {
 // unknown attribute or compares wrongly; EINVALID for a bad sortBy.
 func (s *Store) ListUsers(ctx context.Context, orgID int64, q Query) ([]identity.User, int, error) {
 	users := []identity.User{}
-	total, err := s.list(ctx, userResource, "users", "u", columns[identity.User](s.db, "u"), orgID, q, &users)
+	total, err := s.list(ctx, userResource, "users", "u", columns[identity.User](s.db, "u"), orgID, q, &users,
+		identity.NewUserStore(s.db).Total)
 	return users, total, err
 }
 
 // ListGroups is ListUsers for groups.
 func (s *Store) ListGroups(ctx context.Context, orgID int64, q Query) ([]identity.Group, int, error) {
 	groups := []identity.Group{}
-	total, err := s.list(ctx, groupResource, "groups", "g", columns[identity.Group](s.db, "g"), orgID, q, &groups)
+	total, err := s.list(ctx, groupResource, "groups", "g", columns[identity.Group](s.db, "g"), orgID, q, &groups, nil)
 	return groups, total, err
 }
 

@@ -2,6 +2,7 @@ package scim_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -183,5 +184,47 @@ func TestTokenStore(t *testing.T) {
 		}
 		modeltest.OneEvent(t, db, org.ID, audit.ProvisioningTokenCreated)
 		modeltest.OneEvent(t, db, org.ID, audit.ProvisioningTokenRevoked)
+	})
+}
+
+// TestStore_PagingResumes: a client paging through in turn (startIndex 1,
+// 3, 5, …) gets every user once, in id order, whether the page seeks past
+// the previous page's last id (this store answered it) or skips rows (a
+// fresh store, as another process would).
+func TestStore_PagingResumes(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		st := store.NewStore(db)
+		org := modeltest.NewOrg(t, st)
+		var want []int64
+		for i := range 5 {
+			want = append(want, modeltest.AddUser(t, st.Users, org.ID, identity.User{FirstName: "P", Email: "p" + models.FormatID(int64(i)) + "@example.com"}).ID)
+		}
+		for _, desc := range []bool{false, true} {
+			var got []int64
+			for start := 1; ; start += 2 {
+				users, total, err := st.SCIM.ListUsers(context.Background(), org.ID, scim.Query{StartIndex: start, Count: 2, Descending: desc})
+				if err != nil || total != 5 {
+					t.Fatalf("page %d: %d %v", start, total, err)
+				}
+				if len(users) == 0 {
+					break
+				}
+				for _, u := range users {
+					got = append(got, u.ID)
+				}
+				// Another process answers the same page by skipping rows.
+				other, _, err := store.NewStore(db).SCIM.ListUsers(context.Background(), org.ID, scim.Query{StartIndex: start, Count: 2, Descending: desc})
+				if err != nil || len(other) != len(users) || other[0].ID != users[0].ID {
+					t.Fatalf("page %d of another store: %v %v", start, other, err)
+				}
+			}
+			w := slices.Clone(want)
+			if desc {
+				slices.Reverse(w)
+			}
+			if !slices.Equal(got, w) {
+				t.Fatalf("descending %v: paged %v, want %v", desc, got, w)
+			}
+		}
 	})
 }
