@@ -29,7 +29,7 @@ until curl -fsS "$base/readyz" >/dev/null 2>&1; do
 	if [ "$i" -gt 240 ]; then echo "iam dev did not get ready:"; cat "$work/dev.log"; exit 1; fi
 	sleep 0.5
 done
-admin=$("$work/iam" token --user admin@example.com --scopes svc.provisioning_token.ALL |
+admin=$("$work/iam" token --user admin@example.com --scopes svc.provisioning_token.ALL 2>"$work/token.log" |
 	node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s.slice(s.indexOf("{"))).access_token))')
 scim=$(curl -fsS -X POST "$base/api/v1/provisioning-tokens" -H "Authorization: Service-oauthtoken $admin" \
 	-H 'Content-Type: application/json' --data '{"name":"SCIM conformance"}' |
