@@ -157,18 +157,10 @@ func (s *Server) CreateGroup(c *gin.Context) error {
 	}
 	ctx := c.Request.Context()
 	g := &identity.Group{OrgID: orgOf(c), Name: name, ExternalID: ext}
-	first := members
-	if len(first) > identity.MaxMembersPerRequest {
-		first = nil // more than one insert takes: added by Edit below
-	}
-	if err = s.store.Groups.Create(ctx, g, first, nil); err != nil {
+	if err = s.store.Groups.CreateStatic(ctx, g, members); err != nil {
 		return err
 	}
-	if first == nil && len(members) > 0 {
-		if g, err = s.store.Groups.Edit(ctx, g.OrgID, g.ID, identity.GroupEdit{Add: members}); err != nil {
-			return err
-		}
-	} else if g, err = s.store.Groups.Get(ctx, g.OrgID, g.ID); err != nil {
+	if g, err = s.store.Groups.Get(ctx, g.OrgID, g.ID); err != nil {
 		return err
 	}
 	return s.writeGroup(c, http.StatusCreated, g, proj)

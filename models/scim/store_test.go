@@ -105,6 +105,18 @@ func TestGroupStore_EditManyMembers(t *testing.T) {
 			}
 		}
 		ctx := modeltest.AdminOrigin(context.Background())
+		// More than 1,000 members at creation: one transaction.
+		whole := &identity.Group{OrgID: org.ID, Name: "Whole"}
+		if err := st.Groups.CreateStatic(ctx, whole, ids); err != nil || whole.MembersCount != int64(len(ids)) {
+			t.Fatalf("create with %d members: %+v %v", len(ids), whole, err)
+		}
+		broken := &identity.Group{OrgID: org.ID, Name: "Broken"}
+		if err := st.Groups.CreateStatic(ctx, broken, append(ids, 12345)); models.ErrorCode(err) != models.EINVALID {
+			t.Fatalf("create with an unknown member: %v", err)
+		}
+		if gs, n, err := st.SCIM.ListGroups(context.Background(), org.ID, scim.Query{Count: 5, Filter: filterOf(t, `displayName eq "Broken"`)}); err != nil || n != 0 {
+			t.Fatalf("a refused create left %v %d %v", gs, n, err)
+		}
 		g := &identity.Group{OrgID: org.ID, Name: "Big", ExternalID: "g-ext"}
 		if err := st.Groups.Create(ctx, g, nil, nil); err != nil {
 			t.Fatal(err)
