@@ -194,3 +194,26 @@ func TestProvisioningTokens_API(t *testing.T) {
 		modeltest.OneEvent(t, db, env.Org.ID, audit.ProvisioningTokenRevoked)
 	})
 }
+
+// TestSCIM_SeesRESTUsers: a user created through /api/v1 has a userName
+// (its email) that SCIM finds, and a SCIM deactivation shows in /api/v1.
+func TestSCIM_SeesRESTUsers(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		env, c := newEnv(t, db)
+		tok := env.Token(env.Org, "svc.user.ALL")
+		r := env.Do(apitest.Request{Method: "POST", Path: "/api/v1/users", Token: tok,
+			Body: map[string]any{"firstName": "Rest", "email": "Rest.User@example.com"}})
+		if r.Status != 201 {
+			t.Fatalf("REST create: %d %s", r.Status, r.Body)
+		}
+		found := c.do("GET", "/Users?filter="+q(`userName eq "rest.user@example.com"`), nil).want(t, 200)
+		if found.total() != 1 || found.resources()[0]["userName"] != "Rest.User@example.com" {
+			t.Fatalf("SCIM lookup of a REST user: %s", found.raw)
+		}
+		id := found.resources()[0]["id"].(string)
+		c.do("PATCH", "/Users/"+id, patch(obj{"op": "Replace", "path": "active", "value": "False"})).want(t, 200)
+		if r := env.Get("/api/v1/users/"+id, tok); r.Status != 200 || !strings.Contains(string(r.Body), `"status":0`) {
+			t.Fatalf("REST view after SCIM deactivation: %d %s", r.Status, r.Body)
+		}
+	})
+}
