@@ -217,3 +217,26 @@ func TestSCIM_SeesRESTUsers(t *testing.T) {
 		}
 	})
 }
+
+// TestSCIM_DynamicGroupsFollowUsers: a SCIM create and update re-evaluate
+// the user against the dynamic groups, as a REST write does.
+func TestSCIM_DynamicGroupsFollowUsers(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		env, c := newEnv(t, db)
+		dyn := &identity.Group{OrgID: env.Org.ID, Name: "Sales", IsDynamic: true, MembershipRule: `department eq "Sales"`}
+		job := &jobs.Job{Kind: "GroupRecompute", Module: "Identity", ActionName: "Recompute group members"}
+		if err := env.Store.Groups.Create(context.Background(), dyn, nil, job); err != nil {
+			t.Fatal(err)
+		}
+		gid := models.FormatID(dyn.ID)
+		id := c.do("POST", "/Users", obj{"userName": "sam@example.com",
+			enterpriseSchema: obj{"department": "Sales"}}).want(t, 201).id()
+		if got := memberValues(c.do("GET", "/Groups/"+gid, nil).want(t, 200)); len(got) != 1 || got[0] != id {
+			t.Fatalf("members after create: %v", got)
+		}
+		c.do("PATCH", "/Users/"+id, patch(obj{"op": "Replace", "path": enterpriseSchema + ":department", "value": "R&D"})).want(t, 200)
+		if got := memberValues(c.do("GET", "/Groups/"+gid, nil).want(t, 200)); len(got) != 0 {
+			t.Fatalf("members after the department changed: %v", got)
+		}
+	})
+}
