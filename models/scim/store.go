@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/uptrace/bun"
@@ -40,7 +41,15 @@ type Store struct {
 	// 201, …) seeks past that id instead of skipping startIndex-1 rows,
 	// so that paging a million users costs what the REST list's cursor
 	// does. A page asked out of turn (or of another process) skips rows.
-	resume *lru.Cache[resumeKey, int64]
+	// Positions are forgotten after resumeFor: a paging run refreshes them
+	// as it goes, and an old one no longer stands for its index.
+	resume *lru.Cache[resumeKey, resumePoint]
+}
+
+// resumePoint is where a page ended: its last id, and when.
+type resumePoint struct {
+	id int64
+	at time.Time
 }
 
 // resumeKey names a position in a list: the organization, the table, the
@@ -53,12 +62,16 @@ type resumeKey struct {
 	startIndex int
 }
 
-// resumePositions is how many page ends a process remembers.
-const resumePositions = 10_000
+// resumePositions is how many page ends a process remembers, and
+// resumeFor for how long.
+const (
+	resumePositions = 10_000
+	resumeFor       = 5 * time.Minute
+)
 
 // NewStore returns the Store over db.
 func NewStore(db bun.IDB) *Store {
-	c, err := lru.New[resumeKey, int64](resumePositions)
+	c, err := lru.New[resumeKey, resumePoint](resumePositions)
 	if err != nil {
 		panic(err) // only for a size below 1
 	}
@@ -126,7 +139,9 @@ func (s *Store) list(ctx context.Context, r *resource, table, alias, columns str
 		key := resumeKey{orgID: orgID, table: table, filter: q.FilterText, descending: q.Descending, startIndex: start}
 		after, resumed := int64(0), false
 		if q.SortBy == "" && start > 1 {
-			after, resumed = s.resume.Get(key)
+			if p, ok := s.resume.Get(key); ok && time.Since(p.at) < resumeFor {
+				after, resumed = p.id, true
+			}
 		}
 		switch {
 		case resumed && q.Descending:
@@ -143,7 +158,7 @@ func (s *Store) list(ctx context.Context, r *resource, table, alias, columns str
 		n := rows.Len()
 		if q.SortBy == "" && n > 0 {
 			key.startIndex = start + n
-			s.resume.Add(key, rows.Index(n-1).FieldByName("ID").Int())
+			s.resume.Add(key, resumePoint{id: rows.Index(n-1).FieldByName("ID").Int(), at: time.Now()})
 		}
 		if start == 1 && n < min(q.Count, MaxCount) {
 			return n, nil // the whole result is on this page
