@@ -219,6 +219,11 @@ var auditRoutes = map[string]auditRoute{
 	"POST /event-hooks/:hook_id/test":                          {event: audit.EventHookTestRequested, target: "hook_id"},
 	"POST /event-hooks/:hook_id/deliveries/:delivery_id/retry": {event: audit.EventHookDeliveryRetried, target: "hook_id"},
 
+	"POST /provisioning-tokens": {event: audit.ProvisioningTokenCreated, target: "created", body: uniqueName("name", "SCIM token %d")},
+	"DELETE /provisioning-tokens/:token_id": {event: audit.ProvisioningTokenRevoked, target: "token_id",
+		prepare: func(f *auditFixture, _ map[string]string) map[string]string {
+			return map[string]string{"token_id": f.create("/provisioning-tokens", map[string]any{"name": f.unique("Revoked %d")})}
+		}},
 	"POST /protection/device-groups": {event: audit.DeviceGroupCreated, target: "created", body: uniqueName("name", "Device group %d")},
 	"PATCH /protection/device-groups/:device_group_id": {event: audit.DeviceGroupUpdated, target: "device_group_id",
 		body: jsonBody(map[string]any{"description": "Audited"})},

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -94,6 +95,9 @@ func TestOpenAPI_ListPatterns(t *testing.T) {
 	}
 	lists := listSchemas()
 	for _, path := range doc.Paths.InMatchingOrder() {
+		if strings.HasPrefix(path, "/scim/v2/") {
+			continue // SCIM's own filter language (models/scim), tested there
+		}
 		item := doc.Paths.Value(path)
 		for method, op := range item.Operations() {
 			where := method + " " + path

@@ -2,6 +2,8 @@ package api
 
 import (
 	"github.com/gin-gonic/gin"
+
+	"iam/api/scim"
 )
 
 // Route is one /api/v1 route: its method and path (relative to /api/v1), the
@@ -66,6 +68,12 @@ func (s *Server) Routes() []Route {
 		{Method: "GET", Path: "/groups/:group_id/members", Scopes: Scopes("group", "READ", "ALL"), Handler: handle(s.groupMembers)},
 		{Method: "POST", Path: "/groups/:group_id/members", Scopes: Scopes("group", "UPDATE", "WRITE", "ALL"), Handler: handle(s.addGroupMembers)},
 		{Method: "DELETE", Path: "/groups/:group_id/members", Scopes: Scopes("group", "UPDATE", "WRITE", "ALL"), Handler: handle(s.removeGroupMembers)},
+
+		// SCIM provisioning tokens (docs/scim.md): bearer tokens of the
+		// organization for /scim/v2, shown once, stored hashed.
+		{Method: "GET", Path: "/provisioning-tokens", Scopes: Scopes("provisioning_token", "READ", "ALL"), Handler: handle(s.listProvisioningTokens)},
+		{Method: "POST", Path: "/provisioning-tokens", Scopes: Scopes("provisioning_token", "CREATE", "WRITE", "ALL"), Handler: handle(s.createProvisioningToken)},
+		{Method: "DELETE", Path: "/provisioning-tokens/:token_id", Scopes: Scopes("provisioning_token", "DELETE", "WRITE", "ALL"), Handler: handle(s.revokeProvisioningToken)},
 
 		// Authentication factor configs and quick enrollment (spec 4.3, 4.4).
 		{Method: "GET", Path: "/protection/authnfactor-configs", Scopes: append(Scopes("auth", "READ", "ALL"), Scopes("quick_enrollment", "READ", "ALL")...), Handler: handle(s.listFactorConfigs)},
@@ -175,5 +183,40 @@ func (s *Server) Routes() []Route {
 		{Method: "POST", Path: schedulesPath + "/:schedule_id/run-now", Scopes: Scopes("quick_enrollment", "ALL", "WRITE"), Handler: handle(s.runSchedule), Idempotent: true},
 		{Method: "GET", Path: schedulesPath + "/:schedule_id/runs", Scopes: Scopes("quick_enrollment", "ALL", "READ"), Handler: handle(s.listScheduleRuns)},
 		{Method: "GET", Path: schedulesPath + "/:schedule_id/runs/:run_id/deliveries", Scopes: Scopes("quick_enrollment", "ALL", "READ"), Handler: handle(s.listRunDeliveries)},
+	}
+}
+
+// SCIMRoutes lists the /scim/v2 surface (RFC 7644; docs/scim.md), served by
+// package api/scim behind its own bearer-token check: a provisioning token
+// of the organization, or an OAuth access token holding svc.scim.READ
+// (reads) or svc.scim.WRITE (writes Write marks), or svc.scim.ALL.
+func (s *Server) SCIMRoutes() []scim.Route {
+	h := s.scim
+	return []scim.Route{
+		// Discovery (RFC 7644 §4).
+		{Method: "GET", Path: "/ServiceProviderConfig", Handler: h.Handle(h.ServiceProviderConfig)},
+		{Method: "GET", Path: "/ResourceTypes", Handler: h.Handle(h.ResourceTypes)},
+		{Method: "GET", Path: "/ResourceTypes/:id", Handler: h.Handle(h.ResourceType)},
+		{Method: "GET", Path: "/Schemas", Handler: h.Handle(h.Schemas)},
+		{Method: "GET", Path: "/Schemas/:id", Handler: h.Handle(h.Schema)},
+
+		// Users: the identity area's users with the enterprise extension.
+		{Method: "GET", Path: "/Users", Handler: h.Handle(h.ListUsers)},
+		{Method: "POST", Path: "/Users/.search", Handler: h.Handle(h.SearchUsers)},
+		{Method: "POST", Path: "/Users", Handler: h.Handle(h.CreateUser), Write: true},
+		{Method: "GET", Path: "/Users/:id", Handler: h.Handle(h.GetUser)},
+		{Method: "PUT", Path: "/Users/:id", Handler: h.Handle(h.ReplaceUser), Write: true},
+		{Method: "PATCH", Path: "/Users/:id", Handler: h.Handle(h.PatchUser), Write: true},
+		{Method: "DELETE", Path: "/Users/:id", Handler: h.Handle(h.DeleteUser), Write: true},
+
+		// Groups: static groups are written; dynamic ones are read-only
+		// as to their members.
+		{Method: "GET", Path: "/Groups", Handler: h.Handle(h.ListGroups)},
+		{Method: "POST", Path: "/Groups/.search", Handler: h.Handle(h.SearchGroups)},
+		{Method: "POST", Path: "/Groups", Handler: h.Handle(h.CreateGroup), Write: true},
+		{Method: "GET", Path: "/Groups/:id", Handler: h.Handle(h.GetGroup)},
+		{Method: "PUT", Path: "/Groups/:id", Handler: h.Handle(h.ReplaceGroup), Write: true},
+		{Method: "PATCH", Path: "/Groups/:id", Handler: h.Handle(h.PatchGroup), Write: true},
+		{Method: "DELETE", Path: "/Groups/:id", Handler: h.Handle(h.DeleteGroup), Write: true},
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"iam/api/auth"
 	"iam/api/jobrun"
+	"iam/api/scim"
 	"iam/models/audit"
 	"iam/models/decide"
 	"iam/models/store"
@@ -134,6 +135,8 @@ type Server struct {
 	mgmtUploads chan struct{}
 	// jobWatch polls the jobs followed by event streams (jobs_events.go).
 	jobWatch *jobWatcher
+	// scim serves /scim/v2 (SCIMRoutes).
+	scim *scim.Server
 }
 
 // New builds the API's handler with every route of routes.go.
@@ -175,6 +178,7 @@ func New(cfg Config, deps Deps) *Server {
 	if deps.Store != nil {
 		s.jobWatch = newJobWatcher(deps.Store.Jobs, cfg.JobEventsPoll, cfg.JobEventStreams, deps.Log)
 	}
+	s.scim = scim.New(deps.Store, deps.Tokens, deps.Log)
 	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if deps.Store != nil {
 		s.metrics.MustRegister(newJobsCollector(deps.Store, deps.Log))
@@ -243,6 +247,8 @@ func (s *Server) newEngine() *gin.Engine {
 		}
 		v1.Handle(rt.Method, rt.Path, limitBody(limit), requireScopes(s.refusals(), routeName(rt.Method, rt.Path), rt.Scopes), h)
 	}
+	// SCIM 2.0 (docs/scim.md): its own bearer tokens, media type and errors.
+	s.scim.Mount(r, s.SCIMRoutes())
 	return r
 }
 

@@ -20,6 +20,7 @@ import (
 
 const (
 	DeviceCredentialScopes  = "deviceCredential.Scopes"
+	ScimBearerScopes        = "scimBearer.Scopes"
 	ServiceOAuthTokenScopes = "serviceOAuthToken.Scopes"
 )
 
@@ -1257,6 +1258,26 @@ const (
 	PolicyWriteEndpointsSSOApplications PolicyWriteEndpoints = "SSOApplications"
 )
 
+// Defines values for SCIMErrorSchemas.
+const (
+	SCIMErrorSchemasUrnIetfParamsScimApiMessages20Error SCIMErrorSchemas = "urn:ietf:params:scim:api:messages:2.0:Error"
+)
+
+// Defines values for SCIMErrorScimType.
+const (
+	SCIMErrorScimTypeInvalidFilter SCIMErrorScimType = "invalidFilter"
+	SCIMErrorScimTypeInvalidPath   SCIMErrorScimType = "invalidPath"
+	SCIMErrorScimTypeInvalidSyntax SCIMErrorScimType = "invalidSyntax"
+	SCIMErrorScimTypeInvalidValue  SCIMErrorScimType = "invalidValue"
+	SCIMErrorScimTypeInvalidVers   SCIMErrorScimType = "invalidVers"
+	SCIMErrorScimTypeMutability    SCIMErrorScimType = "mutability"
+	SCIMErrorScimTypeNoTarget      SCIMErrorScimType = "noTarget"
+	SCIMErrorScimTypeSensitive     SCIMErrorScimType = "sensitive"
+	SCIMErrorScimTypeTooLarge      SCIMErrorScimType = "tooLarge"
+	SCIMErrorScimTypeTooMany       SCIMErrorScimType = "tooMany"
+	SCIMErrorScimTypeUniqueness    SCIMErrorScimType = "uniqueness"
+)
+
 // Defines values for ScheduleSettingsSchedulerInterval.
 const (
 	ScheduleSettingsSchedulerIntervalDAILY   ScheduleSettingsSchedulerInterval = "DAILY"
@@ -1637,6 +1658,12 @@ const (
 	ConfigFamilyIpsources     ConfigFamily = "ipsources"
 )
 
+// Defines values for ScimSortOrder.
+const (
+	ScimSortOrderAscending  ScimSortOrder = "ascending"
+	ScimSortOrderDescending ScimSortOrder = "descending"
+)
+
 // Defines values for ListAuditEventsParamsSortOrder.
 const (
 	ListAuditEventsParamsSortOrderASCENDING  ListAuditEventsParamsSortOrder = "ASCENDING"
@@ -1752,6 +1779,18 @@ const (
 const (
 	OauthTokenParamsGrantTypeAuthorizationCode OauthTokenParamsGrantType = "authorization_code"
 	OauthTokenParamsGrantTypeRefreshToken      OauthTokenParamsGrantType = "refresh_token"
+)
+
+// Defines values for ListSCIMGroupsParamsSortOrder.
+const (
+	ListSCIMGroupsParamsSortOrderAscending  ListSCIMGroupsParamsSortOrder = "ascending"
+	ListSCIMGroupsParamsSortOrderDescending ListSCIMGroupsParamsSortOrder = "descending"
+)
+
+// Defines values for ListSCIMUsersParamsSortOrder.
+const (
+	ListSCIMUsersParamsSortOrderAscending  ListSCIMUsersParamsSortOrder = "ascending"
+	ListSCIMUsersParamsSortOrderDescending ListSCIMUsersParamsSortOrder = "descending"
 )
 
 // AccountLinkingSettings Account-linking settings (spec 2.5).
@@ -4405,6 +4444,29 @@ type Progress struct {
 	Total     int `json:"total"`
 }
 
+// ProvisioningToken defines model for ProvisioningToken.
+type ProvisioningToken struct {
+	CreatedAt  time.Time  `json:"created_at"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	Id         string     `json:"id"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	Name       string     `json:"name"`
+	RevokedAt  *time.Time `json:"revoked_at"`
+	Scopes     []string   `json:"scopes"`
+
+	// Token The bearer token for /scim/v2; in the answer to its creation only.
+	Token *string `json:"token,omitempty"`
+}
+
+// ProvisioningTokenWrite defines model for ProvisioningTokenWrite.
+type ProvisioningTokenWrite struct {
+	// ExpiresInDays Days until the token stops working (expires_at). Absent, it lasts until revoked.
+	ExpiresInDays *int `json:"expires_in_days,omitempty"`
+
+	// Name Trimmed of spaces at both ends.
+	Name string `json:"name"`
+}
+
 // Readiness defines model for Readiness.
 type Readiness struct {
 	Checks map[string]string `json:"checks"`
@@ -4441,6 +4503,96 @@ type RefID0 = string
 
 // RefID1 defines model for .
 type RefID1 = int
+
+// SCIMError defines model for SCIMError.
+type SCIMError struct {
+	Detail   *string            `json:"detail,omitempty"`
+	Schemas  []SCIMErrorSchemas `json:"schemas"`
+	ScimType *SCIMErrorScimType `json:"scimType,omitempty"`
+	Status   string             `json:"status"`
+}
+
+// SCIMErrorSchemas defines model for SCIMError.Schemas.
+type SCIMErrorSchemas string
+
+// SCIMErrorScimType defines model for SCIMError.ScimType.
+type SCIMErrorScimType string
+
+// SCIMGroup defines model for SCIMGroup.
+type SCIMGroup struct {
+	DisplayName          *string                   `json:"displayName,omitempty"`
+	ExternalId           *string                   `json:"externalId,omitempty"`
+	Id                   *string                   `json:"id,omitempty"`
+	Members              *[]SCIMGroup_Members_Item `json:"members,omitempty"`
+	Schemas              *[]string                 `json:"schemas,omitempty"`
+	AdditionalProperties map[string]interface{}    `json:"-"`
+}
+
+// SCIMGroup_Members_Item defines model for SCIMGroup.members.Item.
+type SCIMGroup_Members_Item struct {
+	Display              *string                `json:"display,omitempty"`
+	Type                 *string                `json:"type,omitempty"`
+	Value                *string                `json:"value,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// SCIMListResponse defines model for SCIMListResponse.
+type SCIMListResponse struct {
+	Resources    []SCIMObject `json:"Resources"`
+	ItemsPerPage int          `json:"itemsPerPage"`
+	Schemas      []string     `json:"schemas"`
+	StartIndex   int          `json:"startIndex"`
+	TotalResults int          `json:"totalResults"`
+}
+
+// SCIMObject A SCIM document (a resource, a resource type, a schema, the service provider configuration).
+type SCIMObject map[string]interface{}
+
+// SCIMPatchOp defines model for SCIMPatchOp.
+type SCIMPatchOp struct {
+	Operations           []SCIMPatchOp_Operations_Item `json:"Operations"`
+	Schemas              *[]string                     `json:"schemas,omitempty"`
+	AdditionalProperties map[string]interface{}        `json:"-"`
+}
+
+// SCIMPatchOp_Operations_Item defines model for SCIMPatchOp.Operations.Item.
+type SCIMPatchOp_Operations_Item struct {
+	// Op add, remove or replace, in any case.
+	Op   string  `json:"op"`
+	Path *string `json:"path,omitempty"`
+
+	// Value Any JSON value.
+	Value                interface{}            `json:"value,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// SCIMSearchRequest defines model for SCIMSearchRequest.
+type SCIMSearchRequest struct {
+	Attributes           *[]string              `json:"attributes,omitempty"`
+	Count                *int                   `json:"count,omitempty"`
+	ExcludedAttributes   *[]string              `json:"excludedAttributes,omitempty"`
+	Filter               *string                `json:"filter,omitempty"`
+	Schemas              *[]string              `json:"schemas,omitempty"`
+	SortBy               *string                `json:"sortBy,omitempty"`
+	SortOrder            *string                `json:"sortOrder,omitempty"`
+	StartIndex           *int                   `json:"startIndex,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// SCIMUser A SCIM User with the enterprise extension (docs/scim.md has the mapping to the service's users). Names are case-insensitive.
+type SCIMUser struct {
+	// Active A boolean (the strings True and False are accepted).
+	Active               interface{}               `json:"active,omitempty"`
+	DisplayName          *string                   `json:"displayName,omitempty"`
+	Emails               *[]map[string]interface{} `json:"emails,omitempty"`
+	ExternalId           *string                   `json:"externalId,omitempty"`
+	Id                   *string                   `json:"id,omitempty"`
+	Name                 *map[string]interface{}   `json:"name,omitempty"`
+	Password             *string                   `json:"password,omitempty"`
+	Schemas              *[]string                 `json:"schemas,omitempty"`
+	UserName             *string                   `json:"userName,omitempty"`
+	AdditionalProperties map[string]interface{}    `json:"-"`
+}
 
 // ScheduleSettings defines model for ScheduleSettings.
 type ScheduleSettings struct {
@@ -5151,6 +5303,30 @@ type RunID = ID
 // with 400 (a path id of another organization answers 404).
 type ScheduleID = ID
 
+// ScimAttributes defines model for scimAttributes.
+type ScimAttributes = string
+
+// ScimCount defines model for scimCount.
+type ScimCount = int
+
+// ScimExcludedAttributes defines model for scimExcludedAttributes.
+type ScimExcludedAttributes = string
+
+// ScimFilter defines model for scimFilter.
+type ScimFilter = string
+
+// ScimIfMatch defines model for scimIfMatch.
+type ScimIfMatch = string
+
+// ScimSortBy defines model for scimSortBy.
+type ScimSortBy = string
+
+// ScimSortOrder defines model for scimSortOrder.
+type ScimSortOrder string
+
+// ScimStartIndex defines model for scimStartIndex.
+type ScimStartIndex = int
+
 // UploadID An id: a digit string of a positive 64-bit integer (leading zeros
 // allowed). An id of 0, a negative one or one past 2^63-1 is refused
 // with 400 (a path id of another organization answers 404).
@@ -5220,6 +5396,33 @@ type OAuthRateLimited = OAuthError
 
 // OAuthUnavailable defines model for OAuthUnavailable.
 type OAuthUnavailable = OAuthError
+
+// SCIM400 defines model for SCIM400.
+type SCIM400 = SCIMError
+
+// SCIM401 defines model for SCIM401.
+type SCIM401 = SCIMError
+
+// SCIM403 defines model for SCIM403.
+type SCIM403 = SCIMError
+
+// SCIM404 defines model for SCIM404.
+type SCIM404 = SCIMError
+
+// SCIM409 defines model for SCIM409.
+type SCIM409 = SCIMError
+
+// SCIM412 defines model for SCIM412.
+type SCIM412 = SCIMError
+
+// SCIM413 defines model for SCIM413.
+type SCIM413 = SCIMError
+
+// SCIM415 defines model for SCIM415.
+type SCIM415 = SCIMError
+
+// SCIM503 defines model for SCIM503.
+type SCIM503 = SCIMError
 
 // TooLarge defines model for TooLarge.
 type TooLarge = Error
@@ -6183,6 +6386,148 @@ type OauthRevokeTokenParams struct {
 	Token *string `form:"token,omitempty" json:"token,omitempty"`
 }
 
+// ListSCIMGroupsParams defines parameters for ListSCIMGroups.
+type ListSCIMGroupsParams struct {
+	// Filter A SCIM filter (RFC 7644 §3.4.2.2).
+	Filter *ScimFilter `form:"filter,omitempty" json:"filter,omitempty"`
+
+	// StartIndex 1-based index of the first result; below 1 is 1.
+	StartIndex *ScimStartIndex `form:"startIndex,omitempty" json:"startIndex,omitempty"`
+
+	// Count Results a page: default 100, at most 1000 (a larger count is lowered); 0 answers totalResults only.
+	Count     *ScimCount                     `form:"count,omitempty" json:"count,omitempty"`
+	SortBy    *ScimSortBy                    `form:"sortBy,omitempty" json:"sortBy,omitempty"`
+	SortOrder *ListSCIMGroupsParamsSortOrder `form:"sortOrder,omitempty" json:"sortOrder,omitempty"`
+
+	// Attributes Comma-separated attributes to return (id and schemas always).
+	Attributes *ScimAttributes `form:"attributes,omitempty" json:"attributes,omitempty"`
+
+	// ExcludedAttributes Comma-separated attributes to leave out; members is not even read.
+	ExcludedAttributes *ScimExcludedAttributes `form:"excludedAttributes,omitempty" json:"excludedAttributes,omitempty"`
+}
+
+// ListSCIMGroupsParamsSortOrder defines parameters for ListSCIMGroups.
+type ListSCIMGroupsParamsSortOrder string
+
+// CreateSCIMGroupParams defines parameters for CreateSCIMGroup.
+type CreateSCIMGroupParams struct {
+	// Attributes Comma-separated attributes to return (id and schemas always).
+	Attributes *ScimAttributes `form:"attributes,omitempty" json:"attributes,omitempty"`
+
+	// ExcludedAttributes Comma-separated attributes to leave out; members is not even read.
+	ExcludedAttributes *ScimExcludedAttributes `form:"excludedAttributes,omitempty" json:"excludedAttributes,omitempty"`
+}
+
+// DeleteSCIMGroupParams defines parameters for DeleteSCIMGroup.
+type DeleteSCIMGroupParams struct {
+	// IfMatch The ETag of the version the change applies to; another version answers 412.
+	IfMatch *ScimIfMatch `json:"If-Match,omitempty"`
+}
+
+// GetSCIMGroupParams defines parameters for GetSCIMGroup.
+type GetSCIMGroupParams struct {
+	// Attributes Comma-separated attributes to return (id and schemas always).
+	Attributes *ScimAttributes `form:"attributes,omitempty" json:"attributes,omitempty"`
+
+	// ExcludedAttributes Comma-separated attributes to leave out; members is not even read.
+	ExcludedAttributes *ScimExcludedAttributes `form:"excludedAttributes,omitempty" json:"excludedAttributes,omitempty"`
+}
+
+// PatchSCIMGroupParams defines parameters for PatchSCIMGroup.
+type PatchSCIMGroupParams struct {
+	// Attributes Comma-separated attributes to return (id and schemas always).
+	Attributes *ScimAttributes `form:"attributes,omitempty" json:"attributes,omitempty"`
+
+	// ExcludedAttributes Comma-separated attributes to leave out; members is not even read.
+	ExcludedAttributes *ScimExcludedAttributes `form:"excludedAttributes,omitempty" json:"excludedAttributes,omitempty"`
+
+	// IfMatch The ETag of the version the change applies to; another version answers 412.
+	IfMatch *ScimIfMatch `json:"If-Match,omitempty"`
+}
+
+// ReplaceSCIMGroupParams defines parameters for ReplaceSCIMGroup.
+type ReplaceSCIMGroupParams struct {
+	// Attributes Comma-separated attributes to return (id and schemas always).
+	Attributes *ScimAttributes `form:"attributes,omitempty" json:"attributes,omitempty"`
+
+	// ExcludedAttributes Comma-separated attributes to leave out; members is not even read.
+	ExcludedAttributes *ScimExcludedAttributes `form:"excludedAttributes,omitempty" json:"excludedAttributes,omitempty"`
+
+	// IfMatch The ETag of the version the change applies to; another version answers 412.
+	IfMatch *ScimIfMatch `json:"If-Match,omitempty"`
+}
+
+// ListSCIMUsersParams defines parameters for ListSCIMUsers.
+type ListSCIMUsersParams struct {
+	// Filter A SCIM filter (RFC 7644 §3.4.2.2).
+	Filter *ScimFilter `form:"filter,omitempty" json:"filter,omitempty"`
+
+	// StartIndex 1-based index of the first result; below 1 is 1.
+	StartIndex *ScimStartIndex `form:"startIndex,omitempty" json:"startIndex,omitempty"`
+
+	// Count Results a page: default 100, at most 1000 (a larger count is lowered); 0 answers totalResults only.
+	Count     *ScimCount                    `form:"count,omitempty" json:"count,omitempty"`
+	SortBy    *ScimSortBy                   `form:"sortBy,omitempty" json:"sortBy,omitempty"`
+	SortOrder *ListSCIMUsersParamsSortOrder `form:"sortOrder,omitempty" json:"sortOrder,omitempty"`
+
+	// Attributes Comma-separated attributes to return (id and schemas always).
+	Attributes *ScimAttributes `form:"attributes,omitempty" json:"attributes,omitempty"`
+
+	// ExcludedAttributes Comma-separated attributes to leave out; members is not even read.
+	ExcludedAttributes *ScimExcludedAttributes `form:"excludedAttributes,omitempty" json:"excludedAttributes,omitempty"`
+}
+
+// ListSCIMUsersParamsSortOrder defines parameters for ListSCIMUsers.
+type ListSCIMUsersParamsSortOrder string
+
+// CreateSCIMUserParams defines parameters for CreateSCIMUser.
+type CreateSCIMUserParams struct {
+	// Attributes Comma-separated attributes to return (id and schemas always).
+	Attributes *ScimAttributes `form:"attributes,omitempty" json:"attributes,omitempty"`
+
+	// ExcludedAttributes Comma-separated attributes to leave out; members is not even read.
+	ExcludedAttributes *ScimExcludedAttributes `form:"excludedAttributes,omitempty" json:"excludedAttributes,omitempty"`
+}
+
+// DeleteSCIMUserParams defines parameters for DeleteSCIMUser.
+type DeleteSCIMUserParams struct {
+	// IfMatch The ETag of the version the change applies to; another version answers 412.
+	IfMatch *ScimIfMatch `json:"If-Match,omitempty"`
+}
+
+// GetSCIMUserParams defines parameters for GetSCIMUser.
+type GetSCIMUserParams struct {
+	// Attributes Comma-separated attributes to return (id and schemas always).
+	Attributes *ScimAttributes `form:"attributes,omitempty" json:"attributes,omitempty"`
+
+	// ExcludedAttributes Comma-separated attributes to leave out; members is not even read.
+	ExcludedAttributes *ScimExcludedAttributes `form:"excludedAttributes,omitempty" json:"excludedAttributes,omitempty"`
+}
+
+// PatchSCIMUserParams defines parameters for PatchSCIMUser.
+type PatchSCIMUserParams struct {
+	// Attributes Comma-separated attributes to return (id and schemas always).
+	Attributes *ScimAttributes `form:"attributes,omitempty" json:"attributes,omitempty"`
+
+	// ExcludedAttributes Comma-separated attributes to leave out; members is not even read.
+	ExcludedAttributes *ScimExcludedAttributes `form:"excludedAttributes,omitempty" json:"excludedAttributes,omitempty"`
+
+	// IfMatch The ETag of the version the change applies to; another version answers 412.
+	IfMatch *ScimIfMatch `json:"If-Match,omitempty"`
+}
+
+// ReplaceSCIMUserParams defines parameters for ReplaceSCIMUser.
+type ReplaceSCIMUserParams struct {
+	// Attributes Comma-separated attributes to return (id and schemas always).
+	Attributes *ScimAttributes `form:"attributes,omitempty" json:"attributes,omitempty"`
+
+	// ExcludedAttributes Comma-separated attributes to leave out; members is not even read.
+	ExcludedAttributes *ScimExcludedAttributes `form:"excludedAttributes,omitempty" json:"excludedAttributes,omitempty"`
+
+	// IfMatch The ETag of the version the change applies to; another version answers 412.
+	IfMatch *ScimIfMatch `json:"If-Match,omitempty"`
+}
+
 // AgentAuthorizeJSONRequestBody defines body for AgentAuthorize for application/json ContentType.
 type AgentAuthorizeJSONRequestBody AgentAuthorizeJSONBody
 
@@ -6306,6 +6651,9 @@ type UploadEnrollmentCSVMultipartRequestBody UploadEnrollmentCSVMultipartBody
 // UploadSmartCardsMultipartRequestBody defines body for UploadSmartCards for multipart/form-data ContentType.
 type UploadSmartCardsMultipartRequestBody UploadSmartCardsMultipartBody
 
+// CreateProvisioningTokenJSONRequestBody defines body for CreateProvisioningToken for application/json ContentType.
+type CreateProvisioningTokenJSONRequestBody = ProvisioningTokenWrite
+
 // CreateNotificationTemplateJSONRequestBody defines body for CreateNotificationTemplate for application/json ContentType.
 type CreateNotificationTemplateJSONRequestBody = NotificationTemplateWrite
 
@@ -6335,6 +6683,814 @@ type OauthTokenFormdataRequestBody = OAuthTokenRequest
 
 // OauthRevokeTokenFormdataRequestBody defines body for OauthRevokeToken for application/x-www-form-urlencoded ContentType.
 type OauthRevokeTokenFormdataRequestBody OauthRevokeTokenFormdataBody
+
+// CreateSCIMGroupJSONRequestBody defines body for CreateSCIMGroup for application/json ContentType.
+type CreateSCIMGroupJSONRequestBody = SCIMGroup
+
+// CreateSCIMGroupApplicationScimPlusJSONRequestBody defines body for CreateSCIMGroup for application/scim+json ContentType.
+type CreateSCIMGroupApplicationScimPlusJSONRequestBody = SCIMGroup
+
+// SearchSCIMGroupsJSONRequestBody defines body for SearchSCIMGroups for application/json ContentType.
+type SearchSCIMGroupsJSONRequestBody = SCIMSearchRequest
+
+// SearchSCIMGroupsApplicationScimPlusJSONRequestBody defines body for SearchSCIMGroups for application/scim+json ContentType.
+type SearchSCIMGroupsApplicationScimPlusJSONRequestBody = SCIMSearchRequest
+
+// PatchSCIMGroupJSONRequestBody defines body for PatchSCIMGroup for application/json ContentType.
+type PatchSCIMGroupJSONRequestBody = SCIMPatchOp
+
+// PatchSCIMGroupApplicationScimPlusJSONRequestBody defines body for PatchSCIMGroup for application/scim+json ContentType.
+type PatchSCIMGroupApplicationScimPlusJSONRequestBody = SCIMPatchOp
+
+// ReplaceSCIMGroupJSONRequestBody defines body for ReplaceSCIMGroup for application/json ContentType.
+type ReplaceSCIMGroupJSONRequestBody = SCIMGroup
+
+// ReplaceSCIMGroupApplicationScimPlusJSONRequestBody defines body for ReplaceSCIMGroup for application/scim+json ContentType.
+type ReplaceSCIMGroupApplicationScimPlusJSONRequestBody = SCIMGroup
+
+// CreateSCIMUserJSONRequestBody defines body for CreateSCIMUser for application/json ContentType.
+type CreateSCIMUserJSONRequestBody = SCIMUser
+
+// CreateSCIMUserApplicationScimPlusJSONRequestBody defines body for CreateSCIMUser for application/scim+json ContentType.
+type CreateSCIMUserApplicationScimPlusJSONRequestBody = SCIMUser
+
+// SearchSCIMUsersJSONRequestBody defines body for SearchSCIMUsers for application/json ContentType.
+type SearchSCIMUsersJSONRequestBody = SCIMSearchRequest
+
+// SearchSCIMUsersApplicationScimPlusJSONRequestBody defines body for SearchSCIMUsers for application/scim+json ContentType.
+type SearchSCIMUsersApplicationScimPlusJSONRequestBody = SCIMSearchRequest
+
+// PatchSCIMUserJSONRequestBody defines body for PatchSCIMUser for application/json ContentType.
+type PatchSCIMUserJSONRequestBody = SCIMPatchOp
+
+// PatchSCIMUserApplicationScimPlusJSONRequestBody defines body for PatchSCIMUser for application/scim+json ContentType.
+type PatchSCIMUserApplicationScimPlusJSONRequestBody = SCIMPatchOp
+
+// ReplaceSCIMUserJSONRequestBody defines body for ReplaceSCIMUser for application/json ContentType.
+type ReplaceSCIMUserJSONRequestBody = SCIMUser
+
+// ReplaceSCIMUserApplicationScimPlusJSONRequestBody defines body for ReplaceSCIMUser for application/scim+json ContentType.
+type ReplaceSCIMUserApplicationScimPlusJSONRequestBody = SCIMUser
+
+// Getter for additional properties for SCIMGroup. Returns the specified
+// element and whether it was found
+func (a SCIMGroup) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for SCIMGroup
+func (a *SCIMGroup) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for SCIMGroup to handle AdditionalProperties
+func (a *SCIMGroup) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["displayName"]; found {
+		err = json.Unmarshal(raw, &a.DisplayName)
+		if err != nil {
+			return fmt.Errorf("error reading 'displayName': %w", err)
+		}
+		delete(object, "displayName")
+	}
+
+	if raw, found := object["externalId"]; found {
+		err = json.Unmarshal(raw, &a.ExternalId)
+		if err != nil {
+			return fmt.Errorf("error reading 'externalId': %w", err)
+		}
+		delete(object, "externalId")
+	}
+
+	if raw, found := object["id"]; found {
+		err = json.Unmarshal(raw, &a.Id)
+		if err != nil {
+			return fmt.Errorf("error reading 'id': %w", err)
+		}
+		delete(object, "id")
+	}
+
+	if raw, found := object["members"]; found {
+		err = json.Unmarshal(raw, &a.Members)
+		if err != nil {
+			return fmt.Errorf("error reading 'members': %w", err)
+		}
+		delete(object, "members")
+	}
+
+	if raw, found := object["schemas"]; found {
+		err = json.Unmarshal(raw, &a.Schemas)
+		if err != nil {
+			return fmt.Errorf("error reading 'schemas': %w", err)
+		}
+		delete(object, "schemas")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for SCIMGroup to handle AdditionalProperties
+func (a SCIMGroup) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.DisplayName != nil {
+		object["displayName"], err = json.Marshal(a.DisplayName)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'displayName': %w", err)
+		}
+	}
+
+	if a.ExternalId != nil {
+		object["externalId"], err = json.Marshal(a.ExternalId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'externalId': %w", err)
+		}
+	}
+
+	if a.Id != nil {
+		object["id"], err = json.Marshal(a.Id)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'id': %w", err)
+		}
+	}
+
+	if a.Members != nil {
+		object["members"], err = json.Marshal(a.Members)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'members': %w", err)
+		}
+	}
+
+	if a.Schemas != nil {
+		object["schemas"], err = json.Marshal(a.Schemas)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'schemas': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for SCIMGroup_Members_Item. Returns the specified
+// element and whether it was found
+func (a SCIMGroup_Members_Item) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for SCIMGroup_Members_Item
+func (a *SCIMGroup_Members_Item) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for SCIMGroup_Members_Item to handle AdditionalProperties
+func (a *SCIMGroup_Members_Item) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["display"]; found {
+		err = json.Unmarshal(raw, &a.Display)
+		if err != nil {
+			return fmt.Errorf("error reading 'display': %w", err)
+		}
+		delete(object, "display")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if raw, found := object["value"]; found {
+		err = json.Unmarshal(raw, &a.Value)
+		if err != nil {
+			return fmt.Errorf("error reading 'value': %w", err)
+		}
+		delete(object, "value")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for SCIMGroup_Members_Item to handle AdditionalProperties
+func (a SCIMGroup_Members_Item) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Display != nil {
+		object["display"], err = json.Marshal(a.Display)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'display': %w", err)
+		}
+	}
+
+	if a.Type != nil {
+		object["type"], err = json.Marshal(a.Type)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'type': %w", err)
+		}
+	}
+
+	if a.Value != nil {
+		object["value"], err = json.Marshal(a.Value)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'value': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for SCIMPatchOp. Returns the specified
+// element and whether it was found
+func (a SCIMPatchOp) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for SCIMPatchOp
+func (a *SCIMPatchOp) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for SCIMPatchOp to handle AdditionalProperties
+func (a *SCIMPatchOp) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["Operations"]; found {
+		err = json.Unmarshal(raw, &a.Operations)
+		if err != nil {
+			return fmt.Errorf("error reading 'Operations': %w", err)
+		}
+		delete(object, "Operations")
+	}
+
+	if raw, found := object["schemas"]; found {
+		err = json.Unmarshal(raw, &a.Schemas)
+		if err != nil {
+			return fmt.Errorf("error reading 'schemas': %w", err)
+		}
+		delete(object, "schemas")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for SCIMPatchOp to handle AdditionalProperties
+func (a SCIMPatchOp) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["Operations"], err = json.Marshal(a.Operations)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'Operations': %w", err)
+	}
+
+	if a.Schemas != nil {
+		object["schemas"], err = json.Marshal(a.Schemas)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'schemas': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for SCIMPatchOp_Operations_Item. Returns the specified
+// element and whether it was found
+func (a SCIMPatchOp_Operations_Item) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for SCIMPatchOp_Operations_Item
+func (a *SCIMPatchOp_Operations_Item) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for SCIMPatchOp_Operations_Item to handle AdditionalProperties
+func (a *SCIMPatchOp_Operations_Item) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["op"]; found {
+		err = json.Unmarshal(raw, &a.Op)
+		if err != nil {
+			return fmt.Errorf("error reading 'op': %w", err)
+		}
+		delete(object, "op")
+	}
+
+	if raw, found := object["path"]; found {
+		err = json.Unmarshal(raw, &a.Path)
+		if err != nil {
+			return fmt.Errorf("error reading 'path': %w", err)
+		}
+		delete(object, "path")
+	}
+
+	if raw, found := object["value"]; found {
+		err = json.Unmarshal(raw, &a.Value)
+		if err != nil {
+			return fmt.Errorf("error reading 'value': %w", err)
+		}
+		delete(object, "value")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for SCIMPatchOp_Operations_Item to handle AdditionalProperties
+func (a SCIMPatchOp_Operations_Item) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["op"], err = json.Marshal(a.Op)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'op': %w", err)
+	}
+
+	if a.Path != nil {
+		object["path"], err = json.Marshal(a.Path)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'path': %w", err)
+		}
+	}
+
+	object["value"], err = json.Marshal(a.Value)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'value': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for SCIMSearchRequest. Returns the specified
+// element and whether it was found
+func (a SCIMSearchRequest) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for SCIMSearchRequest
+func (a *SCIMSearchRequest) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for SCIMSearchRequest to handle AdditionalProperties
+func (a *SCIMSearchRequest) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["attributes"]; found {
+		err = json.Unmarshal(raw, &a.Attributes)
+		if err != nil {
+			return fmt.Errorf("error reading 'attributes': %w", err)
+		}
+		delete(object, "attributes")
+	}
+
+	if raw, found := object["count"]; found {
+		err = json.Unmarshal(raw, &a.Count)
+		if err != nil {
+			return fmt.Errorf("error reading 'count': %w", err)
+		}
+		delete(object, "count")
+	}
+
+	if raw, found := object["excludedAttributes"]; found {
+		err = json.Unmarshal(raw, &a.ExcludedAttributes)
+		if err != nil {
+			return fmt.Errorf("error reading 'excludedAttributes': %w", err)
+		}
+		delete(object, "excludedAttributes")
+	}
+
+	if raw, found := object["filter"]; found {
+		err = json.Unmarshal(raw, &a.Filter)
+		if err != nil {
+			return fmt.Errorf("error reading 'filter': %w", err)
+		}
+		delete(object, "filter")
+	}
+
+	if raw, found := object["schemas"]; found {
+		err = json.Unmarshal(raw, &a.Schemas)
+		if err != nil {
+			return fmt.Errorf("error reading 'schemas': %w", err)
+		}
+		delete(object, "schemas")
+	}
+
+	if raw, found := object["sortBy"]; found {
+		err = json.Unmarshal(raw, &a.SortBy)
+		if err != nil {
+			return fmt.Errorf("error reading 'sortBy': %w", err)
+		}
+		delete(object, "sortBy")
+	}
+
+	if raw, found := object["sortOrder"]; found {
+		err = json.Unmarshal(raw, &a.SortOrder)
+		if err != nil {
+			return fmt.Errorf("error reading 'sortOrder': %w", err)
+		}
+		delete(object, "sortOrder")
+	}
+
+	if raw, found := object["startIndex"]; found {
+		err = json.Unmarshal(raw, &a.StartIndex)
+		if err != nil {
+			return fmt.Errorf("error reading 'startIndex': %w", err)
+		}
+		delete(object, "startIndex")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for SCIMSearchRequest to handle AdditionalProperties
+func (a SCIMSearchRequest) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Attributes != nil {
+		object["attributes"], err = json.Marshal(a.Attributes)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'attributes': %w", err)
+		}
+	}
+
+	if a.Count != nil {
+		object["count"], err = json.Marshal(a.Count)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'count': %w", err)
+		}
+	}
+
+	if a.ExcludedAttributes != nil {
+		object["excludedAttributes"], err = json.Marshal(a.ExcludedAttributes)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'excludedAttributes': %w", err)
+		}
+	}
+
+	if a.Filter != nil {
+		object["filter"], err = json.Marshal(a.Filter)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'filter': %w", err)
+		}
+	}
+
+	if a.Schemas != nil {
+		object["schemas"], err = json.Marshal(a.Schemas)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'schemas': %w", err)
+		}
+	}
+
+	if a.SortBy != nil {
+		object["sortBy"], err = json.Marshal(a.SortBy)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sortBy': %w", err)
+		}
+	}
+
+	if a.SortOrder != nil {
+		object["sortOrder"], err = json.Marshal(a.SortOrder)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'sortOrder': %w", err)
+		}
+	}
+
+	if a.StartIndex != nil {
+		object["startIndex"], err = json.Marshal(a.StartIndex)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'startIndex': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for SCIMUser. Returns the specified
+// element and whether it was found
+func (a SCIMUser) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for SCIMUser
+func (a *SCIMUser) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for SCIMUser to handle AdditionalProperties
+func (a *SCIMUser) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["active"]; found {
+		err = json.Unmarshal(raw, &a.Active)
+		if err != nil {
+			return fmt.Errorf("error reading 'active': %w", err)
+		}
+		delete(object, "active")
+	}
+
+	if raw, found := object["displayName"]; found {
+		err = json.Unmarshal(raw, &a.DisplayName)
+		if err != nil {
+			return fmt.Errorf("error reading 'displayName': %w", err)
+		}
+		delete(object, "displayName")
+	}
+
+	if raw, found := object["emails"]; found {
+		err = json.Unmarshal(raw, &a.Emails)
+		if err != nil {
+			return fmt.Errorf("error reading 'emails': %w", err)
+		}
+		delete(object, "emails")
+	}
+
+	if raw, found := object["externalId"]; found {
+		err = json.Unmarshal(raw, &a.ExternalId)
+		if err != nil {
+			return fmt.Errorf("error reading 'externalId': %w", err)
+		}
+		delete(object, "externalId")
+	}
+
+	if raw, found := object["id"]; found {
+		err = json.Unmarshal(raw, &a.Id)
+		if err != nil {
+			return fmt.Errorf("error reading 'id': %w", err)
+		}
+		delete(object, "id")
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if raw, found := object["password"]; found {
+		err = json.Unmarshal(raw, &a.Password)
+		if err != nil {
+			return fmt.Errorf("error reading 'password': %w", err)
+		}
+		delete(object, "password")
+	}
+
+	if raw, found := object["schemas"]; found {
+		err = json.Unmarshal(raw, &a.Schemas)
+		if err != nil {
+			return fmt.Errorf("error reading 'schemas': %w", err)
+		}
+		delete(object, "schemas")
+	}
+
+	if raw, found := object["userName"]; found {
+		err = json.Unmarshal(raw, &a.UserName)
+		if err != nil {
+			return fmt.Errorf("error reading 'userName': %w", err)
+		}
+		delete(object, "userName")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for SCIMUser to handle AdditionalProperties
+func (a SCIMUser) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["active"], err = json.Marshal(a.Active)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'active': %w", err)
+	}
+
+	if a.DisplayName != nil {
+		object["displayName"], err = json.Marshal(a.DisplayName)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'displayName': %w", err)
+		}
+	}
+
+	if a.Emails != nil {
+		object["emails"], err = json.Marshal(a.Emails)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'emails': %w", err)
+		}
+	}
+
+	if a.ExternalId != nil {
+		object["externalId"], err = json.Marshal(a.ExternalId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'externalId': %w", err)
+		}
+	}
+
+	if a.Id != nil {
+		object["id"], err = json.Marshal(a.Id)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'id': %w", err)
+		}
+	}
+
+	if a.Name != nil {
+		object["name"], err = json.Marshal(a.Name)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+
+	if a.Password != nil {
+		object["password"], err = json.Marshal(a.Password)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'password': %w", err)
+		}
+	}
+
+	if a.Schemas != nil {
+		object["schemas"], err = json.Marshal(a.Schemas)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'schemas': %w", err)
+		}
+	}
+
+	if a.UserName != nil {
+		object["userName"], err = json.Marshal(a.UserName)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'userName': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
 
 // AsAccountLinkingSettingsPatch0 returns the union data inside the AccountLinkingSettingsPatch as a AccountLinkingSettingsPatch0
 func (t AccountLinkingSettingsPatch) AsAccountLinkingSettingsPatch0() (AccountLinkingSettingsPatch0, error) {
@@ -10585,6 +11741,17 @@ type ClientInterface interface {
 	// UploadSmartCardsWithBody request with any body
 	UploadSmartCardsWithBody(ctx context.Context, params *UploadSmartCardsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListProvisioningTokens request
+	ListProvisioningTokens(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateProvisioningTokenWithBody request with any body
+	CreateProvisioningTokenWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	CreateProvisioningToken(ctx context.Context, body CreateProvisioningTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RevokeProvisioningToken request
+	RevokeProvisioningToken(ctx context.Context, tokenId ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListNotificationTemplates request
 	ListNotificationTemplates(ctx context.Context, params *ListNotificationTemplatesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -10661,6 +11828,95 @@ type ClientInterface interface {
 
 	// GetReadiness request
 	GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSCIMGroups request
+	ListSCIMGroups(ctx context.Context, params *ListSCIMGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateSCIMGroupWithBody request with any body
+	CreateSCIMGroupWithBody(ctx context.Context, params *CreateSCIMGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	CreateSCIMGroup(ctx context.Context, params *CreateSCIMGroupParams, body CreateSCIMGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	CreateSCIMGroupWithApplicationScimPlusJSONBody(ctx context.Context, params *CreateSCIMGroupParams, body CreateSCIMGroupApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SearchSCIMGroupsWithBody request with any body
+	SearchSCIMGroupsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	SearchSCIMGroups(ctx context.Context, body SearchSCIMGroupsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	SearchSCIMGroupsWithApplicationScimPlusJSONBody(ctx context.Context, body SearchSCIMGroupsApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteSCIMGroup request
+	DeleteSCIMGroup(ctx context.Context, id string, params *DeleteSCIMGroupParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSCIMGroup request
+	GetSCIMGroup(ctx context.Context, id string, params *GetSCIMGroupParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PatchSCIMGroupWithBody request with any body
+	PatchSCIMGroupWithBody(ctx context.Context, id string, params *PatchSCIMGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	PatchSCIMGroup(ctx context.Context, id string, params *PatchSCIMGroupParams, body PatchSCIMGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	PatchSCIMGroupWithApplicationScimPlusJSONBody(ctx context.Context, id string, params *PatchSCIMGroupParams, body PatchSCIMGroupApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReplaceSCIMGroupWithBody request with any body
+	ReplaceSCIMGroupWithBody(ctx context.Context, id string, params *ReplaceSCIMGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	ReplaceSCIMGroup(ctx context.Context, id string, params *ReplaceSCIMGroupParams, body ReplaceSCIMGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	ReplaceSCIMGroupWithApplicationScimPlusJSONBody(ctx context.Context, id string, params *ReplaceSCIMGroupParams, body ReplaceSCIMGroupApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSCIMResourceTypes request
+	ListSCIMResourceTypes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSCIMResourceType request
+	GetSCIMResourceType(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSCIMSchemas request
+	ListSCIMSchemas(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSCIMSchema request
+	GetSCIMSchema(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSCIMServiceProviderConfig request
+	GetSCIMServiceProviderConfig(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSCIMUsers request
+	ListSCIMUsers(ctx context.Context, params *ListSCIMUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateSCIMUserWithBody request with any body
+	CreateSCIMUserWithBody(ctx context.Context, params *CreateSCIMUserParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	CreateSCIMUser(ctx context.Context, params *CreateSCIMUserParams, body CreateSCIMUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	CreateSCIMUserWithApplicationScimPlusJSONBody(ctx context.Context, params *CreateSCIMUserParams, body CreateSCIMUserApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SearchSCIMUsersWithBody request with any body
+	SearchSCIMUsersWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	SearchSCIMUsers(ctx context.Context, body SearchSCIMUsersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	SearchSCIMUsersWithApplicationScimPlusJSONBody(ctx context.Context, body SearchSCIMUsersApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteSCIMUser request
+	DeleteSCIMUser(ctx context.Context, id string, params *DeleteSCIMUserParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSCIMUser request
+	GetSCIMUser(ctx context.Context, id string, params *GetSCIMUserParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PatchSCIMUserWithBody request with any body
+	PatchSCIMUserWithBody(ctx context.Context, id string, params *PatchSCIMUserParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	PatchSCIMUser(ctx context.Context, id string, params *PatchSCIMUserParams, body PatchSCIMUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	PatchSCIMUserWithApplicationScimPlusJSONBody(ctx context.Context, id string, params *PatchSCIMUserParams, body PatchSCIMUserApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReplaceSCIMUserWithBody request with any body
+	ReplaceSCIMUserWithBody(ctx context.Context, id string, params *ReplaceSCIMUserParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	ReplaceSCIMUser(ctx context.Context, id string, params *ReplaceSCIMUserParams, body ReplaceSCIMUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	ReplaceSCIMUserWithApplicationScimPlusJSONBody(ctx context.Context, id string, params *ReplaceSCIMUserParams, body ReplaceSCIMUserApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 func (c *Client) GetOAuthServerMetadata(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -12415,6 +13671,54 @@ func (c *Client) UploadSmartCardsWithBody(ctx context.Context, params *UploadSma
 	return c.Client.Do(req)
 }
 
+func (c *Client) ListProvisioningTokens(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListProvisioningTokensRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) CreateProvisioningTokenWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateProvisioningTokenRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) CreateProvisioningToken(ctx context.Context, body CreateProvisioningTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateProvisioningTokenRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) RevokeProvisioningToken(ctx context.Context, tokenId ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRevokeProvisioningTokenRequest(c.Server, tokenId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 func (c *Client) ListNotificationTemplates(ctx context.Context, params *ListNotificationTemplatesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListNotificationTemplatesRequest(c.Server, params)
 	if err != nil {
@@ -12753,6 +14057,426 @@ func (c *Client) OauthRevokeTokenWithFormdataBody(ctx context.Context, params *O
 
 func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetReadinessRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListSCIMGroups(ctx context.Context, params *ListSCIMGroupsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSCIMGroupsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) CreateSCIMGroupWithBody(ctx context.Context, params *CreateSCIMGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSCIMGroupRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) CreateSCIMGroup(ctx context.Context, params *CreateSCIMGroupParams, body CreateSCIMGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSCIMGroupRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) CreateSCIMGroupWithApplicationScimPlusJSONBody(ctx context.Context, params *CreateSCIMGroupParams, body CreateSCIMGroupApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSCIMGroupRequestWithApplicationScimPlusJSONBody(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) SearchSCIMGroupsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchSCIMGroupsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) SearchSCIMGroups(ctx context.Context, body SearchSCIMGroupsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchSCIMGroupsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) SearchSCIMGroupsWithApplicationScimPlusJSONBody(ctx context.Context, body SearchSCIMGroupsApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchSCIMGroupsRequestWithApplicationScimPlusJSONBody(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) DeleteSCIMGroup(ctx context.Context, id string, params *DeleteSCIMGroupParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteSCIMGroupRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) GetSCIMGroup(ctx context.Context, id string, params *GetSCIMGroupParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSCIMGroupRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) PatchSCIMGroupWithBody(ctx context.Context, id string, params *PatchSCIMGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchSCIMGroupRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) PatchSCIMGroup(ctx context.Context, id string, params *PatchSCIMGroupParams, body PatchSCIMGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchSCIMGroupRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) PatchSCIMGroupWithApplicationScimPlusJSONBody(ctx context.Context, id string, params *PatchSCIMGroupParams, body PatchSCIMGroupApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchSCIMGroupRequestWithApplicationScimPlusJSONBody(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ReplaceSCIMGroupWithBody(ctx context.Context, id string, params *ReplaceSCIMGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplaceSCIMGroupRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ReplaceSCIMGroup(ctx context.Context, id string, params *ReplaceSCIMGroupParams, body ReplaceSCIMGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplaceSCIMGroupRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ReplaceSCIMGroupWithApplicationScimPlusJSONBody(ctx context.Context, id string, params *ReplaceSCIMGroupParams, body ReplaceSCIMGroupApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplaceSCIMGroupRequestWithApplicationScimPlusJSONBody(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListSCIMResourceTypes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSCIMResourceTypesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) GetSCIMResourceType(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSCIMResourceTypeRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListSCIMSchemas(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSCIMSchemasRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) GetSCIMSchema(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSCIMSchemaRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) GetSCIMServiceProviderConfig(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSCIMServiceProviderConfigRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ListSCIMUsers(ctx context.Context, params *ListSCIMUsersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSCIMUsersRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) CreateSCIMUserWithBody(ctx context.Context, params *CreateSCIMUserParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSCIMUserRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) CreateSCIMUser(ctx context.Context, params *CreateSCIMUserParams, body CreateSCIMUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSCIMUserRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) CreateSCIMUserWithApplicationScimPlusJSONBody(ctx context.Context, params *CreateSCIMUserParams, body CreateSCIMUserApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSCIMUserRequestWithApplicationScimPlusJSONBody(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) SearchSCIMUsersWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchSCIMUsersRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) SearchSCIMUsers(ctx context.Context, body SearchSCIMUsersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchSCIMUsersRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) SearchSCIMUsersWithApplicationScimPlusJSONBody(ctx context.Context, body SearchSCIMUsersApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchSCIMUsersRequestWithApplicationScimPlusJSONBody(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) DeleteSCIMUser(ctx context.Context, id string, params *DeleteSCIMUserParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteSCIMUserRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) GetSCIMUser(ctx context.Context, id string, params *GetSCIMUserParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSCIMUserRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) PatchSCIMUserWithBody(ctx context.Context, id string, params *PatchSCIMUserParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchSCIMUserRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) PatchSCIMUser(ctx context.Context, id string, params *PatchSCIMUserParams, body PatchSCIMUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchSCIMUserRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) PatchSCIMUserWithApplicationScimPlusJSONBody(ctx context.Context, id string, params *PatchSCIMUserParams, body PatchSCIMUserApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchSCIMUserRequestWithApplicationScimPlusJSONBody(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ReplaceSCIMUserWithBody(ctx context.Context, id string, params *ReplaceSCIMUserParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplaceSCIMUserRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ReplaceSCIMUser(ctx context.Context, id string, params *ReplaceSCIMUserParams, body ReplaceSCIMUserJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplaceSCIMUserRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+func (c *Client) ReplaceSCIMUserWithApplicationScimPlusJSONBody(ctx context.Context, id string, params *ReplaceSCIMUserParams, body ReplaceSCIMUserApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplaceSCIMUserRequestWithApplicationScimPlusJSONBody(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -19191,6 +20915,107 @@ func NewUploadSmartCardsRequestWithBody(server string, params *UploadSmartCardsP
 	return req, nil
 }
 
+// NewListProvisioningTokensRequest generates requests for ListProvisioningTokens
+func NewListProvisioningTokensRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/provisioning-tokens")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateProvisioningTokenRequest calls the generic CreateProvisioningToken builder with application/json body
+func NewCreateProvisioningTokenRequest(server string, body CreateProvisioningTokenJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateProvisioningTokenRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateProvisioningTokenRequestWithBody generates requests for CreateProvisioningToken with any type of body
+func NewCreateProvisioningTokenRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/provisioning-tokens")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRevokeProvisioningTokenRequest generates requests for RevokeProvisioningToken
+func NewRevokeProvisioningTokenRequest(server string, tokenId ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "token_id", runtime.ParamLocationPath, tokenId)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/provisioning-tokens/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("DELETE", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListNotificationTemplatesRequest generates requests for ListNotificationTemplates
 func NewListNotificationTemplatesRequest(server string, params *ListNotificationTemplatesParams) (*http.Request, error) {
 	var err error
@@ -20358,6 +22183,1411 @@ func NewGetReadinessRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListSCIMGroupsRequest generates requests for ListSCIMGroups
+func NewListSCIMGroupsRequest(server string, params *ListSCIMGroupsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/scim/v2/Groups")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "filter", runtime.ParamLocationQuery, *params.Filter); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.StartIndex != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "startIndex", runtime.ParamLocationQuery, *params.StartIndex); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Count != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "count", runtime.ParamLocationQuery, *params.Count); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.SortBy != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "sortBy", runtime.ParamLocationQuery, *params.SortBy); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.SortOrder != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "sortOrder", runtime.ParamLocationQuery, *params.SortOrder); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Attributes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "attributes", runtime.ParamLocationQuery, *params.Attributes); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.ExcludedAttributes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "excludedAttributes", runtime.ParamLocationQuery, *params.ExcludedAttributes); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateSCIMGroupRequest calls the generic CreateSCIMGroup builder with application/json body
+func NewCreateSCIMGroupRequest(server string, params *CreateSCIMGroupParams, body CreateSCIMGroupJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateSCIMGroupRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateSCIMGroupRequestWithApplicationScimPlusJSONBody calls the generic CreateSCIMGroup builder with application/scim+json body
+func NewCreateSCIMGroupRequestWithApplicationScimPlusJSONBody(server string, params *CreateSCIMGroupParams, body CreateSCIMGroupApplicationScimPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateSCIMGroupRequestWithBody(server, params, "application/scim+json", bodyReader)
+}
+
+// NewCreateSCIMGroupRequestWithBody generates requests for CreateSCIMGroup with any type of body
+func NewCreateSCIMGroupRequestWithBody(server string, params *CreateSCIMGroupParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/scim/v2/Groups")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Attributes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "attributes", runtime.ParamLocationQuery, *params.Attributes); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.ExcludedAttributes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "excludedAttributes", runtime.ParamLocationQuery, *params.ExcludedAttributes); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewSearchSCIMGroupsRequest calls the generic SearchSCIMGroups builder with application/json body
+func NewSearchSCIMGroupsRequest(server string, body SearchSCIMGroupsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSearchSCIMGroupsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewSearchSCIMGroupsRequestWithApplicationScimPlusJSONBody calls the generic SearchSCIMGroups builder with application/scim+json body
+func NewSearchSCIMGroupsRequestWithApplicationScimPlusJSONBody(server string, body SearchSCIMGroupsApplicationScimPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSearchSCIMGroupsRequestWithBody(server, "application/scim+json", bodyReader)
+}
+
+// NewSearchSCIMGroupsRequestWithBody generates requests for SearchSCIMGroups with any type of body
+func NewSearchSCIMGroupsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/scim/v2/Groups/.search")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteSCIMGroupRequest generates requests for DeleteSCIMGroup
+func NewDeleteSCIMGroupRequest(server string, id string, params *DeleteSCIMGroupParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "id", runtime.ParamLocationPath, id)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/scim/v2/Groups/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("DELETE", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "If-Match", runtime.ParamLocationHeader, *params.IfMatch)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetSCIMGroupRequest generates requests for GetSCIMGroup
+func NewGetSCIMGroupRequest(server string, id string, params *GetSCIMGroupParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "id", runtime.ParamLocationPath, id)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/scim/v2/Groups/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Attributes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "attributes", runtime.ParamLocationQuery, *params.Attributes); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.ExcludedAttributes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "excludedAttributes", runtime.ParamLocationQuery, *params.ExcludedAttributes); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPatchSCIMGroupRequest calls the generic PatchSCIMGroup builder with application/json body
+func NewPatchSCIMGroupRequest(server string, id string, params *PatchSCIMGroupParams, body PatchSCIMGroupJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPatchSCIMGroupRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewPatchSCIMGroupRequestWithApplicationScimPlusJSONBody calls the generic PatchSCIMGroup builder with application/scim+json body
+func NewPatchSCIMGroupRequestWithApplicationScimPlusJSONBody(server string, id string, params *PatchSCIMGroupParams, body PatchSCIMGroupApplicationScimPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPatchSCIMGroupRequestWithBody(server, id, params, "application/scim+json", bodyReader)
+}
+
+// NewPatchSCIMGroupRequestWithBody generates requests for PatchSCIMGroup with any type of body
+func NewPatchSCIMGroupRequestWithBody(server string, id string, params *PatchSCIMGroupParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "id", runtime.ParamLocationPath, id)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/scim/v2/Groups/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Attributes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "attributes", runtime.ParamLocationQuery, *params.Attributes); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.ExcludedAttributes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "excludedAttributes", runtime.ParamLocationQuery, *params.ExcludedAttributes); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("PATCH", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "If-Match", runtime.ParamLocationHeader, *params.IfMatch)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewReplaceSCIMGroupRequest calls the generic ReplaceSCIMGroup builder with application/json body
+func NewReplaceSCIMGroupRequest(server string, id string, params *ReplaceSCIMGroupParams, body ReplaceSCIMGroupJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReplaceSCIMGroupRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewReplaceSCIMGroupRequestWithApplicationScimPlusJSONBody calls the generic ReplaceSCIMGroup builder with application/scim+json body
+func NewReplaceSCIMGroupRequestWithApplicationScimPlusJSONBody(server string, id string, params *ReplaceSCIMGroupParams, body ReplaceSCIMGroupApplicationScimPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReplaceSCIMGroupRequestWithBody(server, id, params, "application/scim+json", bodyReader)
+}
+
+// NewReplaceSCIMGroupRequestWithBody generates requests for ReplaceSCIMGroup with any type of body
+func NewReplaceSCIMGroupRequestWithBody(server string, id string, params *ReplaceSCIMGroupParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "id", runtime.ParamLocationPath, id)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/scim/v2/Groups/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Attributes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "attributes", runtime.ParamLocationQuery, *params.Attributes); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.ExcludedAttributes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "excludedAttributes", runtime.ParamLocationQuery, *params.ExcludedAttributes); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("PUT", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "If-Match", runtime.ParamLocationHeader, *params.IfMatch)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListSCIMResourceTypesRequest generates requests for ListSCIMResourceTypes
+func NewListSCIMResourceTypesRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/scim/v2/ResourceTypes")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetSCIMResourceTypeRequest generates requests for GetSCIMResourceType
+func NewGetSCIMResourceTypeRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "id", runtime.ParamLocationPath, id)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/scim/v2/ResourceTypes/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListSCIMSchemasRequest generates requests for ListSCIMSchemas
+func NewListSCIMSchemasRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/scim/v2/Schemas")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetSCIMSchemaRequest generates requests for GetSCIMSchema
+func NewGetSCIMSchemaRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "id", runtime.ParamLocationPath, id)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/scim/v2/Schemas/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetSCIMServiceProviderConfigRequest generates requests for GetSCIMServiceProviderConfig
+func NewGetSCIMServiceProviderConfigRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/scim/v2/ServiceProviderConfig")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListSCIMUsersRequest generates requests for ListSCIMUsers
+func NewListSCIMUsersRequest(server string, params *ListSCIMUsersParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/scim/v2/Users")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "filter", runtime.ParamLocationQuery, *params.Filter); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.StartIndex != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "startIndex", runtime.ParamLocationQuery, *params.StartIndex); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Count != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "count", runtime.ParamLocationQuery, *params.Count); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.SortBy != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "sortBy", runtime.ParamLocationQuery, *params.SortBy); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.SortOrder != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "sortOrder", runtime.ParamLocationQuery, *params.SortOrder); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Attributes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "attributes", runtime.ParamLocationQuery, *params.Attributes); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.ExcludedAttributes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "excludedAttributes", runtime.ParamLocationQuery, *params.ExcludedAttributes); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateSCIMUserRequest calls the generic CreateSCIMUser builder with application/json body
+func NewCreateSCIMUserRequest(server string, params *CreateSCIMUserParams, body CreateSCIMUserJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateSCIMUserRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateSCIMUserRequestWithApplicationScimPlusJSONBody calls the generic CreateSCIMUser builder with application/scim+json body
+func NewCreateSCIMUserRequestWithApplicationScimPlusJSONBody(server string, params *CreateSCIMUserParams, body CreateSCIMUserApplicationScimPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateSCIMUserRequestWithBody(server, params, "application/scim+json", bodyReader)
+}
+
+// NewCreateSCIMUserRequestWithBody generates requests for CreateSCIMUser with any type of body
+func NewCreateSCIMUserRequestWithBody(server string, params *CreateSCIMUserParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/scim/v2/Users")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Attributes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "attributes", runtime.ParamLocationQuery, *params.Attributes); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.ExcludedAttributes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "excludedAttributes", runtime.ParamLocationQuery, *params.ExcludedAttributes); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewSearchSCIMUsersRequest calls the generic SearchSCIMUsers builder with application/json body
+func NewSearchSCIMUsersRequest(server string, body SearchSCIMUsersJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSearchSCIMUsersRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewSearchSCIMUsersRequestWithApplicationScimPlusJSONBody calls the generic SearchSCIMUsers builder with application/scim+json body
+func NewSearchSCIMUsersRequestWithApplicationScimPlusJSONBody(server string, body SearchSCIMUsersApplicationScimPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSearchSCIMUsersRequestWithBody(server, "application/scim+json", bodyReader)
+}
+
+// NewSearchSCIMUsersRequestWithBody generates requests for SearchSCIMUsers with any type of body
+func NewSearchSCIMUsersRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/scim/v2/Users/.search")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("POST", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteSCIMUserRequest generates requests for DeleteSCIMUser
+func NewDeleteSCIMUserRequest(server string, id string, params *DeleteSCIMUserParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "id", runtime.ParamLocationPath, id)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/scim/v2/Users/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest("DELETE", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "If-Match", runtime.ParamLocationHeader, *params.IfMatch)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetSCIMUserRequest generates requests for GetSCIMUser
+func NewGetSCIMUserRequest(server string, id string, params *GetSCIMUserParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "id", runtime.ParamLocationPath, id)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/scim/v2/Users/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Attributes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "attributes", runtime.ParamLocationQuery, *params.Attributes); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.ExcludedAttributes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "excludedAttributes", runtime.ParamLocationQuery, *params.ExcludedAttributes); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("GET", queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPatchSCIMUserRequest calls the generic PatchSCIMUser builder with application/json body
+func NewPatchSCIMUserRequest(server string, id string, params *PatchSCIMUserParams, body PatchSCIMUserJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPatchSCIMUserRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewPatchSCIMUserRequestWithApplicationScimPlusJSONBody calls the generic PatchSCIMUser builder with application/scim+json body
+func NewPatchSCIMUserRequestWithApplicationScimPlusJSONBody(server string, id string, params *PatchSCIMUserParams, body PatchSCIMUserApplicationScimPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPatchSCIMUserRequestWithBody(server, id, params, "application/scim+json", bodyReader)
+}
+
+// NewPatchSCIMUserRequestWithBody generates requests for PatchSCIMUser with any type of body
+func NewPatchSCIMUserRequestWithBody(server string, id string, params *PatchSCIMUserParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "id", runtime.ParamLocationPath, id)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/scim/v2/Users/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Attributes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "attributes", runtime.ParamLocationQuery, *params.Attributes); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.ExcludedAttributes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "excludedAttributes", runtime.ParamLocationQuery, *params.ExcludedAttributes); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("PATCH", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "If-Match", runtime.ParamLocationHeader, *params.IfMatch)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewReplaceSCIMUserRequest calls the generic ReplaceSCIMUser builder with application/json body
+func NewReplaceSCIMUserRequest(server string, id string, params *ReplaceSCIMUserParams, body ReplaceSCIMUserJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReplaceSCIMUserRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewReplaceSCIMUserRequestWithApplicationScimPlusJSONBody calls the generic ReplaceSCIMUser builder with application/scim+json body
+func NewReplaceSCIMUserRequestWithApplicationScimPlusJSONBody(server string, id string, params *ReplaceSCIMUserParams, body ReplaceSCIMUserApplicationScimPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReplaceSCIMUserRequestWithBody(server, id, params, "application/scim+json", bodyReader)
+}
+
+// NewReplaceSCIMUserRequestWithBody generates requests for ReplaceSCIMUser with any type of body
+func NewReplaceSCIMUserRequestWithBody(server string, id string, params *ReplaceSCIMUserParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithLocation("simple", false, "id", runtime.ParamLocationPath, id)
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/scim/v2/Users/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		queryValues := queryURL.Query()
+
+		if params.Attributes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "attributes", runtime.ParamLocationQuery, *params.Attributes); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.ExcludedAttributes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "excludedAttributes", runtime.ParamLocationQuery, *params.ExcludedAttributes); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		queryURL.RawQuery = queryValues.Encode()
+	}
+
+	req, err := http.NewRequest("PUT", queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithLocation("simple", false, "If-Match", runtime.ParamLocationHeader, *params.IfMatch)
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -20803,6 +24033,17 @@ type ClientWithResponsesInterface interface {
 	// UploadSmartCardsWithBodyWithResponse request with any body
 	UploadSmartCardsWithBodyWithResponse(ctx context.Context, params *UploadSmartCardsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UploadSmartCardsResponse, error)
 
+	// ListProvisioningTokensWithResponse request
+	ListProvisioningTokensWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListProvisioningTokensResponse, error)
+
+	// CreateProvisioningTokenWithBodyWithResponse request with any body
+	CreateProvisioningTokenWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateProvisioningTokenResponse, error)
+
+	CreateProvisioningTokenWithResponse(ctx context.Context, body CreateProvisioningTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateProvisioningTokenResponse, error)
+
+	// RevokeProvisioningTokenWithResponse request
+	RevokeProvisioningTokenWithResponse(ctx context.Context, tokenId ID, reqEditors ...RequestEditorFn) (*RevokeProvisioningTokenResponse, error)
+
 	// ListNotificationTemplatesWithResponse request
 	ListNotificationTemplatesWithResponse(ctx context.Context, params *ListNotificationTemplatesParams, reqEditors ...RequestEditorFn) (*ListNotificationTemplatesResponse, error)
 
@@ -20879,6 +24120,95 @@ type ClientWithResponsesInterface interface {
 
 	// GetReadinessWithResponse request
 	GetReadinessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadinessResponse, error)
+
+	// ListSCIMGroupsWithResponse request
+	ListSCIMGroupsWithResponse(ctx context.Context, params *ListSCIMGroupsParams, reqEditors ...RequestEditorFn) (*ListSCIMGroupsResponse, error)
+
+	// CreateSCIMGroupWithBodyWithResponse request with any body
+	CreateSCIMGroupWithBodyWithResponse(ctx context.Context, params *CreateSCIMGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSCIMGroupResponse, error)
+
+	CreateSCIMGroupWithResponse(ctx context.Context, params *CreateSCIMGroupParams, body CreateSCIMGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSCIMGroupResponse, error)
+
+	CreateSCIMGroupWithApplicationScimPlusJSONBodyWithResponse(ctx context.Context, params *CreateSCIMGroupParams, body CreateSCIMGroupApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSCIMGroupResponse, error)
+
+	// SearchSCIMGroupsWithBodyWithResponse request with any body
+	SearchSCIMGroupsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SearchSCIMGroupsResponse, error)
+
+	SearchSCIMGroupsWithResponse(ctx context.Context, body SearchSCIMGroupsJSONRequestBody, reqEditors ...RequestEditorFn) (*SearchSCIMGroupsResponse, error)
+
+	SearchSCIMGroupsWithApplicationScimPlusJSONBodyWithResponse(ctx context.Context, body SearchSCIMGroupsApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*SearchSCIMGroupsResponse, error)
+
+	// DeleteSCIMGroupWithResponse request
+	DeleteSCIMGroupWithResponse(ctx context.Context, id string, params *DeleteSCIMGroupParams, reqEditors ...RequestEditorFn) (*DeleteSCIMGroupResponse, error)
+
+	// GetSCIMGroupWithResponse request
+	GetSCIMGroupWithResponse(ctx context.Context, id string, params *GetSCIMGroupParams, reqEditors ...RequestEditorFn) (*GetSCIMGroupResponse, error)
+
+	// PatchSCIMGroupWithBodyWithResponse request with any body
+	PatchSCIMGroupWithBodyWithResponse(ctx context.Context, id string, params *PatchSCIMGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchSCIMGroupResponse, error)
+
+	PatchSCIMGroupWithResponse(ctx context.Context, id string, params *PatchSCIMGroupParams, body PatchSCIMGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchSCIMGroupResponse, error)
+
+	PatchSCIMGroupWithApplicationScimPlusJSONBodyWithResponse(ctx context.Context, id string, params *PatchSCIMGroupParams, body PatchSCIMGroupApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchSCIMGroupResponse, error)
+
+	// ReplaceSCIMGroupWithBodyWithResponse request with any body
+	ReplaceSCIMGroupWithBodyWithResponse(ctx context.Context, id string, params *ReplaceSCIMGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplaceSCIMGroupResponse, error)
+
+	ReplaceSCIMGroupWithResponse(ctx context.Context, id string, params *ReplaceSCIMGroupParams, body ReplaceSCIMGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplaceSCIMGroupResponse, error)
+
+	ReplaceSCIMGroupWithApplicationScimPlusJSONBodyWithResponse(ctx context.Context, id string, params *ReplaceSCIMGroupParams, body ReplaceSCIMGroupApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplaceSCIMGroupResponse, error)
+
+	// ListSCIMResourceTypesWithResponse request
+	ListSCIMResourceTypesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListSCIMResourceTypesResponse, error)
+
+	// GetSCIMResourceTypeWithResponse request
+	GetSCIMResourceTypeWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetSCIMResourceTypeResponse, error)
+
+	// ListSCIMSchemasWithResponse request
+	ListSCIMSchemasWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListSCIMSchemasResponse, error)
+
+	// GetSCIMSchemaWithResponse request
+	GetSCIMSchemaWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetSCIMSchemaResponse, error)
+
+	// GetSCIMServiceProviderConfigWithResponse request
+	GetSCIMServiceProviderConfigWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetSCIMServiceProviderConfigResponse, error)
+
+	// ListSCIMUsersWithResponse request
+	ListSCIMUsersWithResponse(ctx context.Context, params *ListSCIMUsersParams, reqEditors ...RequestEditorFn) (*ListSCIMUsersResponse, error)
+
+	// CreateSCIMUserWithBodyWithResponse request with any body
+	CreateSCIMUserWithBodyWithResponse(ctx context.Context, params *CreateSCIMUserParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSCIMUserResponse, error)
+
+	CreateSCIMUserWithResponse(ctx context.Context, params *CreateSCIMUserParams, body CreateSCIMUserJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSCIMUserResponse, error)
+
+	CreateSCIMUserWithApplicationScimPlusJSONBodyWithResponse(ctx context.Context, params *CreateSCIMUserParams, body CreateSCIMUserApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSCIMUserResponse, error)
+
+	// SearchSCIMUsersWithBodyWithResponse request with any body
+	SearchSCIMUsersWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SearchSCIMUsersResponse, error)
+
+	SearchSCIMUsersWithResponse(ctx context.Context, body SearchSCIMUsersJSONRequestBody, reqEditors ...RequestEditorFn) (*SearchSCIMUsersResponse, error)
+
+	SearchSCIMUsersWithApplicationScimPlusJSONBodyWithResponse(ctx context.Context, body SearchSCIMUsersApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*SearchSCIMUsersResponse, error)
+
+	// DeleteSCIMUserWithResponse request
+	DeleteSCIMUserWithResponse(ctx context.Context, id string, params *DeleteSCIMUserParams, reqEditors ...RequestEditorFn) (*DeleteSCIMUserResponse, error)
+
+	// GetSCIMUserWithResponse request
+	GetSCIMUserWithResponse(ctx context.Context, id string, params *GetSCIMUserParams, reqEditors ...RequestEditorFn) (*GetSCIMUserResponse, error)
+
+	// PatchSCIMUserWithBodyWithResponse request with any body
+	PatchSCIMUserWithBodyWithResponse(ctx context.Context, id string, params *PatchSCIMUserParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchSCIMUserResponse, error)
+
+	PatchSCIMUserWithResponse(ctx context.Context, id string, params *PatchSCIMUserParams, body PatchSCIMUserJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchSCIMUserResponse, error)
+
+	PatchSCIMUserWithApplicationScimPlusJSONBodyWithResponse(ctx context.Context, id string, params *PatchSCIMUserParams, body PatchSCIMUserApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchSCIMUserResponse, error)
+
+	// ReplaceSCIMUserWithBodyWithResponse request with any body
+	ReplaceSCIMUserWithBodyWithResponse(ctx context.Context, id string, params *ReplaceSCIMUserParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplaceSCIMUserResponse, error)
+
+	ReplaceSCIMUserWithResponse(ctx context.Context, id string, params *ReplaceSCIMUserParams, body ReplaceSCIMUserJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplaceSCIMUserResponse, error)
+
+	ReplaceSCIMUserWithApplicationScimPlusJSONBodyWithResponse(ctx context.Context, id string, params *ReplaceSCIMUserParams, body ReplaceSCIMUserApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplaceSCIMUserResponse, error)
 }
 
 type GetOAuthServerMetadataResponse struct {
@@ -24072,6 +27402,88 @@ func (r UploadSmartCardsResponse) StatusCode() int {
 	return 0
 }
 
+type ListProvisioningTokensResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON200      *struct {
+		Data []ProvisioningToken `json:"data"`
+	}
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r ListProvisioningTokensResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListProvisioningTokensResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type CreateProvisioningTokenResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON201      *struct {
+		Data ProvisioningToken `json:"data"`
+	}
+	JSON400 *BadRequest
+	JSON401 *Unauthorized
+	JSON403 *AccessDenied
+	JSON413 *TooLarge
+	JSON415 *UnsupportedMediaType
+	JSON503 *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateProvisioningTokenResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateProvisioningTokenResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type RevokeProvisioningTokenResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	JSON401      *Unauthorized
+	JSON403      *AccessDenied
+	JSON404      *NotFound
+	JSON503      *Unavailable
+}
+
+// Status returns HTTPResponse.Status
+func (r RevokeProvisioningTokenResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RevokeProvisioningTokenResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
 type ListNotificationTemplatesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -24563,6 +27975,529 @@ func (r GetReadinessResponse) Status() string {
 
 // StatusCode returns HTTPResponse.StatusCode
 func (r GetReadinessResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListSCIMGroupsResponse struct {
+	Body                   []byte
+	HTTPResponse           *http.Response
+	ApplicationscimJSON200 *SCIMListResponse
+	ApplicationscimJSON400 *SCIM400
+	ApplicationscimJSON401 *SCIM401
+	ApplicationscimJSON403 *SCIM403
+	ApplicationscimJSON503 *SCIM503
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSCIMGroupsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSCIMGroupsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type CreateSCIMGroupResponse struct {
+	Body                   []byte
+	HTTPResponse           *http.Response
+	ApplicationscimJSON201 *SCIMGroup
+	ApplicationscimJSON400 *SCIM400
+	ApplicationscimJSON401 *SCIM401
+	ApplicationscimJSON403 *SCIM403
+	ApplicationscimJSON409 *SCIM409
+	ApplicationscimJSON413 *SCIM413
+	ApplicationscimJSON415 *SCIM415
+	ApplicationscimJSON503 *SCIM503
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateSCIMGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateSCIMGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type SearchSCIMGroupsResponse struct {
+	Body                   []byte
+	HTTPResponse           *http.Response
+	ApplicationscimJSON200 *SCIMListResponse
+	ApplicationscimJSON400 *SCIM400
+	ApplicationscimJSON401 *SCIM401
+	ApplicationscimJSON403 *SCIM403
+	ApplicationscimJSON413 *SCIM413
+	ApplicationscimJSON415 *SCIM415
+	ApplicationscimJSON503 *SCIM503
+}
+
+// Status returns HTTPResponse.Status
+func (r SearchSCIMGroupsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SearchSCIMGroupsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type DeleteSCIMGroupResponse struct {
+	Body                   []byte
+	HTTPResponse           *http.Response
+	ApplicationscimJSON401 *SCIM401
+	ApplicationscimJSON403 *SCIM403
+	ApplicationscimJSON404 *SCIM404
+	ApplicationscimJSON412 *SCIM412
+	ApplicationscimJSON503 *SCIM503
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteSCIMGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteSCIMGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type GetSCIMGroupResponse struct {
+	Body                   []byte
+	HTTPResponse           *http.Response
+	ApplicationscimJSON200 *SCIMGroup
+	ApplicationscimJSON400 *SCIM400
+	ApplicationscimJSON401 *SCIM401
+	ApplicationscimJSON403 *SCIM403
+	ApplicationscimJSON404 *SCIM404
+	ApplicationscimJSON503 *SCIM503
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSCIMGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSCIMGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type PatchSCIMGroupResponse struct {
+	Body                   []byte
+	HTTPResponse           *http.Response
+	ApplicationscimJSON200 *SCIMGroup
+	ApplicationscimJSON400 *SCIM400
+	ApplicationscimJSON401 *SCIM401
+	ApplicationscimJSON403 *SCIM403
+	ApplicationscimJSON404 *SCIM404
+	ApplicationscimJSON409 *SCIM409
+	ApplicationscimJSON412 *SCIM412
+	ApplicationscimJSON413 *SCIM413
+	ApplicationscimJSON415 *SCIM415
+	ApplicationscimJSON503 *SCIM503
+}
+
+// Status returns HTTPResponse.Status
+func (r PatchSCIMGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PatchSCIMGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ReplaceSCIMGroupResponse struct {
+	Body                   []byte
+	HTTPResponse           *http.Response
+	ApplicationscimJSON200 *SCIMGroup
+	ApplicationscimJSON400 *SCIM400
+	ApplicationscimJSON401 *SCIM401
+	ApplicationscimJSON403 *SCIM403
+	ApplicationscimJSON404 *SCIM404
+	ApplicationscimJSON409 *SCIM409
+	ApplicationscimJSON412 *SCIM412
+	ApplicationscimJSON413 *SCIM413
+	ApplicationscimJSON415 *SCIM415
+	ApplicationscimJSON503 *SCIM503
+}
+
+// Status returns HTTPResponse.Status
+func (r ReplaceSCIMGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReplaceSCIMGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListSCIMResourceTypesResponse struct {
+	Body                   []byte
+	HTTPResponse           *http.Response
+	ApplicationscimJSON200 *SCIMListResponse
+	ApplicationscimJSON401 *SCIM401
+	ApplicationscimJSON403 *SCIM403
+	ApplicationscimJSON503 *SCIM503
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSCIMResourceTypesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSCIMResourceTypesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type GetSCIMResourceTypeResponse struct {
+	Body                   []byte
+	HTTPResponse           *http.Response
+	ApplicationscimJSON200 *SCIMObject
+	ApplicationscimJSON401 *SCIM401
+	ApplicationscimJSON403 *SCIM403
+	ApplicationscimJSON404 *SCIM404
+	ApplicationscimJSON503 *SCIM503
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSCIMResourceTypeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSCIMResourceTypeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListSCIMSchemasResponse struct {
+	Body                   []byte
+	HTTPResponse           *http.Response
+	ApplicationscimJSON200 *SCIMListResponse
+	ApplicationscimJSON401 *SCIM401
+	ApplicationscimJSON403 *SCIM403
+	ApplicationscimJSON503 *SCIM503
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSCIMSchemasResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSCIMSchemasResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type GetSCIMSchemaResponse struct {
+	Body                   []byte
+	HTTPResponse           *http.Response
+	ApplicationscimJSON200 *SCIMObject
+	ApplicationscimJSON401 *SCIM401
+	ApplicationscimJSON403 *SCIM403
+	ApplicationscimJSON404 *SCIM404
+	ApplicationscimJSON503 *SCIM503
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSCIMSchemaResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSCIMSchemaResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type GetSCIMServiceProviderConfigResponse struct {
+	Body                   []byte
+	HTTPResponse           *http.Response
+	ApplicationscimJSON200 *SCIMObject
+	ApplicationscimJSON401 *SCIM401
+	ApplicationscimJSON403 *SCIM403
+	ApplicationscimJSON503 *SCIM503
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSCIMServiceProviderConfigResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSCIMServiceProviderConfigResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ListSCIMUsersResponse struct {
+	Body                   []byte
+	HTTPResponse           *http.Response
+	ApplicationscimJSON200 *SCIMListResponse
+	ApplicationscimJSON400 *SCIM400
+	ApplicationscimJSON401 *SCIM401
+	ApplicationscimJSON403 *SCIM403
+	ApplicationscimJSON503 *SCIM503
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSCIMUsersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSCIMUsersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type CreateSCIMUserResponse struct {
+	Body                   []byte
+	HTTPResponse           *http.Response
+	ApplicationscimJSON201 *SCIMUser
+	ApplicationscimJSON400 *SCIM400
+	ApplicationscimJSON401 *SCIM401
+	ApplicationscimJSON403 *SCIM403
+	ApplicationscimJSON409 *SCIM409
+	ApplicationscimJSON413 *SCIM413
+	ApplicationscimJSON415 *SCIM415
+	ApplicationscimJSON503 *SCIM503
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateSCIMUserResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateSCIMUserResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type SearchSCIMUsersResponse struct {
+	Body                   []byte
+	HTTPResponse           *http.Response
+	ApplicationscimJSON200 *SCIMListResponse
+	ApplicationscimJSON400 *SCIM400
+	ApplicationscimJSON401 *SCIM401
+	ApplicationscimJSON403 *SCIM403
+	ApplicationscimJSON413 *SCIM413
+	ApplicationscimJSON415 *SCIM415
+	ApplicationscimJSON503 *SCIM503
+}
+
+// Status returns HTTPResponse.Status
+func (r SearchSCIMUsersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SearchSCIMUsersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type DeleteSCIMUserResponse struct {
+	Body                   []byte
+	HTTPResponse           *http.Response
+	ApplicationscimJSON401 *SCIM401
+	ApplicationscimJSON403 *SCIM403
+	ApplicationscimJSON404 *SCIM404
+	ApplicationscimJSON412 *SCIM412
+	ApplicationscimJSON503 *SCIM503
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteSCIMUserResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteSCIMUserResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type GetSCIMUserResponse struct {
+	Body                   []byte
+	HTTPResponse           *http.Response
+	ApplicationscimJSON200 *SCIMUser
+	ApplicationscimJSON400 *SCIM400
+	ApplicationscimJSON401 *SCIM401
+	ApplicationscimJSON403 *SCIM403
+	ApplicationscimJSON404 *SCIM404
+	ApplicationscimJSON503 *SCIM503
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSCIMUserResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSCIMUserResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type PatchSCIMUserResponse struct {
+	Body                   []byte
+	HTTPResponse           *http.Response
+	ApplicationscimJSON200 *SCIMUser
+	ApplicationscimJSON400 *SCIM400
+	ApplicationscimJSON401 *SCIM401
+	ApplicationscimJSON403 *SCIM403
+	ApplicationscimJSON404 *SCIM404
+	ApplicationscimJSON409 *SCIM409
+	ApplicationscimJSON412 *SCIM412
+	ApplicationscimJSON413 *SCIM413
+	ApplicationscimJSON415 *SCIM415
+	ApplicationscimJSON503 *SCIM503
+}
+
+// Status returns HTTPResponse.Status
+func (r PatchSCIMUserResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PatchSCIMUserResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+type ReplaceSCIMUserResponse struct {
+	Body                   []byte
+	HTTPResponse           *http.Response
+	ApplicationscimJSON200 *SCIMUser
+	ApplicationscimJSON400 *SCIM400
+	ApplicationscimJSON401 *SCIM401
+	ApplicationscimJSON403 *SCIM403
+	ApplicationscimJSON404 *SCIM404
+	ApplicationscimJSON409 *SCIM409
+	ApplicationscimJSON412 *SCIM412
+	ApplicationscimJSON413 *SCIM413
+	ApplicationscimJSON415 *SCIM415
+	ApplicationscimJSON503 *SCIM503
+}
+
+// Status returns HTTPResponse.Status
+func (r ReplaceSCIMUserResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReplaceSCIMUserResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -25847,6 +29782,41 @@ func (c *ClientWithResponses) UploadSmartCardsWithBodyWithResponse(ctx context.C
 	return ParseUploadSmartCardsResponse(rsp)
 }
 
+// ListProvisioningTokensWithResponse request returning *ListProvisioningTokensResponse
+func (c *ClientWithResponses) ListProvisioningTokensWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListProvisioningTokensResponse, error) {
+	rsp, err := c.ListProvisioningTokens(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListProvisioningTokensResponse(rsp)
+}
+
+// CreateProvisioningTokenWithBodyWithResponse request with arbitrary body returning *CreateProvisioningTokenResponse
+func (c *ClientWithResponses) CreateProvisioningTokenWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateProvisioningTokenResponse, error) {
+	rsp, err := c.CreateProvisioningTokenWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateProvisioningTokenResponse(rsp)
+}
+
+func (c *ClientWithResponses) CreateProvisioningTokenWithResponse(ctx context.Context, body CreateProvisioningTokenJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateProvisioningTokenResponse, error) {
+	rsp, err := c.CreateProvisioningToken(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateProvisioningTokenResponse(rsp)
+}
+
+// RevokeProvisioningTokenWithResponse request returning *RevokeProvisioningTokenResponse
+func (c *ClientWithResponses) RevokeProvisioningTokenWithResponse(ctx context.Context, tokenId ID, reqEditors ...RequestEditorFn) (*RevokeProvisioningTokenResponse, error) {
+	rsp, err := c.RevokeProvisioningToken(ctx, tokenId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRevokeProvisioningTokenResponse(rsp)
+}
+
 // ListNotificationTemplatesWithResponse request returning *ListNotificationTemplatesResponse
 func (c *ClientWithResponses) ListNotificationTemplatesWithResponse(ctx context.Context, params *ListNotificationTemplatesParams, reqEditors ...RequestEditorFn) (*ListNotificationTemplatesResponse, error) {
 	rsp, err := c.ListNotificationTemplates(ctx, params, reqEditors...)
@@ -26096,6 +30066,305 @@ func (c *ClientWithResponses) GetReadinessWithResponse(ctx context.Context, reqE
 		return nil, err
 	}
 	return ParseGetReadinessResponse(rsp)
+}
+
+// ListSCIMGroupsWithResponse request returning *ListSCIMGroupsResponse
+func (c *ClientWithResponses) ListSCIMGroupsWithResponse(ctx context.Context, params *ListSCIMGroupsParams, reqEditors ...RequestEditorFn) (*ListSCIMGroupsResponse, error) {
+	rsp, err := c.ListSCIMGroups(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSCIMGroupsResponse(rsp)
+}
+
+// CreateSCIMGroupWithBodyWithResponse request with arbitrary body returning *CreateSCIMGroupResponse
+func (c *ClientWithResponses) CreateSCIMGroupWithBodyWithResponse(ctx context.Context, params *CreateSCIMGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSCIMGroupResponse, error) {
+	rsp, err := c.CreateSCIMGroupWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSCIMGroupResponse(rsp)
+}
+
+func (c *ClientWithResponses) CreateSCIMGroupWithResponse(ctx context.Context, params *CreateSCIMGroupParams, body CreateSCIMGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSCIMGroupResponse, error) {
+	rsp, err := c.CreateSCIMGroup(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSCIMGroupResponse(rsp)
+}
+
+func (c *ClientWithResponses) CreateSCIMGroupWithApplicationScimPlusJSONBodyWithResponse(ctx context.Context, params *CreateSCIMGroupParams, body CreateSCIMGroupApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSCIMGroupResponse, error) {
+	rsp, err := c.CreateSCIMGroupWithApplicationScimPlusJSONBody(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSCIMGroupResponse(rsp)
+}
+
+// SearchSCIMGroupsWithBodyWithResponse request with arbitrary body returning *SearchSCIMGroupsResponse
+func (c *ClientWithResponses) SearchSCIMGroupsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SearchSCIMGroupsResponse, error) {
+	rsp, err := c.SearchSCIMGroupsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSearchSCIMGroupsResponse(rsp)
+}
+
+func (c *ClientWithResponses) SearchSCIMGroupsWithResponse(ctx context.Context, body SearchSCIMGroupsJSONRequestBody, reqEditors ...RequestEditorFn) (*SearchSCIMGroupsResponse, error) {
+	rsp, err := c.SearchSCIMGroups(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSearchSCIMGroupsResponse(rsp)
+}
+
+func (c *ClientWithResponses) SearchSCIMGroupsWithApplicationScimPlusJSONBodyWithResponse(ctx context.Context, body SearchSCIMGroupsApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*SearchSCIMGroupsResponse, error) {
+	rsp, err := c.SearchSCIMGroupsWithApplicationScimPlusJSONBody(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSearchSCIMGroupsResponse(rsp)
+}
+
+// DeleteSCIMGroupWithResponse request returning *DeleteSCIMGroupResponse
+func (c *ClientWithResponses) DeleteSCIMGroupWithResponse(ctx context.Context, id string, params *DeleteSCIMGroupParams, reqEditors ...RequestEditorFn) (*DeleteSCIMGroupResponse, error) {
+	rsp, err := c.DeleteSCIMGroup(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteSCIMGroupResponse(rsp)
+}
+
+// GetSCIMGroupWithResponse request returning *GetSCIMGroupResponse
+func (c *ClientWithResponses) GetSCIMGroupWithResponse(ctx context.Context, id string, params *GetSCIMGroupParams, reqEditors ...RequestEditorFn) (*GetSCIMGroupResponse, error) {
+	rsp, err := c.GetSCIMGroup(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSCIMGroupResponse(rsp)
+}
+
+// PatchSCIMGroupWithBodyWithResponse request with arbitrary body returning *PatchSCIMGroupResponse
+func (c *ClientWithResponses) PatchSCIMGroupWithBodyWithResponse(ctx context.Context, id string, params *PatchSCIMGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchSCIMGroupResponse, error) {
+	rsp, err := c.PatchSCIMGroupWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchSCIMGroupResponse(rsp)
+}
+
+func (c *ClientWithResponses) PatchSCIMGroupWithResponse(ctx context.Context, id string, params *PatchSCIMGroupParams, body PatchSCIMGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchSCIMGroupResponse, error) {
+	rsp, err := c.PatchSCIMGroup(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchSCIMGroupResponse(rsp)
+}
+
+func (c *ClientWithResponses) PatchSCIMGroupWithApplicationScimPlusJSONBodyWithResponse(ctx context.Context, id string, params *PatchSCIMGroupParams, body PatchSCIMGroupApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchSCIMGroupResponse, error) {
+	rsp, err := c.PatchSCIMGroupWithApplicationScimPlusJSONBody(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchSCIMGroupResponse(rsp)
+}
+
+// ReplaceSCIMGroupWithBodyWithResponse request with arbitrary body returning *ReplaceSCIMGroupResponse
+func (c *ClientWithResponses) ReplaceSCIMGroupWithBodyWithResponse(ctx context.Context, id string, params *ReplaceSCIMGroupParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplaceSCIMGroupResponse, error) {
+	rsp, err := c.ReplaceSCIMGroupWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReplaceSCIMGroupResponse(rsp)
+}
+
+func (c *ClientWithResponses) ReplaceSCIMGroupWithResponse(ctx context.Context, id string, params *ReplaceSCIMGroupParams, body ReplaceSCIMGroupJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplaceSCIMGroupResponse, error) {
+	rsp, err := c.ReplaceSCIMGroup(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReplaceSCIMGroupResponse(rsp)
+}
+
+func (c *ClientWithResponses) ReplaceSCIMGroupWithApplicationScimPlusJSONBodyWithResponse(ctx context.Context, id string, params *ReplaceSCIMGroupParams, body ReplaceSCIMGroupApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplaceSCIMGroupResponse, error) {
+	rsp, err := c.ReplaceSCIMGroupWithApplicationScimPlusJSONBody(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReplaceSCIMGroupResponse(rsp)
+}
+
+// ListSCIMResourceTypesWithResponse request returning *ListSCIMResourceTypesResponse
+func (c *ClientWithResponses) ListSCIMResourceTypesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListSCIMResourceTypesResponse, error) {
+	rsp, err := c.ListSCIMResourceTypes(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSCIMResourceTypesResponse(rsp)
+}
+
+// GetSCIMResourceTypeWithResponse request returning *GetSCIMResourceTypeResponse
+func (c *ClientWithResponses) GetSCIMResourceTypeWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetSCIMResourceTypeResponse, error) {
+	rsp, err := c.GetSCIMResourceType(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSCIMResourceTypeResponse(rsp)
+}
+
+// ListSCIMSchemasWithResponse request returning *ListSCIMSchemasResponse
+func (c *ClientWithResponses) ListSCIMSchemasWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListSCIMSchemasResponse, error) {
+	rsp, err := c.ListSCIMSchemas(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSCIMSchemasResponse(rsp)
+}
+
+// GetSCIMSchemaWithResponse request returning *GetSCIMSchemaResponse
+func (c *ClientWithResponses) GetSCIMSchemaWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetSCIMSchemaResponse, error) {
+	rsp, err := c.GetSCIMSchema(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSCIMSchemaResponse(rsp)
+}
+
+// GetSCIMServiceProviderConfigWithResponse request returning *GetSCIMServiceProviderConfigResponse
+func (c *ClientWithResponses) GetSCIMServiceProviderConfigWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetSCIMServiceProviderConfigResponse, error) {
+	rsp, err := c.GetSCIMServiceProviderConfig(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSCIMServiceProviderConfigResponse(rsp)
+}
+
+// ListSCIMUsersWithResponse request returning *ListSCIMUsersResponse
+func (c *ClientWithResponses) ListSCIMUsersWithResponse(ctx context.Context, params *ListSCIMUsersParams, reqEditors ...RequestEditorFn) (*ListSCIMUsersResponse, error) {
+	rsp, err := c.ListSCIMUsers(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSCIMUsersResponse(rsp)
+}
+
+// CreateSCIMUserWithBodyWithResponse request with arbitrary body returning *CreateSCIMUserResponse
+func (c *ClientWithResponses) CreateSCIMUserWithBodyWithResponse(ctx context.Context, params *CreateSCIMUserParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSCIMUserResponse, error) {
+	rsp, err := c.CreateSCIMUserWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSCIMUserResponse(rsp)
+}
+
+func (c *ClientWithResponses) CreateSCIMUserWithResponse(ctx context.Context, params *CreateSCIMUserParams, body CreateSCIMUserJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSCIMUserResponse, error) {
+	rsp, err := c.CreateSCIMUser(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSCIMUserResponse(rsp)
+}
+
+func (c *ClientWithResponses) CreateSCIMUserWithApplicationScimPlusJSONBodyWithResponse(ctx context.Context, params *CreateSCIMUserParams, body CreateSCIMUserApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSCIMUserResponse, error) {
+	rsp, err := c.CreateSCIMUserWithApplicationScimPlusJSONBody(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSCIMUserResponse(rsp)
+}
+
+// SearchSCIMUsersWithBodyWithResponse request with arbitrary body returning *SearchSCIMUsersResponse
+func (c *ClientWithResponses) SearchSCIMUsersWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SearchSCIMUsersResponse, error) {
+	rsp, err := c.SearchSCIMUsersWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSearchSCIMUsersResponse(rsp)
+}
+
+func (c *ClientWithResponses) SearchSCIMUsersWithResponse(ctx context.Context, body SearchSCIMUsersJSONRequestBody, reqEditors ...RequestEditorFn) (*SearchSCIMUsersResponse, error) {
+	rsp, err := c.SearchSCIMUsers(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSearchSCIMUsersResponse(rsp)
+}
+
+func (c *ClientWithResponses) SearchSCIMUsersWithApplicationScimPlusJSONBodyWithResponse(ctx context.Context, body SearchSCIMUsersApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*SearchSCIMUsersResponse, error) {
+	rsp, err := c.SearchSCIMUsersWithApplicationScimPlusJSONBody(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSearchSCIMUsersResponse(rsp)
+}
+
+// DeleteSCIMUserWithResponse request returning *DeleteSCIMUserResponse
+func (c *ClientWithResponses) DeleteSCIMUserWithResponse(ctx context.Context, id string, params *DeleteSCIMUserParams, reqEditors ...RequestEditorFn) (*DeleteSCIMUserResponse, error) {
+	rsp, err := c.DeleteSCIMUser(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteSCIMUserResponse(rsp)
+}
+
+// GetSCIMUserWithResponse request returning *GetSCIMUserResponse
+func (c *ClientWithResponses) GetSCIMUserWithResponse(ctx context.Context, id string, params *GetSCIMUserParams, reqEditors ...RequestEditorFn) (*GetSCIMUserResponse, error) {
+	rsp, err := c.GetSCIMUser(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSCIMUserResponse(rsp)
+}
+
+// PatchSCIMUserWithBodyWithResponse request with arbitrary body returning *PatchSCIMUserResponse
+func (c *ClientWithResponses) PatchSCIMUserWithBodyWithResponse(ctx context.Context, id string, params *PatchSCIMUserParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchSCIMUserResponse, error) {
+	rsp, err := c.PatchSCIMUserWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchSCIMUserResponse(rsp)
+}
+
+func (c *ClientWithResponses) PatchSCIMUserWithResponse(ctx context.Context, id string, params *PatchSCIMUserParams, body PatchSCIMUserJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchSCIMUserResponse, error) {
+	rsp, err := c.PatchSCIMUser(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchSCIMUserResponse(rsp)
+}
+
+func (c *ClientWithResponses) PatchSCIMUserWithApplicationScimPlusJSONBodyWithResponse(ctx context.Context, id string, params *PatchSCIMUserParams, body PatchSCIMUserApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchSCIMUserResponse, error) {
+	rsp, err := c.PatchSCIMUserWithApplicationScimPlusJSONBody(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchSCIMUserResponse(rsp)
+}
+
+// ReplaceSCIMUserWithBodyWithResponse request with arbitrary body returning *ReplaceSCIMUserResponse
+func (c *ClientWithResponses) ReplaceSCIMUserWithBodyWithResponse(ctx context.Context, id string, params *ReplaceSCIMUserParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplaceSCIMUserResponse, error) {
+	rsp, err := c.ReplaceSCIMUserWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReplaceSCIMUserResponse(rsp)
+}
+
+func (c *ClientWithResponses) ReplaceSCIMUserWithResponse(ctx context.Context, id string, params *ReplaceSCIMUserParams, body ReplaceSCIMUserJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplaceSCIMUserResponse, error) {
+	rsp, err := c.ReplaceSCIMUser(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReplaceSCIMUserResponse(rsp)
+}
+
+func (c *ClientWithResponses) ReplaceSCIMUserWithApplicationScimPlusJSONBodyWithResponse(ctx context.Context, id string, params *ReplaceSCIMUserParams, body ReplaceSCIMUserApplicationScimPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplaceSCIMUserResponse, error) {
+	rsp, err := c.ReplaceSCIMUserWithApplicationScimPlusJSONBody(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReplaceSCIMUserResponse(rsp)
 }
 
 // ParseGetOAuthServerMetadataResponse parses an HTTP response from a GetOAuthServerMetadataWithResponse call
@@ -33056,6 +37325,172 @@ func ParseUploadSmartCardsResponse(rsp *http.Response) (*UploadSmartCardsRespons
 	return response, nil
 }
 
+// ParseListProvisioningTokensResponse parses an HTTP response from a ListProvisioningTokensWithResponse call
+func ParseListProvisioningTokensResponse(rsp *http.Response) (*ListProvisioningTokensResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListProvisioningTokensResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []ProvisioningToken `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateProvisioningTokenResponse parses an HTTP response from a CreateProvisioningTokenWithResponse call
+func ParseCreateProvisioningTokenResponse(rsp *http.Response) (*CreateProvisioningTokenResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateProvisioningTokenResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest struct {
+			Data ProvisioningToken `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseRevokeProvisioningTokenResponse parses an HTTP response from a RevokeProvisioningTokenWithResponse call
+func ParseRevokeProvisioningTokenResponse(rsp *http.Response) (*RevokeProvisioningTokenResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RevokeProvisioningTokenResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AccessDenied
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseListNotificationTemplatesResponse parses an HTTP response from a ListNotificationTemplatesWithResponse call
 func ParseListNotificationTemplatesResponse(rsp *http.Response) (*ListNotificationTemplatesResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -33997,6 +38432,1235 @@ func ParseGetReadinessResponse(rsp *http.Response) (*GetReadinessResponse, error
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListSCIMGroupsResponse parses an HTTP response from a ListSCIMGroupsWithResponse call
+func ParseListSCIMGroupsResponse(rsp *http.Response) (*ListSCIMGroupsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSCIMGroupsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SCIMListResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest SCIM400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest SCIM401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest SCIM403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest SCIM503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateSCIMGroupResponse parses an HTTP response from a CreateSCIMGroupWithResponse call
+func ParseCreateSCIMGroupResponse(rsp *http.Response) (*CreateSCIMGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateSCIMGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest SCIMGroup
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest SCIM400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest SCIM401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest SCIM403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest SCIM409
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest SCIM413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest SCIM415
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest SCIM503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSearchSCIMGroupsResponse parses an HTTP response from a SearchSCIMGroupsWithResponse call
+func ParseSearchSCIMGroupsResponse(rsp *http.Response) (*SearchSCIMGroupsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SearchSCIMGroupsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SCIMListResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest SCIM400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest SCIM401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest SCIM403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest SCIM413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest SCIM415
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest SCIM503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteSCIMGroupResponse parses an HTTP response from a DeleteSCIMGroupWithResponse call
+func ParseDeleteSCIMGroupResponse(rsp *http.Response) (*DeleteSCIMGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteSCIMGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest SCIM401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest SCIM403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SCIM404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest SCIM412
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest SCIM503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetSCIMGroupResponse parses an HTTP response from a GetSCIMGroupWithResponse call
+func ParseGetSCIMGroupResponse(rsp *http.Response) (*GetSCIMGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSCIMGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SCIMGroup
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest SCIM400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest SCIM401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest SCIM403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SCIM404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest SCIM503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePatchSCIMGroupResponse parses an HTTP response from a PatchSCIMGroupWithResponse call
+func ParsePatchSCIMGroupResponse(rsp *http.Response) (*PatchSCIMGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PatchSCIMGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SCIMGroup
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest SCIM400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest SCIM401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest SCIM403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SCIM404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest SCIM409
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest SCIM412
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest SCIM413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest SCIM415
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest SCIM503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseReplaceSCIMGroupResponse parses an HTTP response from a ReplaceSCIMGroupWithResponse call
+func ParseReplaceSCIMGroupResponse(rsp *http.Response) (*ReplaceSCIMGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReplaceSCIMGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SCIMGroup
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest SCIM400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest SCIM401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest SCIM403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SCIM404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest SCIM409
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest SCIM412
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest SCIM413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest SCIM415
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest SCIM503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListSCIMResourceTypesResponse parses an HTTP response from a ListSCIMResourceTypesWithResponse call
+func ParseListSCIMResourceTypesResponse(rsp *http.Response) (*ListSCIMResourceTypesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSCIMResourceTypesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SCIMListResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest SCIM401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest SCIM403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest SCIM503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetSCIMResourceTypeResponse parses an HTTP response from a GetSCIMResourceTypeWithResponse call
+func ParseGetSCIMResourceTypeResponse(rsp *http.Response) (*GetSCIMResourceTypeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSCIMResourceTypeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SCIMObject
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest SCIM401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest SCIM403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SCIM404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest SCIM503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListSCIMSchemasResponse parses an HTTP response from a ListSCIMSchemasWithResponse call
+func ParseListSCIMSchemasResponse(rsp *http.Response) (*ListSCIMSchemasResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSCIMSchemasResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SCIMListResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest SCIM401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest SCIM403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest SCIM503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetSCIMSchemaResponse parses an HTTP response from a GetSCIMSchemaWithResponse call
+func ParseGetSCIMSchemaResponse(rsp *http.Response) (*GetSCIMSchemaResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSCIMSchemaResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SCIMObject
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest SCIM401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest SCIM403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SCIM404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest SCIM503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetSCIMServiceProviderConfigResponse parses an HTTP response from a GetSCIMServiceProviderConfigWithResponse call
+func ParseGetSCIMServiceProviderConfigResponse(rsp *http.Response) (*GetSCIMServiceProviderConfigResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSCIMServiceProviderConfigResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SCIMObject
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest SCIM401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest SCIM403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest SCIM503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListSCIMUsersResponse parses an HTTP response from a ListSCIMUsersWithResponse call
+func ParseListSCIMUsersResponse(rsp *http.Response) (*ListSCIMUsersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSCIMUsersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SCIMListResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest SCIM400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest SCIM401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest SCIM403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest SCIM503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCreateSCIMUserResponse parses an HTTP response from a CreateSCIMUserWithResponse call
+func ParseCreateSCIMUserResponse(rsp *http.Response) (*CreateSCIMUserResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateSCIMUserResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest SCIMUser
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest SCIM400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest SCIM401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest SCIM403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest SCIM409
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest SCIM413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest SCIM415
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest SCIM503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSearchSCIMUsersResponse parses an HTTP response from a SearchSCIMUsersWithResponse call
+func ParseSearchSCIMUsersResponse(rsp *http.Response) (*SearchSCIMUsersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SearchSCIMUsersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SCIMListResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest SCIM400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest SCIM401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest SCIM403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest SCIM413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest SCIM415
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest SCIM503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteSCIMUserResponse parses an HTTP response from a DeleteSCIMUserWithResponse call
+func ParseDeleteSCIMUserResponse(rsp *http.Response) (*DeleteSCIMUserResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteSCIMUserResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest SCIM401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest SCIM403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SCIM404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest SCIM412
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest SCIM503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetSCIMUserResponse parses an HTTP response from a GetSCIMUserWithResponse call
+func ParseGetSCIMUserResponse(rsp *http.Response) (*GetSCIMUserResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSCIMUserResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SCIMUser
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest SCIM400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest SCIM401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest SCIM403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SCIM404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest SCIM503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePatchSCIMUserResponse parses an HTTP response from a PatchSCIMUserWithResponse call
+func ParsePatchSCIMUserResponse(rsp *http.Response) (*PatchSCIMUserResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PatchSCIMUserResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SCIMUser
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest SCIM400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest SCIM401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest SCIM403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SCIM404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest SCIM409
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest SCIM412
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest SCIM413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest SCIM415
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest SCIM503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseReplaceSCIMUserResponse parses an HTTP response from a ReplaceSCIMUserWithResponse call
+func ParseReplaceSCIMUserResponse(rsp *http.Response) (*ReplaceSCIMUserResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReplaceSCIMUserResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SCIMUser
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest SCIM400
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest SCIM401
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest SCIM403
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SCIM404
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest SCIM409
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest SCIM412
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest SCIM413
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest SCIM415
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest SCIM503
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationscimJSON503 = &dest
 
 	}
 

@@ -250,7 +250,7 @@ func TestMetadata(t *testing.T) {
 	if strings.Join(md.CodeChallengeMethodsSupported, ",") != "S256" || strings.Join(md.ResponseTypesSupported, ",") != "code" {
 		t.Errorf("PKCE methods %v, response types %v", md.CodeChallengeMethodsSupported, md.ResponseTypesSupported)
 	}
-	if len(md.ScopesSupported) != 78 || md.ScopesSupported[0] != "svc.audit.READ" {
+	if len(md.ScopesSupported) != 90 || md.ScopesSupported[0] != "svc.audit.READ" {
 		t.Errorf("scopes: %d, first %v", len(md.ScopesSupported), md.ScopesSupported[:1])
 	}
 	if r := f.browser().unknown("/oauth/v2/nothing"); r.status != http.StatusNotFound {

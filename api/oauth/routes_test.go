@@ -156,6 +156,13 @@ var fixtures = map[string]func(t *testing.T, env *apitest.Env, org *identity.Org
 		}
 		return models.FormatID(d.ID)
 	},
+	"token_id": func(t *testing.T, env *apitest.Env, org *identity.Organization, _ map[string]string) string {
+		tok, _, err := env.Store.ProvisioningTokens.Create(context.Background(), org.ID, "Fixture", nil)
+		if err != nil {
+			t.Fatalf("provisioning token fixture: %v", err)
+		}
+		return models.FormatID(tok.ID)
+	},
 	"authnfactor_config_id": smartCardFixture,
 	"ca_config_id": func(t *testing.T, env *apitest.Env, org *identity.Organization, parents map[string]string) string {
 		factor, ok := parents["authnfactor_config_id"]

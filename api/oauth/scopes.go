@@ -22,6 +22,8 @@ var resources = map[string]string{
 	"auth":                      "authentication factor configurations",
 	"audit":                     "the audit log and its signed digests",
 	"event_hook":                "event hooks and their deliveries",
+	"scim":                      "users and groups through SCIM provisioning (/scim/v2)",
+	"provisioning_token":        "SCIM provisioning tokens",
 }
 
 // operations are the scope operations, with the consent page's words.

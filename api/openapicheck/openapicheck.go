@@ -38,6 +38,8 @@ func New(doc *openapi3.T) (*Checker, error) {
 		openapi3filter.RegisterBodyDecoder("text/csv", openapi3filter.PlainBodyDecoder)
 		openapi3filter.RegisterBodyDecoder("application/x-ndjson", openapi3filter.PlainBodyDecoder)
 		openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder)
+		// SCIM's media type (/scim/v2) is JSON.
+		openapi3filter.RegisterBodyDecoder("application/scim+json", openapi3filter.JSONBodyDecoder)
 	})
 	router, err := gorillamux.NewRouter(doc)
 	if err != nil {

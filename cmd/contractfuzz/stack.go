@@ -24,12 +24,12 @@ import (
 
 const adminEmail = "admin@example.com"
 
-// allScopes is every scope the /api/v1 routes check (api/routes.go): ALL of
-// each resource, READ of meta (its only operation).
+// allScopes is every scope the /api/v1 and /scim/v2 routes check
+// (api/routes.go): ALL of each resource, READ of meta (its only operation).
 var allScopes = []string{"svc.job.ALL", "svc.user.ALL", "svc.group.ALL", "svc.auth.ALL",
 	"svc.quick_enrollment.ALL", "svc.device.ALL", "svc.conditional_access_policy.ALL",
 	"svc.conditional_factor_config.ALL", "svc.management.ALL", "svc.notification_template.ALL",
-	"svc.audit.ALL", "svc.event_hook.ALL", "svc.meta.READ"}
+	"svc.audit.ALL", "svc.event_hook.ALL", "svc.provisioning_token.ALL", "svc.scim.ALL", "svc.meta.READ"}
 
 // startDev starts `iam dev` on a fresh data directory under work and returns
 // its base URL and an access token with every scope.

@@ -40,7 +40,7 @@ var lowerLayers = map[string][]string{
 // first: an area imports models, the helper packages beside it
 // (areaHelpers) and only the areas before it here. models/store composes
 // them all; models/decide sits above protection, whose policies it applies.
-var areas = []string{"sqldb", "audit", "hooks", "jobs", "oauthstore", "identity", "devices", "enrollment", "notification", "protection", "management", "decide", "store"}
+var areas = []string{"sqldb", "audit", "hooks", "jobs", "oauthstore", "identity", "devices", "enrollment", "notification", "protection", "management", "scim", "decide", "store"}
 
 // areaHelpers are the packages of models/ that hold no area: parsers,
 // sealing and the lists' conventions. They import no area.

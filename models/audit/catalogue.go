@@ -106,6 +106,11 @@ const (
 	EventHookDisabled        = "event_hook.disabled"
 	EventHookTestRequested   = "event_hook.test_requested"
 	EventHookDeliveryRetried = "event_hook.delivery_retried"
+	// ProvisioningTokenCreated and ProvisioningTokenRevoked: an
+	// administrator creates or revokes a SCIM provisioning token (its
+	// value never shown).
+	ProvisioningTokenCreated = "provisioning_token.created" //nolint:gosec // G101: an event type's name, not a credential
+	ProvisioningTokenRevoked = "provisioning_token.revoked" //nolint:gosec // G101: an event type's name, not a credential
 )
 
 // Types returns every event type of the catalogue, sorted.
@@ -133,6 +138,7 @@ var catalogue = []string{
 	AccessDenied,
 	EventHookCreated, EventHookUpdated, EventHookDeleted, EventHookSecretRotated, EventHookDisabled,
 	EventHookTestRequested, EventHookDeliveryRetried,
+	ProvisioningTokenCreated, ProvisioningTokenRevoked,
 }
 
 // Target returns the target of type typ with id and display name.

@@ -95,6 +95,10 @@ var userAuditFields = sync.OnceValue(func() []userAuditField {
 		switch {
 		case f.Name == "Role":
 			name = "role"
+		case f.Name == "UserName":
+			name = "userName"
+		case f.Name == "ExternalID":
+			name = "externalId"
 		case name == "" || name == "-" || name == "id":
 			continue
 		}
@@ -125,8 +129,9 @@ type groupAuditView struct {
 	Name           string `json:"name"`
 	Description    string `json:"description"`
 	MembershipRule string `json:"membership_rule"`
+	ExternalID     string `json:"externalId"`
 }
 
 func groupAuditOf(g *Group) groupAuditView {
-	return groupAuditView{Name: g.Name, Description: g.Description, MembershipRule: g.MembershipRule}
+	return groupAuditView{Name: g.Name, Description: g.Description, MembershipRule: g.MembershipRule, ExternalID: g.ExternalID}
 }

@@ -38,9 +38,12 @@ type Group struct {
 	MembershipJobID *int64 `bun:"membership_job_id"`
 	// MembersCount is kept by triggers on group_members, so it is right
 	// whoever adds or removes members (a user delete included).
-	MembersCount int64     `bun:"members_count"`
-	WhenCreated  time.Time `bun:"when_created"`
-	UpdatedAt    time.Time `bun:"updated_at"`
+	MembersCount int64 `bun:"members_count"`
+	// ExternalID is the id a provisioning client (SCIM externalId) keeps
+	// for the group; empty when none.
+	ExternalID  string    `bun:"external_id"`
+	WhenCreated time.Time `bun:"when_created"`
+	UpdatedAt   time.Time `bun:"updated_at"`
 }
 
 // GroupMember is one membership row.
@@ -123,6 +126,8 @@ func checkGroupFields(g *Group) error {
 		return models.Invalid("name", "must be at most %d characters", MaxGroupNameLen)
 	case utf8.RuneCountInString(g.Description) > MaxGroupDescriptionLen:
 		return models.Invalid("description", "must be at most %d characters", MaxGroupDescriptionLen)
+	case utf8.RuneCountInString(g.ExternalID) > MaxGroupNameLen || !utf8.ValidString(g.ExternalID) || strings.ContainsRune(g.ExternalID, 0):
+		return models.Invalid("externalId", "must be valid text of at most %d characters", MaxGroupNameLen)
 	}
 	return nil
 }

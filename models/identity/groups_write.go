@@ -101,6 +101,8 @@ type GroupChange struct {
 	Name           *string
 	Description    *string
 	MembershipRule *string
+	// ExternalID is the SCIM externalId.
+	ExternalID *string
 }
 
 // Update changes a group of the organization, recording group.updated with
@@ -123,6 +125,9 @@ func (s *GroupStore) Update(ctx context.Context, orgID, id int64, ch GroupChange
 		}
 		if ch.Description != nil {
 			g.Description = *ch.Description
+		}
+		if ch.ExternalID != nil {
+			g.ExternalID = *ch.ExternalID
 		}
 		if err = checkGroupFields(g); err != nil {
 			return err
@@ -148,7 +153,7 @@ func (s *GroupStore) Update(ctx context.Context, orgID, id int64, ch GroupChange
 		}
 		g.UpdatedAt = time.Now().UTC()
 		_, err = tx.NewUpdate().Model(g).
-			Column("name", "description", "membership_rule", "rule_version", "membership_job_id", "updated_at").
+			Column("name", "description", "external_id", "membership_rule", "rule_version", "membership_job_id", "updated_at").
 			WherePK().Exec(ctx)
 		if sqldb.IsUniqueViolation(err) {
 			return errGroupNameTaken

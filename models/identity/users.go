@@ -72,6 +72,12 @@ type User struct {
 	Fax             string `bun:"fax" api:"fax,write,filter,max=MaxUserPhoneLen"`
 	Gender          string `bun:"gender" api:"gender,write,filter,sort"`
 	Language        string `bun:"language" api:"language,write,filter,sort"`
+	// UserName is the SCIM userName (docs/scim.md): unique in the
+	// organization ignoring case; Create sets it to the email when empty.
+	UserName string `bun:"user_name" api:"-"`
+	// ExternalID is the id a provisioning client (SCIM externalId) keeps
+	// for the user; empty when none.
+	ExternalID string `bun:"external_id" api:"-"`
 	// Container is the user's place in the directory, a distinguished name
 	// in RFC 4514 syntax (OU=Sales,DC=example,DC=com; CheckContainer); empty
 	// when the user has none. The move-users management action sets it.
@@ -166,6 +172,9 @@ func (s *UserStore) Create(ctx context.Context, user *User, password string) err
 	if user.Role == "" {
 		user.Role = RoleUser
 	}
+	if user.UserName == "" {
+		user.UserName = user.Email
+	}
 	if err := checkUser(user); err != nil {
 		return err
 	}
@@ -190,7 +199,7 @@ func (s *UserStore) Create(ctx context.Context, user *User, password string) err
 			return err
 		}
 		if _, err := tx.NewInsert().Model(user).Exec(ctx); err != nil {
-			return userWriteError(err, "insert user")
+			return userWriteError(err, "insert user", user)
 		}
 		if err := models.Record(ctx, models.AuditEvent{OrgID: user.OrgID, Type: audit.UserCreated,
 			Targets: []models.EventTarget{userTarget(user)}}); err != nil {
@@ -200,14 +209,19 @@ func (s *UserStore) Create(ctx context.Context, user *User, password string) err
 	})
 }
 
-// userWriteError explains a failed insert or update of a user: a taken
-// email or employee id is ECONFLICT naming the field.
-func userWriteError(err error, what string) error {
+// userWriteError explains a failed insert or update of u: a taken email,
+// employee id or userName is ECONFLICT naming the field. A userName equal
+// to the email (its default) that is taken is told as the email: the
+// database may report either index first.
+func userWriteError(err error, what string, u *User) error {
 	if !sqldb.IsUniqueViolation(err) {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	if strings.Contains(err.Error(), "employee") {
 		return &models.Error{Code: models.ECONFLICT, Field: "employeeID", Detail: "a user with this employee id already exists in the organization"}
+	}
+	if strings.Contains(err.Error(), "user_name") && !strings.EqualFold(u.UserName, u.Email) {
+		return &models.Error{Code: models.ECONFLICT, Field: "userName", Detail: "a user with this userName already exists in the organization"}
 	}
 	return &models.Error{Code: models.ECONFLICT, Field: "email", Detail: "a user with this email already exists in the organization"}
 }

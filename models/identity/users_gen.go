@@ -19,8 +19,9 @@ var UserListColumns = []string{
 	"id", "org_id", "first_name", "last_name", "display_name", "email", "employee_id", "title",
 	"department", "company", "description", "manager_id", "city", "state_province", "street",
 	"zip_postal", "post_office_box", "work_location", "seating_location", "country",
-	"mobile_number", "home_phone", "telephone_number", "fax", "gender", "language", "container",
-	"is_domain_verified", "status", "is_licensed", "primary_source", "created_at", "updated_at",
+	"mobile_number", "home_phone", "telephone_number", "fax", "gender", "language", "user_name",
+	"external_id", "container", "is_domain_verified", "status", "is_licensed", "primary_source",
+	"created_at", "updated_at",
 }
 
 // SignInColumns are the columns of User tagged nolist: the sign-in state
@@ -93,8 +94,8 @@ func scanUserRows(ctx context.Context, q *bun.SelectQuery, dest *[]User) error {
 			&u.EmployeeID, &u.Title, &u.Department, &u.Company, &u.Description, &managerID,
 			&u.City, &u.StateProvince, &u.Street, &u.ZipPostal, &u.PostOfficeBox, &u.WorkLocation,
 			&u.SeatingLocation, &u.Country, &u.MobileNumber, &u.HomePhone, &u.TelephoneNumber, &u.Fax,
-			&u.Gender, &u.Language, &u.Container, &u.IsDomainVerified, &status, &u.IsLicensed,
-			&primarySource, &u.CreatedAt, &u.UpdatedAt); err != nil {
+			&u.Gender, &u.Language, &u.UserName, &u.ExternalID, &u.Container, &u.IsDomainVerified,
+			&status, &u.IsLicensed, &primarySource, &u.CreatedAt, &u.UpdatedAt); err != nil {
 			*dest = users
 			return err
 		}

@@ -75,6 +75,13 @@ func (s *UserStore) ListInto(ctx context.Context, buf []User, orgID int64, licen
 	return users, meta, err
 }
 
+// Total returns how many users the organization has, from the counts the
+// triggers keep (countByLicensing): no scan of the users, whatever their
+// number.
+func (s *UserStore) Total(ctx context.Context, orgID int64) (int64, error) {
+	return s.countByLicensing(ctx, orgID, LicensingBoth)
+}
+
 // countByLicensing reads the organization's user count, or its licensed or
 // unlicensed part, from user_counts: rows per organization (shards, one per
 // writing connection's share; see the migration that made them) that

@@ -52,6 +52,16 @@ func checkUser(u *User) error {
 			bad(f.name, "must be valid text")
 		}
 	}
+	if n := utf8.RuneCountInString(u.UserName); n > MaxUserFieldLen {
+		bad("userName", "must be at most "+strconv.Itoa(MaxUserFieldLen)+" characters")
+	} else if u.UserName != strings.TrimSpace(u.UserName) || !utf8.ValidString(u.UserName) || strings.ContainsRune(u.UserName, 0) {
+		bad("userName", "must be valid text without leading or trailing spaces")
+	}
+	if n := utf8.RuneCountInString(u.ExternalID); n > MaxUserFieldLen {
+		bad("externalId", "must be at most "+strconv.Itoa(MaxUserFieldLen)+" characters")
+	} else if !utf8.ValidString(u.ExternalID) || strings.ContainsRune(u.ExternalID, 0) {
+		bad("externalId", "must be valid text")
+	}
 	if u.EmployeeID != strings.TrimSpace(u.EmployeeID) {
 		bad("employeeID", "must not start or end with spaces")
 	}

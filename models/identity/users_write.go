@@ -72,7 +72,7 @@ func (s *UserStore) Update(ctx context.Context, orgID, id int64, change UserChan
 			u.TokensValidAfter = &now
 		}
 		if _, err := tx.NewUpdate().Model(u).WherePK().Exec(ctx); err != nil {
-			return userWriteError(err, "update user")
+			return userWriteError(err, "update user", u)
 		}
 		if revoke {
 			if err := revokeUserTokens(ctx, tx, id); err != nil {

@@ -18,6 +18,7 @@ import (
 	"iam/models/notification"
 	"iam/models/oauthstore"
 	"iam/models/protection"
+	"iam/models/scim"
 	"iam/models/secret"
 	"iam/models/sqldb"
 )
@@ -77,6 +78,11 @@ type Store struct {
 	Refusals *audit.RefusalLog
 	// Hooks are the event hooks and their deliveries (docs/event-hooks.md).
 	Hooks *hooks.HookStore
+	// SCIM reads users and groups the SCIM way (/scim/v2; its writes go
+	// through Users and Groups); ProvisioningTokens are the organizations'
+	// SCIM bearer tokens.
+	SCIM               *scim.Store
+	ProvisioningTokens *scim.TokenStore
 
 	// idLease is the process's id node lease, when LeaseIDs took one.
 	idLease *sqldb.IDLease
@@ -127,6 +133,9 @@ func NewStore(db *bun.DB) *Store {
 		Blobs:  blobs,
 		Users:  identity.NewUserStore(db).BeforeDelete(devices.UnlinkDeletedUsers),
 		Groups: groups,
+
+		SCIM:               scim.NewStore(db),
+		ProvisioningTokens: scim.NewTokenStore(db),
 
 		Templates:     templates,
 		Notifications: notification.NewNotificationStore(db, groups, templates),

@@ -1,0 +1,381 @@
+// Command scimbench measures /scim/v2 on PostgreSQL with 1,000,000 users:
+//
+//	go run ./cmd/scimbench [-users 1000000] [-duration 10s] [-concurrency 32] [-members 10000] [-pages 0]
+//
+// It seeds the users with COPY (each with a userName and an externalId)
+// into a throwaway PostgreSQL cluster (the installed server binaries, as
+// the dbtest package finds them) or into the database IAM_BENCH_DATABASE_URL
+// names (migrated first; the rows stay), serves the API in process with a
+// provisioning token, and prints:
+//
+//   - GET /Users?filter=userName eq "…" and externalId eq "…" at the given
+//     concurrency, each request a random user: throughput, p50, p99
+//     (target: p99 ≤ 5 ms at 32 clients);
+//   - a PATCH adding -members members to a group in one request, and one
+//     removing them (target: ≤ 2 s each);
+//   - paging the whole directory with count=100 through /scim/v2/Users
+//     (startIndex) next to GET /api/v1/users?limit=100 (next_cursor), one
+//     client each (target: SCIM within 1.2× of REST); -pages caps the
+//     pages of each (0: all).
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/signal"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"iam/api"
+	"iam/api/auth"
+	"iam/cmd/internal/benchrun"
+	"iam/models"
+	"iam/models/dbtest/pgcluster"
+	"iam/models/identity"
+	"iam/models/sqldb"
+	"iam/models/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "scimbench:", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	users, concurrency, members, pages int
+	duration                           time.Duration
+}
+
+// restToken is the access token the benchmark's /api/v1 accepts.
+const restToken = "scimbench"
+
+type benchTokens struct{ orgID int64 }
+
+// ValidateAccessToken accepts the benchmark's REST token.
+func (t benchTokens) ValidateAccessToken(_ context.Context, tok string) (*auth.Principal, error) {
+	if tok != restToken {
+		return nil, errors.New("unknown token")
+	}
+	return &auth.Principal{UserID: 1, OrgID: t.orgID, Scopes: []string{"svc.user.READ"}}, nil
+}
+
+type bench struct {
+	cfg     config
+	out     *benchrun.Report
+	store   *store.Store
+	org     *identity.Organization
+	srv     *httptest.Server
+	client  *http.Client
+	scimTok string
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) (err error) {
+	out := benchrun.NewReport(stdout)
+	defer benchrun.Cleanup(&err, out.Err)
+	fs := flag.NewFlagSet("scimbench", flag.ContinueOnError)
+	var cfg config
+	fs.IntVar(&cfg.users, "users", 1_000_000, "users to seed")
+	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "length of each load run")
+	fs.IntVar(&cfg.concurrency, "concurrency", 32, "concurrent clients of the lookups")
+	fs.IntVar(&cfg.members, "members", 10_000, "members one PATCH adds and one removes")
+	fs.IntVar(&cfg.pages, "pages", 0, "pages of 100 each paging run reads (0: the whole directory)")
+	if err = fs.Parse(args); err != nil {
+		return err
+	}
+	cfg.members = min(cfg.members, cfg.users)
+	dsn := getenv("IAM_BENCH_DATABASE_URL")
+	if dsn == "" {
+		var c *pgcluster.Cluster
+		if c, err = pgcluster.Start(ctx, pgcluster.Options{Config: "shared_buffers = 1GB\nmax_wal_size = 4GB\n", Prefix: "iam-scimbench-pg-"}); err != nil {
+			return err
+		}
+		defer benchrun.Cleanup(&err, c.Stop)
+		dsn = c.URL("postgres").String()
+		out.Printf("throwaway PostgreSQL cluster %s\n", c.Describe())
+	}
+	db, err := sqldb.Open(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer benchrun.Cleanup(&err, db.Close)
+	if !sqldb.IsPostgres(db) {
+		return errors.New("the benchmark needs PostgreSQL")
+	}
+	db.SetMaxOpenConns(cfg.concurrency + 8)
+	db.SetMaxIdleConns(cfg.concurrency + 8)
+	if _, err = sqldb.MigrateUp(ctx, db); err != nil {
+		return err
+	}
+	b := &bench{cfg: cfg, out: out, store: store.NewStore(db), org: &identity.Organization{Name: "scimbench"},
+		client: &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}}}
+	if err = b.store.Orgs.Create(ctx, b.org); err != nil {
+		return err
+	}
+	if _, b.scimTok, err = b.store.ProvisioningTokens.Create(ctx, b.org.ID, "scimbench", nil); err != nil {
+		return err
+	}
+	b.srv = httptest.NewServer(api.New(api.Config{}, api.Deps{Store: b.store, Tokens: benchTokens{orgID: b.org.ID},
+		Log: slog.New(slog.DiscardHandler)}).Handler())
+	defer b.srv.Close()
+
+	t0 := time.Now()
+	ids, err := seedUsers(ctx, db.DB, b.org.ID, cfg.users)
+	if err != nil {
+		return err
+	}
+	out.Printf("seeded %d users with COPY (+ VACUUM ANALYZE) in %s; load average %s\n\n", cfg.users, time.Since(t0).Round(time.Millisecond), benchrun.LoadAvg())
+
+	for _, l := range []struct{ name, filter string }{
+		{"userName eq", `userName eq "user%07d@example.com"`},
+		{"externalId eq", `externalId eq "ext-%07d"`},
+	} {
+		s := b.load(ctx, func(ctx context.Context) error {
+			f := fmt.Sprintf(l.filter, rand.IntN(cfg.users)) //nolint:gosec // G404: which user to look up, no secret
+			body, gerr := b.get(ctx, "/scim/v2/Users?filter="+url.QueryEscape(f), "Bearer "+b.scimTok)
+			if gerr == nil && !bytes.Contains(body, []byte(`"totalResults":1`)) {
+				gerr = fmt.Errorf("%s: %.200s", f, body)
+			}
+			return gerr
+		})
+		out.Printf("GET /Users?filter=%-14s %d clients: %s (target p99 ≤ 5 ms)\n", l.name, cfg.concurrency, s)
+	}
+	if err = b.patchMembers(ctx, ids[:cfg.members]); err != nil {
+		return err
+	}
+	return b.paging(ctx)
+}
+
+// seedUsers COPYs n users into org, each with a userName and an
+// externalId, and returns their ids.
+func seedUsers(ctx context.Context, db *sql.DB, orgID int64, n int) (ids []int64, err error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer benchrun.Cleanup(&err, conn.Close)
+	cols := []string{"id", "org_id", "first_name", "last_name", "display_name", "email", "user_name", "external_id",
+		"status", "is_licensed", "created_at", "updated_at"}
+	now := time.Now().UTC()
+	ids = make([]int64, 0, n)
+	err = conn.Raw(func(dc any) error {
+		pc := dc.(*stdlib.Conn).Conn()
+		i := 0
+		_, copyErr := pc.CopyFrom(ctx, pgx.Identifier{"users"}, cols, pgx.CopyFromFunc(func() ([]any, error) {
+			if i == n {
+				return nil, nil
+			}
+			id := sqldb.NewID()
+			ids = append(ids, id)
+			email := fmt.Sprintf("user%07d@example.com", i)
+			row := []any{id, orgID, fmt.Sprintf("First%d", i%5000), fmt.Sprintf("Last%d", i/5000), "User " + email,
+				email, email, fmt.Sprintf("ext-%07d", i), identity.UserActive, true, now, now}
+			i++
+			return row, nil
+		}))
+		return copyErr
+	})
+	if err != nil {
+		return nil, fmt.Errorf("copy users: %w", err)
+	}
+	if _, err = db.ExecContext(ctx, "VACUUM (ANALYZE) users"); err != nil {
+		return nil, fmt.Errorf("vacuum users: %w", err)
+	}
+	return ids, nil
+}
+
+// do sends a request with an authorization header and returns the body of
+// a 2xx answer.
+func (b *bench) do(ctx context.Context, method, path, authz string, body []byte) ([]byte, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, b.srv.URL+path, r)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", authz)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/scim+json")
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(resp.Body)
+	err = errors.Join(err, resp.Body.Close())
+	if err == nil && resp.StatusCode/100 != 2 {
+		err = fmt.Errorf("%s %s: status %d: %.300s", method, path, resp.StatusCode, data)
+	}
+	return data, err
+}
+
+func (b *bench) get(ctx context.Context, path, authz string) ([]byte, error) {
+	return b.do(ctx, "GET", path, authz, nil)
+}
+
+// stats are one load run's latencies.
+type stats struct {
+	lat      []time.Duration
+	errs     int
+	firstErr error
+	elapsed  time.Duration
+}
+
+func (s stats) String() string {
+	slices.Sort(s.lat)
+	text := fmt.Sprintf("%8.1f req/s  p50 %6.2f ms  p99 %6.2f ms  (%d requests, %d errors)",
+		float64(len(s.lat))/s.elapsed.Seconds(), msOf(benchrun.Percentile(s.lat, 50)), msOf(benchrun.Percentile(s.lat, 99)), len(s.lat), s.errs)
+	if s.firstErr != nil {
+		text += "; first error: " + s.firstErr.Error()
+	}
+	return text
+}
+
+func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// load runs op from the configured clients for the configured time.
+func (b *bench) load(ctx context.Context, op func(context.Context) error) stats {
+	var mu sync.Mutex
+	var all stats
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(b.cfg.duration)
+	for range b.cfg.concurrency {
+		wg.Go(func() {
+			var mine []time.Duration
+			var bad int
+			var first error
+			for ctx.Err() == nil && time.Now().Before(deadline) {
+				t0 := time.Now()
+				if err := op(ctx); err != nil {
+					if bad == 0 {
+						first = err
+					}
+					bad++
+					continue
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			all.lat = append(all.lat, mine...)
+			all.errs += bad
+			if all.firstErr == nil {
+				all.firstErr = first
+			}
+		})
+	}
+	wg.Wait()
+	all.elapsed = time.Since(start)
+	return all
+}
+
+// patchMembers times one PATCH adding ids to a new group and one removing
+// them.
+func (b *bench) patchMembers(ctx context.Context, ids []int64) error {
+	created, err := b.do(ctx, "POST", "/scim/v2/Groups", "Bearer "+b.scimTok, []byte(`{"displayName":"scimbench"}`))
+	if err != nil {
+		return err
+	}
+	var g struct {
+		ID string `json:"id"`
+	}
+	if err = json.Unmarshal(created, &g); err != nil {
+		return err
+	}
+	values := make([]map[string]string, len(ids))
+	for i, id := range ids {
+		values[i] = map[string]string{"value": models.FormatID(id)}
+	}
+	for _, op := range []string{"add", "remove"} {
+		body, err := json.Marshal(map[string]any{"schemas": []string{"urn:ietf:params:scim:api:messages:2.0:PatchOp"},
+			"Operations": []any{map[string]any{"op": op, "path": "members", "value": values}}})
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		if _, err = b.do(ctx, "PATCH", "/scim/v2/Groups/"+g.ID+"?excludedAttributes=members", "Bearer "+b.scimTok, body); err != nil {
+			return err
+		}
+		b.out.Printf("PATCH /Groups/{id} %-6s %d members: %s (target ≤ 2 s)\n", op, len(ids), time.Since(t0).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// paging reads the directory 100 users a page through SCIM (startIndex)
+// and through the REST list (next_cursor), one client each.
+func (b *bench) paging(ctx context.Context) error {
+	pages := b.cfg.pages
+	if pages <= 0 {
+		pages = (b.cfg.users + 99) / 100
+	}
+	t0 := time.Now()
+	read := 0
+	for p := range pages {
+		body, err := b.get(ctx, fmt.Sprintf("/scim/v2/Users?startIndex=%d&count=100", p*100+1), "Bearer "+b.scimTok)
+		if err != nil {
+			return err
+		}
+		var page struct {
+			Resources []json.RawMessage `json:"Resources"`
+		}
+		if err = json.Unmarshal(body, &page); err != nil {
+			return err
+		}
+		read += len(page.Resources)
+		if len(page.Resources) < 100 {
+			break
+		}
+	}
+	scim := time.Since(t0)
+	t0 = time.Now()
+	restRead, cursor := 0, ""
+	for range pages {
+		path := "/api/v1/users?limit=100"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		body, err := b.get(ctx, path, auth.Scheme+" "+restToken)
+		if err != nil {
+			return err
+		}
+		var page struct {
+			Data []json.RawMessage `json:"data"`
+			Meta struct {
+				NextCursor string `json:"next_cursor"`
+			} `json:"meta"`
+		}
+		if err = json.Unmarshal(body, &page); err != nil {
+			return err
+		}
+		restRead += len(page.Data)
+		if cursor = page.Meta.NextCursor; cursor == "" {
+			break
+		}
+	}
+	rest := time.Since(t0)
+	b.out.Printf("paging count=100: SCIM %d users in %s, REST %d users in %s: %.2f× (target ≤ 1.2×)\n",
+		read, scim.Round(time.Millisecond), restRead, rest.Round(time.Millisecond), scim.Seconds()/rest.Seconds())
+	return nil
+}

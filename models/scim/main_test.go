@@ -1,0 +1,9 @@
+package scim_test
+
+import (
+	"testing"
+
+	"iam/models/dbtest"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }

@@ -1,0 +1,300 @@
+package scim
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/uptrace/bun"
+
+	"iam/models"
+	"iam/models/identity"
+)
+
+// MaxCount is the most resources a list answers at once (the
+// ServiceProviderConfig's filter.maxResults); a larger count is lowered.
+const MaxCount = 1000
+
+// Query is a SCIM list: a filter (nil: every resource), sortBy (an
+// attribute; "" sorts by id), the order, and the 1-based startIndex and
+// count (0: the total only).
+type Query struct {
+	// FilterText is the filter as the client wrote it: with the rest of
+	// the query, it keys the positions where pages ended (Store.resume).
+	FilterText string
+	Filter     Expr
+	SortBy     string
+	Descending bool
+	StartIndex int
+	Count      int
+}
+
+// Store reads the identity area's users and groups the SCIM way.
+type Store struct {
+	db bun.IDB
+	// resume remembers, for a list sorted by id, the last id of the pages
+	// this process answered, by the query and the startIndex that follows
+	// them: the next page of a client paging through (startIndex=1, 101,
+	// 201, …) seeks past that id instead of skipping startIndex-1 rows,
+	// so that paging a million users costs what the REST list's cursor
+	// does. A page asked out of turn (or of another process) skips rows.
+	// Positions are forgotten after resumeFor: a paging run refreshes them
+	// as it goes, and an old one no longer stands for its index.
+	resume *lru.Cache[resumeKey, resumePoint]
+}
+
+// resumePoint is where a page ended: its last id, and when.
+type resumePoint struct {
+	id int64
+	at time.Time
+}
+
+// resumeKey names a position in a list: the organization, the table, the
+// query and the 1-based index of the row after the position.
+type resumeKey struct {
+	orgID      int64
+	table      string
+	filter     string
+	descending bool
+	startIndex int
+}
+
+// resumePositions is how many page ends a process remembers, and
+// resumeFor for how long.
+const (
+	resumePositions = 10_000
+	resumeFor       = 5 * time.Minute
+)
+
+// NewStore returns the Store over db.
+func NewStore(db bun.IDB) *Store {
+	c, err := lru.New[resumeKey, resumePoint](resumePositions)
+	if err != nil {
+		panic(err) // only for a size below 1
+	}
+	return &Store{db: db, resume: c}
+}
+
+// orderBy returns the ORDER BY of q over r (its sortBy, then the id).
+// EINVALID (invalidValue) for an attribute r cannot sort by.
+func (r *resource) orderBy(q Query, idCol string) (string, error) {
+	dir := " ASC"
+	if q.Descending {
+		dir = " DESC"
+	}
+	if q.SortBy == "" {
+		return idCol + dir, nil
+	}
+	p, err := ParsePathName(q.SortBy)
+	if err != nil {
+		return "", models.Invalid("sortBy", "%s", err.Error())
+	}
+	col, ok := r.lookup(p)
+	if !ok {
+		if rows, multi := r.rows(Path{URN: p.URN, Attr: p.Attr}); multi && len(rows) == 1 {
+			sub := strings.ToLower(p.Sub)
+			if sub == "" {
+				sub = "value"
+			}
+			col, ok = rows[0][sub]
+		}
+	}
+	if !ok || col.kind == kindConst {
+		return "", models.Invalid("sortBy", "cannot sort by %s", q.SortBy)
+	}
+	expr := col.expr
+	if col.kind == kindText {
+		expr = "lower(" + expr + ")"
+	}
+	return expr + dir + ", " + idCol + dir, nil
+}
+
+// list runs q over table (aliased alias) of r into dest (a pointer to a
+// slice) and counts the matches: from the page itself when it is the first
+// and not full, from total (when not nil) for a list without a filter, and
+// by counting the matching rows otherwise. FilterError for a filter r
+// cannot apply.
+func (s *Store) list(ctx context.Context, r *resource, table, alias, columns string, orgID int64, q Query, dest any, total func(context.Context, int64) (int64, error)) (int, error) {
+	c := condTrue
+	if q.Filter != nil {
+		var err error
+		if c, err = r.where(q.Filter); err != nil {
+			return 0, err
+		}
+	}
+	order, err := r.orderBy(q, alias+".id")
+	if err != nil {
+		return 0, err
+	}
+	base := func() *bun.SelectQuery {
+		return s.db.NewSelect().TableExpr(table+" AS "+alias).
+			Where(alias+".org_id = ?", orgID).Where(c.sql, c.args...)
+	}
+	start := max(q.StartIndex, 1)
+	if q.Count > 0 {
+		page := base().ColumnExpr(columns).OrderExpr(order).Limit(int64(min(q.Count, MaxCount)))
+		key := resumeKey{orgID: orgID, table: table, filter: q.FilterText, descending: q.Descending, startIndex: start}
+		after, resumed := int64(0), false
+		if q.SortBy == "" && start > 1 {
+			if p, ok := s.resume.Get(key); ok && time.Since(p.at) < resumeFor {
+				after, resumed = p.id, true
+			}
+		}
+		switch {
+		case resumed && q.Descending:
+			page = page.Where(alias+".id < ?", after)
+		case resumed:
+			page = page.Where(alias+".id > ?", after)
+		default:
+			page = page.Offset(int64(start - 1))
+		}
+		if err = page.Scan(ctx, dest); err != nil {
+			return 0, models.Unavailable(fmt.Errorf("list %s: %w", table, err))
+		}
+		rows := reflect.ValueOf(dest).Elem()
+		n := rows.Len()
+		if q.SortBy == "" && n > 0 {
+			key.startIndex = start + n
+			s.resume.Add(key, resumePoint{id: rows.Index(n - 1).FieldByName("ID").Int(), at: time.Now()})
+		}
+		if start == 1 && n < min(q.Count, MaxCount) {
+			return n, nil // the whole result is on this page
+		}
+	}
+	var n int64
+	if q.Filter == nil && total != nil {
+		n, err = total(ctx, orgID)
+	} else {
+		n, err = base().Count(ctx)
+	}
+	if err != nil {
+		return 0, models.Unavailable(fmt.Errorf("count %s: %w", table, err))
+	}
+	return int(n), nil
+}
+
+// columns lists the columns of model T, qualified by alias, as bun maps
+// them: a list reads exactly the fields the identity area declares, never
+// a column another area adds to the table.
+func columns[T any](db bun.IDB, alias string) string {
+	table := db.Dialect().Tables().Get(reflect.TypeFor[T]())
+	names := make([]string, len(table.Fields))
+	for i, f := range table.Fields {
+		names[i] = alias + "." + string(f.SQLName)
+	}
+	return strings.Join(names, ", ")
+}
+
+// ListUsers returns a page of the organization's users matching q and the
+// number of users matching. *FilterError for a filter that names an
+// unknown attribute or compares wrongly; EINVALID for a bad sortBy.
+func (s *Store) ListUsers(ctx context.Context, orgID int64, q Query) ([]identity.User, int, error) {
+	users := []identity.User{}
+	total, err := s.list(ctx, userResource, "users", "u", columns[identity.User](s.db, "u"), orgID, q, &users,
+		identity.NewUserStore(s.db).Total)
+	return users, total, err
+}
+
+// ListGroups is ListUsers for groups.
+func (s *Store) ListGroups(ctx context.Context, orgID int64, q Query) ([]identity.Group, int, error) {
+	groups := []identity.Group{}
+	total, err := s.list(ctx, groupResource, "groups", "g", columns[identity.Group](s.db, "g"), orgID, q, &groups, nil)
+	return groups, total, err
+}
+
+// Member is a member of a group as SCIM shows it.
+type Member struct {
+	GroupID     int64  `bun:"group_id"`
+	UserID      int64  `bun:"user_id"`
+	DisplayName string `bun:"display_name"`
+	Email       string `bun:"email"`
+}
+
+// GroupRef is a group of a user as SCIM shows it.
+type GroupRef struct {
+	UserID int64  `bun:"user_id"`
+	ID     int64  `bun:"id"`
+	Name   string `bun:"name"`
+}
+
+// MaxListedMembers caps the members a group shows (GET of a group);
+// larger groups are read with excludedAttributes=members and filtered
+// with members[value eq "..."].
+const MaxListedMembers = 100_000
+
+// Members returns the members of the organization's groups groupIDs, by
+// group, in user id order (at most MaxListedMembers a group).
+func (s *Store) Members(ctx context.Context, orgID int64, groupIDs []int64) (map[int64][]Member, error) {
+	out := map[int64][]Member{}
+	if len(groupIDs) == 0 {
+		return out, nil
+	}
+	var rows []Member
+	err := s.db.NewSelect().TableExpr("group_members AS gm").
+		Join("JOIN users AS u ON u.id = gm.user_id").
+		ColumnExpr("gm.group_id, gm.user_id, u.display_name, u.email").
+		Where("gm.org_id = ? AND gm.group_id IN (?)", orgID, bun.List(groupIDs)).
+		OrderExpr("gm.group_id, gm.user_id").Limit(int64(MaxListedMembers*len(groupIDs))).
+		Scan(ctx, &rows)
+	if err != nil {
+		return nil, models.Unavailable(fmt.Errorf("select members: %w", err))
+	}
+	for _, m := range rows {
+		if len(out[m.GroupID]) < MaxListedMembers {
+			out[m.GroupID] = append(out[m.GroupID], m)
+		}
+	}
+	return out, nil
+}
+
+// UserGroups returns the groups of the organization's users userIDs, by
+// user, in group id order.
+func (s *Store) UserGroups(ctx context.Context, orgID int64, userIDs []int64) (map[int64][]GroupRef, error) {
+	out := map[int64][]GroupRef{}
+	if len(userIDs) == 0 {
+		return out, nil
+	}
+	var rows []GroupRef
+	err := s.db.NewSelect().TableExpr("group_members AS gm").
+		Join("JOIN groups AS g ON g.id = gm.group_id").
+		ColumnExpr("gm.user_id, g.id, g.name").
+		Where("gm.org_id = ? AND gm.user_id IN (?)", orgID, bun.List(userIDs)).
+		OrderExpr("gm.user_id, g.id").Scan(ctx, &rows)
+	if err != nil {
+		return nil, models.Unavailable(fmt.Errorf("select groups of users: %w", err))
+	}
+	for _, g := range rows {
+		out[g.UserID] = append(out[g.UserID], g)
+	}
+	return out, nil
+}
+
+// UserIDsByUserName returns the ids of the organization's users whose
+// userName is among names (ignoring case), for members and managers sent
+// by userName; ids keyed by the lower-case userName.
+func (s *Store) UserIDsByUserName(ctx context.Context, orgID int64, names []string) (map[string]int64, error) {
+	out := map[string]int64{}
+	if len(names) == 0 {
+		return out, nil
+	}
+	lower := make([]string, len(names))
+	for i, n := range names {
+		lower[i] = strings.ToLower(n)
+	}
+	var rows []struct {
+		ID       int64  `bun:"id"`
+		UserName string `bun:"user_name"`
+	}
+	err := s.db.NewSelect().TableExpr("users AS u").ColumnExpr("u.id, u.user_name").
+		Where("u.org_id = ? AND lower(u.user_name) IN (?)", orgID, bun.List(lower)).Scan(ctx, &rows)
+	if err != nil {
+		return nil, models.Unavailable(fmt.Errorf("select users by userName: %w", err))
+	}
+	for _, r := range rows {
+		out[strings.ToLower(r.UserName)] = r.ID
+	}
+	return out, nil
+}
