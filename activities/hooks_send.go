@@ -89,7 +89,13 @@ func AddressAllowed(addr netip.Addr, allow []netip.Prefix) bool {
 // changed since the hook was saved is caught), it follows no redirect and
 // uses no proxy, and each request ends after HookTimeout.
 func NewHookClient(allow []netip.Prefix, maxConns int) *http.Client {
-	d := &net.Dialer{Timeout: HookTimeout, Control: func(network, address string, _ syscall.RawConn) error {
+	return newHookClient(allow, maxConns, nil)
+}
+
+// newHookClient is NewHookClient resolving names with resolver (nil: the
+// system's).
+func newHookClient(allow []netip.Prefix, maxConns int, resolver *net.Resolver) *http.Client {
+	d := &net.Dialer{Timeout: HookTimeout, Resolver: resolver, Control: func(network, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
 			return fmt.Errorf("%w: %s", ErrAddressRefused, address)
