@@ -152,7 +152,7 @@ func (s *Server) createSchedule(c *gin.Context) error {
 	if m == nil {
 		return errEngineDown
 	}
-	err := m.write(ctx, func(sync notification.SyncFunc) error {
+	err := m.write(ctx, p.OrgID, func(sync notification.SyncFunc) error {
 		return s.store.Notifications.CreateSchedule(ctx, sc, p.UserID, sync)
 	})
 	if err != nil {
@@ -232,7 +232,7 @@ func (s *Server) changeSchedule(c *gin.Context, change func(notification.Notific
 		return errEngineDown
 	}
 	var out *notification.NotificationSchedule
-	if err := m.write(ctx, func(sync notification.SyncFunc) error {
+	if err := m.write(ctx, p.OrgID, func(sync notification.SyncFunc) error {
 		var err error
 		out, err = s.store.Notifications.UpdateSchedule(ctx, p.OrgID, id, p.UserID, change, sync)
 		return err
@@ -255,7 +255,7 @@ func (s *Server) deleteSchedule(c *gin.Context) error {
 	if m == nil {
 		return errEngineDown
 	}
-	err = m.write(ctx, func(sync notification.SyncFunc) error {
+	err = m.write(ctx, p.OrgID, func(sync notification.SyncFunc) error {
 		return s.store.Notifications.DeleteSchedule(ctx, p.OrgID, id, sync)
 	})
 	if err != nil {
@@ -276,6 +276,12 @@ func (s *Server) runSchedule(c *gin.Context) error {
 		return err
 	}
 	m := s.scheduleMirror()
+	if m != nil {
+		// A schedule missing in Temporal is made again before its trigger.
+		if err = m.loadTimeZone(ctx, principal(c).OrgID); err != nil {
+			return err
+		}
+	}
 	sc, err := s.store.Notifications.RequestRun(ctx, principal(c).OrgID, id, func(ctx context.Context, sc *notification.NotificationSchedule) error {
 		if m == nil {
 			return errEngineDown

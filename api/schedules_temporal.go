@@ -31,6 +31,9 @@ type scheduleMirror struct {
 	queue string // the task queue of the run workflows
 	store *store.Store
 	log   *slog.Logger
+	// timeZone is the organization's, read by write before its
+	// transaction.
+	timeZone string
 }
 
 // scheduleMirror returns the mirror, or nil without Temporal.
@@ -52,8 +55,17 @@ var errEngineDown = &models.Error{Code: models.EUNAVAILABLE, Title: "Service Una
 // write runs a store write with the mirror as its SyncFunc. The Temporal
 // change happens inside the write's transaction; when the write fails after
 // it (the commit), the change is undone, so that nothing is half-written.
-func (m *scheduleMirror) write(ctx context.Context, write func(notification.SyncFunc) error) error {
+//
+// The organization's time zone (the schedule's calendar) is read first,
+// outside the write's transaction: read from inside it, on a second
+// connection while the transaction holds one, concurrent writes could take
+// every connection of the pool (SQLite's has 4) and each wait for another
+// until its timeout.
+func (m *scheduleMirror) write(ctx context.Context, orgID int64, write func(notification.SyncFunc) error) error {
 	if err := m.reachable(ctx); err != nil {
+		return err
+	}
+	if err := m.loadTimeZone(ctx, orgID); err != nil {
 		return err
 	}
 	var done bool
@@ -72,6 +84,18 @@ func (m *scheduleMirror) write(ctx context.Context, write func(notification.Sync
 		}
 	}
 	return err
+}
+
+// loadTimeZone reads the organization's time zone, the calendar of its
+// schedules, for the writes that follow (before their transactions: see
+// write).
+func (m *scheduleMirror) loadTimeZone(ctx context.Context, orgID int64) error {
+	org, err := m.store.Orgs.Get(ctx, orgID)
+	if err != nil {
+		return err
+	}
+	m.timeZone = org.TimeZone
+	return nil
 }
 
 // engineCheckWait bounds the reachability check of the workflow engine.
@@ -132,10 +156,6 @@ func (m *scheduleMirror) apply(ctx context.Context, prev, next *notification.Not
 
 // options are the Temporal Schedule of sc.
 func (m *scheduleMirror) options(ctx context.Context, sc *notification.NotificationSchedule) (client.ScheduleOptions, error) {
-	org, err := m.store.Orgs.Get(ctx, sc.OrgID)
-	if err != nil {
-		return client.ScheduleOptions{}, err
-	}
 	settings := sc.Settings
 	t, err := settings.Check("schedule_settings")
 	if err != nil {
@@ -147,7 +167,7 @@ func (m *scheduleMirror) options(ctx context.Context, sc *notification.Notificat
 	}
 	return client.ScheduleOptions{
 		ID:   notification.NotificationScheduleID(sc.ID),
-		Spec: scheduleSpec(t, org.TimeZone),
+		Spec: scheduleSpec(t, m.timeZone),
 		Action: &client.ScheduleWorkflowAction{
 			ID:        "notify-" + models.FormatID(sc.ID),
 			Workflow:  workflows.NotifyWorkflowName,
