@@ -44,6 +44,33 @@ func heartbeat(ctx context.Context, details any) {
 	}
 }
 
+// heartbeatOnClock records the activity's heartbeat with details() every
+// interval until stop is called: for a step whose work can block (a slow
+// receiver or server), so that a live worker never looks dead. Once ctx
+// ends (cancelled, or the worker stops) it falls silent, so that Temporal
+// hands the work to another worker.
+func heartbeatOnClock(ctx context.Context, every time.Duration, details func() any) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx, details())
+			}
+		}
+	}()
+	return func() { close(quit) }
+}
+
 // invalidInput is the non-retryable error of a job input that breaks a rule.
 func invalidInput(format string, args ...any) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), ErrInvalid, nil)

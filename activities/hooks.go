@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sync"
+	"sync/atomic"
 	"time"
-
-	"go.temporal.io/sdk/activity"
 
 	"iam/models/hooks"
 	"iam/models/store"
@@ -31,7 +29,8 @@ const (
 	// DefaultHookConcurrency is 1: a hook's deliveries arrive in event
 	// order when they succeed first try.
 	DefaultHookConcurrency = 1
-	// hookBatch is how many due deliveries one round sends.
+	// hookBatch is how many due deliveries one read of the due list
+	// returns (beyond those the send window already started).
 	hookBatch         = 256
 	DefaultHookPoll   = 200 * time.Millisecond
 	DefaultHookRunFor = time.Minute
@@ -40,8 +39,7 @@ const (
 	// hookReload is how often a running dispatcher rereads its hook (a
 	// PATCH that disables it or changes its URL).
 	hookReload = 2 * time.Second
-	// hookHeartbeat is how often a run heartbeats while a batch's requests
-	// are under way.
+	// hookHeartbeat is how often a run heartbeats.
 	hookHeartbeat = 3 * time.Second
 )
 
@@ -98,10 +96,11 @@ func (a *EventHooks) defaults() (conc int, poll, runFor time.Duration, pol hooks
 
 // DeliverEventHook runs the hook's dispatcher for RunFor (heartbeating):
 // new events become deliveries, due deliveries are sent in the order they
-// fell due (event order for first attempts), Concurrency at a time, and
-// each batch's attempts are recorded in one transaction once its requests
-// ended. A worker that dies mid-batch leaves that batch's deliveries due:
-// the next run sends them again (with the same webhook-id), nothing else.
+// fell due (event order for first attempts) through a window of
+// Concurrency requests in flight, and their attempts are recorded as they
+// end (sendWindow). A worker that dies leaves the deliveries whose
+// attempts were not recorded due: the next run sends them again (with the
+// same webhook-id), nothing else.
 //
 // A run whose context ends (its worker stopping) returns what it did, not
 // an error: what it had not recorded stays due for the next run.
@@ -124,50 +123,18 @@ func (a *EventHooks) DeliverEventHook(ctx context.Context, hookID int64) (_ Even
 	if _, err = st.PruneDeliveries(ctx, hookID, time.Now().Add(-hooks.DeliveryRetention), 1000); err != nil {
 		return run, err
 	}
-	loaded := time.Now()
-	deadline := loaded.Add(runFor)
-	for time.Now().Before(deadline) {
-		if activity.IsActivity(ctx) {
-			activity.RecordHeartbeat(ctx, run.Attempts)
-		}
-		if ctx.Err() != nil {
-			return run, ctx.Err()
-		}
-		if time.Since(loaded) > hookReload {
-			if h, err = st.LoadForDelivery(ctx, hookID); errors.Is(err, hooks.ErrHookNotFound) {
-				return EventHookRun{Stop: true}, nil
-			} else if err != nil {
-				return run, err
-			}
-			loaded = time.Now()
-		}
-		if !h.Enabled {
-			run.Stop = true
-			break
-		}
-		read, derr := st.Dispatch(ctx, h, hookDispatchBatch)
-		if derr != nil {
-			return run, derr
-		}
-		due, derr := st.Due(ctx, h.ID, time.Now(), max(hookBatch, conc))
-		if derr != nil {
-			return run, derr
-		}
-		if len(due) == 0 {
-			if read == 0 {
-				sleep(ctx, poll)
-			}
-			continue
-		}
-		res, serr := a.sendBatch(ctx, h, due, conc, pol, deadline)
-		if serr != nil {
-			return run, serr
-		}
-		run.Attempts += len(due)
-		if res.Disabled {
-			run.Stop = true
-			break
-		}
+	r := &hookRun{a: a, h: h, loaded: time.Now(), poll: poll}
+	defer heartbeatOnClock(ctx, hookHeartbeat, func() any { return r.attempts.Load() })()
+	r.w = newSendWindow(ctx, a, h, conc, pol)
+	run.Stop, err = r.loop(ctx, r.loaded.Add(runFor))
+	rec, werr := r.w.close()
+	run.Attempts = int(r.attempts.Load())
+	run.Stop = run.Stop || rec.Disabled
+	if err == nil {
+		err = werr
+	}
+	if err != nil {
+		return run, err
 	}
 	if run.Backlog, err = st.Backlog(ctx, hookID); err != nil {
 		return run, err
@@ -175,109 +142,69 @@ func (a *EventHooks) DeliverEventHook(ctx context.Context, hookID int64) (_ Even
 	return run, nil
 }
 
-// sendBatch sends due, started in their order with at most conc in flight
-// (with conc 1 they arrive in that order), and records the attempts as
-// they end: whatever ended while the previous write ran goes in the next
-// (a group commit), so that a worker that dies leaves at most the requests
-// in flight and those of the write under way unrecorded.
-//
-// It starts no request after deadline (those left stay due for the next
-// run), so that a run against a receiver that never answers still ends
-// within its StartToClose, and it heartbeats while the batch runs.
-func (a *EventHooks) sendBatch(ctx context.Context, h *hooks.Hook, due []hooks.Delivery, conc int, pol hooks.Policy, deadline time.Time) (hooks.Recorded, error) {
-	keys, err := a.Store.Hooks.SigningKeys(h, time.Now())
-	if err != nil {
-		return hooks.Recorded{}, err
-	}
-	if activity.IsActivity(ctx) {
-		stop := make(chan struct{})
-		defer close(stop)
-		go func() {
-			t := time.NewTicker(hookHeartbeat)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-					activity.RecordHeartbeat(ctx)
-				}
-			}
-		}()
-	}
-	url := h.URL
-	m := metrics(ctx)
-	results := make(chan hooks.Outcome, len(due))
-	go func() {
-		sem := make(chan struct{}, conc)
-		var wg sync.WaitGroup
-		for i := range due {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-			}
-			if ctx.Err() != nil || time.Now().After(deadline) {
-				break // the token, if taken, is never given back: nothing starts after
-			}
-			wg.Add(1)
-			go func(d *hooks.Delivery) {
-				defer func() { <-sem; wg.Done() }()
-				start := time.Now().UTC()
-				if d.AttemptCount == 0 && !d.CreatedAt.IsZero() {
-					m.Timer(MetricHookCommitToAttempt).Record(start.Sub(d.CreatedAt))
-				}
-				r := send(ctx, a.Client, url, d.WebhookID(), keys, []byte(d.Payload), start)
-				m.Timer(MetricHookLatency).Record(r.latency)
-				results <- hooks.Outcome{DeliveryID: d.ID, OK: r.ok(),
-					Attempt: hooks.Attempt{Time: start, StatusCode: r.status, LatencyMS: r.latency.Milliseconds(), Error: r.err}}
-			}(&due[i])
+// hookRun is one DeliverEventHook run's state: the hook as last loaded
+// (Dispatch reloads it when its organization has new events: a rotated
+// secret's among them) and the window its deliveries go through.
+type hookRun struct {
+	a        *EventHooks
+	h        *hooks.Hook
+	loaded   time.Time
+	poll     time.Duration
+	w        *sendWindow
+	attempts atomic.Int64
+}
+
+// loop turns new events into deliveries and feeds the due ones to the
+// window until deadline. It returns true when the hook is gone or
+// disabled.
+func (r *hookRun) loop(ctx context.Context, deadline time.Time) (bool, error) {
+	st := r.a.Store.Hooks
+	for time.Now().Before(deadline) {
+		if err := ctx.Err(); err != nil {
+			return false, err
 		}
-		wg.Wait()
-		close(results)
-	}()
-	var total hooks.Recorded
-	var firstErr error
-	hk := *h
-	for o := range results {
-		batch := []hooks.Outcome{o}
-	more:
-		for {
-			select {
-			case o, ok := <-results:
-				if !ok {
-					break more
-				}
-				batch = append(batch, o)
-			default:
-				break more
+		if stop, err := r.w.stopped(); stop {
+			return err == nil, err
+		}
+		if time.Since(r.loaded) > hookReload {
+			h, err := st.LoadForDelivery(ctx, r.h.ID)
+			if errors.Is(err, hooks.ErrHookNotFound) {
+				return true, nil
+			} else if err != nil {
+				return false, err
 			}
+			r.h, r.loaded = h, time.Now()
 		}
-		if firstErr != nil || ctx.Err() != nil {
-			continue // drain; these stay due
+		if !r.h.Enabled {
+			return true, nil
 		}
-		res, err := a.Store.Hooks.Record(ctx, &hk, batch, pol)
+		read, err := st.Dispatch(ctx, r.h, hookDispatchBatch)
 		if err != nil {
-			firstErr = err
+			return false, err
+		}
+		mark := r.w.commitMark()
+		due, err := st.Due(ctx, r.h.ID, time.Now(), hookBatch+r.w.remembered())
+		if err != nil {
+			return false, err
+		}
+		if due = r.w.fresh(due, mark); len(due) == 0 {
+			if read == 0 {
+				sleep(ctx, r.poll)
+			}
 			continue
 		}
-		total.Succeeded += res.Succeeded
-		total.Retrying += res.Retrying
-		total.Failed += res.Failed
-		total.Disabled = total.Disabled || res.Disabled
-		for outcome, n := range map[string]int{hooks.StatusSucceeded: res.Succeeded, "retrying": res.Retrying, hooks.StatusFailed: res.Failed} {
-			if n > 0 {
-				m.WithTags(map[string]string{TagOutcome: outcome}).Counter(MetricHookDeliveries).Inc(int64(n))
+		keys, err := st.SigningKeys(r.h, time.Now())
+		if err != nil {
+			return false, err
+		}
+		for _, d := range due {
+			if !r.w.start(d, r.h.URL, keys, deadline) {
+				break
 			}
+			r.attempts.Add(1)
 		}
 	}
-	if firstErr != nil {
-		return total, firstErr
-	}
-	if err := ctx.Err(); err != nil {
-		return total, err
-	}
-	h.Enabled, h.FailingSince, h.DisabledReason = hk.Enabled, hk.FailingSince, hk.DisabledReason
-	return total, nil
+	return false, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.temporal.io/sdk/activity"
-
 	"iam/models/notification"
 	"iam/models/sqldb"
 	"iam/notify"
@@ -36,25 +34,9 @@ import (
 func (a *Notifications) SendNotificationChunk(ctx context.Context, in ChunkInput) (ChunkResult, error) {
 	// Heartbeat on a clock, not per message: a live worker facing a slow
 	// server must not look dead, or its claimed deliveries would turn
-	// uncertain. Once the context ends (the worker stops) it falls silent,
-	// so that Temporal hands the chunk to another worker.
+	// uncertain.
 	var done atomic.Int64
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		t := time.NewTicker(heartbeatEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-ctx.Done(): // cancelled or the worker stops: stay silent
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx, done.Load())
-			}
-		}
-	}()
+	defer heartbeatOnClock(ctx, heartbeatEvery, func() any { return done.Load() })()
 	return DeliverChunk(ctx, a, in, func(n int64) { done.Store(n) })
 }
 
