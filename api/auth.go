@@ -37,7 +37,9 @@ func authenticate(tokens auth.TokenValidator) gin.HandlerFunc {
 			abortWithError(c, err)
 			return
 		}
-		if err != nil || p == nil {
+		if err != nil || p == nil || p.UserID == 0 {
+			// A token without a user (a service client's own) is
+			// /scim/v2's only: every /api/v1 route acts for a user.
 			abortWithError(c, errUnauthorized())
 			return
 		}

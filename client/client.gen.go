@@ -932,6 +932,7 @@ const (
 // Defines values for OAuthTokenRequestGrantType.
 const (
 	OAuthTokenRequestGrantTypeAuthorizationCode OAuthTokenRequestGrantType = "authorization_code"
+	OAuthTokenRequestGrantTypeClientCredentials OAuthTokenRequestGrantType = "client_credentials"
 	OAuthTokenRequestGrantTypeRefreshToken      OAuthTokenRequestGrantType = "refresh_token"
 )
 
@@ -943,6 +944,11 @@ const (
 // Defines values for OAuthTokenRequest1GrantType.
 const (
 	OAuthTokenRequest1GrantTypeRefreshToken OAuthTokenRequest1GrantType = "refresh_token"
+)
+
+// Defines values for OAuthTokenRequest2GrantType.
+const (
+	OAuthTokenRequest2GrantTypeClientCredentials OAuthTokenRequest2GrantType = "client_credentials"
 )
 
 // Defines values for OfflineMFASettingsActions.
@@ -1781,6 +1787,7 @@ const (
 // Defines values for OauthTokenParamsGrantType.
 const (
 	OauthTokenParamsGrantTypeAuthorizationCode OauthTokenParamsGrantType = "authorization_code"
+	OauthTokenParamsGrantTypeClientCredentials OauthTokenParamsGrantType = "client_credentials"
 	OauthTokenParamsGrantTypeRefreshToken      OauthTokenParamsGrantType = "refresh_token"
 )
 
@@ -3641,7 +3648,7 @@ type OAuthToken struct {
 	// ExpiresIn Seconds; 3600.
 	ExpiresIn int `json:"expires_in"`
 
-	// RefreshToken Only for access_type=offline, and not in a refresh answer.
+	// RefreshToken Only for access_type=offline, and not in a refresh or client_credentials answer.
 	RefreshToken *string `json:"refresh_token,omitempty"`
 
 	// Scope The granted scopes, space-separated.
@@ -3652,10 +3659,11 @@ type OAuthToken struct {
 // OAuthTokenTokenType defines model for OAuthToken.TokenType.
 type OAuthTokenTokenType string
 
-// OAuthTokenRequest RFC 6749 sections 4.1.3 and 6: grant_type authorization_code with
-// code (and redirect_uri when the authorization request had one,
-// code_verifier when it had a code_challenge), or refresh_token with
-// refresh_token; the client authenticates with client_id and
+// OAuthTokenRequest RFC 6749 sections 4.1.3, 4.4.2 and 6: grant_type authorization_code
+// with code (and redirect_uri when the authorization request had one,
+// code_verifier when it had a code_challenge), refresh_token with
+// refresh_token, or client_credentials (a service client) with an
+// optional scope; the client authenticates with client_id and
 // client_secret here (or in the query, or as HTTP Basic: then they may
 // be left out of the body).
 type OAuthTokenRequest struct {
@@ -3668,7 +3676,10 @@ type OAuthTokenRequest struct {
 	GrantType    OAuthTokenRequestGrantType `json:"grant_type"`
 	RedirectUri  *string                    `json:"redirect_uri,omitempty"`
 	RefreshToken *string                    `json:"refresh_token,omitempty"`
-	union        json.RawMessage
+
+	// Scope client_credentials: the scopes asked for, space-separated; each must be allowed by one the service client was registered with (svc.scim.ALL allows svc.scim.READ). Without it, all of them.
+	Scope *string `json:"scope,omitempty"`
+	union json.RawMessage
 }
 
 // OAuthTokenRequestGrantType defines model for OAuthTokenRequest.GrantType.
@@ -3689,6 +3700,14 @@ type OAuthTokenRequest1 struct {
 
 // OAuthTokenRequest1GrantType defines model for OAuthTokenRequest.1.GrantType.
 type OAuthTokenRequest1GrantType string
+
+// OAuthTokenRequest2 defines model for .
+type OAuthTokenRequest2 struct {
+	GrantType *OAuthTokenRequest2GrantType `json:"grant_type,omitempty"`
+}
+
+// OAuthTokenRequest2GrantType defines model for OAuthTokenRequest.2.GrantType.
+type OAuthTokenRequest2GrantType string
 
 // OfflineMFASettings defines model for OfflineMFASettings.
 type OfflineMFASettings struct {
@@ -6371,6 +6390,9 @@ type OauthTokenParams struct {
 	ClientId     *string                    `form:"client_id,omitempty" json:"client_id,omitempty"`
 	ClientSecret *string                    `form:"client_secret,omitempty" json:"client_secret,omitempty"`
 	CodeVerifier *string                    `form:"code_verifier,omitempty" json:"code_verifier,omitempty"`
+
+	// Scope client_credentials: the scopes asked for, space- or comma-separated.
+	Scope *string `form:"scope,omitempty" json:"scope,omitempty"`
 }
 
 // OauthTokenParamsGrantType defines parameters for OauthToken.
@@ -9055,6 +9077,32 @@ func (t *OAuthTokenRequest) MergeOAuthTokenRequest1(v OAuthTokenRequest1) error 
 	return err
 }
 
+// AsOAuthTokenRequest2 returns the union data inside the OAuthTokenRequest as a OAuthTokenRequest2
+func (t OAuthTokenRequest) AsOAuthTokenRequest2() (OAuthTokenRequest2, error) {
+	var body OAuthTokenRequest2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOAuthTokenRequest2 overwrites any union data inside the OAuthTokenRequest as the provided OAuthTokenRequest2
+func (t *OAuthTokenRequest) FromOAuthTokenRequest2(v OAuthTokenRequest2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOAuthTokenRequest2 performs a merge with any union data inside the OAuthTokenRequest, using the provided OAuthTokenRequest2
+func (t *OAuthTokenRequest) MergeOAuthTokenRequest2(v OAuthTokenRequest2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 func (t OAuthTokenRequest) MarshalJSON() ([]byte, error) {
 	b, err := t.union.MarshalJSON()
 	if err != nil {
@@ -9108,6 +9156,13 @@ func (t OAuthTokenRequest) MarshalJSON() ([]byte, error) {
 		object["refresh_token"], err = json.Marshal(t.RefreshToken)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'refresh_token': %w", err)
+		}
+	}
+
+	if t.Scope != nil {
+		object["scope"], err = json.Marshal(t.Scope)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'scope': %w", err)
 		}
 	}
 	b, err = json.Marshal(object)
@@ -9171,6 +9226,13 @@ func (t *OAuthTokenRequest) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.RefreshToken)
 		if err != nil {
 			return fmt.Errorf("error reading 'refresh_token': %w", err)
+		}
+	}
+
+	if raw, found := object["scope"]; found {
+		err = json.Unmarshal(raw, &t.Scope)
+		if err != nil {
+			return fmt.Errorf("error reading 'scope': %w", err)
 		}
 	}
 
@@ -22071,6 +22133,22 @@ func NewOauthTokenRequestWithBody(server string, params *OauthTokenParams, conte
 		if params.CodeVerifier != nil {
 
 			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "code_verifier", runtime.ParamLocationQuery, *params.CodeVerifier); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.Scope != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "scope", runtime.ParamLocationQuery, *params.Scope); err != nil {
 				return nil, err
 			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
 				return nil, err

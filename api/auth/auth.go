@@ -13,11 +13,14 @@ import (
 )
 
 // Principal is who makes a request: the user and organization behind its
-// token, and the scopes the token holds.
+// token, and the scopes the token holds. A service client's own token
+// (ClientTokenValidator) has no user: UserID is 0 and Name the client's.
 type Principal struct {
 	// Name is the user's display name (its email when it has none), as
-	// audit events show the actor.
-	Name     string
+	// audit events show the actor; a service client's name.
+	Name string
+	// UserID is never 0 from TokenValidator: every /api/v1 route acts for
+	// a user.
 	UserID   int64
 	OrgID    int64
 	ClientID string
@@ -31,6 +34,15 @@ type Principal struct {
 // keep their tokens through an outage.
 type TokenValidator interface {
 	ValidateAccessToken(ctx context.Context, token string) (*Principal, error)
+}
+
+// ClientTokenValidator also accepts the access tokens a service client gets
+// for itself (the client credentials grant): their Principal names the
+// client (ClientID, Name) and no user (UserID 0). Only /scim/v2 asks for
+// them; the same token is refused by TokenValidator, so /api/v1 never sees
+// a principal without a user.
+type ClientTokenValidator interface {
+	ValidateClientAccessToken(ctx context.Context, token string) (*Principal, error)
 }
 
 // Scheme is the only accepted authorization scheme (spec 5, rule 4).

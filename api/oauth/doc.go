@@ -7,7 +7,9 @@
 //     error=access_denied;
 //   - POST /oauth/v2/login and /oauth/v2/consent: the two forms;
 //   - POST /oauth/v2/token: authorization_code and refresh_token grants,
-//     parameters in the query string or a form body;
+//     and client_credentials for service clients (a token of the client's
+//     own, without a user, accepted by /scim/v2 only); parameters in the
+//     query string or a form body;
 //   - POST /oauth/v2/token/revoke: revokes a refresh token and the access
 //     tokens made from it;
 //   - GET /.well-known/oauth-authorization-server: RFC 8414 metadata.

@@ -27,7 +27,7 @@ type IssueRequest struct {
 
 // IssueToken issues an access token (and with Offline a refresh token) as
 // the token endpoint would after a consent, and returns the token endpoint's
-// answer. EINVALID for an unknown scope; ENOTFOUND for an unknown client or
+// answer. EINVALID for an unknown scope or a service client; ENOTFOUND for an unknown client or
 // user; EFORBIDDEN when the user may not hold the scopes.
 func (s *Server) IssueToken(ctx context.Context, in IssueRequest) (*TokenResponse, error) {
 	client, err := s.clients.Get(ctx, in.ClientID)
@@ -36,6 +36,9 @@ func (s *Server) IssueToken(ctx context.Context, in IssueRequest) (*TokenRespons
 	}
 	if client.OrgID != in.OrgID {
 		return nil, oauthstore.ErrClientNotFound
+	}
+	if client.Type == oauthstore.ClientService {
+		return nil, models.Invalid("client_id", "a service client acts for no user: it gets its tokens with grant_type=client_credentials")
 	}
 	user, err := s.users.Get(ctx, in.OrgID, in.UserID)
 	if err != nil {

@@ -250,6 +250,9 @@ func TestMetadata(t *testing.T) {
 	if strings.Join(md.CodeChallengeMethodsSupported, ",") != "S256" || strings.Join(md.ResponseTypesSupported, ",") != "code" {
 		t.Errorf("PKCE methods %v, response types %v", md.CodeChallengeMethodsSupported, md.ResponseTypesSupported)
 	}
+	if strings.Join(md.GrantTypesSupported, ",") != "authorization_code,refresh_token,client_credentials" {
+		t.Errorf("grant types %v", md.GrantTypesSupported)
+	}
 	if len(md.ScopesSupported) != 90 || md.ScopesSupported[0] != "svc.audit.READ" {
 		t.Errorf("scopes: %d, first %v", len(md.ScopesSupported), md.ScopesSupported[:1])
 	}

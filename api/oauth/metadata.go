@@ -32,7 +32,7 @@ func (s *Server) Metadata() Metadata {
 		ScopesSupported:                        SupportedScopes(),
 		ResponseTypesSupported:                 []string{"code"},
 		ResponseModesSupported:                 []string{"query"},
-		GrantTypesSupported:                    []string{"authorization_code", "refresh_token"},
+		GrantTypesSupported:                    []string{"authorization_code", "refresh_token", "client_credentials"},
 		TokenEndpointAuthMethodsSupported:      authMethods,
 		RevocationEndpointAuthMethodsSupported: authMethods,
 		CodeChallengeMethodsSupported:          []string{"S256"},

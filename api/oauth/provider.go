@@ -15,7 +15,8 @@ import (
 
 // newProvider composes fosite for the service: the authorization code grant
 // with PKCE (S256 only, required for public clients), the service's own
-// refresh grant (refresh.go), and introspection of HMAC access tokens.
+// refresh grant (refresh.go), the client credentials grant of service
+// clients (client_credentials.go), and introspection of HMAC access tokens.
 func newProvider(cfg Config, k keys, store *storage, users *identity.UserStore) (*fosite.Fosite, oauth2.CoreStrategy) {
 	fc := &fosite.Config{
 		AuthorizeCodeLifespan: cfg.AuthorizeCodeLifespan,
@@ -45,6 +46,10 @@ func newProvider(cfg Config, k keys, store *storage, users *identity.UserStore) 
 	}
 	challenge := &pkce.Handler{AuthorizeCodeStrategy: strategy, Storage: store, Config: fc}
 	refresh := &refreshHandler{strategy: strategy, store: store, users: users, lifespan: cfg.AccessTokenLifespan}
+	clientCredentials := clientCredentialsHandler{&oauth2.ClientCredentialsGrantHandler{
+		HandleHelper: &oauth2.HandleHelper{AccessTokenStrategy: strategy, AccessTokenStorage: store, Config: fc},
+		Config:       fc,
+	}}
 
 	// The code handler must come before the PKCE handler in both lists.
 	fc.AuthorizeEndpointHandlers.Append(code)
@@ -52,6 +57,7 @@ func newProvider(cfg Config, k keys, store *storage, users *identity.UserStore) 
 	fc.TokenEndpointHandlers.Append(code)
 	fc.TokenEndpointHandlers.Append(challenge)
 	fc.TokenEndpointHandlers.Append(refresh)
+	fc.TokenEndpointHandlers.Append(clientCredentials)
 	fc.TokenIntrospectionHandlers.Append(&oauth2.CoreValidator{CoreStrategy: strategy, CoreStorage: store, Config: fc})
 	return fosite.NewOAuth2Provider(store, fc), strategy
 }

@@ -70,9 +70,15 @@ func describeScope(s string) string {
 	return s
 }
 
-// scopeStrategy is fosite's scope check: any client may ask for any known
-// scope (what is granted depends on the user), and for offlineScope.
-func scopeStrategy(_ []string, scope string) bool {
+// scopeStrategy is fosite's scope check. A client with registered scopes
+// (a service client) may ask for a known scope one of them allows
+// (auth.Allows: svc.scim.ALL allows svc.scim.READ), and for nothing else.
+// Any other client registers none and may ask for any known scope (what is
+// granted depends on the user), and for offlineScope.
+func scopeStrategy(registered []string, scope string) bool {
+	if len(registered) > 0 {
+		return knownScope(scope) && auth.Allows(registered, []string{scope})
+	}
 	return scope == offlineScope || knownScope(scope)
 }
 

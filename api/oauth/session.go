@@ -12,7 +12,8 @@ import (
 
 // Session is what a code or token carries beside its request: the user and
 // organization it acts for, and when each of its tokens expires. It is stored
-// as JSON with the request.
+// as JSON with the request. A service client's own token (the client
+// credentials grant) has no user: UserID is 0, OrgID the client's.
 type Session struct {
 	UserID    int64                          `json:"user_id,string"`
 	OrgID     int64                          `json:"org_id,string"`
@@ -51,9 +52,9 @@ func (s *Session) GetExpiresAt(key fosite.TokenType) time.Time {
 func (s *Session) GetUsername() string { return "" }
 
 // GetSubject implements fosite.Session: the user id, which the store keys
-// the refresh token cap on.
+// the refresh token cap on; empty for a token without a user.
 func (s *Session) GetSubject() string {
-	if s == nil {
+	if s == nil || s.UserID == 0 {
 		return ""
 	}
 	return models.FormatID(s.UserID)

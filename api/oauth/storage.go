@@ -35,17 +35,32 @@ func (c fositeClient) GetHashedSecret() []byte { return []byte(c.SecretHash) }
 func (c fositeClient) GetRedirectURIs() []string { return c.RedirectURIs }
 
 // GetGrantTypes implements fosite.Client: the authorization code and its
-// refresh tokens.
+// refresh tokens; for a service client, client_credentials only.
 func (c fositeClient) GetGrantTypes() fosite.Arguments {
+	if c.Type == oauthstore.ClientService {
+		return fosite.Arguments{"client_credentials"}
+	}
 	return fosite.Arguments{"authorization_code", "refresh_token"}
 }
 
-// GetResponseTypes implements fosite.Client.
-func (c fositeClient) GetResponseTypes() fosite.Arguments { return fosite.Arguments{"code"} }
+// GetResponseTypes implements fosite.Client: code; none for a service
+// client, which never sends a user to the authorization endpoint.
+func (c fositeClient) GetResponseTypes() fosite.Arguments {
+	if c.Type == oauthstore.ClientService {
+		return fosite.Arguments{}
+	}
+	return fosite.Arguments{"code"}
+}
 
-// GetScopes implements fosite.Client. Every client may ask for every scope;
-// what is granted depends on the user (grantRefusal).
-func (c fositeClient) GetScopes() fosite.Arguments { return nil }
+// GetScopes implements fosite.Client: a service client's registered scopes
+// (scopeStrategy holds its requests to them). Any other client may ask for
+// every scope; what is granted depends on the user (grantRefusal).
+func (c fositeClient) GetScopes() fosite.Arguments {
+	if c.Type == oauthstore.ClientService {
+		return c.Scopes
+	}
+	return nil
+}
 
 // IsPublic implements fosite.Client.
 func (c fositeClient) IsPublic() bool { return c.Type.Public() }
@@ -56,7 +71,8 @@ func (c fositeClient) GetAudience() fosite.Arguments { return nil }
 // storage is fosite's storage over the store's OAuth clients and tokens:
 // clients (read only here), authorization codes, access and refresh tokens
 // and PKCE challenges. A request's session must carry the user id as its
-// subject (GetSubject, a digit string) and is stored as JSON.
+// subject (GetSubject, a digit string), or none for a service client's own
+// token, and is stored as JSON.
 type storage struct {
 	tokens  *oauthstore.OAuthTokenStore
 	clients *oauthstore.ClientStore
@@ -176,9 +192,19 @@ func newTokenRow(kind oauthstore.OAuthTokenKind, signature string, tokenType fos
 	if sess == nil {
 		return nil, fmt.Errorf("store %s: the request has no session", kind)
 	}
-	userID, err := strconv.ParseInt(sess.GetSubject(), 10, 64)
-	if err != nil || userID <= 0 {
-		return nil, fmt.Errorf("store %s: the session's subject %q is no user id", kind, sess.GetSubject())
+	// A service client's token acts for the client: it has no user (a NULL
+	// user_id); every other token acts for its user.
+	var userID int64
+	if client.Type == oauthstore.ClientService {
+		if sess.GetSubject() != "" {
+			return nil, fmt.Errorf("store %s: a service client's token has no user, but its session names %q", kind, sess.GetSubject())
+		}
+	} else {
+		var err error
+		userID, err = strconv.ParseInt(sess.GetSubject(), 10, 64)
+		if err != nil || userID <= 0 {
+			return nil, fmt.Errorf("store %s: the session's subject %q is no user id", kind, sess.GetSubject())
+		}
 	}
 	doc, err := json.Marshal(sess)
 	if err != nil {

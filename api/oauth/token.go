@@ -37,7 +37,9 @@ func (s *Server) tokenResponse(access, refresh string, scopes []string) TokenRes
 
 // token is POST /oauth/v2/token: the authorization_code grant (a code works
 // once, within its lifespan, with the redirect_uri it was issued for; its
-// reuse revokes what it produced) and the refresh_token grant. Parameters are
+// reuse revokes what it produced), the refresh_token grant, and the
+// client_credentials grant of service clients (client_credentials.go: an
+// access token of the client's own, no refresh token). Parameters are
 // read from the query string (as the interface shows them) and from a form
 // body; a body value wins. Errors have RFC 6749's JSON shape.
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {

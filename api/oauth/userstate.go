@@ -19,7 +19,9 @@ import (
 // primary key and cached per process for Config.UserStateTTL
 // (DefaultUserStateTTL), in an LRU of userStateCacheSize users: a change made
 // by any process reaches every other within that bound. (Password changes, deactivations and demotions
-// also delete the user's tokens, which ends them at once everywhere.)
+// also delete the user's tokens, which ends them at once everywhere.) A
+// service client's own token has no user: it is only as good as its client,
+// whose deletion deletes it (validate.go).
 
 // DefaultUserStateTTL is how long a process trusts the user state it read.
 const DefaultUserStateTTL = 2 * time.Second

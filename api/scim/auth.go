@@ -42,7 +42,9 @@ func bearer(r *http.Request) (string, bool) {
 }
 
 // authenticate checks the request's bearer token: a provisioning token
-// (svc.scim.ALL of its organization), or an OAuth access token that must
+// (svc.scim.ALL of its organization), or an OAuth access token, a user's or
+// a service client's own (client credentials, when the validator is an
+// auth.ClientTokenValidator; the client is then the actor), that must
 // hold a svc.scim scope allowing the route (403 otherwise, recorded as
 // access.denied). 401 for a missing, unknown, expired or revoked token;
 // 503 when it cannot be checked now. It makes the token the actor of the
@@ -76,7 +78,11 @@ func (s *Server) authenticate(write bool) gin.HandlerFunc {
 				return
 			}
 			var err error
-			p, err = s.tokens.ValidateAccessToken(c.Request.Context(), token)
+			if clients, ok := s.tokens.(auth.ClientTokenValidator); ok {
+				p, err = clients.ValidateClientAccessToken(c.Request.Context(), token)
+			} else {
+				p, err = s.tokens.ValidateAccessToken(c.Request.Context(), token)
+			}
 			if err != nil || p == nil {
 				if !models.IsUnavailable(err) {
 					err = &models.Error{Code: models.EUNAUTHORIZED}
@@ -85,6 +91,9 @@ func (s *Server) authenticate(write bool) gin.HandlerFunc {
 				return
 			}
 			actor = models.Actor{Type: models.ActorUser, ID: models.FormatID(p.UserID), DisplayName: p.Name}
+			if p.UserID == 0 {
+				actor = models.Actor{Type: models.ActorClient, ID: p.ClientID, DisplayName: p.Name}
+			}
 		}
 		need := readScopes
 		if write {

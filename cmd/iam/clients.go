@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"iam/api/oauth"
 	"iam/models/identity"
 	"iam/models/oauthstore"
 	"iam/models/store"
@@ -28,7 +29,9 @@ func clientsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 			"Types: server (server-based: a web application with a back end; gets a secret), " +
 			"browser (client-based: runs in the browser only), mobile (mobile-based), " +
 			"non-browser-mobile (a device application), self (self client: back-end tasks " +
-			"and scripts of the organization, tokens from `iam token`). browser and the mobile " +
+			"and scripts of the organization, tokens from `iam token`), service (a provisioning " +
+			"engine acting for itself: tokens with grant_type=client_credentials, holding the svc.scim " +
+			"scopes given with --scopes; no user, so /scim/v2 only). browser and the mobile " +
 			"types are public: they get no secret and must use PKCE with S256.",
 	}
 	cmd.PersistentFlags().StringVar(&dataDir, "data-dir", "./data", "data directory of `iam dev` when IAM_DATABASE_URL is not set (env IAM_DATA_DIR)")
@@ -49,16 +52,16 @@ func clientsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 	}
 
 	var create struct {
-		name, homepage, typ string
-		redirects           []string
+		name, homepage, typ, scopes string
+		redirects                   []string
 	}
 	createCmd := &cobra.Command{
-		Use:   "create --name NAME --type TYPE [--homepage URL] [--redirect-uri URI]...",
+		Use:   "create --name NAME --type TYPE [--homepage URL] [--redirect-uri URI]... [--scopes LIST]",
 		Short: "Register a client; prints its id and, once, its secret",
 		Args:  cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, env *adminEnv) error {
 			c := &oauthstore.OAuthClient{OrgID: env.org.ID, Name: create.name, HomepageURL: create.homepage,
-				Type: clientTypeFromFlag(create.typ), RedirectURIs: create.redirects}
+				Type: clientTypeFromFlag(create.typ), RedirectURIs: create.redirects, Scopes: oauth.ParseScopes(create.scopes)}
 			secret, err := env.clients.Create(cmd.Context(), c)
 			if err != nil {
 				return err
@@ -73,7 +76,10 @@ func clientsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 				return err
 			}
 			var note string
-			if secret != "" {
+			if secret != "" && c.Type == oauthstore.ClientService {
+				note = "Keep the client secret now: it is stored hashed and shown only this once. " +
+					"Get a token with POST /oauth/v2/token, grant_type=client_credentials, the client id and secret (HTTP Basic)."
+			} else if secret != "" {
 				note = "Keep the client secret now: it is stored hashed and shown only this once."
 			} else if c.Type.Public() {
 				note = "A public client has no secret: it must send code_challenge with code_challenge_method=S256 (PKCE)."
@@ -87,8 +93,9 @@ func clientsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 		}),
 	}
 	createCmd.Flags().StringVar(&create.name, "name", "", "client name shown on the consent page (required)")
-	createCmd.Flags().StringVar(&create.typ, "type", "server", "server, browser, mobile, non-browser-mobile or self")
+	createCmd.Flags().StringVar(&create.typ, "type", "server", "server, browser, mobile, non-browser-mobile, self or service")
 	createCmd.Flags().StringVar(&create.homepage, "homepage", "", "homepage URL (required for server)")
+	createCmd.Flags().StringVar(&create.scopes, "scopes", "", "a service client's scopes, comma-separated: svc.scim.<READ|WRITE|CREATE|UPDATE|DELETE|ALL> (required for service; no other type takes any)")
 	createCmd.Flags().StringArrayVar(&create.redirects, "redirect-uri", nil, "authorized redirect URI, exactly as the client will send it (repeat for more)")
 
 	listCmd := &cobra.Command{
@@ -101,11 +108,11 @@ func clientsCommand(environ []string, stdout, stderr io.Writer) *cobra.Command {
 				return err
 			}
 			w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			if _, err := fmt.Fprintln(w, "CLIENT ID\tTYPE\tNAME\tREDIRECT URIS\tCREATED"); err != nil {
+			if _, err := fmt.Fprintln(w, "CLIENT ID\tTYPE\tNAME\tREDIRECT URIS\tSCOPES\tCREATED"); err != nil {
 				return err
 			}
 			for _, c := range clients {
-				if _, err := fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", c.ID, c.Type, c.Name, strings.Join(c.RedirectURIs, " "), c.CreatedAt.UTC().Format(time.RFC3339)); err != nil {
+				if _, err := fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Type, c.Name, strings.Join(c.RedirectURIs, " "), strings.Join(c.Scopes, " "), c.CreatedAt.UTC().Format(time.RFC3339)); err != nil {
 					return err
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -161,8 +162,30 @@ func TestTokenAndClientsCommands(t *testing.T) {
 	if _, _, err = runCLI(t, environ, "clients", "create", "--name", "Bad", "--type", "server", "--redirect-uri", "http://example.com/cb"); err == nil {
 		t.Error("clients create accepted a plain-http redirect URI and no homepage")
 	}
+	out, _, err = runCLI(t, environ, "clients", "create", "--name", "Okta provisioning", "--type", "service", "--scopes", "svc.scim.all, svc.scim.READ")
+	if err != nil {
+		t.Fatalf("clients create --type service: %v", err)
+	}
+	var service struct {
+		ID     string   `json:"client_id"`
+		Secret string   `json:"client_secret"`
+		Scopes []string `json:"scopes"`
+	}
+	if err = json.Unmarshal([]byte(out), &service); err != nil || service.Secret == "" || !slices.Equal(service.Scopes, []string{"svc.scim.ALL", "svc.scim.READ"}) {
+		t.Fatalf("clients create --type service printed %s (%v)", out, err)
+	}
+	for _, bad := range [][]string{
+		{"--type", "service"},                             // no scopes
+		{"--type", "service", "--scopes", "svc.user.ALL"}, // not a SCIM scope
+		{"--type", "self", "--scopes", "svc.scim.ALL"},    // scopes on a user-bound type
+		{"--type", "service", "--scopes", "svc.scim.ALL", "--redirect-uri", "https://example.com/cb"},
+	} {
+		if _, _, err = runCLI(t, environ, append([]string{"clients", "create", "--name", "Bad"}, bad...)...); err == nil {
+			t.Errorf("clients create %v: accepted", bad)
+		}
+	}
 	out, _, err = runCLI(t, environ, "clients", "list")
-	if err != nil || !strings.Contains(out, created.ID) || !strings.Contains(out, "self") {
+	if err != nil || !strings.Contains(out, created.ID) || !strings.Contains(out, "self") || !strings.Contains(out, service.ID) {
 		t.Errorf("clients list: %v\n%s", err, out)
 	}
 	if _, _, err := runCLI(t, environ, "clients", "delete", created.ID); err != nil {

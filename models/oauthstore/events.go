@@ -12,7 +12,8 @@ import (
 	"iam/models/audit"
 )
 
-// The token events name a grant's user, its client and the grant itself:
+// The token events name a grant's user (none for a service client's own
+// grant), its client and the grant itself:
 // the tokens issued for one authorization, under fosite's request id, which
 // an access token, the refresh token issued with it and every access token
 // made from that refresh token share. An event holds ids and names only,
@@ -71,17 +72,20 @@ func recordRevoked(ctx context.Context, db bun.IDB, deleted []OAuthToken, reason
 }
 
 // recordGrantEvent records an event of typ naming g's user, client and g,
-// whose tokens counts says, with their names as db has them.
+// whose tokens counts says, with their names as db has them. A service
+// client's own grant has no user: its event names the client and the grant.
 func recordGrantEvent(ctx context.Context, db bun.IDB, typ string, g grant, counts map[OAuthTokenKind]int, reason string) error {
 	userName, clientName, err := grantNames(ctx, db, g)
 	if err != nil {
 		return err
 	}
-	return models.Record(ctx, models.AuditEvent{OrgID: g.orgID, Type: typ, Reason: reason, Targets: []models.EventTarget{
-		{Type: userTargetType, ID: models.FormatID(g.userID), DisplayName: userName},
-		clientTarget(g.clientID, clientName),
-		{Type: GrantTargetType, ID: g.requestID, DisplayName: tokensName(counts)},
-	}})
+	targets := make([]models.EventTarget, 0, 3)
+	if g.userID != 0 {
+		targets = append(targets, models.EventTarget{Type: userTargetType, ID: models.FormatID(g.userID), DisplayName: userName})
+	}
+	targets = append(targets, clientTarget(g.clientID, clientName),
+		models.EventTarget{Type: GrantTargetType, ID: g.requestID, DisplayName: tokensName(counts)})
+	return models.Record(ctx, models.AuditEvent{OrgID: g.orgID, Type: typ, Reason: reason, Targets: targets})
 }
 
 // grantNames reads the names of g's user (its display name, or its email

@@ -16,6 +16,7 @@ import (
 	"iam/models/sqldb"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,18 +28,26 @@ type ClientType string
 
 // The registration types. Browser and the two mobile types are public
 // clients: they cannot keep a secret, get none, and must use PKCE (S256).
-// Server and self clients are confidential: they authenticate with their
-// secret.
+// Server, self and service clients are confidential: they authenticate with
+// their secret. A service client acts for itself, not for a user: it gets
+// its tokens with the client credentials grant, holding the scopes it was
+// registered with (ServiceScopes).
 const (
 	ClientBrowser          ClientType = "browser"            // client-based: runs in the browser only
 	ClientServer           ClientType = "server"             // server-based: a web application with a back end
 	ClientMobile           ClientType = "mobile"             // mobile-based: a mobile application
 	ClientNonBrowserMobile ClientType = "non-browser-mobile" // a device application without a browser of its own
 	ClientSelf             ClientType = "self"               // self client: back-end tasks and scripts of the organization
+	ClientService          ClientType = "service"            // service client: a provisioning engine, client credentials grant only
 )
 
 // ClientTypes lists every registration type.
-var ClientTypes = []ClientType{ClientBrowser, ClientServer, ClientMobile, ClientNonBrowserMobile, ClientSelf}
+var ClientTypes = []ClientType{ClientBrowser, ClientServer, ClientMobile, ClientNonBrowserMobile, ClientSelf, ClientService}
+
+// ServiceScopes are the scopes a service client may hold: the SCIM
+// provisioning surface's (/scim/v2), and nothing of /api/v1, whose every
+// route acts for a user.
+var ServiceScopes = []string{"svc.scim.READ", "svc.scim.WRITE", "svc.scim.CREATE", "svc.scim.UPDATE", "svc.scim.DELETE", "svc.scim.ALL"}
 
 // Public reports whether clients of the type have no secret.
 func (t ClientType) Public() bool {
@@ -68,8 +77,12 @@ type OAuthClient struct {
 	// SecretHash is the hex SHA-256 of the secret; empty for public clients.
 	// The secret is 256 random bits, so a fast hash is as strong as a slow
 	// one and keeps the token endpoint cheap.
-	SecretHash string    `bun:"secret_hash" json:"-"`
-	CreatedAt  time.Time `bun:"created_at" json:"created_at"`
+	SecretHash string `bun:"secret_hash" json:"-"`
+	// Scopes are what a service client may be granted (ServiceScopes, each
+	// at most once, in their canonical spelling); empty for the other types,
+	// whose grants depend on the user.
+	Scopes    []string  `bun:"scopes,type:json" json:"scopes"`
+	CreatedAt time.Time `bun:"created_at" json:"created_at"`
 }
 
 // HashClientSecret returns the stored form of a client secret.
@@ -99,7 +112,7 @@ var ErrClientNotFound = models.NotFound("Client", "the OAuth client does not exi
 // Create registers client, filling its id and creation time, recording
 // oauth.client.created, and returns its secret: shown once, stored only
 // hashed, never in the event; empty for public types. EINVALID when the
-// name, type, homepage URL or a redirect URI breaks its rule.
+// name, type, homepage URL, a redirect URI or a scope breaks its rule.
 func (s *ClientStore) Create(ctx context.Context, client *OAuthClient) (secret string, err error) {
 	if err = client.validate(); err != nil {
 		return "", err
@@ -112,6 +125,9 @@ func (s *ClientStore) Create(ctx context.Context, client *OAuthClient) (secret s
 	}
 	if client.RedirectURIs == nil {
 		client.RedirectURIs = []string{}
+	}
+	if client.Scopes == nil {
+		client.Scopes = []string{}
 	}
 	client.CreatedAt = time.Now().UTC()
 	err = sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
@@ -157,7 +173,10 @@ func (c *OAuthClient) validate() error {
 		known = known || t == c.Type
 	}
 	if !known {
-		return models.Invalid("type", "must be one of browser, server, mobile, non-browser-mobile, self")
+		return models.Invalid("type", "must be one of browser, server, mobile, non-browser-mobile, self, service")
+	}
+	if err := c.validateScopes(); err != nil {
+		return err
 	}
 	if c.HomepageURL != "" {
 		u, err := url.Parse(c.HomepageURL)
@@ -170,7 +189,10 @@ func (c *OAuthClient) validate() error {
 	switch {
 	case c.Type == ClientSelf && len(c.RedirectURIs) > 0:
 		return models.Invalid("redirect_uris", "a self client has no redirect URIs: it gets its tokens from `iam token`")
-	case c.Type != ClientSelf && len(c.RedirectURIs) == 0:
+	case c.Type == ClientService && len(c.RedirectURIs) > 0:
+		return models.Invalid("redirect_uris", "a service client has no redirect URIs: it gets its tokens with grant_type=client_credentials")
+	case c.Type == ClientSelf || c.Type == ClientService:
+	case len(c.RedirectURIs) == 0:
 		return models.Invalid("redirect_uris", "at least one redirect URI is required")
 	case len(c.RedirectURIs) > maxRedirectURIs:
 		return models.Invalid("redirect_uris", "at most %d redirect URIs", maxRedirectURIs)
@@ -180,6 +202,38 @@ func (c *OAuthClient) validate() error {
 			return err
 		}
 	}
+	return nil
+}
+
+// validateScopes checks a service client's scopes, each one of
+// ServiceScopes (the operation word in any case; stored as ServiceScopes
+// spells it, duplicates dropped), at least one; the other types hold none.
+func (c *OAuthClient) validateScopes() error {
+	if c.Type != ClientService {
+		if len(c.Scopes) > 0 {
+			return models.Invalid("scopes", "only a service client holds scopes; a %s client's grants depend on its user", c.Type)
+		}
+		return nil
+	}
+	if len(c.Scopes) == 0 {
+		return models.Invalid("scopes", "a service client needs at least one scope: %s", strings.Join(ServiceScopes, ", "))
+	}
+	out := make([]string, 0, len(c.Scopes))
+	for _, raw := range c.Scopes {
+		scope := ""
+		if op, ok := strings.CutPrefix(strings.TrimSpace(raw), "svc.scim."); ok {
+			if i := slices.Index(ServiceScopes, "svc.scim."+strings.ToUpper(op)); i >= 0 {
+				scope = ServiceScopes[i]
+			}
+		}
+		if scope == "" {
+			return models.Invalid("scopes", "a service client may hold only svc.scim scopes (%s): %q is not one", strings.Join(ServiceScopes, ", "), raw)
+		}
+		if !slices.Contains(out, scope) {
+			out = append(out, scope)
+		}
+	}
+	c.Scopes = out
 	return nil
 }
 

@@ -36,13 +36,16 @@ const (
 type OAuthToken struct {
 	bun.BaseModel `bun:"table:oauth_tokens,alias:oauth_token"`
 
-	Kind            OAuthTokenKind  `bun:"kind,pk"`
-	Signature       string          `bun:"signature,pk"`
-	Seq             int64           `bun:"seq"`
-	RequestID       string          `bun:"request_id"`
-	OrgID           int64           `bun:"org_id"`
-	ClientID        string          `bun:"client_id"`
-	UserID          int64           `bun:"user_id"`
+	Kind      OAuthTokenKind `bun:"kind,pk"`
+	Signature string         `bun:"signature,pk"`
+	Seq       int64          `bun:"seq"`
+	RequestID string         `bun:"request_id"`
+	OrgID     int64          `bun:"org_id"`
+	ClientID  string         `bun:"client_id"`
+	// UserID is the user the token acts for; 0 (NULL) for a token of a
+	// service client's own (the client credentials grant), which acts for
+	// its client only.
+	UserID          int64           `bun:"user_id,nullzero"`
 	RequestedAt     time.Time       `bun:"requested_at"`
 	ExpiresAt       *time.Time      `bun:"expires_at"`
 	Active          bool            `bun:"active"`
@@ -142,7 +145,7 @@ func (s *OAuthTokenStore) Create(ctx context.Context, token *OAuthToken) error {
 		if err := recordGrantEvent(ctx, tx, audit.OAuthTokenIssued, grantOf(token), counts, ""); err != nil {
 			return err
 		}
-		if token.Kind == OAuthRefresh {
+		if token.Kind == OAuthRefresh && token.UserID != 0 {
 			return trimRefreshTokens(ctx, tx, token.UserID)
 		}
 		return nil

@@ -1,0 +1,50 @@
+-- Service clients (docs/scim.md, docs/oauth.md): a confidential client of
+-- the organization that gets its tokens with the client credentials grant,
+-- for itself. oauth_clients.scopes holds what such a client may be granted
+-- (a JSON list of svc.scim scopes; empty for the other types), and
+-- oauth_tokens.user_id becomes nullable: NULL for a service client's own
+-- token, which acts for no user.
+--
+-- PostgreSQL drops the NOT NULL; SQLite cannot change a column's
+-- constraint, so its oauth_tokens is rebuilt with the same columns, keys
+-- and indexes (no table refers to oauth_tokens).
+ALTER TABLE oauth_clients ADD COLUMN scopes {{.JSON}} NOT NULL DEFAULT '[]'
+--bun:split
+{{if .Postgres}}
+ALTER TABLE oauth_tokens ALTER COLUMN user_id DROP NOT NULL
+{{else}}
+CREATE TABLE oauth_tokens_rebuilt (
+	kind TEXT NOT NULL,
+	signature TEXT NOT NULL,
+	seq BIGINT NOT NULL,
+	request_id TEXT NOT NULL,
+	org_id BIGINT NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+	client_id TEXT NOT NULL REFERENCES oauth_clients (id) ON DELETE CASCADE,
+	user_id BIGINT REFERENCES users (id) ON DELETE CASCADE,
+	requested_at {{.Time}} NOT NULL,
+	expires_at {{.Time}},
+	active BOOLEAN NOT NULL DEFAULT TRUE,
+	requested_scopes TEXT NOT NULL DEFAULT '',
+	granted_scopes TEXT NOT NULL DEFAULT '',
+	form TEXT NOT NULL DEFAULT '',
+	session {{.JSON}} NOT NULL,
+	PRIMARY KEY (kind, signature)
+)
+--bun:split
+INSERT INTO oauth_tokens_rebuilt (kind, signature, seq, request_id, org_id, client_id, user_id, requested_at,
+	expires_at, active, requested_scopes, granted_scopes, form, session)
+SELECT kind, signature, seq, request_id, org_id, client_id, user_id, requested_at,
+	expires_at, active, requested_scopes, granted_scopes, form, session FROM oauth_tokens
+--bun:split
+DROP TABLE oauth_tokens
+--bun:split
+ALTER TABLE oauth_tokens_rebuilt RENAME TO oauth_tokens
+--bun:split
+CREATE INDEX oauth_tokens_request_id ON oauth_tokens (request_id)
+--bun:split
+CREATE INDEX oauth_tokens_user_kind_seq ON oauth_tokens (user_id, kind, seq)
+--bun:split
+CREATE INDEX oauth_tokens_client_id ON oauth_tokens (client_id)
+--bun:split
+CREATE INDEX oauth_tokens_expires_at ON oauth_tokens (expires_at)
+{{end}}
