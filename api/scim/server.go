@@ -186,7 +186,7 @@ func (s *Server) handle(h func(*gin.Context) error) gin.HandlerFunc {
 
 // writeJSON answers v in SCIM's media type.
 func writeJSON(c *gin.Context, status int, v any) {
-	body, err := json.Marshal(v)
+	body, err := appendJSON(make([]byte, 0, 4096), v)
 	if err != nil {
 		status, body = http.StatusInternalServerError, []byte(`{"schemas":["`+ErrorSchema+`"],"status":"500","detail":"internal error"}`)
 	}

@@ -1,6 +1,6 @@
 // Command scimbench measures /scim/v2 on PostgreSQL with 1,000,000 users:
 //
-//	go run ./cmd/scimbench [-users 1000000] [-duration 10s] [-concurrency 32] [-members 10000] [-pages 0]
+//	go run ./cmd/scimbench [-users 1000000] [-duration 10s] [-concurrency 32] [-members 10000] [-pages 0] [-cpuprofile FILE]
 //
 // It seeds the users with COPY (each with a userName and an externalId)
 // into a throwaway PostgreSQL cluster (the installed server binaries, as
@@ -16,7 +16,8 @@
 //   - paging the whole directory with count=100 through /scim/v2/Users
 //     (startIndex) next to GET /api/v1/users?limit=100 (next_cursor), one
 //     client each (target: SCIM within 1.2× of REST); -pages caps the
-//     pages of each (0: all).
+//     pages of each (0: all); -cpuprofile writes a CPU profile of the
+//     SCIM paging run to FILE.
 package main
 
 import (
@@ -35,6 +36,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"time"
@@ -64,6 +66,7 @@ func main() {
 type config struct {
 	users, concurrency, members, pages int
 	duration                           time.Duration
+	cpuProfile                         string
 }
 
 // restToken is the access token the benchmark's /api/v1 accepts.
@@ -99,6 +102,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.IntVar(&cfg.concurrency, "concurrency", 32, "concurrent clients of the lookups")
 	fs.IntVar(&cfg.members, "members", 10_000, "members one PATCH adds and one removes")
 	fs.IntVar(&cfg.pages, "pages", 0, "pages of 100 each paging run reads (0: the whole directory)")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the SCIM paging run to `FILE`")
 	if err = fs.Parse(args); err != nil {
 		return err
 	}
@@ -325,10 +329,21 @@ func (b *bench) patchMembers(ctx context.Context, ids []int64) error {
 
 // paging reads the directory 100 users a page through SCIM (startIndex)
 // and through the REST list (next_cursor), one client each.
-func (b *bench) paging(ctx context.Context) error {
+func (b *bench) paging(ctx context.Context) (err error) {
 	pages := b.cfg.pages
 	if pages <= 0 {
 		pages = (b.cfg.users + 99) / 100
+	}
+	if b.cfg.cpuProfile != "" {
+		f, createErr := os.Create(b.cfg.cpuProfile) //nolint:gosec // G304: the file the operator named with -cpuprofile
+		if createErr != nil {
+			return createErr
+		}
+		defer benchrun.Cleanup(&err, f.Close)
+		if err = pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile() // on an early return; stopping twice is harmless
 	}
 	t0 := time.Now()
 	read := 0
@@ -349,6 +364,9 @@ func (b *bench) paging(ctx context.Context) error {
 		}
 	}
 	scim := time.Since(t0)
+	if b.cfg.cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	t0 = time.Now()
 	restRead, cursor := 0, ""
 	for range pages {

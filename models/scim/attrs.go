@@ -77,7 +77,7 @@ var userResource = &resource{
 		"meta.lastmodified": {expr: "u.updated_at", kind: kindTime},
 	},
 	multi: map[string][]valueRow{
-		"emails": {{"value": text("u.email"), "type": constant("work"), "primary": constant(true)}},
+		"emails": {{"value": {expr: "u.email", kind: kindText, partial: true}, "type": constant("work"), "primary": constant(true)}},
 		"phonenumbers": {
 			{"value": text("u.mobile_number"), "type": constant("mobile")},
 			{"value": text("u.telephone_number"), "type": constant("work")},

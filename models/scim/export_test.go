@@ -1,14 +1,17 @@
 package scim
 
-import "github.com/uptrace/bun"
+import (
+	"github.com/uptrace/bun"
 
-// UserListQuery is the select ListUsers runs for q, for tests that explain
-// its plan.
+	"iam/models/identity"
+)
+
+// UserListQuery is the select of the first page ListUsers runs for q, for
+// tests that explain its plan.
 func (s *Store) UserListQuery(orgID int64, q Query) (*bun.SelectQuery, error) {
-	c, err := userResource.where(q.Filter)
+	base, order, err := s.query(userResource, "users", "u", orgID, q)
 	if err != nil {
 		return nil, err
 	}
-	return s.db.NewSelect().TableExpr("users AS u").ColumnExpr("u.id").
-		Where("u.org_id = ?", orgID).Where(c.sql, c.args...), nil
+	return base().ColumnExpr(columns[identity.User](s.db, "u")).OrderExpr(order).Limit(int64(min(q.Count, MaxCount))), nil
 }

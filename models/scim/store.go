@@ -112,26 +112,36 @@ func (r *resource) orderBy(q Query, idCol string) (string, error) {
 	return expr + dir + ", " + idCol + dir, nil
 }
 
+// query returns the select of the organization's rows of table (aliased
+// alias) matching q's filter, without columns, and q's ORDER BY.
+// FilterError for a filter r cannot apply.
+func (s *Store) query(r *resource, table, alias string, orgID int64, q Query) (func() *bun.SelectQuery, string, error) {
+	c := condTrue
+	if q.Filter != nil {
+		var err error
+		if c, err = r.where(q.Filter); err != nil {
+			return nil, "", err
+		}
+	}
+	order, err := r.orderBy(q, alias+".id")
+	if err != nil {
+		return nil, "", err
+	}
+	return func() *bun.SelectQuery {
+		return s.db.NewSelect().TableExpr(table+" AS "+alias).
+			Where(alias+".org_id = ?", orgID).Where(c.sql, c.args...)
+	}, order, nil
+}
+
 // list runs q over table (aliased alias) of r into dest (a pointer to a
 // slice) and counts the matches: from the page itself when it is the first
 // and not full, from total (when not nil) for a list without a filter, and
 // by counting the matching rows otherwise. FilterError for a filter r
 // cannot apply.
 func (s *Store) list(ctx context.Context, r *resource, table, alias, columns string, orgID int64, q Query, dest any, total func(context.Context, int64) (int64, error)) (int, error) {
-	c := condTrue
-	if q.Filter != nil {
-		var err error
-		if c, err = r.where(q.Filter); err != nil {
-			return 0, err
-		}
-	}
-	order, err := r.orderBy(q, alias+".id")
+	base, order, err := s.query(r, table, alias, orgID, q)
 	if err != nil {
 		return 0, err
-	}
-	base := func() *bun.SelectQuery {
-		return s.db.NewSelect().TableExpr(table+" AS "+alias).
-			Where(alias+".org_id = ?", orgID).Where(c.sql, c.args...)
 	}
 	start := max(q.StartIndex, 1)
 	if q.Count > 0 {
