@@ -2,6 +2,7 @@ package sqldb
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -55,34 +56,51 @@ const (
 // commit, so every writer of the organization waits for the one ahead:
 // everything that can is done before (each row made, its body encoded
 // with the number left out), and the dialect numbers and inserts them
-// (on PostgreSQL in one statement, so that the lock is held for that
-// statement and the commit only).
+// (on PostgreSQL in one statement, sent with the COMMIT when InTx runs the
+// transaction: PGDialect.runTx).
 func writeEvents(ctx context.Context, tx bun.Tx, events []models.AuditEvent) error {
-	if len(events) == 0 {
-		return nil
+	batches, err := eventBatches(ctx, events)
+	if err != nil {
+		return err
 	}
-	origin := models.OriginOf(ctx)
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	byOrg := map[int64][]unnumbered{}
-	var orgs []int64
-	for _, ev := range events {
-		row, err := eventRow(ev, origin, now)
-		if err != nil {
-			return err
-		}
-		if _, seen := byOrg[ev.OrgID]; !seen {
-			orgs = append(orgs, ev.OrgID)
-		}
-		byOrg[ev.OrgID] = append(byOrg[ev.OrgID], row)
-	}
-	slices.Sort(orgs)
 	d := DialectOf(tx)
-	for _, org := range orgs {
-		if err := d.insertAuditEvents(ctx, tx, org, byOrg[org]); err != nil {
+	for _, b := range batches {
+		if err := d.insertAuditEvents(ctx, tx, b.org, b.events); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// orgEvents are one organization's events of a transaction, to be numbered.
+type orgEvents struct {
+	org    int64
+	events []unnumbered
+}
+
+// eventBatches makes the rows of events, published now, grouped by
+// organization in id order.
+func eventBatches(ctx context.Context, events []models.AuditEvent) ([]orgEvents, error) {
+	if len(events) == 0 {
+		return nil, nil
+	}
+	origin := models.OriginOf(ctx)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	var batches []orgEvents
+	for _, ev := range events {
+		row, err := eventRow(ev, origin, now)
+		if err != nil {
+			return nil, err
+		}
+		i := slices.IndexFunc(batches, func(b orgEvents) bool { return b.org == ev.OrgID })
+		if i < 0 {
+			i = len(batches)
+			batches = append(batches, orgEvents{org: ev.OrgID})
+		}
+		batches[i].events = append(batches[i].events, row)
+	}
+	slices.SortFunc(batches, func(a, b orgEvents) int { return cmp.Compare(a.org, b.org) })
+	return batches, nil
 }
 
 // unnumbered is an event's row before its number is known: Sequence, Body

@@ -173,8 +173,18 @@ func CommitWithEvents(ctx context.Context, tx bun.Tx, events []models.AuditEvent
 }
 
 // runTx runs fn in one transaction. again says that err is transient and the
-// transaction certainly did not commit.
+// transaction certainly did not commit. A transaction of the pool's own
+// runs as its dialect runs it (PGDialect.runTx pipelines the commit).
 func runTx(ctx context.Context, db bun.IDB, fn func(ctx context.Context, tx bun.Tx) error) (again bool, err error) {
+	if pool, ok := db.(*bun.DB); ok {
+		return DialectOf(db).runTx(ctx, pool, fn)
+	}
+	return runTxOn(ctx, db, fn)
+}
+
+// runTxOn runs fn in a transaction begun on db, writing its events before
+// the commit.
+func runTxOn(ctx context.Context, db bun.IDB, fn func(ctx context.Context, tx bun.Tx) error) (again bool, err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return models.IsTransient(err), err
@@ -190,12 +200,24 @@ func runTx(ctx context.Context, db bun.IDB, fn func(ctx context.Context, tx bun.
 		_ = tx.Rollback()
 		return models.IsTransient(err), err
 	}
+	return commitTx(tx)
+}
+
+// commitTx commits tx. again says that the commit failed and the database
+// says it rolled back (a serialization failure or deadlock): a commit that
+// fails otherwise may have happened.
+func commitTx(tx bun.Tx) (again bool, err error) {
 	if err := tx.Commit(); err != nil {
-		var pgErr *pgconn.PgError
-		rolledBack := errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
-		return rolledBack, err
+		return commitRolledBack(err), err
 	}
 	return false, nil
+}
+
+// commitRolledBack reports whether a failed COMMIT's err says that the
+// transaction rolled back for a reason worth running it again for.
+func commitRolledBack(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
 }
 
 var _ = stdlib.GetDefaultDriver // registers the "pgx" driver

@@ -37,6 +37,8 @@ type Dialect interface {
 	// insertAuditEvents numbers org's events of the transaction and
 	// inserts them (audit.go).
 	insertAuditEvents(ctx context.Context, tx bun.Tx, org int64, evs []unnumbered) error
+	// runTx is runTx (db.go) for a transaction of db's pool.
+	runTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.Tx) error) (again bool, err error)
 }
 
 // DialectOf returns the statements for db's database.

@@ -2,13 +2,17 @@ package sqldb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
+
+	"iam/models"
 )
 
 // PGDialect is PostgreSQL's SQL. The bulk paths of chunked jobs talk to
@@ -63,6 +67,32 @@ func (PGDialect) EmailLocalPart(col string) string {
 // every transaction (the events travel as arrays, past bun's formatting),
 // so that each connection prepares it once.
 func (PGDialect) insertAuditEvents(ctx context.Context, tx bun.Tx, org int64, evs []unnumbered) error {
+	if _, err := tx.Tx.ExecContext(ctx, lockAuditHeadPG, auditLockSpace, int32(org)); err != nil { //nolint:gosec // the key is the id's low 32 bits: two organizations sharing them only queue together
+		return fmt.Errorf("lock the audit head: %w", err)
+	}
+	res, err := tx.Tx.ExecContext(ctx, insertAuditEventsPG, auditEventArgs(org, evs)...)
+	if err != nil {
+		return fmt.Errorf("number and insert audit events: %w", err)
+	}
+	if got, err := res.RowsAffected(); err == nil && got != int64(len(evs)) {
+		return fmt.Errorf("number and insert audit events: %d rows inserted of %d", got, len(evs))
+	}
+	return nil
+}
+
+// lockAuditHeadPG queues the writers of an organization's events in the
+// lock manager before they touch its audit_heads row. A waiter for the row
+// itself keeps the row's page pinned while it waits, and a pinned page is
+// not pruned, so under many writers the row's versions (one per write)
+// pile up for every later writer to walk past.
+const lockAuditHeadPG = "SELECT pg_advisory_xact_lock($1::int4, $2::int4)"
+
+// auditLockSpace is the first key of lockAuditHeadPG (identity's manager
+// lock is 0x1a0001).
+const auditLockSpace int32 = 0x1a0002
+
+// auditEventArgs are insertAuditEventsPG's parameters for org's events.
+func auditEventArgs(org int64, evs []unnumbered) []any {
 	n := len(evs)
 	ids, jobs := make([]int64, n), make([]*int64, n)
 	published := make([]time.Time, n)
@@ -78,15 +108,106 @@ func (PGDialect) insertAuditEvents(ctx context.Context, tx bun.Tx, org int64, ev
 			texts[j][i] = v
 		}
 	}
-	res, err := tx.Tx.ExecContext(ctx, insertAuditEventsPG, org, n, ids, published, texts[0], texts[1], texts[2], texts[3],
-		texts[4], texts[5], texts[6], jobs, texts[7], texts[8])
+	return []any{org, n, ids, published, texts[0], texts[1], texts[2], texts[3],
+		texts[4], texts[5], texts[6], jobs, texts[7], texts[8]}
+}
+
+// runTx runs fn in a transaction on a connection of its own, so that its
+// end can be pipelined: the events' INSERT, which takes the organization's
+// audit_heads row lock, travels to the server with COMMIT, in one round
+// trip. The lock is held for the server's own work only, never across a
+// round trip to this process: every writer of an organization queues on
+// that row, and on a busy machine a round trip is long (the holder waits
+// for a CPU to read the answer and send the COMMIT). database/sql cannot
+// be told that its transaction ended, so the pipeline also sends BEGIN,
+// and the transaction's own Commit ends that empty one. A transaction
+// without events commits as usual.
+func (PGDialect) runTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.Tx) error) (again bool, err error) {
+	conn, err := db.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("number and insert audit events: %w", err)
+		return models.IsTransient(err), err
 	}
-	if got, err := res.RowsAffected(); err == nil && got != int64(n) {
-		return fmt.Errorf("number and insert audit events: %d rows inserted of %d", got, n)
+	defer func() { _ = conn.Close() }() // returns it to the pool
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return models.IsTransient(err), err
 	}
-	return nil
+	txCtx, pending := models.WithPendingEvents(ctx)
+	if err = fn(txCtx, tx); err != nil {
+		_ = tx.Rollback()
+		return models.IsTransient(err), err
+	}
+	batches, err := eventBatches(ctx, pending.Events())
+	if err != nil {
+		_ = tx.Rollback()
+		return false, err
+	}
+	if len(batches) == 0 {
+		return commitTx(tx)
+	}
+	err = conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("the PostgreSQL driver is %T, not pgx", dc)
+		}
+		again, err = commitWithEventsPipelined(ctx, sc.Conn(), batches)
+		return err
+	})
+	if err != nil {
+		_ = tx.Rollback()
+		return again, err
+	}
+	// Ends the empty transaction the pipeline began. The change has
+	// committed whatever this answers; a connection left in a transaction
+	// is not reused (pgx's ResetSession drops it).
+	_ = tx.Commit()
+	return false, nil
+}
+
+// commitWithEventsPipelined sends the events' INSERTs, COMMIT and BEGIN
+// in one round trip on conn, whose transaction holds the change, and
+// reads their answers. again says that err is transient and the
+// transaction certainly did not commit: an INSERT refused (the server
+// skips the rest of the pipeline), or a COMMIT refused with a
+// serialization failure or deadlock. A failure to talk to the server
+// leaves the commit unknown: not again.
+func commitWithEventsPipelined(ctx context.Context, conn *pgx.Conn, batches []orgEvents) (again bool, err error) {
+	b := &pgx.Batch{}
+	for _, e := range batches {
+		b.Queue(lockAuditHeadPG, auditLockSpace, int32(e.org)) //nolint:gosec // as in insertAuditEvents
+		b.Queue(insertAuditEventsPG, auditEventArgs(e.org, e.events)...)
+	}
+	b.Queue("COMMIT")
+	b.Queue("BEGIN")
+	br := conn.SendBatch(ctx, b)
+	defer func() {
+		if closeErr := br.Close(); err == nil && closeErr != nil {
+			err = closeErr
+		}
+	}()
+	for _, e := range batches {
+		_, err = br.Exec() // the lock
+		if err == nil {
+			var tag pgconn.CommandTag
+			tag, err = br.Exec()
+			if err == nil && tag.RowsAffected() != int64(len(e.events)) {
+				return false, fmt.Errorf("number and insert audit events: %d rows inserted of %d", tag.RowsAffected(), len(e.events))
+			}
+		}
+		if err != nil {
+			var pgErr *pgconn.PgError
+			return errors.As(err, &pgErr) && models.IsTransient(err), fmt.Errorf("number and insert audit events: %w", err)
+		}
+	}
+	tag, err := br.Exec()
+	if err != nil {
+		return commitRolledBack(err), err
+	}
+	if tag.String() == "ROLLBACK" {
+		return false, pgx.ErrTxCommitRollback
+	}
+	_, err = br.Exec() // BEGIN
+	return false, err
 }
 
 // insertAuditEventsPG takes the organization's next numbers ($1, $2

@@ -54,3 +54,9 @@ func (SQLiteDialect) insertAuditEvents(ctx context.Context, tx bun.Tx, org int64
 	}
 	return nil
 }
+
+// runTx begins the transaction on the pool, as any other: SQLite has one
+// writer at a time, whose commit no other round trip waits on.
+func (SQLiteDialect) runTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.Tx) error) (again bool, err error) {
+	return runTxOn(ctx, db, fn)
+}

@@ -1,0 +1,84 @@
+package sqldb_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/uptrace/bun"
+
+	"iam/models"
+	"iam/models/dbtest"
+	"iam/models/sqldb"
+)
+
+// TestInTx_PipelinedCommit: on PostgreSQL a transaction's events travel
+// with its COMMIT in one round trip (PGDialect.runTx). The change and its
+// events commit together; an INSERT of the events that fails, and a COMMIT
+// that fails (a deferred constraint), leave neither the change nor its
+// events; and no connection goes back to the pool inside a transaction
+// (the pipeline's trailing BEGIN is ended).
+func TestInTx_PipelinedCommit(t *testing.T) {
+	db := dbtest.Postgres(t)
+	if !sqldb.IsPostgres(db) {
+		t.Skip("PostgreSQL only")
+	}
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE pipeline_probe (id INT UNIQUE DEFERRABLE INITIALLY DEFERRED)`); err != nil {
+		t.Fatal(err)
+	}
+	const org = 2001
+	change := func(ids []int, eventType string) error {
+		return sqldb.InTx(ctx, db, func(ctx context.Context, tx bun.Tx) error {
+			for _, id := range ids {
+				if _, err := tx.ExecContext(ctx, "INSERT INTO pipeline_probe (id) VALUES (?)", id); err != nil {
+					return err
+				}
+			}
+			return models.Record(ctx, models.AuditEvent{OrgID: org, Type: eventType})
+		})
+	}
+	count := func(query string) int {
+		t.Helper()
+		var n int
+		if err := db.NewRaw(query).Scan(ctx, &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for i := range 20 {
+		if err := change([]int{i}, "probe.created"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The events' INSERT fails (PostgreSQL text holds no NUL): nothing of
+	// the change is kept.
+	err := change([]int{100}, "probe.\x00")
+	if err == nil {
+		t.Fatal("an event type with a NUL byte was written")
+	}
+	// The COMMIT fails: the deferred unique constraint is checked there.
+	err = change([]int{200, 200}, "probe.created")
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+		t.Fatalf("a commit breaking a deferred constraint: %v, want its unique violation", err)
+	}
+	for i := range 5 {
+		if err := change([]int{300 + i}, "probe.created"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count("SELECT count(*) FROM pipeline_probe"); n != 25 {
+		t.Errorf("%d rows committed, want 25", n)
+	}
+	if n := count("SELECT count(*) FROM audit_events WHERE org_id = 2001"); n != 25 {
+		t.Errorf("%d events committed, want 25", n)
+	}
+	if n := count("SELECT max(seq) FROM audit_events WHERE org_id = 2001"); n != 25 {
+		t.Errorf("events numbered up to %d, want 25 without gaps", n)
+	}
+	if n := count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'`); n != 0 {
+		t.Errorf("%d connections left idle in a transaction", n)
+	}
+}
