@@ -3,6 +3,8 @@ package scim_test
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,4 +69,51 @@ func mustID(t *testing.T, s string) int64 {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// memberReads counts the statements that read group_members.
+type memberReads struct{ n atomic.Int64 }
+
+func (r *memberReads) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+
+func (r *memberReads) AfterQuery(_ context.Context, ev *bun.QueryEvent) {
+	if strings.Contains(ev.Query, "group_members") {
+		r.n.Add(1)
+	}
+}
+
+// TestSCIM_ExcludedMembersReadsNoMembers: a group list or a group read
+// with excludedAttributes=members (or attributes without members) runs no
+// statement on group_members, however many members the groups have; with
+// members asked for, it does (which shows the count sees them).
+func TestSCIM_ExcludedMembersReadsNoMembers(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		reads := &memberReads{}
+		_, c := newEnv(t, db.WithQueryHook(reads))
+		user := c.do("POST", "/Users", obj{"userName": "ann@example.com"}).want(t, 201).id()
+		var gid string
+		for i := range 3 {
+			gid = c.do("POST", "/Groups", obj{"displayName": fmt.Sprintf("G%d", i), "members": []obj{{"value": user}}}).want(t, 201).id()
+		}
+		for _, path := range []string{
+			"/Groups?excludedAttributes=members",
+			"/Groups?attributes=displayName",
+			"/Groups?filter=" + q(`displayName sw "G"`) + "&excludedAttributes=members&count=2",
+			"/Groups/" + gid + "?excludedAttributes=members",
+		} {
+			reads.n.Store(0)
+			r := c.do("GET", path, nil).want(t, 200)
+			if n := reads.n.Load(); n != 0 {
+				t.Errorf("GET %s: %d statements on group_members", path, n)
+			}
+			if strings.Contains(string(r.raw), `"members"`) {
+				t.Errorf("GET %s: members answered: %s", path, r.raw)
+			}
+		}
+		reads.n.Store(0)
+		c.do("GET", "/Groups", nil).want(t, 200)
+		if reads.n.Load() == 0 {
+			t.Error("GET /Groups read no members: the count does not see the statements")
+		}
+	})
 }

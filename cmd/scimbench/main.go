@@ -1,6 +1,6 @@
 // Command scimbench measures /scim/v2 on PostgreSQL with 1,000,000 users:
 //
-//	go run ./cmd/scimbench [-users 1000000] [-duration 10s] [-concurrency 32] [-members 10000] [-pages 0] [-cpuprofile FILE]
+//	go run ./cmd/scimbench [-users 1000000] [-duration 10s] [-concurrency 32] [-members 10000] [-groups 10000] [-pages 0] [-cpuprofile FILE]
 //
 // It seeds the users with COPY (each with a userName and an externalId)
 // into a throwaway PostgreSQL cluster (the installed server binaries, as
@@ -17,7 +17,10 @@
 //     (startIndex) next to GET /api/v1/users?limit=100 (next_cursor), one
 //     client each (target: SCIM within 1.2× of REST); -pages caps the
 //     pages of each (0: all); -cpuprofile writes a CPU profile of the
-//     SCIM paging run to FILE.
+//     SCIM paging run to FILE;
+//   - -groups static groups of 10 members each (seeded with SQL): the
+//     whole list paged with count=100 and excludedAttributes=members, as
+//     Entra reads groups, next to the same pages with their members.
 package main
 
 import (
@@ -43,6 +46,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/uptrace/bun"
 
 	"iam/api"
 	"iam/api/auth"
@@ -64,7 +68,7 @@ func main() {
 }
 
 type config struct {
-	users, concurrency, members, pages int
+	users, concurrency, members, pages, groups int
 	duration                           time.Duration
 	cpuProfile                         string
 }
@@ -101,6 +105,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "length of each load run")
 	fs.IntVar(&cfg.concurrency, "concurrency", 32, "concurrent clients of the lookups")
 	fs.IntVar(&cfg.members, "members", 10_000, "members one PATCH adds and one removes")
+	fs.IntVar(&cfg.groups, "groups", 10_000, "static groups of 10 members the group list pages through")
 	fs.IntVar(&cfg.pages, "pages", 0, "pages of 100 each paging run reads (0: the whole directory)")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the SCIM paging run to `FILE`")
 	if err = fs.Parse(args); err != nil {
@@ -164,6 +169,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		out.Printf("GET /Users?filter=%-14s %d clients: %s (target p99 ≤ 5 ms)\n", l.name, cfg.concurrency, s)
 	}
 	if err = b.patchMembers(ctx, ids[:cfg.members]); err != nil {
+		return err
+	}
+	if err = b.groupPages(ctx, db); err != nil {
 		return err
 	}
 	return b.paging(ctx)
@@ -323,6 +331,58 @@ func (b *bench) patchMembers(ctx context.Context, ids []int64) error {
 			return err
 		}
 		b.out.Printf("PATCH /Groups/{id} %-6s %d members: %s (target ≤ 2 s)\n", op, len(ids), time.Since(t0).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// groupPages seeds the configured groups, 10 members each, and pages
+// through them with count=100, without and with their members.
+func (b *bench) groupPages(ctx context.Context, db *bun.DB) error {
+	n := b.cfg.groups
+	if n <= 0 {
+		return nil
+	}
+	t0 := time.Now()
+	now := time.Now().UTC()
+	base := sqldb.NewID()
+	if _, err := db.ExecContext(ctx, `INSERT INTO groups (id, org_id, name, members_count, when_created, updated_at)
+		SELECT ? + i, ?, 'group ' || i, 0, ?, ? FROM generate_series(1, ?) AS i`, base, b.org.ID, now, now, n); err != nil {
+		return fmt.Errorf("seed groups: %w", err)
+	}
+	// Member k of the users in id order joins group k/10.
+	if _, err := db.ExecContext(ctx, `INSERT INTO group_members (group_id, user_id, org_id)
+		SELECT ? + 1 + k / 10, id, ? FROM (
+			SELECT id, row_number() OVER (ORDER BY id) - 1 AS k FROM users WHERE org_id = ? ORDER BY id LIMIT ?) AS u`,
+		base, b.org.ID, b.org.ID, 10*n); err != nil {
+		return fmt.Errorf("seed group members: %w", err)
+	}
+	if _, err := db.ExecContext(ctx, `UPDATE groups SET members_count = (SELECT count(*) FROM group_members AS gm WHERE gm.group_id = groups.id)
+		WHERE org_id = ?`, b.org.ID); err != nil {
+		return fmt.Errorf("count group members: %w", err)
+	}
+	if _, err := db.ExecContext(ctx, "VACUUM (ANALYZE) groups, group_members"); err != nil {
+		return fmt.Errorf("vacuum groups: %w", err)
+	}
+	b.out.Printf("\nseeded %d groups of 10 members in %s\n", n, time.Since(t0).Round(time.Millisecond))
+	for _, q := range []struct{ name, query string }{
+		{"excludedAttributes=members", "&excludedAttributes=members"},
+		{"with members", ""},
+	} {
+		t0 = time.Now()
+		read := 0
+		for start := 1; start <= n; start += 100 {
+			body, err := b.get(ctx, fmt.Sprintf("/scim/v2/Groups?startIndex=%d&count=100%s", start, q.query), "Bearer "+b.scimTok)
+			if err != nil {
+				return err
+			}
+			read += bytes.Count(body, []byte(`"displayName":"group `))
+		}
+		elapsed := time.Since(t0)
+		if read != n {
+			return fmt.Errorf("paging the groups %s read %d of %d", q.name, read, n)
+		}
+		b.out.Printf("GET /Groups?count=100 %-27s all %d groups in %s: %.2f ms a page\n", q.name, n, elapsed.Round(time.Millisecond),
+			msOf(elapsed)/float64((n+99)/100))
 	}
 	return nil
 }
