@@ -53,7 +53,7 @@ func TestStore_UserLookupsUseTheirIndexes(t *testing.T) {
 			t.Fatal(err)
 		}
 		var plan []string
-		if err = db.NewRaw("EXPLAIN " + q.String()).Scan(ctx, &plan); err != nil {
+		if err = db.NewRaw("EXPLAIN "+q.String()).Scan(ctx, &plan); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(strings.Join(plan, "\n"), index) {
