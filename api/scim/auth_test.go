@@ -240,3 +240,31 @@ func TestSCIM_DynamicGroupsFollowUsers(t *testing.T) {
 		}
 	})
 }
+
+// TestSCIM_ConditionalDelete: DELETE with If-Match deletes a user or a
+// group only at its current version (checked on the row the delete locks):
+// a stale version is 412 and leaves it, the current one deletes it, and a
+// missing resource is 404 either way.
+func TestSCIM_ConditionalDelete(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		_, c := newEnv(t, db)
+		for _, r := range []struct {
+			path string
+			body obj
+		}{
+			{"/Users", obj{"userName": "cora@example.com"}},
+			{"/Groups", obj{"displayName": "Conditional"}},
+		} {
+			id := c.do("POST", r.path, r.body).want(t, 201).id()
+			etag := c.do("GET", r.path+"/"+id, nil).want(t, 200).header.Get("ETag")
+			if etag == "" {
+				t.Fatalf("GET %s/%s: no ETag", r.path, id)
+			}
+			c.do("DELETE", r.path+"/"+id, nil, "If-Match", `W/"stale"`).wantError(t, 412, "")
+			c.do("GET", r.path+"/"+id, nil).want(t, 200)
+			c.do("DELETE", r.path+"/"+id, nil, "If-Match", etag).want(t, 204)
+			c.do("GET", r.path+"/"+id, nil).wantError(t, 404, "")
+			c.do("DELETE", r.path+"/"+id, nil, "If-Match", etag).wantError(t, 404, "")
+		}
+	})
+}

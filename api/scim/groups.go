@@ -442,15 +442,12 @@ func (s *Server) DeleteGroup(c *gin.Context) error {
 	}
 	ctx := c.Request.Context()
 	if c.GetHeader("If-Match") != "" {
-		g, err := s.store.Groups.Get(ctx, orgOf(c), id)
-		if err != nil {
-			return err
-		}
-		if err := checkVersion(c, groupVersion(g)); err != nil {
-			return err
-		}
+		// Checked on the row the delete locks: no write slips in between.
+		err = s.store.Groups.DeleteIf(ctx, orgOf(c), id, func(g *identity.Group) error { return checkVersion(c, groupVersion(g)) })
+	} else {
+		err = s.store.Groups.Delete(ctx, orgOf(c), id)
 	}
-	if err := s.store.Groups.Delete(ctx, orgOf(c), id); err != nil {
+	if err != nil {
 		return err
 	}
 	c.Status(http.StatusNoContent)

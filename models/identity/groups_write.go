@@ -187,6 +187,28 @@ func (s *GroupStore) Delete(ctx context.Context, orgID, id int64) error {
 	return nil
 }
 
+// DeleteIf is Delete of a group that check accepts: the group is read and
+// locked in the delete's transaction and given to check, whose error is
+// returned with nothing deleted (a conditional delete: SCIM's If-Match).
+// check may run more than once (InTx).
+func (s *GroupStore) DeleteIf(ctx context.Context, orgID, id int64, check func(*Group) error) error {
+	return sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		g := new(Group)
+		err := sqldb.DialectOf(tx).LockRows(tx.NewSelect().Model(g).Where("org_id = ? AND id = ?", orgID, id), "UPDATE").Scan(ctx)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrGroupNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("select group: %w", err)
+		}
+		if err = check(g); err != nil {
+			return err
+		}
+		_, err = deleteGroupsTx(ctx, tx, orgID, []int64{id})
+		return err
+	})
+}
+
 // DeleteMany removes the groups ids of the organization that exist, with
 // their memberships, in one transaction recording group.deleted naming each
 // (MaxEventTargets groups an event), and returns the ids it removed.
@@ -196,25 +218,31 @@ func (s *GroupStore) DeleteMany(ctx context.Context, orgID int64, ids []int64) (
 		return []int64{}, nil
 	}
 	var deleted []int64
-	err := sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		var gone []Group
-		err := tx.NewDelete().Model((*Group)(nil)).
-			Where("org_id = ? AND id IN (?)", orgID, bun.List(ids)).
-			Returning("id, name").
-			Scan(ctx, &gone)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("delete groups: %w", err)
-		}
-		deleted = make([]int64, len(gone))
-		targets := make([]models.EventTarget, len(gone))
-		for i := range gone {
-			deleted[i] = gone[i].ID
-			targets[i] = groupTarget(&gone[i])
-		}
-		return recordChunked(ctx, orgID, audit.GroupDeleted, nil, targets)
+	err := sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) (err error) {
+		deleted, err = deleteGroupsTx(ctx, tx, orgID, ids)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return deleted, nil
+}
+
+// deleteGroupsTx is DeleteMany inside tx.
+func deleteGroupsTx(ctx context.Context, tx bun.Tx, orgID int64, ids []int64) ([]int64, error) {
+	var gone []Group
+	err := tx.NewDelete().Model((*Group)(nil)).
+		Where("org_id = ? AND id IN (?)", orgID, bun.List(ids)).
+		Returning("id, name").
+		Scan(ctx, &gone)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("delete groups: %w", err)
+	}
+	deleted := make([]int64, len(gone))
+	targets := make([]models.EventTarget, len(gone))
+	for i := range gone {
+		deleted[i] = gone[i].ID
+		targets[i] = groupTarget(&gone[i])
+	}
+	return deleted, recordChunked(ctx, orgID, audit.GroupDeleted, nil, targets)
 }

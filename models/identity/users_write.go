@@ -133,6 +133,28 @@ func (s *UserStore) Delete(ctx context.Context, orgID, id int64) error {
 	return nil
 }
 
+// DeleteIf is Delete of a user that check accepts: the user is read and
+// locked in the delete's transaction and given to check, whose error is
+// returned with nothing deleted (a conditional delete: SCIM's If-Match).
+// check may run more than once (InTx).
+func (s *UserStore) DeleteIf(ctx context.Context, orgID, id int64, check func(*User) error) error {
+	return sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
+		u := new(User)
+		err := sqldb.DialectOf(tx).LockRows(tx.NewSelect().Model(u).Where("org_id = ? AND id = ?", orgID, id), "UPDATE").Scan(ctx)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrUserNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("select user: %w", err)
+		}
+		if err = check(u); err != nil {
+			return err
+		}
+		_, err = s.deleteManyTx(ctx, tx, orgID, []int64{id})
+		return err
+	})
+}
+
 // DeleteMany removes the users ids of the organization that exist, in one
 // transaction recording user.deleted naming each (MaxEventTargets users an
 // event), and returns the ids it removed; ids of users that do not
@@ -145,23 +167,29 @@ func (s *UserStore) DeleteMany(ctx context.Context, orgID int64, ids []int64) ([
 		return []int64{}, nil
 	}
 	var deleted []int64
-	err := sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		gone, err := deleteUsers(ctx, tx, orgID, ids, s.beforeDelete)
-		if err != nil {
-			return err
-		}
-		deleted = make([]int64, len(gone))
-		targets := make([]models.EventTarget, len(gone))
-		for i := range gone {
-			deleted[i] = gone[i].ID
-			targets[i] = userTarget(&gone[i])
-		}
-		return recordChunked(ctx, orgID, audit.UserDeleted, nil, targets)
+	err := sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) (err error) {
+		deleted, err = s.deleteManyTx(ctx, tx, orgID, ids)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return deleted, nil
+}
+
+// deleteManyTx is DeleteMany inside tx.
+func (s *UserStore) deleteManyTx(ctx context.Context, tx bun.Tx, orgID int64, ids []int64) ([]int64, error) {
+	gone, err := deleteUsers(ctx, tx, orgID, ids, s.beforeDelete)
+	if err != nil {
+		return nil, err
+	}
+	deleted := make([]int64, len(gone))
+	targets := make([]models.EventTarget, len(gone))
+	for i := range gone {
+		deleted[i] = gone[i].ID
+		targets[i] = userTarget(&gone[i])
+	}
+	return deleted, recordChunked(ctx, orgID, audit.UserDeleted, nil, targets)
 }
 
 // DeleteUsers is DeleteMany inside tx: it removes the users ids of the
