@@ -88,7 +88,7 @@ func (s *Server) listDeviceGroups(c *gin.Context) error {
 	for i := range list {
 		views[i] = newDeviceGroupView(&list[i])
 	}
-	c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, params.Fields), "meta": meta})
+	writeList(c, views, params.Fields, meta)
 	return nil
 }
 
@@ -176,7 +176,7 @@ func (s *Server) deviceGroupMembers(c *gin.Context) error {
 	for i, m := range list {
 		views[i] = deviceGroupMemberView{ID: models.FormatID(m.ID), Name: m.Name, OSType: m.OSType, JoinType: m.JoinType, AddedTime: m.AddedAt}
 	}
-	c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, params.Fields), "meta": meta})
+	writeList(c, views, params.Fields, meta)
 	return nil
 }
 

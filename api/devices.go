@@ -89,7 +89,7 @@ func (s *Server) listDevices(c *gin.Context) error {
 	for i := range devices {
 		views[i] = newDeviceView(&devices[i], devices[i].ListedAgentStatus, devices[i].IsAgentOutdated)
 	}
-	c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, params.Fields), "meta": meta})
+	writeList(c, views, params.Fields, meta)
 	return nil
 }
 
@@ -195,7 +195,7 @@ func (s *Server) listAccounts(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, params.Fields), "meta": meta})
+	writeList(c, views, params.Fields, meta)
 	return nil
 }
 
@@ -370,7 +370,7 @@ func (s *Server) listOfflineUsers(c *gin.Context) error {
 			SamAccountName: u.SamAccountName, LocalAccountName: u.LocalAccountName, EnrolledTime: utcPtr(u.EnrolledTime),
 			PrimarySource: orJSON(u.PrimarySource, "null"), EnrolledAuthenticators: orJSON(u.EnrolledAuthenticators, "[]")}
 	}
-	c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, params.Fields), "meta": meta})
+	writeList(c, views, params.Fields, meta)
 	return nil
 }
 
@@ -456,6 +456,6 @@ func (s *Server) linkHistory(c *gin.Context) error {
 			LinkType: e.LinkType, OldState: e.OldState, NewState: e.NewState, Reason: e.Reason, Actor: e.Actor,
 			JobID: idPtr(e.JobID), CreatedAt: e.CreatedAt.UTC()}
 	}
-	c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, params.Fields), "meta": meta})
+	writeList(c, views, params.Fields, meta)
 	return nil
 }

@@ -147,7 +147,7 @@ func (s *Server) listEventHooks(c *gin.Context) error {
 	for i := range list {
 		views[i] = newEventHookView(&list[i])
 	}
-	c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, params.Fields), "meta": meta})
+	writeList(c, views, params.Fields, meta)
 	return nil
 }
 
@@ -283,7 +283,7 @@ func (s *Server) listEventHookDeliveries(c *gin.Context) error {
 	for i := range list {
 		views[i] = newHookDeliveryView(&list[i])
 	}
-	c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, params.Fields), "meta": meta})
+	writeList(c, views, params.Fields, meta)
 	return nil
 }
 

@@ -107,7 +107,7 @@ func (s *Server) listGroups(c *gin.Context) error {
 	for i := range groups {
 		views[i] = newGroupView(&groups[i])
 	}
-	c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, params.Fields), "meta": meta})
+	writeList(c, views, params.Fields, meta)
 	return nil
 }
 
@@ -196,7 +196,7 @@ func (s *Server) groupMemberSummaries(c *gin.Context, orgID, groupID int64) erro
 	for i := range users {
 		views[i] = memberSummary{ID: models.FormatID(users[i].ID), DisplayName: users[i].DisplayName, Email: users[i].Email}
 	}
-	c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, params.Fields), "meta": meta})
+	writeList(c, views, params.Fields, meta)
 	return nil
 }
 

@@ -83,7 +83,7 @@ func (s *Server) listJobs(c *gin.Context) error {
 	for i := range jobs {
 		views[i] = newJobView(&jobs[i])
 	}
-	c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, params.Fields), "meta": meta})
+	writeList(c, views, params.Fields, meta)
 	return nil
 }
 
@@ -151,7 +151,7 @@ func (s *Server) listJobResults(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, gin.H{"data": listing.Project(results, params.Fields), "meta": meta})
+	writeList(c, results, params.Fields, meta)
 	return nil
 }
 

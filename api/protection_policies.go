@@ -152,7 +152,7 @@ func (s *Server) listPolicies(c *gin.Context) error {
 	for i := range list {
 		items[i] = newPolicyItem(&list[i])
 	}
-	c.JSON(http.StatusOK, gin.H{"data": listing.Project(items, params.Fields), "meta": meta})
+	writeList(c, items, params.Fields, meta)
 	return nil
 }
 
@@ -335,7 +335,7 @@ func policySubList[T, V any](c *gin.Context, schema *listing.Schema,
 	for i, x := range list {
 		items[i] = view(x)
 	}
-	c.JSON(http.StatusOK, gin.H{"data": listing.Project(items, params.Fields), "meta": meta})
+	writeList(c, items, params.Fields, meta)
 	return nil
 }
 

@@ -131,7 +131,7 @@ func (s *Server) listSchedules(c *gin.Context) error {
 		sc := &list[i]
 		items[i] = scheduleItem{scheduleBase: newScheduleBase(sc, refs, times[sc.ID]), Technician: refs.UserNames[sc.CreatedBy]}
 	}
-	c.JSON(http.StatusOK, gin.H{"data": listing.Project(items, params.Fields), "meta": meta})
+	writeList(c, items, params.Fields, meta)
 	return nil
 }
 

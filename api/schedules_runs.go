@@ -1,7 +1,6 @@
 package api
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -79,7 +78,7 @@ func (s *Server) listScheduleRuns(c *gin.Context) error {
 	for i := range runs {
 		views[i] = newRunView(&runs[i])
 	}
-	c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, params.Fields), "meta": meta})
+	writeList(c, views, params.Fields, meta)
 	return nil
 }
 
@@ -133,6 +132,6 @@ func (s *Server) listRunDeliveries(c *gin.Context) error {
 		}
 		views[i] = v
 	}
-	c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, params.Fields), "meta": meta})
+	writeList(c, views, params.Fields, meta)
 	return nil
 }

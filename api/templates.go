@@ -191,7 +191,7 @@ func (s *Server) listTemplates(c *gin.Context) error {
 	for i := range list {
 		views[i] = newTemplateView(&list[i])
 	}
-	c.JSON(http.StatusOK, gin.H{"data": listing.Project(views, params.Fields), "meta": meta})
+	writeList(c, views, params.Fields, meta)
 	return nil
 }
 

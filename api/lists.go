@@ -1,0 +1,16 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"iam/models/listing"
+)
+
+// writeList answers a list: the page's items projected onto fields (the
+// request's fields parameter; every field when empty) as data, and the
+// page's meta.
+func writeList[T any](c *gin.Context, items []T, fields []string, meta listing.Meta) {
+	c.JSON(http.StatusOK, gin.H{"data": listing.Project(items, fields), "meta": meta})
+}
