@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
-	"unicode/utf8"
+
+	"iam/api/jsonout"
 )
 
 // appendJSON appends v encoded as encoding/json does (object keys sorted,
@@ -19,7 +20,7 @@ func appendJSON(buf []byte, v any) ([]byte, error) {
 	case nil:
 		return append(buf, "null"...), nil
 	case string:
-		return appendString(buf, v), nil
+		return jsonout.AppendString(buf, v), nil
 	case bool:
 		return strconv.AppendBool(buf, v), nil
 	case int:
@@ -40,7 +41,7 @@ func appendJSON(buf []byte, v any) ([]byte, error) {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			buf = append(appendString(buf, k), ':')
+			buf = append(jsonout.AppendString(buf, k), ':')
 			var err error
 			if buf, err = appendJSON(buf, v[k]); err != nil {
 				return buf, err
@@ -48,100 +49,31 @@ func appendJSON(buf []byte, v any) ([]byte, error) {
 		}
 		return append(buf, '}'), nil
 	case []any:
-		if v == nil {
-			return append(buf, "null"...), nil
-		}
-		buf = append(buf, '[')
-		for i, e := range v {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			var err error
-			if buf, err = appendJSON(buf, e); err != nil {
-				return buf, err
-			}
-		}
-		return append(buf, ']'), nil
+		return appendList(buf, v)
 	case []doc:
-		if v == nil {
-			return append(buf, "null"...), nil
-		}
-		buf = append(buf, '[')
-		for i, e := range v {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			var err error
-			if buf, err = appendJSON(buf, e); err != nil {
-				return buf, err
-			}
-		}
-		return append(buf, ']'), nil
+		return appendList(buf, v)
 	case []string:
-		if v == nil {
-			return append(buf, "null"...), nil
-		}
-		buf = append(buf, '[')
-		for i, e := range v {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			buf = appendString(buf, e)
-		}
-		return append(buf, ']'), nil
+		return appendList(buf, v)
 	}
 	b, err := json.Marshal(v)
 	return append(buf, b...), err
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string, escaped as encoding/json
-// escapes it.
-func appendString(buf []byte, s string) []byte {
-	buf = append(buf, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			buf = append(buf, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				buf = append(buf, '\\', c)
-			case '\b':
-				buf = append(buf, '\\', 'b')
-			case '\f':
-				buf = append(buf, '\\', 'f')
-			case '\n':
-				buf = append(buf, '\\', 'n')
-			case '\r':
-				buf = append(buf, '\\', 'r')
-			case '\t':
-				buf = append(buf, '\\', 't')
-			default:
-				buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			buf = append(append(buf, s[start:i]...), `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			buf = append(append(buf, s[start:i]...), '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
+// appendList appends items as a JSON array (null when nil), each through
+// appendJSON.
+func appendList[T any](buf []byte, items []T) ([]byte, error) {
+	if items == nil {
+		return append(buf, "null"...), nil
 	}
-	return append(append(buf, s[start:]...), '"')
+	buf = append(buf, '[')
+	for i, e := range items {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		var err error
+		if buf, err = appendJSON(buf, e); err != nil {
+			return buf, err
+		}
+	}
+	return append(buf, ']'), nil
 }

@@ -31,20 +31,3 @@ func TestAppendJSON(t *testing.T) {
 		t.Error("NaN encoded without an error")
 	}
 }
-
-// FuzzAppendString: any string is escaped as encoding/json escapes it.
-func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "plain", `"quoted" \ back`, "<a href='x'>&amp;</a>", "\x00\x01\x1f\x7f\t\n\r\b\f",
-		"é日本\u2028\u2029", "bad \xff\xfe utf-8 \xed\xa0\x80", "Ünïcödé@example.com"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := appendString(nil, s); string(got) != string(want) {
-			t.Fatalf("%q: got %s, want %s", s, got, want)
-		}
-	})
-}
