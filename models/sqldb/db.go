@@ -165,11 +165,11 @@ func InTxOnce(ctx context.Context, db bun.IDB, fn func(ctx context.Context, tx b
 // as EUNAVAILABLE, which the token endpoint answers 503 for the client to
 // retry. Every other change goes through InTx.
 func CommitWithEvents(ctx context.Context, tx bun.Tx, events []models.AuditEvent) error {
-	if err := writeEvents(ctx, tx, events); err != nil {
-		_ = tx.Rollback()
-		return models.Unavailable(err)
+	_, err := commitEvents(ctx, tx, events)
+	if err != nil {
+		_ = tx.Rollback() // a no-op after a failed commit
 	}
-	return models.Unavailable(tx.Commit())
+	return models.Unavailable(err)
 }
 
 // runTx runs fn in one transaction. again says that err is transient and the
@@ -179,25 +179,36 @@ func runTx(ctx context.Context, db bun.IDB, fn func(ctx context.Context, tx bun.
 	if pool, ok := db.(*bun.DB); ok {
 		return DialectOf(db).runTx(ctx, pool, fn)
 	}
-	return runTxOn(ctx, db, fn)
+	return runTxOn(ctx, db, fn, commitEvents)
 }
 
-// runTxOn runs fn in a transaction begun on db, writing its events before
-// the commit.
-func runTxOn(ctx context.Context, db bun.IDB, fn func(ctx context.Context, tx bun.Tx) error) (again bool, err error) {
+// commitFunc writes a transaction's events in it and commits it; again as
+// runTx's.
+type commitFunc func(ctx context.Context, tx bun.Tx, events []models.AuditEvent) (again bool, err error)
+
+// runTxOn runs fn in a transaction begun on db and ends it with commit,
+// given the events fn recorded: no change commits without them, none is
+// written without it. A transaction that fails is rolled back.
+func runTxOn(ctx context.Context, db bun.IDB, fn func(ctx context.Context, tx bun.Tx) error, commit commitFunc) (again bool, err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return models.IsTransient(err), err
 	}
 	txCtx, pending := models.WithPendingEvents(ctx)
-	if err := fn(txCtx, tx); err != nil {
+	if err = fn(txCtx, tx); err != nil {
 		_ = tx.Rollback()
 		return models.IsTransient(err), err
 	}
-	// The events the change recorded, in its transaction: no change
-	// commits without them, none is written without it.
-	if err := writeEvents(ctx, tx, pending.Events()); err != nil {
-		_ = tx.Rollback()
+	if again, err = commit(ctx, tx, pending.Events()); err != nil {
+		_ = tx.Rollback() // a no-op after a failed commit
+	}
+	return again, err
+}
+
+// commitEvents is the commitFunc of one statement at a time: the events,
+// then the commit.
+func commitEvents(ctx context.Context, tx bun.Tx, events []models.AuditEvent) (again bool, err error) {
+	if err := writeEvents(ctx, tx, events); err != nil {
 		return models.IsTransient(err), err
 	}
 	return commitTx(tx)

@@ -128,18 +128,15 @@ func (PGDialect) runTx(ctx context.Context, db *bun.DB, fn func(ctx context.Cont
 		return models.IsTransient(err), err
 	}
 	defer func() { _ = conn.Close() }() // returns it to the pool
-	tx, err := conn.BeginTx(ctx, nil)
+	return runTxOn(ctx, conn, fn, func(ctx context.Context, tx bun.Tx, events []models.AuditEvent) (bool, error) {
+		return commitPipelined(ctx, conn, tx, events)
+	})
+}
+
+// commitPipelined is runTx's commitFunc on conn, the connection of tx.
+func commitPipelined(ctx context.Context, conn bun.Conn, tx bun.Tx, events []models.AuditEvent) (again bool, err error) {
+	batches, err := eventBatches(ctx, events)
 	if err != nil {
-		return models.IsTransient(err), err
-	}
-	txCtx, pending := models.WithPendingEvents(ctx)
-	if err = fn(txCtx, tx); err != nil {
-		_ = tx.Rollback()
-		return models.IsTransient(err), err
-	}
-	batches, err := eventBatches(ctx, pending.Events())
-	if err != nil {
-		_ = tx.Rollback()
 		return false, err
 	}
 	if len(batches) == 0 {
@@ -154,7 +151,6 @@ func (PGDialect) runTx(ctx context.Context, db *bun.DB, fn func(ctx context.Cont
 		return err
 	})
 	if err != nil {
-		_ = tx.Rollback()
 		return again, err
 	}
 	// Ends the empty transaction the pipeline began. The change has

@@ -58,5 +58,5 @@ func (SQLiteDialect) insertAuditEvents(ctx context.Context, tx bun.Tx, org int64
 // runTx begins the transaction on the pool, as any other: SQLite has one
 // writer at a time, whose commit no other round trip waits on.
 func (SQLiteDialect) runTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.Tx) error) (again bool, err error) {
-	return runTxOn(ctx, db, fn)
+	return runTxOn(ctx, db, fn, commitEvents)
 }
