@@ -156,7 +156,7 @@ func TestRecomputeGroupChunk_RetryResumesAfterLastCommittedBatch(t *testing.T) {
 func TestRecomputeGroupChunk_UserWritesWaitForOneBatchAtMost(t *testing.T) {
 	{
 		db := dbtest.Postgres(t)
-		const users, batchSize, batches = 8000, 400, 20
+		const users, batchSize, batches = 16000, 400, 40 // long enough that the writes below begin while it runs, even under -race
 		f := newRecompute(t, db, users)
 		f.setSales(t, f.users)
 		env := recomputeEnv(f)
