@@ -141,6 +141,9 @@ func projectionOf(attrs, excluded string) (projection, error) {
 	return p, err
 }
 
+// empty reports whether the projection returns every attribute.
+func (p projection) empty() bool { return len(p.include) == 0 && len(p.exclude) == 0 }
+
 // wants reports whether the projection returns the top-level attribute
 // name: the caller need not load it otherwise (excludedAttributes=members).
 func (p projection) wants(name string) bool {

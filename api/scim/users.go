@@ -21,11 +21,17 @@ func userVersion(u *identity.User) string {
 
 // location is the URL of a resource, under the request's host.
 func location(c *gin.Context, kind string, id int64) string {
+	return resourceBase(c) + kind + "/" + models.FormatID(id)
+}
+
+// resourceBase is the URL every resource's location starts with (then its
+// kind, a slash and its id), under the request's host.
+func resourceBase(c *gin.Context) string {
 	scheme := "http"
 	if c.Request.TLS != nil || strings.EqualFold(c.GetHeader("X-Forwarded-Proto"), "https") {
 		scheme = "https"
 	}
-	return scheme + "://" + c.Request.Host + Prefix + "/" + kind + "/" + models.FormatID(id)
+	return scheme + "://" + c.Request.Host + Prefix + "/"
 }
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -320,6 +326,10 @@ func (s *Server) writeUser(c *gin.Context, status int, u *identity.User) error {
 	if status == http.StatusCreated {
 		c.Header("Location", location(c, "Users", u.ID))
 	}
+	if proj.empty() {
+		c.Data(status, MediaType+"; charset=utf-8", appendUserJSON(make([]byte, 0, 1024), resourceBase(c), u, groups))
+		return nil
+	}
 	writeJSON(c, status, proj.apply(userDoc(c, u, groups)))
 	return nil
 }
@@ -465,19 +475,14 @@ func (s *Server) SearchUsers(c *gin.Context) error {
 func (s *Server) listUsers(c *gin.Context, q search) error {
 	ctx := c.Request.Context()
 	org := orgOf(c)
-	users, total, err := s.store.SCIM.ListUsers(ctx, org, q.query)
+	users, groups, total, err := s.store.SCIM.ListUsers(ctx, org, q.query, q.proj.wants("groups"))
 	if err != nil {
 		return err
 	}
-	var groups map[int64][]mscim.GroupRef
-	if q.proj.wants("groups") && len(users) > 0 {
-		ids := make([]int64, len(users))
-		for i := range users {
-			ids[i] = users[i].ID
-		}
-		if groups, err = s.store.SCIM.UserGroups(ctx, org, ids); err != nil {
-			return err
-		}
+	if q.proj.empty() {
+		c.Data(http.StatusOK, MediaType+"; charset=utf-8",
+			appendUserListJSON(make([]byte, 0, 1024*(len(users)+1)), resourceBase(c), total, q.query.StartIndex, users, groups))
+		return nil
 	}
 	resources := make([]any, len(users))
 	for i := range users {

@@ -16,8 +16,8 @@
 //   - paging the whole directory with count=100 through /scim/v2/Users
 //     (startIndex) next to GET /api/v1/users?limit=100 (next_cursor), one
 //     client each (target: SCIM within 1.2× of REST); -pages caps the
-//     pages of each (0: all); -cpuprofile writes a CPU profile of the
-//     SCIM paging run to FILE;
+//     pages of each (0: all); -cpuprofile writes CPU profiles of the
+//     SCIM paging run to FILE and of the REST one to FILE.rest;
 //   - -groups static groups of 10 members each (seeded with SQL): the
 //     whole list paged with count=100 and excludedAttributes=members, as
 //     Entra reads groups, next to the same pages with their members.
@@ -110,7 +110,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.IntVar(&cfg.members, "members", 10_000, "members one PATCH adds and one removes")
 	fs.IntVar(&cfg.groups, "groups", 10_000, "static groups of 10 members the group list pages through")
 	fs.IntVar(&cfg.pages, "pages", 0, "pages of 100 each paging run reads (0: the whole directory)")
-	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the SCIM paging run to `FILE`")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write CPU profiles of the SCIM paging run to `FILE` and of the REST one to FILE.rest")
 	if err = fs.Parse(args); err != nil {
 		return err
 	}
@@ -407,36 +407,65 @@ func (b *bench) groupPages(ctx context.Context, db *bun.DB) error {
 }
 
 // paging reads the directory 100 users a page through SCIM (startIndex)
-// and through the REST list (next_cursor), one client each.
-func (b *bench) paging(ctx context.Context) (err error) {
+// and through the REST list (next_cursor), one client each; with
+// -cpuprofile FILE, the SCIM run's CPU profile goes to FILE and the REST
+// run's to FILE.rest.
+func (b *bench) paging(ctx context.Context) error {
 	pages := b.cfg.pages
 	if pages <= 0 {
 		pages = (b.cfg.users + 99) / 100
 	}
-	if b.cfg.cpuProfile != "" {
-		f, createErr := os.Create(b.cfg.cpuProfile) //nolint:gosec // G304: the file the operator named with -cpuprofile
-		if createErr != nil {
-			return createErr
-		}
-		defer benchrun.Cleanup(&err, f.Close)
-		if err = pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile() // on an early return; stopping twice is harmless
-	}
-	scim, read, err := b.scimPages(ctx, pages, restToken)
+	var scim, rest time.Duration
+	var read, restRead int
+	err := b.profiled(b.cfg.cpuProfile, func() (err error) {
+		scim, read, err = b.scimPages(ctx, pages, restToken)
+		return err
+	})
 	if err != nil {
 		return err
-	}
-	if b.cfg.cpuProfile != "" {
-		pprof.StopCPUProfile()
 	}
 	scimProvisioning, _, err := b.scimPages(ctx, pages, b.scimTok)
 	if err != nil {
 		return err
 	}
+	err = b.profiled(b.cfg.cpuProfile+".rest", func() (err error) {
+		rest, restRead, err = b.restPages(ctx, pages)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	b.out.Printf("paging count=100: SCIM %d users in %s, REST %d users in %s: %.2f× (target ≤ 1.2×)\n",
+		read, scim.Round(time.Millisecond), restRead, rest.Round(time.Millisecond), scim.Seconds()/rest.Seconds())
+	b.out.Printf("  (both with the same in-memory access token; SCIM with the provisioning token, read from the database: %s, %.2f×)\n",
+		scimProvisioning.Round(time.Millisecond), scimProvisioning.Seconds()/rest.Seconds())
+	return nil
+}
+
+// profiled runs run, writing its CPU profile to file when -cpuprofile is
+// given.
+func (b *bench) profiled(file string, run func() error) (err error) {
+	if b.cfg.cpuProfile == "" {
+		return run()
+	}
+	f, err := os.Create(file) //nolint:gosec // G304: the file the operator named with -cpuprofile
+	if err != nil {
+		return err
+	}
+	defer benchrun.Cleanup(&err, f.Close)
+	if err = pprof.StartCPUProfile(f); err != nil {
+		return err
+	}
+	defer pprof.StopCPUProfile()
+	return run()
+}
+
+// restPages reads up to pages pages of 100 users through GET
+// /api/v1/users, following next_cursor, and returns the time taken and
+// the users read.
+func (b *bench) restPages(ctx context.Context, pages int) (time.Duration, int, error) {
 	t0 := time.Now()
-	restRead, cursor := 0, ""
+	read, cursor := 0, ""
 	for range pages {
 		path := "/api/v1/users?limit=100"
 		if cursor != "" {
@@ -444,7 +473,7 @@ func (b *bench) paging(ctx context.Context) (err error) {
 		}
 		body, err := b.get(ctx, path, auth.Scheme+" "+restToken)
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		var page struct {
 			Data []json.RawMessage `json:"data"`
@@ -453,19 +482,14 @@ func (b *bench) paging(ctx context.Context) (err error) {
 			} `json:"meta"`
 		}
 		if err = json.Unmarshal(body, &page); err != nil {
-			return err
+			return 0, 0, err
 		}
-		restRead += len(page.Data)
+		read += len(page.Data)
 		if cursor = page.Meta.NextCursor; cursor == "" {
 			break
 		}
 	}
-	rest := time.Since(t0)
-	b.out.Printf("paging count=100: SCIM %d users in %s, REST %d users in %s: %.2f× (target ≤ 1.2×)\n",
-		read, scim.Round(time.Millisecond), restRead, rest.Round(time.Millisecond), scim.Seconds()/rest.Seconds())
-	b.out.Printf("  (both with the same in-memory access token; SCIM with the provisioning token, read from the database: %s, %.2f×)\n",
-		scimProvisioning.Round(time.Millisecond), scimProvisioning.Seconds()/rest.Seconds())
-	return nil
+	return time.Since(t0), read, nil
 }
 
 // scimPages reads up to pages pages of 100 users through /scim/v2/Users

@@ -1,6 +1,8 @@
 package identity
 
 import (
+	"context"
+
 	"github.com/uptrace/bun"
 
 	"iam/models/listing"
@@ -20,4 +22,11 @@ func userPageRows(p listing.Params) int {
 		limit = UserListing.DefaultLimit
 	}
 	return min(limit, UserListing.MaxLimit) + 1
+}
+
+// ScanUserList runs page, a select of UserListColumns in their order (its
+// columns may be qualified by an alias), and appends its rows to dest as
+// the lists of this area read them: without the sign-in state.
+func ScanUserList(ctx context.Context, page *bun.SelectQuery, dest *[]User) error {
+	return scanUserRows(ctx, page, dest)
 }

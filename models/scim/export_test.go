@@ -2,8 +2,6 @@ package scim
 
 import (
 	"github.com/uptrace/bun"
-
-	"iam/models/identity"
 )
 
 // UserListQuery is the select of the first page ListUsers runs for q, for
@@ -13,5 +11,5 @@ func (s *Store) UserListQuery(orgID int64, q Query) (*bun.SelectQuery, error) {
 	if err != nil {
 		return nil, err
 	}
-	return base().ColumnExpr(columns[identity.User](s.db, "u")).OrderExpr(order).Limit(int64(min(q.Count, MaxCount))), nil
+	return base().ColumnExpr(userListColumns).OrderExpr(order).Limit(int64(min(q.Count, MaxCount))), nil
 }

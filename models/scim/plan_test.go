@@ -59,7 +59,7 @@ func TestStore_UserLookupsUseTheirIndexes(t *testing.T) {
 		if !strings.Contains(strings.Join(plan, "\n"), index) {
 			t.Errorf("%s is not planned on %s:\n%s", filter, index, strings.Join(plan, "\n"))
 		}
-		users, _, err := st.SCIM.ListUsers(ctx, org.ID, scim.Query{Filter: filterOf(t, filter), Count: 100})
+		users, _, _, err := st.SCIM.ListUsers(ctx, org.ID, scim.Query{Filter: filterOf(t, filter), Count: 100}, false)
 		if err != nil || len(users) != 1 || users[0].ExternalID != "ext-4242" {
 			t.Errorf("%s: %v %v", filter, users, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -133,12 +134,16 @@ func (s *Store) query(r *resource, table, alias string, orgID int64, q Query) (f
 	}, order, nil
 }
 
-// list runs q over table (aliased alias) of r into dest (a pointer to a
-// slice) and counts the matches: from the page itself when it is the first
-// and not full, from total (when not nil) for a list without a filter, and
-// by counting the matching rows otherwise. FilterError for a filter r
-// cannot apply.
-func (s *Store) list(ctx context.Context, r *resource, table, alias, columns string, orgID int64, q Query, dest any, total func(context.Context, int64) (int64, error)) (int, error) {
+// pageScan reads a page's rows (the select of its columns) into the
+// caller's slice and returns how many there were and the last one's id.
+type pageScan func(ctx context.Context, page *bun.SelectQuery) (n int, lastID int64, err error)
+
+// list runs q over table (aliased alias) of r, reading the page's columns
+// with scan, and counts the matches: from the page itself when it is the
+// first and not full, from total (when not nil) for a list without a
+// filter, and by counting the matching rows otherwise. FilterError for a
+// filter r cannot apply.
+func (s *Store) list(ctx context.Context, r *resource, table, alias, columns string, orgID int64, q Query, scan pageScan, total func(context.Context, int64) (int64, error)) (int, error) {
 	base, order, err := s.query(r, table, alias, orgID, q)
 	if err != nil {
 		return 0, err
@@ -161,14 +166,14 @@ func (s *Store) list(ctx context.Context, r *resource, table, alias, columns str
 		default:
 			page = page.Offset(int64(start - 1))
 		}
-		if err = page.Scan(ctx, dest); err != nil {
+		var n int
+		var lastID int64
+		if n, lastID, err = scan(ctx, page); err != nil {
 			return 0, models.Unavailable(fmt.Errorf("list %s: %w", table, err))
 		}
-		rows := reflect.ValueOf(dest).Elem()
-		n := rows.Len()
 		if q.SortBy == "" && n > 0 {
 			key.startIndex = start + n
-			s.resume.Add(key, resumePoint{id: rows.Index(n - 1).FieldByName("ID").Int(), at: time.Now()})
+			s.resume.Add(key, resumePoint{id: lastID, at: time.Now()})
 		}
 		if start == 1 && n < min(q.Count, MaxCount) {
 			return n, nil // the whole result is on this page
@@ -198,21 +203,61 @@ func columns[T any](db bun.IDB, alias string) string {
 	return strings.Join(names, ", ")
 }
 
-// ListUsers returns a page of the organization's users matching q and the
-// number of users matching. *FilterError for a filter that names an
-// unknown attribute or compares wrongly; EINVALID for a bad sortBy.
-func (s *Store) ListUsers(ctx context.Context, orgID int64, q Query) ([]identity.User, int, error) {
-	users := []identity.User{}
-	total, err := s.list(ctx, userResource, "users", "u", columns[identity.User](s.db, "u"), orgID, q, &users,
-		identity.NewUserStore(s.db).Total)
-	return users, total, err
+// ListUsers returns a page of the organization's users matching q, the
+// number of users matching, and when withGroups is true the groups of the
+// page's users by user id (a user in none has none in the map); groups is
+// nil otherwise. *FilterError for a filter that names an unknown attribute
+// or compares wrongly; EINVALID for a bad sortBy.
+//
+// The users read are as a list of the identity area reads them
+// (identity.UserListColumns, through its scanner): without the sign-in
+// state, which SCIM never shows.
+func (s *Store) ListUsers(ctx context.Context, orgID int64, q Query, withGroups bool) (users []identity.User, groups map[int64][]GroupRef, total int, err error) {
+	users = []identity.User{}
+	scan := func(ctx context.Context, page *bun.SelectQuery) (int, int64, error) {
+		users = make([]identity.User, 0, min(q.Count, MaxCount))
+		if scanErr := identity.ScanUserList(ctx, page, &users); scanErr != nil {
+			return 0, 0, scanErr
+		}
+		return len(users), lastID(users, func(u *identity.User) int64 { return u.ID }), nil
+	}
+	if total, err = s.list(ctx, userResource, "users", "u", userListColumns, orgID, q, scan, identity.NewUserStore(s.db).Total); err != nil || !withGroups {
+		return users, nil, total, err
+	}
+	ids := make([]int64, len(users))
+	for i := range users {
+		ids[i] = users[i].ID
+	}
+	// A page of the whole directory in id order holds every user of the
+	// organization between its first and last id: their groups are read
+	// by that range of the members' index rather than by a hundred
+	// lookups, a third of the cost of paging the directory.
+	groups, err = s.userGroups(ctx, orgID, ids, q.Filter == nil && q.SortBy == "")
+	return users, groups, total, err
 }
+
+// userListColumns are identity.UserListColumns qualified by the alias u.
+var userListColumns = "u." + strings.Join(identity.UserListColumns, ", u.")
 
 // ListGroups is ListUsers for groups.
 func (s *Store) ListGroups(ctx context.Context, orgID int64, q Query) ([]identity.Group, int, error) {
 	groups := []identity.Group{}
-	total, err := s.list(ctx, groupResource, "groups", "g", columns[identity.Group](s.db, "g"), orgID, q, &groups, nil)
+	scan := func(ctx context.Context, page *bun.SelectQuery) (int, int64, error) {
+		if err := page.Scan(ctx, &groups); err != nil {
+			return 0, 0, err
+		}
+		return len(groups), lastID(groups, func(g *identity.Group) int64 { return g.ID }), nil
+	}
+	total, err := s.list(ctx, groupResource, "groups", "g", columns[identity.Group](s.db, "g"), orgID, q, scan, nil)
 	return groups, total, err
+}
+
+// lastID is the id of rows' last element (0 for none).
+func lastID[T any](rows []T, id func(*T) int64) int64 {
+	if len(rows) == 0 {
+		return 0
+	}
+	return id(&rows[len(rows)-1])
 }
 
 // Member is a member of a group as SCIM shows it.
@@ -263,21 +308,42 @@ func (s *Store) Members(ctx context.Context, orgID int64, groupIDs []int64) (map
 // UserGroups returns the groups of the organization's users userIDs, by
 // user, in group id order.
 func (s *Store) UserGroups(ctx context.Context, orgID int64, userIDs []int64) (map[int64][]GroupRef, error) {
+	return s.userGroups(ctx, orgID, userIDs, false)
+}
+
+// userGroups is UserGroups reading, when byRange is true, the memberships
+// of the organization's users from the least to the greatest of userIDs
+// (the caller knows there is no other user in that range).
+func (s *Store) userGroups(ctx context.Context, orgID int64, userIDs []int64, byRange bool) (map[int64][]GroupRef, error) {
 	out := map[int64][]GroupRef{}
 	if len(userIDs) == 0 {
 		return out, nil
 	}
-	var rows []GroupRef
-	err := s.db.NewSelect().TableExpr("group_members AS gm").
-		Join("JOIN groups AS g ON g.id = gm.group_id").
-		ColumnExpr("gm.user_id, g.id, g.name").
-		Where("gm.org_id = ? AND gm.user_id IN (?)", orgID, bun.List(userIDs)).
-		OrderExpr("gm.user_id, g.id").Scan(ctx, &rows)
+	// The name by a subquery rather than a join: on an estimate of the
+	// range's members that is off, a join hashed every group of the
+	// organization (5 ms a page at 10,000 groups, against 0.15 ms).
+	q := s.db.NewSelect().TableExpr("group_members AS gm").
+		ColumnExpr("gm.user_id, gm.group_id, COALESCE((SELECT g.name FROM groups AS g WHERE g.id = gm.group_id AND g.org_id = gm.org_id), '')").
+		Where("gm.org_id = ?", orgID).OrderExpr("gm.user_id, gm.group_id")
+	if byRange {
+		q = q.Where("gm.user_id BETWEEN ? AND ?", slices.Min(userIDs), slices.Max(userIDs))
+	} else {
+		q = q.Where("gm.user_id IN (?)", bun.List(userIDs))
+	}
+	rows, err := q.Rows(ctx)
 	if err != nil {
 		return nil, models.Unavailable(fmt.Errorf("select groups of users: %w", err))
 	}
-	for _, g := range rows {
+	defer func() { _ = rows.Close() }() // rows.Err reports the read's errors
+	for rows.Next() {
+		var g GroupRef
+		if err := rows.Scan(&g.UserID, &g.ID, &g.Name); err != nil {
+			return nil, models.Unavailable(fmt.Errorf("select groups of users: %w", err))
+		}
 		out[g.UserID] = append(out[g.UserID], g)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, models.Unavailable(fmt.Errorf("select groups of users: %w", err))
 	}
 	return out, nil
 }

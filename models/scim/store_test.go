@@ -53,7 +53,7 @@ func TestStore_ListUsers(t *testing.T) {
 			`userName eq "x' or 1=1 --"`: {},
 		}
 		for f, want := range cases {
-			users, total, err := st.SCIM.ListUsers(context.Background(), org.ID, scim.Query{Filter: filterOf(t, f), Count: 10})
+			users, _, total, err := st.SCIM.ListUsers(context.Background(), org.ID, scim.Query{Filter: filterOf(t, f), Count: 10}, false)
 			if err != nil {
 				t.Fatalf("%s: %v", f, err)
 			}
@@ -68,19 +68,19 @@ func TestStore_ListUsers(t *testing.T) {
 			}
 		}
 		// Paging: 1-based, count 0 answers the total only, sortBy descending.
-		users, total, err := st.SCIM.ListUsers(context.Background(), org.ID, scim.Query{StartIndex: 2, Count: 1, SortBy: "userName"})
+		users, _, total, err := st.SCIM.ListUsers(context.Background(), org.ID, scim.Query{StartIndex: 2, Count: 1, SortBy: "userName"}, false)
 		if err != nil || total != 2 || len(users) != 1 || users[0].ID != bob.ID {
 			t.Fatalf("page 2: %v %d %v", users, total, err)
 		}
-		users, total, err = st.SCIM.ListUsers(context.Background(), org.ID, scim.Query{Count: 0})
+		users, _, total, err = st.SCIM.ListUsers(context.Background(), org.ID, scim.Query{Count: 0}, false)
 		if err != nil || total != 2 || len(users) != 0 {
 			t.Fatalf("count 0: %v %d %v", users, total, err)
 		}
-		users, _, err = st.SCIM.ListUsers(context.Background(), org.ID, scim.Query{Count: 5, SortBy: "name.givenName", Descending: true})
+		users, _, _, err = st.SCIM.ListUsers(context.Background(), org.ID, scim.Query{Count: 5, SortBy: "name.givenName", Descending: true}, false)
 		if err != nil || len(users) != 2 || users[0].ID != bob.ID {
 			t.Fatalf("sort: %v %v", users, err)
 		}
-		if _, _, err = st.SCIM.ListUsers(context.Background(), org.ID, scim.Query{Count: 5, SortBy: "emails.type"}); models.ErrorCode(err) != models.EINVALID {
+		if _, _, _, err = st.SCIM.ListUsers(context.Background(), org.ID, scim.Query{Count: 5, SortBy: "emails.type"}, false); models.ErrorCode(err) != models.EINVALID {
 			t.Fatalf("sortBy a constant: %v", err)
 		}
 		// A taken userName (ignoring case) is a conflict naming userName.
@@ -88,6 +88,75 @@ func TestStore_ListUsers(t *testing.T) {
 		err = st.Users.Create(context.Background(), dup, "")
 		if models.ErrorCode(err) != models.ECONFLICT || !strings.Contains(err.Error(), "userName") {
 			t.Fatalf("duplicate userName: %v", err)
+		}
+	})
+}
+
+// TestStore_ListUsersWithGroups: the groups a list reads are each user's
+// groups in id order, as UserGroups reads them, for the plain page (read
+// by the range of its ids, which holds another organization's member), a
+// sorted one, one skipping rows and a filtered one, and the page's users
+// are those of the list without groups, in order.
+func TestStore_ListUsersWithGroups(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		st := store.NewStore(db)
+		ctx := modeltest.AdminOrigin(context.Background())
+		org := modeltest.NewOrg(t, st)
+		other := modeltest.NewOrg(t, st)
+		var ids []int64
+		var outsider *identity.User
+		for i := range 7 {
+			u := modeltest.AddUser(t, st.Users, org.ID, identity.User{FirstName: string(rune('G' - i)), Email: "g" + models.FormatID(int64(i)) + "@example.com"})
+			ids = append(ids, u.ID)
+			if i == 3 { // inside the id range of a page of the organization's users
+				outsider = modeltest.AddUser(t, st.Users, other.ID, identity.User{FirstName: "O", Email: "o@example.com"})
+			}
+		}
+		// Created in reverse so that creation order is not id order.
+		for _, g := range []struct {
+			name    string
+			members []int64
+		}{{`"Ops" <é>`, ids[:3]}, {"Sales", []int64{ids[0], ids[4]}}, {"All", ids}} {
+			if err := st.Groups.CreateStatic(ctx, &identity.Group{OrgID: org.ID, Name: g.name}, g.members); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.Groups.CreateStatic(ctx, &identity.Group{OrgID: other.ID, Name: "Theirs"}, []int64{outsider.ID}); err != nil {
+			t.Fatal(err)
+		}
+		want, err := st.SCIM.UserGroups(ctx, org.ID, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []scim.Query{
+			{Count: 100},
+			{Count: 3, StartIndex: 3, SortBy: "name.givenName"},
+			{Count: 2, StartIndex: 2, Descending: true},
+			{Count: 10, Filter: filterOf(t, `name.givenName ge "D"`), SortBy: "userName", Descending: true},
+		} {
+			plain, _, total, err := st.SCIM.ListUsers(ctx, org.ID, q, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			users, groups, total2, err := st.SCIM.ListUsers(ctx, org.ID, q, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if total2 != total || len(users) != len(plain) || len(users) == 0 {
+				t.Fatalf("%+v: %d users of %d with groups, %d of %d without", q, len(users), total2, len(plain), total)
+			}
+			for i := range users {
+				if users[i].ID != plain[i].ID || users[i].FirstName != plain[i].FirstName {
+					t.Errorf("%+v: users[%d] = %d, want %d", q, i, users[i].ID, plain[i].ID)
+				}
+				id := users[i].ID
+				if !slices.Equal(groups[id], want[id]) {
+					t.Errorf("%+v: groups of %d = %+v, want %+v", q, id, groups[id], want[id])
+				}
+			}
+			if _, ok := groups[outsider.ID]; ok || len(groups) > len(users) {
+				t.Errorf("%+v: groups of %d users for a page of %d", q, len(groups), len(users))
+			}
 		}
 	})
 }
@@ -214,7 +283,7 @@ func TestStore_PagingResumes(t *testing.T) {
 		for _, desc := range []bool{false, true} {
 			var got []int64
 			for start := 1; ; start += 2 {
-				users, total, err := st.SCIM.ListUsers(context.Background(), org.ID, scim.Query{StartIndex: start, Count: 2, Descending: desc})
+				users, _, total, err := st.SCIM.ListUsers(context.Background(), org.ID, scim.Query{StartIndex: start, Count: 2, Descending: desc}, false)
 				if err != nil || total != 5 {
 					t.Fatalf("page %d: %d %v", start, total, err)
 				}
@@ -225,7 +294,7 @@ func TestStore_PagingResumes(t *testing.T) {
 					got = append(got, u.ID)
 				}
 				// Another process answers the same page by skipping rows.
-				other, _, err := store.NewStore(db).SCIM.ListUsers(context.Background(), org.ID, scim.Query{StartIndex: start, Count: 2, Descending: desc})
+				other, _, _, err := store.NewStore(db).SCIM.ListUsers(context.Background(), org.ID, scim.Query{StartIndex: start, Count: 2, Descending: desc}, false)
 				if err != nil || len(other) != len(users) || other[0].ID != users[0].ID {
 					t.Fatalf("page %d of another store: %v %v", start, other, err)
 				}
