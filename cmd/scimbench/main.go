@@ -15,9 +15,10 @@
 //     removing them (target: ≤ 2 s each);
 //   - paging the whole directory with count=100 through /scim/v2/Users
 //     (startIndex) next to GET /api/v1/users?limit=100 (next_cursor), one
-//     client each (target: SCIM within 1.2× of REST); -pages caps the
-//     pages of each (0: all); -cpuprofile writes CPU profiles of the
-//     SCIM paging run to FILE and of the REST one to FILE.rest;
+//     client each, reading a page in turn (target: SCIM within 1.2× of
+//     REST); -pages caps the
+//     pages of each (0: all); -cpuprofile writes a CPU profile of the
+//     paging run to FILE;
 //   - -groups static groups of 10 members each (seeded with SQL): the
 //     whole list paged with count=100 and excludedAttributes=members, as
 //     Entra reads groups, next to the same pages with their members.
@@ -110,7 +111,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.IntVar(&cfg.members, "members", 10_000, "members one PATCH adds and one removes")
 	fs.IntVar(&cfg.groups, "groups", 10_000, "static groups of 10 members the group list pages through")
 	fs.IntVar(&cfg.pages, "pages", 0, "pages of 100 each paging run reads (0: the whole directory)")
-	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write CPU profiles of the SCIM paging run to `FILE` and of the REST one to FILE.rest")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the paging run to `FILE`")
 	if err = fs.Parse(args); err != nil {
 		return err
 	}
@@ -406,40 +407,106 @@ func (b *bench) groupPages(ctx context.Context, db *bun.DB) error {
 	return nil
 }
 
-// paging reads the directory 100 users a page through SCIM (startIndex)
-// and through the REST list (next_cursor), one client each; with
-// -cpuprofile FILE, the SCIM run's CPU profile goes to FILE and the REST
-// run's to FILE.rest.
+// paging reads the directory 100 users a page through SCIM (startIndex),
+// with the in-memory access token and with the provisioning token, and
+// through the REST list (next_cursor), one client each. The three read in
+// turn, a page each (the order rotating), so that the machine's drift
+// during the run weighs on each alike; each page's time is its request
+// and the decoding of its answer. -cpuprofile writes the CPU profile of
+// the whole run (pprof's -focus tells scim.(*Server).listUsers from
+// api.(*Server).listUsers).
 func (b *bench) paging(ctx context.Context) error {
 	pages := b.cfg.pages
 	if pages <= 0 {
 		pages = (b.cfg.users + 99) / 100
 	}
-	var scim, rest time.Duration
-	var read, restRead int
-	err := b.profiled(b.cfg.cpuProfile, func() (err error) {
-		scim, read, err = b.scimPages(ctx, pages, restToken)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	scimProvisioning, _, err := b.scimPages(ctx, pages, b.scimTok)
-	if err != nil {
-		return err
-	}
-	err = b.profiled(b.cfg.cpuProfile+".rest", func() (err error) {
-		rest, restRead, err = b.restPages(ctx, pages)
-		return err
+	scim, provisioning, rest := b.scimPager(restToken), b.scimPager(b.scimTok), b.restPager()
+	err := b.profiled(b.cfg.cpuProfile, func() error {
+		pagers := []*pager{scim, provisioning, rest}
+		for i := 0; i < pages; i++ {
+			for j := range pagers {
+				if err := pagers[(i+j)%len(pagers)].step(ctx); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return err
 	}
 	b.out.Printf("paging count=100: SCIM %d users in %s, REST %d users in %s: %.2f× (target ≤ 1.2×)\n",
-		read, scim.Round(time.Millisecond), restRead, rest.Round(time.Millisecond), scim.Seconds()/rest.Seconds())
+		scim.users, scim.elapsed.Round(time.Millisecond), rest.users, rest.elapsed.Round(time.Millisecond), scim.elapsed.Seconds()/rest.elapsed.Seconds())
 	b.out.Printf("  (both with the same in-memory access token; SCIM with the provisioning token, read from the database: %s, %.2f×)\n",
-		scimProvisioning.Round(time.Millisecond), scimProvisioning.Seconds()/rest.Seconds())
+		provisioning.elapsed.Round(time.Millisecond), provisioning.elapsed.Seconds()/rest.elapsed.Seconds())
+	b.out.Printf("  (a user is %d bytes of JSON through SCIM, %d through REST)\n", scim.bytes/max(scim.users, 1), rest.bytes/max(rest.users, 1))
 	return nil
+}
+
+// pager reads a list a page at a time (next answers the page's users and
+// bytes, and whether another follows), adding up the time of the reads.
+type pager struct {
+	next         func(ctx context.Context) (users, size int, more bool, err error)
+	done         bool
+	elapsed      time.Duration
+	users, bytes int
+}
+
+// step reads the next page, unless the list has ended.
+func (p *pager) step(ctx context.Context) error {
+	if p.done {
+		return nil
+	}
+	t0 := time.Now()
+	users, size, more, err := p.next(ctx)
+	p.elapsed += time.Since(t0)
+	p.users, p.bytes, p.done = p.users+users, p.bytes+size, !more
+	return err
+}
+
+// scimPager pages through /scim/v2/Users with token.
+func (b *bench) scimPager(token string) *pager {
+	start := 1
+	return &pager{next: func(ctx context.Context) (int, int, bool, error) {
+		body, err := b.get(ctx, fmt.Sprintf("/scim/v2/Users?startIndex=%d&count=100", start), "Bearer "+token)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		var page struct {
+			Resources []json.RawMessage `json:"Resources"`
+		}
+		if err = json.Unmarshal(body, &page); err != nil {
+			return 0, 0, false, err
+		}
+		start += len(page.Resources)
+		return len(page.Resources), len(body), len(page.Resources) == 100, nil
+	}}
+}
+
+// restPager pages through GET /api/v1/users, following next_cursor.
+func (b *bench) restPager() *pager {
+	cursor := ""
+	return &pager{next: func(ctx context.Context) (int, int, bool, error) {
+		path := "/api/v1/users?limit=100"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		body, err := b.get(ctx, path, auth.Scheme+" "+restToken)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		var page struct {
+			Data []json.RawMessage `json:"data"`
+			Meta struct {
+				NextCursor string `json:"next_cursor"`
+			} `json:"meta"`
+		}
+		if err = json.Unmarshal(body, &page); err != nil {
+			return 0, 0, false, err
+		}
+		cursor = page.Meta.NextCursor
+		return len(page.Data), len(body), cursor != "", nil
+	}}
 }
 
 // profiled runs run, writing its CPU profile to file when -cpuprofile is
@@ -458,60 +525,4 @@ func (b *bench) profiled(file string, run func() error) (err error) {
 	}
 	defer pprof.StopCPUProfile()
 	return run()
-}
-
-// restPages reads up to pages pages of 100 users through GET
-// /api/v1/users, following next_cursor, and returns the time taken and
-// the users read.
-func (b *bench) restPages(ctx context.Context, pages int) (time.Duration, int, error) {
-	t0 := time.Now()
-	read, cursor := 0, ""
-	for range pages {
-		path := "/api/v1/users?limit=100"
-		if cursor != "" {
-			path += "&cursor=" + url.QueryEscape(cursor)
-		}
-		body, err := b.get(ctx, path, auth.Scheme+" "+restToken)
-		if err != nil {
-			return 0, 0, err
-		}
-		var page struct {
-			Data []json.RawMessage `json:"data"`
-			Meta struct {
-				NextCursor string `json:"next_cursor"`
-			} `json:"meta"`
-		}
-		if err = json.Unmarshal(body, &page); err != nil {
-			return 0, 0, err
-		}
-		read += len(page.Data)
-		if cursor = page.Meta.NextCursor; cursor == "" {
-			break
-		}
-	}
-	return time.Since(t0), read, nil
-}
-
-// scimPages reads up to pages pages of 100 users through /scim/v2/Users
-// with token, and returns the time taken and the users read.
-func (b *bench) scimPages(ctx context.Context, pages int, token string) (time.Duration, int, error) {
-	t0 := time.Now()
-	read := 0
-	for p := range pages {
-		body, err := b.get(ctx, fmt.Sprintf("/scim/v2/Users?startIndex=%d&count=100", p*100+1), "Bearer "+token)
-		if err != nil {
-			return 0, 0, err
-		}
-		var page struct {
-			Resources []json.RawMessage `json:"Resources"`
-		}
-		if err = json.Unmarshal(body, &page); err != nil {
-			return 0, 0, err
-		}
-		read += len(page.Resources)
-		if len(page.Resources) < 100 {
-			break
-		}
-	}
-	return time.Since(t0), read, nil
 }

@@ -35,7 +35,7 @@ type Query struct {
 
 // Store reads the identity area's users and groups the SCIM way.
 type Store struct {
-	db bun.IDB
+	db *bun.DB // not a transaction: a list runs two statements at once
 	// resume remembers, for a list sorted by id, the last id of the pages
 	// this process answered, by the query and the startIndex that follows
 	// them: the next page of a client paging through (startIndex=1, 101,
@@ -71,7 +71,7 @@ const (
 )
 
 // NewStore returns the Store over db.
-func NewStore(db bun.IDB) *Store {
+func NewStore(db *bun.DB) *Store {
 	c, err := lru.New[resumeKey, resumePoint](resumePositions)
 	if err != nil {
 		panic(err) // only for a size below 1
@@ -141,54 +141,77 @@ type pageScan func(ctx context.Context, page *bun.SelectQuery) (n int, lastID in
 // list runs q over table (aliased alias) of r, reading the page's columns
 // with scan, and counts the matches: from the page itself when it is the
 // first and not full, from total (when not nil) for a list without a
-// filter, and by counting the matching rows otherwise. FilterError for a
-// filter r cannot apply.
+// filter, and by counting the matching rows otherwise. A later page (a
+// client paging through) is always counted: the count runs beside the
+// page, on a connection of its own, rather than after it. FilterError for
+// a filter r cannot apply.
 func (s *Store) list(ctx context.Context, r *resource, table, alias, columns string, orgID int64, q Query, scan pageScan, total func(context.Context, int64) (int64, error)) (int, error) {
 	base, order, err := s.query(r, table, alias, orgID, q)
 	if err != nil {
 		return 0, err
 	}
+	count := func(ctx context.Context) (int, error) {
+		var n int64
+		var countErr error
+		if q.Filter == nil && total != nil {
+			n, countErr = total(ctx, orgID)
+		} else {
+			n, countErr = base().Count(ctx)
+		}
+		if countErr != nil {
+			return 0, models.Unavailable(fmt.Errorf("count %s: %w", table, countErr))
+		}
+		return int(n), nil
+	}
 	start := max(q.StartIndex, 1)
-	if q.Count > 0 {
-		page := base().ColumnExpr(columns).OrderExpr(order).Limit(int64(min(q.Count, MaxCount)))
-		key := resumeKey{orgID: orgID, table: table, filter: q.FilterText, descending: q.Descending, startIndex: start}
-		after, resumed := int64(0), false
-		if q.SortBy == "" && start > 1 {
-			if p, ok := s.resume.Get(key); ok && time.Since(p.at) < resumeFor {
-				after, resumed = p.id, true
-			}
-		}
-		switch {
-		case resumed && q.Descending:
-			page = page.Where(alias+".id < ?", after)
-		case resumed:
-			page = page.Where(alias+".id > ?", after)
-		default:
-			page = page.Offset(int64(start - 1))
-		}
-		var n int
-		var lastID int64
-		if n, lastID, err = scan(ctx, page); err != nil {
-			return 0, models.Unavailable(fmt.Errorf("list %s: %w", table, err))
-		}
-		if q.SortBy == "" && n > 0 {
-			key.startIndex = start + n
-			s.resume.Add(key, resumePoint{id: lastID, at: time.Now()})
-		}
-		if start == 1 && n < min(q.Count, MaxCount) {
-			return n, nil // the whole result is on this page
+	if q.Count <= 0 {
+		return count(ctx)
+	}
+	type counted struct {
+		n   int
+		err error
+	}
+	var later chan counted
+	if start > 1 {
+		later = make(chan counted, 1) // the count ends on its own if the page fails
+		go func() {
+			var c counted
+			c.n, c.err = count(ctx)
+			later <- c
+		}()
+	}
+	page := base().ColumnExpr(columns).OrderExpr(order).Limit(int64(min(q.Count, MaxCount)))
+	key := resumeKey{orgID: orgID, table: table, filter: q.FilterText, descending: q.Descending, startIndex: start}
+	after, resumed := int64(0), false
+	if q.SortBy == "" && start > 1 {
+		if p, ok := s.resume.Get(key); ok && time.Since(p.at) < resumeFor {
+			after, resumed = p.id, true
 		}
 	}
-	var n int64
-	if q.Filter == nil && total != nil {
-		n, err = total(ctx, orgID)
-	} else {
-		n, err = base().Count(ctx)
+	switch {
+	case resumed && q.Descending:
+		page = page.Where(alias+".id < ?", after)
+	case resumed:
+		page = page.Where(alias+".id > ?", after)
+	default:
+		page = page.Offset(int64(start - 1))
 	}
+	n, lastID, err := scan(ctx, page)
 	if err != nil {
-		return 0, models.Unavailable(fmt.Errorf("count %s: %w", table, err))
+		return 0, models.Unavailable(fmt.Errorf("list %s: %w", table, err))
 	}
-	return int(n), nil
+	if q.SortBy == "" && n > 0 {
+		key.startIndex = start + n
+		s.resume.Add(key, resumePoint{id: lastID, at: time.Now()})
+	}
+	if later != nil {
+		c := <-later
+		return c.n, c.err
+	}
+	if n < min(q.Count, MaxCount) {
+		return n, nil // the whole result is on this page
+	}
+	return count(ctx)
 }
 
 // columns lists the columns of model T, qualified by alias, as bun maps
