@@ -152,11 +152,7 @@ func (s *Server) listCAConfigs(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	views := make([]caConfigView, len(list))
-	for i := range list {
-		views[i] = newCAConfigView(&list[i])
-	}
-	c.JSON(http.StatusOK, gin.H{"data": views})
+	c.JSON(http.StatusOK, gin.H{"data": viewsOf(list, newCAConfigView)})
 	return nil
 }
 

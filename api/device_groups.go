@@ -84,11 +84,7 @@ func (s *Server) listDeviceGroups(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	views := make([]deviceGroupView, len(list))
-	for i := range list {
-		views[i] = newDeviceGroupView(&list[i])
-	}
-	writeList(c, views, params.Fields, meta)
+	writeList(c, viewsOf(list, newDeviceGroupView), params.Fields, meta)
 	return nil
 }
 

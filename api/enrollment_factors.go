@@ -42,10 +42,7 @@ func (s *Server) listFactorConfigs(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	views := make([]factorConfigView, len(configs))
-	for i := range configs {
-		views[i] = newFactorConfigView(&configs[i])
-	}
+	views := viewsOf(configs, newFactorConfigView)
 	c.JSON(http.StatusOK, gin.H{"data": views, "meta": gin.H{"start_index": 0, "limit": len(views), "total_no_of_objects": len(views)}})
 	return nil
 }

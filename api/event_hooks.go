@@ -143,11 +143,7 @@ func (s *Server) listEventHooks(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	views := make([]eventHookView, len(list))
-	for i := range list {
-		views[i] = newEventHookView(&list[i])
-	}
-	writeList(c, views, params.Fields, meta)
+	writeList(c, viewsOf(list, newEventHookView), params.Fields, meta)
 	return nil
 }
 
@@ -279,11 +275,7 @@ func (s *Server) listEventHookDeliveries(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	views := make([]hookDeliveryView, len(list))
-	for i := range list {
-		views[i] = newHookDeliveryView(&list[i])
-	}
-	writeList(c, views, params.Fields, meta)
+	writeList(c, viewsOf(list, newHookDeliveryView), params.Fields, meta)
 	return nil
 }
 

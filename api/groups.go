@@ -103,11 +103,7 @@ func (s *Server) listGroups(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	views := make([]groupView, len(groups))
-	for i := range groups {
-		views[i] = newGroupView(&groups[i])
-	}
-	writeList(c, views, params.Fields, meta)
+	writeList(c, viewsOf(groups, newGroupView), params.Fields, meta)
 	return nil
 }
 

@@ -79,11 +79,7 @@ func (s *Server) listJobs(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	views := make([]jobView, len(jobs))
-	for i := range jobs {
-		views[i] = newJobView(&jobs[i])
-	}
-	writeList(c, views, params.Fields, meta)
+	writeList(c, viewsOf(jobs, newJobView), params.Fields, meta)
 	return nil
 }
 

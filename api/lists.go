@@ -14,3 +14,12 @@ import (
 func writeList[T any](c *gin.Context, items []T, fields []string, meta listing.Meta) {
 	c.JSON(http.StatusOK, gin.H{"data": listing.Project(items, fields), "meta": meta})
 }
+
+// viewsOf maps a page of records to their views, view(&items[i]) each.
+func viewsOf[T, V any](items []T, view func(*T) V) []V {
+	out := make([]V, len(items))
+	for i := range items {
+		out[i] = view(&items[i])
+	}
+	return out
+}

@@ -66,11 +66,7 @@ func (s *Server) listProvisioningTokens(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	views := make([]provisioningTokenView, len(list))
-	for i := range list {
-		views[i] = newProvisioningTokenView(&list[i])
-	}
-	c.JSON(http.StatusOK, gin.H{"data": views})
+	c.JSON(http.StatusOK, gin.H{"data": viewsOf(list, newProvisioningTokenView)})
 	return nil
 }
 

@@ -74,11 +74,7 @@ func (s *Server) listScheduleRuns(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	views := make([]runView, len(runs))
-	for i := range runs {
-		views[i] = newRunView(&runs[i])
-	}
-	writeList(c, views, params.Fields, meta)
+	writeList(c, viewsOf(runs, newRunView), params.Fields, meta)
 	return nil
 }
 

@@ -187,11 +187,7 @@ func (s *Server) listTemplates(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	views := make([]templateView, len(list))
-	for i := range list {
-		views[i] = newTemplateView(&list[i])
-	}
-	writeList(c, views, params.Fields, meta)
+	writeList(c, viewsOf(list, newTemplateView), params.Fields, meta)
 	return nil
 }
 

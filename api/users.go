@@ -46,14 +46,6 @@ func newPrimarySourceView(u *identity.User) *primarySourceView {
 		CreationTime: p.CreationTime.UTC(), IsEnabled: p.IsEnabled, ID: p.ID, ModifiedTime: p.ModifiedTime.UTC()}
 }
 
-func userViews(users []identity.User) []userView {
-	views := make([]userView, len(users))
-	for i := range users {
-		views[i] = newUserView(&users[i])
-	}
-	return views
-}
-
 // listUsers: GET /users (cursor paging; licensing licensed, unlicensed or
 // both, the default).
 func (s *Server) listUsers(c *gin.Context) error {

@@ -22,7 +22,7 @@ import (
 // and the views' allocations cost several times more.
 func writeUserPage(c *gin.Context, users []identity.User, fields []string, meta listing.Meta) error {
 	if len(fields) > 0 {
-		writeList(c, userViews(users), fields, meta)
+		writeList(c, viewsOf(users, newUserView), fields, meta)
 		return nil
 	}
 	metaJSON, err := json.Marshal(meta)

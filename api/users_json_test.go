@@ -69,7 +69,7 @@ func TestWriteUserPage_MatchesEncodingJSON(t *testing.T) {
 			if err := writeUserPage(c, page, nil, meta); err != nil {
 				t.Fatal(err)
 			}
-			want, err := json.Marshal(gin.H{"data": userViews(page), "meta": meta})
+			want, err := json.Marshal(gin.H{"data": viewsOf(page, newUserView), "meta": meta})
 			if err != nil {
 				t.Fatal(err)
 			}
