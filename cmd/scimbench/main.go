@@ -1,6 +1,6 @@
 // Command scimbench measures /scim/v2 on PostgreSQL with 1,000,000 users:
 //
-//	go run ./cmd/scimbench [-users 1000000] [-duration 10s] [-concurrency 32] [-members 10000] [-groups 10000] [-pages 0] [-cpuprofile FILE]
+//	go run ./cmd/scimbench [-users 1000000] [-duration 10s] [-concurrency 32] [-rate 500] [-members 10000] [-groups 10000] [-pages 0] [-cpuprofile FILE]
 //
 // It seeds the users with COPY (each with a userName and an externalId)
 // into a throwaway PostgreSQL cluster (the installed server binaries, as
@@ -10,7 +10,10 @@
 //
 //   - GET /Users?filter=userName eq "…" and externalId eq "…" at the given
 //     concurrency, each request a random user: throughput, p50, p99
-//     (target: p99 ≤ 5 ms at 32 clients);
+//     (target: p99 ≤ 5 ms at 32 clients), in a closed loop (the most the
+//     machine serves) and in an open loop at -rate lookups/s in all (the
+//     latency of the same clients when the machine is not saturated), next
+//     to GET /healthz at the same schedule (the machine's and HTTP's share);
 //   - a PATCH adding -members members to a group in one request, and one
 //     removing them (target: ≤ 2 s each);
 //   - paging the whole directory with count=100 through /scim/v2/Users
@@ -71,6 +74,7 @@ func main() {
 
 type config struct {
 	users, concurrency, members, pages, groups int
+	rate                                       float64
 	duration                                   time.Duration
 	cpuProfile                                 string
 }
@@ -108,6 +112,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	fs.IntVar(&cfg.users, "users", 1_000_000, "users to seed")
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "length of each load run")
 	fs.IntVar(&cfg.concurrency, "concurrency", 32, "concurrent clients of the lookups")
+	fs.Float64Var(&cfg.rate, "rate", 500, "lookups/s the clients send in all in the open-loop run (0: closed loop only)")
 	fs.IntVar(&cfg.members, "members", 10_000, "members one PATCH adds and one removes")
 	fs.IntVar(&cfg.groups, "groups", 10_000, "static groups of 10 members the group list pages through")
 	fs.IntVar(&cfg.pages, "pages", 0, "pages of 100 each paging run reads (0: the whole directory)")
@@ -162,15 +167,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		{"userName eq", `userName eq "user%07d@example.com"`},
 		{"externalId eq", `externalId eq "ext-%07d"`},
 	} {
-		s := b.load(ctx, func(ctx context.Context) error {
+		lookup := func(ctx context.Context) error {
 			f := fmt.Sprintf(l.filter, rand.IntN(cfg.users)) //nolint:gosec // G404: which user to look up, no secret
 			body, gerr := b.get(ctx, "/scim/v2/Users?filter="+url.QueryEscape(f), "Bearer "+b.scimTok)
 			if gerr == nil && !bytes.Contains(body, []byte(`"totalResults":1`)) {
 				gerr = fmt.Errorf("%s: %.200s", f, body)
 			}
 			return gerr
-		})
-		out.Printf("GET /Users?filter=%-14s %d clients: %s (target p99 ≤ 5 ms)\n", l.name, cfg.concurrency, s)
+		}
+		out.Printf("GET /Users?filter=%-14s %d clients: %s (target p99 ≤ 5 ms)\n", l.name, cfg.concurrency, b.load(ctx, 0, lookup))
+		if cfg.rate > 0 {
+			out.Printf("GET /Users?filter=%-14s %d clients, open loop at %.0f/s: %s\n", l.name, cfg.concurrency, cfg.rate, b.load(ctx, cfg.rate, lookup))
+		}
+	}
+	if cfg.rate > 0 {
+		// The control: what the machine, HTTP and the clients alone give
+		// at the same schedule.
+		healthz := func(ctx context.Context) error {
+			_, err := b.get(ctx, "/healthz", "")
+			return err
+		}
+		out.Printf("control: GET /healthz        %d clients, open loop at %.0f/s: %s\n", cfg.concurrency, cfg.rate, b.load(ctx, cfg.rate, healthz))
 	}
 	if err = b.patchMembers(ctx, ids[:cfg.members]); err != nil {
 		return err
@@ -270,20 +287,32 @@ func (s stats) String() string {
 
 func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// load runs op from the configured clients for the configured time.
-func (b *bench) load(ctx context.Context, op func(context.Context) error) stats {
+// load runs op from the configured clients for the configured time: in a
+// closed loop (rate 0: each client sends its next request as soon as the
+// previous one is answered), or in an open loop at rate requests/s in all
+// (client j sends its k-th request at (k·clients + j)/rate s from the
+// start, whatever the answers, and the latency counts from then, so that a
+// service falling behind shows its queue).
+func (b *bench) load(ctx context.Context, rate float64, op func(context.Context) error) stats {
 	var mu sync.Mutex
 	var all stats
 	var wg sync.WaitGroup
 	start := time.Now()
 	deadline := start.Add(b.cfg.duration)
-	for range b.cfg.concurrency {
+	for j := range b.cfg.concurrency {
 		wg.Go(func() {
 			var mine []time.Duration
 			var bad int
 			var first error
-			for ctx.Err() == nil && time.Now().Before(deadline) {
+			for k := 0; ctx.Err() == nil; k++ {
 				t0 := time.Now()
+				if rate > 0 {
+					t0 = start.Add(time.Duration(float64(k*b.cfg.concurrency+j) / rate * float64(time.Second)))
+					time.Sleep(time.Until(t0))
+				}
+				if !t0.Before(deadline) {
+					break
+				}
 				if err := op(ctx); err != nil {
 					if bad == 0 {
 						first = err
