@@ -184,8 +184,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		// The control: what the machine, HTTP and the clients alone give
 		// at the same schedule.
 		healthz := func(ctx context.Context) error {
-			_, err := b.get(ctx, "/healthz", "")
-			return err
+			_, gerr := b.get(ctx, "/healthz", "")
+			return gerr
 		}
 		out.Printf("control: GET /healthz        %d clients, open loop at %.0f/s: %s\n", cfg.concurrency, cfg.rate, b.load(ctx, cfg.rate, healthz))
 	}
