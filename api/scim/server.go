@@ -190,6 +190,11 @@ func writeJSON(c *gin.Context, status int, v any) {
 	if err != nil {
 		status, body = http.StatusInternalServerError, []byte(`{"schemas":["`+ErrorSchema+`"],"status":"500","detail":"internal error"}`)
 	}
+	writeBody(c, status, body)
+}
+
+// writeBody answers body, a JSON document, in SCIM's media type.
+func writeBody(c *gin.Context, status int, body []byte) {
 	c.Data(status, MediaType+"; charset=utf-8", body)
 }
 

@@ -327,7 +327,7 @@ func (s *Server) writeUser(c *gin.Context, status int, u *identity.User) error {
 		c.Header("Location", location(c, "Users", u.ID))
 	}
 	if proj.empty() {
-		c.Data(status, MediaType+"; charset=utf-8", appendUserJSON(make([]byte, 0, 1024), resourceBase(c), u, groups))
+		writeBody(c, status, appendUserJSON(make([]byte, 0, 1024), resourceBase(c), u, groups))
 		return nil
 	}
 	writeJSON(c, status, proj.apply(userDoc(c, u, groups)))
@@ -480,7 +480,7 @@ func (s *Server) listUsers(c *gin.Context, q search) error {
 		return err
 	}
 	if q.proj.empty() {
-		c.Data(http.StatusOK, MediaType+"; charset=utf-8",
+		writeBody(c, http.StatusOK,
 			appendUserListJSON(make([]byte, 0, 1024*(len(users)+1)), resourceBase(c), total, q.query.StartIndex, users, groups))
 		return nil
 	}

@@ -17,7 +17,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -61,17 +60,20 @@ func run(ctx context.Context, args []string) (err error) {
 	out.Printf("load average at the start: %s\n", benchrun.LoadAvg())
 	restartDir := filepath.Join(work, "reused")
 	// The folder a restart finds: made by a first start not measured.
-	if _, err = startOnce(ctx, *bin, work, restartDir); err != nil {
+	if _, err = startOnce(*bin, work, restartDir); err != nil {
 		return err
 	}
 	var fresh, restart []float64
 	for i := range *runs {
-		d, err := startOnce(ctx, *bin, work, filepath.Join(work, "fresh-"+strconv.Itoa(i)))
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		d, err := startOnce(*bin, work, filepath.Join(work, "fresh-"+strconv.Itoa(i)))
 		if err != nil {
 			return err
 		}
 		fresh = append(fresh, d.Seconds())
-		if d, err = startOnce(ctx, *bin, work, restartDir); err != nil {
+		if d, err = startOnce(*bin, work, restartDir); err != nil {
 			return err
 		}
 		restart = append(restart, d.Seconds())
@@ -85,7 +87,7 @@ func run(ctx context.Context, args []string) (err error) {
 // startOnce starts `iam dev` on dataDir with free ports, waits for its
 // /readyz to answer 200, stops it, and returns how long the wait was from
 // the exec.
-func startOnce(ctx context.Context, bin, work, dataDir string) (time.Duration, error) {
+func startOnce(bin, work, dataDir string) (time.Duration, error) {
 	port, err := iamproc.FreePort()
 	if err != nil {
 		return 0, err
@@ -102,20 +104,8 @@ func startOnce(ctx context.Context, bin, work, dataDir string) (time.Duration, e
 		return 0, err
 	}
 	defer p.Stop()
-	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/readyz"
-	client := &http.Client{Timeout: time.Second}
-	for deadline := began.Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if ctx.Err() != nil {
-			return 0, ctx.Err()
-		}
-		resp, err := client.Get(url)
-		if err != nil {
-			continue
-		}
-		_ = resp.Body.Close() // only the status is wanted
-		if resp.StatusCode == http.StatusOK {
-			return time.Since(began), nil
-		}
+	if err := iamproc.WaitForEvery("http://127.0.0.1:"+strconv.Itoa(port)+"/readyz", time.Minute, 5*time.Millisecond); err != nil {
+		return 0, fmt.Errorf("iam dev on %s: %w (its log is in %s)", dataDir, err, work)
 	}
-	return 0, fmt.Errorf("iam dev on %s was not ready within a minute (its log is in %s)", dataDir, work)
+	return time.Since(began), nil
 }

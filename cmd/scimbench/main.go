@@ -450,7 +450,7 @@ func (b *bench) paging(ctx context.Context) error {
 		pages = (b.cfg.users + 99) / 100
 	}
 	scim, provisioning, rest := b.scimPager(restToken), b.scimPager(b.scimTok), b.restPager()
-	err := b.profiled(b.cfg.cpuProfile, func() error {
+	err := b.profiled(func() error {
 		pagers := []*pager{scim, provisioning, rest}
 		for i := 0; i < pages; i++ {
 			for j := range pagers {
@@ -538,13 +538,13 @@ func (b *bench) restPager() *pager {
 	}}
 }
 
-// profiled runs run, writing its CPU profile to file when -cpuprofile is
-// given.
-func (b *bench) profiled(file string, run func() error) (err error) {
+// profiled runs run, writing its CPU profile to the -cpuprofile file when
+// one is named.
+func (b *bench) profiled(run func() error) (err error) {
 	if b.cfg.cpuProfile == "" {
 		return run()
 	}
-	f, err := os.Create(file) //nolint:gosec // G304: the file the operator named with -cpuprofile
+	f, err := os.Create(b.cfg.cpuProfile) //nolint:gosec // G304: the file the operator named with -cpuprofile
 	if err != nil {
 		return err
 	}

@@ -139,8 +139,14 @@ func FreePort() (int, error) {
 	return port, nil
 }
 
-// WaitFor polls url until it answers 200, for at most timeout.
+// WaitFor polls url every 200 ms until it answers 200, for at most
+// timeout.
 func WaitFor(url string, timeout time.Duration) error {
+	return WaitForEvery(url, timeout, 200*time.Millisecond)
+}
+
+// WaitForEvery is WaitFor polling every every.
+func WaitForEvery(url string, timeout, every time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if resp, err := http.Get(url); err == nil { //nolint:gosec // the probe address of a process the benchmark started
@@ -149,7 +155,7 @@ func WaitFor(url string, timeout time.Duration) error {
 				return nil
 			}
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(every)
 	}
 	return fmt.Errorf("%s did not answer 200 within %v", url, timeout)
 }
