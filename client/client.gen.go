@@ -6402,13 +6402,8 @@ type OauthTokenParamsGrantType string
 type OauthRevokeTokenFormdataBody struct {
 	ClientId      *string `form:"client_id,omitempty" json:"client_id,omitempty"`
 	ClientSecret  *string `form:"client_secret,omitempty" json:"client_secret,omitempty"`
-	Token         *string `form:"token,omitempty" json:"token,omitempty"`
+	Token         string  `form:"token" json:"token"`
 	TokenTypeHint *string `form:"token_type_hint,omitempty" json:"token_type_hint,omitempty"`
-}
-
-// OauthRevokeTokenParams defines parameters for OauthRevokeToken.
-type OauthRevokeTokenParams struct {
-	Token *string `form:"token,omitempty" json:"token,omitempty"`
 }
 
 // ListSCIMGroupsParams defines parameters for ListSCIMGroups.
@@ -11887,9 +11882,9 @@ type ClientInterface interface {
 	OauthTokenWithFormdataBody(ctx context.Context, params *OauthTokenParams, body OauthTokenFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// OauthRevokeTokenWithBody request with any body
-	OauthRevokeTokenWithBody(ctx context.Context, params *OauthRevokeTokenParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	OauthRevokeTokenWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	OauthRevokeTokenWithFormdataBody(ctx context.Context, params *OauthRevokeTokenParams, body OauthRevokeTokenFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	OauthRevokeTokenWithFormdataBody(ctx context.Context, body OauthRevokeTokenFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetReadiness request
 	GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -14096,8 +14091,8 @@ func (c *Client) OauthTokenWithFormdataBody(ctx context.Context, params *OauthTo
 	return c.Client.Do(req)
 }
 
-func (c *Client) OauthRevokeTokenWithBody(ctx context.Context, params *OauthRevokeTokenParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewOauthRevokeTokenRequestWithBody(c.Server, params, contentType, body)
+func (c *Client) OauthRevokeTokenWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOauthRevokeTokenRequestWithBody(c.Server, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -14108,8 +14103,8 @@ func (c *Client) OauthRevokeTokenWithBody(ctx context.Context, params *OauthRevo
 	return c.Client.Do(req)
 }
 
-func (c *Client) OauthRevokeTokenWithFormdataBody(ctx context.Context, params *OauthRevokeTokenParams, body OauthRevokeTokenFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewOauthRevokeTokenRequestWithFormdataBody(c.Server, params, body)
+func (c *Client) OauthRevokeTokenWithFormdataBody(ctx context.Context, body OauthRevokeTokenFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOauthRevokeTokenRequestWithFormdataBody(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -22176,18 +22171,18 @@ func NewOauthTokenRequestWithBody(server string, params *OauthTokenParams, conte
 }
 
 // NewOauthRevokeTokenRequestWithFormdataBody calls the generic OauthRevokeToken builder with application/x-www-form-urlencoded body
-func NewOauthRevokeTokenRequestWithFormdataBody(server string, params *OauthRevokeTokenParams, body OauthRevokeTokenFormdataRequestBody) (*http.Request, error) {
+func NewOauthRevokeTokenRequestWithFormdataBody(server string, body OauthRevokeTokenFormdataRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	bodyStr, err := runtime.MarshalForm(body, nil)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = strings.NewReader(bodyStr.Encode())
-	return NewOauthRevokeTokenRequestWithBody(server, params, "application/x-www-form-urlencoded", bodyReader)
+	return NewOauthRevokeTokenRequestWithBody(server, "application/x-www-form-urlencoded", bodyReader)
 }
 
 // NewOauthRevokeTokenRequestWithBody generates requests for OauthRevokeToken with any type of body
-func NewOauthRevokeTokenRequestWithBody(server string, params *OauthRevokeTokenParams, contentType string, body io.Reader) (*http.Request, error) {
+func NewOauthRevokeTokenRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -22203,28 +22198,6 @@ func NewOauthRevokeTokenRequestWithBody(server string, params *OauthRevokeTokenP
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
-	}
-
-	if params != nil {
-		queryValues := queryURL.Query()
-
-		if params.Token != nil {
-
-			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "token", runtime.ParamLocationQuery, *params.Token); err != nil {
-				return nil, err
-			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
-				return nil, err
-			} else {
-				for k, v := range parsed {
-					for _, v2 := range v {
-						queryValues.Add(k, v2)
-					}
-				}
-			}
-
-		}
-
-		queryURL.RawQuery = queryValues.Encode()
 	}
 
 	req, err := http.NewRequest("POST", queryURL.String(), body)
@@ -24195,9 +24168,9 @@ type ClientWithResponsesInterface interface {
 	OauthTokenWithFormdataBodyWithResponse(ctx context.Context, params *OauthTokenParams, body OauthTokenFormdataRequestBody, reqEditors ...RequestEditorFn) (*OauthTokenResponse, error)
 
 	// OauthRevokeTokenWithBodyWithResponse request with any body
-	OauthRevokeTokenWithBodyWithResponse(ctx context.Context, params *OauthRevokeTokenParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OauthRevokeTokenResponse, error)
+	OauthRevokeTokenWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OauthRevokeTokenResponse, error)
 
-	OauthRevokeTokenWithFormdataBodyWithResponse(ctx context.Context, params *OauthRevokeTokenParams, body OauthRevokeTokenFormdataRequestBody, reqEditors ...RequestEditorFn) (*OauthRevokeTokenResponse, error)
+	OauthRevokeTokenWithFormdataBodyWithResponse(ctx context.Context, body OauthRevokeTokenFormdataRequestBody, reqEditors ...RequestEditorFn) (*OauthRevokeTokenResponse, error)
 
 	// GetReadinessWithResponse request
 	GetReadinessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadinessResponse, error)
@@ -30124,16 +30097,16 @@ func (c *ClientWithResponses) OauthTokenWithFormdataBodyWithResponse(ctx context
 }
 
 // OauthRevokeTokenWithBodyWithResponse request with arbitrary body returning *OauthRevokeTokenResponse
-func (c *ClientWithResponses) OauthRevokeTokenWithBodyWithResponse(ctx context.Context, params *OauthRevokeTokenParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OauthRevokeTokenResponse, error) {
-	rsp, err := c.OauthRevokeTokenWithBody(ctx, params, contentType, body, reqEditors...)
+func (c *ClientWithResponses) OauthRevokeTokenWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OauthRevokeTokenResponse, error) {
+	rsp, err := c.OauthRevokeTokenWithBody(ctx, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
 	return ParseOauthRevokeTokenResponse(rsp)
 }
 
-func (c *ClientWithResponses) OauthRevokeTokenWithFormdataBodyWithResponse(ctx context.Context, params *OauthRevokeTokenParams, body OauthRevokeTokenFormdataRequestBody, reqEditors ...RequestEditorFn) (*OauthRevokeTokenResponse, error) {
-	rsp, err := c.OauthRevokeTokenWithFormdataBody(ctx, params, body, reqEditors...)
+func (c *ClientWithResponses) OauthRevokeTokenWithFormdataBodyWithResponse(ctx context.Context, body OauthRevokeTokenFormdataRequestBody, reqEditors ...RequestEditorFn) (*OauthRevokeTokenResponse, error) {
+	rsp, err := c.OauthRevokeTokenWithFormdataBody(ctx, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
