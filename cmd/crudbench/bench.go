@@ -100,9 +100,16 @@ func (b *bench) measure(ctx context.Context, bd *build, turn int) (_ *result, er
 		}
 		defer benchrun.Cleanup(&err, stmts.Close)
 	}
+	var auditor *generator // nil: a build without the audit log, or no -poll
+	if auditToken, tokenErr := iamproc.Token(bd.bin, env, adminEmail, "svc.audit.READ"); tokenErr == nil && b.cfg.poll > 0 {
+		auditor = newGenerator(base, auditToken, 1)
+	}
 	pgPID := b.pg.PID()
 	serve0, pg0, gen0 := iamproc.CPUTime(api.Pid()), iamproc.TreeCPU(pgPID), benchrun.SelfCPU()
+	polls := make(chan int, 1)
+	go func() { polls <- auditor.pollAudit(ctx, b.cfg.poll, b.cfg.duration) }()
 	smp, elapsed := loop(ctx, clients, b.cfg.duration)
+	polled := <-polls
 	r := newResult(bd.name, smp, elapsed)
 	r.serveCPU, r.pgCPU, r.genCPU = iamproc.CPUTime(api.Pid())-serve0, iamproc.TreeCPU(pgPID)-pg0, benchrun.SelfCPU()-gen0
 	if err = ctx.Err(); err != nil {
@@ -112,6 +119,9 @@ func (b *bench) measure(ctx context.Context, bd *build, turn int) (_ *result, er
 		return nil, fmt.Errorf("%d of %d requests failed, the first: %w", smp.errs, smp.errs+r.requests, smp.firstErr)
 	}
 	b.out.Printf("turn %d, %-6s %s\n", turn+1, bd.name, r.line())
+	if polled > 0 {
+		b.out.Printf("  the audit log polled %d times\n", polled)
+	}
 	b.out.Printf("  %s\n", r.byKind())
 	if stmts != nil {
 		b.printStatements(ctx, stmts, r.requests)

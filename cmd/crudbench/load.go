@@ -265,6 +265,31 @@ func loop(ctx context.Context, clients []*client, d time.Duration) (*sample, tim
 	return all, time.Since(start)
 }
 
+// pollAudit reads the newest event of the audit log every interval for d,
+// as a SIEM or an event hook's dispatcher polls it: each poll numbers the
+// events committed since the one before (sqldb.NumberAuditEvents), so the
+// run pays for the numbering. It returns how many polls were answered; a
+// nil g, or a build whose answer is not 200 (one without the audit log),
+// is not polled.
+func (g *generator) pollAudit(ctx context.Context, every, d time.Duration) int {
+	if g == nil {
+		return 0
+	}
+	n := 0
+	deadline := time.Now().Add(d)
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		if err := g.do(ctx, http.MethodGet, "/audit-events?limit=1&sort_order=DESCENDING", nil, http.StatusOK, nil); err != nil {
+			return n
+		}
+		n++
+		select {
+		case <-ctx.Done():
+		case <-time.After(every):
+		}
+	}
+	return n
+}
+
 // parallel runs fn(0) … fn(n-1) from workers goroutines and returns the
 // first error; after it, no further fn starts.
 func parallel(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {

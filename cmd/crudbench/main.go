@@ -63,7 +63,7 @@ func main() {
 type config struct {
 	before, after, beforeRev string
 	clients, turns           int
-	duration, warmup         time.Duration
+	duration, warmup, poll   time.Duration
 	users, groups            int
 	mix                      mix
 	statements               int
@@ -92,6 +92,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 	fs.IntVar(&cfg.clients, "clients", 32, "clients in a closed loop")
 	fs.DurationVar(&cfg.duration, "duration", 20*time.Second, "measured time of each build in each turn")
 	fs.DurationVar(&cfg.warmup, "warmup", 3*time.Second, "unmeasured load before each measured run")
+	fs.DurationVar(&cfg.poll, "poll", time.Second, "how often a reader of the audit log polls it during the measured run, as a SIEM or an event hook's dispatcher does (each poll numbers the events committed since the last); 0: no reader")
 	fs.IntVar(&cfg.turns, "turns", 3, "turns, each running both builds (in alternating order)")
 	fs.IntVar(&cfg.users, "users", 2000, "users seeded through the API before each run")
 	fs.IntVar(&cfg.groups, "groups", 50, "static groups seeded through the API before each run")
