@@ -167,10 +167,9 @@ func (s *DigestStore) Seal(ctx context.Context, orgID int64, signer *Signer, now
 	if err != nil {
 		return nil, err
 	}
-	var head int64
-	err = s.db.NewSelect().Table("audit_heads").Column("last_seq").Where("org_id = ?", orgID).Scan(ctx, &head)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, models.Unavailable(fmt.Errorf("read the audit head: %w", err))
+	head, err := sqldb.NumberAuditEvents(ctx, s.db, orgID)
+	if err != nil {
+		return nil, err
 	}
 	d := &Digest{OrgID: orgID, Number: 1, FromSeq: 1, ToSeq: head, PeriodEnd: now.UTC().Truncate(time.Microsecond), KeyID: signer.keyID}
 	if prev != nil {
@@ -256,10 +255,13 @@ func (s *DigestStore) List(ctx context.Context, orgID, from int64, limit int) ([
 	return out, nil
 }
 
-// Orgs returns the organizations that have events, for the seal schedule.
+// Orgs returns the organizations that have events, numbered or not yet,
+// for the seal schedule.
 func (s *DigestStore) Orgs(ctx context.Context) ([]int64, error) {
 	var orgs []int64
-	if err := s.db.NewSelect().Table("audit_heads").Column("org_id").OrderExpr("org_id").Scan(ctx, &orgs); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	err := s.db.NewRaw("SELECT org_id FROM audit_heads UNION SELECT DISTINCT org_id FROM audit_events WHERE seq IS NULL ORDER BY org_id").
+		Scan(ctx, &orgs)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, models.Unavailable(fmt.Errorf("list audited organizations: %w", err))
 	}
 	return orgs, nil

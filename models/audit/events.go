@@ -86,6 +86,9 @@ func (s *EventStore) List(ctx context.Context, orgID int64, q Query) ([]json.Raw
 		limit = EventListing.DefaultLimit
 	}
 	limit = min(limit, EventListing.MaxLimit)
+	if _, err = sqldb.NumberAuditEvents(ctx, s.db, orgID); err != nil {
+		return nil, nil, err
+	}
 	sel, err := s.selectEvents(orgID, q)
 	if err != nil {
 		return nil, nil, err
@@ -123,11 +126,14 @@ func (s *EventStore) List(ctx context.Context, orgID int64, q Query) ([]json.Raw
 	return out, meta, nil
 }
 
-// Each calls fn with every event q selects, in its order, reading a batch
-// at a time (constant memory, whatever the count). Limit and Cursor are
-// ignored.
+// Each calls fn with every event q selects that committed before the call,
+// in its order, reading a batch at a time (constant memory, whatever the
+// count). Limit and Cursor are ignored.
 func (s *EventStore) Each(ctx context.Context, orgID int64, q Query, fn func(body string) error) error {
 	var after int64 = -1
+	if _, err := sqldb.NumberAuditEvents(ctx, s.db, orgID); err != nil {
+		return err
+	}
 	for {
 		sel, err := s.selectEvents(orgID, q)
 		if err != nil {
@@ -158,10 +164,11 @@ func (s *EventStore) Each(ctx context.Context, orgID int64, q Query, fn func(bod
 
 const eachBatch = 1000
 
-// selectEvents is the query of q's events of the organization, ordered,
-// without paging.
+// selectEvents is the query of q's numbered events of the organization,
+// ordered, without paging. The caller numbers the events committed so far
+// first (sqldb.NumberAuditEvents).
 func (s *EventStore) selectEvents(orgID int64, q Query) (*bun.SelectQuery, error) {
-	sel := s.db.NewSelect().Model((*sqldb.AuditEventRow)(nil)).Where("org_id = ?", orgID)
+	sel := s.db.NewSelect().Model((*sqldb.AuditEventRow)(nil)).Where("org_id = ? AND seq IS NOT NULL", orgID)
 	if q.Filter != nil {
 		where, args, err := EventListing.Where(s.db.Dialect().Name(), q.Filter)
 		if err != nil {
@@ -184,6 +191,9 @@ func (s *EventStore) selectEvents(orgID int64, q Query) (*bun.SelectQuery, error
 // Get returns one event of the organization by id. ENOTFOUND when it is
 // not the organization's.
 func (s *EventStore) Get(ctx context.Context, orgID, id int64) (json.RawMessage, error) {
+	if _, err := sqldb.NumberAuditEvents(ctx, s.db, orgID); err != nil {
+		return nil, err
+	}
 	var row sqldb.AuditEventRow
 	err := s.db.NewSelect().Model(&row).Column("body").Where("org_id = ? AND id = ?", orgID, id).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -63,9 +63,13 @@ func (s *DigestStore) Prune(ctx context.Context, orgID int64, cutoff time.Time) 
 // against keys (docs/audit.md), reading the events a batch at a time (the
 // next batch read while one is checked); with since not zero, only the
 // digests that end at or after it and their events. It reads one snapshot
-// of the log: events committed while it runs are not in it (and not taken
-// for events inserted past the last number it read).
+// of the log, after numbering the events committed before it: events
+// committed while it runs are not in it (and not taken for events inserted
+// past the last number it read).
 func (s *DigestStore) Verify(ctx context.Context, orgID int64, keys []ed25519.PublicKey, since time.Time) (Result, error) {
+	if _, err := sqldb.NumberAuditEvents(ctx, s.db, orgID); err != nil {
+		return Result{}, err
+	}
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
 		return Result{}, models.Unavailable(fmt.Errorf("begin reading the audit log: %w", err))

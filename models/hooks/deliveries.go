@@ -108,7 +108,7 @@ type eventRow struct {
 // transaction. It returns how many events it read (0: none new, or the
 // hook is disabled or gone). Run by one dispatcher per hook at a time.
 func (s *HookStore) Dispatch(ctx context.Context, h *Hook, limit int) (int, error) {
-	head, err := headSeq(ctx, s.db, h.OrgID)
+	head, err := sqldb.NumberAuditEvents(ctx, s.db, h.OrgID)
 	if err != nil || head <= h.CursorSeq {
 		return 0, err
 	}

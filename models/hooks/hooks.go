@@ -230,20 +230,6 @@ func (s *HookStore) check(h *Hook) error {
 	return nil
 }
 
-// headSeq is the organization's last audit event number committed (0 when
-// none).
-func headSeq(ctx context.Context, db bun.IDB, orgID int64) (int64, error) {
-	var seq int64
-	err := db.NewSelect().Table("audit_heads").Column("last_seq").Where("org_id = ?", orgID).Scan(ctx, &seq)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("read audit head: %w", err)
-	}
-	return seq, nil
-}
-
 // Create checks and stores a new hook with a fresh signing secret, which it
 // returns (whsec_…): the only time it is shown. The hook receives the
 // events committed after it. EINVALID, ECONFLICT (too many hooks).
@@ -258,6 +244,10 @@ func (s *HookStore) Create(ctx context.Context, h *Hook) (string, error) {
 	h.ID, h.CreatedAt, h.UpdatedAt = sqldb.NewID(), now, now
 	raw, text := newSecret()
 	h.SecretSealed = s.box.Seal(raw, secretAAD(h.ID))
+	// The events committed so far get their numbers, the hook starts after them.
+	if _, err := sqldb.NumberAuditEvents(ctx, s.db, h.OrgID); err != nil {
+		return "", err
+	}
 	err := sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		n, err := tx.NewSelect().Model((*Hook)(nil)).Where("org_id = ?", h.OrgID).Count(ctx)
 		if err != nil {
@@ -266,7 +256,7 @@ func (s *HookStore) Create(ctx context.Context, h *Hook) (string, error) {
 		if n >= MaxHooksPerOrg {
 			return models.Errorf(models.ECONFLICT, "an organization has at most %d event hooks", MaxHooksPerOrg)
 		}
-		if h.CursorSeq, err = headSeq(ctx, tx, h.OrgID); err != nil {
+		if h.CursorSeq, err = sqldb.AuditHead(ctx, tx, h.OrgID); err != nil {
 			return err
 		}
 		if _, err = tx.NewInsert().Model(h).Exec(ctx); err != nil {
@@ -353,7 +343,7 @@ func (s *HookStore) Update(ctx context.Context, orgID, id int64, ch HookChange) 
 		}
 		if h.Enabled && !wasEnabled {
 			h.FailingSince, h.DisabledReason = nil, ""
-			if h.CursorSeq, err = headSeq(ctx, tx, orgID); err != nil {
+			if h.CursorSeq, err = sqldb.NumberAuditEvents(ctx, tx, orgID); err != nil {
 				return err
 			}
 		}

@@ -8,12 +8,16 @@ import (
 	"github.com/uptrace/bun"
 
 	"iam/models"
+	"iam/models/sqldb"
 )
 
 // Events returns the audit events of the organization, oldest first, as
-// the API shows them.
+// the API shows them: numbered first.
 func Events(t *testing.T, db bun.IDB, orgID int64) []models.EventRecord {
 	t.Helper()
+	if _, err := sqldb.NumberAuditEvents(context.Background(), db, orgID); err != nil {
+		t.Fatalf("number audit events: %v", err)
+	}
 	var bodies []string
 	err := db.NewSelect().Table("audit_events").Column("body").Where("org_id = ?", orgID).OrderExpr("seq").
 		Scan(context.Background(), &bodies)

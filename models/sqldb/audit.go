@@ -5,8 +5,10 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -19,10 +21,16 @@ import (
 
 // AuditEventRow is an audit event's row: the columns lists filter on and
 // the event's canonical JSON (Body) with its SHA-256 (Hash, hex). Sequence
-// numbers an organization's events in commit order without gaps: the
-// transaction that writes events takes the next numbers from the
-// organization's audit_heads row and holds that row locked until it
-// commits, so no reader ever sees a later number before an earlier one.
+// numbers an organization's events without gaps, in an order no reader
+// can see broken: a reader that sees number n sees every number before it.
+//
+// SQLite numbers them in the transaction that writes them (one writer at
+// a time: it waits for no one). On PostgreSQL, where many writers commit
+// at once and one organization's writers would otherwise pass its head one
+// at a time, they are written without a number (seq and hash NULL, the
+// body's sequence 0), and NumberAuditEvents numbers the committed ones
+// later, one numbering at a time per organization. Every reader of numbers
+// (lists, exports, hooks, digests) numbers first.
 type AuditEventRow struct {
 	bun.BaseModel `bun:"table:audit_events"`
 
@@ -48,16 +56,11 @@ const (
 	maxAuditReason    = 1024
 )
 
-// writeEvents writes the events a transaction recorded, in it, numbering
-// each organization's in turn (organizations in id order, so that two
+// writeEvents writes the events a transaction recorded, in it, one
+// organization's at a time (organizations in id order, so that two SQLite
 // transactions never wait for each other's heads the other way round).
-//
-// Taking the numbers locks the organization's audit_heads row until the
-// commit, so every writer of the organization waits for the one ahead:
-// everything that can is done before (each row made, its body encoded
-// with the number left out), and the dialect numbers and inserts them
-// (on PostgreSQL in one statement, sent with the COMMIT when InTx runs the
-// transaction: PGDialect.runTx).
+// Each row is made first, its body encoded with the number left out; the
+// dialect inserts them (on PostgreSQL unnumbered, in one statement).
 func writeEvents(ctx context.Context, tx bun.Tx, events []models.AuditEvent) error {
 	batches, err := eventBatches(ctx, events)
 	if err != nil {
@@ -118,6 +121,29 @@ func (u *unnumbered) numbered(seq int64) AuditEventRow {
 	r.Body = u.bodyHead + strconv.FormatInt(seq, 10) + u.bodyTail
 	r.Hash = EventHash(r.Body)
 	return r
+}
+
+// NumberAuditEvents numbers the organization's committed events that have
+// none yet and returns its last number (0: no events). Whatever reads
+// events by number calls it first, so that it reads every event committed
+// before the call.
+func NumberAuditEvents(ctx context.Context, db bun.IDB, org int64) (int64, error) {
+	last, err := DialectOf(db).numberAuditEvents(ctx, db, org)
+	if err != nil {
+		return 0, models.Unavailable(err)
+	}
+	return last, nil
+}
+
+// AuditHead returns the organization's last event number (0: none), as
+// numbered so far: NumberAuditEvents is the one to call first.
+func AuditHead(ctx context.Context, db bun.IDB, org int64) (int64, error) {
+	var last int64
+	err := db.NewSelect().Table("audit_heads").Column("last_seq").Where("org_id = ?", org).Scan(ctx, &last)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("read the audit head: %w", err)
+	}
+	return last, nil
 }
 
 // takeSequences takes the next n numbers of org's events (locking its

@@ -13,26 +13,25 @@ import (
 	"iam/models/sqldb"
 )
 
-// TestInTx_PipelinedCommit: on PostgreSQL a transaction's events travel
-// with its COMMIT in one round trip (PGDialect.runTx). The change and its
+// TestInTx_ChangeAndEventsCommitTogether: on PostgreSQL a change and its
 // events commit together; an INSERT of the events that fails, and a COMMIT
 // that fails (a deferred constraint), leave neither the change nor its
-// events; and no connection goes back to the pool inside a transaction
-// (the pipeline's trailing BEGIN is ended).
-func TestInTx_PipelinedCommit(t *testing.T) {
+// events; the events are numbered after without gaps; and no connection
+// goes back to the pool inside a transaction.
+func TestInTx_ChangeAndEventsCommitTogether(t *testing.T) {
 	db := dbtest.Postgres(t)
 	if !sqldb.IsPostgres(db) {
 		t.Skip("PostgreSQL only")
 	}
 	ctx := context.Background()
-	if _, err := db.ExecContext(ctx, `CREATE TABLE pipeline_probe (id INT UNIQUE DEFERRABLE INITIALLY DEFERRED)`); err != nil {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE commit_probe (id INT UNIQUE DEFERRABLE INITIALLY DEFERRED)`); err != nil {
 		t.Fatal(err)
 	}
 	const org = 2001
 	change := func(ids []int, eventType string) error {
 		return sqldb.InTx(ctx, db, func(ctx context.Context, tx bun.Tx) error {
 			for _, id := range ids {
-				if _, err := tx.ExecContext(ctx, "INSERT INTO pipeline_probe (id) VALUES (?)", id); err != nil {
+				if _, err := tx.ExecContext(ctx, "INSERT INTO commit_probe (id) VALUES (?)", id); err != nil {
 					return err
 				}
 			}
@@ -69,11 +68,14 @@ func TestInTx_PipelinedCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := count("SELECT count(*) FROM pipeline_probe"); n != 25 {
+	if n := count("SELECT count(*) FROM commit_probe"); n != 25 {
 		t.Errorf("%d rows committed, want 25", n)
 	}
 	if n := count("SELECT count(*) FROM audit_events WHERE org_id = 2001"); n != 25 {
 		t.Errorf("%d events committed, want 25", n)
+	}
+	if _, err := sqldb.NumberAuditEvents(ctx, db, 2001); err != nil {
+		t.Fatal(err)
 	}
 	if n := count("SELECT max(seq) FROM audit_events WHERE org_id = 2001"); n != 25 {
 		t.Errorf("events numbered up to %d, want 25 without gaps", n)

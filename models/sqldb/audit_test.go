@@ -43,6 +43,11 @@ func TestInTx_EventsNumberedAndHashed(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		for _, org := range []int64{orgA, orgB} {
+			if _, err := sqldb.NumberAuditEvents(context.Background(), db, org); err != nil {
+				t.Fatal(err)
+			}
+		}
 		var rows []sqldb.AuditEventRow
 		if err := db.NewSelect().Model(&rows).Order("org_id", "seq").Scan(context.Background()); err != nil {
 			t.Fatal(err)

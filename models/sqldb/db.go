@@ -172,24 +172,11 @@ func CommitWithEvents(ctx context.Context, tx bun.Tx, events []models.AuditEvent
 	return models.Unavailable(err)
 }
 
-// runTx runs fn in one transaction. again says that err is transient and the
-// transaction certainly did not commit. A transaction of the pool's own
-// runs as its dialect runs it (PGDialect.runTx pipelines the commit).
+// runTx runs fn in a transaction begun on db and commits it with the
+// events fn recorded: no change commits without them, none is written
+// without it. A transaction that fails is rolled back. again says that err
+// is transient and the transaction certainly did not commit.
 func runTx(ctx context.Context, db bun.IDB, fn func(ctx context.Context, tx bun.Tx) error) (again bool, err error) {
-	if pool, ok := db.(*bun.DB); ok {
-		return DialectOf(db).runTx(ctx, pool, fn)
-	}
-	return runTxOn(ctx, db, fn, commitEvents)
-}
-
-// commitFunc writes a transaction's events in it and commits it; again as
-// runTx's.
-type commitFunc func(ctx context.Context, tx bun.Tx, events []models.AuditEvent) (again bool, err error)
-
-// runTxOn runs fn in a transaction begun on db and ends it with commit,
-// given the events fn recorded: no change commits without them, none is
-// written without it. A transaction that fails is rolled back.
-func runTxOn(ctx context.Context, db bun.IDB, fn func(ctx context.Context, tx bun.Tx) error, commit commitFunc) (again bool, err error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return models.IsTransient(err), err
@@ -199,14 +186,13 @@ func runTxOn(ctx context.Context, db bun.IDB, fn func(ctx context.Context, tx bu
 		_ = tx.Rollback()
 		return models.IsTransient(err), err
 	}
-	if again, err = commit(ctx, tx, pending.Events()); err != nil {
+	if again, err = commitEvents(ctx, tx, pending.Events()); err != nil {
 		_ = tx.Rollback() // a no-op after a failed commit
 	}
 	return again, err
 }
 
-// commitEvents is the commitFunc of one statement at a time: the events,
-// then the commit.
+// commitEvents writes the events in tx, then commits it; again as runTx's.
 func commitEvents(ctx context.Context, tx bun.Tx, events []models.AuditEvent) (again bool, err error) {
 	if err := writeEvents(ctx, tx, events); err != nil {
 		return models.IsTransient(err), err

@@ -34,11 +34,12 @@ type Dialect interface {
 	// its '@' (the whole value when it has none).
 	EmailLocalPart(col string) string
 
-	// insertAuditEvents numbers org's events of the transaction and
-	// inserts them (audit.go).
+	// insertAuditEvents inserts org's events of the transaction, numbered
+	// (SQLite) or to be numbered by numberAuditEvents (audit.go).
 	insertAuditEvents(ctx context.Context, tx bun.Tx, org int64, evs []unnumbered) error
-	// runTx is runTx (db.go) for a transaction of db's pool.
-	runTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.Tx) error) (again bool, err error)
+	// numberAuditEvents numbers org's committed events that have no number
+	// and returns its last number.
+	numberAuditEvents(ctx context.Context, db bun.IDB, org int64) (int64, error)
 }
 
 // DialectOf returns the statements for db's database.

@@ -55,8 +55,8 @@ func (SQLiteDialect) insertAuditEvents(ctx context.Context, tx bun.Tx, org int64
 	return nil
 }
 
-// runTx begins the transaction on the pool, as any other: SQLite has one
-// writer at a time, whose commit no other round trip waits on.
-func (SQLiteDialect) runTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.Tx) error) (again bool, err error) {
-	return runTxOn(ctx, db, fn, commitEvents)
+// numberAuditEvents returns the organization's last number: SQLite's
+// events are numbered as they are written.
+func (SQLiteDialect) numberAuditEvents(ctx context.Context, db bun.IDB, org int64) (int64, error) {
+	return AuditHead(ctx, db, org)
 }
