@@ -215,6 +215,7 @@ func runAPI(ctx context.Context, cfg Config, addr string, store *store.Store, tc
 	srv, launcher := apiServer(cfg, store, tc, auth, geo, signer, log)
 	rec := &jobrun.Reconciler{Launcher: launcher, Interval: cfg.ReconcileInterval, Grace: cfg.ReconcileGrace, UploadGrace: cfg.UploadSweepGrace}
 	go rec.Run(ctx)
+	go numberAuditEvents(ctx, store.Audit, log)
 	if cfg.MetricsAddr == "" {
 		return serveHTTP(ctx, addr, srv.Handler(), cfg.ShutdownTimeout, ready)
 	}
@@ -235,4 +236,26 @@ func runAPI(ctx context.Context, cfg Config, addr string, store *store.Store, tc
 	err = serveHTTP(ctx, addr, srv.Handler(), cfg.ShutdownTimeout, ready)
 	cancel()
 	return errors.Join(err, <-metricsErr)
+}
+
+// auditNumberInterval is how often the API numbers the audit events
+// committed since (docs/audit.md).
+const auditNumberInterval = time.Second
+
+// numberAuditEvents numbers the audit events committed without a number
+// every auditNumberInterval until ctx ends. Readers number what is left
+// themselves, so a failure only leaves them more to do: it is logged.
+func numberAuditEvents(ctx context.Context, events *audit.EventStore, log *slog.Logger) {
+	t := time.NewTicker(auditNumberInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := events.NumberPending(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("numbering audit events", "error", err)
+		}
+	}
 }

@@ -212,6 +212,10 @@ func TestProduction_AuditEventsSurviveKill9(t *testing.T) {
 	e2eAPIJSON(t, shape.apiAddr, "POST", "/api/v1/users", token, map[string]any{"firstName": "After", "email": "after@audit.example.com"}, http.StatusCreated, nil)
 	e2eAPIJSON(t, shape.apiAddr, "PATCH", "/api/v1/users/"+models.FormatID(patched[0]), token, map[string]any{"lastName": "after"}, http.StatusOK, nil)
 
+	// No one reads the log: the API numbers the events itself, within about
+	// a second, 1 to N without a gap.
+	e2eWaitAuditNumbered(t, db.DB, org.ID)
+
 	// One snapshot of the users and their events: every transaction wrote
 	// both or neither, so any snapshot must hold them alike (a session of
 	// the dead process that PostgreSQL has not ended yet changes nothing).
@@ -307,4 +311,28 @@ func TestProduction_AuditEventsSurviveKill9(t *testing.T) {
 		t.Fatalf("iam audit verify exited %d:\n%s%s", code, out, errOut)
 	}
 	t.Logf("iam audit verify: %s (the test took %v)", bytes.TrimSpace([]byte(out)), time.Since(began).Round(time.Millisecond))
+}
+
+// e2eWaitAuditNumbered waits until the organization's audit events all
+// have their numbers, 1 to N without a gap, and their hashes.
+func e2eWaitAuditNumbered(t *testing.T, db *bun.DB, orgID int64) {
+	t.Helper()
+	var last struct {
+		Events, Numbered, Hashed, Max int64
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err := db.NewRaw(`SELECT count(*) AS events, count(seq) AS numbered, count(hash) AS hashed, COALESCE(max(seq), 0) AS max
+			FROM audit_events WHERE org_id = ?`, orgID).Scan(t.Context(), &last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last.Events > 0 && last.Numbered == last.Events && last.Hashed == last.Events && last.Max == last.Events {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("audit events not numbered 15 s after the writes, with no reader: %+v", last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -147,6 +147,48 @@ func TestEvents_WrittenWithTheirTransaction(t *testing.T) {
 	})
 }
 
+// TestEvents_NumberPending: what the API runs every second numbers every
+// organization's committed events, and nothing when there is nothing new.
+// On SQLite the events are numbered as they are written.
+func TestEvents_NumberPending(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := context.Background()
+		store := audit.NewEventStore(db)
+		record(t, ctx, db, 1, 3, "user.created")
+		record(t, ctx, db, 2, 2, "user.created")
+		record(t, ctx, db, 1, 1, "user.deleted")
+		orgs, err := store.NumberPending(ctx)
+		wantOrgs := 0
+		if sqldb.IsPostgres(db) {
+			wantOrgs = 2
+		}
+		if err != nil || orgs != wantOrgs {
+			t.Fatalf("NumberPending = %d, %v; want %d organizations", orgs, err, wantOrgs)
+		}
+		var heads []struct {
+			OrgID   int64 `bun:"org_id"`
+			LastSeq int64 `bun:"last_seq"`
+		}
+		if err := db.NewSelect().Table("audit_heads").Column("org_id", "last_seq").Order("org_id").Scan(ctx, &heads); err != nil {
+			t.Fatal(err)
+		}
+		if len(heads) != 2 || heads[0].LastSeq != 4 || heads[1].LastSeq != 2 {
+			t.Errorf("heads %+v, want org 1 at 4 and org 2 at 2", heads)
+		}
+		var unnumbered int
+		if err := db.NewSelect().Table("audit_events").ColumnExpr("count(*)").Where("seq IS NULL OR hash IS NULL OR body LIKE ?",
+			`%"sequence":0,%`).Scan(ctx, &unnumbered); err != nil {
+			t.Fatal(err)
+		}
+		if unnumbered != 0 {
+			t.Errorf("%d events left without their number", unnumbered)
+		}
+		if orgs, err = store.NumberPending(ctx); err != nil || orgs != 0 {
+			t.Errorf("NumberPending with nothing new = %d, %v", orgs, err)
+		}
+	})
+}
+
 func TestDigests_SealAndVerify(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
 		ctx := context.Background()
