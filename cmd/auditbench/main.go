@@ -147,11 +147,11 @@ func within(took, target time.Duration) string {
 }
 
 type result struct {
-	database           string
-	events             int64
-	fill, number       time.Duration
-	seal, verify       time.Duration
-	avgBody            float64
+	database     string
+	events       int64
+	fill, number time.Duration
+	seal, verify time.Duration
+	avgBody      float64
 }
 
 // bench fills, seals and verifies one database.

@@ -169,14 +169,14 @@ func TestEvents_NumberPending(t *testing.T) {
 			OrgID   int64 `bun:"org_id"`
 			LastSeq int64 `bun:"last_seq"`
 		}
-		if err := db.NewSelect().Table("audit_heads").Column("org_id", "last_seq").Order("org_id").Scan(ctx, &heads); err != nil {
+		if err = db.NewSelect().Table("audit_heads").Column("org_id", "last_seq").Order("org_id").Scan(ctx, &heads); err != nil {
 			t.Fatal(err)
 		}
 		if len(heads) != 2 || heads[0].LastSeq != 4 || heads[1].LastSeq != 2 {
 			t.Errorf("heads %+v, want org 1 at 4 and org 2 at 2", heads)
 		}
 		var unnumbered int
-		if err := db.NewSelect().Table("audit_events").ColumnExpr("count(*)").Where("seq IS NULL OR hash IS NULL OR body LIKE ?",
+		if err = db.NewSelect().Table("audit_events").ColumnExpr("count(*)").Where("seq IS NULL OR hash IS NULL OR body LIKE ?",
 			`%"sequence":0,%`).Scan(ctx, &unnumbered); err != nil {
 			t.Fatal(err)
 		}
