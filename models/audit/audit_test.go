@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,6 +158,10 @@ func TestEvents_NumberPending(t *testing.T) {
 		record(t, ctx, db, 1, 3, "user.created")
 		record(t, ctx, db, 2, 2, "user.created")
 		record(t, ctx, db, 1, 1, "user.deleted")
+		// The seal schedule finds organizations with unnumbered events only.
+		if sealed, err := audit.NewDigestStore(db).Orgs(ctx); err != nil || !slices.Equal(sealed, []int64{1, 2}) {
+			t.Fatalf("Orgs = %v, %v; want [1 2]", sealed, err)
+		}
 		orgs, err := store.NumberPending(ctx)
 		wantOrgs := 0
 		if sqldb.IsPostgres(db) {

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -258,13 +259,17 @@ func (s *DigestStore) List(ctx context.Context, orgID, from int64, limit int) ([
 // Orgs returns the organizations that have events, numbered or not yet,
 // for the seal schedule.
 func (s *DigestStore) Orgs(ctx context.Context) ([]int64, error) {
+	pending, err := sqldb.PendingAuditOrgs(ctx, s.db)
+	if err != nil {
+		return nil, err
+	}
 	var orgs []int64
-	err := s.db.NewRaw("SELECT org_id FROM audit_heads UNION SELECT DISTINCT org_id FROM audit_events WHERE seq IS NULL ORDER BY org_id").
-		Scan(ctx, &orgs)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if err = s.db.NewSelect().Table("audit_heads").Column("org_id").Scan(ctx, &orgs); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, models.Unavailable(fmt.Errorf("list audited organizations: %w", err))
 	}
-	return orgs, nil
+	orgs = append(orgs, pending...)
+	slices.Sort(orgs)
+	return slices.Compact(orgs), nil
 }
 
 // Count returns how many digests the organization has.

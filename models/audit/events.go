@@ -211,17 +211,7 @@ func (s *EventStore) Get(ctx context.Context, orgID, id int64) (json.RawMessage,
 // many organizations it numbered. The API runs it every second, so that a
 // reader finds about a second of events to number, whoever reads.
 func (s *EventStore) NumberPending(ctx context.Context) (int, error) {
-	var orgs []int64
-	err := s.db.NewRaw("SELECT DISTINCT org_id FROM audit_events WHERE seq IS NULL ORDER BY org_id").Scan(ctx, &orgs)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return 0, models.Unavailable(fmt.Errorf("find unnumbered audit events: %w", err))
-	}
-	for _, org := range orgs {
-		if _, err := sqldb.NumberAuditEvents(ctx, s.db, org); err != nil {
-			return 0, err
-		}
-	}
-	return len(orgs), nil
+	return sqldb.NumberPendingAuditEvents(ctx, s.db)
 }
 
 // hash names q's selection (filter, bounds, order) in its cursors, so that

@@ -135,6 +135,30 @@ func NumberAuditEvents(ctx context.Context, db bun.IDB, org int64) (int64, error
 	return last, nil
 }
 
+// NumberPendingAuditEvents numbers the committed events of every
+// organization that has events without a number yet, and returns how many
+// organizations it numbered (always 0 on SQLite, which numbers events as it
+// writes them).
+func NumberPendingAuditEvents(ctx context.Context, db bun.IDB) (int, error) {
+	orgs, err := PendingAuditOrgs(ctx, db)
+	if err != nil {
+		return 0, err
+	}
+	for _, org := range orgs {
+		if _, err := NumberAuditEvents(ctx, db, org); err != nil {
+			return 0, err
+		}
+	}
+	return len(orgs), nil
+}
+
+// PendingAuditOrgs returns the organizations that have committed events
+// without a number yet, in id order.
+func PendingAuditOrgs(ctx context.Context, db bun.IDB) ([]int64, error) {
+	orgs, err := DialectOf(db).pendingAuditOrgs(ctx, db)
+	return orgs, models.Unavailable(err)
+}
+
 // AuditHead returns the organization's last event number (0: none), as
 // numbered so far: NumberAuditEvents is the one to call first.
 func AuditHead(ctx context.Context, db bun.IDB, org int64) (int64, error) {

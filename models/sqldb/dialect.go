@@ -40,6 +40,9 @@ type Dialect interface {
 	// numberAuditEvents numbers org's committed events that have no number
 	// and returns its last number.
 	numberAuditEvents(ctx context.Context, db bun.IDB, org int64) (int64, error)
+	// pendingAuditOrgs returns the organizations that have committed
+	// events without a number, in id order.
+	pendingAuditOrgs(ctx context.Context, db bun.IDB) ([]int64, error)
 }
 
 // DialectOf returns the statements for db's database.

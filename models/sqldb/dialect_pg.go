@@ -2,6 +2,8 @@ package sqldb
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -130,6 +132,16 @@ func (PGDialect) numberAuditEvents(ctx context.Context, db bun.IDB, org int64) (
 		}
 	}
 	return AuditHead(ctx, db, org)
+}
+
+// pendingAuditOrgs reads the audit_events_pending index.
+func (PGDialect) pendingAuditOrgs(ctx context.Context, db bun.IDB) ([]int64, error) {
+	var orgs []int64
+	err := db.NewRaw("SELECT DISTINCT org_id FROM audit_events WHERE seq IS NULL ORDER BY org_id").Scan(ctx, &orgs)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("find unnumbered audit events: %w", err)
+	}
+	return orgs, nil
 }
 
 // numberBatch is how many events a numbering transaction numbers at most.

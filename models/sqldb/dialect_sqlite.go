@@ -55,6 +55,10 @@ func (SQLiteDialect) insertAuditEvents(ctx context.Context, tx bun.Tx, org int64
 	return nil
 }
 
+// pendingAuditOrgs returns none: SQLite's events are numbered as they are
+// written.
+func (SQLiteDialect) pendingAuditOrgs(context.Context, bun.IDB) ([]int64, error) { return nil, nil }
+
 // numberAuditEvents returns the organization's last number: SQLite's
 // events are numbered as they are written.
 func (SQLiteDialect) numberAuditEvents(ctx context.Context, db bun.IDB, org int64) (int64, error) {
