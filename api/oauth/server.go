@@ -193,21 +193,3 @@ func (s *Server) logRFCError(ctx context.Context, msg string, err error) {
 func (s *Server) PurgeExpired(ctx context.Context) (int64, error) {
 	return s.tokens.tokens.PurgeExpired(ctx, s.cfg.Now().Add(-24*time.Hour))
 }
-
-// RunJanitor calls PurgeExpired every interval until ctx ends.
-func (s *Server) RunJanitor(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if n, err := s.PurgeExpired(ctx); err != nil {
-				s.log.Warn("purge expired OAuth tokens", "error", err)
-			} else if n > 0 {
-				s.log.Info("purged expired OAuth tokens", "count", n)
-			}
-		}
-	}
-}

@@ -181,7 +181,13 @@ func bootstrapAuth(ctx context.Context, cfg Config, store *store.Store, secret [
 	if err != nil {
 		return nil, err
 	}
-	go auth.RunJanitor(ctx, time.Hour)
+	go every(ctx, time.Hour, func(ctx context.Context) {
+		if n, err := auth.PurgeExpired(ctx); err != nil {
+			log.Warn("purge expired OAuth tokens", "error", err)
+		} else if n > 0 {
+			log.Info("purged expired OAuth tokens", "count", n)
+		}
+	})
 	return auth, nil
 }
 
@@ -215,7 +221,13 @@ func runAPI(ctx context.Context, cfg Config, addr string, store *store.Store, tc
 	srv, launcher := apiServer(cfg, store, tc, auth, geo, signer, log)
 	rec := &jobrun.Reconciler{Launcher: launcher, Interval: cfg.ReconcileInterval, Grace: cfg.ReconcileGrace, UploadGrace: cfg.UploadSweepGrace}
 	go rec.Run(ctx)
-	go numberAuditEvents(ctx, store.Audit, log)
+	// Readers number what is left themselves, so a failure here only
+	// leaves them more to do (docs/audit.md).
+	go every(ctx, auditNumberInterval, func(ctx context.Context) {
+		if _, numErr := store.Audit.NumberPending(ctx); numErr != nil && ctx.Err() == nil {
+			log.Warn("numbering audit events", "error", numErr)
+		}
+	})
 	if cfg.MetricsAddr == "" {
 		return serveHTTP(ctx, addr, srv.Handler(), cfg.ShutdownTimeout, ready)
 	}
@@ -242,20 +254,17 @@ func runAPI(ctx context.Context, cfg Config, addr string, store *store.Store, tc
 // committed since (docs/audit.md).
 const auditNumberInterval = time.Second
 
-// numberAuditEvents numbers the audit events committed without a number
-// every auditNumberInterval until ctx ends. Readers number what is left
-// themselves, so a failure only leaves them more to do: it is logged.
-func numberAuditEvents(ctx context.Context, events *audit.EventStore, log *slog.Logger) {
-	t := time.NewTicker(auditNumberInterval)
+// every calls fn every interval until ctx ends: the API's background
+// work (the token janitor, the audit numbering).
+func every(ctx context.Context, interval time.Duration, fn func(ctx context.Context)) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		}
-		if _, err := events.NumberPending(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("numbering audit events", "error", err)
+			fn(ctx)
 		}
 	}
 }

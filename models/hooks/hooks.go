@@ -244,10 +244,6 @@ func (s *HookStore) Create(ctx context.Context, h *Hook) (string, error) {
 	h.ID, h.CreatedAt, h.UpdatedAt = sqldb.NewID(), now, now
 	raw, text := newSecret()
 	h.SecretSealed = s.box.Seal(raw, secretAAD(h.ID))
-	// The events committed so far get their numbers, the hook starts after them.
-	if _, err := sqldb.NumberAuditEvents(ctx, s.db, h.OrgID); err != nil {
-		return "", err
-	}
 	err := sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		n, err := tx.NewSelect().Model((*Hook)(nil)).Where("org_id = ?", h.OrgID).Count(ctx)
 		if err != nil {
@@ -256,7 +252,7 @@ func (s *HookStore) Create(ctx context.Context, h *Hook) (string, error) {
 		if n >= MaxHooksPerOrg {
 			return models.Errorf(models.ECONFLICT, "an organization has at most %d event hooks", MaxHooksPerOrg)
 		}
-		if h.CursorSeq, err = sqldb.AuditHead(ctx, tx, h.OrgID); err != nil {
+		if h.CursorSeq, err = sqldb.NumberAuditEvents(ctx, tx, h.OrgID); err != nil {
 			return err
 		}
 		if _, err = tx.NewInsert().Model(h).Exec(ctx); err != nil {

@@ -159,9 +159,9 @@ func PendingAuditOrgs(ctx context.Context, db bun.IDB) ([]int64, error) {
 	return orgs, models.Unavailable(err)
 }
 
-// AuditHead returns the organization's last event number (0: none), as
+// auditHead returns the organization's last event number (0: none), as
 // numbered so far: NumberAuditEvents is the one to call first.
-func AuditHead(ctx context.Context, db bun.IDB, org int64) (int64, error) {
+func auditHead(ctx context.Context, db bun.IDB, org int64) (int64, error) {
 	var last int64
 	err := db.NewSelect().Table("audit_heads").Column("last_seq").Where("org_id = ?", org).Scan(ctx, &last)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {

@@ -131,7 +131,7 @@ func (PGDialect) numberAuditEvents(ctx context.Context, db bun.IDB, org int64) (
 			return head, nil
 		}
 	}
-	return AuditHead(ctx, db, org)
+	return auditHead(ctx, db, org)
 }
 
 // pendingAuditOrgs reads the audit_events_pending index.

@@ -62,5 +62,5 @@ func (SQLiteDialect) pendingAuditOrgs(context.Context, bun.IDB) ([]int64, error)
 // numberAuditEvents returns the organization's last number: SQLite's
 // events are numbered as they are written.
 func (SQLiteDialect) numberAuditEvents(ctx context.Context, db bun.IDB, org int64) (int64, error) {
-	return AuditHead(ctx, db, org)
+	return auditHead(ctx, db, org)
 }
