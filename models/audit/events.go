@@ -195,7 +195,7 @@ func (s *EventStore) Get(ctx context.Context, orgID, id int64) (json.RawMessage,
 		return nil, err
 	}
 	var row sqldb.AuditEventRow
-	err := s.db.NewSelect().Model(&row).Column("body").Where("org_id = ? AND id = ?", orgID, id).Scan(ctx)
+	err := s.db.NewSelect().Model(&row).Column("body").Where("org_id = ? AND id = ? AND seq IS NOT NULL", orgID, id).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrEventNotFound
 	}

@@ -16,7 +16,8 @@ import (
 // TestInTx_ChangeAndEventsCommitTogether: on PostgreSQL a change and its
 // events commit together; an INSERT of the events that fails, and a COMMIT
 // that fails (a deferred constraint), leave neither the change nor its
-// events; the events are numbered after without gaps; and no connection
+// events; one event and several in a transaction are written alike; the
+// events are numbered after without gaps; and no connection
 // goes back to the pool inside a transaction.
 func TestInTx_ChangeAndEventsCommitTogether(t *testing.T) {
 	db := dbtest.Postgres(t)
@@ -34,8 +35,11 @@ func TestInTx_ChangeAndEventsCommitTogether(t *testing.T) {
 				if _, err := tx.ExecContext(ctx, "INSERT INTO commit_probe (id) VALUES (?)", id); err != nil {
 					return err
 				}
+				if err := models.Record(ctx, models.AuditEvent{OrgID: org, Type: eventType}); err != nil {
+					return err
+				}
 			}
-			return models.Record(ctx, models.AuditEvent{OrgID: org, Type: eventType})
+			return nil
 		})
 	}
 	count := func(query string) int {
@@ -68,17 +72,20 @@ func TestInTx_ChangeAndEventsCommitTogether(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := count("SELECT count(*) FROM commit_probe"); n != 25 {
-		t.Errorf("%d rows committed, want 25", n)
+	if err := change([]int{400, 401, 402}, "probe.created"); err != nil {
+		t.Fatal(err)
 	}
-	if n := count("SELECT count(*) FROM audit_events WHERE org_id = 2001"); n != 25 {
-		t.Errorf("%d events committed, want 25", n)
+	if n := count("SELECT count(*) FROM commit_probe"); n != 28 {
+		t.Errorf("%d rows committed, want 28", n)
+	}
+	if n := count("SELECT count(*) FROM audit_events WHERE org_id = 2001"); n != 28 {
+		t.Errorf("%d events committed, want 28", n)
 	}
 	if _, err := sqldb.NumberAuditEvents(ctx, db, 2001); err != nil {
 		t.Fatal(err)
 	}
-	if n := count("SELECT max(seq) FROM audit_events WHERE org_id = 2001"); n != 25 {
-		t.Errorf("events numbered up to %d, want 25 without gaps", n)
+	if n := count("SELECT max(seq) FROM audit_events WHERE org_id = 2001"); n != 28 {
+		t.Errorf("events numbered up to %d, want 28 without gaps", n)
 	}
 	if n := count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'`); n != 0 {
 		t.Errorf("%d connections left idle in a transaction", n)

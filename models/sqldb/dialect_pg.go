@@ -63,8 +63,17 @@ func (PGDialect) EmailLocalPart(col string) string {
 // arrays, past bun's formatting), so that each connection prepares it
 // once. They get their numbers after they commit (numberAuditEvents): no
 // writer waits for another organization's writer, or its own.
+//
+// Most transactions record one event: it travels as plain parameters,
+// with nothing to encode into arrays and unnest.
 func (PGDialect) insertAuditEvents(ctx context.Context, tx bun.Tx, org int64, evs []unnumbered) error {
-	res, err := tx.Tx.ExecContext(ctx, insertAuditEventsPG, auditEventArgs(org, evs)...)
+	query, args := insertAuditEventsPG, auditEventArgs(org, evs)
+	if len(evs) == 1 {
+		r := &evs[0].row
+		query, args = insertAuditEventPG, []any{org, r.ID, r.Published, r.EventType, r.ActorType, r.ActorID, r.Result,
+			r.RequestID, r.TargetType, r.TargetID, r.JobID, evs[0].bodyHead + "0" + evs[0].bodyTail}
+	}
+	res, err := tx.Tx.ExecContext(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("insert audit events: %w", err)
 	}
@@ -103,6 +112,9 @@ func (PGDialect) numberAuditEvents(ctx context.Context, db bun.IDB, org int64) (
 		err := InTxOnce(ctx, db, func(ctx context.Context, tx bun.Tx) error {
 			if _, err := tx.ExecContext(ctx, lockAuditHeadPG, auditLockSpace, int32(org)); err != nil { //nolint:gosec // the key is the id's low 32 bits: two organizations sharing them only queue together
 				return fmt.Errorf("lock the audit head: %w", err)
+			}
+			if _, err := tx.ExecContext(ctx, numberSettingPG); err != nil {
+				return fmt.Errorf("plan the numbering: %w", err)
 			}
 			if err := tx.QueryRowContext(ctx, "SELECT COALESCE((SELECT last_seq FROM audit_heads WHERE org_id = ?), 0)", org).Scan(&head); err != nil {
 				return fmt.Errorf("read the audit head: %w", err)
@@ -156,17 +168,25 @@ const pendingAuditEventsPG = "SELECT EXISTS (SELECT 1 FROM audit_events WHERE or
 // gets the number in place of the 0 it was written with (the first
 // ',"sequence":' is the key's: only the id's and the organization's digits
 // come before it); its hash is the SHA-256 of that body (as EventHash).
-const numberAuditEventsPG = `UPDATE audit_events e SET seq = p.seq, body = p.body,
-	hash = encode(sha256(convert_to(p.body, 'UTF8')), 'hex')
-FROM (
-	SELECT id, n.seq, overlay(body PLACING n.seq::text FROM strpos(body, ',"sequence":0,') + 12 FOR 1) AS body
-	FROM (
-		SELECT id, body, ?1::bigint + row_number() OVER (ORDER BY id) AS seq FROM (
-			SELECT id, body FROM audit_events WHERE org_id = ?0 AND seq IS NULL ORDER BY id LIMIT ?2
-		) q
-	) n
-) p
-WHERE e.id = p.id`
+//
+// The batch and the rows it updates are both read through
+// audit_events_pending (the other indexes cover only numbered rows), the
+// rows bounded by the batch's last id, and joined by hash (numberSettingPG):
+// each is read once, whatever the statistics say of the pending rows.
+const numberAuditEventsPG = `WITH batch AS (
+	SELECT id, ?1::bigint + row_number() OVER (ORDER BY id) AS seq,
+		overlay(body PLACING (?1::bigint + row_number() OVER (ORDER BY id))::text FROM strpos(body, ',"sequence":0,') + 12 FOR 1) AS body
+	FROM (SELECT id, body FROM audit_events WHERE org_id = ?0 AND seq IS NULL ORDER BY id LIMIT ?2) q
+)
+UPDATE audit_events e SET seq = b.seq, body = b.body, hash = encode(sha256(convert_to(b.body, 'UTF8')), 'hex')
+FROM batch b
+WHERE e.org_id = ?0 AND e.seq IS NULL AND e.id <= (SELECT max(id) FROM batch) AND e.id = b.id`
+
+// numberSettingPG keeps the numbering's join off nested loops: the
+// statistics of the pending rows are often stale (they come and go within
+// a second), and a nested loop planned for one pending row that meets
+// thousands reads the batch once per row.
+const numberSettingPG = "SET LOCAL enable_nestloop = off"
 
 // auditEventArgs are insertAuditEventsPG's parameters for org's events.
 func auditEventArgs(org int64, evs []unnumbered) []any {
@@ -196,3 +216,8 @@ const insertAuditEventsPG = `INSERT INTO audit_events (org_id, id, published, ev
 	request_id, target_type, target_id, job_id, body)
 SELECT $1, e.* FROM unnest($2::bigint[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
 	$9::text[], $10::text[], $11::bigint[], $12::text[]) AS e`
+
+// insertAuditEventPG is insertAuditEventsPG for one event.
+const insertAuditEventPG = `INSERT INTO audit_events (org_id, id, published, event_type, actor_type, actor_id, result,
+	request_id, target_type, target_id, job_id, body)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
