@@ -420,3 +420,28 @@ func TestDigests_VerifyWhileEventsAreWritten(t *testing.T) {
 		}
 	})
 }
+
+// TestChanges_Maps: two maps (a user's view) are compared by their values'
+// JSON: values of other types with one encoding are equal, pointers are
+// compared by what they point to, and a name only one of them has changed.
+func TestChanges_Maps(t *testing.T) {
+	a, b := "x", "x"
+	when := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	before := map[string]any{"name": "a", "count": int64(1), "title": &a, "tags": []string{"p"},
+		"installation_key": "k1", "gone": "g", "at": when, "same": []string{"q"}}
+	after := map[string]any{"name": "b", "count": float64(1), "title": &b, "tags": []string{"p", "r"},
+		"installation_key": "k2", "added": true, "at": when.Add(time.Second), "same": []string{"q"}}
+	got, _ := json.Marshal(audit.Changes(before, after))
+	want := `[{"field":"added","old":null,"new":true},` +
+		`{"field":"at","old":"2026-12-07T10:00:00Z","new":"2026-12-07T10:00:01Z"},` +
+		`{"field":"gone","old":"g","new":null},` +
+		`{"field":"installation_key","old":null,"new":null,"secret":true},` +
+		`{"field":"name","old":"a","new":"b"},` +
+		`{"field":"tags","old":["p"],"new":["p","r"]}]`
+	if string(got) != want {
+		t.Fatalf("Changes =\n%s\nwant\n%s", got, want)
+	}
+	if got := audit.Changes(before, before); len(got) != 0 {
+		t.Errorf("Changes of a map and itself = %v, want none", got)
+	}
+}

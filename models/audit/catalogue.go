@@ -158,6 +158,9 @@ func Changes(before, after any) []models.FieldChange {
 	if reflect.TypeOf(before) != reflect.TypeOf(after) {
 		return nil
 	}
+	if a, ok := before.(map[string]any); ok {
+		return mapChanges(a, after.(map[string]any))
+	}
 	a, b := fieldsOf(before), fieldsOf(after)
 	names := make([]string, 0, len(a)+len(b))
 	for k := range a {
@@ -184,6 +187,54 @@ func Changes(before, after any) []models.FieldChange {
 		out = append(out, c)
 	}
 	return out
+}
+
+// mapChanges is Changes of two maps, which (a user's view, on every
+// update) it compares value by value: only the values that differ are
+// encoded, into what Changes of their encodings would say.
+func mapChanges(before, after map[string]any) []models.FieldChange {
+	names := make([]string, 0, len(after))
+	for k, old := range before {
+		nw, ok := after[k]
+		if !ok || !reflect.DeepEqual(old, nw) { // equal values encode alike
+			names = append(names, k)
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	var out []models.FieldChange
+	for _, name := range names {
+		old, nw := encodedValue(before, name), encodedValue(after, name)
+		if string(old) == string(nw) {
+			continue
+		}
+		c := models.FieldChange{Field: name}
+		if isSecretField(name) {
+			c.Secret = true
+		} else {
+			c.Old, c.New = decodeValue(old), decodeValue(nw)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// encodedValue is the JSON of m's value named name; nil when m has none
+// (or it has no JSON).
+func encodedValue(m map[string]any, name string) json.RawMessage {
+	v, ok := m[name]
+	if !ok {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 func fieldsOf(v any) map[string]json.RawMessage {
