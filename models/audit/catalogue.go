@@ -159,7 +159,10 @@ func Changes(before, after any) []models.FieldChange {
 		return nil
 	}
 	if a, ok := before.(map[string]any); ok {
-		return mapChanges(a, after.(map[string]any))
+		b := after.(map[string]any)
+		return fieldChanges(differingNames(a, b), func(name string) (json.RawMessage, json.RawMessage) {
+			return encodedValue(a, name), encodedValue(b, name)
+		})
 	}
 	a, b := fieldsOf(before), fieldsOf(after)
 	names := make([]string, 0, len(a)+len(b))
@@ -171,10 +174,16 @@ func Changes(before, after any) []models.FieldChange {
 			names = append(names, k)
 		}
 	}
+	return fieldChanges(names, func(name string) (json.RawMessage, json.RawMessage) { return a[name], b[name] })
+}
+
+// fieldChanges returns, in name order, the change of each field named whose
+// two encodings (values returns them, nil for none) differ.
+func fieldChanges(names []string, values func(name string) (old, nw json.RawMessage)) []models.FieldChange {
 	sort.Strings(names)
 	var out []models.FieldChange
 	for _, name := range names {
-		old, nw := a[name], b[name]
+		old, nw := values(name)
 		if string(old) == string(nw) {
 			continue
 		}
@@ -189,14 +198,15 @@ func Changes(before, after any) []models.FieldChange {
 	return out
 }
 
-// mapChanges is Changes of two maps, which (a user's view, on every
-// update) it compares value by value: only the values that differ are
-// encoded, into what Changes of their encodings would say.
-func mapChanges(before, after map[string]any) []models.FieldChange {
-	names := make([]string, 0, len(after))
+// differingNames returns the names of the values of two maps (a user's
+// view, on every update) that may differ: those only one of them has, and
+// those that are not deeply equal (equal values encode alike), so that
+// only these are encoded.
+func differingNames(before, after map[string]any) []string {
+	var names []string
 	for k, old := range before {
 		nw, ok := after[k]
-		if !ok || !reflect.DeepEqual(old, nw) { // equal values encode alike
+		if !ok || !reflect.DeepEqual(old, nw) {
 			names = append(names, k)
 		}
 	}
@@ -205,22 +215,7 @@ func mapChanges(before, after map[string]any) []models.FieldChange {
 			names = append(names, k)
 		}
 	}
-	sort.Strings(names)
-	var out []models.FieldChange
-	for _, name := range names {
-		old, nw := encodedValue(before, name), encodedValue(after, name)
-		if string(old) == string(nw) {
-			continue
-		}
-		c := models.FieldChange{Field: name}
-		if isSecretField(name) {
-			c.Secret = true
-		} else {
-			c.Old, c.New = decodeValue(old), decodeValue(nw)
-		}
-		out = append(out, c)
-	}
-	return out
+	return names
 }
 
 // encodedValue is the JSON of m's value named name; nil when m has none
