@@ -95,16 +95,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	var results []result
 	if cfg.only == "" || cfg.only == "postgres" {
-		dsn := getenv("IAM_BENCH_DATABASE_URL")
-		if dsn == "" {
-			c, startErr := pgcluster.Start(ctx, pgcluster.Options{Config: benchPGConfig, Prefix: "iam-auditbench-pg-"})
-			if startErr != nil {
-				return startErr
-			}
-			defer benchrun.Cleanup(&err, c.Stop)
-			dsn = c.URL("postgres").String()
-			out.Printf("throwaway PostgreSQL cluster %s\n", c.Describe())
+		dsn, stopPG, startErr := benchrun.Postgres(ctx, getenv, pgcluster.Options{Config: benchPGConfig, Prefix: "iam-auditbench-pg-"}, out)
+		if startErr != nil {
+			return startErr
 		}
+		defer benchrun.Cleanup(&err, stopPG)
 		r, benchErr := bench(ctx, out, cfg, "PostgreSQL", dsn)
 		if benchErr != nil {
 			return fmt.Errorf("postgres: %w", benchErr)

@@ -88,16 +88,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err = fs.Parse(args); err != nil {
 		return err
 	}
-	dsn := getenv("IAM_BENCH_DATABASE_URL")
-	if dsn == "" {
-		var c *pgcluster.Cluster
-		if c, err = pgcluster.Start(ctx, pgcluster.Options{Prefix: "iam-decidebench-pg-"}); err != nil {
-			return err
-		}
-		defer benchrun.Cleanup(&err, c.Stop)
-		dsn = c.URL("postgres").String()
-		out.Printf("throwaway PostgreSQL cluster %s\n", c.Describe())
+	dsn, stopPG, err := benchrun.Postgres(ctx, getenv, pgcluster.Options{Prefix: "iam-decidebench-pg-"}, out)
+	if err != nil {
+		return err
 	}
+	defer benchrun.Cleanup(&err, stopPG)
 	db, err := sqldb.Open(ctx, dsn)
 	if err != nil {
 		return err

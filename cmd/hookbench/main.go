@@ -93,16 +93,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	if cfg.only == "" || cfg.only == "postgres" {
-		dsn := getenv("IAM_BENCH_DATABASE_URL")
-		if dsn == "" {
-			c, startErr := pgcluster.Start(ctx, pgcluster.Options{Prefix: "iam-hookbench-pg-"})
-			if startErr != nil {
-				return startErr
-			}
-			defer benchrun.Cleanup(&err, c.Stop)
-			dsn = c.URL("postgres").String()
-			out.Printf("throwaway PostgreSQL cluster %s\n", c.Describe())
+		dsn, stopPG, startErr := benchrun.Postgres(ctx, getenv, pgcluster.Options{Prefix: "iam-hookbench-pg-"}, out)
+		if startErr != nil {
+			return startErr
 		}
+		defer benchrun.Cleanup(&err, stopPG)
 		if err = bench(ctx, out, tc, cfg, "PostgreSQL", dsn); err != nil {
 			return fmt.Errorf("postgres: %w", err)
 		}

@@ -121,16 +121,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	cfg.members = min(cfg.members, cfg.users)
-	dsn := getenv("IAM_BENCH_DATABASE_URL")
-	if dsn == "" {
-		var c *pgcluster.Cluster
-		if c, err = pgcluster.Start(ctx, pgcluster.Options{Config: "shared_buffers = 1GB\nmax_wal_size = 4GB\n", Prefix: "iam-scimbench-pg-"}); err != nil {
-			return err
-		}
-		defer benchrun.Cleanup(&err, c.Stop)
-		dsn = c.URL("postgres").String()
-		out.Printf("throwaway PostgreSQL cluster %s\n", c.Describe())
+	dsn, stopPG, err := benchrun.Postgres(ctx, getenv, pgcluster.Options{Config: "shared_buffers = 1GB\nmax_wal_size = 4GB\n", Prefix: "iam-scimbench-pg-"}, out)
+	if err != nil {
+		return err
 	}
+	defer benchrun.Cleanup(&err, stopPG)
 	db, err := sqldb.Open(ctx, dsn)
 	if err != nil {
 		return err

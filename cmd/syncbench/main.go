@@ -82,16 +82,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if *accounts < 5 || *devices < 1 {
 		return errors.New("-devices at least 1, -accounts at least 5")
 	}
-	dsn := getenv("IAM_BENCH_DATABASE_URL")
-	if dsn == "" {
-		var c *pgcluster.Cluster
-		if c, err = pgcluster.Start(ctx, pgcluster.Options{Config: benchPGConfig, Prefix: "iam-syncbench-pg-"}); err != nil {
-			return err
-		}
-		defer benchrun.Cleanup(&err, c.Stop)
-		dsn = c.URL("postgres").String()
-		out.Printf("throwaway PostgreSQL cluster %s\n", c.Describe())
+	dsn, stopPG, err := benchrun.Postgres(ctx, getenv, pgcluster.Options{Config: benchPGConfig, Prefix: "iam-syncbench-pg-"}, out)
+	if err != nil {
+		return err
 	}
+	defer benchrun.Cleanup(&err, stopPG)
 	db, err := sqldb.Open(ctx, dsn)
 	if err != nil {
 		return err

@@ -67,16 +67,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err = fs.Parse(args); err != nil {
 		return err
 	}
-	dsn := getenv("IAM_BENCH_DATABASE_URL")
-	if dsn == "" {
-		var c *pgcluster.Cluster
-		if c, err = pgcluster.Start(ctx, pgcluster.Options{Config: benchPGConfig, Prefix: "iam-usersbench-pg-"}); err != nil {
-			return err
-		}
-		defer benchrun.Cleanup(&err, c.Stop)
-		dsn = c.URL("postgres").String()
-		out.Printf("throwaway PostgreSQL cluster %s\n", c.Describe())
+	dsn, stopPG, err := benchrun.Postgres(ctx, getenv, pgcluster.Options{Config: benchPGConfig, Prefix: "iam-usersbench-pg-"}, out)
+	if err != nil {
+		return err
 	}
+	defer benchrun.Cleanup(&err, stopPG)
 	b, err := newBench(ctx, dsn, cfg, out)
 	if err != nil {
 		return err
