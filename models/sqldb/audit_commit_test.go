@@ -3,6 +3,7 @@ package sqldb_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -89,5 +90,36 @@ func TestInTx_ChangeAndEventsCommitTogether(t *testing.T) {
 	}
 	if n := count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'`); n != 0 {
 		t.Errorf("%d connections left idle in a transaction", n)
+	}
+}
+
+// TestAuditIndexes_CoverNumberedRows: on PostgreSQL a change's transaction
+// writes one index entry for its event, the pending rows'; every index
+// that reads use covers only numbered rows (the numbering writes them).
+func TestAuditIndexes_CoverNumberedRows(t *testing.T) {
+	db := dbtest.Postgres(t)
+	if !sqldb.IsPostgres(db) {
+		t.Skip("PostgreSQL only")
+	}
+	var indexes []struct {
+		Name string `bun:"indexname"`
+		Def  string `bun:"indexdef"`
+	}
+	if err := db.NewRaw("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'audit_events' ORDER BY indexname").
+		Scan(context.Background(), &indexes); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"audit_events_id": "WHERE (seq IS NOT NULL)", "audit_events_published": "WHERE (seq IS NOT NULL)",
+		"audit_events_target": "WHERE (seq IS NOT NULL)", "audit_events_seq": "WHERE (seq IS NOT NULL)",
+		"audit_events_pending": "WHERE (seq IS NULL)",
+	}
+	if len(indexes) != len(want) {
+		t.Errorf("audit_events has %d indexes, want %d: %v", len(indexes), len(want), indexes)
+	}
+	for _, ix := range indexes {
+		if pred, ok := want[ix.Name]; !ok || !strings.HasSuffix(ix.Def, pred) {
+			t.Errorf("index %s: %s; want it to end %q", ix.Name, ix.Def, pred)
+		}
 	}
 }
