@@ -114,6 +114,10 @@ type unnumbered struct {
 	bodyHead, bodyTail string
 }
 
+// unnumberedBody is the body as PostgreSQL writes it before its number
+// is known: sequence 0.
+func (u *unnumbered) unnumberedBody() string { return u.bodyHead + "0" + u.bodyTail }
+
 // numbered is the row numbered seq, with its body and hash.
 func (u *unnumbered) numbered(seq int64) AuditEventRow {
 	r := u.row

@@ -67,11 +67,14 @@ func (PGDialect) EmailLocalPart(col string) string {
 // Most transactions record one event: it travels as plain parameters,
 // with nothing to encode into arrays and unnest.
 func (PGDialect) insertAuditEvents(ctx context.Context, tx bun.Tx, org int64, evs []unnumbered) error {
-	query, args := insertAuditEventsPG, auditEventArgs(org, evs)
+	var query string
+	var args []any
 	if len(evs) == 1 {
 		r := &evs[0].row
 		query, args = insertAuditEventPG, []any{org, r.ID, r.Published, r.EventType, r.ActorType, r.ActorID, r.Result,
-			r.RequestID, r.TargetType, r.TargetID, r.JobID, evs[0].bodyHead + "0" + evs[0].bodyTail}
+			r.RequestID, r.TargetType, r.TargetID, r.JobID, evs[0].unnumberedBody()}
+	} else {
+		query, args = insertAuditEventsPG, auditEventArgs(org, evs)
 	}
 	res, err := tx.Tx.ExecContext(ctx, query, args...)
 	if err != nil {
@@ -116,8 +119,9 @@ func (PGDialect) numberAuditEvents(ctx context.Context, db bun.IDB, org int64) (
 			if _, err := tx.ExecContext(ctx, numberSettingPG); err != nil {
 				return fmt.Errorf("plan the numbering: %w", err)
 			}
-			if err := tx.QueryRowContext(ctx, "SELECT COALESCE((SELECT last_seq FROM audit_heads WHERE org_id = ?), 0)", org).Scan(&head); err != nil {
-				return fmt.Errorf("read the audit head: %w", err)
+			var err error
+			if head, err = auditHead(ctx, tx, org); err != nil {
+				return err
 			}
 			res, err := tx.ExecContext(ctx, numberAuditEventsPG, org, head, numberBatch)
 			if err != nil {
@@ -201,7 +205,7 @@ func auditEventArgs(org int64, evs []unnumbered) []any {
 		r := &evs[i].row
 		ids[i], published[i], jobs[i] = r.ID, r.Published, r.JobID
 		for j, v := range [...]string{r.EventType, r.ActorType, r.ActorID, r.Result, r.RequestID, r.TargetType, r.TargetID,
-			evs[i].bodyHead + "0" + evs[i].bodyTail} {
+			evs[i].unnumberedBody()} {
 			texts[j][i] = v
 		}
 	}
