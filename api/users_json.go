@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -41,6 +40,9 @@ func writeUserPage(c *gin.Context, users []identity.User, fields []string, meta 
 	b = append(b, `],"meta":`...)
 	b = append(b, metaJSON...)
 	b = append(b, '}')
+	// With its length said, the page goes out in one piece rather than
+	// chunked: a write and the client's chunk parsing fewer.
+	c.Header("Content-Length", strconv.Itoa(len(b)))
 	c.Data(http.StatusOK, "application/json; charset=utf-8", b)
 	*buf = b
 	return nil
@@ -63,14 +65,14 @@ func appendPrimarySourceJSON(b []byte, u *identity.User) []byte {
 	b = appendJSONString(append(b, `,"name":`...), p.ApplicationService.Name)
 	b = appendJSONString(append(b, `,"serviceName":`...), p.ApplicationService.ServiceName)
 	b = appendJSONString(append(b, `,"logo":`...), p.ApplicationService.Logo)
-	b = appendJSONTime(append(b, `},"creationTime":`...), p.CreationTime.UTC())
+	b = jsonout.AppendTimeUTC(append(b, `},"creationTime":`...), p.CreationTime)
 	b = strconv.AppendBool(append(b, `,"isEnabled":`...), p.IsEnabled)
 	if u.PrimarySource == nil {
 		b = appendJSONID(append(b, `,"id":`...), u.ID)
 	} else {
 		b = appendJSONString(append(b, `,"id":`...), p.ID)
 	}
-	b = appendJSONTime(append(b, `,"modifiedTime":`...), p.ModifiedTime.UTC())
+	b = jsonout.AppendTimeUTC(append(b, `,"modifiedTime":`...), p.ModifiedTime)
 	return append(b, '}')
 }
 
@@ -78,13 +80,6 @@ func appendPrimarySourceJSON(b []byte, u *identity.User) []byte {
 func appendJSONID(b []byte, id int64) []byte {
 	b = append(b, '"')
 	b = strconv.AppendInt(b, id, 10)
-	return append(b, '"')
-}
-
-// appendJSONTime writes t as encoding/json does (RFC 3339 with nanoseconds).
-func appendJSONTime(b []byte, t time.Time) []byte {
-	b = append(b, '"')
-	b = t.AppendFormat(b, time.RFC3339Nano)
 	return append(b, '"')
 }
 

@@ -2,8 +2,10 @@ package jsonout
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestAppendString_MatchesEncodingJSON puts every byte that needs
@@ -48,4 +50,35 @@ func FuzzAppendString(f *testing.F) {
 			t.Fatalf("%q: got %s, want %s", s, got, want)
 		}
 	})
+}
+
+// TestAppendTimeUTC_MatchesEncodingJSON compares with encoding/json's
+// writing of t.UTC(): fractions of every length, zones other than UTC,
+// the ends of the year range and beyond them.
+func TestAppendTimeUTC_MatchesEncodingJSON(t *testing.T) {
+	east := time.FixedZone("east", 5*3600+30*60)
+	times := []time.Time{
+		time.Time{},
+		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 12, 8, 0, 4, 5, 0, east),
+		time.Unix(0, 0),
+	}
+	for ns := 1; ns < 1e9; ns *= 10 {
+		times = append(times, time.Date(2026, 2, 3, 4, 5, 6, ns, time.UTC), time.Date(2026, 2, 3, 4, 5, 6, ns*7+123, east))
+	}
+	rng := rand.New(rand.NewPCG(1, 2)) //nolint:gosec // G404: reproducible test times, not a secret
+	for range 10000 {
+		times = append(times, time.Unix(rng.Int64N(253402300800), rng.Int64N(1e9)).In(east))
+	}
+	for _, tm := range times {
+		want, err := json.Marshal(tm.UTC())
+		if err != nil { // out of encoding/json's range: AppendFormat's text
+			want = []byte(`"` + tm.UTC().Format(time.RFC3339Nano) + `"`)
+		}
+		if got := AppendTimeUTC(nil, tm); string(got) != string(want) {
+			t.Fatalf("%v: got %s, want %s", tm, got, want)
+		}
+	}
 }

@@ -193,8 +193,10 @@ func writeJSON(c *gin.Context, status int, v any) {
 	writeBody(c, status, body)
 }
 
-// writeBody answers body, a JSON document, in SCIM's media type.
+// writeBody answers body, a JSON document, in SCIM's media type, with its
+// length (a page of users goes out in one piece, not chunked).
 func writeBody(c *gin.Context, status int, body []byte) {
+	c.Header("Content-Length", strconv.Itoa(len(body)))
 	c.Data(status, MediaType+"; charset=utf-8", body)
 }
 

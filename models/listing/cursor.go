@@ -27,22 +27,24 @@ type cursorBody struct {
 // pages. The filter is hashed as its PostgreSQL rendering with arguments,
 // which does not depend on how its attribute names were written.
 func (s *Schema) pageHash(cols []keyColumn, filter Expr) (string, error) {
-	h := sha256.New()
-	h.Write(fmt.Appendf(nil, "%s\x00", s.Name))
+	buf := make([]byte, 0, 128)
+	buf = append(append(buf, s.Name...), 0)
 	for _, c := range cols {
-		h.Write(fmt.Appendf(nil, "%s %t\x00", c.column, c.desc))
+		buf = append(append(buf, c.column...), ' ')
+		buf = append(strconv.AppendBool(buf, c.desc), 0)
 	}
 	if filter != nil {
 		where, args, err := s.Where(dialect.PG, filter)
 		if err != nil {
 			return "", &ParamError{Param: "filter", Detail: err.Error()}
 		}
-		h.Write(fmt.Appendf(nil, "%s\x00", where))
+		buf = append(append(buf, where...), 0)
 		for _, a := range args {
-			h.Write(fmt.Appendf(nil, "%T %v\x00", a, a))
+			buf = fmt.Appendf(buf, "%T %v\x00", a, a)
 		}
 	}
-	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:9]), nil
+	sum := sha256.Sum256(buf)
+	return base64.RawURLEncoding.EncodeToString(sum[:9]), nil
 }
 
 // encodeCursor makes the cursor of the page after the row with key values vals.
