@@ -22,11 +22,15 @@
 // with the service, so the CPU seconds of the generator, of `iam serve` and
 // of the PostgreSQL server are printed for each run.
 //
-//	go run ./cmd/agentbench [-devices 10000] [-accounts 5] [-conns 32] [-duration 10s] [-rate 1700] [-only unchanged|changed] [-keep]
+// -statements N prints, after each run, the N statements that took the
+// most of PostgreSQL's time (pg_stat_statements, planning included).
+//
+//	go run ./cmd/agentbench [-devices 10000] [-accounts 5] [-conns 32] [-duration 10s] [-rate 1700] [-only unchanged|changed] [-statements N] [-keep]
 package main
 
 import (
 	"context"
+	"database/sql"
 	"flag"
 	"fmt"
 	"os"
@@ -50,6 +54,7 @@ type options struct {
 	rate                     float64
 	only, logLevel           string
 	keep                     bool
+	statements               int
 }
 
 func main() {
@@ -61,6 +66,7 @@ func main() {
 	flag.Float64Var(&o.rate, "rate", 1700, "check-ins/s of the open-loop run of unchanged check-ins (0: closed-loop only)")
 	flag.StringVar(&o.only, "only", "", "run one case only: unchanged or changed")
 	flag.StringVar(&o.logLevel, "log-level", "info", "IAM_LOG_LEVEL of iam serve (info is the default a deployment runs with)")
+	flag.IntVar(&o.statements, "statements", 0, "after each run, print the N statements that took the most database time (pg_stat_statements)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work folder (the service's log) and say where it is")
 	flag.Parse()
 	if err := run(context.Background(), o); err != nil {
@@ -76,7 +82,7 @@ const secretKey = "agentbench-secret-key-0123456789abcdef-0123456789" //nolint:g
 const benchPGConfig = `
 shared_buffers = 128MB
 autovacuum = on
-`
+` + benchrun.StatementsConfig
 
 func run(ctx context.Context, o options) (err error) {
 	work, err := os.MkdirTemp("", "iam-agentbench-")
@@ -131,10 +137,15 @@ func run(ctx context.Context, o options) (err error) {
 	defer api.Stop()
 	base := "http://" + addr
 	// /healthz, not /readyz: the benchmark runs no Temporal server.
-	if err := iamproc.WaitFor(base+"/healthz", 2*time.Minute); err != nil {
+	if err = iamproc.WaitFor(base+"/healthz", 2*time.Minute); err != nil {
 		return err
 	}
 	pgPID := pg.PID()
+	stmts, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return err
+	}
+	defer benchrun.Cleanup(&err, stmts.Close)
 
 	g := newGenerator(base, max(o.conns, 256))
 	fmt.Printf("registering %d devices (%d local accounts each) over %d connections ...\n", o.devices, o.accounts, o.conns)
@@ -153,10 +164,18 @@ func run(ctx context.Context, o options) (err error) {
 	var results []*stats
 	measure := func(name string, p phase) error {
 		p.name = name
+		if o.statements > 0 {
+			if err := benchrun.ResetStatements(ctx, stmts); err != nil {
+				return err
+			}
+		}
 		sCPU, pCPU := iamproc.CPUTime(api.Pid()), iamproc.TreeCPU(pgPID)
 		st := g.measure(p)
 		st.serveCPU, st.pgCPU = iamproc.CPUTime(api.Pid())-sCPU, iamproc.TreeCPU(pgPID)-pCPU
 		fmt.Printf("  %-44s %s\n", name, st.line())
+		if o.statements > 0 {
+			benchrun.PrintStatements(ctx, stmts, benchrun.NewReport(os.Stdout), o.statements, st.count)
+		}
 		results = append(results, st)
 		if st.errors > 0 {
 			return fmt.Errorf("%s: %d check-ins failed: %s", name, st.errors, st.firstErr)

@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver of pg_stat_statements' queries
@@ -124,7 +123,7 @@ func (b *bench) measure(ctx context.Context, bd *build, turn int) (_ *result, er
 	}
 	b.out.Printf("  %s\n", r.byKind())
 	if stmts != nil {
-		b.printStatements(ctx, stmts, r.requests)
+		benchrun.PrintStatements(ctx, stmts, b.out, b.cfg.statements, r.requests)
 	}
 	return r, nil
 }
@@ -139,61 +138,16 @@ func (b *bench) pgCommand(ctx context.Context, program, db string) error {
 	return nil
 }
 
-// resetStatements connects to db, makes sure pg_stat_statements is there
-// and empties it (the cluster's counts: the other databases are idle).
+// resetStatements connects to db and empties pg_stat_statements (the
+// cluster's counts: the other databases are idle).
 func (b *bench) resetStatements(ctx context.Context, db string) (*sql.DB, error) {
 	conn, err := sql.Open("pgx", b.pg.URL(db).String())
 	if err != nil {
 		return nil, err
 	}
 	conn.SetMaxOpenConns(1)
-	for _, q := range []string{"CREATE EXTENSION IF NOT EXISTS pg_stat_statements", "SELECT pg_stat_statements_reset()"} {
-		if _, err := conn.ExecContext(ctx, q); err != nil {
-			return nil, errors.Join(fmt.Errorf("%s: %w", q, err), conn.Close())
-		}
+	if err := benchrun.ResetStatements(ctx, conn); err != nil {
+		return nil, errors.Join(err, conn.Close())
 	}
 	return conn, nil
-}
-
-// printStatements prints the statements per request of the run, with
-// their database time, and the ones that took the most.
-func (b *bench) printStatements(ctx context.Context, conn *sql.DB, requests int) {
-	const own = `FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-		AND query NOT LIKE '%pg_stat_statements%'`
-	var calls int64
-	var total float64
-	if err := conn.QueryRowContext(ctx, `SELECT coalesce(sum(calls), 0), coalesce(sum(total_exec_time), 0) `+own).Scan(&calls, &total); err != nil {
-		b.out.Printf("  pg_stat_statements: %v\n", err)
-		return
-	}
-	n := float64(max(requests, 1))
-	b.out.Printf("  statements: %.2f per request, %.0f µs of database time per request\n", float64(calls)/n, total*1000/n)
-	rows, err := conn.QueryContext(ctx, `SELECT calls, total_exec_time, regexp_replace(query, '\s+', ' ', 'g') `+own+
-		` ORDER BY total_exec_time DESC LIMIT $1`, b.cfg.statements)
-	if err != nil {
-		b.out.Printf("  pg_stat_statements: %v\n", err)
-		return
-	}
-	defer func() {
-		if err := rows.Close(); err != nil {
-			b.out.Printf("  pg_stat_statements: %v\n", err)
-		}
-	}()
-	b.out.Printf("  %9s %9s %9s  statement\n", "per req", "µs/req", "µs/call")
-	for rows.Next() {
-		var c int64
-		var t float64
-		var q string
-		if err := rows.Scan(&c, &t, &q); err != nil {
-			b.out.Printf("  pg_stat_statements: %v\n", err)
-			return
-		}
-		if len(q) > 150 {
-			q = q[:150] + "…"
-		}
-		b.out.Printf("  %9.3f %9.1f %9.1f  %s\n", float64(c)/n, t*1000/n, t*1000/float64(max(c, 1)), strings.TrimSpace(q))
-	}
-	if err := rows.Err(); err != nil {
-		b.out.Printf("  pg_stat_statements: %v\n", err)
-	}
 }

@@ -129,7 +129,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (err error) {
 
 	pgConfig := benchPGConfig
 	if cfg.statements > 0 {
-		pgConfig += "shared_preload_libraries = 'pg_stat_statements'\n"
+		pgConfig += benchrun.StatementsConfig
 	}
 	pg, err := pgcluster.Start(ctx, pgcluster.Options{Config: pgConfig, Prefix: "iam-crudbench-pg-"})
 	if err != nil {

@@ -262,13 +262,10 @@ func (b *bench) throughAPI(ctx context.Context, action string, body map[string]a
 	body["filter"] = benchFilter
 	raw, _ := json.Marshal(body)
 	if b.statements > 0 {
-		if _, err := b.db.ExecContext(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
+		if err := benchrun.ResetStatements(ctx, b.db.DB); err != nil {
 			return 0, nil, err
 		}
-		if _, err := b.db.ExecContext(ctx, "SELECT pg_stat_statements_reset()"); err != nil {
-			return 0, nil, err
-		}
-		defer b.printStatements(ctx)
+		defer benchrun.PrintStatements(ctx, b.db.DB, benchrun.NewReport(os.Stdout), b.statements, 0)
 	}
 	if b.cpuProfile != "" {
 		stop, err := startCPUProfile(b.cpuProfile + "-" + action + ".pprof")
@@ -324,35 +321,6 @@ func startCPUProfile(path string) (stop func(), err error) {
 			fmt.Fprintln(os.Stderr, "mgmtbench: cpu profile:", err)
 		}
 	}, nil
-}
-
-// printStatements prints the statements that took the most database time
-// since the last reset.
-func (b *bench) printStatements(ctx context.Context) {
-	rows, err := b.db.QueryContext(ctx, `SELECT calls, total_exec_time, rows, regexp_replace(query, '\s+', ' ', 'g')
-		FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT ?`, b.statements)
-	if err != nil {
-		fmt.Printf("  pg_stat_statements: %v\n", err)
-		return
-	}
-	defer func() {
-		if err := rows.Close(); err != nil {
-			fmt.Printf("  pg_stat_statements: %v\n", err)
-		}
-	}()
-	fmt.Printf("  %8s %10s %10s  statement\n", "calls", "total ms", "rows")
-	for rows.Next() {
-		var calls, nrows int64
-		var total float64
-		var q string
-		if err := rows.Scan(&calls, &total, &nrows, &q); err != nil {
-			return
-		}
-		if len(q) > 110 {
-			q = q[:110] + "…"
-		}
-		fmt.Printf("  %8d %10.0f %10d  %s\n", calls, total, nrows, q)
-	}
 }
 
 func (b *bench) call(ctx context.Context, method, url string, body []byte, want int, out any) (err error) {

@@ -53,8 +53,7 @@ func main() {
 const benchPGConfig = `
 shared_buffers = 256MB
 max_wal_size = 2GB
-shared_preload_libraries = 'pg_stat_statements'
-`
+` + benchrun.StatementsConfig
 
 func run(ctx context.Context, users int, only string, turns, statements int, cpuProfile string) (err error) {
 	pg, err := pgcluster.Start(ctx, pgcluster.Options{Config: benchPGConfig, Prefix: "iam-mgmtbench-pg-"})
