@@ -193,11 +193,15 @@ type DeviceStore struct {
 	d        devicesDialect
 	box      *secret.Box
 	contacts contacts
+	reads    checkinReads
 }
 
 // NewDeviceStore returns the DeviceStore over db; installation keys need
 // Seal first.
-func NewDeviceStore(db *bun.DB) *DeviceStore { return &DeviceStore{db: db, d: devicesDialectOf(db)} }
+func NewDeviceStore(db *bun.DB) *DeviceStore {
+	d := devicesDialectOf(db)
+	return &DeviceStore{db: db, d: d, reads: newCheckinReads(db, d)}
+}
 
 // Seal makes the store seal the agents' installation keys with box.
 func (s *DeviceStore) Seal(box *secret.Box) { s.box = box }

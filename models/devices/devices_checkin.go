@@ -334,13 +334,16 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 			dev.pending, dev.pendingRead = nil, false
 			return cmds, nil
 		}
-		return s.pendingCommands(ctx, s.db, dev.ID)
+		return s.pendingCommands(ctx, s.db.DB, dev.ID)
 	}
 	var cmds []Command
 	err := sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
 		var d Device
-		err := s.d.LockRows(tx.NewSelect().Model(&d).Where("id = ?", dev.ID), "UPDATE").Scan(ctx)
+		err := s.scanBound(ctx, tx.Tx, &d, s.reads.lockDevice, dev.ID)
 		if err != nil {
+			return models.Unavailable(fmt.Errorf("read device: %w", err))
+		}
+		if d.ID == 0 {
 			return ErrBadDeviceCredentials // removed by a concurrent ack
 		}
 		for _, a := range in.Acks {
@@ -353,7 +356,6 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 			return nil
 		}
 		d.LastContactTime, d.InactiveAfter = &now, d.inactiveAfter(now)
-		cols := []string{"last_contact_time", "inactive_after"}
 		// The counts change with acks (a link confirmed) and with accounts
 		// added or removed, not with an account's changed fields.
 		recount := len(in.Acks) > 0
@@ -363,18 +365,14 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 				return err
 			}
 			recount = recount || added
-			if err = reconcileOffline(ctx, tx, &d, in.OfflineUsers); err != nil {
+			if err = s.reconcileOffline(ctx, tx, &d, in.OfflineUsers); err != nil {
 				return err
 			}
 			d.DeviceFacts = in.Facts
 			d.ReportedDigest = digest
 			d.UpdatedAt = now
-			cols = append(cols, "reported_digest", "updated_at",
-				"name", "os_type", "os_distribution", "os_major_version", "os_release_name",
-				"os_build_version", "serial_number", "ip_address", "agent_version", "join_type",
-				"domain", "tenant", "dns_hostname", "container", "managed_by", "owner", "mdm", "description")
 		}
-		if _, err = tx.NewUpdate().Model(&d).WherePK().Column(cols...).Exec(ctx); err != nil {
+		if err = s.d.recordCheckIn(ctx, tx, &d, d.UninstallRequestedAt == nil); err != nil {
 			return fmt.Errorf("record check-in: %w", err)
 		}
 		if recount {
@@ -383,7 +381,7 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 			}
 		}
 		*dev = d
-		cmds, err = s.pendingCommands(ctx, tx, d.ID)
+		cmds, err = s.pendingCommands(ctx, tx.Tx, d.ID)
 		return err
 	})
 	if err != nil {
@@ -392,10 +390,9 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 	return cmds, nil
 }
 
-func (s *DeviceStore) pendingCommands(ctx context.Context, db bun.IDB, deviceID int64) ([]Command, error) {
+func (s *DeviceStore) pendingCommands(ctx context.Context, q querier, deviceID int64) ([]Command, error) {
 	var cmds []Command
-	if err := db.NewSelect().Model(&cmds).Where("device_id = ? AND status = ?", deviceID, CommandPending).
-		OrderExpr("id").Scan(ctx); err != nil {
+	if err := s.scanBound(ctx, q, &cmds, s.reads.commands, deviceID); err != nil {
 		return nil, models.Unavailable(fmt.Errorf("read commands: %w", err))
 	}
 	return cmds, nil
@@ -581,7 +578,7 @@ func addHistory(ctx context.Context, tx bun.IDB, ev *LinkEvent) error {
 // added or removed any.
 func (s *DeviceStore) reconcileAccounts(ctx context.Context, tx bun.Tx, d *Device, reported []AccountReport, now time.Time) (bool, error) {
 	var have []LocalAccount
-	if err := tx.NewSelect().Model(&have).Where("device_id = ?", d.ID).Scan(ctx); err != nil {
+	if err := s.scanBound(ctx, tx.Tx, &have, s.reads.accounts, d.ID); err != nil {
 		return false, fmt.Errorf("read accounts: %w", err)
 	}
 	byName := make(map[string]*LocalAccount, len(have))
@@ -602,7 +599,7 @@ func (s *DeviceStore) reconcileAccounts(ctx context.Context, tx bun.Tx, d *Devic
 			continue
 		}
 		a.PermissionLevel, a.LastLogin, a.UpdatedAt = r.PermissionLevel, r.LastLogin, now
-		if _, err := tx.NewUpdate().Model(a).WherePK().Column("permission_level", "last_login", "updated_at").Exec(ctx); err != nil {
+		if err := s.d.updateAccount(ctx, tx, a); err != nil {
 			return false, fmt.Errorf("update account: %w", err)
 		}
 	}
@@ -662,9 +659,9 @@ func sameTime(a, b *time.Time) bool {
 
 // reconcileOffline makes d's offline users those reported, but for entries
 // whose removal waits for the agent's ack.
-func reconcileOffline(ctx context.Context, tx bun.Tx, d *Device, reported []OfflineUserReport) error {
+func (s *DeviceStore) reconcileOffline(ctx context.Context, tx bun.Tx, d *Device, reported []OfflineUserReport) error {
 	var have []OfflineUser
-	if err := tx.NewSelect().Model(&have).Where("device_id = ?", d.ID).Scan(ctx); err != nil {
+	if err := s.scanBound(ctx, tx.Tx, &have, s.reads.offline, d.ID); err != nil {
 		return fmt.Errorf("read offline users: %w", err)
 	}
 	byID := make(map[int64]*OfflineUser, len(have))

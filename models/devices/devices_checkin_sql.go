@@ -1,0 +1,131 @@
+package devices
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+	"strings"
+
+	"github.com/uptrace/bun"
+)
+
+// The statements of a check-in that changes something have fixed text and
+// bound values ($1, $2 …, which the SQLite driver binds by number too).
+// PostgreSQL's driver prepares each once per connection and the server
+// plans it from its cache; bun's statements, their values formatted into
+// the text, were parsed and planned on every call, which was more than
+// half of PostgreSQL's time on a changed check-in (docs/benchmarks.md).
+// The reads are bun's own SELECTs of the models, made once, with bound
+// values; their rows go through bun's scanner.
+
+// checkinReads are the texts of the reads of a changed check-in.
+type checkinReads struct {
+	lockDevice string // the device ($1), locked until the transaction ends
+	accounts   string // the local accounts of a device ($1)
+	offline    string // the offline users of a device ($1)
+	commands   string // the pending commands of a device ($1), oldest first
+}
+
+func newCheckinReads(db *bun.DB, d devicesDialect) checkinReads {
+	return checkinReads{
+		lockDevice: d.LockRows(db.NewSelect().Model((*Device)(nil)).Where("id = $1"), "UPDATE").String(),
+		accounts:   db.NewSelect().Model((*LocalAccount)(nil)).Where("device_id = $1").String(),
+		offline:    db.NewSelect().Model((*OfflineUser)(nil)).Where("device_id = $1").String(),
+		// The status is in the text, not bound: a generic plan then uses
+		// the partial index of pending commands, and PostgreSQL stops
+		// planning the statement anew on every call.
+		commands: db.NewSelect().Model((*Command)(nil)).Where("device_id = $1 AND status = ?", CommandPending).OrderExpr("id").String(),
+	}
+}
+
+// querier is a *sql.DB or a *sql.Tx: where a bound statement runs (bun's
+// own QueryContext would format the values into the text).
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// scanBound runs a read of checkinReads with its values and scans its rows
+// into dest (a model or a slice of models) with bun's scanner. A model
+// stays as it was when there is no row (no sql.ErrNoRows, unlike bun's
+// Scan).
+func (s *DeviceStore) scanBound(ctx context.Context, q querier, dest any, query string, args ...any) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	return s.db.ScanRows(ctx, rows, dest) // closes rows
+}
+
+// checkinColumns are the device columns a check-in writes and their
+// values: the contact times always; the report (digest, facts) unless an
+// uninstall was requested.
+func checkinColumns(d *Device, report bool) (cols []string, vals []any) {
+	cols = []string{"last_contact_time", "inactive_after"}
+	vals = []any{d.LastContactTime, d.InactiveAfter}
+	if !report {
+		return cols, vals
+	}
+	f := &d.DeviceFacts
+	cols = append(cols, "reported_digest", "updated_at",
+		"name", "os_type", "os_distribution", "os_major_version", "os_release_name",
+		"os_build_version", "serial_number", "ip_address", "agent_version", "join_type",
+		"domain", "tenant", "dns_hostname", "container", "managed_by", "owner", "mdm", "description")
+	vals = append(vals, d.ReportedDigest, d.UpdatedAt,
+		f.Name, f.OSType, f.OSDistribution, f.OSMajorVersion, f.OSReleaseName,
+		f.OSBuildVersion, f.SerialNumber, f.IPAddress, f.AgentVersion, f.JoinType,
+		f.Domain, f.Tenant, f.DNSHostname, f.Container, f.ManagedBy, f.Owner, f.MDM, f.Description)
+	return cols, vals
+}
+
+// boundUpdate is "UPDATE table SET col = $1, … WHERE id = $n+1".
+func boundUpdate(table string, cols []string) string {
+	var b strings.Builder
+	b.WriteString("UPDATE ")
+	b.WriteString(table)
+	b.WriteString(" SET ")
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(c)
+		b.WriteString(" = $")
+		b.WriteString(strconv.Itoa(i + 1))
+	}
+	b.WriteString(" WHERE id = $")
+	b.WriteString(strconv.Itoa(len(cols) + 1))
+	return b.String()
+}
+
+// accountChangeColumns are the columns of a local account a check-in
+// changes (reconcileAccounts).
+var accountChangeColumns = []string{"permission_level", "last_login", "updated_at"}
+
+// pgUpdateAccount and pgRecordCheckIn are the PostgreSQL texts of the
+// check-in's writes; the times are bound as timestamptz.
+var pgUpdateAccount = boundUpdate("device_accounts", accountChangeColumns)
+
+func (devicesPG) updateAccount(ctx context.Context, tx bun.Tx, a *LocalAccount) error {
+	_, err := tx.Tx.ExecContext(ctx, pgUpdateAccount, a.PermissionLevel, a.LastLogin, a.UpdatedAt, a.ID)
+	return err
+}
+
+func (devicesPG) recordCheckIn(ctx context.Context, tx bun.Tx, d *Device, report bool) error {
+	cols, vals := checkinColumns(d, report)
+	_, err := tx.Tx.ExecContext(ctx, boundUpdate("devices", cols), append(vals, d.ID)...)
+	return err
+}
+
+// On SQLite the writes stay bun's, which stores times as text in its own
+// format (the driver's would differ); a statement costs no round trip
+// there.
+
+func (devicesSQLite) updateAccount(ctx context.Context, tx bun.Tx, a *LocalAccount) error {
+	_, err := tx.NewUpdate().Model(a).WherePK().Column(accountChangeColumns...).Exec(ctx)
+	return err
+}
+
+func (devicesSQLite) recordCheckIn(ctx context.Context, tx bun.Tx, d *Device, report bool) error {
+	cols, _ := checkinColumns(d, report)
+	_, err := tx.NewUpdate().Model(d).WherePK().Column(cols...).Exec(ctx)
+	return err
+}

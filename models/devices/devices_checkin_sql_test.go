@@ -1,0 +1,87 @@
+package devices_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"iam/models/dbtest"
+	"iam/models/devices"
+	"iam/models/modeltest"
+)
+
+// TestDeviceStore_ChangedCheckInWritesEachColumn: a check-in that changes
+// every fact and one account's fields writes each to its own column (the
+// bound statements of devices_checkin_sql.go list columns and values
+// apart), as read back by bun; the contact time and the account's times
+// keep their microseconds.
+func TestDeviceStore_ChangedCheckInWritesEachColumn(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := modeltest.NewDeviceFixture(t, db, 0)
+		d, sec := f.Register(t, modeltest.Facts("PC1", "S1"))
+		in := devices.CheckIn{Facts: modeltest.Facts("PC1", "S1"), Accounts: accounts("alice", "bob")}
+		if _, err := f.CheckIn(t, d.ID, sec, in); err != nil {
+			t.Fatal(err)
+		}
+		// Every fact a value of its own (the enumerations one of theirs).
+		in.Facts = devices.DeviceFacts{Name: "f-name", OSType: "Linux", OSDistribution: "f-distribution",
+			OSMajorVersion: "f-major", OSReleaseName: "f-release", OSBuildVersion: "f-build", SerialNumber: "f-serial",
+			IPAddress: "10.9.8.7", AgentVersion: "f-agent", JoinType: "CloudJoined", Domain: "f-domain", Tenant: "f-tenant",
+			DNSHostname: "f-dns", Container: "f-container", ManagedBy: "f-managed", Owner: "f-owner", MDM: "f-mdm",
+			Description: "f-description"}
+		login := time.Date(2026, 12, 1, 8, 30, 15, 123456000, time.UTC)
+		in.Accounts[1].PermissionLevel, in.Accounts[1].LastLogin = "Administrator", &login
+		before := time.Now().UTC().Truncate(time.Microsecond)
+		if _, err := f.CheckIn(t, d.ID, sec, in); err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.Dev.Get(ctx, f.Org.ID, d.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := in.Facts
+		if err = want.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if got.DeviceFacts != want {
+			t.Errorf("facts\n got %+v\nwant %+v", got.DeviceFacts, want)
+		}
+		if got.LastContactTime == nil || got.LastContactTime.Before(before) || got.InactiveAfter == nil ||
+			!got.InactiveAfter.After(*got.LastContactTime) || got.UpdatedAt.Before(before) {
+			t.Errorf("times: contact %v, inactive after %v, updated %v; want after %v", got.LastContactTime, got.InactiveAfter, got.UpdatedAt, before)
+		}
+		accs, err := f.Dev.Accounts(ctx, f.Org.ID, d.ID)
+		if err != nil || len(accs) != 2 {
+			t.Fatalf("accounts %+v, %v", accs, err)
+		}
+		for _, a := range accs {
+			switch a.UserName {
+			case "alice":
+				if a.PermissionLevel != "Standard" || a.LastLogin != nil {
+					t.Errorf("alice changed: %+v", a)
+				}
+			case "bob":
+				if a.PermissionLevel != "Administrator" || a.LastLogin == nil || !a.LastLogin.Equal(login) || a.UpdatedAt.Before(before) {
+					t.Errorf("bob: %+v, want Administrator, last login %v", a, login)
+				}
+			}
+		}
+		// The same report again is unchanged: the digest written is the
+		// report's.
+		again, err := f.Dev.AuthenticateCheckIn(ctx, d.ID, sec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := in.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Dev.CheckIn(ctx, again, &in); err != nil {
+			t.Fatal(err)
+		}
+		if after, _ := f.Dev.Get(ctx, f.Org.ID, d.ID); !after.UpdatedAt.Equal(got.UpdatedAt) {
+			t.Errorf("the same report again rewrote the device (updated %v, then %v)", got.UpdatedAt, after.UpdatedAt)
+		}
+	})
+}
