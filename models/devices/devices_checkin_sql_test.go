@@ -1,14 +1,17 @@
 package devices_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"iam/models/dbtest"
 	"iam/models/devices"
 	"iam/models/modeltest"
+	"iam/models/sqldb"
 )
 
 // TestDeviceStore_ChangedCheckInWritesEachColumn: a check-in that changes
@@ -84,4 +87,25 @@ func TestDeviceStore_ChangedCheckInWritesEachColumn(t *testing.T) {
 			t.Errorf("the same report again rewrote the device (updated %v, then %v)", got.UpdatedAt, after.UpdatedAt)
 		}
 	})
+}
+
+// TestDeviceTables_LeaveRoomForCheckIns pins the fill factor of the
+// tables check-ins rewrite (migration 20261208000100): without room on
+// their pages, PostgreSQL moves each new version of a row to another page
+// and writes every index again.
+func TestDeviceTables_LeaveRoomForCheckIns(t *testing.T) {
+	db := dbtest.Postgres(t)
+	if !sqldb.IsPostgres(db) {
+		t.Skip("PostgreSQL only")
+	}
+	for _, table := range []string{"devices", "device_accounts"} {
+		var opts []string
+		if err := db.NewRaw("SELECT coalesce(reloptions, '{}') FROM pg_class WHERE relname = ?", table).
+			Scan(t.Context(), pgdialect.Array(&opts)); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(opts, "fillfactor=80") {
+			t.Errorf("%s: options %v, want fillfactor=80", table, opts)
+		}
+	}
 }
