@@ -359,12 +359,12 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 		// The counts change with acks (a link confirmed) and with accounts
 		// added or removed, not with an account's changed fields.
 		recount := len(in.Acks) > 0
+		var accs accountChanges
 		if d.UninstallRequestedAt == nil {
-			var added bool
-			if added, err = s.reconcileAccounts(ctx, tx, &d, in.Accounts, now); err != nil {
+			if accs, err = s.reconcileAccounts(ctx, tx, &d, in.Accounts, now); err != nil {
 				return err
 			}
-			recount = recount || added
+			recount = recount || accs.added || accs.removed
 			if err = s.reconcileOffline(ctx, tx, &d, in.OfflineUsers); err != nil {
 				return err
 			}
@@ -372,13 +372,22 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 			d.ReportedDigest = digest
 			d.UpdatedAt = now
 		}
-		if err = s.d.recordCheckIn(ctx, tx, &d, d.UninstallRequestedAt == nil); err != nil {
+		if err = s.d.recordCheckIn(ctx, tx, &d, d.UninstallRequestedAt == nil, accs.changed); err != nil {
 			return fmt.Errorf("record check-in: %w", err)
 		}
 		if recount {
 			if err = recountAccounts(ctx, tx, d.ID); err != nil {
 				return err
 			}
+		}
+		// The pending commands AuthenticateCheckIn read are still this
+		// transaction's unless it changed them (acks, accounts gone) or an
+		// uninstall was requested since. A command queued since then goes
+		// with the next check-in, as an unchanged check-in's would.
+		if dev.pendingRead && len(in.Acks) == 0 && !accs.removed && (dev.UninstallRequestedAt == nil) == (d.UninstallRequestedAt == nil) {
+			cmds = dev.pending
+			*dev = d
+			return nil
 		}
 		*dev = d
 		cmds, err = s.pendingCommands(ctx, tx.Tx, d.ID)
@@ -574,12 +583,22 @@ func addHistory(ctx context.Context, tx bun.IDB, ev *LinkEvent) error {
 	return nil
 }
 
-// reconcileAccounts makes d's accounts those reported; it says whether it
-// added or removed any.
-func (s *DeviceStore) reconcileAccounts(ctx context.Context, tx bun.Tx, d *Device, reported []AccountReport, now time.Time) (bool, error) {
+// accountChanges is what reconcileAccounts did, and what it leaves to
+// recordCheckIn.
+type accountChanges struct {
+	added   bool            // accounts added
+	removed bool            // accounts removed, their pending commands withdrawn
+	changed []*LocalAccount // accounts whose accountChangeColumns are to be written
+}
+
+// reconcileAccounts makes d's accounts those reported: it adds and removes
+// accounts, and returns those whose fields changed for recordCheckIn to
+// write with the device.
+func (s *DeviceStore) reconcileAccounts(ctx context.Context, tx bun.Tx, d *Device, reported []AccountReport, now time.Time) (accountChanges, error) {
+	var out accountChanges
 	var have []LocalAccount
 	if err := s.scanBound(ctx, tx.Tx, &have, s.reads.accounts, d.ID); err != nil {
-		return false, fmt.Errorf("read accounts: %w", err)
+		return out, fmt.Errorf("read accounts: %w", err)
 	}
 	byName := make(map[string]*LocalAccount, len(have))
 	for i := range have {
@@ -599,17 +618,16 @@ func (s *DeviceStore) reconcileAccounts(ctx context.Context, tx bun.Tx, d *Devic
 			continue
 		}
 		a.PermissionLevel, a.LastLogin, a.UpdatedAt = r.PermissionLevel, r.LastLogin, now
-		if err := s.d.updateAccount(ctx, tx, a); err != nil {
-			return false, fmt.Errorf("update account: %w", err)
-		}
+		out.changed = append(out.changed, a)
 	}
+	out.added = len(add) > 0
 	if len(add) > 0 {
 		if _, err := tx.NewInsert().Model(&add).Exec(ctx); err != nil {
-			return false, fmt.Errorf("add accounts: %w", err)
+			return out, fmt.Errorf("add accounts: %w", err)
 		}
 	}
 	if len(byName) == 0 {
-		return len(add) > 0, nil
+		return out, nil
 	}
 	vanished := make([]*LocalAccount, 0, len(byName))
 	for _, a := range byName {
@@ -625,7 +643,7 @@ func (s *DeviceStore) reconcileAccounts(ctx context.Context, tx bun.Tx, d *Devic
 				AccountID: &a.ID, UserName: a.UserName, IdpUserID: a.IdpUserID, LinkType: a.LinkType,
 				Action: "account_removed", OldState: a.LinkStatus, NewState: LinkUnlinked, Actor: "agent",
 				Reason: why}); err != nil {
-				return false, err
+				return out, err
 			}
 			// The link goes with the account: an unlink, or a pending
 			// link's cancel.
@@ -636,18 +654,19 @@ func (s *DeviceStore) reconcileAccounts(ctx context.Context, tx bun.Tx, d *Devic
 			before := linkStateOf(a)
 			unlinkAccount(a)
 			if err := recordLink(ctx, tx, typ, d, before, a, "", why); err != nil {
-				return false, err
+				return out, err
 			}
 		}
 	}
 	if _, err := tx.NewUpdate().Table("device_commands").Set("status = ?", CommandWithdrawn).
 		Where("device_id = ? AND status = ? AND account_id IN (?)", d.ID, CommandPending, bun.List(gone)).Exec(ctx); err != nil {
-		return false, fmt.Errorf("withdraw commands: %w", err)
+		return out, fmt.Errorf("withdraw commands: %w", err)
 	}
 	if _, err := tx.NewDelete().Table("device_accounts").Where("id IN (?)", bun.List(gone)).Exec(ctx); err != nil {
-		return false, fmt.Errorf("remove accounts: %w", err)
+		return out, fmt.Errorf("remove accounts: %w", err)
 	}
-	return true, nil
+	out.removed = true
+	return out, nil
 }
 
 func sameTime(a, b *time.Time) bool {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/uptrace/bun"
 )
@@ -77,8 +78,9 @@ func checkinColumns(d *Device, report bool) (cols []string, vals []any) {
 	return cols, vals
 }
 
-// boundUpdate is "UPDATE table SET col = $1, … WHERE id = $n+1".
-func boundUpdate(table string, cols []string) string {
+// boundUpdate is "UPDATE table SET col = $first, … WHERE id = $next", the
+// placeholders numbered from first.
+func boundUpdate(table string, cols []string, first int) string {
 	var b strings.Builder
 	b.WriteString("UPDATE ")
 	b.WriteString(table)
@@ -89,10 +91,10 @@ func boundUpdate(table string, cols []string) string {
 		}
 		b.WriteString(c)
 		b.WriteString(" = $")
-		b.WriteString(strconv.Itoa(i + 1))
+		b.WriteString(strconv.Itoa(first + i))
 	}
 	b.WriteString(" WHERE id = $")
-	b.WriteString(strconv.Itoa(len(cols) + 1))
+	b.WriteString(strconv.Itoa(first + len(cols)))
 	return b.String()
 }
 
@@ -100,18 +102,30 @@ func boundUpdate(table string, cols []string) string {
 // changes (reconcileAccounts).
 var accountChangeColumns = []string{"permission_level", "last_login", "updated_at"}
 
-// pgUpdateAccount and pgRecordCheckIn are the PostgreSQL texts of the
-// check-in's writes; the times are bound as timestamptz.
-var pgUpdateAccount = boundUpdate("device_accounts", accountChangeColumns)
+// pgUpdateAccounts writes the accountChangeColumns of accounts, given as
+// arrays, in the statement that records the device's check-in: a CTE
+// before the device's UPDATE (recordCheckIn), one round trip for both.
+const pgUpdateAccounts = `WITH changed_accounts AS (
+	UPDATE device_accounts AS a SET permission_level = v.permission_level, last_login = v.last_login, updated_at = v.updated_at
+	FROM unnest($1::bigint[], $2::text[], $3::timestamptz[], $4::timestamptz[]) AS v(id, permission_level, last_login, updated_at)
+	WHERE a.id = v.id
+) `
 
-func (devicesPG) updateAccount(ctx context.Context, tx bun.Tx, a *LocalAccount) error {
-	_, err := tx.Tx.ExecContext(ctx, pgUpdateAccount, a.PermissionLevel, a.LastLogin, a.UpdatedAt, a.ID)
-	return err
-}
-
-func (devicesPG) recordCheckIn(ctx context.Context, tx bun.Tx, d *Device, report bool) error {
+// recordCheckIn is one statement: the device's checkinColumns and, when
+// accounts changed, theirs (pgUpdateAccounts).
+func (devicesPG) recordCheckIn(ctx context.Context, tx bun.Tx, d *Device, report bool, changed []*LocalAccount) error {
 	cols, vals := checkinColumns(d, report)
-	_, err := tx.Tx.ExecContext(ctx, boundUpdate("devices", cols), append(vals, d.ID)...)
+	if len(changed) == 0 {
+		_, err := tx.Tx.ExecContext(ctx, boundUpdate("devices", cols, 1), append(vals, d.ID)...)
+		return err
+	}
+	ids, levels := make([]int64, len(changed)), make([]string, len(changed))
+	logins, updated := make([]*time.Time, len(changed)), make([]time.Time, len(changed))
+	for i, a := range changed {
+		ids[i], levels[i], logins[i], updated[i] = a.ID, a.PermissionLevel, a.LastLogin, a.UpdatedAt
+	}
+	args := append([]any{ids, levels, logins, updated}, vals...)
+	_, err := tx.Tx.ExecContext(ctx, pgUpdateAccounts+boundUpdate("devices", cols, 5), append(args, d.ID)...)
 	return err
 }
 
@@ -119,12 +133,12 @@ func (devicesPG) recordCheckIn(ctx context.Context, tx bun.Tx, d *Device, report
 // format (the driver's would differ); a statement costs no round trip
 // there.
 
-func (devicesSQLite) updateAccount(ctx context.Context, tx bun.Tx, a *LocalAccount) error {
-	_, err := tx.NewUpdate().Model(a).WherePK().Column(accountChangeColumns...).Exec(ctx)
-	return err
-}
-
-func (devicesSQLite) recordCheckIn(ctx context.Context, tx bun.Tx, d *Device, report bool) error {
+func (devicesSQLite) recordCheckIn(ctx context.Context, tx bun.Tx, d *Device, report bool, changed []*LocalAccount) error {
+	for _, a := range changed {
+		if _, err := tx.NewUpdate().Model(a).WherePK().Column(accountChangeColumns...).Exec(ctx); err != nil {
+			return err
+		}
+	}
 	cols, _ := checkinColumns(d, report)
 	_, err := tx.NewUpdate().Model(d).WherePK().Column(cols...).Exec(ctx)
 	return err

@@ -71,6 +71,22 @@ func TestDeviceStore_ChangedCheckInWritesEachColumn(t *testing.T) {
 				}
 			}
 		}
+		// Two accounts changed at once, a last login cleared.
+		in.Accounts[0].PermissionLevel, in.Accounts[1].LastLogin = "Administrator", nil
+		if _, err = f.CheckIn(t, d.ID, sec, in); err != nil {
+			t.Fatal(err)
+		}
+		if accs, err = f.Dev.Accounts(ctx, f.Org.ID, d.ID); err != nil || len(accs) != 2 {
+			t.Fatalf("accounts %+v, %v", accs, err)
+		}
+		for _, a := range accs {
+			if a.PermissionLevel != "Administrator" || a.LastLogin != nil {
+				t.Errorf("%s: %s, last login %v; want Administrator, none", a.UserName, a.PermissionLevel, a.LastLogin)
+			}
+		}
+		if got, err = f.Dev.Get(ctx, f.Org.ID, d.ID); err != nil {
+			t.Fatal(err)
+		}
 		// The same report again is unchanged: the digest written is the
 		// report's.
 		again, err := f.Dev.AuthenticateCheckIn(ctx, d.ID, sec)
@@ -108,4 +124,36 @@ func TestDeviceTables_LeaveRoomForCheckIns(t *testing.T) {
 			t.Errorf("%s: options %v, want fillfactor=80", table, opts)
 		}
 	}
+}
+
+// TestDeviceStore_ChangedCheckInAnswersPendingCommands: a check-in that
+// changes an account answers the commands waiting for the device (those
+// AuthenticateCheckIn read), and one that removes the account of a pending
+// link answers without the withdrawn command.
+func TestDeviceStore_ChangedCheckInAnswersPendingCommands(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, db *bun.DB) {
+		ctx := t.Context()
+		f := modeltest.NewDeviceFixture(t, db, 1)
+		d, sec := f.Register(t, modeltest.Facts("PC1", "S1"))
+		in := devices.CheckIn{Facts: modeltest.Facts("PC1", "S1"), Accounts: accounts("alice", "bob")}
+		if _, err := f.CheckIn(t, d.ID, sec, in); err != nil {
+			t.Fatal(err)
+		}
+		accs, err := f.Dev.Accounts(ctx, f.Org.ID, d.ID)
+		if err != nil || len(accs) != 2 || accs[0].UserName != "alice" {
+			t.Fatalf("accounts %+v, %v", accs, err)
+		}
+		if _, err = f.Dev.Link(ctx, f.Org.ID, d.ID, accs[0].ID, devices.LinkRequest{UserID: f.Users[0].ID, PermissionLevel: "Standard"}); err != nil {
+			t.Fatal(err)
+		}
+		in.Accounts[1].PermissionLevel = "Administrator"
+		cmds, err := f.CheckIn(t, d.ID, sec, in)
+		if err != nil || len(cmds) != 1 || cmds[0].Type != devices.CmdLink {
+			t.Fatalf("changed check-in answered %+v, %v; want the link command", cmds, err)
+		}
+		in.Accounts = accounts("bob")
+		if cmds, err = f.CheckIn(t, d.ID, sec, in); err != nil || len(cmds) != 0 {
+			t.Fatalf("alice gone: answered %+v, %v; want no command", cmds, err)
+		}
+	})
 }

@@ -25,10 +25,9 @@ type devicesDialect interface {
 	// commands and history entries), results and the job's progress in tx;
 	// errSyncRace when an account of w.Links is no longer unlinked.
 	writeSyncBatch(ctx context.Context, tx bun.Tx, w *syncWrite) error
-	// updateAccount writes the accountChangeColumns of a.
-	updateAccount(ctx context.Context, tx bun.Tx, a *LocalAccount) error
-	// recordCheckIn writes the checkinColumns of d.
-	recordCheckIn(ctx context.Context, tx bun.Tx, d *Device, report bool) error
+	// recordCheckIn writes the checkinColumns of d and the
+	// accountChangeColumns of the changed accounts.
+	recordCheckIn(ctx context.Context, tx bun.Tx, d *Device, report bool, changed []*LocalAccount) error
 }
 
 type devicesPG struct{ sqldb.PGDialect }
