@@ -338,11 +338,12 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 	}
 	var cmds []Command
 	err := sqldb.InTx(ctx, s.db, func(ctx context.Context, tx bun.Tx) error {
-		var d Device
-		err := s.scanBound(ctx, tx.Tx, &d, s.reads.lockDevice, dev.ID)
+		var locked lockedDevice
+		err := s.scanBound(ctx, tx.Tx, &locked, s.reads.lockDevice, dev.ID)
 		if err != nil {
 			return models.Unavailable(fmt.Errorf("read device: %w", err))
 		}
+		d := locked.Device
 		if d.ID == 0 {
 			return ErrBadDeviceCredentials // removed by a concurrent ack
 		}
@@ -365,8 +366,10 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 				return err
 			}
 			recount = recount || accs.added || accs.removed
-			if err = s.reconcileOffline(ctx, tx, &d, in.OfflineUsers); err != nil {
-				return err
+			if locked.HasOfflineUsers || len(in.OfflineUsers) > 0 {
+				if err = s.reconcileOffline(ctx, tx, &d, in.OfflineUsers); err != nil {
+					return err
+				}
 			}
 			d.DeviceFacts = in.Facts
 			d.ReportedDigest = digest

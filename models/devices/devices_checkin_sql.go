@@ -21,15 +21,25 @@ import (
 
 // checkinReads are the texts of the reads of a changed check-in.
 type checkinReads struct {
-	lockDevice string // the device ($1), locked until the transaction ends
+	lockDevice string // the lockedDevice ($1), locked until the transaction ends
 	accounts   string // the local accounts of a device ($1)
 	offline    string // the offline users of a device ($1)
 	commands   string // the pending commands of a device ($1), oldest first
 }
 
+// lockedDevice is the device a changed check-in locks, with whether it has
+// offline users: when it has none and the check-in reports none, their
+// read (a round trip) is skipped.
+type lockedDevice struct {
+	Device          `bun:",extend"`
+	HasOfflineUsers bool `bun:"has_offline_users,scanonly"`
+}
+
 func newCheckinReads(db *bun.DB, d devicesDialect) checkinReads {
 	return checkinReads{
-		lockDevice: d.LockRows(db.NewSelect().Model((*Device)(nil)).Where("id = $1"), "UPDATE").String(),
+		lockDevice: d.LockRows(db.NewSelect().Model((*lockedDevice)(nil)).ColumnExpr("?TableAlias.*").
+			ColumnExpr("EXISTS (SELECT 1 FROM device_offline_users AS o WHERE o.device_id = ?TableAlias.id) AS has_offline_users").
+			Where("?TableAlias.id = $1"), "UPDATE").String(),
 		accounts:   db.NewSelect().Model((*LocalAccount)(nil)).Where("device_id = $1").String(),
 		offline:    db.NewSelect().Model((*OfflineUser)(nil)).Where("device_id = $1").String(),
 		// The status is in the text, not bound: a generic plan then uses

@@ -406,6 +406,15 @@ func TestDeviceStore_OfflineUsers(t *testing.T) {
 		}
 		_, err = f.Dev.RemoveOfflineUsers(ctx, modeltest.NewOrg(t, f.Store).ID, d.ID, []int64{f.Users[1].ID})
 		modeltest.WantCode(t, err, models.ENOTFOUND)
+		// A check-in reporting none removes the last one (its read is
+		// skipped only when the device has none).
+		in.Acks, in.OfflineUsers = nil, nil
+		if _, err = f.CheckIn(t, d.ID, sec, in); err != nil {
+			t.Fatal(err)
+		}
+		if list, _ = f.Dev.OfflineUsers(ctx, f.Org.ID, d.ID); len(list) != 0 {
+			t.Errorf("reported none: %+v", list)
+		}
 	})
 }
 
