@@ -40,8 +40,8 @@ func newCheckinReads(db *bun.DB, d devicesDialect) checkinReads {
 		lockDevice: d.LockRows(db.NewSelect().Model((*lockedDevice)(nil)).ColumnExpr("?TableAlias.*").
 			ColumnExpr("EXISTS (SELECT 1 FROM device_offline_users AS o WHERE o.device_id = ?TableAlias.id) AS has_offline_users").
 			Where("?TableAlias.id = $1"), "UPDATE").String(),
-		accounts:   db.NewSelect().Model((*LocalAccount)(nil)).Where("device_id = $1").String(),
-		offline:    db.NewSelect().Model((*OfflineUser)(nil)).Where("device_id = $1").String(),
+		accounts: db.NewSelect().Model((*LocalAccount)(nil)).Where("device_id = $1").String(),
+		offline:  db.NewSelect().Model((*OfflineUser)(nil)).Where("device_id = $1").String(),
 		// The status is in the text, not bound: a generic plan then uses
 		// the partial index of pending commands, and PostgreSQL stops
 		// planning the statement anew on every call.
