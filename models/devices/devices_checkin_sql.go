@@ -37,7 +37,9 @@ type lockedDevice struct {
 
 func newCheckinReads(db *bun.DB, d devicesDialect) checkinReads {
 	return checkinReads{
-		lockDevice: d.LockRows(db.NewSelect().Model((*lockedDevice)(nil)).ColumnExpr("?TableAlias.*").
+		// The device's columns by name (?TableColumns), not "*": a column
+		// the model does not know would fail bun's scan.
+		lockDevice: d.LockRows(db.NewSelect().Model((*lockedDevice)(nil)).ColumnExpr("?TableColumns").
 			ColumnExpr("EXISTS (SELECT 1 FROM device_offline_users AS o WHERE o.device_id = ?TableAlias.id) AS has_offline_users").
 			Where("?TableAlias.id = $1"), "UPDATE").String(),
 		accounts: db.NewSelect().Model((*LocalAccount)(nil)).Where("device_id = $1").String(),
