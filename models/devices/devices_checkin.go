@@ -387,12 +387,14 @@ func (s *DeviceStore) CheckIn(ctx context.Context, dev *Device, in *CheckIn) ([]
 		// transaction's unless it changed them (acks, accounts gone) or an
 		// uninstall was requested since. A command queued since then goes
 		// with the next check-in, as an unchanged check-in's would.
-		if dev.pendingRead && len(in.Acks) == 0 && !accs.removed && (dev.UninstallRequestedAt == nil) == (d.UninstallRequestedAt == nil) {
-			cmds = dev.pending
-			*dev = d
+		kept := dev.pendingRead && len(in.Acks) == 0 && !accs.removed &&
+			(dev.UninstallRequestedAt == nil) == (d.UninstallRequestedAt == nil)
+		pending := dev.pending
+		*dev = d
+		if kept {
+			cmds = pending
 			return nil
 		}
-		*dev = d
 		cmds, err = s.pendingCommands(ctx, tx.Tx, d.ID)
 		return err
 	})
